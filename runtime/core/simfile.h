@@ -1,0 +1,47 @@
+/* The simulation file: a cluster (nodes, existing pods, custom objects) and a workload of pod
+ * arrivals, for kcycle-scheduler --simulate. Format: docs/simulation.md. */
+#ifndef KC_CORE_SIMFILE_H
+#define KC_CORE_SIMFILE_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "error.h"
+
+struct pod;
+struct node;
+
+struct sim_arrival {
+    int64_t at_ms;   /* simulated time of arrival */
+    struct pod *pod; /* owned by the spec until taken (set to NULL by the taker) */
+};
+
+/* A custom object (PodGroup, CapacityQueue, NodeResourceTopology) passed to plugins as JSON. */
+struct sim_object {
+    char *kind;
+    char *namespace; /* NULL for cluster-scoped */
+    char *name;
+    char *json;
+};
+
+struct sim_spec {
+    char *file;
+    struct node **nodes;
+    uint32_t node_count;
+    struct pod **pods;             /* existing pods at time 0 (assigned or pending) */
+    uint32_t pod_count;
+    struct sim_arrival *arrivals;  /* the workload, expanded, sorted by at_ms (stable) */
+    uint32_t arrival_count;
+    struct sim_object *objects;
+    uint32_t object_count;
+    bool has_config;               /* the file had a `config:` section, loaded into config */
+    struct config config;
+};
+
+/* Load and validate a simulation file. Pods with no schedulerName get scheduler_name (the
+ * config's schedulerName when the file sets one). Errors name file:line:column and the key. */
+int simfile_load(const char *path, const char *scheduler_name, struct sim_spec *spec,
+                 struct kc_error *err);
+void simfile_free(struct sim_spec *spec);
+
+#endif
