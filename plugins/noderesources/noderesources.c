@@ -1,1 +1,688 @@
-/* placeholder: being written */
+/* noderesources: kube-scheduler's NodeResourcesFit (Filter plus LeastAllocated or MostAllocated
+ * scoring) and NodeResourcesBalancedAllocation in one plugin. PreFilter reads the pod's
+ * requests once into cycle state; Filter and Score then only do integer work per node. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <kcycle/kcycle.h>
+
+KC_PLUGIN_DEFINE_HOST;
+
+#define PLUGIN_NAME "noderesources"
+#define STATE_KEY "noderesources/prefilter"
+#define MAX_SCORE 100
+#define MAX_WEIGHT 100
+#define EINVAL_CODE (-22)
+#define ENOMEM_CODE (-12)
+
+/* kube-scheduler's defaults for a pod that requests no cpu or memory, so that such pods
+ * still spread (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest). */
+#define DEFAULT_MILLI_CPU_REQUEST 100
+#define DEFAULT_MEMORY_REQUEST (200 * 1024 * 1024)
+
+#define REASON_TOO_MANY_PODS "Too many pods"
+#define REASON_PREFIX "Insufficient "
+
+enum strategy { STRATEGY_LEAST_ALLOCATED, STRATEGY_MOST_ALLOCATED };
+
+struct scored_resource {
+    kc_resource id;
+    int64_t weight;
+};
+
+struct name_list {
+    char **names;
+    size_t count;
+};
+
+struct plugin {
+    enum strategy strategy;
+    struct scored_resource scoring[KC_RESOURCE_MAX];
+    uint32_t scoring_count;
+    bool balanced_enabled;
+    kc_resource balanced[KC_RESOURCE_MAX];
+    uint32_t balanced_count;
+    struct name_list ignored;        /* extended resource names Filter does not check */
+    struct name_list ignored_groups; /* extended resource prefixes ("example.com") */
+};
+
+struct fit_request {
+    kc_resource id;
+    int64_t value;
+    const char *reason; /* "Insufficient <name>", in the state's reason pool */
+};
+
+/* What Score needs, in the order of the plugin's resource lists. */
+struct score_requests {
+    int64_t strategy[KC_RESOURCE_MAX]; /* with the non-zero defaults for cpu and memory */
+    int64_t balanced[KC_RESOURCE_MAX]; /* as requested */
+    bool balanced_best_effort;         /* no balanced resource requested: skip Balanced */
+};
+
+/* Per-cycle state, one allocation, read-only after PreFilter (Filter and Score may run on
+ * several threads). */
+struct pod_state {
+    uint32_t fit_count;
+    struct fit_request fit[KC_RESOURCE_MAX];
+    struct score_requests score;
+    char reason_pool[]; /* NUL-separated reasons */
+};
+
+/* Args ---------------------------------------------------------------------------------- */
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static int args_error(const char *format, ...)
+{
+    char message[512];
+    int used = snprintf(message, sizeof(message), "args: ");
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(message + used, sizeof(message) - (size_t)used, format, ap);
+    va_end(ap);
+    kc_log(KC_LOG_ERROR, PLUGIN_NAME, message);
+    return EINVAL_CODE;
+}
+
+/* Unknown keys are errors: a misspelt option silently falling back to a default is the
+ * worst outcome for an operator. */
+static int check_keys(const json_t *object, const char *where, const char *const *known)
+{
+    const char *key;
+    const json_t *value;
+    json_object_foreach((json_t *)object, key, value) {
+        bool found = false;
+        for (size_t i = 0; known[i] != NULL && !found; i++)
+            found = strcmp(key, known[i]) == 0;
+        if (!found)
+            return args_error("unknown key \"%s\" in %s", key, where);
+    }
+    return 0;
+}
+
+static int intern_name(const char *name, const char *where, kc_resource *id)
+{
+    *id = kc_resource_id(name);
+    if (*id < 0 || *id >= KC_RESOURCE_MAX)
+        return args_error("%s: cannot use resource \"%s\": the host already knows %d resource "
+                          "names (the most it can hold)", where, name, KC_RESOURCE_MAX);
+    return 0;
+}
+
+/* One resource entry: {"name": "cpu", "weight": 1}, or a bare "cpu" where strings are
+ * allowed. Weight 0 or absent means 1, as kube-scheduler's defaulting does. */
+static int parse_resource_entry(const json_t *entry, const char *where, size_t index,
+                                bool allow_string, const char **name, int64_t *weight)
+{
+    static const char *const known[] = {"name", "weight", NULL};
+    *weight = 1;
+    if (allow_string && json_is_string(entry)) {
+        *name = json_string_value(entry);
+    } else if (json_is_object(entry)) {
+        if (check_keys(entry, where, known) != 0)
+            return EINVAL_CODE;
+        *name = json_string_value(json_object_get(entry, "name"));
+        const json_t *weight_json = json_object_get(entry, "weight");
+        if (weight_json != NULL && !json_is_integer(weight_json))
+            return args_error("%s[%zu].weight must be an integer", where, index);
+        if (weight_json != NULL && json_integer_value(weight_json) != 0)
+            *weight = json_integer_value(weight_json);
+    } else {
+        return args_error("%s[%zu] must be an object {\"name\": ..., \"weight\": ...}%s", where,
+                          index, allow_string ? " or a resource name" : "");
+    }
+    if (*name == NULL || (*name)[0] == '\0')
+        return args_error("%s[%zu].name must be a non-empty resource name", where, index);
+    return 0;
+}
+
+static bool seen_before(const kc_resource *ids, uint32_t count, kc_resource id)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (ids[i] == id)
+            return true;
+    }
+    return false;
+}
+
+static void set_default_resources(kc_resource *ids, int64_t *weights, uint32_t *count)
+{
+    ids[0] = KC_RESOURCE_CPU;
+    ids[1] = KC_RESOURCE_MEMORY;
+    weights[0] = 1;
+    weights[1] = 1;
+    *count = 2;
+}
+
+/* A resource list; missing or empty means cpu and memory with weight 1 (kube's default).
+ * max_weight 1 is BalancedAllocation's rule that every weight be 1. */
+static int parse_resources(const json_t *list, const char *where, bool allow_string,
+                           int64_t max_weight, kc_resource *ids, int64_t *weights,
+                           uint32_t *count)
+{
+    if (list == NULL || (json_is_array(list) && json_array_size(list) == 0)) {
+        set_default_resources(ids, weights, count);
+        return 0;
+    }
+    if (!json_is_array(list))
+        return args_error("%s must be a list of resources", where);
+    if (json_array_size(list) > KC_RESOURCE_MAX)
+        return args_error("%s lists %zu resources; at most %d", where, json_array_size(list),
+                          KC_RESOURCE_MAX);
+    *count = 0;
+    size_t index;
+    const json_t *entry;
+    json_array_foreach(list, index, entry) {
+        const char *name = NULL;
+        int64_t weight = 1;
+        kc_resource id;
+        if (parse_resource_entry(entry, where, index, allow_string, &name, &weight) != 0)
+            return EINVAL_CODE;
+        if (weight < 1 || weight > max_weight)
+            return args_error("%s[%zu].weight of \"%s\" is %lld; expected %s", where, index,
+                              name, (long long)weight,
+                              max_weight == 1 ? "1" : "1 to 100 (0 or absent means 1)");
+        if (intern_name(name, where, &id) != 0)
+            return EINVAL_CODE;
+        if (seen_before(ids, *count, id))
+            return args_error("%s lists \"%s\" twice", where, name);
+        ids[*count] = id;
+        weights[*count] = weight;
+        (*count)++;
+    }
+    return 0;
+}
+
+static int parse_strategy_type(const json_t *type, enum strategy *strategy)
+{
+    if (type == NULL) {
+        *strategy = STRATEGY_LEAST_ALLOCATED;
+        return 0;
+    }
+    const char *text = json_string_value(type);
+    if (text != NULL && strcmp(text, "LeastAllocated") == 0) {
+        *strategy = STRATEGY_LEAST_ALLOCATED;
+        return 0;
+    }
+    if (text != NULL && strcmp(text, "MostAllocated") == 0) {
+        *strategy = STRATEGY_MOST_ALLOCATED;
+        return 0;
+    }
+    return args_error("scoringStrategy.type \"%s\" is not supported; expected "
+                      "\"LeastAllocated\" or \"MostAllocated\"",
+                      text != NULL ? text : "(not a string)");
+}
+
+static int parse_scoring_strategy(struct plugin *plugin, const json_t *strategy)
+{
+    static const char *const known[] = {"type", "resources", NULL};
+    kc_resource ids[KC_RESOURCE_MAX];
+    int64_t weights[KC_RESOURCE_MAX];
+    if (strategy == NULL) {
+        plugin->strategy = STRATEGY_LEAST_ALLOCATED;
+        set_default_resources(ids, weights, &plugin->scoring_count);
+    } else if (!json_is_object(strategy)) {
+        return args_error("scoringStrategy must be an object {\"type\": ..., \"resources\": ...}");
+    } else if (check_keys(strategy, "scoringStrategy", known) != 0 ||
+               parse_strategy_type(json_object_get(strategy, "type"), &plugin->strategy) != 0 ||
+               parse_resources(json_object_get(strategy, "resources"),
+                               "scoringStrategy.resources", false, MAX_WEIGHT, ids, weights,
+                               &plugin->scoring_count) != 0) {
+        return EINVAL_CODE;
+    }
+    for (uint32_t i = 0; i < plugin->scoring_count; i++) {
+        plugin->scoring[i].id = ids[i];
+        plugin->scoring[i].weight = weights[i];
+    }
+    return 0;
+}
+
+static int parse_balanced(struct plugin *plugin, const json_t *balanced)
+{
+    static const char *const known[] = {"enabled", "resources", NULL};
+    int64_t weights[KC_RESOURCE_MAX];
+    if (balanced == NULL) {
+        set_default_resources(plugin->balanced, weights, &plugin->balanced_count);
+        return 0;
+    }
+    if (!json_is_object(balanced))
+        return args_error("balancedAllocation must be an object {\"enabled\": ..., "
+                          "\"resources\": ...}");
+    if (check_keys(balanced, "balancedAllocation", known) != 0)
+        return EINVAL_CODE;
+    const json_t *enabled = json_object_get(balanced, "enabled");
+    if (enabled != NULL && !json_is_boolean(enabled))
+        return args_error("balancedAllocation.enabled must be true or false");
+    plugin->balanced_enabled = json_is_true(enabled);
+    return parse_resources(json_object_get(balanced, "resources"), "balancedAllocation.resources",
+                           true, 1, plugin->balanced, weights, &plugin->balanced_count);
+}
+
+static void name_list_free(struct name_list *list)
+{
+    for (size_t i = 0; i < list->count; i++)
+        free(list->names[i]);
+    free(list->names);
+    list->names = NULL;
+    list->count = 0;
+}
+
+/* strdup is POSIX, not C11: plugins build with a plain C11 compiler. */
+static char *copy_string(const char *text)
+{
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy != NULL)
+        memcpy(copy, text, size);
+    return copy;
+}
+
+static int parse_names(const json_t *array, const char *where, bool is_group,
+                       struct name_list *list)
+{
+    if (array == NULL)
+        return 0;
+    if (!json_is_array(array))
+        return args_error("%s must be a list of strings", where);
+    list->names = calloc(json_array_size(array) + 1, sizeof(char *));
+    if (list->names == NULL)
+        return ENOMEM_CODE;
+    size_t index;
+    const json_t *entry;
+    json_array_foreach(array, index, entry) {
+        const char *name = json_string_value(entry);
+        if (name == NULL || name[0] == '\0')
+            return args_error("%s[%zu] must be a non-empty string", where, index);
+        if (is_group && strchr(name, '/') != NULL)
+            return args_error("%s[%zu] \"%s\": a resource group is the part before '/', "
+                              "e.g. \"example.com\"", where, index, name);
+        list->names[list->count] = copy_string(name);
+        if (list->names[list->count] == NULL)
+            return ENOMEM_CODE;
+        list->count++;
+    }
+    return 0;
+}
+
+static int parse_args(struct plugin *plugin, const char *args_json)
+{
+    static const char *const known[] = {"scoringStrategy", "balancedAllocation",
+                                        "ignoredResources", "ignoredResourceGroups", NULL};
+    json_error_t error;
+    json_t *root = json_loads(args_json != NULL && args_json[0] != '\0' ? args_json : "{}", 0,
+                              &error);
+    if (root == NULL)
+        return args_error("invalid JSON at line %d column %d: %s; expected an object such as "
+                          "{\"scoringStrategy\": {\"type\": \"LeastAllocated\"}}",
+                          error.line, error.column, error.text);
+    int rc;
+    if (!json_is_object(root))
+        rc = args_error("expected a JSON object, got another JSON value");
+    else if ((rc = check_keys(root, "the args object", known)) == 0 &&
+             (rc = parse_scoring_strategy(plugin, json_object_get(root, "scoringStrategy"))) == 0 &&
+             (rc = parse_balanced(plugin, json_object_get(root, "balancedAllocation"))) == 0 &&
+             (rc = parse_names(json_object_get(root, "ignoredResources"), "ignoredResources",
+                               false, &plugin->ignored)) == 0)
+        rc = parse_names(json_object_get(root, "ignoredResourceGroups"),
+                         "ignoredResourceGroups", true, &plugin->ignored_groups);
+    json_decref(root);
+    return rc;
+}
+
+/* Lifecycle ----------------------------------------------------------------------------- */
+
+static void noderesources_fini(void *self)
+{
+    struct plugin *plugin = self;
+    if (plugin == NULL)
+        return;
+    name_list_free(&plugin->ignored);
+    name_list_free(&plugin->ignored_groups);
+    free(plugin);
+}
+
+static int noderesources_init(const kc_host_api *host, const char *args_json, void **self)
+{
+    int rc = kc_plugin_attach(host);
+    if (rc != 0)
+        return rc;
+    struct plugin *plugin = calloc(1, sizeof(*plugin));
+    if (plugin == NULL)
+        return ENOMEM_CODE;
+    rc = parse_args(plugin, args_json);
+    if (rc == ENOMEM_CODE)
+        kc_log(KC_LOG_ERROR, PLUGIN_NAME, "out of memory while reading args");
+    if (rc != 0) {
+        noderesources_fini(plugin);
+        return rc;
+    }
+    *self = plugin;
+    return 0;
+}
+
+/* A pod that fits on no node may fit after a node appears or grows, or a pod leaves. */
+static uint32_t noderesources_requeue_events(void *self)
+{
+    (void)self;
+    return KC_EVENT_MASK(KC_EVENT_NODE_ADD) | KC_EVENT_MASK(KC_EVENT_NODE_UPDATE) |
+           KC_EVENT_MASK(KC_EVENT_POD_UPDATE) | KC_EVENT_MASK(KC_EVENT_POD_DELETE) |
+           KC_EVENT_MASK(KC_EVENT_POD_FORGET);
+}
+
+/* PreFilter ----------------------------------------------------------------------------- */
+
+/* kube's IsExtendedResourceName: a qualified name outside kubernetes.io. ignoredResources
+ * apply only to these, never to cpu, memory or hugepages. */
+static bool is_extended_resource(const char *name)
+{
+    return strchr(name, '/') != NULL && strstr(name, "kubernetes.io/") == NULL &&
+           strncmp(name, "requests.", 9) != 0;
+}
+
+static bool name_listed(const struct name_list *list, const char *name, size_t length)
+{
+    for (size_t i = 0; i < list->count; i++) {
+        if (strlen(list->names[i]) == length && strncmp(list->names[i], name, length) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool fit_ignores(const struct plugin *plugin, const char *name)
+{
+    if (!is_extended_resource(name))
+        return false;
+    if (name_listed(&plugin->ignored, name, strlen(name)))
+        return true;
+    return name_listed(&plugin->ignored_groups, name, (size_t)(strchr(name, '/') - name));
+}
+
+static const char *resource_name_or_unknown(kc_resource id)
+{
+    const char *name = kc_resource_name(id);
+    return name != NULL ? name : "unknown-resource";
+}
+
+/* The pod's effective request by resource id; the one place that walks the request list. */
+static void read_requests(const kc_pod *pod, int64_t by_id[KC_RESOURCE_MAX])
+{
+    memset(by_id, 0, sizeof(int64_t) * KC_RESOURCE_MAX);
+    uint32_t count = kc_pod_request_count(pod);
+    for (uint32_t i = 0; i < count; i++) {
+        kc_resource id;
+        int64_t value;
+        if (kc_pod_request_at(pod, i, &id, &value) == 0 && id >= 0 && id < KC_RESOURCE_MAX)
+            by_id[id] = value;
+    }
+}
+
+static int64_t non_zero_request(kc_resource id, int64_t value)
+{
+    if (value != 0)
+        return value;
+    if (id == KC_RESOURCE_CPU)
+        return DEFAULT_MILLI_CPU_REQUEST;
+    if (id == KC_RESOURCE_MEMORY)
+        return DEFAULT_MEMORY_REQUEST;
+    return 0;
+}
+
+static void fill_score_requests(const struct plugin *plugin,
+                                const int64_t by_id[KC_RESOURCE_MAX], struct score_requests *out)
+{
+    for (uint32_t i = 0; i < plugin->scoring_count; i++) {
+        kc_resource id = plugin->scoring[i].id;
+        out->strategy[i] = non_zero_request(id, by_id[id]);
+    }
+    out->balanced_best_effort = true;
+    for (uint32_t i = 0; i < plugin->balanced_count; i++) {
+        out->balanced[i] = by_id[plugin->balanced[i]];
+        if (out->balanced[i] != 0)
+            out->balanced_best_effort = false;
+    }
+}
+
+/* Fills the fit list without reasons; returns the size the reason pool needs. */
+static size_t fill_fit_requests(const struct plugin *plugin,
+                                const int64_t by_id[KC_RESOURCE_MAX], struct pod_state *state)
+{
+    size_t pool_size = 0;
+    state->fit_count = 0;
+    for (kc_resource id = 0; id < KC_RESOURCE_MAX; id++) {
+        /* pods is checked as a count ("Too many pods"), not as a request. */
+        if (by_id[id] <= 0 || id == KC_RESOURCE_PODS)
+            continue;
+        const char *name = resource_name_or_unknown(id);
+        if (fit_ignores(plugin, name))
+            continue;
+        state->fit[state->fit_count].id = id;
+        state->fit[state->fit_count].value = by_id[id];
+        state->fit_count++;
+        pool_size += strlen(REASON_PREFIX) + strlen(name) + 1;
+    }
+    return pool_size;
+}
+
+static void fill_reasons(struct pod_state *state, size_t pool_size)
+{
+    char *cursor = state->reason_pool;
+    for (uint32_t i = 0; i < state->fit_count; i++) {
+        int written = snprintf(cursor, pool_size, REASON_PREFIX "%s",
+                               resource_name_or_unknown(state->fit[i].id));
+        state->fit[i].reason = cursor;
+        cursor += written + 1;
+        pool_size -= (size_t)written + 1;
+    }
+}
+
+static struct pod_state *build_state(const struct plugin *plugin, const kc_pod *pod)
+{
+    int64_t by_id[KC_RESOURCE_MAX];
+    struct pod_state scratch;
+    read_requests(pod, by_id);
+    size_t pool_size = fill_fit_requests(plugin, by_id, &scratch);
+    fill_score_requests(plugin, by_id, &scratch.score);
+    struct pod_state *state = malloc(sizeof(*state) + pool_size);
+    if (state == NULL)
+        return NULL;
+    memcpy(state, &scratch, sizeof(scratch));
+    fill_reasons(state, pool_size);
+    return state;
+}
+
+static kc_status store_state(const struct plugin *plugin, kc_cycle *cycle, const kc_pod *pod)
+{
+    struct pod_state *state = build_state(plugin, pod);
+    if (state == NULL) {
+        kc_cycle_reject(cycle, PLUGIN_NAME ": out of memory");
+        return KC_ERROR;
+    }
+    if (kc_cycle_set(cycle, STATE_KEY, state, free) != 0) {
+        free(state);
+        kc_cycle_reject(cycle, PLUGIN_NAME ": cannot store cycle state");
+        return KC_ERROR;
+    }
+    return KC_SUCCESS;
+}
+
+static kc_status noderesources_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    return store_state(self, cycle, pod);
+}
+
+/* Filter -------------------------------------------------------------------------------- */
+
+/* Every failing reason is reported, once each, so the kube-style histogram counts them all.
+ * A request larger than the node's whole allocatable cannot be helped by preemption. */
+static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
+                                      const kc_node *node)
+{
+    (void)self;
+    (void)pod; /* everything Filter needs about the pod is in the PreFilter state */
+    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    if (state == NULL) {
+        kc_cycle_reject(cycle, PLUGIN_NAME ": Filter ran without PreFilter state");
+        return KC_ERROR;
+    }
+    bool failed = false;
+    bool unresolvable = false;
+    if ((int64_t)kc_node_pod_count(node) + 1 > kc_node_allocatable(node, KC_RESOURCE_PODS)) {
+        kc_cycle_reject(cycle, REASON_TOO_MANY_PODS);
+        failed = true;
+    }
+    for (uint32_t i = 0; i < state->fit_count; i++) {
+        const struct fit_request *request = &state->fit[i];
+        int64_t allocatable = kc_node_allocatable(node, request->id);
+        if (request->value <= allocatable - kc_node_requested(node, request->id))
+            continue;
+        kc_cycle_reject(cycle, request->reason);
+        failed = true;
+        unresolvable = unresolvable || request->value > allocatable;
+    }
+    if (!failed)
+        return KC_SUCCESS;
+    return unresolvable ? KC_UNRESOLVABLE : KC_UNSCHEDULABLE;
+}
+
+/* Score --------------------------------------------------------------------------------- */
+
+/* kube's calculateResourceAllocatableRequest: false when the resource does not take part
+ * in this node's score (an extended resource the pod does not request, the pods count, or
+ * a resource the node does not have). */
+static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_request,
+                          int64_t *allocatable, int64_t *requested)
+{
+    bool scalar = id != KC_RESOURCE_CPU && id != KC_RESOURCE_MEMORY &&
+                  id != KC_RESOURCE_EPHEMERAL_STORAGE;
+    if (id == KC_RESOURCE_PODS || (scalar && pod_request == 0))
+        return false;
+    *allocatable = kc_node_allocatable(node, id);
+    *requested = kc_node_requested(node, id) + pod_request;
+    return *allocatable > 0;
+}
+
+static int64_t least_requested_score(int64_t requested, int64_t capacity)
+{
+    if (requested > capacity)
+        return 0;
+    return (capacity - requested) * MAX_SCORE / capacity;
+}
+
+/* Pods with no request count with the defaults, so requested may pass capacity. */
+static int64_t most_requested_score(int64_t requested, int64_t capacity)
+{
+    if (requested > capacity)
+        requested = capacity;
+    return requested * MAX_SCORE / capacity;
+}
+
+static int64_t strategy_score(const struct plugin *plugin, const struct score_requests *requests,
+                              const kc_node *node)
+{
+    int64_t node_score = 0;
+    int64_t weight_sum = 0;
+    for (uint32_t i = 0; i < plugin->scoring_count; i++) {
+        int64_t allocatable;
+        int64_t requested;
+        if (!allocation_of(node, plugin->scoring[i].id, requests->strategy[i], &allocatable,
+                           &requested))
+            continue;
+        int64_t score = plugin->strategy == STRATEGY_MOST_ALLOCATED
+                            ? most_requested_score(requested, allocatable)
+                            : least_requested_score(requested, allocatable);
+        node_score += score * plugin->scoring[i].weight;
+        weight_sum += plugin->scoring[i].weight;
+    }
+    return weight_sum == 0 ? 0 : node_score / weight_sum;
+}
+
+/* kube's balancedResourceScorer: 100 * (1 - standard deviation of the requested fractions),
+ * with the two-resource case written as |f0 - f1| / 2. */
+static int64_t balanced_score(const struct plugin *plugin, const struct score_requests *requests,
+                              const kc_node *node)
+{
+    double fractions[KC_RESOURCE_MAX];
+    uint32_t count = 0;
+    double total = 0.0;
+    for (uint32_t i = 0; i < plugin->balanced_count; i++) {
+        int64_t allocatable;
+        int64_t requested;
+        if (!allocation_of(node, plugin->balanced[i], requests->balanced[i], &allocatable,
+                           &requested))
+            continue;
+        double fraction = (double)requested / (double)allocatable;
+        fractions[count] = fraction > 1.0 ? 1.0 : fraction;
+        total += fractions[count++];
+    }
+    double deviation = 0.0;
+    if (count == 2) {
+        deviation = fabs((fractions[0] - fractions[1]) / 2.0);
+    } else if (count > 2) {
+        double mean = total / count;
+        double sum = 0.0;
+        for (uint32_t i = 0; i < count; i++)
+            sum += (fractions[i] - mean) * (fractions[i] - mean);
+        deviation = sqrt(sum / count);
+    }
+    return (int64_t)((1.0 - deviation) * MAX_SCORE);
+}
+
+/* Runs once per cycle, single-threaded: stores the state when PreFilter did not (the plugin
+ * enabled for scoring only), so Score never has to read the pod. */
+static kc_status noderesources_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    if (kc_cycle_get(cycle, STATE_KEY) != NULL)
+        return KC_SUCCESS;
+    return store_state(self, cycle, pod);
+}
+
+static kc_status noderesources_score(void *self, kc_cycle *cycle, const kc_pod *pod,
+                                     const kc_node *node, int64_t *score)
+{
+    const struct plugin *plugin = self;
+    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    struct score_requests local;
+    const struct score_requests *requests = &local;
+    if (state != NULL) {
+        requests = &state->score;
+    } else {
+        /* No PreFilter or PreScore ran: as kube does, compute here, on the stack. */
+        int64_t by_id[KC_RESOURCE_MAX];
+        read_requests(pod, by_id);
+        fill_score_requests(plugin, by_id, &local);
+    }
+    int64_t value = strategy_score(plugin, requests, node);
+    /* Kube runs BalancedAllocation as a second score plugin of equal weight and skips it for
+     * best-effort pods; the average keeps 0..100 and kube's order (bar ties from halving). */
+    if (plugin->balanced_enabled && !requests->balanced_best_effort)
+        value = (value + balanced_score(plugin, requests, node)) / 2;
+    *score = value;
+    return KC_SUCCESS;
+}
+
+static const kc_plugin_ops noderesources_ops = {
+    .struct_size = sizeof(kc_plugin_ops),
+    .init = noderesources_init,
+    .fini = noderesources_fini,
+    .requeue_events = noderesources_requeue_events,
+    .pre_filter = noderesources_pre_filter,
+    .filter = noderesources_filter,
+    .pre_score = noderesources_pre_score,
+    .score = noderesources_score,
+};
+
+static const kc_plugin_descriptor noderesources_descriptor =
+    KC_PLUGIN_DESCRIPTOR_INIT(PLUGIN_NAME, KC_VERSION_STRING, &noderesources_ops);
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version)
+{
+    if (KC_ABI_VERSION_MAJOR(host_abi_version) != KC_ABI_MAJOR)
+        return NULL;
+    return &noderesources_descriptor;
+}

@@ -1,1 +1,206 @@
-/* placeholder: being written */
+/* Cluster cache: flat node array, pod accounting by uid. */
+#include "cache.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cache_init(struct cache *cache)
+{
+    memset(cache, 0, sizeof(*cache));
+}
+
+static void cache_pod_free(struct cache_pod *cp)
+{
+    free(cp->uid);
+    free(cp->node_name);
+    res_list_free(&cp->request);
+    free(cp);
+}
+
+void cache_fini(struct cache *cache)
+{
+    for (uint32_t i = 0; i < cache->node_count; i++)
+        node_free(cache->nodes[i].node);
+    free(cache->nodes);
+    for (uint32_t i = 0; i < cache->pods.capacity; i++) {
+        struct strmap_entry *e = &cache->pods.entries[i];
+        if (e->value != NULL)
+            cache_pod_free(e->value);
+    }
+    strmap_free(&cache->pods);
+    strmap_free(&cache->node_index);
+    memset(cache, 0, sizeof(*cache));
+}
+
+struct cache_node *cache_node(const struct cache *cache, const char *name)
+{
+    uintptr_t slot = (uintptr_t)strmap_get(&cache->node_index, name);
+    return slot == 0 ? NULL : &cache->nodes[slot - 1];
+}
+
+static void account(struct cache_node *cn, const struct res_list *request, int sign)
+{
+    for (uint32_t i = 0; i < request->count; i++)
+        cn->requested[request->items[i].id] += sign * request->items[i].value;
+    cn->pod_count += sign;
+}
+
+/* Count every known pod assigned to cn's name (a node that arrives after its pods). */
+static void count_pods_of(struct cache *cache, struct cache_node *cn)
+{
+    for (uint32_t i = 0; i < cache->pods.capacity; i++) {
+        struct cache_pod *cp = cache->pods.entries[i].value;
+        if (cp != NULL && !cp->counted && strcmp(cp->node_name, cn->node->name) == 0) {
+            account(cn, &cp->request, 1);
+            cp->counted = true;
+        }
+    }
+}
+
+static void set_allocatable(struct cache_node *cn)
+{
+    memset(cn->allocatable, 0, sizeof(cn->allocatable));
+    const struct res_list *alloc = &cn->node->allocatable;
+    for (uint32_t i = 0; i < alloc->count; i++)
+        cn->allocatable[alloc->items[i].id] = alloc->items[i].value;
+}
+
+int cache_put_node(struct cache *cache, struct node *node)
+{
+    struct cache_node *cn = cache_node(cache, node->name);
+    cache->generation++;
+    if (cn != NULL) {
+        struct node *old = cn->node;
+        cn->node = node;
+        /* the map's key borrows the node's name: re-point it before freeing the old node */
+        strmap_put(&cache->node_index, node->name, (void *)(uintptr_t)(cn->index + 1));
+        node_free(old);
+        set_allocatable(cn);
+        return 0;
+    }
+    if (cache->node_count == cache->node_capacity) {
+        uint32_t capacity = cache->node_capacity == 0 ? 64 : cache->node_capacity * 2;
+        struct cache_node *nodes = realloc(cache->nodes, capacity * sizeof(*nodes));
+        if (nodes == NULL)
+            return -ENOMEM;
+        cache->nodes = nodes;
+        cache->node_capacity = capacity;
+    }
+    cn = &cache->nodes[cache->node_count];
+    memset(cn, 0, sizeof(*cn));
+    cn->node = node;
+    cn->index = cache->node_count;
+    if (strmap_put(&cache->node_index, node->name, (void *)(uintptr_t)(cn->index + 1)) < 0)
+        return -ENOMEM;
+    cache->node_count++;
+    set_allocatable(cn);
+    count_pods_of(cache, cn);
+    return 0;
+}
+
+int cache_remove_node(struct cache *cache, const char *name)
+{
+    struct cache_node *cn = cache_node(cache, name);
+    if (cn == NULL)
+        return -ENOENT;
+    cache->generation++;
+    for (uint32_t i = 0; i < cache->pods.capacity; i++) {
+        struct cache_pod *cp = cache->pods.entries[i].value;
+        if (cp != NULL && cp->counted && strcmp(cp->node_name, name) == 0)
+            cp->counted = false;
+    }
+    strmap_remove(&cache->node_index, name);
+    node_free(cn->node);
+    uint32_t last = cache->node_count - 1;
+    if (cn->index != last) {
+        *cn = cache->nodes[last];
+        cn->index = (uint32_t)(cn - cache->nodes);
+        strmap_put(&cache->node_index, cn->node->name, (void *)(uintptr_t)(cn->index + 1));
+    }
+    cache->node_count--;
+    return 0;
+}
+
+static struct cache_pod *cache_pod_new(const struct pod *pod, const char *node_name)
+{
+    struct cache_pod *cp = calloc(1, sizeof(*cp));
+    if (cp == NULL)
+        return NULL;
+    cp->uid = strdup(pod->uid);
+    cp->node_name = strdup(node_name);
+    cp->request.items = malloc((pod->request.count + 1) * sizeof(*cp->request.items));
+    if (cp->uid == NULL || cp->node_name == NULL || cp->request.items == NULL) {
+        cache_pod_free(cp);
+        return NULL;
+    }
+    memcpy(cp->request.items, pod->request.items, pod->request.count * sizeof(*cp->request.items));
+    cp->request.count = pod->request.count;
+    return cp;
+}
+
+static int insert_pod(struct cache *cache, const struct pod *pod, const char *node_name,
+                      bool assumed)
+{
+    struct cache_pod *cp = cache_pod_new(pod, node_name);
+    if (cp == NULL || strmap_put(&cache->pods, cp->uid, cp) < 0) {
+        if (cp != NULL)
+            cache_pod_free(cp);
+        return -ENOMEM;
+    }
+    cp->assumed = assumed;
+    struct cache_node *cn = cache_node(cache, node_name);
+    if (cn != NULL) {
+        account(cn, &cp->request, 1);
+        cp->counted = true;
+    }
+    cache->generation++;
+    return 0;
+}
+
+int cache_remove_pod(struct cache *cache, const char *uid)
+{
+    struct cache_pod *cp = strmap_remove(&cache->pods, uid);
+    if (cp == NULL)
+        return -ENOENT;
+    if (cp->counted) {
+        struct cache_node *cn = cache_node(cache, cp->node_name);
+        if (cn != NULL)
+            account(cn, &cp->request, -1);
+    }
+    cache->generation++;
+    cache_pod_free(cp);
+    return 0;
+}
+
+int cache_add_pod(struct cache *cache, const struct pod *pod)
+{
+    if (pod->node_name == NULL)
+        return 0;
+    struct cache_pod *cp = strmap_get(&cache->pods, pod->uid);
+    if (cp != NULL) {
+        /* the real object wins over our assumption or an older version */
+        cache_remove_pod(cache, pod->uid);
+    }
+    return insert_pod(cache, pod, pod->node_name, false);
+}
+
+int cache_assume(struct cache *cache, const struct pod *pod, const char *node_name)
+{
+    if (strmap_get(&cache->pods, pod->uid) != NULL)
+        return -EEXIST;
+    return insert_pod(cache, pod, node_name, true);
+}
+
+int cache_forget(struct cache *cache, const char *uid)
+{
+    struct cache_pod *cp = strmap_get(&cache->pods, uid);
+    if (cp == NULL || !cp->assumed)
+        return -ENOENT;
+    return cache_remove_pod(cache, uid);
+}
+
+const struct cache_pod *cache_pod(const struct cache *cache, const char *uid)
+{
+    return strmap_get(&cache->pods, uid);
+}

@@ -49,13 +49,18 @@ struct config {
     int64_t unschedulable_flush_ms;    /* 5 min */
 };
 
-/* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder. */
+/* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder.
+ * 0 or -ENOMEM. cfg is output only; the caller releases it with config_free. */
 int config_default(struct config *cfg);
 /* Load from a file (YAML or JSON) over the defaults. Unknown keys and bad values are -EINVAL
- * with err naming file:line:column and the key. */
+ * with err naming file:line:column and the key ("FILE:LINE:COL: key 'K': problem; what is
+ * expected"); an unreadable file is -errno. cfg is output only: whatever it held is overwritten,
+ * not freed. On success the caller owns it (config_free); on failure it is left zeroed. */
 int config_load_file(const char *path, struct config *cfg, struct kc_error *err);
-/* Load from an already parsed tree (e.g. the `config:` section of a simulation file). */
+/* Load from an already parsed tree (e.g. the `config:` section of a simulation file); same
+ * contract as config_load_file. cfg->file is the tree's file name. */
 int config_load_tree(const struct tree *root, struct config *cfg, struct kc_error *err);
+/* Releases everything cfg owns and leaves it zeroed; safe on a zeroed struct. */
 void config_free(struct config *cfg);
 
 #endif

@@ -123,6 +123,8 @@ struct pod {
     struct res_list overhead;
     /* Derived by pod_finish(): the effective request. */
     struct res_list request;
+    /* Set by the scheduler's queue when the pod is first queued (ms); 0 before. */
+    int64_t enqueue_ms;
 };
 
 struct node {

@@ -9,7 +9,10 @@
  * (away from zero for negatives, as apimachinery's ScaledValue): scale 0 gives units (memory
  * bytes, pods, nvidia.com/gpu), scale -3 gives milli-units (CPU).
  * Returns 0, -EINVAL when the text is not a quantity apimachinery accepts, or -ERANGE when
- * the value does not fit in int64 at that scale. */
+ * the magnitude exceeds INT64_MAX at that scale (either sign). apimachinery itself accepts such
+ * values (big decimals; binary suffixes silently clamped to 2^63-1, so "8Ei" reads as 2^63-1)
+ * and its int64 accessors overflow silently; we report overflow as a distinct error instead.
+ * The text is not trimmed: " 1" is -EINVAL, as in ParseQuantity. Allocation-free. */
 int quantity_parse(const char *text, size_t len, int scale, int64_t *out);
 
 /* The scale at which the scheduler accounts a resource: -3 for cpu, 0 for everything else. */

@@ -1,1 +1,803 @@
-/* placeholder: being written */
+/* The simulation file: nodes, existing pods, a workload of pod arrivals and custom objects,
+ * in Kubernetes shape or a shorter shorthand (docs/simulation.md). */
+#include "simfile.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "tree.h"
+
+#define MAX_COUNT 1000000
+#define DEFAULT_POD_CAPACITY 110
+#define SYNTH_MAX 16
+
+static int fail(const struct tree *t, struct kc_error *err, int code, const char *what,
+                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int fail(const struct tree *t, struct kc_error *err, int code, const char *what,
+                const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    const char *file = t->file != NULL ? t->file : "<input>";
+    return kc_error_set(err, code, "%s:%u:%u: key '%s': %s", file, t->line, t->column, what,
+                        text);
+}
+
+static int no_memory(const struct tree *t, struct kc_error *err)
+{
+    return fail(t, err, -ENOMEM, "simulation file", "out of memory");
+}
+
+/* A field, or NULL when absent or null. */
+static const struct tree *field(const struct tree *map, const char *key)
+{
+    const struct tree *v = tree_get(map, key);
+    return v == NULL || tree_is_null(v) ? NULL : v;
+}
+
+/* Grow a dynamic array, and optionally a parallel one (b may be NULL), so one more fits. The
+ * capacity moves only when both grew, so a failure leaves both usable for freeing. */
+static int grow(void **a, size_t a_size, void **b, size_t b_size, uint32_t count,
+                uint32_t *capacity)
+{
+    if (count < *capacity)
+        return 0;
+    uint32_t next = *capacity == 0 ? 16 : *capacity * 2;
+    void *grown = realloc(*a, (size_t)next * a_size);
+    if (grown == NULL)
+        return -ENOMEM;
+    *a = grown;
+    if (b != NULL) {
+        grown = realloc(*b, (size_t)next * b_size);
+        if (grown == NULL)
+            return -ENOMEM;
+        *b = grown;
+    }
+    *capacity = next;
+    return 0;
+}
+
+/* ---- shorthand as a Kubernetes-shaped tree ------------------------------------------------ */
+
+/* Shorthand entries are rewritten into {metadata, spec, status} maps that borrow the entry's
+ * own subtrees, so one parser (model.c) reads both shapes and errors keep their positions. */
+struct synth_map {
+    struct tree node;
+    struct tree *keys[SYNTH_MAX];
+    struct tree *items[SYNTH_MAX];
+    struct tree key_nodes[SYNTH_MAX];
+};
+
+static void synth_init(struct synth_map *m, const struct tree *at)
+{
+    memset(&m->node, 0, sizeof(m->node));
+    m->node.type = TREE_MAP;
+    m->node.line = at->line;
+    m->node.column = at->column;
+    m->node.file = at->file;
+    m->node.keys = m->keys;
+    m->node.items = m->items;
+}
+
+static void synth_put(struct synth_map *m, const char *key, const struct tree *value)
+{
+    if (value == NULL || m->node.count == SYNTH_MAX)
+        return;
+    struct tree *k = &m->key_nodes[m->node.count];
+    *k = (struct tree){.type = TREE_SCALAR, .line = value->line, .column = value->column,
+                       .file = value->file, .scalar = (char *)key, .quoted = true};
+    m->keys[m->node.count] = k;
+    m->items[m->node.count] = (struct tree *)value;
+    m->node.count++;
+}
+
+static void synth_copy(struct synth_map *m, const struct tree *entry, const char *key)
+{
+    synth_put(m, key, tree_get(entry, key));
+}
+
+struct pod_synth {
+    struct synth_map root, metadata, spec, container, resources;
+    struct tree containers;
+    struct tree *container_items[1];
+    struct tree main_name;
+};
+
+static const char *const pod_keys[] = {
+    "name", "namespace", "labels", "annotations", "priority", "requests", "limits",
+    "containers", "initContainers", "overhead", "nodeName", "nodeSelector", "tolerations",
+    "affinity", "schedulingGates", "schedulerName", NULL,
+};
+
+static const char *const workload_keys[] = {
+    "name", "namespace", "labels", "annotations", "priority", "requests", "limits",
+    "containers", "initContainers", "overhead", "nodeName", "nodeSelector", "tolerations",
+    "affinity", "schedulingGates", "schedulerName", "count", "at", "interval", NULL,
+};
+
+/* requests/limits become one container named "main". */
+static void synth_main_container(struct pod_synth *s, const struct tree *entry)
+{
+    synth_init(&s->resources, entry);
+    synth_copy(&s->resources, entry, "requests");
+    synth_copy(&s->resources, entry, "limits");
+    s->main_name = (struct tree){.type = TREE_SCALAR, .line = entry->line,
+                                 .column = entry->column, .file = entry->file,
+                                 .scalar = (char *)"main", .quoted = true};
+    synth_init(&s->container, entry);
+    synth_put(&s->container, "name", &s->main_name);
+    synth_put(&s->container, "resources", &s->resources.node);
+    s->container_items[0] = &s->container.node;
+    s->containers = (struct tree){.type = TREE_SEQ, .line = entry->line,
+                                  .column = entry->column, .file = entry->file,
+                                  .items = s->container_items, .count = 1};
+}
+
+static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
+{
+    static const char *const copied[] = {
+        "priority", "nodeName", "nodeSelector", "tolerations", "affinity", "schedulingGates",
+        "schedulerName", "overhead", "initContainers",
+    };
+    synth_init(&s->spec, entry);
+    for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
+        synth_copy(&s->spec, entry, copied[i]);
+    if (tree_get(entry, "requests") == NULL && tree_get(entry, "limits") == NULL) {
+        synth_copy(&s->spec, entry, "containers");
+        return;
+    }
+    synth_main_container(s, entry);
+    synth_put(&s->spec, "containers", &s->containers);
+}
+
+static int synth_pod(struct pod_synth *s, const struct tree *entry, bool workload,
+                     struct kc_error *err)
+{
+    const char *what = workload ? "workload entry" : "pod entry";
+    int rc = tree_check_keys(entry, what, workload ? workload_keys : pod_keys, err);
+    if (rc < 0)
+        return rc;
+    if (field(entry, "name") == NULL)
+        return fail(entry, err, -EINVAL, what, "name is required");
+    const struct tree *containers = field(entry, "containers");
+    if (containers != NULL && (field(entry, "requests") != NULL ||
+                               field(entry, "limits") != NULL))
+        return fail(containers, err, -EINVAL, what, "give either requests/limits (one "
+                    "container) or containers, not both");
+    synth_init(&s->metadata, entry);
+    synth_copy(&s->metadata, entry, "name");
+    synth_copy(&s->metadata, entry, "namespace");
+    synth_copy(&s->metadata, entry, "labels");
+    synth_copy(&s->metadata, entry, "annotations");
+    synth_pod_spec(s, entry);
+    synth_init(&s->root, entry);
+    synth_put(&s->root, "metadata", &s->metadata.node);
+    synth_put(&s->root, "spec", &s->spec.node);
+    return 0;
+}
+
+struct node_synth {
+    struct synth_map root, metadata, spec, status;
+};
+
+static const char *const node_keys[] = {
+    "name", "count", "allocatable", "labels", "annotations", "taints", "unschedulable", NULL,
+};
+
+static int synth_node(struct node_synth *s, const struct tree *entry, struct kc_error *err)
+{
+    int rc = tree_check_keys(entry, "node entry", node_keys, err);
+    if (rc < 0)
+        return rc;
+    if (field(entry, "name") == NULL)
+        return fail(entry, err, -EINVAL, "node entry", "name is required");
+    synth_init(&s->metadata, entry);
+    synth_copy(&s->metadata, entry, "name");
+    synth_copy(&s->metadata, entry, "labels");
+    synth_copy(&s->metadata, entry, "annotations");
+    synth_init(&s->spec, entry);
+    synth_copy(&s->spec, entry, "unschedulable");
+    synth_copy(&s->spec, entry, "taints");
+    synth_init(&s->status, entry);
+    synth_copy(&s->status, entry, "allocatable");
+    synth_init(&s->root, entry);
+    synth_put(&s->root, "metadata", &s->metadata.node);
+    synth_put(&s->root, "spec", &s->spec.node);
+    synth_put(&s->root, "status", &s->status.node);
+    return 0;
+}
+
+/* ---- shared entry helpers ----------------------------------------------------------------- */
+
+static int read_count(const struct tree *entry, bool *has_count, int64_t *count,
+                      struct kc_error *err)
+{
+    const struct tree *t = field(entry, "count");
+    *has_count = t != NULL;
+    *count = 1;
+    if (t == NULL)
+        return 0;
+    int rc = tree_int64(t, "count", count, err);
+    if (rc == 0 && (*count < 0 || *count > MAX_COUNT))
+        rc = fail(t, err, -EINVAL, "count", "%" PRId64 " is out of range 0..%d", *count,
+                  MAX_COUNT);
+    return rc;
+}
+
+static int read_duration(const struct tree *entry, const char *key, int64_t *ms,
+                         struct kc_error *err)
+{
+    const struct tree *t = field(entry, key);
+    *ms = 0;
+    if (t == NULL)
+        return 0;
+    int rc = tree_duration_ms(t, key, ms, err);
+    if (rc == 0 && *ms < 0)
+        rc = fail(t, err, -EINVAL, key, "must not be negative");
+    return rc;
+}
+
+/* The name of copy i of a counted entry: <name>-<i>. */
+static int indexed(const char *base, int64_t i, char **out)
+{
+    char *s;
+    if (asprintf(&s, "%s-%" PRId64, base, i) < 0)
+        return -ENOMEM;
+    free(*out);
+    *out = s;
+    return 0;
+}
+
+/* ---- nodes -------------------------------------------------------------------------------- */
+
+struct loader {
+    struct sim_spec *spec;
+    const char *scheduler_name;
+    struct kc_error *err;
+    uint32_t node_capacity, pod_capacity, arrival_capacity, object_capacity;
+    const struct tree **node_at;  /* entry of each node, for duplicate messages */
+    const struct tree **pod_at;   /* entry of each existing pod */
+    const struct tree **arrival_at;
+};
+
+static bool has_key(const struct tree *map, const char *key)
+{
+    return map != NULL && map->type == TREE_MAP && tree_get(map, key) != NULL;
+}
+
+/* Where the node's allocatable came from, to see whether it names `pods`. */
+static const struct tree *allocatable_source(const struct tree *entry, bool kube)
+{
+    if (!kube)
+        return field(entry, "allocatable");
+    const struct tree *status = field(entry, "status");
+    if (status == NULL)
+        return NULL;
+    const struct tree *allocatable = field(status, "allocatable");
+    return allocatable != NULL ? allocatable : field(status, "capacity");
+}
+
+static int push_node(struct loader *l, const struct tree *entry, struct node *node)
+{
+    struct sim_spec *spec = l->spec;
+    if (grow((void **)&spec->nodes, sizeof(*spec->nodes), (void **)&l->node_at,
+             sizeof(*l->node_at), spec->node_count, &l->node_capacity) < 0) {
+        node_free(node);
+        return no_memory(entry, l->err);
+    }
+    spec->nodes[spec->node_count] = node;
+    l->node_at[spec->node_count++] = entry;
+    return 0;
+}
+
+static int rename_node(struct node *node, bool had_uid, int64_t i)
+{
+    char *name = NULL, *uid = NULL;
+    if (indexed(node->name, i, &name) < 0)
+        return -ENOMEM;
+    if (had_uid)
+        indexed(node->uid, i, &uid);
+    else
+        uid = strdup(name);
+    if (uid == NULL) {
+        free(name);
+        return -ENOMEM;
+    }
+    free(node->name);
+    free(node->uid);
+    node->name = name;
+    node->uid = uid;
+    return 0;
+}
+
+static int make_node(struct loader *l, const struct tree *entry, const struct tree *tree,
+                     bool kube, int64_t index, bool has_count)
+{
+    struct node *node;
+    int rc = node_from_tree(tree, &node, l->err);
+    if (rc < 0)
+        return rc;
+    const struct tree *meta = kube ? field(entry, "metadata") : NULL;
+    if (has_count && rename_node(node, has_key(meta, "uid"), index) < 0)
+        rc = -ENOMEM;
+    if (rc == 0 && !has_key(allocatable_source(entry, kube), "pods"))
+        rc = res_list_set(&node->allocatable, KC_RESOURCE_PODS, DEFAULT_POD_CAPACITY);
+    if (rc < 0) {
+        node_free(node);
+        return no_memory(entry, l->err);
+    }
+    return push_node(l, entry, node);
+}
+
+static int load_node(struct loader *l, const struct tree *entry)
+{
+    if (entry->type != TREE_MAP)
+        return fail(entry, l->err, -EINVAL, "nodes", "each entry must be a map");
+    bool kube = tree_get(entry, "metadata") != NULL;
+    struct node_synth synth;
+    const struct tree *tree = entry;
+    if (!kube) {
+        int rc = synth_node(&synth, entry, l->err);
+        if (rc < 0)
+            return rc;
+        tree = &synth.root.node;
+    }
+    bool has_count;
+    int64_t count;
+    int rc = read_count(entry, &has_count, &count, l->err);
+    for (int64_t i = 0; rc == 0 && i < count; i++)
+        rc = make_node(l, entry, tree, kube, i, has_count);
+    return rc;
+}
+
+/* ---- pods --------------------------------------------------------------------------------- */
+
+static bool is_kube_pod(const struct tree *entry)
+{
+    return tree_get(entry, "metadata") != NULL || tree_get(entry, "spec") != NULL;
+}
+
+/* Turn an entry into a Kubernetes-shaped tree, rewriting shorthand into synth. */
+static int pod_tree(const struct tree *entry, bool workload, struct pod_synth *synth,
+                    const struct tree **out, struct kc_error *err)
+{
+    const char *what = workload ? "workload" : "pods";
+    if (entry->type != TREE_MAP)
+        return fail(entry, err, -EINVAL, what, "each entry must be a map");
+    *out = entry;
+    if (is_kube_pod(entry))
+        return 0;
+    int rc = synth_pod(synth, entry, workload, err);
+    if (rc == 0)
+        *out = &synth->root.node;
+    return rc;
+}
+
+static int rename_pod(struct pod *pod, const struct tree *tree, int64_t i)
+{
+    const struct tree *meta = field(tree, "metadata");
+    bool had_uid = meta != NULL && field(meta, "uid") != NULL;
+    char *name = NULL, *uid = NULL;
+    if (indexed(pod->name, i, &name) < 0)
+        return -ENOMEM;
+    if (had_uid)
+        indexed(pod->uid, i, &uid);
+    else if (asprintf(&uid, "%s/%s", pod->namespace, name) < 0)
+        uid = NULL;
+    if (uid == NULL) {
+        free(name);
+        return -ENOMEM;
+    }
+    free(pod->name);
+    free(pod->uid);
+    pod->name = name;
+    pod->uid = uid;
+    return 0;
+}
+
+/* Build one pod from a Kubernetes-shaped tree: copy i of a counted entry (i < 0: uncounted). */
+static int make_pod(struct loader *l, const struct tree *entry, const struct tree *tree,
+                    int64_t i, struct pod **out)
+{
+    struct pod *pod;
+    int rc = pod_from_tree(tree, &pod, l->err);
+    if (rc < 0)
+        return rc;
+    if (i >= 0)
+        rc = rename_pod(pod, tree, i);
+    const struct tree *spec = field(tree, "spec");
+    bool named = spec != NULL && field(spec, "schedulerName") != NULL;
+    if (rc == 0 && !named) {
+        char *name = strdup(l->scheduler_name);
+        rc = name == NULL ? -ENOMEM : 0;
+        if (rc == 0) {
+            free(pod->scheduler_name);
+            pod->scheduler_name = name;
+        }
+    }
+    if (rc < 0) {
+        pod_free(pod);
+        return no_memory(entry, l->err);
+    }
+    *out = pod;
+    return 0;
+}
+
+static int load_pod(struct loader *l, const struct tree *entry)
+{
+    struct pod_synth synth;
+    const struct tree *tree;
+    int rc = pod_tree(entry, false, &synth, &tree, l->err);
+    struct pod *pod = NULL;
+    if (rc == 0)
+        rc = make_pod(l, entry, tree, -1, &pod);
+    if (rc < 0)
+        return rc;
+    struct sim_spec *spec = l->spec;
+    if (grow((void **)&spec->pods, sizeof(*spec->pods), (void **)&l->pod_at, sizeof(*l->pod_at),
+             spec->pod_count, &l->pod_capacity) < 0) {
+        pod_free(pod);
+        return no_memory(entry, l->err);
+    }
+    spec->pods[spec->pod_count] = pod;
+    l->pod_at[spec->pod_count++] = entry;
+    return 0;
+}
+
+static int push_arrival(struct loader *l, const struct tree *entry, int64_t at_ms,
+                        struct pod *pod)
+{
+    struct sim_spec *spec = l->spec;
+    if (grow((void **)&spec->arrivals, sizeof(*spec->arrivals), (void **)&l->arrival_at,
+             sizeof(*l->arrival_at), spec->arrival_count, &l->arrival_capacity) < 0) {
+        pod_free(pod);
+        return no_memory(entry, l->err);
+    }
+    spec->arrivals[spec->arrival_count] = (struct sim_arrival){.at_ms = at_ms, .pod = pod};
+    l->arrival_at[spec->arrival_count++] = entry;
+    return 0;
+}
+
+static int load_workload(struct loader *l, const struct tree *entry)
+{
+    struct pod_synth synth;
+    const struct tree *tree;
+    int rc = pod_tree(entry, true, &synth, &tree, l->err);
+    bool has_count = false;
+    int64_t count = 0, at_ms = 0, interval_ms = 0;
+    if (rc == 0)
+        rc = read_count(entry, &has_count, &count, l->err);
+    if (rc == 0)
+        rc = read_duration(entry, "at", &at_ms, l->err);
+    if (rc == 0)
+        rc = read_duration(entry, "interval", &interval_ms, l->err);
+    for (int64_t i = 0; rc == 0 && i < count; i++) {
+        struct pod *pod;
+        rc = make_pod(l, entry, tree, has_count ? i : -1, &pod);
+        if (rc == 0)
+            rc = push_arrival(l, entry, at_ms + i * interval_ms, pod);
+    }
+    return rc;
+}
+
+/* ---- custom objects ----------------------------------------------------------------------- */
+
+static int read_object_strings(const struct tree *entry, struct sim_object *obj,
+                               struct kc_error *err)
+{
+    const struct tree *kind = field(entry, "kind"), *meta = field(entry, "metadata");
+    if (kind == NULL)
+        return fail(entry, err, -EINVAL, "objects", "kind is required");
+    if (meta == NULL || meta->type != TREE_MAP)
+        return fail(meta != NULL ? meta : entry, err, -EINVAL, "objects",
+                    "metadata with a name is required");
+    const struct tree *name = field(meta, "name"), *ns = field(meta, "namespace");
+    if (name == NULL)
+        return fail(meta, err, -EINVAL, "metadata.name", "is required");
+    const char *s;
+    int rc = tree_string(kind, "kind", &s, err);
+    if (rc == 0 && (obj->kind = strdup(s)) == NULL)
+        rc = no_memory(kind, err);
+    if (rc == 0)
+        rc = tree_string(name, "metadata.name", &s, err);
+    if (rc == 0 && (obj->name = strdup(s)) == NULL)
+        rc = no_memory(name, err);
+    if (rc == 0 && ns != NULL)
+        rc = tree_string(ns, "metadata.namespace", &s, err);
+    if (rc == 0 && ns != NULL && (obj->namespace = strdup(s)) == NULL)
+        rc = no_memory(ns, err);
+    return rc;
+}
+
+static void object_free(struct sim_object *obj)
+{
+    free(obj->kind);
+    free(obj->namespace);
+    free(obj->name);
+    free(obj->json);
+}
+
+static int load_object(struct loader *l, const struct tree *entry)
+{
+    if (entry->type != TREE_MAP)
+        return fail(entry, l->err, -EINVAL, "objects", "each entry must be a map");
+    struct sim_object obj = {0};
+    int rc = read_object_strings(entry, &obj, l->err);
+    if (rc == 0 && (obj.json = tree_to_json(entry)) == NULL)
+        rc = no_memory(entry, l->err);
+    struct sim_spec *spec = l->spec;
+    if (rc == 0 && grow((void **)&spec->objects, sizeof(*spec->objects), NULL, 0,
+                        spec->object_count, &l->object_capacity) < 0)
+        rc = no_memory(entry, l->err);
+    if (rc < 0) {
+        object_free(&obj);
+        return rc;
+    }
+    spec->objects[spec->object_count++] = obj;
+    return 0;
+}
+
+/* ---- checks across entries ---------------------------------------------------------------- */
+
+struct named {
+    const char *ns; /* "" for nodes */
+    const char *name;
+    const struct tree *at;
+    uint32_t seq;
+};
+
+static int named_compare(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    int c = strcmp(x->ns, y->ns);
+    if (c == 0)
+        c = strcmp(x->name, y->name);
+    if (c == 0)
+        c = x->seq < y->seq ? -1 : x->seq > y->seq;
+    return c;
+}
+
+static int report_duplicate(const struct named *first, const struct named *again,
+                            const char *kind, struct kc_error *err)
+{
+    const struct tree *at = first->at;
+    char where[400];
+    snprintf(where, sizeof(where), "%s:%u:%u", at->file != NULL ? at->file : "<input>",
+             at->line, at->column);
+    if (first->ns[0] == '\0')
+        return fail(again->at, err, -EINVAL, kind, "\"%s\" is defined twice (first at %s)",
+                    again->name, where);
+    return fail(again->at, err, -EINVAL, kind, "\"%s/%s\" is defined twice (first at %s)",
+                again->ns, again->name, where);
+}
+
+/* Sorts the list (by name, then file order) and reports the first repeated name. */
+static int check_unique(struct named *list, uint32_t count, const char *kind,
+                        struct kc_error *err)
+{
+    if (count > 1)
+        qsort(list, count, sizeof(*list), named_compare);
+    for (uint32_t i = 1; i < count; i++)
+        if (strcmp(list[i - 1].ns, list[i].ns) == 0 && strcmp(list[i - 1].name, list[i].name) == 0)
+            return report_duplicate(&list[i - 1], &list[i], kind, err);
+    return 0;
+}
+
+static int node_names(struct loader *l, struct named **out)
+{
+    struct sim_spec *spec = l->spec;
+    *out = calloc(spec->node_count + 1, sizeof(**out));
+    if (*out == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < spec->node_count; i++)
+        (*out)[i] = (struct named){"", spec->nodes[i]->name, l->node_at[i], i};
+    return 0;
+}
+
+static int check_node_name(const struct named *nodes, uint32_t count, const struct pod *pod,
+                           const struct tree *at, struct kc_error *err)
+{
+    if (pod->node_name == NULL)
+        return 0;
+    struct named key = {"", pod->node_name, NULL, 0};
+    for (uint32_t lo = 0, hi = count; lo < hi;) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(nodes[mid].name, key.name);
+        if (c == 0)
+            return 0;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return fail(at, err, -EINVAL, "nodeName", "pod \"%s/%s\" names node \"%s\", which this file "
+                "does not define", pod->namespace, pod->name, pod->node_name);
+}
+
+static int check_pods(struct loader *l, const struct named *nodes)
+{
+    struct sim_spec *spec = l->spec;
+    uint32_t total = spec->pod_count + spec->arrival_count, n = 0;
+    struct named *pods = calloc(total + 1, sizeof(*pods));
+    if (pods == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < spec->pod_count; i++, n++) {
+        const struct pod *pod = spec->pods[i];
+        pods[n] = (struct named){pod->namespace, pod->name, l->pod_at[i], n};
+        rc = check_node_name(nodes, spec->node_count, pod, l->pod_at[i], l->err);
+    }
+    for (uint32_t i = 0; rc == 0 && i < spec->arrival_count; i++, n++) {
+        const struct pod *pod = spec->arrivals[i].pod;
+        pods[n] = (struct named){pod->namespace, pod->name, l->arrival_at[i], n};
+        rc = check_node_name(nodes, spec->node_count, pod, l->arrival_at[i], l->err);
+    }
+    if (rc == 0)
+        rc = check_unique(pods, total, "pod", l->err);
+    free(pods);
+    return rc;
+}
+
+static int check_names(struct loader *l)
+{
+    struct named *nodes;
+    if (node_names(l, &nodes) < 0)
+        return kc_error_set(l->err, -ENOMEM, "%s: out of memory", l->spec->file);
+    int rc = check_unique(nodes, l->spec->node_count, "node", l->err);
+    if (rc == 0)
+        rc = check_pods(l, nodes);
+    free(nodes);
+    if (rc == -ENOMEM)
+        return kc_error_set(l->err, rc, "%s: out of memory", l->spec->file);
+    return rc;
+}
+
+/* ---- arrivals order ----------------------------------------------------------------------- */
+
+struct ordered {
+    struct sim_arrival arrival;
+    uint32_t seq;
+};
+
+static int ordered_compare(const void *a, const void *b)
+{
+    const struct ordered *x = a, *y = b;
+    if (x->arrival.at_ms != y->arrival.at_ms)
+        return x->arrival.at_ms < y->arrival.at_ms ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* qsort is not stable: the file order breaks ties explicitly. */
+static int sort_arrivals(struct sim_spec *spec)
+{
+    uint32_t n = spec->arrival_count;
+    if (n < 2)
+        return 0;
+    struct ordered *tmp = malloc(n * sizeof(*tmp));
+    if (tmp == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        tmp[i] = (struct ordered){spec->arrivals[i], i};
+    qsort(tmp, n, sizeof(*tmp), ordered_compare);
+    for (uint32_t i = 0; i < n; i++)
+        spec->arrivals[i] = tmp[i].arrival;
+    free(tmp);
+    return 0;
+}
+
+/* ---- top level ---------------------------------------------------------------------------- */
+
+static int load_list(struct loader *l, const struct tree *root, const char *key,
+                     int (*load)(struct loader *, const struct tree *))
+{
+    const struct tree *list = field(root, key);
+    if (list == NULL)
+        return 0;
+    if (list->type != TREE_SEQ)
+        return fail(list, l->err, -EINVAL, key, "expected a list");
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < list->count; i++)
+        rc = load(l, list->items[i]);
+    return rc;
+}
+
+/* The config section, and the scheduler name pods without one get. */
+static int load_config(struct loader *l, const struct tree *root, const char *scheduler_name)
+{
+    struct sim_spec *spec = l->spec;
+    const struct tree *config = field(root, "config");
+    l->scheduler_name = scheduler_name;
+    if (config != NULL) {
+        int rc = config_load_tree(config, &spec->config, l->err);
+        if (rc < 0)
+            return rc;
+        spec->has_config = true;
+        if (has_key(config, "schedulerName"))
+            l->scheduler_name = spec->config.scheduler_name;
+    }
+    if (l->scheduler_name == NULL)
+        l->scheduler_name = spec->config.scheduler_name;
+    if (l->scheduler_name == NULL)
+        l->scheduler_name = "kcycle";
+    return 0;
+}
+
+static int load_root(struct loader *l, const struct tree *root, const char *scheduler_name)
+{
+    static const char *const top_keys[] = {"config", "nodes", "pods", "workload", "objects",
+                                           NULL};
+    int rc = tree_check_keys(root, "simulation file", top_keys, l->err);
+    if (rc == 0)
+        rc = load_config(l, root, scheduler_name);
+    if (rc == 0)
+        rc = load_list(l, root, "nodes", load_node);
+    if (rc == 0)
+        rc = load_list(l, root, "pods", load_pod);
+    if (rc == 0)
+        rc = load_list(l, root, "workload", load_workload);
+    if (rc == 0)
+        rc = load_list(l, root, "objects", load_object);
+    if (rc == 0)
+        rc = check_names(l);
+    if (rc == 0 && sort_arrivals(l->spec) < 0)
+        rc = no_memory(root, l->err);
+    return rc;
+}
+
+int simfile_load(const char *path, const char *scheduler_name, struct sim_spec *spec,
+                 struct kc_error *err)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->file = strdup(path);
+    if (spec->file == NULL)
+        return kc_error_set(err, -ENOMEM, "%s: out of memory", path);
+    int rc = config_default(&spec->config);
+    if (rc < 0) {
+        simfile_free(spec);
+        return kc_error_set(err, rc, "%s: cannot set up the default configuration: %s", path,
+                            kc_strerror(rc));
+    }
+    struct tree *root;
+    rc = tree_parse_file(path, &root, err);
+    if (rc < 0) {
+        simfile_free(spec);
+        return rc;
+    }
+    struct loader l = {.spec = spec, .err = err};
+    rc = load_root(&l, root, scheduler_name);
+    free(l.node_at);
+    free(l.pod_at);
+    free(l.arrival_at);
+    tree_free(root);
+    if (rc < 0)
+        simfile_free(spec);
+    return rc;
+}
+
+void simfile_free(struct sim_spec *spec)
+{
+    if (spec == NULL)
+        return;
+    for (uint32_t i = 0; spec->nodes != NULL && i < spec->node_count; i++)
+        node_free(spec->nodes[i]);
+    free(spec->nodes);
+    for (uint32_t i = 0; spec->pods != NULL && i < spec->pod_count; i++)
+        pod_free(spec->pods[i]);
+    free(spec->pods);
+    for (uint32_t i = 0; spec->arrivals != NULL && i < spec->arrival_count; i++)
+        pod_free(spec->arrivals[i].pod);
+    free(spec->arrivals);
+    for (uint32_t i = 0; spec->objects != NULL && i < spec->object_count; i++)
+        object_free(&spec->objects[i]);
+    free(spec->objects);
+    config_free(&spec->config);
+    free(spec->file);
+    memset(spec, 0, sizeof(*spec));
+}

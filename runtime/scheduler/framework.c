@@ -1,1 +1,141 @@
-/* placeholder: being written */
+/* Builds the framework from the configuration: load, check and init each plugin, then index
+ * the plugins by phase so the cycle walks short arrays. */
+#include "framework.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static bool implements(const struct plugin *p, enum phase phase)
+{
+    const kc_plugin_ops *o = &p->ops;
+    switch (phase) {
+    case PHASE_PRE_ENQUEUE: return o->pre_enqueue != NULL;
+    case PHASE_PRE_FILTER: return o->pre_filter != NULL;
+    case PHASE_FILTER: return o->filter != NULL;
+    case PHASE_POST_FILTER: return o->post_filter != NULL;
+    case PHASE_PRE_SCORE: return o->pre_score != NULL;
+    case PHASE_SCORE: return o->score != NULL;
+    case PHASE_RESERVE: return o->reserve != NULL;
+    case PHASE_PERMIT: return o->permit != NULL;
+    case PHASE_PRE_BIND: return o->pre_bind != NULL;
+    case PHASE_BIND: return o->bind != NULL;
+    case PHASE_POST_BIND: return o->post_bind != NULL;
+    case PHASE_EVENT: return o->on_event != NULL;
+    default: return false;
+    }
+}
+
+static int index_phases(struct framework *fw, struct kc_error *err)
+{
+    for (int phase = 0; phase < PHASE_COUNT; phase++) {
+        fw->phase[phase] = calloc(fw->count + 1, sizeof(struct plugin *));
+        if (fw->phase[phase] == NULL)
+            return -ENOMEM;
+        for (uint32_t i = 0; i < fw->count; i++)
+            if (implements(&fw->plugins[i], (enum phase)phase))
+                fw->phase[phase][fw->phase_count[phase]++] = &fw->plugins[i];
+    }
+    fw->reserve_all = calloc(fw->count + 1, sizeof(struct plugin *));
+    if (fw->reserve_all == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < fw->count; i++) {
+        struct plugin *p = &fw->plugins[i];
+        if (p->ops.reserve != NULL || p->ops.unreserve != NULL)
+            fw->reserve_all[fw->reserve_all_count++] = p;
+        if (p->ops.queue_less == NULL)
+            continue;
+        if (fw->queue_sort != NULL)
+            return kc_error_set(err, -EINVAL,
+                                "plugins %s and %s both implement QueueSort; exactly one may: "
+                                "remove one from the configuration",
+                                fw->queue_sort->name, p->name);
+        fw->queue_sort = p;
+    }
+    return 0;
+}
+
+static int open_one(struct plugin *p, const struct plugin_config *pc, const char *plugin_dir,
+                    const kc_host_api *host, struct kc_error *err)
+{
+    char *path = loader_find(pc->name, pc->path, plugin_dir);
+    if (path == NULL)
+        return -ENOMEM;
+    int rc = loader_open(path, p, err);
+    free(path);
+    if (rc < 0)
+        return rc;
+    if (strcmp(p->name, pc->name) != 0) {
+        rc = kc_error_set(err, -EINVAL,
+                          "plugin %s: the file declares the plugin name '%s' but the "
+                          "configuration calls it '%s'",
+                          p->path, p->name, pc->name);
+        loader_close(p);
+        return rc;
+    }
+    p->weight = pc->weight;
+    p->failure_policy = pc->failure_policy;
+    if (p->ops.init != NULL) {
+        rc = p->ops.init(host, pc->args_json != NULL ? pc->args_json : "{}", &p->self);
+        if (rc != 0) {
+            rc = kc_error_set(err, KC_ERR_PLUGIN,
+                              "plugin %s (%s): init failed (%d); see the plugin's log line "
+                              "above for its args",
+                              p->name, p->path, rc);
+            loader_close(p);
+            return rc;
+        }
+    }
+    p->initialized = true;
+    p->requeue_mask = p->ops.requeue_events != NULL ? p->ops.requeue_events(p->self) : 0;
+    if (p->requeue_mask == 0)
+        p->requeue_mask = KC_EVENT_MASK_ALL;
+    return 0;
+}
+
+int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
+                   const kc_host_api *host, struct kc_error *err)
+{
+    struct kc_error local;
+    if (err == NULL)
+        err = &local;
+    memset(fw, 0, sizeof(*fw));
+    if (cfg->plugin_count > FRAMEWORK_MAX_PLUGINS)
+        return kc_error_set(err, -EINVAL, "%u plugins configured; at most %d are supported",
+                            cfg->plugin_count, FRAMEWORK_MAX_PLUGINS);
+    fw->plugins = calloc(cfg->plugin_count + 1, sizeof(*fw->plugins));
+    if (fw->plugins == NULL)
+        return -ENOMEM;
+    const char *dir = plugin_dir != NULL ? plugin_dir : cfg->plugin_dir;
+    for (uint32_t i = 0; i < cfg->plugin_count; i++) {
+        const struct plugin_config *pc = &cfg->plugins[i];
+        struct plugin *p = &fw->plugins[fw->count];
+        int rc = open_one(p, pc, dir, host, err);
+        if (rc < 0 && pc->required) {
+            framework_close(fw);
+            return rc;
+        }
+        if (rc < 0) {
+            log_error("%s; continuing without it (required: false)", err->message);
+            continue;
+        }
+        p->index = fw->count++;
+    }
+    int rc = index_phases(fw, err);
+    if (rc < 0)
+        framework_close(fw);
+    return rc;
+}
+
+void framework_close(struct framework *fw)
+{
+    for (uint32_t i = fw->count; i-- > 0;)
+        loader_close(&fw->plugins[i]);
+    free(fw->plugins);
+    for (int phase = 0; phase < PHASE_COUNT; phase++)
+        free(fw->phase[phase]);
+    free(fw->reserve_all);
+    memset(fw, 0, sizeof(*fw));
+}

@@ -1,1 +1,271 @@
-/* placeholder: being written */
+/* The host API table given to plugins: SDK handles mapped onto the runtime's objects.
+ * kc_pod is struct pod, kc_node is struct cache_node, kc_cycle and kc_waiting_pod are the
+ * scheduler's structs of the same name. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cycle_internal.h"
+#include "log.h"
+#include "model.h"
+#include "resource_table.h"
+#include "scheduler.h"
+
+#define POD(p) ((const struct pod *)(p))
+#define NODE(n) ((const struct cache_node *)(n))
+
+static void host_log(kc_log_level level, const char *plugin, const char *message)
+{
+    if (level > KC_LOG_DEBUG)
+        level = KC_LOG_DEBUG;
+    log_msg(level, "plugin %s: %s", plugin != NULL ? plugin : "?", message != NULL ? message : "");
+}
+
+static const char *pod_namespace(const kc_pod *p) { return POD(p)->namespace; }
+static const char *pod_name(const kc_pod *p) { return POD(p)->name; }
+static const char *pod_uid(const kc_pod *p) { return POD(p)->uid; }
+static const char *pod_node_name(const kc_pod *p) { return POD(p)->node_name; }
+static const char *pod_scheduler_name(const kc_pod *p) { return POD(p)->scheduler_name; }
+static int32_t pod_priority(const kc_pod *p) { return POD(p)->priority; }
+static int64_t pod_creation_ms(const kc_pod *p) { return POD(p)->creation_ms; }
+static int64_t pod_enqueue_ms(const kc_pod *p) { return POD(p)->enqueue_ms; }
+static const char *pod_group(const kc_pod *p) { return POD(p)->pod_group; }
+
+static const char *pod_label(const kc_pod *p, const char *key)
+{
+    return kv_list_get(&POD(p)->labels, key);
+}
+
+static const char *pod_annotation(const kc_pod *p, const char *key)
+{
+    return kv_list_get(&POD(p)->annotations, key);
+}
+
+static int64_t pod_request(const kc_pod *p, kc_resource id)
+{
+    return res_list_get(&POD(p)->request, id);
+}
+
+static uint32_t pod_request_count(const kc_pod *p)
+{
+    return POD(p)->request.count;
+}
+
+static int pod_request_at(const kc_pod *p, uint32_t index, kc_resource *id, int64_t *value)
+{
+    const struct res_list *r = &POD(p)->request;
+    if (index >= r->count)
+        return -1;
+    *id = r->items[index].id;
+    *value = r->items[index].value;
+    return 0;
+}
+
+static const struct container *container_at(const kc_pod *p, int init, uint32_t index)
+{
+    const struct pod *pod = POD(p);
+    uint32_t count = init ? pod->init_container_count : pod->container_count;
+    if (index >= count)
+        return NULL;
+    return init ? &pod->init_containers[index] : &pod->containers[index];
+}
+
+static uint32_t pod_container_count(const kc_pod *p, int init)
+{
+    return init ? POD(p)->init_container_count : POD(p)->container_count;
+}
+
+static const char *pod_container_name(const kc_pod *p, int init, uint32_t index)
+{
+    const struct container *c = container_at(p, init, index);
+    return c != NULL ? c->name : NULL;
+}
+
+static int64_t pod_container_request(const kc_pod *p, int init, uint32_t index, kc_resource id)
+{
+    const struct container *c = container_at(p, init, index);
+    return c != NULL ? res_list_get(&c->requests, id) : 0;
+}
+
+static int64_t pod_container_limit(const kc_pod *p, int init, uint32_t index, kc_resource id)
+{
+    const struct container *c = container_at(p, init, index);
+    return c != NULL ? res_list_get(&c->limits, id) : 0;
+}
+
+static uint32_t pod_scheduling_gate_count(const kc_pod *p)
+{
+    return POD(p)->scheduling_gate_count;
+}
+
+static int pod_matches_node_affinity(const kc_pod *p, const kc_node *n)
+{
+    return pod_matches_node_selector_and_affinity(POD(p), NODE(n)->node);
+}
+
+static int64_t pod_preferred_affinity_score(const kc_pod *p, const kc_node *n)
+{
+    return pod_preferred_affinity_weight(POD(p), NODE(n)->node);
+}
+
+static int pod_tolerates_taint(const kc_pod *p, const kc_taint *taint)
+{
+    return pod_tolerates(POD(p), taint->key, taint->value, taint->effect);
+}
+
+static const char *node_name(const kc_node *n) { return NODE(n)->node->name; }
+static int node_unschedulable(const kc_node *n) { return NODE(n)->node->unschedulable; }
+static uint32_t node_taint_count(const kc_node *n) { return NODE(n)->node->taint_count; }
+static uint32_t node_pod_count(const kc_node *n) { return NODE(n)->pod_count; }
+static uint32_t node_index(const kc_node *n) { return NODE(n)->index; }
+
+static const char *node_label(const kc_node *n, const char *key)
+{
+    return kv_list_get(&NODE(n)->node->labels, key);
+}
+
+static const char *node_annotation(const kc_node *n, const char *key)
+{
+    return kv_list_get(&NODE(n)->node->annotations, key);
+}
+
+static int node_taint_at(const kc_node *n, uint32_t index, kc_taint *out)
+{
+    const struct node *node = NODE(n)->node;
+    if (index >= node->taint_count || out == NULL)
+        return -1;
+    const struct taint *t = &node->taints[index];
+    kc_taint full = {sizeof(kc_taint), t->effect, t->key, t->value != NULL ? t->value : ""};
+    size_t size = out->struct_size < sizeof(full) ? out->struct_size : sizeof(full);
+    uint32_t caller_size = out->struct_size;
+    memcpy(out, &full, size);
+    out->struct_size = caller_size;
+    return 0;
+}
+
+static int64_t node_allocatable(const kc_node *n, kc_resource id)
+{
+    return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->allocatable[id] : 0;
+}
+
+static int64_t node_requested(const kc_node *n, kc_resource id)
+{
+    return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->requested[id] : 0;
+}
+
+static uint32_t node_count(void)
+{
+    return scheduler_current()->cache.node_count;
+}
+
+static const kc_node *node_at(uint32_t index)
+{
+    struct scheduler *s = scheduler_current();
+    return index < s->cache.node_count ? (const kc_node *)&s->cache.nodes[index] : NULL;
+}
+
+static const kc_node *node_by_name(const char *name)
+{
+    return (const kc_node *)cache_node(&scheduler_current()->cache, name);
+}
+
+static uint32_t waiting_pod_count(void)
+{
+    return scheduler_current()->waiting_count;
+}
+
+static kc_waiting_pod *waiting_pod_at(uint32_t index)
+{
+    struct scheduler *s = scheduler_current();
+    return index < s->waiting_count ? s->waiting[index] : NULL;
+}
+
+static kc_waiting_pod *waiting_pod_get(const char *uid)
+{
+    struct scheduler *s = scheduler_current();
+    for (uint32_t i = 0; i < s->waiting_count; i++)
+        if (strcmp(s->waiting[i]->cycle->sp->pod->uid, uid) == 0)
+            return s->waiting[i];
+    return NULL;
+}
+
+static const kc_pod *waiting_pod_pod(const kc_waiting_pod *w)
+{
+    return (const kc_pod *)w->cycle->sp->pod;
+}
+
+static const char *waiting_pod_node(const kc_waiting_pod *w)
+{
+    return w->cycle->node_name;
+}
+
+static int64_t now_ms(void)
+{
+    return scheduler_now(scheduler_current());
+}
+
+static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    struct scheduler *s = cycle->sched;
+    if (s->sink.bind == NULL)
+        return -1;
+    return s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
+}
+
+void hostapi_fill(kc_host_api *api)
+{
+    memset(api, 0, sizeof(*api));
+    api->struct_size = sizeof(*api);
+    api->abi_version = KC_ABI_VERSION;
+    api->log = host_log;
+    api->resource_id = resource_intern;
+    api->resource_name = resource_name;
+    api->pod_namespace = pod_namespace;
+    api->pod_name = pod_name;
+    api->pod_uid = pod_uid;
+    api->pod_node_name = pod_node_name;
+    api->pod_scheduler_name = pod_scheduler_name;
+    api->pod_priority = pod_priority;
+    api->pod_creation_ms = pod_creation_ms;
+    api->pod_enqueue_ms = pod_enqueue_ms;
+    api->pod_label = pod_label;
+    api->pod_annotation = pod_annotation;
+    api->pod_request = pod_request;
+    api->pod_request_count = pod_request_count;
+    api->pod_request_at = pod_request_at;
+    api->pod_container_count = pod_container_count;
+    api->pod_container_name = pod_container_name;
+    api->pod_container_request = pod_container_request;
+    api->pod_container_limit = pod_container_limit;
+    api->pod_group = pod_group;
+    api->pod_scheduling_gate_count = pod_scheduling_gate_count;
+    api->pod_matches_node_affinity = pod_matches_node_affinity;
+    api->pod_preferred_affinity_score = pod_preferred_affinity_score;
+    api->pod_tolerates_taint = pod_tolerates_taint;
+    api->node_name = node_name;
+    api->node_label = node_label;
+    api->node_annotation = node_annotation;
+    api->node_unschedulable = node_unschedulable;
+    api->node_taint_count = node_taint_count;
+    api->node_taint_at = node_taint_at;
+    api->node_allocatable = node_allocatable;
+    api->node_requested = node_requested;
+    api->node_pod_count = node_pod_count;
+    api->node_index = node_index;
+    api->node_count = node_count;
+    api->node_at = node_at;
+    api->node_by_name = node_by_name;
+    api->cycle_reject = cycle_reject;
+    api->cycle_set = cycle_set;
+    api->cycle_get = cycle_get;
+    api->cycle_annotate = cycle_annotate;
+    api->waiting_pod_count = waiting_pod_count;
+    api->waiting_pod_at = waiting_pod_at;
+    api->waiting_pod_get = waiting_pod_get;
+    api->waiting_pod_pod = waiting_pod_pod;
+    api->waiting_pod_node = waiting_pod_node;
+    api->waiting_pod_allow = waiting_pod_allow;
+    api->waiting_pod_reject = waiting_pod_reject;
+    api->bind = bind;
+    api->now_ms = now_ms;
+}

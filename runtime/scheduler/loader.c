@@ -1,1 +1,151 @@
-/* placeholder: being written */
+/* The in-process plugin loader: dlopen, kc_plugin_query, the ABI check, init. */
+#include "framework.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#ifndef KC_PLUGIN_DIR
+#define KC_PLUGIN_DIR "/usr/local/lib/kcycle/plugins"
+#endif
+
+/* The 1.0 ops table ends with on_event; anything shorter is not a 1.x plugin. */
+#define OPS_MIN_SIZE (offsetof(kc_plugin_ops, on_event) + sizeof(void *))
+#define DESCRIPTOR_MIN_SIZE (offsetof(kc_plugin_descriptor, ops) + sizeof(void *))
+
+static bool file_exists(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+static char *try_dir(const char *dir, const char *name)
+{
+    char path[PATH_MAX * 2];
+    snprintf(path, sizeof(path), "%s/%s.so", dir, name);
+    if (file_exists(path))
+        return strdup(path);
+    snprintf(path, sizeof(path), "%s/%s/%s.so", dir, name, name);
+    if (file_exists(path))
+        return strdup(path);
+    return NULL;
+}
+
+/* The build tree: <build>/runtime/scheduler/kcycle-scheduler next to <build>/plugins. */
+static char *try_beside_executable(const char *name)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash == NULL)
+        return NULL;
+    *slash = '\0';
+    char dir[PATH_MAX + 32];
+    snprintf(dir, sizeof(dir), "%s/../../plugins", exe);
+    char *found = try_dir(dir, name);
+    if (found == NULL) {
+        snprintf(dir, sizeof(dir), "%s/../plugins", exe);
+        found = try_dir(dir, name);
+    }
+    return found;
+}
+
+char *loader_find(const char *name, const char *explicit_path, const char *plugin_dir)
+{
+    if (explicit_path != NULL)
+        return strdup(explicit_path);
+    char *found = NULL;
+    if (plugin_dir != NULL && (found = try_dir(plugin_dir, name)) != NULL)
+        return found;
+    const char *env = getenv("KCYCLE_PLUGIN_DIR");
+    if (env != NULL && env[0] != '\0' && (found = try_dir(env, name)) != NULL)
+        return found;
+    if ((found = try_dir(KC_PLUGIN_DIR, name)) != NULL)
+        return found;
+    if ((found = try_beside_executable(name)) != NULL)
+        return found;
+    /* Not found: return the first place we looked, so the error names a path. */
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s.so", plugin_dir != NULL ? plugin_dir : KC_PLUGIN_DIR,
+             name);
+    return strdup(path);
+}
+
+static int refuse(struct plugin *p, struct kc_error *err, int code, const char *path,
+                  const char *fmt, const char *detail)
+{
+    char why[768];
+    snprintf(why, sizeof(why), fmt, detail);
+    loader_close(p);
+    return kc_error_set(err, code, "plugin %s: %s", path, why);
+}
+
+int loader_open(const char *path, struct plugin *p, struct kc_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    dlerror();
+    p->dl_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (p->dl_handle == NULL) {
+        const char *why = dlerror();
+        return refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be loaded as a shared object: %s",
+                      why != NULL ? why : "unknown dlopen error");
+    }
+    kc_plugin_query_fn query;
+    *(void **)&query = dlsym(p->dl_handle, KC_PLUGIN_QUERY_SYMBOL);
+    if (query == NULL)
+        return refuse(p, err, KC_ERR_NOT_PLUGIN, path,
+                      "not a kcycle plugin: it does not export %s()", KC_PLUGIN_QUERY_SYMBOL);
+    const kc_plugin_descriptor *desc = query(KC_ABI_VERSION);
+    char detail[256];
+    if (desc == NULL) {
+        snprintf(detail, sizeof(detail), "%u.%u", KC_ABI_MAJOR, KC_ABI_MINOR);
+        return refuse(p, err, KC_ERR_ABI, path,
+                      "the plugin refused this host (host ABI %s): kc_plugin_query returned NULL",
+                      detail);
+    }
+    if (desc->struct_size < DESCRIPTOR_MIN_SIZE)
+        return refuse(p, err, KC_ERR_ABI, path, "%s", "descriptor too small for ABI 1.0");
+    if (desc->abi_major != KC_ABI_MAJOR || desc->abi_minor > KC_ABI_MINOR) {
+        snprintf(detail, sizeof(detail),
+                 "built for SDK ABI %u.%u, this host serves ABI %u.%u (same major, host minor "
+                 ">= plugin minor required)",
+                 desc->abi_major, desc->abi_minor, KC_ABI_MAJOR, KC_ABI_MINOR);
+        return refuse(p, err, KC_ERR_ABI, path, "%s", detail);
+    }
+    if (desc->name == NULL || desc->name[0] == '\0' || desc->ops == NULL)
+        return refuse(p, err, KC_ERR_ABI, path, "%s", "descriptor without a name or ops table");
+    if (desc->ops->struct_size < OPS_MIN_SIZE)
+        return refuse(p, err, KC_ERR_ABI, path, "%s", "ops table too small for ABI 1.0");
+    size_t copy = desc->ops->struct_size < sizeof(p->ops) ? desc->ops->struct_size
+                                                          : sizeof(p->ops);
+    memcpy(&p->ops, desc->ops, copy);
+    p->ops.struct_size = sizeof(p->ops);
+    p->name = strdup(desc->name);
+    p->version = strdup(desc->version != NULL ? desc->version : "");
+    p->path = strdup(path);
+    p->abi_major = desc->abi_major;
+    p->abi_minor = desc->abi_minor;
+    if (p->name == NULL || p->version == NULL || p->path == NULL)
+        return refuse(p, err, -ENOMEM, path, "%s", "out of memory");
+    return 0;
+}
+
+void loader_close(struct plugin *p)
+{
+    if (p->initialized && p->ops.fini != NULL)
+        p->ops.fini(p->self);
+    if (p->dl_handle != NULL)
+        dlclose(p->dl_handle);
+    free(p->name);
+    free(p->path);
+    free(p->version);
+    memset(p, 0, sizeof(*p));
+}

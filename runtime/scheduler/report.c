@@ -1,1 +1,212 @@
-/* placeholder: being written */
+/* What a simulation prints: the placement table, the summary and the JSON report. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "model.h"
+#include "resource_table.h"
+#include "simulator.h"
+
+struct reason_total {
+    const char *text;
+    uint32_t count;
+};
+
+/* A quantity as Kubernetes writes it: cpu in cores or millicores, the rest in units. */
+static void format_quantity(kc_resource id, int64_t value, char *buf, size_t size)
+{
+    if (id == KC_RESOURCE_CPU && value % 1000 != 0)
+        snprintf(buf, size, "%" PRId64 "m", value);
+    else if (id == KC_RESOURCE_CPU)
+        snprintf(buf, size, "%" PRId64, value / 1000);
+    else
+        snprintf(buf, size, "%" PRId64, value);
+}
+
+static const char *record_reason(const struct simulator *sim, const struct sim_record *r)
+{
+    const char *node = NULL, *reason = NULL;
+    if (r->node != NULL)
+        return NULL;
+    if (scheduler_pod_status(&sim->sched, r->uid, &node, &reason) < 0)
+        return "the pod is no longer known to the scheduler";
+    return reason != NULL ? reason : "not attempted yet";
+}
+
+void report_print_table(const struct simulator *sim, FILE *out)
+{
+    int ns_width = 9, name_width = 3, node_width = 4;
+    for (uint32_t i = 0; i < sim->record_count; i++) {
+        const struct sim_record *r = &sim->records[i];
+        int w = (int)strlen(r->namespace);
+        ns_width = w > ns_width ? w : ns_width;
+        w = (int)strlen(r->name);
+        name_width = w > name_width ? w : name_width;
+        w = r->node != NULL ? (int)strlen(r->node) : 6;
+        node_width = w > node_width ? w : node_width;
+    }
+    fprintf(out, "%-*s  %-*s  %-*s  %s\n", ns_width, "NAMESPACE", name_width, "POD", node_width,
+            "NODE", "REASON");
+    for (uint32_t i = 0; i < sim->record_count; i++) {
+        const struct sim_record *r = &sim->records[i];
+        const char *reason = record_reason(sim, r);
+        fprintf(out, "%-*s  %-*s  %-*s  %s\n", ns_width, r->namespace, name_width, r->name,
+                node_width, r->node != NULL ? r->node : "<none>", reason != NULL ? reason : "");
+    }
+}
+
+/* Distinct unschedulable reasons with their pod counts, most frequent first. */
+static uint32_t collect_reasons(const struct simulator *sim, struct reason_total *out,
+                                uint32_t max)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < sim->record_count; i++) {
+        const char *reason = record_reason(sim, &sim->records[i]);
+        if (reason == NULL)
+            continue;
+        uint32_t j = 0;
+        while (j < count && strcmp(out[j].text, reason) != 0)
+            j++;
+        if (j == count) {
+            if (count == max)
+                continue;
+            out[count].text = reason;
+            out[count++].count = 0;
+        }
+        out[j].count++;
+    }
+    for (uint32_t i = 1; i < count; i++) /* few distinct reasons: insertion sort */
+        for (uint32_t j = i; j > 0 && out[j].count > out[j - 1].count; j--) {
+            struct reason_total t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    return count;
+}
+
+static double wall_seconds(const struct simulator *sim)
+{
+    return (double)(sim->wall_end_us - sim->wall_start_us) / 1e6;
+}
+
+static double utilisation(const struct simulator *sim, kc_resource id)
+{
+    int64_t alloc = 0, req = 0;
+    for (uint32_t i = 0; i < sim->sched.cache.node_count; i++) {
+        const struct cache_node *cn = &sim->sched.cache.nodes[i];
+        alloc += cn->allocatable[id];
+        req += id == KC_RESOURCE_PODS ? cn->pod_count : cn->requested[id];
+    }
+    return alloc > 0 ? 100.0 * (double)req / (double)alloc : 0.0;
+}
+
+void report_print_summary(const struct simulator *sim, FILE *out)
+{
+    uint32_t pending = sim->record_count - (uint32_t)sim->bound;
+    double seconds = wall_seconds(sim);
+    const struct scheduler_stats *st = &sim->sched.stats;
+    fprintf(out, "\nSummary: %u pods on %u nodes: %llu scheduled, %u unschedulable\n",
+            sim->record_count, sim->sched.cache.node_count, (unsigned long long)sim->bound,
+            pending);
+    struct reason_total reasons[32];
+    uint32_t count = collect_reasons(sim, reasons, 32);
+    if (count > 0)
+        fprintf(out, "  unschedulable pods by reason:\n");
+    for (uint32_t i = 0; i < count; i++)
+        fprintf(out, "    %5u  %s\n", reasons[i].count, reasons[i].text);
+    fprintf(out, "  requested/allocatable over all nodes: cpu %.1f%%, memory %.1f%%, pods %.1f%%\n",
+            utilisation(sim, KC_RESOURCE_CPU), utilisation(sim, KC_RESOURCE_MEMORY),
+            utilisation(sim, KC_RESOURCE_PODS));
+    fprintf(out, "  attempts %llu (unschedulable %llu, errors %llu, permit waits %llu, "
+                 "permit timeouts %llu)\n",
+            (unsigned long long)st->attempts, (unsigned long long)st->unschedulable_attempts,
+            (unsigned long long)st->error_attempts, (unsigned long long)st->permit_waits,
+            (unsigned long long)st->permit_timeouts);
+    fprintf(out, "  simulated time %.3f s; wall time %.3f s; %.0f pods/s\n",
+            (double)sim->now_ms / 1000.0, seconds,
+            seconds > 0 ? (double)sim->bound / seconds : 0.0);
+}
+
+static json_t *resources_json(const int64_t *values)
+{
+    json_t *obj = json_object();
+    uint32_t count = resource_count();
+    for (uint32_t id = 0; obj != NULL && id < count; id++) {
+        if (values[id] == 0 && id > KC_RESOURCE_PODS)
+            continue;
+        char buf[32];
+        format_quantity((kc_resource)id, values[id], buf, sizeof(buf));
+        json_object_set_new(obj, resource_name((kc_resource)id), json_string(buf));
+    }
+    return obj;
+}
+
+static json_t *pods_json(const struct simulator *sim)
+{
+    json_t *pods = json_array();
+    for (uint32_t i = 0; pods != NULL && i < sim->record_count; i++) {
+        const struct sim_record *r = &sim->records[i];
+        const char *reason = record_reason(sim, r);
+        json_array_append_new(
+            pods, json_pack("{s:s, s:s, s:o, s:o}", "namespace", r->namespace, "name", r->name,
+                            "node", r->node != NULL ? json_string(r->node) : json_null(),
+                            "reason", reason != NULL ? json_string(reason) : json_null()));
+    }
+    return pods;
+}
+
+static json_t *nodes_json(const struct simulator *sim)
+{
+    json_t *nodes = json_array();
+    const struct cache *cache = &sim->sched.cache;
+    for (uint32_t i = 0; nodes != NULL && i < cache->node_count; i++) {
+        const struct cache_node *cn = &cache->nodes[i];
+        int64_t requested[KC_RESOURCE_MAX];
+        memcpy(requested, cn->requested, sizeof(requested));
+        requested[KC_RESOURCE_PODS] = cn->pod_count;
+        json_array_append_new(nodes, json_pack("{s:s, s:o, s:o}", "name", cn->node->name,
+                                               "allocatable", resources_json(cn->allocatable),
+                                               "requested", resources_json(requested)));
+    }
+    return nodes;
+}
+
+static json_t *summary_json(const struct simulator *sim)
+{
+    const struct scheduler_stats *st = &sim->sched.stats;
+    double seconds = wall_seconds(sim);
+    json_t *reasons = json_object();
+    struct reason_total totals[32];
+    uint32_t count = collect_reasons(sim, totals, 32);
+    for (uint32_t i = 0; i < count; i++)
+        json_object_set_new(reasons, totals[i].text, json_integer(totals[i].count));
+    return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}",
+                     "pods", (json_int_t)sim->record_count, "nodes",
+                     (json_int_t)sim->sched.cache.node_count, "scheduled",
+                     (json_int_t)sim->bound, "unschedulable",
+                     (json_int_t)(sim->record_count - sim->bound), "reasons", reasons,
+                     "attempts", (json_int_t)st->attempts, "unschedulable_attempts",
+                     (json_int_t)st->unschedulable_attempts, "error_attempts",
+                     (json_int_t)st->error_attempts, "permit_waits",
+                     (json_int_t)st->permit_waits, "permit_timeouts",
+                     (json_int_t)st->permit_timeouts, "simulated_seconds",
+                     (double)sim->now_ms / 1000.0, "wall_seconds", seconds, "pods_per_second",
+                     seconds > 0 ? (double)sim->bound / seconds : 0.0);
+}
+
+int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err)
+{
+    json_t *root = json_pack("{s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
+                             nodes_json(sim), "summary", summary_json(sim));
+    if (root == NULL)
+        return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
+    int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    if (rc != 0)
+        return kc_error_set(err, -EIO, "%s: could not write the report: %s", path,
+                            strerror(errno));
+    return 0;
+}

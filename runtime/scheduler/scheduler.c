@@ -1,1 +1,919 @@
-/* placeholder: being written */
+/* The scheduling cycle (PreFilter .. Permit), the binding cycle (WaitOnPermit .. PostBind)
+ * and the handling of cluster events, with kube-scheduler's semantics (DESIGN section 4). */
+#include "scheduler.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cycle_internal.h"
+#include "log.h"
+#include "model.h"
+
+static struct scheduler *current_scheduler;
+
+struct scheduler *scheduler_current(void)
+{
+    return current_scheduler;
+}
+
+static int64_t monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t scheduler_now(const struct scheduler *s)
+{
+    if (s->clock.now_ms != NULL)
+        return s->clock.now_ms(s->clock.ctx);
+    return monotonic_us() / 1000;
+}
+
+static uint64_t next_random(struct scheduler *s)
+{
+    /* splitmix64: deterministic from the configured seed */
+    uint64_t z = (s->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- events ---- */
+
+static void deliver(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                    const struct cache_node *node)
+{
+    struct framework *fw = &s->fw;
+    if (fw->phase_count[PHASE_EVENT] == 0)
+        return;
+    kc_event ev = {
+        .struct_size = sizeof(ev),
+        .type = type,
+        .pod = (const kc_pod *)pod,
+        .node = (const kc_node *)node,
+    };
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
+        struct plugin *p = fw->phase[PHASE_EVENT][i];
+        p->ops.on_event(p->self, &ev);
+    }
+}
+
+static void requeue_on(struct scheduler *s, kc_event_type type)
+{
+    queue_on_event(&s->queue, type, s->requeue_masks, s->fw.count, scheduler_now(s));
+}
+
+int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *kind,
+                           const char *namespace, const char *name, const char *json)
+{
+    struct framework *fw = &s->fw;
+    kc_event ev = {
+        .struct_size = sizeof(ev),
+        .type = type,
+        .object_kind = kind,
+        .object_namespace = namespace,
+        .object_name = name,
+        .object_json = json,
+    };
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
+        struct plugin *p = fw->phase[PHASE_EVENT][i];
+        p->ops.on_event(p->self, &ev);
+    }
+    requeue_on(s, type);
+    return 0;
+}
+
+int scheduler_node_add(struct scheduler *s, struct node *node)
+{
+    bool exists = cache_node(&s->cache, node->name) != NULL;
+    int rc = cache_put_node(&s->cache, node);
+    if (rc < 0) {
+        node_free(node);
+        return rc;
+    }
+    kc_event_type type = exists ? KC_EVENT_NODE_UPDATE : KC_EVENT_NODE_ADD;
+    deliver(s, type, NULL, cache_node(&s->cache, node->name));
+    requeue_on(s, type);
+    return 0;
+}
+
+int scheduler_node_update(struct scheduler *s, struct node *node)
+{
+    return scheduler_node_add(s, node);
+}
+
+int scheduler_node_delete(struct scheduler *s, const char *name)
+{
+    struct cache_node *cn = cache_node(&s->cache, name);
+    if (cn == NULL)
+        return -ENOENT;
+    deliver(s, KC_EVENT_NODE_DELETE, NULL, cn);
+    return cache_remove_node(&s->cache, name);
+}
+
+static void sched_pod_free(struct sched_pod *sp)
+{
+    if (sp == NULL)
+        return;
+    pod_free(sp->pod);
+    free(sp->reason);
+    free(sp);
+}
+
+/* Drop a pending pod we own (it was deleted, or assigned by someone else). */
+static void forget_pending(struct scheduler *s, struct sched_pod *sp)
+{
+    switch (sp->state) {
+    case SP_NONE:
+    case SP_WAITING:
+    case SP_BINDING:
+        /* in flight: the attempt frees it when it ends */
+        sp->deleted = true;
+        return;
+    default:
+        queue_remove(&s->queue, sp);
+        strmap_remove(&s->pods, sp->pod->uid);
+        sched_pod_free(sp);
+    }
+}
+
+static const char *gate_reason(const struct pod *pod, char *buf, size_t size)
+{
+    snprintf(buf, size, "waiting for scheduling gates: %s%s", pod->scheduling_gates[0],
+             pod->scheduling_gate_count > 1 ? ", ..." : "");
+    return buf;
+}
+
+/* Into the queue: gated by schedulingGates or PreEnqueue, else active. */
+static int enqueue(struct scheduler *s, struct sched_pod *sp)
+{
+    char buf[512];
+    const char *why = NULL;
+    if (sp->pod->scheduling_gate_count > 0)
+        why = gate_reason(sp->pod, buf, sizeof(buf));
+    for (uint32_t i = 0; why == NULL && i < s->fw.phase_count[PHASE_PRE_ENQUEUE]; i++) {
+        struct plugin *p = s->fw.phase[PHASE_PRE_ENQUEUE][i];
+        if (p->ops.pre_enqueue(p->self, (const kc_pod *)sp->pod) != KC_SUCCESS) {
+            snprintf(buf, sizeof(buf), "held by PreEnqueue plugin %s", p->name);
+            why = buf;
+        }
+    }
+    if (why == NULL)
+        return queue_push_active(&s->queue, sp);
+    free(sp->reason);
+    sp->reason = strdup(why);
+    return queue_push_gated(&s->queue, sp);
+}
+
+static int add_assigned(struct scheduler *s, struct pod *pod)
+{
+    struct sched_pod *sp = strmap_get(&s->pods, pod->uid);
+    if (sp != NULL)
+        forget_pending(s, sp); /* bound elsewhere while we had it pending */
+    struct pod *old = strmap_get(&s->assigned, pod->uid);
+    int rc = cache_add_pod(&s->cache, pod);
+    if (rc < 0) {
+        pod_free(pod);
+        return rc;
+    }
+    if (old != NULL)
+        strmap_remove(&s->assigned, old->uid);
+    rc = strmap_put(&s->assigned, pod->uid, pod);
+    if (rc < 0) {
+        cache_remove_pod(&s->cache, pod->uid);
+        pod_free(pod);
+        pod_free(old);
+        return rc;
+    }
+    kc_event_type type = old != NULL ? KC_EVENT_POD_UPDATE : KC_EVENT_POD_ADD;
+    deliver(s, type, pod, cache_node(&s->cache, pod->node_name));
+    pod_free(old);
+    requeue_on(s, type);
+    return 0;
+}
+
+static int add_pending(struct scheduler *s, struct pod *pod)
+{
+    struct sched_pod *sp = strmap_get(&s->pods, pod->uid);
+    if (sp != NULL) {
+        if (sp->state == SP_NONE || sp->state == SP_WAITING || sp->state == SP_BINDING) {
+            pod_free(pod); /* in flight: the attempt decides with the version it has */
+            return 0;
+        }
+        queue_remove(&s->queue, sp);
+        pod->enqueue_ms = sp->pod->enqueue_ms;
+        pod_free(sp->pod);
+        sp->pod = pod;
+        strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
+        deliver(s, KC_EVENT_POD_UPDATE, pod, NULL);
+        return enqueue(s, sp);
+    }
+    sp = calloc(1, sizeof(*sp));
+    if (sp == NULL) {
+        pod_free(pod);
+        return -ENOMEM;
+    }
+    sp->pod = pod;
+    pod->enqueue_ms = scheduler_now(s);
+    if (strmap_put(&s->pods, pod->uid, sp) < 0) {
+        sched_pod_free(sp);
+        return -ENOMEM;
+    }
+    deliver(s, KC_EVENT_POD_ADD, pod, NULL);
+    return enqueue(s, sp);
+}
+
+int scheduler_pod_add(struct scheduler *s, struct pod *pod)
+{
+    if (pod->node_name != NULL)
+        return add_assigned(s, pod);
+    if (pod->deleting || pod->phase == POD_SUCCEEDED || pod->phase == POD_FAILED ||
+        strcmp(pod->scheduler_name, s->cfg->scheduler_name) != 0) {
+        pod_free(pod); /* not ours to schedule */
+        return 0;
+    }
+    return add_pending(s, pod);
+}
+
+int scheduler_pod_update(struct scheduler *s, struct pod *pod)
+{
+    return scheduler_pod_add(s, pod);
+}
+
+int scheduler_pod_delete(struct scheduler *s, const char *uid)
+{
+    struct pod *pod = strmap_get(&s->assigned, uid);
+    if (pod != NULL) {
+        deliver(s, KC_EVENT_POD_DELETE, pod, cache_node(&s->cache, pod->node_name));
+        cache_remove_pod(&s->cache, uid);
+        strmap_remove(&s->assigned, uid);
+        pod_free(pod);
+        requeue_on(s, KC_EVENT_POD_DELETE);
+        return 0;
+    }
+    struct sched_pod *sp = strmap_get(&s->pods, uid);
+    if (sp == NULL)
+        return -ENOENT;
+    deliver(s, KC_EVENT_POD_DELETE, sp->pod, NULL);
+    for (uint32_t i = 0; i < s->waiting_count; i++)
+        if (s->waiting[i]->cycle->sp == sp)
+            waiting_pod_reject(s->waiting[i], NULL, "the pod was deleted");
+    forget_pending(s, sp);
+    return 0;
+}
+
+int scheduler_pod_status(const struct scheduler *s, const char *uid, const char **node,
+                         const char **reason)
+{
+    const struct pod *pod = strmap_get(&s->assigned, uid);
+    *node = NULL;
+    *reason = NULL;
+    if (pod != NULL) {
+        *node = pod->node_name;
+        return 1;
+    }
+    const struct sched_pod *sp = strmap_get(&s->pods, uid);
+    if (sp == NULL)
+        return -ENOENT;
+    *reason = sp->reason;
+    return 0;
+}
+
+/* ---- the end of an attempt ---- */
+
+enum outcome { OUTCOME_UNSCHEDULABLE, OUTCOME_ERROR };
+
+/* The attempt failed: tell the sink, then park (unschedulable) or back off (error). */
+static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outcome outcome,
+                         const char *message)
+{
+    struct sched_pod *sp = cycle->sp;
+    int64_t now = scheduler_now(s);
+    if (outcome == OUTCOME_ERROR)
+        s->stats.error_attempts++;
+    else
+        s->stats.unschedulable_attempts++;
+    /* message may live in the cycle: copy it before the cycle goes */
+    char *reason = strdup(message != NULL ? message : "scheduling failed");
+    cycle_free(cycle);
+    if (sp->deleted) {
+        free(reason);
+        strmap_remove(&s->pods, sp->pod->uid);
+        sched_pod_free(sp);
+        return;
+    }
+    free(sp->reason);
+    sp->reason = reason;
+    if (s->sink.unschedulable != NULL)
+        s->sink.unschedulable(s->sink.ctx, sp->pod, sp->reason);
+    sp->backoff_attempts = sp->attempts;
+    if (outcome == OUTCOME_ERROR)
+        queue_push_backoff(&s->queue, sp, now);
+    else
+        queue_park(&s->queue, sp, now);
+}
+
+/* Undo Reserve: Unreserve on every reserve plugin in reverse order, then forget the pod. */
+static void unreserve(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct framework *fw = &s->fw;
+    const struct pod *pod = cycle->sp->pod;
+    struct cache_node *cn = cache_node(&s->cache, cycle->node_name);
+    for (uint32_t i = fw->reserve_all_count; i-- > 0;) {
+        struct plugin *p = fw->reserve_all[i];
+        if (p->ops.unreserve != NULL)
+            p->ops.unreserve(p->self, cycle, (const kc_pod *)pod, (const kc_node *)cn);
+    }
+    if (cache_forget(&s->cache, pod->uid) == 0) {
+        deliver(s, KC_EVENT_POD_FORGET, pod, cache_node(&s->cache, cycle->node_name));
+        requeue_on(s, KC_EVENT_POD_FORGET);
+    }
+}
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    return text;
+}
+
+/* A plugin failed the attempt in a phase other than Filter. */
+static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct plugin *p,
+                          const char *phase, kc_status st, bool reserved)
+{
+    if (reserved)
+        unreserve(s, cycle);
+    bool error = st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE;
+    char *message;
+    if (error)
+        message = format("plugin %s failed in %s (status %d)%s%s", p->name, phase, (int)st,
+                         cycle->message != NULL ? ": " : "",
+                         cycle->message != NULL ? cycle->message : "");
+    else if (strcmp(phase, "PreFilter") == 0)
+        message = format("0/%u nodes are available: %s.", s->cache.node_count,
+                         cycle->message != NULL ? cycle->message : p->name);
+    else
+        message = format("%s", cycle->message != NULL
+                                   ? cycle->message
+                                   : "rejected by a plugin after a node was chosen");
+    if (!error)
+        cycle->rejectors |= 1ull << p->index;
+    cycle->sp->rejectors = cycle->rejectors;
+    fail_attempt(s, cycle, error ? OUTCOME_ERROR : OUTCOME_UNSCHEDULABLE, message);
+    free(message);
+}
+
+/* ---- the scheduling cycle ---- */
+
+static int ensure_scratch(struct scheduler *s)
+{
+    uint32_t n = s->cache.node_count;
+    if (n <= s->scratch_capacity)
+        return 0;
+    uint32_t capacity = n < 64 ? 64 : n;
+    uint32_t scorers = s->fw.phase_count[PHASE_SCORE] + 1;
+    free(s->feasible);
+    free(s->scores);
+    free(s->totals);
+    s->feasible = calloc(capacity, sizeof(*s->feasible));
+    s->scores = calloc((size_t)capacity * scorers, sizeof(*s->scores));
+    s->totals = calloc(capacity, sizeof(*s->totals));
+    if (s->feasible == NULL || s->scores == NULL || s->totals == NULL) {
+        s->scratch_capacity = 0;
+        return -ENOMEM;
+    }
+    s->scratch_capacity = capacity;
+    return 0;
+}
+
+/* kube-scheduler's numFeasibleNodesToFind. */
+static uint32_t nodes_to_find(const struct scheduler *s, uint32_t n)
+{
+    const uint32_t min_nodes = 100;
+    int32_t pct = s->cfg->percentage_of_nodes_to_score;
+    if (n < min_nodes || pct >= 100)
+        return n;
+    if (pct <= 0) {
+        pct = 50 - (int32_t)(n / 125);
+        if (pct < 5)
+            pct = 5;
+    }
+    uint32_t count = (uint32_t)((uint64_t)n * (uint32_t)pct / 100);
+    return count < min_nodes ? min_nodes : count;
+}
+
+/* Filter over the nodes from the rotating start until enough are feasible. Returns the
+ * feasible count, or -1 on a plugin error (the cycle's message says which). */
+static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip)
+{
+    struct framework *fw = &s->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    uint32_t n = s->cache.node_count;
+    uint32_t want = nodes_to_find(s, n);
+    uint32_t found = 0, processed = 0;
+    struct reject_sink sink = {s->reasons, &s->reason_count, 0};
+    cycle_filter_sink = &sink;
+    for (uint32_t k = 0; k < n && found < want; k++) {
+        uint32_t index = s->next_start_node + k;
+        if (index >= n)
+            index -= n;
+        const struct cache_node *cn = &s->cache.nodes[index];
+        processed++;
+        bool feasible = true;
+        for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
+            struct plugin *p = fw->phase[PHASE_FILTER][i];
+            if (skip & (1ull << p->index))
+                continue;
+            sink.calls = 0;
+            kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
+            if (st == KC_SUCCESS)
+                continue;
+            if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
+                cycle_filter_sink = NULL;
+                char *message = format("plugin %s failed in Filter on node %s (status %d)",
+                                       p->name, cn->node->name, (int)st);
+                cycle_fail(cycle, message != NULL ? message : "Filter failed");
+                free(message);
+                return -1;
+            }
+            if (sink.calls == 0) {
+                char reason[160];
+                snprintf(reason, sizeof(reason), "node(s) were rejected by plugin %s", p->name);
+                reasons_add(s->reasons, &s->reason_count, reason);
+            }
+            cycle->rejectors |= 1ull << p->index;
+            feasible = false;
+            break;
+        }
+        if (feasible)
+            s->feasible[found++] = cn;
+    }
+    cycle_filter_sink = NULL;
+    s->next_start_node = n > 0 ? (s->next_start_node + processed) % n : 0;
+    return found;
+}
+
+static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                      uint32_t *chosen)
+{
+    struct framework *fw = &s->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    uint64_t skip = 0;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
+        struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
+        kc_status st = p->ops.pre_score(p->self, cycle, pod);
+        if (st == KC_SKIP)
+            skip |= 1ull << p->index;
+        else if (st != KC_SUCCESS)
+            return cycle_fail(cycle, "PreScore failed"), -1;
+    }
+    memset(s->totals, 0, found * sizeof(*s->totals));
+    for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
+        struct plugin *p = fw->phase[PHASE_SCORE][k];
+        if (skip & (1ull << p->index))
+            continue;
+        int64_t *scores = &s->scores[(size_t)k * s->scratch_capacity];
+        for (uint32_t i = 0; i < found; i++) {
+            scores[i] = 0;
+            if (p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i], &scores[i]) !=
+                KC_SUCCESS) {
+                char *message = format("plugin %s failed in Score", p->name);
+                cycle_fail(cycle, message != NULL ? message : "Score failed");
+                free(message);
+                return -1;
+            }
+        }
+        if (p->ops.normalize_score != NULL &&
+            p->ops.normalize_score(p->self, cycle, pod, (const kc_node *const *)s->feasible,
+                                   scores, found) != KC_SUCCESS) {
+            char *message = format("plugin %s failed in NormalizeScore", p->name);
+            cycle_fail(cycle, message != NULL ? message : "NormalizeScore failed");
+            free(message);
+            return -1;
+        }
+        for (uint32_t i = 0; i < found; i++) {
+            if (scores[i] < 0 || scores[i] > 100) {
+                char *message = format("plugin %s returned score %lld for node %s; scores "
+                                       "must be 0..100",
+                                       p->name, (long long)scores[i],
+                                       s->feasible[i]->node->name);
+                cycle_fail(cycle, message != NULL ? message : "invalid score");
+                free(message);
+                return -1;
+            }
+            s->totals[i] += scores[i] * p->weight;
+        }
+    }
+    /* highest total; ties broken by reservoir sampling from the seeded generator */
+    uint32_t best = 0, ties = 1;
+    for (uint32_t i = 1; i < found; i++) {
+        if (s->totals[i] > s->totals[best]) {
+            best = i;
+            ties = 1;
+        } else if (s->totals[i] == s->totals[best]) {
+            ties++;
+            if (next_random(s) % ties == 0)
+                best = i;
+        }
+    }
+    *chosen = best;
+    return 0;
+}
+
+/* PostFilter after no node fit; then the pod is unschedulable with the reason histogram. */
+static void fail_no_fit(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct framework *fw = &s->fw;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_POST_FILTER]; i++) {
+        struct plugin *p = fw->phase[PHASE_POST_FILTER][i];
+        p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod);
+    }
+    char *message = reasons_message(s->reasons, s->reason_count, s->cache.node_count);
+    cycle->sp->rejectors = cycle->rejectors;
+    fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
+    free(message);
+}
+
+static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pending,
+                       uint32_t timeout_ms, const char *wait_plugin)
+{
+    struct kc_waiting_pod *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return -ENOMEM;
+    if (s->waiting_count == s->waiting_capacity) {
+        uint32_t capacity = s->waiting_capacity == 0 ? 16 : s->waiting_capacity * 2;
+        void *grown = realloc(s->waiting, capacity * sizeof(*s->waiting));
+        if (grown == NULL) {
+            free(w);
+            return -ENOMEM;
+        }
+        s->waiting = grown;
+        s->waiting_capacity = capacity;
+    }
+    w->cycle = cycle;
+    w->pending = pending;
+    w->deadline_ms = scheduler_now(s) + timeout_ms;
+    if (timeout_ms % 1000 == 0)
+        snprintf(w->timeout_text, sizeof(w->timeout_text), "%us", timeout_ms / 1000);
+    else
+        snprintf(w->timeout_text, sizeof(w->timeout_text), "%ums", timeout_ms);
+    w->wait_plugin = strdup(wait_plugin);
+    s->waiting[s->waiting_count++] = w;
+    cycle->sp->state = SP_WAITING;
+    s->stats.permit_waits++;
+    return 0;
+}
+
+static int push_binding(struct scheduler *s, struct kc_cycle *cycle)
+{
+    if (s->binding_count == s->binding_capacity) {
+        uint32_t capacity = s->binding_capacity == 0 ? 16 : s->binding_capacity * 2;
+        void *grown = realloc(s->binding, capacity * sizeof(*s->binding));
+        if (grown == NULL)
+            return -ENOMEM;
+        s->binding = grown;
+        s->binding_capacity = capacity;
+    }
+    s->binding[s->binding_count++] = cycle;
+    cycle->sp->state = SP_BINDING;
+    return 0;
+}
+
+/* Reserve and Permit on the chosen node. */
+static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
+                               const struct cache_node *cn)
+{
+    struct framework *fw = &s->fw;
+    const struct pod *pod = cycle->sp->pod;
+    cycle->node_name = strdup(cn->node->name);
+    if (cycle->node_name == NULL || cache_assume(&s->cache, pod, cn->node->name) < 0) {
+        fail_attempt(s, cycle, OUTCOME_ERROR, "could not assume the pod in the cache");
+        return;
+    }
+    cn = cache_node(&s->cache, cycle->node_name);
+    deliver(s, KC_EVENT_POD_ASSUME, pod, cn);
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_RESERVE]; i++) {
+        struct plugin *p = fw->phase[PHASE_RESERVE][i];
+        kc_status st = p->ops.reserve(p->self, cycle, (const kc_pod *)pod, (const kc_node *)cn);
+        if (st != KC_SUCCESS)
+            return fail_in_phase(s, cycle, p, "Reserve", st, true);
+    }
+    uint64_t pending = 0;
+    uint32_t timeout = PERMIT_MAX_TIMEOUT_MS;
+    const char *wait_plugin = NULL;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_PERMIT]; i++) {
+        struct plugin *p = fw->phase[PHASE_PERMIT][i];
+        uint32_t plugin_timeout = PERMIT_MAX_TIMEOUT_MS;
+        kc_status st = p->ops.permit(p->self, cycle, (const kc_pod *)pod, (const kc_node *)cn,
+                                     &plugin_timeout);
+        if (st == KC_SUCCESS)
+            continue;
+        if (st != KC_WAIT)
+            return fail_in_phase(s, cycle, p, "Permit", st, true);
+        pending |= 1ull << p->index;
+        if (plugin_timeout > PERMIT_MAX_TIMEOUT_MS)
+            plugin_timeout = PERMIT_MAX_TIMEOUT_MS;
+        if (wait_plugin == NULL || plugin_timeout < timeout) {
+            timeout = plugin_timeout;
+            wait_plugin = p->name;
+        }
+    }
+    int rc = pending != 0 ? add_waiting(s, cycle, pending, timeout, wait_plugin)
+                          : push_binding(s, cycle);
+    if (rc < 0) {
+        unreserve(s, cycle);
+        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory holding the pod after Permit");
+    }
+}
+
+static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct framework *fw = &s->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    if (s->cache.node_count == 0)
+        return fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE,
+                            "0/0 nodes are available: no nodes available to schedule pods.");
+    if (ensure_scratch(s) < 0)
+        return fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory");
+    uint64_t skip = 0;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_FILTER]; i++) {
+        struct plugin *p = fw->phase[PHASE_PRE_FILTER][i];
+        kc_status st = p->ops.pre_filter(p->self, cycle, pod);
+        if (st == KC_SKIP)
+            skip |= 1ull << p->index;
+        else if (st != KC_SUCCESS)
+            return fail_in_phase(s, cycle, p, "PreFilter", st, false);
+    }
+    reasons_clear(s->reasons, &s->reason_count);
+    int64_t found = run_filters(s, cycle, skip);
+    if (found < 0)
+        return fail_attempt(s, cycle, OUTCOME_ERROR, cycle->message);
+    if (found == 0)
+        return fail_no_fit(s, cycle);
+    uint32_t chosen = 0;
+    if (found > 1 && run_scores(s, cycle, (uint32_t)found, &chosen) < 0) {
+        char *message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
+        fail_attempt(s, cycle, OUTCOME_ERROR, message);
+        free(message);
+        return;
+    }
+    reserve_and_permit(s, cycle, s->feasible[chosen]);
+}
+
+int scheduler_schedule_one(struct scheduler *s)
+{
+    struct sched_pod *sp = queue_pop(&s->queue);
+    if (sp == NULL)
+        return 0;
+    int64_t start = monotonic_us();
+    sp->attempts++;
+    sp->last_attempt_ms = scheduler_now(s);
+    s->stats.attempts++;
+    struct kc_cycle *cycle = cycle_new(s, sp);
+    if (cycle == NULL) {
+        sp->backoff_attempts = sp->attempts;
+        queue_push_backoff(&s->queue, sp, sp->last_attempt_ms);
+        return -ENOMEM;
+    }
+    current_scheduler = s;
+    schedule_cycle(s, cycle);
+    s->last_attempt_us = monotonic_us() - start;
+    return 1;
+}
+
+/* ---- the binding cycle ---- */
+
+static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct sched_pod *sp = cycle->sp;
+    struct pod *pod = sp->pod;
+    s->stats.scheduled++;
+    if (s->sink.bound != NULL)
+        s->sink.bound(s->sink.ctx, pod, cycle->node_name);
+    strmap_remove(&s->pods, pod->uid);
+    free(pod->node_name);
+    pod->node_name = strdup(cycle->node_name);
+    sp->pod = NULL;
+    bool deleted = sp->deleted;
+    sched_pod_free(sp);
+    cycle_free(cycle);
+    if (pod->node_name == NULL) {
+        pod_free(pod);
+        return;
+    }
+    if (deleted) {
+        cache_forget(&s->cache, pod->uid);
+        pod_free(pod);
+        return;
+    }
+    add_assigned(s, pod); /* confirms the assumption, as the API's update would */
+}
+
+static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct framework *fw = &s->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    const kc_node *node = (const kc_node *)cache_node(&s->cache, cycle->node_name);
+    if (node == NULL || cycle->sp->deleted) {
+        unreserve(s, cycle);
+        return fail_attempt(s, cycle, OUTCOME_ERROR, "the node or the pod went away before binding");
+    }
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_BIND]; i++) {
+        struct plugin *p = fw->phase[PHASE_PRE_BIND][i];
+        kc_status st = p->ops.pre_bind(p->self, cycle, pod, node);
+        if (st != KC_SUCCESS) {
+            s->stats.bind_failures++;
+            return fail_in_phase(s, cycle, p, "PreBind", KC_ERROR, true);
+        }
+    }
+    bool bound = false;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_BIND] && !bound; i++) {
+        struct plugin *p = fw->phase[PHASE_BIND][i];
+        kc_status st = p->ops.bind(p->self, cycle, pod, node);
+        if (st == KC_SKIP)
+            continue;
+        if (st != KC_SUCCESS) {
+            s->stats.bind_failures++;
+            return fail_in_phase(s, cycle, p, "Bind", KC_ERROR, true);
+        }
+        bound = true;
+    }
+    if (!bound) {
+        s->stats.bind_failures++;
+        unreserve(s, cycle);
+        return fail_attempt(s, cycle, OUTCOME_ERROR,
+                            "no Bind plugin bound the pod (configure defaultbinder)");
+    }
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_POST_BIND]; i++) {
+        struct plugin *p = fw->phase[PHASE_POST_BIND][i];
+        p->ops.post_bind(p->self, cycle, pod, node);
+    }
+    finish_bound(s, cycle);
+}
+
+static void remove_waiting(struct scheduler *s, uint32_t i)
+{
+    struct kc_waiting_pod *w = s->waiting[i];
+    /* keep the order: plugins may walk waiting pods by index */
+    memmove(&s->waiting[i], &s->waiting[i + 1], (s->waiting_count - i - 1) * sizeof(*s->waiting));
+    s->waiting_count--;
+    free(w->wait_plugin);
+    free(w->reject_message);
+    free(w);
+}
+
+/* WaitOnPermit: decided waiting pods go to binding or fail; expired ones time out. */
+static void process_waiting(struct scheduler *s, int64_t now)
+{
+    for (uint32_t i = 0; i < s->waiting_count;) {
+        struct kc_waiting_pod *w = s->waiting[i];
+        struct kc_cycle *cycle = w->cycle;
+        if (w->rejected || (w->pending != 0 && now >= w->deadline_ms)) {
+            char *message = w->rejected
+                                ? strdup(w->reject_message != NULL ? w->reject_message
+                                                                   : "rejected in Permit")
+                                : format("rejected due to timeout after waiting %s at plugin %s",
+                                         w->timeout_text, w->wait_plugin);
+            if (!w->rejected)
+                s->stats.permit_timeouts++;
+            cycle->rejectors |= w->pending;
+            cycle->sp->rejectors = cycle->rejectors;
+            remove_waiting(s, i);
+            unreserve(s, cycle);
+            fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
+            free(message);
+            continue;
+        }
+        if (w->pending == 0) {
+            remove_waiting(s, i);
+            if (push_binding(s, cycle) < 0) {
+                unreserve(s, cycle);
+                fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory before binding");
+            }
+            continue;
+        }
+        i++;
+    }
+}
+
+int scheduler_tick(struct scheduler *s)
+{
+    current_scheduler = s;
+    int64_t now = scheduler_now(s);
+    queue_flush(&s->queue, now);
+    process_waiting(s, now);
+    int bound = 0;
+    /* binding cycles started while running these (none today) wait for the next tick */
+    uint32_t count = s->binding_count;
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t before = s->stats.scheduled;
+        run_binding_cycle(s, s->binding[i]);
+        bound += (int)(s->stats.scheduled - before);
+    }
+    memmove(s->binding, s->binding + count, (s->binding_count - count) * sizeof(*s->binding));
+    s->binding_count -= count;
+    return bound;
+}
+
+int64_t scheduler_next_due(const struct scheduler *s)
+{
+    int64_t due = queue_next_due(&s->queue);
+    for (uint32_t i = 0; i < s->waiting_count; i++)
+        if (s->waiting[i]->deadline_ms < due)
+            due = s->waiting[i]->deadline_ms;
+    return due;
+}
+
+bool scheduler_busy(const struct scheduler *s)
+{
+    if (s->queue.active.count > 0 || s->binding_count > 0)
+        return true;
+    for (uint32_t i = 0; i < s->waiting_count; i++)
+        if (s->waiting[i]->rejected || s->waiting[i]->pending == 0)
+            return true;
+    return false;
+}
+
+/* ---- open and close ---- */
+
+int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_dir,
+                   const struct scheduler_sink *sink, const struct scheduler_clock *clock,
+                   struct kc_error *err)
+{
+    memset(s, 0, sizeof(*s));
+    s->cfg = cfg;
+    if (sink != NULL)
+        s->sink = *sink;
+    if (clock != NULL)
+        s->clock = *clock;
+    s->rng = cfg->seed;
+    hostapi_fill(&s->host);
+    cache_init(&s->cache);
+    current_scheduler = s;
+    int rc = framework_open(&s->fw, cfg, plugin_dir, &s->host, err);
+    if (rc < 0)
+        return rc;
+    if (s->fw.phase_count[PHASE_BIND] == 0) {
+        framework_close(&s->fw);
+        return kc_error_set(err, -EINVAL,
+                            "no Bind plugin is configured: pods could never be bound; add "
+                            "defaultbinder to the plugins list");
+    }
+    for (uint32_t i = 0; i < s->fw.count; i++)
+        s->requeue_masks[i] = s->fw.plugins[i].requeue_mask;
+    queue_init(&s->queue, s->fw.queue_sort, cfg->pod_initial_backoff_ms, cfg->pod_max_backoff_ms,
+               cfg->unschedulable_flush_ms);
+    return 0;
+}
+
+static void free_cycle_and_pod(struct kc_cycle *cycle)
+{
+    struct sched_pod *sp = cycle->sp;
+    cycle_free(cycle);
+    sched_pod_free(sp);
+}
+
+void scheduler_close(struct scheduler *s)
+{
+    current_scheduler = s;
+    while (s->waiting_count > 0) {
+        struct kc_cycle *cycle = s->waiting[0]->cycle;
+        strmap_remove(&s->pods, cycle->sp->pod->uid);
+        remove_waiting(s, 0);
+        free_cycle_and_pod(cycle);
+    }
+    free(s->waiting);
+    for (uint32_t i = 0; i < s->binding_count; i++) {
+        strmap_remove(&s->pods, s->binding[i]->sp->pod->uid);
+        free_cycle_and_pod(s->binding[i]);
+    }
+    free(s->binding);
+    for (uint32_t i = 0; i < s->pods.capacity; i++)
+        if (s->pods.entries[i].value != NULL)
+            sched_pod_free(s->pods.entries[i].value);
+    strmap_free(&s->pods);
+    for (uint32_t i = 0; i < s->assigned.capacity; i++)
+        if (s->assigned.entries[i].value != NULL)
+            pod_free(s->assigned.entries[i].value);
+    strmap_free(&s->assigned);
+    framework_close(&s->fw);
+    queue_fini(&s->queue);
+    cache_fini(&s->cache);
+    reasons_clear(s->reasons, &s->reason_count);
+    free(s->feasible);
+    free(s->scores);
+    free(s->totals);
+    if (current_scheduler == s)
+        current_scheduler = NULL;
+    memset(s, 0, sizeof(*s));
+}

@@ -1,1 +1,233 @@
-/* placeholder: being written */
+/* The simulated cluster: nodes and pods from a file delivered as cluster events, pod arrivals
+ * on a virtual clock, and a binder that records the decision instantly. */
+#include "simulator.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "model.h"
+
+/* After the last arrival, time keeps moving only while something is due; pods that keep
+ * failing with errors stop being retried this long after the last arrival. */
+#define SIM_RETRY_HORIZON_MS (10 * 60 * 1000)
+
+static int64_t wall_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t sim_now(void *ctx)
+{
+    return ((struct simulator *)ctx)->now_ms;
+}
+
+static struct sim_record *record_of(struct simulator *sim, const char *uid)
+{
+    uintptr_t slot = (uintptr_t)strmap_get(&sim->record_index, uid);
+    return slot == 0 ? NULL : &sim->records[slot - 1];
+}
+
+static void count_bound_now(struct simulator *sim)
+{
+    uint32_t second = (uint32_t)((wall_us() - sim->wall_start_us) / 1000000);
+    if (second >= sim->seconds_capacity) {
+        uint32_t capacity = second + 64;
+        uint32_t *grown = realloc(sim->bound_per_second, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return;
+        memset(grown + sim->seconds_capacity, 0,
+               (capacity - sim->seconds_capacity) * sizeof(*grown));
+        sim->bound_per_second = grown;
+        sim->seconds_capacity = capacity;
+    }
+    sim->bound_per_second[second]++;
+    if (second + 1 > sim->seconds)
+        sim->seconds = second + 1;
+}
+
+static int sim_bind(void *ctx, const struct pod *pod, const char *node,
+                    const struct kv_list *annotations)
+{
+    (void)annotations;
+    struct simulator *sim = ctx;
+    struct sim_record *r = record_of(sim, pod->uid);
+    if (r == NULL)
+        return -ENOENT;
+    char *copy = strdup(node);
+    if (copy == NULL)
+        return -ENOMEM;
+    free(r->node);
+    r->node = copy;
+    r->bound_ms = sim->now_ms;
+    return 0;
+}
+
+static void sim_bound(void *ctx, const struct pod *pod, const char *node)
+{
+    (void)pod;
+    (void)node;
+    struct simulator *sim = ctx;
+    sim->bound++;
+    count_bound_now(sim);
+}
+
+static int add_record(struct simulator *sim, const struct pod *pod)
+{
+    if (sim->record_count == sim->record_capacity) {
+        uint32_t capacity = sim->record_capacity == 0 ? 256 : sim->record_capacity * 2;
+        struct sim_record *grown = realloc(sim->records, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return -ENOMEM;
+        sim->records = grown;
+        sim->record_capacity = capacity;
+        /* the index borrows uid strings owned by the records: they did not move */
+    }
+    struct sim_record *r = &sim->records[sim->record_count];
+    memset(r, 0, sizeof(*r));
+    r->namespace = strdup(pod->namespace);
+    r->name = strdup(pod->name);
+    r->uid = strdup(pod->uid);
+    r->arrival_ms = sim->now_ms;
+    if (r->namespace == NULL || r->name == NULL || r->uid == NULL)
+        return -ENOMEM;
+    sim->record_count++;
+    return strmap_put(&sim->record_index, r->uid, (void *)(uintptr_t)sim->record_count);
+}
+
+/* Hand a pod to the scheduler; pending pods of ours are recorded for the report. */
+static int submit_pod(struct simulator *sim, struct pod *pod)
+{
+    if (pod->node_name == NULL && strcmp(pod->scheduler_name, sim->cfg.scheduler_name) == 0) {
+        int rc = add_record(sim, pod);
+        if (rc < 0) {
+            pod_free(pod);
+            return rc;
+        }
+    }
+    return scheduler_pod_add(&sim->sched, pod);
+}
+
+int simulator_open(struct simulator *sim, const struct sim_options *opt, struct kc_error *err)
+{
+    memset(sim, 0, sizeof(*sim));
+    int rc = config_default(&sim->cfg);
+    if (rc < 0)
+        return kc_error_set(err, rc, "out of memory");
+    if (opt->config_path != NULL) {
+        config_free(&sim->cfg);
+        if ((rc = config_load_file(opt->config_path, &sim->cfg, err)) < 0)
+            return rc;
+    }
+    rc = simfile_load(opt->sim_path, sim->cfg.scheduler_name, &sim->spec, err);
+    if (rc < 0)
+        return rc;
+    if (sim->spec.has_config && opt->config_path == NULL) {
+        config_free(&sim->cfg);
+        sim->cfg = sim->spec.config;
+        memset(&sim->spec.config, 0, sizeof(sim->spec.config));
+        sim->spec.has_config = false;
+    }
+    struct scheduler_sink sink = {sim, sim_bind, NULL, sim_bound};
+    struct scheduler_clock clock = {sim, sim_now};
+    rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < sim->spec.node_count; i++) {
+        struct node *node = sim->spec.nodes[i];
+        sim->spec.nodes[i] = NULL;
+        if ((rc = scheduler_node_add(&sim->sched, node)) < 0)
+            return kc_error_set(err, rc, "%s: adding node %s: %s", opt->sim_path, node->name,
+                                kc_strerror(rc));
+    }
+    for (uint32_t i = 0; i < sim->spec.object_count; i++) {
+        struct sim_object *o = &sim->spec.objects[i];
+        scheduler_object_event(&sim->sched, KC_EVENT_OBJECT_ADD, o->kind, o->namespace, o->name,
+                               o->json);
+    }
+    for (uint32_t i = 0; i < sim->spec.pod_count; i++) {
+        struct pod *pod = sim->spec.pods[i];
+        sim->spec.pods[i] = NULL;
+        if ((rc = submit_pod(sim, pod)) < 0)
+            return kc_error_set(err, rc, "%s: adding pod: %s", opt->sim_path, kc_strerror(rc));
+    }
+    return 0;
+}
+
+static void deliver_arrivals(struct simulator *sim)
+{
+    while (sim->next_arrival < sim->spec.arrival_count &&
+           sim->spec.arrivals[sim->next_arrival].at_ms <= sim->now_ms) {
+        struct sim_arrival *a = &sim->spec.arrivals[sim->next_arrival++];
+        struct pod *pod = a->pod;
+        a->pod = NULL;
+        int rc = submit_pod(sim, pod);
+        if (rc < 0)
+            log_error("simulation: pod could not be added: %s", kc_strerror(rc));
+    }
+}
+
+static void report_progress(struct simulator *sim, int64_t *last_us)
+{
+    int64_t now = wall_us();
+    if (now - *last_us < 1000000)
+        return;
+    *last_us = now;
+    fprintf(stderr, "kcycle: simulate: t=%.1fs arrived %u/%u bound %llu pending %u\n",
+            (double)sim->now_ms / 1000.0, sim->next_arrival, sim->spec.arrival_count,
+            (unsigned long long)sim->bound, queue_pending(&sim->sched.queue));
+}
+
+int simulator_run(struct simulator *sim, bool progress)
+{
+    struct scheduler *s = &sim->sched;
+    int64_t last_progress = wall_us();
+    sim->wall_start_us = wall_us();
+    int64_t last_arrival = sim->spec.arrival_count > 0
+                               ? sim->spec.arrivals[sim->spec.arrival_count - 1].at_ms
+                               : 0;
+    for (;;) {
+        deliver_arrivals(sim);
+        scheduler_tick(s);
+        if (scheduler_schedule_one(s) > 0 || scheduler_busy(s)) {
+            if (progress)
+                report_progress(sim, &last_progress);
+            continue;
+        }
+        int64_t next = scheduler_next_due(s);
+        bool arrivals_left = sim->next_arrival < sim->spec.arrival_count;
+        if (arrivals_left && sim->spec.arrivals[sim->next_arrival].at_ms < next)
+            next = sim->spec.arrivals[sim->next_arrival].at_ms;
+        if (next == INT64_MAX)
+            break;
+        if (!arrivals_left && s->waiting_count == 0 && s->queue.backoff.count == 0)
+            break; /* only parked pods are left and nothing can change the cluster now */
+        if (!arrivals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
+            break;
+        if (next > sim->now_ms)
+            sim->now_ms = next;
+    }
+    sim->wall_end_us = wall_us();
+    return 0;
+}
+
+void simulator_close(struct simulator *sim)
+{
+    scheduler_close(&sim->sched);
+    simfile_free(&sim->spec);
+    config_free(&sim->cfg);
+    for (uint32_t i = 0; i < sim->record_count; i++) {
+        free(sim->records[i].namespace);
+        free(sim->records[i].name);
+        free(sim->records[i].uid);
+        free(sim->records[i].node);
+    }
+    free(sim->records);
+    strmap_free(&sim->record_index);
+    free(sim->bound_per_second);
+    memset(sim, 0, sizeof(*sim));
+}

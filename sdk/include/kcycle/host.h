@@ -68,6 +68,7 @@ typedef struct kc_host_api {
      * accumulated, plus overhead), as kube-scheduler computes it. */
     int64_t (*pod_request)(const kc_pod *pod, kc_resource id);
     uint32_t (*pod_request_count)(const kc_pod *pod);
+    /* 0, or -1 when index is out of range. */
     int (*pod_request_at)(const kc_pod *pod, uint32_t index, kc_resource *id, int64_t *value);
     uint32_t (*pod_container_count)(const kc_pod *pod, int init);
     const char *(*pod_container_name)(const kc_pod *pod, int init, uint32_t index);
@@ -99,7 +100,9 @@ typedef struct kc_host_api {
     const kc_node *(*node_at)(uint32_t index);
     const kc_node *(*node_by_name)(const char *name);
 
-    /* The cycle: a pod's scheduling attempt, from PreFilter to PostBind. */
+    /* The cycle: a pod's scheduling attempt, from PreFilter to PostBind. cycle_reject copies
+     * the reason; in Filter each call counts one node for that reason in the
+     * "0/N nodes are available" message; elsewhere it becomes the attempt's message. */
     void (*cycle_reject)(kc_cycle *cycle, const char *reason);
     int (*cycle_set)(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
     void *(*cycle_get)(kc_cycle *cycle, const char *key);

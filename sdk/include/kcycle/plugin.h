@@ -117,6 +117,9 @@ typedef struct kc_plugin_descriptor {
 typedef const kc_plugin_descriptor *(*kc_plugin_query_fn)(uint32_t host_abi_version);
 #define KC_PLUGIN_QUERY_SYMBOL "kc_plugin_query"
 
+/* Declared here so a plugin's definition is checked against the one signature. */
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
+
 /* Fills the descriptor fields that come from the SDK the plugin is built with. */
 #define KC_PLUGIN_DESCRIPTOR_INIT(plugin_name, plugin_version, ops_ptr) \
     { sizeof(kc_plugin_descriptor), KC_ABI_MAJOR, KC_ABI_MINOR, (plugin_name), \

@@ -1,0 +1,745 @@
+/* noderesources against the fake host: fit reasons as kube-scheduler reports them, the
+ * LeastAllocated/MostAllocated/BalancedAllocation scores on hand-computed nodes, args
+ * checking, and a per-node path that never reads the pod again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_host.h"
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
+
+#define MIB (1024LL * 1024LL)
+#define GIB (1024LL * MIB)
+
+static const kc_plugin_ops *ops;
+static void *self;
+
+static int setup(void **state)
+{
+    fake_host_reset();
+    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
+    self = NULL;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    if (self != NULL)
+        ops->fini(self);
+    self = NULL;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    fake_host_release();
+    return 0;
+}
+
+static int start(const char *args)
+{
+    return ops->init(fake_host_api(), args, &self);
+}
+
+/* A node with 4 cpus, 8 GiB and room for 110 pods, 3 cpus and 4 GiB already requested. */
+static void busy_node(kc_node *node, const char *name)
+{
+    fake_node_init(node, name);
+    fake_node_set_allocatable(node, "cpu", 4000);
+    fake_node_set_allocatable(node, "memory", 8 * GIB);
+    fake_node_set_allocatable(node, "pods", 110);
+    fake_node_set_requested(node, "cpu", 3000);
+    fake_node_set_requested(node, "memory", 4 * GIB);
+    node->pod_count = 10;
+}
+
+static void pod_with(kc_pod *pod, int64_t milli_cpu, int64_t memory)
+{
+    fake_pod_init(pod, "default", "web-0");
+    fake_pod_set_request(pod, "cpu", milli_cpu);
+    fake_pod_set_request(pod, "memory", memory);
+}
+
+/* PreFilter then Filter on one node, in cycle (which the caller clears). */
+static kc_status filter_on(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    fake_cycle_init(cycle);
+    assert_int_equal(ops->pre_filter(self, cycle, pod), KC_SUCCESS);
+    return ops->filter(self, cycle, pod, node);
+}
+
+/* The full scoring path of one cycle: PreFilter, PreScore, Score. */
+static int64_t score_on(const kc_pod *pod, const kc_node *node)
+{
+    kc_cycle cycle;
+    int64_t score = -1;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, pod), KC_SUCCESS);
+    assert_int_equal(ops->pre_score(self, &cycle, pod), KC_SUCCESS);
+    assert_int_equal(ops->score(self, &cycle, pod, node, &score), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    return score;
+}
+
+/* Fit ------------------------------------------------------------------------------------ */
+
+static void fit_exactly_remaining_passes(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 1000, 4 * GIB);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
+    assert_int_equal(cycle.reason_count, 0);
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_one_millicpu_over_is_insufficient_cpu(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 1001, 1 * GIB);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
+    assert_int_equal(cycle.reason_count, 1);
+    assert_string_equal(cycle.reasons[0], "Insufficient cpu");
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_one_byte_over_is_insufficient_memory(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 500, 4 * GIB + 1);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
+    assert_int_equal(cycle.reason_count, 1);
+    assert_string_equal(cycle.reasons[0], "Insufficient memory");
+    fake_cycle_clear(&cycle);
+}
+
+/* The node has none at all, so preemption cannot help: unresolvable, as in kube. */
+static void fit_extended_resource_missing_on_node_is_unresolvable(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 100, 1 * GIB);
+    fake_pod_set_request(&pod, "nvidia.com/gpu", 1);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNRESOLVABLE);
+    assert_int_equal(cycle.reason_count, 1);
+    assert_string_equal(cycle.reasons[0], "Insufficient nvidia.com/gpu");
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_extended_resource_present_passes(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    fake_node_set_allocatable(&node, "nvidia.com/gpu", 4);
+    fake_node_set_requested(&node, "nvidia.com/gpu", 2);
+    pod_with(&pod, 100, 1 * GIB);
+    fake_pod_set_request(&pod, "nvidia.com/gpu", 2);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_full_node_is_too_many_pods(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    node.pod_count = 110;
+    pod_with(&pod, 100, 1 * GIB);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
+    assert_int_equal(cycle.reason_count, 1);
+    assert_string_equal(cycle.reasons[0], "Too many pods");
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_pod_without_requests_checks_only_pod_count(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    fake_node_set_requested(&node, "cpu", 4000); /* full */
+    fake_pod_init(&pod, "default", "best-effort");
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_two_failures_record_two_reasons(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 2000, 5 * GIB);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
+    assert_int_equal(cycle.reason_count, 2);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient cpu"), 1);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient memory"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_request_above_node_allocatable_is_unresolvable(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 5000, 1 * GIB);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNRESOLVABLE);
+    assert_string_equal(cycle.reasons[0], "Insufficient cpu");
+    fake_cycle_clear(&cycle);
+}
+
+/* Each node adds its own reasons to the cycle: the runtime's "0/N nodes are available"
+ * histogram is built from these counts. */
+static void fit_reasons_accumulate_per_node_for_histogram(void **state)
+{
+    kc_pod pod;
+    kc_node nodes[3];
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&nodes[0], "n0");
+    busy_node(&nodes[1], "n1");
+    busy_node(&nodes[2], "n2");
+    nodes[2].pod_count = 110;
+    fake_node_set_requested(&nodes[2], "cpu", 0);
+    pod_with(&pod, 2000, 1 * GIB);
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ops->filter(self, &cycle, &pod, &nodes[i]), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient cpu"), 2);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "Too many pods"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_ignored_resources_skip_extended_only(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{\"ignoredResources\": [\"example.com/foo\", \"cpu\"]}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 100, 1 * GIB);
+    fake_pod_set_request(&pod, "example.com/foo", 3);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+
+    /* kube ignores only extended resources: "cpu" in the list changes nothing. */
+    pod_with(&pod, 2000, 1 * GIB);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
+    assert_string_equal(cycle.reasons[0], "Insufficient cpu");
+    fake_cycle_clear(&cycle);
+}
+
+static void fit_ignored_resource_groups_skip_by_prefix(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{\"ignoredResourceGroups\": [\"example.com\"]}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 100, 1 * GIB);
+    fake_pod_set_request(&pod, "example.com/foo", 1);
+    fake_pod_set_request(&pod, "other.io/bar", 1);
+    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNRESOLVABLE);
+    assert_int_equal(cycle.reason_count, 1);
+    assert_string_equal(cycle.reasons[0], "Insufficient other.io/bar");
+    fake_cycle_clear(&cycle);
+}
+
+static void filter_without_prefilter_state_is_error(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 100, 1 * GIB);
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &node), KC_ERROR);
+    assert_int_equal(cycle.reason_count, 1);
+    fake_cycle_clear(&cycle);
+}
+
+/* The hot path ---------------------------------------------------------------------------- */
+
+static void prefilter_reads_requests_once_and_nodes_never_read_pod(void **state)
+{
+    enum { NODES = 5 };
+    kc_pod pod;
+    kc_node nodes[NODES];
+    kc_cycle cycle;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": true}}"), 0);
+    pod_with(&pod, 500, 1 * GIB);
+    fake_pod_set_request(&pod, "nvidia.com/gpu", 1);
+    for (int i = 0; i < NODES; i++)
+        busy_node(&nodes[i], "n");
+    fake_cycle_init(&cycle);
+
+    fake_host.calls = (struct fake_calls){0};
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(fake_host.calls.pod_request_count, 1);
+    assert_int_equal(fake_host.calls.pod_request_at, 3);
+    assert_int_equal(fake_host.calls.cycle_set, 1);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(fake_host.calls.cycle_set, 1);
+
+    fake_host.calls = (struct fake_calls){0};
+    for (int i = 0; i < NODES; i++) {
+        int64_t score;
+        ops->filter(self, &cycle, &pod, &nodes[i]);
+        assert_int_equal(ops->score(self, &cycle, &pod, &nodes[i], &score), KC_SUCCESS);
+    }
+    assert_int_equal(fake_host.calls.pod_request_at, 0);
+    assert_int_equal(fake_host.calls.pod_request_count, 0);
+    assert_int_equal(fake_host.calls.pod_request, 0);
+    assert_int_equal(fake_host.calls.resource_name, 0);
+    assert_int_equal(fake_host.calls.resource_id, 0);
+    assert_int_equal(fake_host.calls.cycle_set, 0);
+    assert_int_equal(fake_host.calls.cycle_get, 2 * NODES);
+    /* Each of the five nodes lacks the gpu: one reason each, no more. */
+    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient nvidia.com/gpu"), NODES);
+    fake_cycle_clear(&cycle);
+}
+
+static void prescore_stores_state_when_prefilter_did_not_run(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    int64_t with_prescore = -1;
+    int64_t without_state = -1;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&pod, 500, 1 * GIB);
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->score(self, &cycle, &pod, &node, &without_state), KC_SUCCESS);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(fake_host.calls.cycle_set, 1);
+    assert_int_equal(ops->score(self, &cycle, &pod, &node, &with_prescore), KC_SUCCESS);
+    assert_int_equal(with_prescore, without_state);
+    assert_int_equal(with_prescore, score_on(&pod, &node));
+    fake_cycle_clear(&cycle);
+}
+
+/* Scores --------------------------------------------------------------------------------- */
+
+/* alloc cpu 4000, memory 10000; requested cpu 1000, memory 4000. */
+static void scoring_node(kc_node *node)
+{
+    fake_node_init(node, "score");
+    fake_node_set_allocatable(node, "cpu", 4000);
+    fake_node_set_allocatable(node, "memory", 10000);
+    fake_node_set_allocatable(node, "pods", 110);
+    fake_node_set_requested(node, "cpu", 1000);
+    fake_node_set_requested(node, "memory", 4000);
+}
+
+static void least_allocated_scores_free_fraction(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{}"), 0);
+    scoring_node(&node);
+    pod_with(&pod, 1000, 3000);
+    /* cpu (4000-2000)*100/4000 = 50, memory (10000-7000)*100/10000 = 30: (50+30)/2 */
+    assert_int_equal(score_on(&pod, &node), 40);
+}
+
+static void least_allocated_applies_weights(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"scoringStrategy\": {\"type\": \"LeastAllocated\", \"resources\": "
+                           "[{\"name\": \"cpu\", \"weight\": 3}, {\"name\": \"memory\", "
+                           "\"weight\": 1}]}}"),
+                     0);
+    scoring_node(&node);
+    pod_with(&pod, 1000, 3000);
+    /* (50*3 + 30*1) / 4 = 45 */
+    assert_int_equal(score_on(&pod, &node), 45);
+}
+
+static void least_allocated_truncates_like_kube(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{}"), 0);
+    scoring_node(&node);
+    fake_node_set_allocatable(&node, "cpu", 3000);
+    fake_node_set_requested(&node, "cpu", 0);
+    pod_with(&pod, 1000, 3000);
+    /* cpu 2000*100/3000 = 66 (not 67), memory 30: (66+30)/2 = 48 */
+    assert_int_equal(score_on(&pod, &node), 48);
+}
+
+static void least_allocated_overcommitted_resource_scores_zero(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{}"), 0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "cpu", 4000);
+    pod_with(&pod, 1000, 3000);
+    /* cpu over capacity: 0, memory 30: (0+30)/2 = 15 */
+    assert_int_equal(score_on(&pod, &node), 15);
+}
+
+static void most_allocated_scores_used_fraction(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"scoringStrategy\": {\"type\": \"MostAllocated\"}}"), 0);
+    scoring_node(&node);
+    pod_with(&pod, 1000, 3000);
+    /* cpu 2000*100/4000 = 50, memory 7000*100/10000 = 70: (50+70)/2 */
+    assert_int_equal(score_on(&pod, &node), 60);
+}
+
+static void most_allocated_caps_at_capacity(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"scoringStrategy\": {\"type\": \"MostAllocated\"}}"), 0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "cpu", 4000);
+    pod_with(&pod, 1000, 3000);
+    /* cpu capped at 100, memory 70: 85 */
+    assert_int_equal(score_on(&pod, &node), 85);
+}
+
+/* A pod that requests nothing counts as 100m cpu and 200 MiB, so it still spreads. */
+static void pod_without_requests_scores_with_kube_defaults(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    fake_node_init(&node, "empty");
+    fake_node_set_allocatable(&node, "cpu", 1000);
+    fake_node_set_allocatable(&node, "memory", 1000 * MIB);
+    fake_pod_init(&pod, "default", "best-effort");
+
+    assert_int_equal(start("{}"), 0);
+    /* cpu (1000-100)*100/1000 = 90, memory (1000-200)*100/1000 = 80 */
+    assert_int_equal(score_on(&pod, &node), 85);
+    ops->fini(self);
+    self = NULL;
+
+    assert_int_equal(start("{\"scoringStrategy\": {\"type\": \"MostAllocated\"}}"), 0);
+    /* cpu 10, memory 20 */
+    assert_int_equal(score_on(&pod, &node), 15);
+}
+
+static void extended_resource_scores_only_when_requested_and_present(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                           "\"weight\": 1}, {\"name\": \"nvidia.com/gpu\", \"weight\": 2}]}}"),
+                     0);
+    scoring_node(&node);
+    pod_with(&pod, 1000, 3000);
+    /* No gpu requested: gpu leaves the weight sum, cpu alone scores 50. */
+    assert_int_equal(score_on(&pod, &node), 50);
+    /* Even on a gpu node: kube does not score extended resources the pod does not want
+     * (counting them would make gpu nodes look emptier to cpu-only pods). */
+    fake_node_set_allocatable(&node, "nvidia.com/gpu", 4);
+    assert_int_equal(score_on(&pod, &node), 50);
+    fake_node_set_allocatable(&node, "nvidia.com/gpu", 0);
+
+    fake_pod_set_request(&pod, "nvidia.com/gpu", 1);
+    /* Requested but the node has none: also left out. */
+    assert_int_equal(score_on(&pod, &node), 50);
+
+    fake_node_set_allocatable(&node, "nvidia.com/gpu", 4);
+    fake_node_set_requested(&node, "nvidia.com/gpu", 1);
+    /* gpu (4-2)*100/4 = 50: (50*1 + 50*2)/3 = 50 */
+    assert_int_equal(score_on(&pod, &node), 50);
+    fake_node_set_requested(&node, "nvidia.com/gpu", 0);
+    /* gpu (4-1)*100/4 = 75: (50 + 75*2)/3 = 66 */
+    assert_int_equal(score_on(&pod, &node), 66);
+}
+
+static void balanced_equal_fractions_average_with_strategy(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": true}}"), 0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "memory", 1000);
+    pod_with(&pod, 1000, 4000);
+    /* Least: cpu 50, memory 50 -> 50. Balanced: fractions 0.5, 0.5 -> 100. (50+100)/2 */
+    assert_int_equal(score_on(&pod, &node), 75);
+}
+
+static void balanced_two_resources_use_half_difference(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": true, "
+                           "\"resources\": [\"cpu\", {\"name\": \"memory\"}]}}"),
+                     0);
+    scoring_node(&node);
+    fake_node_set_allocatable(&node, "memory", 8000);
+    fake_node_set_requested(&node, "memory", 1500);
+    pod_with(&pod, 2000, 500);
+    /* Fractions cpu 0.75, memory 0.25: std 0.25 -> 75. Least: cpu 25, memory 75 -> 50.
+     * (50+75)/2 = 62 */
+    assert_int_equal(score_on(&pod, &node), 62);
+}
+
+static void balanced_three_resources_use_standard_deviation(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": true, \"resources\": "
+                           "[\"cpu\", \"memory\", \"ephemeral-storage\"]}}"),
+                     0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "memory", 1000);
+    fake_node_set_allocatable(&node, "ephemeral-storage", 1000);
+    fake_node_set_requested(&node, "ephemeral-storage", 600);
+    pod_with(&pod, 1000, 4000);
+    fake_pod_set_request(&pod, "ephemeral-storage", 400);
+    /* Fractions 0.5, 0.5, 1.0: mean 2/3, std sqrt(1/18) = 0.2357 -> 76. Least: 50.
+     * (50+76)/2 = 63 */
+    assert_int_equal(score_on(&pod, &node), 63);
+}
+
+static void balanced_caps_fraction_at_one(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": true}}"), 0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "cpu", 8000);
+    fake_node_set_requested(&node, "memory", 1000);
+    pod_with(&pod, 1000, 4000);
+    /* Fractions capped 1.0 and 0.5: std 0.25 -> 75. Least: cpu 0, memory 50 -> 25.
+     * (25+75)/2 = 50 */
+    assert_int_equal(score_on(&pod, &node), 50);
+}
+
+/* Kube skips BalancedAllocation for best-effort pods (kubernetes#129138). */
+static void balanced_skips_best_effort_pod(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": true}}"), 0);
+    fake_node_init(&node, "empty");
+    fake_node_set_allocatable(&node, "cpu", 1000);
+    fake_node_set_allocatable(&node, "memory", 1000 * MIB);
+    fake_pod_init(&pod, "default", "best-effort");
+    assert_int_equal(score_on(&pod, &node), 85);
+}
+
+static void balanced_disabled_by_default(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start("{\"balancedAllocation\": {\"enabled\": false}}"), 0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "memory", 1000);
+    pod_with(&pod, 1000, 4000);
+    assert_int_equal(score_on(&pod, &node), 50);
+}
+
+/* Args ----------------------------------------------------------------------------------- */
+
+static void args_empty_or_missing_mean_defaults(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    scoring_node(&node);
+    pod_with(&pod, 1000, 3000);
+    const char *variants[] = {NULL, "", "{}", "{\"scoringStrategy\": {}}"};
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        assert_int_equal(start(variants[i]), 0);
+        assert_int_equal(score_on(&pod, &node), 40);
+        ops->fini(self);
+        self = NULL;
+    }
+    assert_int_equal(fake_host.log_count, 0);
+}
+
+static void args_good_full_configuration_accepted(void **state)
+{
+    static const char args[] =
+        "{\"scoringStrategy\": {\"type\": \"MostAllocated\", \"resources\": ["
+        "{\"name\": \"cpu\", \"weight\": 2}, {\"name\": \"memory\", \"weight\": 1}]},"
+        " \"balancedAllocation\": {\"enabled\": true, \"resources\": ["
+        "{\"name\": \"cpu\", \"weight\": 1}, {\"name\": \"memory\"}]},"
+        " \"ignoredResources\": [\"example.com/foo\"],"
+        " \"ignoredResourceGroups\": [\"vendor.io\"]}";
+    kc_pod pod;
+    kc_node node;
+    assert_int_equal(start(args), 0);
+    assert_int_equal(fake_host.log_count, 0);
+    scoring_node(&node);
+    fake_node_set_requested(&node, "memory", 1000);
+    pod_with(&pod, 1000, 4000);
+    /* Most: cpu 50*2, memory 50 -> 50. Balanced 100. (50+100)/2 */
+    assert_int_equal(score_on(&pod, &node), 75);
+}
+
+static void expect_rejected(const char *args, const char *fragment)
+{
+    fake_host.log_count = 0;
+    void *plugin = (void *)0x1;
+    assert_int_equal(ops->init(fake_host_api(), args, &plugin), -22);
+    assert_int_equal(fake_host.log_count, 1);
+    assert_int_equal(fake_host.last_log_level, KC_LOG_ERROR);
+    assert_non_null(strstr(fake_host.last_log, "noderesources: args: "));
+    if (strstr(fake_host.last_log, fragment) == NULL)
+        fail_msg("log \"%s\" lacks \"%s\"", fake_host.last_log, fragment);
+}
+
+static void args_unknown_strategy_rejected_with_message(void **state)
+{
+    expect_rejected("{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\"}}",
+                    "scoringStrategy.type \"RequestedToCapacityRatio\" is not supported; "
+                    "expected \"LeastAllocated\" or \"MostAllocated\"");
+    expect_rejected("{\"scoringStrategy\": {\"type\": 3}}", "scoringStrategy.type");
+}
+
+/* Kube defaults weight 0 (and a missing weight) to 1, then requires 1..100. */
+static void args_weight_zero_means_one(void **state)
+{
+    kc_pod pod;
+    kc_node node;
+    scoring_node(&node);
+    pod_with(&pod, 1000, 3000);
+    assert_int_equal(start("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                           "\"weight\": 0}, {\"name\": \"memory\", \"weight\": 3}]}}"),
+                     0);
+    /* (50*1 + 30*3) / 4 = 35 */
+    assert_int_equal(score_on(&pod, &node), 35);
+    ops->fini(self);
+    self = NULL;
+    assert_int_equal(start("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\"}, "
+                           "{\"name\": \"memory\", \"weight\": 3}]}}"),
+                     0);
+    assert_int_equal(score_on(&pod, &node), 35);
+}
+
+static void args_weight_out_of_range_rejected(void **state)
+{
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": 101}]}}",
+                    "scoringStrategy.resources[0].weight of \"cpu\" is 101; expected 1 to 100");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": -1}]}}",
+                    "is -1");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": 1.5}]}}",
+                    "weight must be an integer");
+    expect_rejected("{\"balancedAllocation\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": 2}]}}",
+                    "balancedAllocation.resources[0].weight of \"cpu\" is 2; expected 1");
+}
+
+static void args_malformed_rejected_with_message(void **state)
+{
+    expect_rejected("{\"scoringStrategy\": ", "invalid JSON at line 1");
+    expect_rejected("[1, 2]", "expected a JSON object");
+    expect_rejected("{\"scoringStrategies\": {}}", "unknown key \"scoringStrategies\"");
+    expect_rejected("{\"scoringStrategy\": {\"typo\": 1}}", "unknown key \"typo\" in "
+                                                             "scoringStrategy");
+    expect_rejected("{\"scoringStrategy\": []}", "scoringStrategy must be an object");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"weight\": 1}]}}",
+                    "resources[0].name must be a non-empty resource name");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [\"cpu\"]}}",
+                    "scoringStrategy.resources[0] must be an object");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\"}, "
+                    "{\"name\": \"cpu\"}]}}",
+                    "lists \"cpu\" twice");
+    expect_rejected("{\"balancedAllocation\": {\"enabled\": \"yes\"}}",
+                    "balancedAllocation.enabled must be true or false");
+    expect_rejected("{\"ignoredResources\": \"example.com/foo\"}",
+                    "ignoredResources must be a list of strings");
+    expect_rejected("{\"ignoredResources\": [\"\"]}", "ignoredResources[0] must be");
+    expect_rejected("{\"ignoredResourceGroups\": [\"example.com/foo\"]}",
+                    "resource group is the part before '/'");
+}
+
+static void query_refuses_other_abi_major(void **state)
+{
+    const kc_plugin_descriptor *descriptor = kc_plugin_query(KC_ABI_VERSION);
+    assert_string_equal(descriptor->name, "noderesources");
+    assert_non_null(descriptor->ops->pre_filter);
+    assert_non_null(descriptor->ops->filter);
+    assert_non_null(descriptor->ops->score);
+    assert_null(descriptor->ops->bind);
+    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
+}
+
+#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TEST(query_refuses_other_abi_major),
+        TEST(fit_exactly_remaining_passes),
+        TEST(fit_one_millicpu_over_is_insufficient_cpu),
+        TEST(fit_one_byte_over_is_insufficient_memory),
+        TEST(fit_extended_resource_missing_on_node_is_unresolvable),
+        TEST(fit_extended_resource_present_passes),
+        TEST(fit_full_node_is_too_many_pods),
+        TEST(fit_pod_without_requests_checks_only_pod_count),
+        TEST(fit_two_failures_record_two_reasons),
+        TEST(fit_request_above_node_allocatable_is_unresolvable),
+        TEST(fit_reasons_accumulate_per_node_for_histogram),
+        TEST(fit_ignored_resources_skip_extended_only),
+        TEST(fit_ignored_resource_groups_skip_by_prefix),
+        TEST(filter_without_prefilter_state_is_error),
+        TEST(prefilter_reads_requests_once_and_nodes_never_read_pod),
+        TEST(prescore_stores_state_when_prefilter_did_not_run),
+        TEST(least_allocated_scores_free_fraction),
+        TEST(least_allocated_applies_weights),
+        TEST(least_allocated_truncates_like_kube),
+        TEST(least_allocated_overcommitted_resource_scores_zero),
+        TEST(most_allocated_scores_used_fraction),
+        TEST(most_allocated_caps_at_capacity),
+        TEST(pod_without_requests_scores_with_kube_defaults),
+        TEST(extended_resource_scores_only_when_requested_and_present),
+        TEST(balanced_equal_fractions_average_with_strategy),
+        TEST(balanced_two_resources_use_half_difference),
+        TEST(balanced_three_resources_use_standard_deviation),
+        TEST(balanced_caps_fraction_at_one),
+        TEST(balanced_skips_best_effort_pod),
+        TEST(balanced_disabled_by_default),
+        TEST(args_empty_or_missing_mean_defaults),
+        TEST(args_good_full_configuration_accepted),
+        TEST(args_unknown_strategy_rejected_with_message),
+        TEST(args_weight_zero_means_one),
+        TEST(args_weight_out_of_range_rejected),
+        TEST(args_malformed_rejected_with_message),
+    };
+    return cmocka_run_group_tests(tests, NULL, group_teardown);
+}

@@ -1,0 +1,62 @@
+/* The cluster cache: nodes with their requested resources from assigned and assumed pods.
+ * Node state lives in one flat array indexed by the node's dense index, which is also the
+ * snapshot the scheduling cycle reads: the cache changes only between cycles. */
+#ifndef KC_CORE_CACHE_H
+#define KC_CORE_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kcycle/resource.h>
+
+#include "model.h"
+#include "strmap.h"
+
+/* One node of the snapshot; also the SDK's kc_node handle. Valid until the next cache change. */
+struct cache_node {
+    struct node *node; /* owned */
+    uint32_t index;    /* dense, 0 .. count-1 */
+    uint32_t pod_count;
+    int64_t allocatable[KC_RESOURCE_MAX];
+    int64_t requested[KC_RESOURCE_MAX];
+};
+
+/* A pod the cache accounts for: assigned (seen with spec.nodeName) or assumed by us. */
+struct cache_pod {
+    char *uid;
+    char *node_name;
+    struct res_list request; /* copy of the pod's effective request */
+    bool assumed;            /* reserved by the scheduler, not yet seen assigned */
+    bool counted;            /* added to its node (false while the node is unknown) */
+};
+
+struct cache {
+    struct cache_node *nodes;
+    uint32_t node_count;
+    uint32_t node_capacity;
+    struct strmap node_index; /* name -> (index + 1) */
+    struct strmap pods;       /* uid -> struct cache_pod */
+    uint64_t generation;      /* bumped on every change */
+};
+
+void cache_init(struct cache *cache);
+void cache_fini(struct cache *cache);
+
+/* Add or replace a node (the cache takes ownership). Pods already assigned to that name are
+ * counted. 0 or -ENOMEM. */
+int cache_put_node(struct cache *cache, struct node *node);
+/* Remove a node; its pods stay known and are counted again if the node comes back. */
+int cache_remove_node(struct cache *cache, const char *name);
+struct cache_node *cache_node(const struct cache *cache, const char *name);
+
+/* A pod seen assigned to pod->node_name (any scheduler). Confirms an assumption of the same
+ * uid (moving it if the node differs). Pods without node_name are ignored. */
+int cache_add_pod(struct cache *cache, const struct pod *pod);
+int cache_remove_pod(struct cache *cache, const char *uid);
+/* Reserve pod on node. -EEXIST when the uid is already accounted. */
+int cache_assume(struct cache *cache, const struct pod *pod, const char *node_name);
+/* Undo cache_assume; -ENOENT when uid is not assumed. */
+int cache_forget(struct cache *cache, const char *uid);
+const struct cache_pod *cache_pod(const struct cache *cache, const char *uid);
+
+#endif

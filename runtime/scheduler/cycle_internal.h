@@ -1,0 +1,36 @@
+/* Cycle state, rejection reasons and waiting pods: the host API functions behind cycle.h. */
+#ifndef KC_SCHED_CYCLE_INTERNAL_H
+#define KC_SCHED_CYCLE_INTERNAL_H
+
+#include <kcycle/kcycle.h>
+
+#include "scheduler.h"
+
+/* Where kc_cycle_reject() writes while Filter runs for one node: the reason histogram of the
+ * attempt. Outside Filter it is NULL and rejections become the cycle's message. */
+struct reject_sink {
+    struct reason_count *reasons;
+    uint32_t *count;
+    uint32_t calls; /* rejections recorded for the current node */
+};
+extern _Thread_local struct reject_sink *cycle_filter_sink;
+
+/* Add one node's reason to a histogram (copies text the first time it is seen). */
+void reasons_add(struct reason_count *reasons, uint32_t *count, const char *text);
+void reasons_clear(struct reason_count *reasons, uint32_t *count);
+/* "0/N nodes are available: 2 Insufficient cpu, 3 Too many pods." malloc'd. */
+char *reasons_message(const struct reason_count *reasons, uint32_t count, uint32_t node_count);
+
+struct kc_cycle *cycle_new(struct scheduler *s, struct sched_pod *sp);
+void cycle_free(struct kc_cycle *cycle);
+/* Record a cycle-level failure message (the first one wins; later ones are appended). */
+void cycle_fail(struct kc_cycle *cycle, const char *message);
+
+void cycle_reject(kc_cycle *cycle, const char *reason);
+int cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
+void *cycle_get(kc_cycle *cycle, const char *key);
+int cycle_annotate(kc_cycle *cycle, const char *key, const char *value);
+int waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin);
+int waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *message);
+
+#endif

@@ -1,0 +1,70 @@
+/* Loaded plugins and the per-phase lists the cycle walks. */
+#ifndef KC_SCHED_FRAMEWORK_H
+#define KC_SCHED_FRAMEWORK_H
+
+#include <stdint.h>
+
+#include <kcycle/kcycle.h>
+
+#include "config.h"
+#include "error.h"
+
+/* The most plugins one scheduler runs: a pod's rejecting plugins are a 64-bit mask. */
+#define FRAMEWORK_MAX_PLUGINS 64
+
+struct plugin {
+    char *name;
+    char *path;
+    char *version;
+    uint32_t index; /* position in framework.plugins */
+    int32_t weight;
+    enum failure_policy failure_policy;
+    uint16_t abi_major, abi_minor;
+    kc_plugin_ops ops; /* the plugin's table copied up to its struct_size, the rest NULL */
+    void *self;
+    void *dl_handle;
+    uint32_t requeue_mask;
+    bool initialized;
+};
+
+enum phase {
+    PHASE_PRE_ENQUEUE,
+    PHASE_PRE_FILTER,
+    PHASE_FILTER,
+    PHASE_POST_FILTER,
+    PHASE_PRE_SCORE,
+    PHASE_SCORE,
+    PHASE_RESERVE,
+    PHASE_PERMIT,
+    PHASE_PRE_BIND,
+    PHASE_BIND,
+    PHASE_POST_BIND,
+    PHASE_EVENT,
+    PHASE_COUNT
+};
+
+struct framework {
+    struct plugin *plugins;
+    uint32_t count;
+    struct plugin *queue_sort; /* NULL: FIFO by enqueue time */
+    struct plugin **phase[PHASE_COUNT];
+    uint32_t phase_count[PHASE_COUNT];
+    struct plugin **reserve_all; /* plugins with reserve or unreserve, in config order */
+    uint32_t reserve_all_count;
+};
+
+/* Open a plugin file and check it: a shared object with kc_plugin_query whose ABI this host
+ * serves. Fills p (name from the descriptor, ops copied). The error names the file and why. */
+int loader_open(const char *path, struct plugin *p, struct kc_error *err);
+void loader_close(struct plugin *p);
+/* Where the plugin called name is: explicit path, else <dir>/<name>.so, else
+ * <dir>/<name>/<name>.so (the build tree), for each dir of the search list. malloc'd. */
+char *loader_find(const char *name, const char *explicit_path, const char *plugin_dir);
+
+/* Load and init every plugin of cfg. A required plugin that fails is an error; others are
+ * logged and left out. */
+int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
+                   const kc_host_api *host, struct kc_error *err);
+void framework_close(struct framework *fw);
+
+#endif

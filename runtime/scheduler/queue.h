@@ -1,0 +1,88 @@
+/* The scheduling queue: activeQ ordered by the QueueSort plugin, backoffQ ordered by backoff
+ * expiry, and the unschedulable pods parked until a relevant event or the flush interval. */
+#ifndef KC_SCHED_QUEUE_H
+#define KC_SCHED_QUEUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pod;
+struct plugin;
+
+enum sched_pod_state {
+    SP_NONE,          /* not in any queue (being scheduled) */
+    SP_ACTIVE,
+    SP_BACKOFF,
+    SP_UNSCHEDULABLE,
+    SP_GATED,         /* schedulingGates or a PreEnqueue plugin keeps it out */
+    SP_WAITING,       /* held in Permit */
+    SP_BINDING,
+    SP_BOUND
+};
+
+/* A pending pod the scheduler owns (kube's QueuedPodInfo). */
+struct sched_pod {
+    struct pod *pod;           /* owned */
+    enum sched_pod_state state;
+    uint32_t attempts;         /* scheduling attempts so far */
+    uint32_t backoff_attempts; /* failed attempts that count for backoff */
+    int64_t last_attempt_ms;
+    int64_t backoff_until_ms;
+    int64_t parked_ms;
+    uint64_t rejectors;        /* plugins (bit = plugin index) that rejected the last attempt */
+    uint32_t heap_index;       /* position in activeQ or backoffQ */
+    uint32_t list_index;       /* position in the unschedulable or gated list */
+    char *reason;              /* last failure message, or NULL */
+    bool deleted;              /* deleted while in flight: freed when the attempt ends */
+};
+
+struct sched_pod_heap {
+    struct sched_pod **items;
+    uint32_t count, capacity;
+};
+
+struct sched_pod_list {
+    struct sched_pod **items;
+    uint32_t count, capacity;
+};
+
+struct queue {
+    struct sched_pod_heap active;
+    struct sched_pod_heap backoff;
+    struct sched_pod_list unschedulable;
+    struct sched_pod_list gated;
+    const struct plugin *sort; /* QueueSort plugin, or NULL for FIFO */
+    int64_t initial_backoff_ms;
+    int64_t max_backoff_ms;
+    int64_t flush_ms;          /* podMaxInUnschedulablePodsDuration */
+    int64_t earliest_parked_ms; /* lower bound of parked_ms over the unschedulable list */
+};
+
+void queue_init(struct queue *q, const struct plugin *sort, int64_t initial_backoff_ms,
+                int64_t max_backoff_ms, int64_t flush_ms);
+void queue_fini(struct queue *q);
+
+/* Backoff after backoff_attempts failures: initial * 2^(n-1), capped at max. */
+int64_t queue_backoff_ms(const struct queue *q, uint32_t backoff_attempts);
+
+int queue_push_active(struct queue *q, struct sched_pod *sp);
+/* Failed with an error: into backoffQ until now + backoff. */
+int queue_push_backoff(struct queue *q, struct sched_pod *sp, int64_t now_ms);
+/* Unschedulable: parked until an event that one of its rejectors cares about. */
+int queue_park(struct queue *q, struct sched_pod *sp, int64_t now_ms);
+int queue_push_gated(struct queue *q, struct sched_pod *sp);
+struct sched_pod *queue_pop(struct queue *q);
+/* Take sp out of whichever queue holds it. */
+void queue_remove(struct queue *q, struct sched_pod *sp);
+
+/* Move expired backoff pods to activeQ and long-parked pods out of the unschedulable list. */
+void queue_flush(struct queue *q, int64_t now_ms);
+/* An event of type (KC_EVENT_*) happened: move parked pods whose rejectors care (masks per
+ * plugin index in requeue_masks) to backoffQ or activeQ. Returns how many moved. */
+uint32_t queue_on_event(struct queue *q, uint32_t event_type, const uint32_t *requeue_masks,
+                        uint32_t plugin_count, int64_t now_ms);
+/* Earliest time something in backoffQ or the unschedulable list becomes due, or INT64_MAX. */
+int64_t queue_next_due(const struct queue *q);
+uint32_t queue_pending(const struct queue *q); /* active + backoff */
+
+#endif

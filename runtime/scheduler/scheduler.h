@@ -1,0 +1,151 @@
+/* The scheduler: cluster events in, scheduling and binding cycles, decisions out. The same
+ * code runs against the simulator and (later) the Kubernetes bridge. */
+#ifndef KC_SCHED_SCHEDULER_H
+#define KC_SCHED_SCHEDULER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kcycle/kcycle.h>
+
+#include "cache.h"
+#include "config.h"
+#include "error.h"
+#include "framework.h"
+#include "queue.h"
+#include "strmap.h"
+
+#define PERMIT_MAX_TIMEOUT_MS (15 * 60 * 1000)
+#define CYCLE_MAX_REASONS 64
+
+struct scheduler;
+
+/* Where decisions go: the simulator records them, the bridge sends them to the API server. */
+struct scheduler_sink {
+    void *ctx;
+    /* Bind pod to node with the cycle's annotations. 0 on success. The sink must report the
+     * pod assigned (scheduler_pod_bound) now or later. */
+    int (*bind)(void *ctx, const struct pod *pod, const char *node, const struct kv_list *annotations);
+    /* The pod could not be scheduled: PodScheduled=False, reason Unschedulable, message. */
+    void (*unschedulable)(void *ctx, const struct pod *pod, const char *message);
+    /* The pod was bound (Scheduled event). */
+    void (*bound)(void *ctx, const struct pod *pod, const char *node);
+};
+
+/* The scheduler clock; the simulator supplies a virtual one. */
+struct scheduler_clock {
+    void *ctx;
+    int64_t (*now_ms)(void *ctx);
+};
+
+/* A rejection reason and how many nodes gave it in this attempt. */
+struct reason_count {
+    char *text;
+    uint32_t count;
+};
+
+struct kc_cycle {
+    struct scheduler *sched;
+    struct sched_pod *sp;
+    struct {
+        char *key;
+        void *data;
+        void (*free_fn)(void *);
+    } *state;
+    uint32_t state_count, state_capacity;
+    struct kv_list annotations;
+    char *node_name;      /* after Reserve: the chosen node */
+    char *message;        /* a cycle-level rejection (PreFilter, Permit, ...) */
+    uint64_t rejectors;   /* plugins that rejected in this attempt */
+};
+
+struct kc_waiting_pod {
+    struct kc_cycle *cycle;
+    uint64_t pending;     /* plugins (bit = index) that said Wait and have not allowed */
+    int64_t deadline_ms;
+    char *wait_plugin;    /* the plugin that set the earliest deadline */
+    char timeout_text[24];
+    bool rejected;
+    char *reject_message;
+};
+
+struct scheduler_stats {
+    uint64_t attempts;
+    uint64_t scheduled;
+    uint64_t unschedulable_attempts;
+    uint64_t error_attempts;
+    uint64_t permit_waits;
+    uint64_t permit_timeouts;
+    uint64_t bind_failures;
+};
+
+struct scheduler {
+    struct config *cfg;   /* borrowed */
+    struct framework fw;
+    struct cache cache;
+    struct queue queue;
+    struct scheduler_sink sink;
+    struct scheduler_clock clock;
+    struct strmap pods;   /* uid -> struct sched_pod: the pending pods we own */
+    struct strmap assigned; /* uid -> struct pod: pods with a node (any scheduler) */
+    uint32_t requeue_masks[FRAMEWORK_MAX_PLUGINS];
+    kc_host_api host;
+    /* per-attempt scratch, sized to the node count, reused: no per-node allocation */
+    const struct cache_node **feasible;
+    int64_t *scores;      /* plugin-major: scores[k * capacity + i] */
+    int64_t *totals;
+    uint32_t scratch_capacity;
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count;
+    uint32_t next_start_node;
+    uint64_t rng;
+    /* Permit */
+    struct kc_waiting_pod **waiting;
+    uint32_t waiting_count, waiting_capacity;
+    /* binding cycles ready to run */
+    struct kc_cycle **binding;
+    uint32_t binding_count, binding_capacity;
+    struct scheduler_stats stats;
+    int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */
+};
+
+/* Create: load the configured plugins (plugin_dir overrides the config's pluginDir). */
+int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_dir,
+                   const struct scheduler_sink *sink, const struct scheduler_clock *clock,
+                   struct kc_error *err);
+void scheduler_close(struct scheduler *s);
+
+/* Cluster events. The scheduler takes ownership of node and pod objects. */
+int scheduler_node_add(struct scheduler *s, struct node *node);
+int scheduler_node_update(struct scheduler *s, struct node *node);
+int scheduler_node_delete(struct scheduler *s, const char *name);
+/* A pod added or updated: assigned pods are accounted; unassigned pods for this scheduler
+ * are queued; others are ignored (freed). */
+int scheduler_pod_add(struct scheduler *s, struct pod *pod);
+int scheduler_pod_update(struct scheduler *s, struct pod *pod);
+int scheduler_pod_delete(struct scheduler *s, const char *uid);
+int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *kind,
+                           const char *namespace, const char *name, const char *json);
+
+/* Run one scheduling cycle for the next active pod. Returns 1 if a pod was attempted, 0 if
+ * the active queue was empty, or a negative code. */
+int scheduler_schedule_one(struct scheduler *s);
+/* Housekeeping: backoff and flush timers, Permit timeouts, allowed/rejected waiting pods and
+ * the binding cycles ready to run. Returns how many binding cycles completed. */
+int scheduler_tick(struct scheduler *s);
+/* Earliest time a timer (backoff, flush, Permit) fires, or INT64_MAX. */
+int64_t scheduler_next_due(const struct scheduler *s);
+/* Anything left to do right now (active pods, binding cycles, decided waiting pods). */
+bool scheduler_busy(const struct scheduler *s);
+int64_t scheduler_now(const struct scheduler *s);
+
+/* Where a pod stands: 1 bound (*node set), 0 pending (*reason: the last failure message or
+ * NULL), -ENOENT unknown. Strings belong to the scheduler. */
+int scheduler_pod_status(const struct scheduler *s, const char *uid, const char **node,
+                         const char **reason);
+
+/* The scheduler currently serving host API calls (one per process at a time). */
+struct scheduler *scheduler_current(void);
+void hostapi_fill(kc_host_api *api);
+
+#endif

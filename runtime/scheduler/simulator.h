@@ -1,0 +1,58 @@
+/* --simulate: a cluster and workload from a file, a virtual clock, a binder that records. */
+#ifndef KC_SCHED_SIMULATOR_H
+#define KC_SCHED_SIMULATOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "error.h"
+#include "scheduler.h"
+#include "simfile.h"
+
+struct sim_record {
+    char *namespace;
+    char *name;
+    char *uid;
+    char *node;        /* bound node, or NULL */
+    int64_t arrival_ms;
+    int64_t bound_ms;  /* simulated time of binding */
+};
+
+struct sim_options {
+    const char *sim_path;
+    const char *config_path;  /* overrides the file's config section */
+    const char *plugin_dir;
+    const char *report_path;  /* JSON report, or NULL */
+    bool quiet;               /* no placement table */
+    bool progress;            /* progress lines on stderr for long runs */
+};
+
+struct simulator {
+    struct sim_spec spec;
+    struct config cfg;
+    struct scheduler sched;
+    int64_t now_ms;
+    uint32_t next_arrival;
+    struct sim_record *records; /* every pod the simulator asked to schedule */
+    uint32_t record_count, record_capacity;
+    struct strmap record_index; /* uid -> record index + 1 */
+    uint64_t bound;
+    int64_t wall_start_us, wall_end_us;
+    uint32_t *bound_per_second;    /* wall-clock seconds since start */
+    uint32_t seconds, seconds_capacity;
+};
+
+/* Load the file, open the scheduler, deliver the cluster. */
+int simulator_open(struct simulator *sim, const struct sim_options *opt, struct kc_error *err);
+/* Run the workload to the end: every pod bound or parked with a reason. */
+int simulator_run(struct simulator *sim, bool progress);
+void simulator_close(struct simulator *sim);
+
+/* Output (report.c). */
+void report_print_table(const struct simulator *sim, FILE *out);
+void report_print_summary(const struct simulator *sim, FILE *out);
+int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err);
+
+#endif

@@ -1,0 +1,252 @@
+/* kcycle-bench: scheduler_perf shapes built in memory and scheduled with the shipped plugins
+ * and an instant binder. Prints one JSON object (or a short text summary). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "log.h"
+#include "model.h"
+#include "resource_table.h"
+#include "scheduler.h"
+
+struct bench {
+    uint32_t nodes, existing, pods;
+    const char *plugin_dir;
+    bool json;
+    uint64_t seed;
+    /* measurement */
+    bool measuring;
+    int64_t start_us;
+    uint64_t bound;
+    uint32_t *bins; /* bound pods per interval */
+    uint32_t bin_count, bin_capacity;
+    int64_t interval_us;
+    uint32_t *latency_us;
+    uint32_t latency_count;
+};
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int sink_bind(void *ctx, const struct pod *pod, const char *node,
+                     const struct kv_list *annotations)
+{
+    (void)ctx, (void)pod, (void)node, (void)annotations;
+    return 0;
+}
+
+static void sink_bound(void *ctx, const struct pod *pod, const char *node)
+{
+    (void)pod, (void)node;
+    struct bench *b = ctx;
+    if (!b->measuring)
+        return;
+    b->bound++;
+    /* bins of 10 ms; folded into 1 s (or 100 ms) intervals afterwards */
+    uint32_t bin = (uint32_t)((now_us() - b->start_us) / 10000);
+    if (bin >= b->bin_capacity) {
+        uint32_t capacity = bin * 2 + 64;
+        uint32_t *grown = realloc(b->bins, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return;
+        memset(grown + b->bin_capacity, 0, (capacity - b->bin_capacity) * sizeof(*grown));
+        b->bins = grown;
+        b->bin_capacity = capacity;
+    }
+    b->bins[bin]++;
+    if (bin + 1 > b->bin_count)
+        b->bin_count = bin + 1;
+}
+
+static struct node *make_node(uint32_t i)
+{
+    struct node *n = node_new();
+    char name[32];
+    snprintf(name, sizeof(name), "node-%u", i);
+    n->name = strdup(name);
+    res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
+    res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, 32ll << 30);
+    res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+    return n;
+}
+
+static struct pod *make_pod(const char *prefix, uint32_t i)
+{
+    struct pod *p = pod_new();
+    char name[48];
+    snprintf(name, sizeof(name), "%s-%u", prefix, i);
+    p->name = strdup(name);
+    p->namespace = strdup("bench");
+    p->scheduler_name = strdup("kcycle");
+    p->containers = calloc(1, sizeof(*p->containers));
+    p->container_count = 1;
+    p->containers[0].name = strdup("c");
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, 100);
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_MEMORY, 500ll << 20);
+    pod_finish(p);
+    return p;
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(uint32_t *values, uint32_t count, double p)
+{
+    if (count == 0)
+        return 0;
+    qsort(values, count, sizeof(*values), compare_u32);
+    uint32_t index = (uint32_t)(p / 100.0 * (count - 1) + 0.5);
+    return values[index];
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)ru.ru_maxrss * 1024;
+}
+
+/* Run the scheduler until nothing is left to do. */
+static void drain(struct scheduler *s, struct bench *b)
+{
+    for (;;) {
+        int rc = scheduler_schedule_one(s);
+        if (rc > 0 && b->measuring && b->latency_count < b->pods * 4)
+            b->latency_us[b->latency_count++] = (uint32_t)s->last_attempt_us;
+        scheduler_tick(s);
+        if (rc <= 0 && !scheduler_busy(s))
+            break;
+    }
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic [--json] [--nodes N] "
+                    "[--existing N] [--pods N] [--plugin-dir DIR] [--seed N]\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"shape", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+        {"nodes", required_argument, NULL, 'n'}, {"existing", required_argument, NULL, 'e'},
+        {"pods", required_argument, NULL, 'p'},  {"plugin-dir", required_argument, NULL, 'd'},
+        {"seed", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct bench b = {.nodes = 5000, .existing = 1000, .pods = 10000, .seed = 1};
+    const char *shape = "scheduling-basic";
+    int c;
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        switch (c) {
+        case 's': shape = optarg; break;
+        case 'j': b.json = true; break;
+        case 'n': b.nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'e': b.existing = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'p': b.pods = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'd': b.plugin_dir = optarg; break;
+        case 'S': b.seed = strtoull(optarg, NULL, 10); break;
+        case 'h': usage(); return 0;
+        default: usage(); return 2;
+        }
+    }
+    if (strcmp(shape, "scheduling-basic") != 0) {
+        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic)\n", shape);
+        return 2;
+    }
+    static struct plugin_config plugins[3] = {
+        {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
+        {.name = "noderesources", .weight = 1, .required = true, .args_json = "{}"},
+        {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
+    };
+    struct config cfg = {
+        .scheduler_name = "kcycle",
+        .plugins = plugins,
+        .plugin_count = 3,
+        .seed = b.seed,
+        .pod_initial_backoff_ms = 1000,
+        .pod_max_backoff_ms = 10000,
+        .unschedulable_flush_ms = 300000,
+    };
+    struct scheduler s;
+    struct scheduler_sink sink = {&b, sink_bind, NULL, sink_bound};
+    struct kc_error err = {{0}};
+    if (scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err) < 0) {
+        fprintf(stderr, "kcycle-bench: %s\n", err.message);
+        return 1;
+    }
+    b.latency_us = calloc((size_t)b.pods * 4 + 1, sizeof(*b.latency_us));
+    for (uint32_t i = 0; i < b.nodes; i++)
+        scheduler_node_add(&s, make_node(i));
+    for (uint32_t i = 0; i < b.existing; i++)
+        scheduler_pod_add(&s, make_pod("init", i));
+    drain(&s, &b);
+    uint64_t init_bound = s.stats.scheduled;
+
+    for (uint32_t i = 0; i < b.pods; i++)
+        scheduler_pod_add(&s, make_pod("measured", i));
+    b.measuring = true;
+    b.start_us = now_us();
+    drain(&s, &b);
+    int64_t elapsed_us = now_us() - b.start_us;
+
+    /* scheduler_perf: pods bound per interval, first interval dropped. Runs shorter than
+     * 3 s use 100 ms intervals scaled to per-second rates so there is something to drop. */
+    uint32_t bins_per_interval = elapsed_us >= 3000000 ? 100 : 10;
+    uint32_t full = b.bin_count / bins_per_interval; /* complete intervals only */
+    uint32_t *rates = calloc(full + 1, sizeof(*rates));
+    uint32_t rate_count = 0;
+    double scale = 100.0 / bins_per_interval;
+    for (uint32_t k = 1; k < full; k++) {
+        uint32_t sum = 0;
+        for (uint32_t j = k * bins_per_interval; j < (k + 1) * bins_per_interval; j++)
+            sum += b.bins[j];
+        rates[rate_count++] = (uint32_t)(sum * scale);
+    }
+    double avg = 0;
+    for (uint32_t k = 0; k < rate_count; k++)
+        avg += rates[k];
+    avg = rate_count > 0 ? avg / rate_count : (elapsed_us > 0 ? b.bound * 1e6 / elapsed_us : 0);
+    double p50 = percentile(rates, rate_count, 50), p99 = percentile(rates, rate_count, 99);
+    if (rate_count == 0)
+        p50 = p99 = avg;
+    double lat50 = percentile(b.latency_us, b.latency_count, 50);
+    double lat99 = percentile(b.latency_us, b.latency_count, 99);
+    uint64_t measured = s.stats.scheduled - init_bound;
+    if (b.json) {
+        printf("{\"shape\": \"%s\", \"nodes\": %u, \"pods\": %u, \"existing_pods\": %u, "
+               "\"scheduled\": %" PRIu64 ", \"pods_per_second_avg\": %.0f, "
+               "\"pods_per_second_p50\": %.0f, \"pods_per_second_p99\": %.0f, "
+               "\"interval_ms\": %u, \"elapsed_seconds\": %.3f, "
+               "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
+               "\"peak_rss_bytes\": %" PRIu64 ", \"isolation\": \"inprocess\"}\n",
+               shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99,
+               bins_per_interval * 10, elapsed_us / 1e6, lat50, lat99, peak_rss_bytes());
+    } else {
+        printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
+               "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"
+               "  attempt latency p50 %.0f us p99 %.0f us; peak RSS %.1f MiB\n",
+               shape, b.nodes, b.existing, b.pods, measured, elapsed_us / 1e6, avg, p50, p99,
+               bins_per_interval * 10, lat50, lat99, peak_rss_bytes() / 1048576.0);
+    }
+    int rc = measured == b.pods ? 0 : 1;
+    if (rc != 0)
+        fprintf(stderr, "kcycle-bench: only %" PRIu64 " of %u pods were scheduled\n", measured,
+                b.pods);
+    free(rates);
+    free(b.bins);
+    free(b.latency_us);
+    scheduler_close(&s);
+    return rc;
+}

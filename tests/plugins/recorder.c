@@ -1,0 +1,191 @@
+/* A test plugin that implements every phase and appends "<name> <Phase>" lines to the file
+ * named by args "log", so tests can assert the phase order. Behaviour is set by args:
+ *   filter: accept | reject | error      permit: allow | wait | reject
+ *   reserve: ok | fail                   timeout_ms: Permit wait timeout */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kcycle/kcycle.h>
+
+#ifndef RECORDER_NAME
+#define RECORDER_NAME "recorder"
+#endif
+
+KC_PLUGIN_DEFINE_HOST;
+
+struct recorder {
+    char log[512];
+    char filter[16];
+    char permit[16];
+    char reserve[16];
+    unsigned timeout_ms;
+};
+
+/* Test-only args reader: the value of "key": "value" or "key": number. */
+static void arg(const char *json, const char *key, char *out, size_t size, const char *dflt)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof(pattern), "\"%s\"", key);
+    const char *p = strstr(json, pattern);
+    snprintf(out, size, "%s", dflt);
+    if (p == NULL)
+        return;
+    p += strlen(pattern);
+    while (*p == ' ' || *p == ':' || *p == '"')
+        p++;
+    size_t n = strcspn(p, "\",}");
+    if (n >= size)
+        n = size - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+static void record(struct recorder *r, const char *phase, const kc_pod *pod)
+{
+    FILE *f = fopen(r->log, "a");
+    if (f == NULL)
+        return;
+    fprintf(f, "%s %s %s\n", RECORDER_NAME, phase, pod != NULL ? kc_pod_name(pod) : "-");
+    fclose(f);
+}
+
+static int init(const kc_host_api *host, const char *args, void **self)
+{
+    if (kc_plugin_attach(host) != 0)
+        return -22;
+    struct recorder *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return -12;
+    char timeout[32];
+    arg(args, "log", r->log, sizeof(r->log), "/dev/null");
+    arg(args, "filter", r->filter, sizeof(r->filter), "accept");
+    arg(args, "permit", r->permit, sizeof(r->permit), "allow");
+    arg(args, "reserve", r->reserve, sizeof(r->reserve), "ok");
+    arg(args, "timeout_ms", timeout, sizeof(timeout), "1000");
+    r->timeout_ms = (unsigned)strtoul(timeout, NULL, 10);
+    *self = r;
+    return 0;
+}
+
+static void fini(void *self)
+{
+    free(self);
+}
+
+static kc_status pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    record(self, "PreFilter", pod);
+    return KC_SUCCESS;
+}
+
+static kc_status filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    struct recorder *r = self;
+    record(r, "Filter", pod);
+    if (strcmp(r->filter, "reject") == 0) {
+        kc_cycle_reject(cycle, "node(s) rejected by " RECORDER_NAME);
+        return KC_UNSCHEDULABLE;
+    }
+    return strcmp(r->filter, "error") == 0 ? KC_ERROR : KC_SUCCESS;
+}
+
+static kc_status post_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    record(self, "PostFilter", pod);
+    return KC_UNSCHEDULABLE;
+}
+
+static kc_status pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    record(self, "PreScore", pod);
+    return KC_SUCCESS;
+}
+
+static kc_status score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
+                       int64_t *out)
+{
+    record(self, "Score", pod);
+    *out = 50;
+    return KC_SUCCESS;
+}
+
+static kc_status normalize(void *self, kc_cycle *cycle, const kc_pod *pod,
+                           const kc_node *const *nodes, int64_t *scores, uint32_t count)
+{
+    record(self, "NormalizeScore", pod);
+    return KC_SUCCESS;
+}
+
+static kc_status reserve(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    struct recorder *r = self;
+    record(r, "Reserve", pod);
+    return strcmp(r->reserve, "fail") == 0 ? KC_UNSCHEDULABLE : KC_SUCCESS;
+}
+
+static void unreserve(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    record(self, "Unreserve", pod);
+}
+
+static kc_status permit(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
+                        uint32_t *timeout_ms)
+{
+    struct recorder *r = self;
+    record(r, "Permit", pod);
+    if (strcmp(r->permit, "wait") == 0) {
+        *timeout_ms = r->timeout_ms;
+        return KC_WAIT;
+    }
+    if (strcmp(r->permit, "reject") == 0) {
+        kc_cycle_reject(cycle, RECORDER_NAME " rejected the pod in Permit");
+        return KC_UNSCHEDULABLE;
+    }
+    return KC_SUCCESS;
+}
+
+static kc_status pre_bind(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    record(self, "PreBind", pod);
+    return KC_SUCCESS;
+}
+
+static kc_status bind(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    record(self, "Bind", pod);
+    return KC_SKIP; /* leave binding to the next Bind plugin */
+}
+
+static void post_bind(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    record(self, "PostBind", pod);
+}
+
+static const kc_plugin_ops ops = {
+    .struct_size = sizeof(kc_plugin_ops),
+    .init = init,
+    .fini = fini,
+    .pre_filter = pre_filter,
+    .filter = filter,
+    .post_filter = post_filter,
+    .pre_score = pre_score,
+    .score = score,
+    .normalize_score = normalize,
+    .reserve = reserve,
+    .unreserve = unreserve,
+    .permit = permit,
+    .pre_bind = pre_bind,
+    .bind = bind,
+    .post_bind = post_bind,
+};
+
+static const kc_plugin_descriptor descriptor =
+    KC_PLUGIN_DESCRIPTOR_INIT(RECORDER_NAME, "1.0.0", &ops);
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version)
+{
+    if (KC_ABI_VERSION_MAJOR(host_abi_version) != KC_ABI_MAJOR)
+        return NULL;
+    return &descriptor;
+}

@@ -1,0 +1,580 @@
+/* The fake host table: every kc_host_api member over the in-memory objects of fake_host.h,
+ * counting the calls a test wants to assert on (a plugin's hot path must not allocate). */
+#include "fake_host.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fake_host_state fake_host;
+
+static char *resource_names[KC_RESOURCE_MAX];
+static uint32_t resource_count;
+
+static const char *const fixed_resources[] = {"cpu", "memory", "pods", "ephemeral-storage"};
+#define FIXED_RESOURCE_COUNT 4u
+
+static char *copy_string(const char *text)
+{
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy == NULL)
+        abort(); /* a test host has no better answer to out-of-memory */
+    memcpy(copy, text, size);
+    return copy;
+}
+
+static const char *kv_get(const struct fake_kv *items, uint32_t count, const char *key)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (strcmp(items[i].key, key) == 0)
+            return items[i].value;
+    }
+    return NULL;
+}
+
+/* Resources ---------------------------------------------------------------------------- */
+
+static void resources_release(void)
+{
+    for (uint32_t i = 0; i < resource_count; i++)
+        free(resource_names[i]);
+    resource_count = 0;
+}
+
+static void resources_reset(void)
+{
+    resources_release();
+    for (uint32_t i = 0; i < FIXED_RESOURCE_COUNT; i++)
+        resource_names[resource_count++] = copy_string(fixed_resources[i]);
+}
+
+static kc_resource intern(const char *name)
+{
+    if (resource_count == 0)
+        resources_reset();
+    for (uint32_t i = 0; i < resource_count; i++) {
+        if (strcmp(resource_names[i], name) == 0)
+            return (kc_resource)i;
+    }
+    if (resource_count == KC_RESOURCE_MAX)
+        return -1;
+    resource_names[resource_count] = copy_string(name);
+    return (kc_resource)resource_count++;
+}
+
+static kc_resource host_resource_id(const char *name)
+{
+    fake_host.calls.resource_id++;
+    return intern(name);
+}
+
+static const char *host_resource_name(kc_resource id)
+{
+    fake_host.calls.resource_name++;
+    if (id < 0 || (uint32_t)id >= resource_count)
+        return NULL;
+    return resource_names[id];
+}
+
+/* Logging and clock -------------------------------------------------------------------- */
+
+static void host_log(kc_log_level level, const char *plugin, const char *message)
+{
+    fake_host.calls.log++;
+    fake_host.log_count++;
+    fake_host.last_log_level = level;
+    snprintf(fake_host.last_log, sizeof(fake_host.last_log), "%s: %s", plugin, message);
+}
+
+static int64_t host_now_ms(void)
+{
+    return fake_host.now_ms;
+}
+
+/* Pods --------------------------------------------------------------------------------- */
+
+static const char *host_pod_namespace(const kc_pod *pod) { return pod->namespace_name; }
+static const char *host_pod_name(const kc_pod *pod) { return pod->name; }
+static const char *host_pod_uid(const kc_pod *pod) { return pod->uid; }
+static const char *host_pod_node_name(const kc_pod *pod) { return pod->node_name; }
+static const char *host_pod_scheduler_name(const kc_pod *pod) { return pod->scheduler_name; }
+static int32_t host_pod_priority(const kc_pod *pod) { return pod->priority; }
+static int64_t host_pod_creation_ms(const kc_pod *pod) { return pod->creation_ms; }
+static int64_t host_pod_enqueue_ms(const kc_pod *pod) { return pod->enqueue_ms; }
+static const char *host_pod_group(const kc_pod *pod) { return pod->group; }
+
+static uint32_t host_pod_scheduling_gate_count(const kc_pod *pod)
+{
+    return pod->scheduling_gate_count;
+}
+
+static const char *host_pod_label(const kc_pod *pod, const char *key)
+{
+    return kv_get(pod->labels, pod->label_count, key);
+}
+
+static const char *host_pod_annotation(const kc_pod *pod, const char *key)
+{
+    return kv_get(pod->annotations, pod->annotation_count, key);
+}
+
+static int64_t host_pod_request(const kc_pod *pod, kc_resource id)
+{
+    fake_host.calls.pod_request++;
+    if (id < 0 || id >= KC_RESOURCE_MAX)
+        return 0;
+    return pod->request[id];
+}
+
+/* Like the runtime: the non-zero requests, sorted by id. */
+static uint32_t host_pod_request_count(const kc_pod *pod)
+{
+    fake_host.calls.pod_request_count++;
+    uint32_t count = 0;
+    for (uint32_t id = 0; id < KC_RESOURCE_MAX; id++)
+        count += pod->request[id] != 0;
+    return count;
+}
+
+static int host_pod_request_at(const kc_pod *pod, uint32_t index, kc_resource *id,
+                               int64_t *value)
+{
+    fake_host.calls.pod_request_at++;
+    uint32_t seen = 0;
+    for (uint32_t r = 0; r < KC_RESOURCE_MAX; r++) {
+        if (pod->request[r] == 0)
+            continue;
+        if (seen++ == index) {
+            *id = (kc_resource)r;
+            *value = pod->request[r];
+            return 0;
+        }
+    }
+    return -22;
+}
+
+static const struct fake_container *container(const kc_pod *pod, int init, uint32_t index)
+{
+    if (init)
+        return index < pod->init_container_count ? &pod->init_containers[index] : NULL;
+    return index < pod->container_count ? &pod->containers[index] : NULL;
+}
+
+static uint32_t host_pod_container_count(const kc_pod *pod, int init)
+{
+    return init ? pod->init_container_count : pod->container_count;
+}
+
+static const char *host_pod_container_name(const kc_pod *pod, int init, uint32_t index)
+{
+    const struct fake_container *c = container(pod, init, index);
+    return c != NULL ? c->name : NULL;
+}
+
+static int64_t host_pod_container_request(const kc_pod *pod, int init, uint32_t index,
+                                          kc_resource id)
+{
+    const struct fake_container *c = container(pod, init, index);
+    if (c == NULL || id < 0 || id >= KC_RESOURCE_MAX)
+        return 0;
+    return c->request[id];
+}
+
+static int64_t host_pod_container_limit(const kc_pod *pod, int init, uint32_t index,
+                                        kc_resource id)
+{
+    const struct fake_container *c = container(pod, init, index);
+    if (c == NULL || id < 0 || id >= KC_RESOURCE_MAX)
+        return 0;
+    return c->limit[id];
+}
+
+static int node_has_label(const kc_node *node, const char *key, const char *value)
+{
+    const char *actual = kv_get(node->labels, node->label_count, key);
+    return actual != NULL && strcmp(actual, value) == 0;
+}
+
+static int host_pod_matches_node_affinity(const kc_pod *pod, const kc_node *node)
+{
+    for (uint32_t i = 0; i < pod->node_selector_count; i++) {
+        if (!node_has_label(node, pod->node_selector[i].key, pod->node_selector[i].value))
+            return 0;
+    }
+    return 1;
+}
+
+static int64_t host_pod_preferred_affinity_score(const kc_pod *pod, const kc_node *node)
+{
+    int64_t sum = 0;
+    for (uint32_t i = 0; i < pod->preferred_count; i++) {
+        if (node_has_label(node, pod->preferred[i].key, pod->preferred[i].value))
+            sum += pod->preferred[i].weight;
+    }
+    return sum;
+}
+
+static int toleration_matches(const struct fake_toleration *tol, const kc_taint *taint)
+{
+    if (tol->effect != 0 && tol->effect != taint->effect)
+        return 0;
+    if (tol->key == NULL)
+        return tol->exists;
+    if (strcmp(tol->key, taint->key) != 0)
+        return 0;
+    if (tol->exists)
+        return 1;
+    const char *value = tol->value != NULL ? tol->value : "";
+    return strcmp(value, taint->value != NULL ? taint->value : "") == 0;
+}
+
+static int host_pod_tolerates_taint(const kc_pod *pod, const kc_taint *taint)
+{
+    for (uint32_t i = 0; i < pod->toleration_count; i++) {
+        if (toleration_matches(&pod->tolerations[i], taint))
+            return 1;
+    }
+    return 0;
+}
+
+/* Nodes -------------------------------------------------------------------------------- */
+
+static const char *host_node_name(const kc_node *node) { return node->name; }
+static int host_node_unschedulable(const kc_node *node) { return node->unschedulable; }
+static uint32_t host_node_taint_count(const kc_node *node) { return node->taint_count; }
+static uint32_t host_node_pod_count(const kc_node *node) { return node->pod_count; }
+static uint32_t host_node_index(const kc_node *node) { return node->index; }
+static uint32_t host_node_count(void) { return fake_host.node_count; }
+
+static const char *host_node_label(const kc_node *node, const char *key)
+{
+    return kv_get(node->labels, node->label_count, key);
+}
+
+static const char *host_node_annotation(const kc_node *node, const char *key)
+{
+    return kv_get(node->annotations, node->annotation_count, key);
+}
+
+/* Fills only what the caller's struct_size covers, as the ABI promises. */
+static int host_node_taint_at(const kc_node *node, uint32_t index, kc_taint *out)
+{
+    if (index >= node->taint_count || out == NULL || out->struct_size < sizeof(uint32_t))
+        return -22;
+    kc_taint full = node->taints[index];
+    uint32_t size = out->struct_size < sizeof(full) ? out->struct_size : sizeof(full);
+    full.struct_size = out->struct_size;
+    memcpy(out, &full, size);
+    return 0;
+}
+
+static int64_t host_node_allocatable(const kc_node *node, kc_resource id)
+{
+    if (id < 0 || id >= KC_RESOURCE_MAX)
+        return 0;
+    return node->allocatable[id];
+}
+
+static int64_t host_node_requested(const kc_node *node, kc_resource id)
+{
+    if (id < 0 || id >= KC_RESOURCE_MAX)
+        return 0;
+    return node->requested[id];
+}
+
+static const kc_node *host_node_at(uint32_t index)
+{
+    return index < fake_host.node_count ? fake_host.nodes[index] : NULL;
+}
+
+static const kc_node *host_node_by_name(const char *name)
+{
+    for (uint32_t i = 0; i < fake_host.node_count; i++) {
+        if (strcmp(fake_host.nodes[i]->name, name) == 0)
+            return fake_host.nodes[i];
+    }
+    return NULL;
+}
+
+/* Cycle -------------------------------------------------------------------------------- */
+
+static void host_cycle_reject(kc_cycle *cycle, const char *reason)
+{
+    fake_host.calls.cycle_reject++;
+    if (cycle->reason_count < FAKE_MAX_REASONS)
+        cycle->reasons[cycle->reason_count++] = copy_string(reason);
+}
+
+static struct fake_cycle_entry *cycle_find(kc_cycle *cycle, const char *key)
+{
+    for (uint32_t i = 0; i < cycle->entry_count; i++) {
+        if (strcmp(cycle->entries[i].key, key) == 0)
+            return &cycle->entries[i];
+    }
+    return NULL;
+}
+
+/* Replacing a key frees the old data, as the runtime does. */
+static int host_cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *))
+{
+    fake_host.calls.cycle_set++;
+    struct fake_cycle_entry *entry = cycle_find(cycle, key);
+    if (entry != NULL) {
+        if (entry->free_fn != NULL)
+            entry->free_fn(entry->data);
+        entry->data = data;
+        entry->free_fn = free_fn;
+        return 0;
+    }
+    if (cycle->entry_count == FAKE_MAX_CYCLE_ENTRIES)
+        return -12;
+    entry = &cycle->entries[cycle->entry_count++];
+    entry->key = copy_string(key);
+    entry->data = data;
+    entry->free_fn = free_fn;
+    return 0;
+}
+
+static void *host_cycle_get(kc_cycle *cycle, const char *key)
+{
+    fake_host.calls.cycle_get++;
+    struct fake_cycle_entry *entry = cycle_find(cycle, key);
+    return entry != NULL ? entry->data : NULL;
+}
+
+static int host_cycle_annotate(kc_cycle *cycle, const char *key, const char *value)
+{
+    for (uint32_t i = 0; i < cycle->annotation_count; i++) {
+        if (strcmp(cycle->annotations[i].key, key) == 0) {
+            free((char *)cycle->annotations[i].value);
+            cycle->annotations[i].value = copy_string(value);
+            return 0;
+        }
+    }
+    if (cycle->annotation_count == FAKE_MAX_KV)
+        return -12;
+    struct fake_kv *kv = &cycle->annotations[cycle->annotation_count++];
+    kv->key = copy_string(key);
+    kv->value = copy_string(value);
+    return 0;
+}
+
+/* Waiting pods ------------------------------------------------------------------------- */
+
+static uint32_t host_waiting_pod_count(void) { return fake_host.waiting_count; }
+
+static kc_waiting_pod *host_waiting_pod_at(uint32_t index)
+{
+    return index < fake_host.waiting_count ? &fake_host.waiting[index] : NULL;
+}
+
+static kc_waiting_pod *host_waiting_pod_get(const char *uid)
+{
+    for (uint32_t i = 0; i < fake_host.waiting_count; i++) {
+        const char *pod_uid = fake_host.waiting[i].pod->uid;
+        if (pod_uid != NULL && strcmp(pod_uid, uid) == 0)
+            return &fake_host.waiting[i];
+    }
+    return NULL;
+}
+
+static const kc_pod *host_waiting_pod_pod(const kc_waiting_pod *waiting)
+{
+    return waiting->pod;
+}
+
+static const char *host_waiting_pod_node(const kc_waiting_pod *waiting)
+{
+    return waiting->node_name;
+}
+
+static int host_waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin)
+{
+    (void)plugin;
+    waiting->allowed++;
+    return 0;
+}
+
+static int host_waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin,
+                                   const char *message)
+{
+    (void)plugin;
+    waiting->rejected++;
+    snprintf(waiting->message, sizeof(waiting->message), "%s", message != NULL ? message : "");
+    return 0;
+}
+
+/* Binding ------------------------------------------------------------------------------ */
+
+static int host_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    fake_host.calls.bind++;
+    if (fake_host.bind_result != 0)
+        return fake_host.bind_result;
+    fake_host.last_bound_pod = pod;
+    fake_host.last_bound_node = node;
+    if (cycle != NULL) {
+        cycle->bound_pod = pod;
+        cycle->bound_node = node;
+    }
+    return 0;
+}
+
+static const kc_host_api api = {
+    .struct_size = sizeof(kc_host_api),
+    .abi_version = KC_ABI_VERSION,
+    .log = host_log,
+    .resource_id = host_resource_id,
+    .resource_name = host_resource_name,
+    .pod_namespace = host_pod_namespace,
+    .pod_name = host_pod_name,
+    .pod_uid = host_pod_uid,
+    .pod_node_name = host_pod_node_name,
+    .pod_scheduler_name = host_pod_scheduler_name,
+    .pod_priority = host_pod_priority,
+    .pod_creation_ms = host_pod_creation_ms,
+    .pod_enqueue_ms = host_pod_enqueue_ms,
+    .pod_label = host_pod_label,
+    .pod_annotation = host_pod_annotation,
+    .pod_request = host_pod_request,
+    .pod_request_count = host_pod_request_count,
+    .pod_request_at = host_pod_request_at,
+    .pod_container_count = host_pod_container_count,
+    .pod_container_name = host_pod_container_name,
+    .pod_container_request = host_pod_container_request,
+    .pod_container_limit = host_pod_container_limit,
+    .pod_group = host_pod_group,
+    .pod_scheduling_gate_count = host_pod_scheduling_gate_count,
+    .pod_matches_node_affinity = host_pod_matches_node_affinity,
+    .pod_preferred_affinity_score = host_pod_preferred_affinity_score,
+    .pod_tolerates_taint = host_pod_tolerates_taint,
+    .node_name = host_node_name,
+    .node_label = host_node_label,
+    .node_annotation = host_node_annotation,
+    .node_unschedulable = host_node_unschedulable,
+    .node_taint_count = host_node_taint_count,
+    .node_taint_at = host_node_taint_at,
+    .node_allocatable = host_node_allocatable,
+    .node_requested = host_node_requested,
+    .node_pod_count = host_node_pod_count,
+    .node_index = host_node_index,
+    .node_count = host_node_count,
+    .node_at = host_node_at,
+    .node_by_name = host_node_by_name,
+    .cycle_reject = host_cycle_reject,
+    .cycle_set = host_cycle_set,
+    .cycle_get = host_cycle_get,
+    .cycle_annotate = host_cycle_annotate,
+    .waiting_pod_count = host_waiting_pod_count,
+    .waiting_pod_at = host_waiting_pod_at,
+    .waiting_pod_get = host_waiting_pod_get,
+    .waiting_pod_pod = host_waiting_pod_pod,
+    .waiting_pod_node = host_waiting_pod_node,
+    .waiting_pod_allow = host_waiting_pod_allow,
+    .waiting_pod_reject = host_waiting_pod_reject,
+    .bind = host_bind,
+    .now_ms = host_now_ms,
+};
+
+const kc_host_api *fake_host_api(void)
+{
+    return &api;
+}
+
+void fake_host_reset(void)
+{
+    memset(&fake_host, 0, sizeof(fake_host));
+    resources_reset();
+}
+
+void fake_host_release(void)
+{
+    resources_release();
+}
+
+/* Object helpers ----------------------------------------------------------------------- */
+
+void fake_pod_init(kc_pod *pod, const char *namespace_name, const char *name)
+{
+    memset(pod, 0, sizeof(*pod));
+    pod->namespace_name = namespace_name;
+    pod->name = name;
+    pod->uid = name;
+    pod->scheduler_name = "kcycle";
+}
+
+void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value)
+{
+    kc_resource id = intern(resource);
+    if (id >= 0)
+        pod->request[id] = value;
+}
+
+void fake_node_init(kc_node *node, const char *name)
+{
+    memset(node, 0, sizeof(*node));
+    node->name = name;
+}
+
+void fake_node_set_allocatable(kc_node *node, const char *resource, int64_t value)
+{
+    kc_resource id = intern(resource);
+    if (id >= 0)
+        node->allocatable[id] = value;
+}
+
+void fake_node_set_requested(kc_node *node, const char *resource, int64_t value)
+{
+    kc_resource id = intern(resource);
+    if (id >= 0)
+        node->requested[id] = value;
+}
+
+void fake_host_add_node(kc_node *node)
+{
+    if (fake_host.node_count == FAKE_MAX_NODES)
+        return;
+    node->index = fake_host.node_count;
+    fake_host.nodes[fake_host.node_count++] = node;
+}
+
+kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name)
+{
+    if (fake_host.waiting_count == FAKE_MAX_WAITING)
+        return NULL;
+    kc_waiting_pod *waiting = &fake_host.waiting[fake_host.waiting_count++];
+    memset(waiting, 0, sizeof(*waiting));
+    waiting->pod = pod;
+    waiting->node_name = node_name;
+    return waiting;
+}
+
+void fake_cycle_init(kc_cycle *cycle)
+{
+    memset(cycle, 0, sizeof(*cycle));
+}
+
+void fake_cycle_clear(kc_cycle *cycle)
+{
+    for (uint32_t i = 0; i < cycle->entry_count; i++) {
+        if (cycle->entries[i].free_fn != NULL)
+            cycle->entries[i].free_fn(cycle->entries[i].data);
+        free(cycle->entries[i].key);
+    }
+    for (uint32_t i = 0; i < cycle->reason_count; i++)
+        free(cycle->reasons[i]);
+    for (uint32_t i = 0; i < cycle->annotation_count; i++) {
+        free((char *)cycle->annotations[i].key);
+        free((char *)cycle->annotations[i].value);
+    }
+    fake_cycle_init(cycle);
+}
+
+uint32_t fake_cycle_reason_count(const kc_cycle *cycle, const char *reason)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < cycle->reason_count; i++)
+        count += strcmp(cycle->reasons[i], reason) == 0;
+    return count;
+}

@@ -1,0 +1,179 @@
+/* A fake kc_host_api over in-memory pods, nodes and cycles, so plugin tests can link a
+ * plugin's .c directly and drive its ops without the runtime. Single-threaded, test-only. */
+#ifndef KC_TESTS_FAKE_HOST_H
+#define KC_TESTS_FAKE_HOST_H
+
+#include <stdint.h>
+
+#include <kcycle/kcycle.h>
+
+#define FAKE_MAX_KV 8
+#define FAKE_MAX_CONTAINERS 4
+#define FAKE_MAX_TAINTS 4
+#define FAKE_MAX_TOLERATIONS 4
+#define FAKE_MAX_PREFERRED 4
+#define FAKE_MAX_CYCLE_ENTRIES 16
+#define FAKE_MAX_REASONS 64
+#define FAKE_MAX_NODES 64
+#define FAKE_MAX_WAITING 16
+#define FAKE_LOG_SIZE 512
+
+struct fake_kv {
+    const char *key;
+    const char *value;
+};
+
+struct fake_container {
+    const char *name;
+    int64_t request[KC_RESOURCE_MAX]; /* by resource id */
+    int64_t limit[KC_RESOURCE_MAX];
+};
+
+/* A toleration: exists=1 matches any value of key; key NULL with exists=1 matches all. */
+struct fake_toleration {
+    const char *key;
+    const char *value;
+    int exists;
+    kc_taint_effect effect; /* 0: every effect */
+};
+
+/* A preferred node-affinity term reduced to one label. */
+struct fake_preferred {
+    const char *key;
+    const char *value;
+    int64_t weight;
+};
+
+/* The SDK's opaque handles, given a layout here only: tests fill them directly. */
+struct kc_pod {
+    const char *namespace_name;
+    const char *name;
+    const char *uid;
+    const char *node_name;
+    const char *scheduler_name;
+    const char *group;
+    int32_t priority;
+    int64_t creation_ms;
+    int64_t enqueue_ms;
+    int64_t request[KC_RESOURCE_MAX]; /* the effective request, by resource id */
+    struct fake_kv labels[FAKE_MAX_KV];
+    uint32_t label_count;
+    struct fake_kv annotations[FAKE_MAX_KV];
+    uint32_t annotation_count;
+    struct fake_container containers[FAKE_MAX_CONTAINERS];
+    uint32_t container_count;
+    struct fake_container init_containers[FAKE_MAX_CONTAINERS];
+    uint32_t init_container_count;
+    uint32_t scheduling_gate_count;
+    /* nodeSelector: every pair must be a node label. */
+    struct fake_kv node_selector[FAKE_MAX_KV];
+    uint32_t node_selector_count;
+    struct fake_preferred preferred[FAKE_MAX_PREFERRED];
+    uint32_t preferred_count;
+    struct fake_toleration tolerations[FAKE_MAX_TOLERATIONS];
+    uint32_t toleration_count;
+};
+
+struct kc_node {
+    const char *name;
+    int64_t allocatable[KC_RESOURCE_MAX]; /* by resource id; 0 when the node lacks it */
+    int64_t requested[KC_RESOURCE_MAX];
+    uint32_t pod_count;
+    int unschedulable;
+    struct fake_kv labels[FAKE_MAX_KV];
+    uint32_t label_count;
+    struct fake_kv annotations[FAKE_MAX_KV];
+    uint32_t annotation_count;
+    kc_taint taints[FAKE_MAX_TAINTS];
+    uint32_t taint_count;
+    uint32_t index; /* set by fake_host_add_node */
+};
+
+struct fake_cycle_entry {
+    char *key;
+    void *data;
+    void (*free_fn)(void *);
+};
+
+struct kc_cycle {
+    struct fake_cycle_entry entries[FAKE_MAX_CYCLE_ENTRIES];
+    uint32_t entry_count;
+    char *reasons[FAKE_MAX_REASONS]; /* copies, in the order rejected */
+    uint32_t reason_count;
+    struct fake_kv annotations[FAKE_MAX_KV]; /* copies (owned) */
+    uint32_t annotation_count;
+    const kc_pod *bound_pod;
+    const kc_node *bound_node;
+};
+
+struct kc_waiting_pod {
+    const kc_pod *pod;
+    const char *node_name;
+    int allowed;  /* number of allow calls */
+    int rejected; /* number of reject calls */
+    char message[FAKE_LOG_SIZE];
+};
+
+/* How often the plugin called each host function since fake_host_reset(). */
+struct fake_calls {
+    uint32_t resource_id;
+    uint32_t resource_name;
+    uint32_t pod_request;
+    uint32_t pod_request_count;
+    uint32_t pod_request_at;
+    uint32_t cycle_set;
+    uint32_t cycle_get;
+    uint32_t cycle_reject;
+    uint32_t bind;
+    uint32_t log;
+};
+
+/* Everything the fake host knows, reset by fake_host_reset(). Tests read and set it. */
+struct fake_host_state {
+    struct fake_calls calls;
+    int bind_result;        /* what bind returns: 0, or a negative errno */
+    const kc_pod *last_bound_pod;
+    const kc_node *last_bound_node;
+    int64_t now_ms;
+    kc_log_level last_log_level;
+    char last_log[FAKE_LOG_SIZE]; /* "plugin: message" of the last log line */
+    uint32_t log_count;
+    kc_node *nodes[FAKE_MAX_NODES];
+    uint32_t node_count;
+    kc_waiting_pod waiting[FAKE_MAX_WAITING];
+    uint32_t waiting_count;
+};
+
+extern struct fake_host_state fake_host;
+
+/* The table to give a plugin's init. Full size: every ABI 1.0 member is set. */
+const kc_host_api *fake_host_api(void);
+
+/* Clear counters, nodes, waiting pods and the log; forget interned resources beyond the
+ * four fixed ids. Call at the start of each test. */
+void fake_host_reset(void);
+/* Free what the fake host allocated for itself (interned names), e.g. in a group teardown,
+ * so valgrind reports only the plugin's own leaks. */
+void fake_host_release(void);
+
+/* Fill pod with zeros and the given identity. uid defaults to "<ns>/<name>". */
+void fake_pod_init(kc_pod *pod, const char *namespace_name, const char *name);
+/* Set the pod's effective request for a resource by name (interning it). */
+void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value);
+
+void fake_node_init(kc_node *node, const char *name);
+void fake_node_set_allocatable(kc_node *node, const char *resource, int64_t value);
+void fake_node_set_requested(kc_node *node, const char *resource, int64_t value);
+/* Register node so node_count/node_at/node_by_name see it; sets node->index. */
+void fake_host_add_node(kc_node *node);
+
+/* Add a pod held in Permit on node_name; returns the handle. */
+kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name);
+
+void fake_cycle_init(kc_cycle *cycle);
+/* Run the free functions of the cycle state and drop reasons and annotations. */
+void fake_cycle_clear(kc_cycle *cycle);
+/* How many times reason was rejected in this cycle. */
+uint32_t fake_cycle_reason_count(const kc_cycle *cycle, const char *reason);
+
+#endif

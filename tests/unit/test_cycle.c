@@ -1,0 +1,362 @@
+/* The scheduling and binding cycles, proven with two recording plugins: phase order,
+ * Unreserve order, Permit wait/allow/timeout, parking and requeue, backoff growth. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "resource_table.h"
+#include "scheduler.h"
+
+struct harness {
+    struct scheduler sched;
+    struct config cfg;
+    struct plugin_config plugins[3];
+    char args[2][768];
+    char log_path[64];
+    int64_t now;
+    char bound_node[64];
+    int bound_count;
+    int unschedulable_count;
+};
+
+static int64_t fake_now(void *ctx)
+{
+    return ((struct harness *)ctx)->now;
+}
+
+static int sink_bind(void *ctx, const struct pod *pod, const char *node,
+                     const struct kv_list *annotations)
+{
+    struct harness *h = ctx;
+    snprintf(h->bound_node, sizeof(h->bound_node), "%s", node);
+    return 0;
+}
+
+static void sink_unschedulable(void *ctx, const struct pod *pod, const char *message)
+{
+    ((struct harness *)ctx)->unschedulable_count++;
+}
+
+static void sink_bound(void *ctx, const struct pod *pod, const char *node)
+{
+    ((struct harness *)ctx)->bound_count++;
+}
+
+static struct node *make_node(const char *name)
+{
+    struct node *n = node_new();
+    n->name = strdup(name);
+    res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
+    res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, 8ll << 30);
+    res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+    return n;
+}
+
+static struct pod *make_pod(const char *name)
+{
+    struct pod *p = pod_new();
+    p->name = strdup(name);
+    p->namespace = strdup("default");
+    p->scheduler_name = strdup("kcycle");
+    assert_int_equal(pod_finish(p), 0);
+    return p;
+}
+
+/* Opens a scheduler with recorder (args a), recorder2 (args b) and defaultbinder. */
+static struct harness *harness_open(const char *a, const char *b, int nodes)
+{
+    struct harness *h = calloc(1, sizeof(*h));
+    snprintf(h->log_path, sizeof(h->log_path), "/tmp/kcycle-test-cycle-XXXXXX");
+    int fd = mkstemp(h->log_path);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(h->args[0], sizeof(h->args[0]), "{\"log\": \"%s\", %s}", h->log_path, a);
+    snprintf(h->args[1], sizeof(h->args[1]), "{\"log\": \"%s\", %s}", h->log_path, b);
+    const char *names[3] = {"recorder", "recorder2", "defaultbinder"};
+    const char *paths[3] = {KC_TEST_PLUGIN_DIR "/recorder.so", KC_TEST_PLUGIN_DIR "/recorder2.so",
+                            KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so"};
+    for (int i = 0; i < 3; i++) {
+        h->plugins[i].name = (char *)names[i];
+        h->plugins[i].path = (char *)paths[i];
+        h->plugins[i].weight = 1;
+        h->plugins[i].required = true;
+        h->plugins[i].args_json = i < 2 ? h->args[i] : (char *)"{}";
+    }
+    h->cfg.scheduler_name = (char *)"kcycle";
+    h->cfg.plugins = h->plugins;
+    h->cfg.plugin_count = 3;
+    h->cfg.seed = 1;
+    h->cfg.pod_initial_backoff_ms = 1000;
+    h->cfg.pod_max_backoff_ms = 10000;
+    h->cfg.unschedulable_flush_ms = 5 * 60 * 1000;
+    struct scheduler_sink sink = {h, sink_bind, sink_unschedulable, sink_bound};
+    struct scheduler_clock clock = {h, fake_now};
+    struct kc_error err = {{0}};
+    int rc = scheduler_open(&h->sched, &h->cfg, NULL, &sink, &clock, &err);
+    if (rc != 0)
+        fail_msg("scheduler_open: %s", err.message);
+    for (int i = 0; i < nodes; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "node-%d", i);
+        assert_int_equal(scheduler_node_add(&h->sched, make_node(name)), 0);
+    }
+    return h;
+}
+
+static void harness_close(struct harness *h)
+{
+    scheduler_close(&h->sched);
+    unlink(h->log_path);
+    free(h);
+}
+
+/* The log as one string with lines joined by ", " (without the pod name column). */
+static char *read_log(struct harness *h)
+{
+    FILE *f = fopen(h->log_path, "r");
+    assert_non_null(f);
+    static char out[8192];
+    out[0] = '\0';
+    char line[256];
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char plugin[64], phase[64], pod[64];
+        if (sscanf(line, "%63s %63s %63s", plugin, phase, pod) != 3)
+            continue;
+        if (out[0] != '\0')
+            strcat(out, ", ");
+        strcat(out, plugin);
+        strcat(out, ":");
+        strcat(out, phase);
+    }
+    fclose(f);
+    return out;
+}
+
+static void clear_log(struct harness *h)
+{
+    FILE *f = fopen(h->log_path, "w");
+    fclose(f);
+}
+
+static struct sched_pod *pending(struct harness *h, const char *name)
+{
+    char uid[128];
+    snprintf(uid, sizeof(uid), "default/%s", name);
+    return strmap_get(&h->sched.pods, uid);
+}
+
+static void test_successful_cycle_runs_every_phase_in_order(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 2);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 1);
+    assert_string_equal(
+        read_log(h),
+        "recorder:PreFilter, recorder2:PreFilter, "
+        "recorder:Filter, recorder2:Filter, recorder:Filter, recorder2:Filter, "
+        "recorder:PreScore, recorder2:PreScore, "
+        "recorder:Score, recorder:Score, recorder:NormalizeScore, "
+        "recorder2:Score, recorder2:Score, recorder2:NormalizeScore, "
+        "recorder:Reserve, recorder2:Reserve, recorder:Permit, recorder2:Permit, "
+        "recorder:PreBind, recorder2:PreBind, recorder:Bind, recorder2:Bind, "
+        "recorder:PostBind, recorder2:PostBind");
+    assert_int_equal(h->bound_count, 1);
+    assert_true(strncmp(h->bound_node, "node-", 5) == 0);
+    const char *node = NULL, *reason = NULL;
+    assert_int_equal(scheduler_pod_status(&h->sched, "default/p", &node, &reason), 1);
+    assert_string_equal(node, h->bound_node);
+    /* the node accounts for the pod once, as assigned (no longer assumed) */
+    struct cache_node *cn = cache_node(&h->sched.cache, h->bound_node);
+    assert_int_equal(cn->pod_count, 1);
+    assert_false(cache_pod(&h->sched.cache, "default/p")->assumed);
+    harness_close(h);
+}
+
+static void test_permit_rejection_unreserves_in_reverse_order(void **state)
+{
+    struct harness *h = harness_open("\"permit\": \"allow\"", "\"permit\": \"reject\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_string_equal(read_log(h),
+                        "recorder:PreFilter, recorder2:PreFilter, recorder:Filter, "
+                        "recorder2:Filter, recorder:Reserve, recorder2:Reserve, "
+                        "recorder:Permit, recorder2:Permit, "
+                        "recorder2:Unreserve, recorder:Unreserve");
+    struct sched_pod *sp = pending(h, "p");
+    assert_non_null(sp);
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "recorder2 rejected the pod in Permit");
+    assert_int_equal(h->unschedulable_count, 1);
+    /* the reservation is gone from the cache */
+    assert_null(cache_pod(&h->sched.cache, "default/p"));
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 0);
+    harness_close(h);
+}
+
+static void test_permit_wait_then_allow_binds(void **state)
+{
+    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000",
+                                     "\"permit\": \"allow\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(h->sched.waiting_count, 1);
+    assert_int_equal(pending(h, "p")->state, SP_WAITING);
+    assert_int_equal(h->bound_count, 0);
+    /* while waiting, the pod holds its node in the cache */
+    assert_true(cache_pod(&h->sched.cache, "default/p")->assumed);
+    clear_log(h);
+    h->now += 1000;
+    kc_waiting_pod *w = h->sched.host.waiting_pod_get("default/p");
+    assert_non_null(w);
+    assert_string_equal(h->sched.host.waiting_pod_node(w), "node-0");
+    assert_int_equal(h->sched.host.waiting_pod_allow(w, "recorder"), 0);
+    assert_int_equal(scheduler_tick(&h->sched), 1);
+    assert_string_equal(read_log(h), "recorder:PreBind, recorder2:PreBind, recorder:Bind, "
+                                     "recorder2:Bind, recorder:PostBind, recorder2:PostBind");
+    assert_int_equal(h->bound_count, 1);
+    assert_int_equal(h->sched.waiting_count, 0);
+    harness_close(h);
+}
+
+static void test_permit_wait_times_out_and_unreserves(void **state)
+{
+    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000",
+                                     "\"permit\": \"allow\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_next_due(&h->sched), 5000);
+    clear_log(h);
+    h->now = 4999;
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(h->sched.waiting_count, 1);
+    h->now = 5000;
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(h->sched.waiting_count, 0);
+    assert_string_equal(read_log(h), "recorder2:Unreserve, recorder:Unreserve");
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "rejected due to timeout after waiting 5s at plugin recorder");
+    assert_int_equal(h->sched.stats.permit_timeouts, 1);
+    assert_null(cache_pod(&h->sched.cache, "default/p"));
+    harness_close(h);
+}
+
+static void test_filter_rejection_parks_until_node_added(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 3);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "0/3 nodes are available: 3 node(s) rejected by recorder.");
+    assert_true(sp->rejectors & 1);
+    /* nothing moves it while nothing happens (before the 5 minute flush) */
+    h->now = 60 * 1000;
+    scheduler_tick(&h->sched);
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 0);
+    /* a node-added event brings it back (backoff of 1 s already passed: straight to active) */
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-new")), 0);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(sp->attempts, 2);
+    assert_string_equal(sp->reason, "0/4 nodes are available: 4 node(s) rejected by recorder.");
+    harness_close(h);
+}
+
+static void test_parked_pod_still_in_backoff_goes_to_backoff_queue(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    h->now = 500;
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-new")), 0);
+    assert_int_equal(sp->state, SP_BACKOFF);
+    assert_int_equal(sp->backoff_until_ms, 1000);
+    h->now = 1000;
+    scheduler_tick(&h->sched);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    harness_close(h);
+}
+
+static void test_unschedulable_pods_are_flushed_after_five_minutes(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    h->now = 5 * 60 * 1000 - 1;
+    scheduler_tick(&h->sched);
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    h->now = 5 * 60 * 1000;
+    scheduler_tick(&h->sched);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    harness_close(h);
+}
+
+static void test_backoff_doubles_from_one_second_to_ten(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"error\"", "\"filter\": \"accept\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    const int64_t expected[] = {1000, 2000, 4000, 8000, 10000, 10000, 10000};
+    int64_t last = h->now;
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++) {
+        assert_int_equal(sp->state, SP_BACKOFF);
+        /* not a millisecond early */
+        h->now = sp->backoff_until_ms - 1;
+        scheduler_tick(&h->sched);
+        assert_int_equal(scheduler_schedule_one(&h->sched), 0);
+        h->now = sp->backoff_until_ms;
+        scheduler_tick(&h->sched);
+        assert_int_equal(h->now - last, expected[i]);
+        last = h->now;
+        assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    }
+    assert_int_equal(h->sched.stats.error_attempts, 8);
+    assert_non_null(strstr(sp->reason, "plugin recorder failed in Filter"));
+    harness_close(h);
+}
+
+static void test_pod_deleted_while_waiting_is_released(void **state)
+{
+    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000",
+                                     "\"permit\": \"allow\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_pod_delete(&h->sched, "default/p"), 0);
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->sched.waiting_count, 0);
+    assert_null(pending(h, "p"));
+    assert_null(cache_pod(&h->sched.cache, "default/p"));
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 0);
+    harness_close(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_successful_cycle_runs_every_phase_in_order),
+        cmocka_unit_test(test_permit_rejection_unreserves_in_reverse_order),
+        cmocka_unit_test(test_permit_wait_then_allow_binds),
+        cmocka_unit_test(test_permit_wait_times_out_and_unreserves),
+        cmocka_unit_test(test_filter_rejection_parks_until_node_added),
+        cmocka_unit_test(test_parked_pod_still_in_backoff_goes_to_backoff_queue),
+        cmocka_unit_test(test_unschedulable_pods_are_flushed_after_five_minutes),
+        cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),
+        cmocka_unit_test(test_pod_deleted_while_waiting_is_released),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
