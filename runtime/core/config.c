@@ -542,6 +542,12 @@ static int read_scalars(const struct tree *root, struct config *cfg, struct kc_e
 
 static int apply_tree(const struct tree *root, struct config *cfg, struct kc_error *err)
 {
+    if (root->type != TREE_MAP) {
+        return kc_error_set(err, -EINVAL, "%s:%u:%u: the scheduler configuration is %s; "
+                            "expected a map of settings such as schedulerName", root->file,
+                            root->line, root->column,
+                            root->type == TREE_SEQ ? "a list" : "a single value");
+    }
     int rc = tree_check_keys(root, "the scheduler configuration", top_keys, err);
     if (rc == 0)
         rc = read_scalars(root, cfg, err);

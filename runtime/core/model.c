@@ -822,10 +822,10 @@ static int read_affinity(const struct tree *spec, struct node_affinity *out,
                          struct kc_error *err)
 {
     const struct tree *affinity, *node_affinity;
-    int rc = optional_map(spec, "affinity", "spec.affinity", &affinity, err);
+    int rc = optional_map(spec, "affinity", "affinity", &affinity, err);
     if (rc < 0 || affinity == NULL)
         return rc;
-    rc = optional_map(affinity, "nodeAffinity", "spec.affinity.nodeAffinity", &node_affinity,
+    rc = optional_map(affinity, "nodeAffinity", "affinity.nodeAffinity", &node_affinity,
                       err);
     if (rc < 0 || node_affinity == NULL)
         return rc;
@@ -866,38 +866,38 @@ static int read_toleration_op(const struct tree *map, enum toleration_op *out,
     if (t == NULL)
         return 0;
     const char *s;
-    int rc = tree_string(t, "toleration operator", &s, err);
+    int rc = tree_string(t, "operator", &s, err);
     if (rc < 0)
         return rc;
     if (strcmp(s, "Exists") == 0)
         *out = TOLERATION_EXISTS;
     else if (strcmp(s, "Equal") != 0 && s[0] != '\0')
-        return fail(t, err, -EINVAL, "toleration operator", "unknown operator \"%s\" "
+        return fail(t, err, -EINVAL, "operator", "unknown operator \"%s\" "
                     "(use Equal or Exists)", s);
     return 0;
 }
 
 static int read_toleration(const struct tree *t, struct toleration *tol, struct kc_error *err)
 {
-    int rc = expect(t, TREE_MAP, "spec.tolerations", err);
+    int rc = expect(t, TREE_MAP, "tolerations", err);
     if (rc == 0)
-        rc = read_string(t, "key", "toleration key", &tol->key, err);
+        rc = read_string(t, "key", "key", &tol->key, err);
     if (rc == 0)
-        rc = read_string(t, "value", "toleration value", &tol->value, err);
+        rc = read_string(t, "value", "value", &tol->value, err);
     if (rc == 0)
         rc = read_toleration_op(t, &tol->op, err);
     const struct tree *effect = field(t, "effect");
     if (rc == 0 && effect != NULL)
-        rc = parse_effect(effect, "toleration effect", true, &tol->effect, err);
+        rc = parse_effect(effect, "effect", true, &tol->effect, err);
     const struct tree *seconds = field(t, "tolerationSeconds");
     if (rc == 0 && seconds != NULL) {
         tol->has_seconds = true;
         rc = tree_int64(seconds, "tolerationSeconds", &tol->seconds, err);
     }
     if (rc == 0 && tol->key == NULL && (tol->key = strdup("")) == NULL)
-        rc = no_memory(t, err, "toleration key");
+        rc = no_memory(t, err, "key");
     if (rc == 0 && tol->value == NULL && (tol->value = strdup("")) == NULL)
-        rc = no_memory(t, err, "toleration value");
+        rc = no_memory(t, err, "value");
     return rc;
 }
 
@@ -906,7 +906,7 @@ static int read_tolerations(const struct tree *spec, struct pod *pod, struct kc_
     const struct tree *list = field(spec, "tolerations");
     if (list == NULL)
         return 0;
-    int rc = alloc_list(list, "spec.tolerations", sizeof(*pod->tolerations),
+    int rc = alloc_list(list, "tolerations", sizeof(*pod->tolerations),
                         (void **)&pod->tolerations, &pod->toleration_count, err);
     for (uint32_t i = 0; rc == 0 && i < pod->toleration_count; i++)
         rc = read_toleration(list->items[i], &pod->tolerations[i], err);
@@ -915,21 +915,21 @@ static int read_tolerations(const struct tree *spec, struct pod *pod, struct kc_
 
 static int read_taint(const struct tree *t, struct taint *taint, struct kc_error *err)
 {
-    int rc = expect(t, TREE_MAP, "spec.taints", err);
+    int rc = expect(t, TREE_MAP, "taints", err);
     if (rc == 0 && field(t, "key") == NULL)
-        rc = fail(t, err, -EINVAL, "spec.taints", "key is required");
+        rc = fail(t, err, -EINVAL, "taints", "key is required");
     if (rc == 0)
-        rc = read_string(t, "key", "taint key", &taint->key, err);
+        rc = read_string(t, "key", "key", &taint->key, err);
     if (rc == 0)
-        rc = read_string(t, "value", "taint value", &taint->value, err);
+        rc = read_string(t, "value", "value", &taint->value, err);
     if (rc == 0 && taint->value == NULL && (taint->value = strdup("")) == NULL)
-        rc = no_memory(t, err, "taint value");
+        rc = no_memory(t, err, "value");
     const struct tree *effect = field(t, "effect");
     if (rc == 0 && effect == NULL)
-        rc = fail(t, err, -EINVAL, "spec.taints", "effect is required (NoSchedule, "
+        rc = fail(t, err, -EINVAL, "taints", "effect is required (NoSchedule, "
                   "PreferNoSchedule or NoExecute)");
     if (rc == 0)
-        rc = parse_effect(effect, "taint effect", false, &taint->effect, err);
+        rc = parse_effect(effect, "effect", false, &taint->effect, err);
     return rc;
 }
 
@@ -938,10 +938,10 @@ static int read_taint(const struct tree *t, struct taint *taint, struct kc_error
 static int read_container(const struct tree *t, bool init, struct container *c,
                           struct kc_error *err)
 {
-    const char *what = init ? "spec.initContainers" : "spec.containers";
+    const char *what = init ? "initContainers" : "containers";
     int rc = expect(t, TREE_MAP, what, err);
     if (rc == 0)
-        rc = read_string(t, "name", "container name", &c->name, err);
+        rc = read_string(t, "name", "name", &c->name, err);
     const struct tree *resources = NULL;
     if (rc == 0)
         rc = optional_map(t, "resources", "resources", &resources, err);
@@ -976,15 +976,15 @@ static int read_gates(const struct tree *spec, struct pod *pod, struct kc_error 
     const struct tree *list = field(spec, "schedulingGates");
     if (list == NULL)
         return 0;
-    int rc = alloc_list(list, "spec.schedulingGates", sizeof(char *),
+    int rc = alloc_list(list, "schedulingGates", sizeof(char *),
                         (void **)&pod->scheduling_gates, &pod->scheduling_gate_count, err);
     for (uint32_t i = 0; rc == 0 && i < pod->scheduling_gate_count; i++) {
         const struct tree *gate = list->items[i];
-        rc = expect(gate, TREE_MAP, "spec.schedulingGates", err);
+        rc = expect(gate, TREE_MAP, "schedulingGates", err);
         if (rc == 0 && field(gate, "name") == NULL)
-            rc = fail(gate, err, -EINVAL, "spec.schedulingGates", "name is required");
+            rc = fail(gate, err, -EINVAL, "schedulingGates", "name is required");
         if (rc == 0)
-            rc = read_string(gate, "name", "schedulingGates name", &pod->scheduling_gates[i],
+            rc = read_string(gate, "name", "name", &pod->scheduling_gates[i],
                              err);
     }
     return rc;
@@ -997,10 +997,10 @@ static int read_name(const struct tree *meta, char **out, struct kc_error *err)
 {
     const struct tree *t = field(meta, "name");
     if (t == NULL)
-        return fail(meta, err, -EINVAL, "metadata.name", "is required");
-    int rc = read_string(meta, "name", "metadata.name", out, err);
+        return fail(meta, err, -EINVAL, "name", "is required");
+    int rc = read_string(meta, "name", "name", out, err);
     if (rc == 0 && (*out)[0] == '\0')
-        rc = fail(t, err, -EINVAL, "metadata.name", "must not be empty");
+        rc = fail(t, err, -EINVAL, "name", "must not be empty");
     return rc;
 }
 
@@ -1011,20 +1011,20 @@ static int read_pod_metadata(const struct tree *root, struct pod *pod, struct kc
     if (rc == 0)
         rc = read_name(meta, &pod->name, err);
     if (rc == 0)
-        rc = read_string(meta, "namespace", "metadata.namespace", &pod->namespace, err);
+        rc = read_string(meta, "namespace", "namespace", &pod->namespace, err);
     if (rc == 0)
-        rc = read_string(meta, "uid", "metadata.uid", &pod->uid, err);
+        rc = read_string(meta, "uid", "uid", &pod->uid, err);
     if (rc == 0)
-        rc = read_kv_map(meta, "labels", "metadata.labels", &pod->labels, err);
+        rc = read_kv_map(meta, "labels", "labels", &pod->labels, err);
     if (rc == 0)
-        rc = read_kv_map(meta, "annotations", "metadata.annotations", &pod->annotations, err);
+        rc = read_kv_map(meta, "annotations", "annotations", &pod->annotations, err);
     bool present;
     if (rc == 0)
-        rc = read_timestamp(meta, "creationTimestamp", "metadata.creationTimestamp", &present,
+        rc = read_timestamp(meta, "creationTimestamp", "creationTimestamp", &present,
                             &pod->creation_ms, err);
     int64_t deleted_ms;
     if (rc == 0)
-        rc = read_timestamp(meta, "deletionTimestamp", "metadata.deletionTimestamp",
+        rc = read_timestamp(meta, "deletionTimestamp", "deletionTimestamp",
                             &pod->deleting, &deleted_ms, err);
     return rc;
 }
@@ -1032,7 +1032,7 @@ static int read_pod_metadata(const struct tree *root, struct pod *pod, struct kc
 static int read_priority(const struct tree *spec, struct pod *pod, struct kc_error *err)
 {
     const struct tree *t = field(spec, "priority");
-    return t == NULL ? 0 : read_int32(t, "spec.priority", INT32_MIN, INT32_MAX, &pod->priority,
+    return t == NULL ? 0 : read_int32(t, "priority", INT32_MIN, INT32_MAX, &pod->priority,
                                       err);
 }
 
@@ -1042,13 +1042,13 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
     int rc = optional_map(root, "spec", "spec", &spec, err);
     if (rc < 0 || spec == NULL)
         return rc;
-    rc = read_string(spec, "nodeName", "spec.nodeName", &pod->node_name, err);
+    rc = read_string(spec, "nodeName", "nodeName", &pod->node_name, err);
     if (rc == 0)
-        rc = read_string(spec, "schedulerName", "spec.schedulerName", &pod->scheduler_name, err);
+        rc = read_string(spec, "schedulerName", "schedulerName", &pod->scheduler_name, err);
     if (rc == 0)
         rc = read_priority(spec, pod, err);
     if (rc == 0)
-        rc = read_kv_map(spec, "nodeSelector", "spec.nodeSelector", &pod->node_selector, err);
+        rc = read_kv_map(spec, "nodeSelector", "nodeSelector", &pod->node_selector, err);
     if (rc == 0)
         rc = read_affinity(spec, &pod->affinity, err);
     if (rc == 0)
@@ -1061,7 +1061,7 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
         rc = read_containers(spec, true, &pod->init_containers, &pod->init_container_count,
                              err);
     if (rc == 0)
-        rc = read_res_field(spec, "overhead", "spec.overhead", &pod->overhead, err);
+        rc = read_res_field(spec, "overhead", "overhead", &pod->overhead, err);
     if (rc == 0 && pod->node_name != NULL && pod->node_name[0] == '\0') {
         free(pod->node_name);
         pod->node_name = NULL;
@@ -1080,7 +1080,7 @@ static int read_pod_status(const struct tree *root, struct pod *pod, struct kc_e
     if (rc < 0 || status == NULL || (phase = field(status, "phase")) == NULL)
         return rc;
     const char *s;
-    rc = tree_string(phase, "status.phase", &s, err);
+    rc = tree_string(phase, "phase", &s, err);
     if (rc < 0)
         return rc;
     for (int i = 0; i <= POD_UNKNOWN; i++) {
@@ -1089,7 +1089,7 @@ static int read_pod_status(const struct tree *root, struct pod *pod, struct kc_e
             return 0;
         }
     }
-    return fail(phase, err, -EINVAL, "status.phase", "unknown phase \"%s\" (Pending, Running, "
+    return fail(phase, err, -EINVAL, "phase", "unknown phase \"%s\" (Pending, Running, "
                 "Succeeded, Failed or Unknown)", s);
 }
 
@@ -1126,13 +1126,13 @@ static int read_node_metadata(const struct tree *root, struct node *node, struct
     if (rc == 0)
         rc = read_name(meta, &node->name, err);
     if (rc == 0)
-        rc = read_string(meta, "uid", "metadata.uid", &node->uid, err);
+        rc = read_string(meta, "uid", "uid", &node->uid, err);
     if (rc == 0)
-        rc = read_kv_map(meta, "labels", "metadata.labels", &node->labels, err);
+        rc = read_kv_map(meta, "labels", "labels", &node->labels, err);
     if (rc == 0)
-        rc = read_kv_map(meta, "annotations", "metadata.annotations", &node->annotations, err);
+        rc = read_kv_map(meta, "annotations", "annotations", &node->annotations, err);
     if (rc == 0 && node->uid == NULL && (node->uid = strdup(node->name)) == NULL)
-        rc = no_memory(meta, err, "metadata.uid");
+        rc = no_memory(meta, err, "uid");
     return rc;
 }
 
@@ -1142,11 +1142,11 @@ static int read_node_spec(const struct tree *root, struct node *node, struct kc_
     int rc = optional_map(root, "spec", "spec", &spec, err);
     if (rc < 0 || spec == NULL)
         return rc;
-    rc = read_bool(spec, "unschedulable", "spec.unschedulable", &node->unschedulable, err);
+    rc = read_bool(spec, "unschedulable", "unschedulable", &node->unschedulable, err);
     const struct tree *list = field(spec, "taints");
     if (rc < 0 || list == NULL)
         return rc;
-    rc = alloc_list(list, "spec.taints", sizeof(*node->taints), (void **)&node->taints,
+    rc = alloc_list(list, "taints", sizeof(*node->taints), (void **)&node->taints,
                     &node->taint_count, err);
     for (uint32_t i = 0; rc == 0 && i < node->taint_count; i++)
         rc = read_taint(list->items[i], &node->taints[i], err);
@@ -1161,9 +1161,9 @@ static int read_node_status(const struct tree *root, struct node *node, struct k
     if (rc < 0 || status == NULL)
         return rc;
     if (field(status, "allocatable") != NULL)
-        return read_res_field(status, "allocatable", "status.allocatable", &node->allocatable,
+        return read_res_field(status, "allocatable", "allocatable", &node->allocatable,
                               err);
-    return read_res_field(status, "capacity", "status.capacity", &node->allocatable, err);
+    return read_res_field(status, "capacity", "capacity", &node->allocatable, err);
 }
 
 int node_from_tree(const struct tree *t, struct node **out, struct kc_error *err)

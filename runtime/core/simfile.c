@@ -564,18 +564,23 @@ static int named_compare(const void *a, const void *b)
     return c;
 }
 
+static void position(const struct tree *t, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s:%u:%u", t->file != NULL ? t->file : "<input>", t->line, t->column);
+}
+
 static int report_duplicate(const struct named *first, const struct named *again,
                             const char *kind, struct kc_error *err)
 {
-    const struct tree *at = first->at;
-    char where[400];
-    snprintf(where, sizeof(where), "%s:%u:%u", at->file != NULL ? at->file : "<input>",
-             at->line, at->column);
+    char here[400], there[400], name[600];
+    position(again->at, here, sizeof(here));
+    position(first->at, there, sizeof(there));
     if (first->ns[0] == '\0')
-        return fail(again->at, err, -EINVAL, kind, "\"%s\" is defined twice (first at %s)",
-                    again->name, where);
-    return fail(again->at, err, -EINVAL, kind, "\"%s/%s\" is defined twice (first at %s)",
-                again->ns, again->name, where);
+        snprintf(name, sizeof(name), "%s", again->name);
+    else
+        snprintf(name, sizeof(name), "%s/%s", again->ns, again->name);
+    return kc_error_set(err, -EINVAL, "%s: %s \"%s\" is defined twice (first at %s); %s names "
+                        "must be unique", here, kind, name, there, kind);
 }
 
 /* Sorts the list (by name, then file order) and reports the first repeated name. */
@@ -715,6 +720,8 @@ static int load_config(struct loader *l, const struct tree *root, const char *sc
     const struct tree *config = field(root, "config");
     l->scheduler_name = scheduler_name;
     if (config != NULL) {
+        /* config_load_tree starts from the defaults itself and overwrites its output. */
+        config_free(&spec->config);
         int rc = config_load_tree(config, &spec->config, l->err);
         if (rc < 0)
             return rc;

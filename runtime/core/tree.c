@@ -592,11 +592,14 @@ int tree_bool(const struct tree *t, const char *what, bool *out, struct kc_error
     int rc = want_scalar(t, what, expected, err);
     if (rc != 0)
         return rc;
-    if (!t->quoted && text_in(t->scalar, true_words)) {
+    if (t->quoted)
+        return value_error(t, what, err, "\"%.*s\" is quoted; expected %s", QUOTE_MAX,
+                           t->scalar, expected);
+    if (text_in(t->scalar, true_words)) {
         *out = true;
         return 0;
     }
-    if (!t->quoted && text_in(t->scalar, false_words)) {
+    if (text_in(t->scalar, false_words)) {
         *out = false;
         return 0;
     }
@@ -691,13 +694,10 @@ static int duration_number(const char **sp, int64_t unit_ms, int64_t *out)
 
 static bool is_plain_number(const char *s)
 {
-    const char *p = s;
-    while (*p >= '0' && *p <= '9')
-        p++;
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++)
-            ;
-    return *p == '\0' && p != s && strcmp(s, ".") != 0;
+    size_t whole = strspn(s, "0123456789");
+    bool point = s[whole] == '.';
+    size_t frac = point ? strspn(s + whole + 1, "0123456789") : 0;
+    return s[whole + point + frac] == '\0' && whole + frac > 0;
 }
 
 static int parse_duration_ms(const char *s, int64_t *out)

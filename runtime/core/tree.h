@@ -26,7 +26,11 @@ struct tree {
 };
 
 /* Parse a file or a buffer. The name is used in messages. On error *out is NULL and err says
- * "file:line:column: what". The caller frees the result with tree_free. */
+ * "file:line:column: what": -EINVAL for bad syntax, anchors/aliases, non-scalar or duplicate
+ * map keys and a second document; -errno when the file cannot be read; -ENOMEM. Only the first
+ * document is read; an empty one is an empty map. A buffer whose first non-blank character is
+ * '{' or '[' is JSON: its tabs become spaces, so tab-indented JSON loads. The caller frees the
+ * result with tree_free (any node frees its subtree; the root also frees the file name). */
 int tree_parse_file(const char *path, struct tree **out, struct kc_error *err);
 int tree_parse_buffer(const char *name, const char *data, size_t len, struct tree **out,
                       struct kc_error *err);
@@ -34,15 +38,19 @@ void tree_free(struct tree *t);
 
 /* Map lookup; NULL when t is not a map or has no such key. */
 const struct tree *tree_get(const struct tree *t, const char *key);
-/* A plain scalar that YAML reads as null (~, null, Null, NULL, or empty). */
+/* A plain scalar that YAML reads as null (~, null, Null, NULL, or empty). false for NULL. */
 bool tree_is_null(const struct tree *t);
 
 /* Typed reads of a scalar. Each returns 0 or -EINVAL with err naming file:line:column and
- * what, where `what` names the key for the user (e.g. "percentageOfNodesToScore"). */
+ * what, where `what` names the key for the user (e.g. "percentageOfNodesToScore"):
+ * "FILE:LINE:COL: key 'WHAT': problem; what is expected". A null, a map or a list is an error
+ * for all of them. Strings accept any other scalar and point into t. Integers are plain decimal
+ * int64, booleans plain true/True/TRUE/false/False/FALSE; quoted text is never either. */
 int tree_string(const struct tree *t, const char *what, const char **out, struct kc_error *err);
 int tree_int64(const struct tree *t, const char *what, int64_t *out, struct kc_error *err);
 int tree_bool(const struct tree *t, const char *what, bool *out, struct kc_error *err);
-/* Durations: "10s", "1.5s", "250ms", "2m", "1h", or a plain number of seconds. */
+/* Durations, Go's syntax without sign: units h, m, s, ms, chained as in "1h30m", with
+ * fractions ("1.5s"), or a plain number of seconds. Must come to whole milliseconds. */
 int tree_duration_ms(const struct tree *t, const char *what, int64_t *out, struct kc_error *err);
 /* A Kubernetes quantity (string or number) for resource_name, scaled as quantity_scale_for. */
 int tree_quantity(const struct tree *t, const char *resource_name, int64_t *out,
@@ -53,8 +61,9 @@ int tree_quantity(const struct tree *t, const char *resource_name, int64_t *out,
 int tree_check_keys(const struct tree *t, const char *what, const char *const *allowed,
                     struct kc_error *err);
 
-/* The subtree as compact JSON (plain scalars become numbers, true/false or null where YAML
- * would read them so). malloc'd; the caller frees it. NULL on allocation failure. */
+/* The subtree as compact JSON (plain scalars become numbers, true/false or null where YAML's
+ * 1.2 core schema reads them so: 42, 0x1F, 0o17, 1.5, 1e3, true, null, ~; quoted scalars stay
+ * strings). Key order is kept. malloc'd; the caller frees it. NULL on allocation failure. */
 char *tree_to_json(const struct tree *t);
 
 #endif

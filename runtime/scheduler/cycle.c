@@ -9,30 +9,34 @@
 
 _Thread_local struct reject_sink *cycle_filter_sink;
 
-void reasons_add(struct reason_count *reasons, uint32_t *count, const char *text)
+void reasons_add_count(struct reason_count *reasons, uint32_t *count, const char *text,
+                       uint32_t n)
 {
     for (uint32_t i = 0; i < *count; i++) {
         if (strcmp(reasons[i].text, text) == 0) {
-            reasons[i].count++;
+            reasons[i].count += n;
             return;
         }
     }
-    if (*count == CYCLE_MAX_REASONS)
-        text = "node(s) rejected for other reasons"; /* bounded: never grows per node */
-    for (uint32_t i = 0; i < *count; i++) {
-        if (strcmp(reasons[i].text, text) == 0) {
-            reasons[i].count++;
-            return;
-        }
-    }
-    char *copy = strdup(text);
-    if (copy == NULL || *count == CYCLE_MAX_REASONS) {
-        free(copy);
+    /* bounded: the last slot gathers whatever does not fit */
+    const char *other = "node(s) rejected for other reasons";
+    if (*count >= CYCLE_MAX_REASONS - 1 && strcmp(text, other) != 0) {
+        reasons_add_count(reasons, count, other, n);
         return;
     }
+    if (*count >= CYCLE_MAX_REASONS)
+        return;
+    char *copy = strdup(text);
+    if (copy == NULL)
+        return;
     reasons[*count].text = copy;
-    reasons[*count].count = 1;
+    reasons[*count].count = n;
     (*count)++;
+}
+
+void reasons_add(struct reason_count *reasons, uint32_t *count, const char *text)
+{
+    reasons_add_count(reasons, count, text, 1);
 }
 
 void reasons_clear(struct reason_count *reasons, uint32_t *count)

@@ -2,6 +2,9 @@
  * and the handling of cluster events, with kube-scheduler's semantics (DESIGN section 4). */
 #include "scheduler.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,11 +23,16 @@ struct scheduler *scheduler_current(void)
     return current_scheduler;
 }
 
-static int64_t monotonic_us(void)
+static int64_t monotonic_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t monotonic_us(void)
+{
+    return monotonic_ns() / 1000;
 }
 
 int64_t scheduler_now(const struct scheduler *s)
@@ -383,12 +391,15 @@ static int ensure_scratch(struct scheduler *s)
     uint32_t capacity = n < 64 ? 64 : n;
     uint32_t scorers = s->fw.phase_count[PHASE_SCORE] + 1;
     free(s->feasible);
+    free(s->feasible_flag);
     free(s->scores);
     free(s->totals);
     s->feasible = calloc(capacity, sizeof(*s->feasible));
+    s->feasible_flag = calloc(capacity, 1);
     s->scores = calloc((size_t)capacity * scorers, sizeof(*s->scores));
     s->totals = calloc(capacity, sizeof(*s->totals));
-    if (s->feasible == NULL || s->scores == NULL || s->totals == NULL) {
+    if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL ||
+        s->totals == NULL) {
         s->scratch_capacity = 0;
         return -ENOMEM;
     }
@@ -412,54 +423,150 @@ static uint32_t nodes_to_find(const struct scheduler *s, uint32_t n)
     return count < min_nodes ? min_nodes : count;
 }
 
-/* Filter over the nodes from the rotating start until enough are feasible. Returns the
- * feasible count, or -1 on a plugin error (the cycle's message says which). */
-static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip)
+/* Filter runs over the nodes from the rotating start index in chunks that the caller and the
+ * workers take in order. Every taken chunk completes, so the finished chunks are always a
+ * prefix of the order: once they hold `want` feasible nodes, the first `want` feasible nodes
+ * in order are among them, and the result is the same whatever the number of threads. */
+#define FILTER_CHUNK 32
+#define PARALLEL_MIN_NODES 512
+/* Threads pay off only when Filter is expensive: handing a job to the workers costs a few
+ * microseconds, cheap filters (resource fit) take tens of nanoseconds a node. */
+#define PARALLEL_MIN_WORK_NS 100000
+
+struct filter_job {
+    struct scheduler *s;
+    struct kc_cycle *cycle;
+    uint64_t skip;
+    uint32_t n, start, want, chunk_count;
+    _Atomic uint32_t next_chunk;
+    _Atomic uint32_t found;
+    _Atomic bool failed;
+    pthread_mutex_t error_lock;
+    char *error; /* first plugin error */
+};
+
+static void filter_worker(void *ctx, uint32_t worker)
 {
+    struct filter_job *job = ctx;
+    struct scheduler *s = job->s;
     struct framework *fw = &s->fw;
-    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    uint32_t n = s->cache.node_count;
-    uint32_t want = nodes_to_find(s, n);
-    uint32_t found = 0, processed = 0;
-    struct reject_sink sink = {s->reasons, &s->reason_count, 0};
+    const kc_pod *pod = (const kc_pod *)job->cycle->sp->pod;
+    struct worker_state *ws = &s->worker_state[worker];
+    struct reject_sink sink = {ws->reasons, &ws->reason_count, 0};
     cycle_filter_sink = &sink;
-    for (uint32_t k = 0; k < n && found < want; k++) {
-        uint32_t index = s->next_start_node + k;
-        if (index >= n)
-            index -= n;
-        const struct cache_node *cn = &s->cache.nodes[index];
-        processed++;
-        bool feasible = true;
-        for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
-            struct plugin *p = fw->phase[PHASE_FILTER][i];
-            if (skip & (1ull << p->index))
-                continue;
-            sink.calls = 0;
-            kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
-            if (st == KC_SUCCESS)
-                continue;
-            if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
-                cycle_filter_sink = NULL;
-                char *message = format("plugin %s failed in Filter on node %s (status %d)",
-                                       p->name, cn->node->name, (int)st);
-                cycle_fail(cycle, message != NULL ? message : "Filter failed");
-                free(message);
-                return -1;
-            }
-            if (sink.calls == 0) {
-                char reason[160];
-                snprintf(reason, sizeof(reason), "node(s) were rejected by plugin %s", p->name);
-                reasons_add(s->reasons, &s->reason_count, reason);
-            }
-            cycle->rejectors |= 1ull << p->index;
-            feasible = false;
+    for (;;) {
+        if (atomic_load_explicit(&job->found, memory_order_relaxed) >= job->want ||
+            atomic_load_explicit(&job->failed, memory_order_relaxed))
             break;
+        uint32_t chunk = atomic_fetch_add_explicit(&job->next_chunk, 1, memory_order_relaxed);
+        if (chunk >= job->chunk_count)
+            break;
+        uint32_t end = (chunk + 1) * FILTER_CHUNK < job->n ? (chunk + 1) * FILTER_CHUNK : job->n;
+        uint32_t found = 0;
+        for (uint32_t k = chunk * FILTER_CHUNK; k < end; k++) {
+            uint32_t index = job->start + k;
+            if (index >= job->n)
+                index -= job->n;
+            const struct cache_node *cn = &s->cache.nodes[index];
+            uint8_t feasible = 1;
+            for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
+                struct plugin *p = fw->phase[PHASE_FILTER][i];
+                if (job->skip & (1ull << p->index))
+                    continue;
+                sink.calls = 0;
+                kc_status st = p->ops.filter(p->self, job->cycle, pod, (const kc_node *)cn);
+                if (st == KC_SUCCESS)
+                    continue;
+                if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
+                    pthread_mutex_lock(&job->error_lock);
+                    if (job->error == NULL)
+                        job->error = format("plugin %s failed in Filter on node %s (status %d)",
+                                            p->name, cn->node->name, (int)st);
+                    pthread_mutex_unlock(&job->error_lock);
+                    atomic_store(&job->failed, true);
+                    cycle_filter_sink = NULL;
+                    return;
+                }
+                if (sink.calls == 0) {
+                    char reason[160];
+                    snprintf(reason, sizeof(reason), "node(s) were rejected by plugin %s",
+                             p->name);
+                    reasons_add(ws->reasons, &ws->reason_count, reason);
+                }
+                ws->rejectors |= 1ull << p->index;
+                feasible = 0;
+                break;
+            }
+            s->feasible_flag[k] = feasible;
+            found += feasible;
         }
-        if (feasible)
-            s->feasible[found++] = cn;
+        atomic_fetch_add_explicit(&job->found, found, memory_order_relaxed);
     }
     cycle_filter_sink = NULL;
-    s->next_start_node = n > 0 ? (s->next_start_node + processed) % n : 0;
+}
+
+/* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
+ * (the cycle's message says which). */
+static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip)
+{
+    uint32_t n = s->cache.node_count;
+    struct filter_job job = {
+        .s = s,
+        .cycle = cycle,
+        .skip = skip,
+        .n = n,
+        .start = s->next_start_node < n ? s->next_start_node : 0,
+        .want = nodes_to_find(s, n),
+        .chunk_count = (n + FILTER_CHUNK - 1) / FILTER_CHUNK,
+        .error_lock = PTHREAD_MUTEX_INITIALIZER,
+    };
+    uint32_t workers = s->workers.count + 1;
+    for (uint32_t w = 0; w < workers; w++) {
+        reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
+        s->worker_state[w].rejectors = 0;
+    }
+    bool parallel = s->workers.count > 0 &&
+                    (s->force_parallel || (n >= PARALLEL_MIN_NODES &&
+                                           s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
+    int64_t started = monotonic_ns();
+    if (parallel)
+        workers_run(&s->workers, filter_worker, &job);
+    else
+        filter_worker(&job, 0);
+    int64_t elapsed = monotonic_ns() - started;
+    for (uint32_t w = 0; w < workers; w++) {
+        struct worker_state *ws = &s->worker_state[w];
+        cycle->rejectors |= ws->rejectors;
+        for (uint32_t i = 0; i < ws->reason_count; i++)
+            reasons_add_count(s->reasons, &s->reason_count, ws->reasons[i].text,
+                              ws->reasons[i].count);
+    }
+    if (atomic_load(&job.failed)) {
+        cycle_fail(cycle, job.error != NULL ? job.error : "Filter failed");
+        free(job.error);
+        return -1;
+    }
+    /* the finished chunks are a prefix: collect the first `want` feasible nodes in order */
+    uint32_t done = atomic_load(&job.next_chunk) * FILTER_CHUNK;
+    if (done > n)
+        done = n;
+    uint32_t found = 0, processed = done;
+    for (uint32_t k = 0; k < done && found < job.want; k++) {
+        if (!s->feasible_flag[k])
+            continue;
+        uint32_t index = job.start + k;
+        if (index >= n)
+            index -= n;
+        s->feasible[found++] = &s->cache.nodes[index];
+        if (found == job.want)
+            processed = k + 1;
+    }
+    s->next_start_node = n > 0 ? (job.start + processed) % n : 0;
+    if (done > 0) {
+        /* cost of Filter per node and thread, smoothed, to decide about threads next time */
+        int64_t per_node = elapsed * (parallel ? workers : 1) / done;
+        s->filter_ns_per_node = (s->filter_ns_per_node * 7 + per_node) / 8;
+    }
     return found;
 }
 
@@ -871,6 +978,15 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     }
     for (uint32_t i = 0; i < s->fw.count; i++)
         s->requeue_masks[i] = s->fw.plugins[i].requeue_mask;
+    rc = workers_start(&s->workers, cfg->parallelism > 0 ? (uint32_t)cfg->parallelism : 0);
+    s->worker_state = calloc(s->workers.count + 1, sizeof(*s->worker_state));
+    if (rc < 0 || s->worker_state == NULL) {
+        workers_stop(&s->workers);
+        free(s->worker_state);
+        s->worker_state = NULL;
+        framework_close(&s->fw);
+        return kc_error_set(err, rc < 0 ? rc : -ENOMEM, "could not start Filter threads");
+    }
     queue_init(&s->queue, s->fw.queue_sort, cfg->pod_initial_backoff_ms, cfg->pod_max_backoff_ms,
                cfg->unschedulable_flush_ms);
     return 0;
@@ -906,11 +1022,19 @@ void scheduler_close(struct scheduler *s)
         if (s->assigned.entries[i].value != NULL)
             pod_free(s->assigned.entries[i].value);
     strmap_free(&s->assigned);
+    if (s->worker_state != NULL) {
+        uint32_t threads = s->workers.count + 1;
+        workers_stop(&s->workers);
+        for (uint32_t w = 0; w < threads; w++)
+            reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
+        free(s->worker_state);
+    }
     framework_close(&s->fw);
     queue_fini(&s->queue);
     cache_fini(&s->cache);
     reasons_clear(s->reasons, &s->reason_count);
     free(s->feasible);
+    free(s->feasible_flag);
     free(s->scores);
     free(s->totals);
     if (current_scheduler == s)

@@ -14,6 +14,7 @@
 #include "framework.h"
 #include "queue.h"
 #include "strmap.h"
+#include "workers.h"
 
 #define PERMIT_MAX_TIMEOUT_MS (15 * 60 * 1000)
 #define CYCLE_MAX_REASONS 64
@@ -79,6 +80,13 @@ struct scheduler_stats {
     uint64_t bind_failures;
 };
 
+/* What one Filter/Score thread accumulates during an attempt; merged by the caller. */
+struct worker_state {
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count;
+    uint64_t rejectors;
+};
+
 struct scheduler {
     struct config *cfg;   /* borrowed */
     struct framework fw;
@@ -92,6 +100,7 @@ struct scheduler {
     kc_host_api host;
     /* per-attempt scratch, sized to the node count, reused: no per-node allocation */
     const struct cache_node **feasible;
+    uint8_t *feasible_flag; /* by position from the start index */
     int64_t *scores;      /* plugin-major: scores[k * capacity + i] */
     int64_t *totals;
     uint32_t scratch_capacity;
@@ -105,6 +114,10 @@ struct scheduler {
     /* binding cycles ready to run */
     struct kc_cycle **binding;
     uint32_t binding_count, binding_capacity;
+    struct workers workers;
+    struct worker_state *worker_state; /* workers.count + 1 */
+    int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */
+    bool force_parallel;               /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
     int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */
 };

@@ -345,6 +345,78 @@ static void test_pod_deleted_while_waiting_is_released(void **state)
     harness_close(h);
 }
 
+/* Schedules 600 pods on 300 uneven nodes with the shipped plugins; returns the placements. */
+static char **place_all(int parallelism, bool force_parallel)
+{
+    static struct plugin_config plugins[3] = {
+        {.name = "prioritysort", .path = KC_PLUGIN_BUILD_DIR "/prioritysort/prioritysort.so",
+         .weight = 1, .required = true, .args_json = "{}"},
+        {.name = "noderesources", .path = KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so",
+         .weight = 1, .required = true, .args_json = "{}"},
+        {.name = "defaultbinder", .path = KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
+         .weight = 1, .required = true, .args_json = "{}"},
+    };
+    struct config cfg = {.scheduler_name = "kcycle", .plugins = plugins, .plugin_count = 3,
+                         .seed = 7, .parallelism = parallelism, .pod_initial_backoff_ms = 1000,
+                         .pod_max_backoff_ms = 10000, .unschedulable_flush_ms = 300000,
+                         .percentage_of_nodes_to_score = 0};
+    struct harness h = {0};
+    struct scheduler_sink sink = {&h, sink_bind, sink_unschedulable, sink_bound};
+    struct scheduler_clock clock = {&h, fake_now};
+    struct kc_error err = {{0}};
+    struct scheduler s;
+    if (scheduler_open(&s, &cfg, NULL, &sink, &clock, &err) != 0)
+        fail_msg("scheduler_open: %s", err.message);
+    s.force_parallel = force_parallel;
+    for (int i = 0; i < 300; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n-%03d", i);
+        struct node *n = make_node(name);
+        res_list_set(&n->allocatable, KC_RESOURCE_CPU, 500 + (i % 7) * 500);
+        assert_int_equal(scheduler_node_add(&s, n), 0);
+    }
+    char **placed = calloc(600, sizeof(char *));
+    for (int i = 0; i < 600; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p-%03d", i);
+        struct pod *p = make_pod(name);
+        p->containers = calloc(1, sizeof(*p->containers));
+        p->container_count = 1;
+        p->containers[0].name = strdup("c");
+        res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, 300 + (i % 5) * 400);
+        assert_int_equal(pod_finish(p), 0);
+        assert_int_equal(scheduler_pod_add(&s, p), 0);
+    }
+    while (scheduler_schedule_one(&s) > 0 || scheduler_busy(&s))
+        scheduler_tick(&s);
+    for (int i = 0; i < 600; i++) {
+        char uid[32];
+        const char *node = NULL, *reason = NULL;
+        snprintf(uid, sizeof(uid), "default/p-%03d", i);
+        scheduler_pod_status(&s, uid, &node, &reason);
+        placed[i] = strdup(node != NULL ? node : reason != NULL ? reason : "?");
+    }
+    scheduler_close(&s);
+    return placed;
+}
+
+static void test_parallel_filter_places_pods_as_sequential_filter(void **state)
+{
+    char **sequential = place_all(1, false);
+    char **parallel = place_all(2, true);
+    int bound = 0;
+    for (int i = 0; i < 600; i++) {
+        assert_string_equal(sequential[i], parallel[i]);
+        bound += strncmp(sequential[i], "n-", 2) == 0;
+        free(sequential[i]);
+        free(parallel[i]);
+    }
+    /* some fit and some do not: both paths were exercised */
+    assert_true(bound > 100 && bound < 600);
+    free(sequential);
+    free(parallel);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -357,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_unschedulable_pods_are_flushed_after_five_minutes),
         cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),
         cmocka_unit_test(test_pod_deleted_while_waiting_is_released),
+        cmocka_unit_test(test_parallel_filter_places_pods_as_sequential_filter),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

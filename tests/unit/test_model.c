@@ -361,7 +361,8 @@ static void bad_values_are_errors_with_position(void **state)
     assert_contains(err.message, "metadata");
 
     pod_error("metadata: {namespace: x}\n", &err);
-    assert_contains(err.message, "metadata.name");
+    assert_contains(err.message, "pod.yaml:1:11");
+    assert_contains(err.message, "'name': is required");
 
     pod_error("metadata: {name: p}\n"
               "spec:\n"

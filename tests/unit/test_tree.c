@@ -372,7 +372,8 @@ static void to_json_types_scalars_like_yaml_and_round_trips(void **state)
                               "\"exp\":1000.0,\"t\":true,\"F\":false,\"n\":null,\"e\":null,"
                               "\"tilde\":null,\"list\":[1,\"two\",3.0,false],"
                               "\"nested\":{\"a\":{\"b\":[]}},\"hex\":31,\"oct\":15,"
-                              "\"ver\":\"1.2.3\",\"yes\":\"yes\",\"text\":\"line \\\"one\\\"\\n\"}");
+                              "\"ver\":\"1.2.3\",\"yes\":\"yes\","
+                              "\"text\":\"line \\\"one\\\"\\n\"}");
     struct tree *again = parse_ok("args.json", json);
     char *json_again = tree_to_json(again);
     assert_string_equal(json_again, json);

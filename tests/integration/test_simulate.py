@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""kcycle-scheduler --simulate end to end: every pod bound or parked with a kube-style reason,
+no node over its allocatable, the same placements on every run, and clear errors for bad
+input files."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SCHEDULER, SOURCE = sys.argv[1], sys.argv[2]
+FAILURES = []
+PASSED = [0]
+REASON = re.compile(r"^0/\d+ nodes are available: .+\.$")
+
+
+def check(condition, message):
+    if condition:
+        PASSED[0] += 1
+        return
+    FAILURES.append(message)
+    print("FAIL: " + message)
+
+
+def quantity(text):
+    """The report writes cpu as cores or millicores and everything else as integers."""
+    if text.endswith("m"):
+        return int(text[:-1])
+    return int(text) * 1000 if "." not in text else int(float(text) * 1000)
+
+
+def simulate(path, tmp, extra=()):
+    report = os.path.join(tmp, "report.json")
+    run = subprocess.run([SCHEDULER, "--simulate", path, "--report", report, *extra],
+                         capture_output=True, text=True, timeout=60)
+    return run, report
+
+
+def check_report(name, report_path):
+    with open(report_path) as f:
+        report = json.load(f)
+    pods, nodes, summary = report["pods"], report["nodes"], report["summary"]
+    check(len(pods) == summary["pods"], f"{name}: pods listed == summary.pods")
+    bound = [p for p in pods if p["node"] is not None]
+    parked = [p for p in pods if p["node"] is None]
+    check(len(bound) == summary["scheduled"], f"{name}: bound pods == summary.scheduled")
+    for p in bound:
+        check(p["reason"] is None, f"{name}: bound pod {p['name']} has no reason")
+    for p in parked:
+        check(p["reason"] is not None and REASON.match(p["reason"]) is not None,
+              f"{name}: pod {p['namespace']}/{p['name']} parked with a kube-style reason, "
+              f"got {p['reason']!r}")
+    node_names = {n["name"] for n in nodes}
+    for p in bound:
+        check(p["node"] in node_names, f"{name}: {p['name']} bound to a known node")
+    for n in nodes:
+        for resource, requested in n["requested"].items():
+            allocatable = n["allocatable"].get(resource, "0")
+            check(quantity(requested) <= quantity(allocatable),
+                  f"{name}: node {n['name']} {resource} requested {requested} <= "
+                  f"allocatable {allocatable}")
+    return report
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for example in ("small.yaml", "small.json"):
+            path = os.path.join(SOURCE, "examples", "sim", example)
+            run, report_path = simulate(path, tmp)
+            check(run.returncode == 0, f"{example}: exit 0, stderr: {run.stderr}")
+            if run.returncode != 0:
+                continue
+            report = check_report(example, report_path)
+            check(report["summary"]["scheduled"] > 0, f"{example}: some pods scheduled")
+            check("Summary:" in run.stdout, f"{example}: summary printed")
+            # determinism: the same file and seed place every pod on the same node
+            again, again_path = simulate(path, tmp)
+            with open(again_path) as f:
+                second = json.load(f)
+            check([p["node"] for p in report["pods"]] == [p["node"] for p in second["pods"]],
+                  f"{example}: identical placements on a second run")
+
+        # The small example's two 64-CPU pods cannot fit anywhere.
+        run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", "small.yaml"), tmp)
+        with open(report_path) as f:
+            report = json.load(f)
+        huge = [p for p in report["pods"] if p["name"].startswith("huge")]
+        check(len(huge) == 2 and all(p["reason"] == "0/6 nodes are available: 6 Insufficient cpu."
+                                     for p in huge),
+              f"small.yaml: huge pods carry the cpu reason, got {huge}")
+
+        # A pod that fits nowhere until a larger node... is parked; pods beyond capacity too.
+        full = os.path.join(tmp, "full.yaml")
+        with open(full, "w") as f:
+            f.write("nodes:\n"
+                    "  - {name: n, count: 2, allocatable: {cpu: 1, memory: 1Gi, pods: 3}}\n"
+                    "workload:\n"
+                    "  - {name: p, count: 8, requests: {cpu: 100m}}\n"
+                    "  - {name: fat, requests: {memory: 2Gi}}\n")
+        run, report_path = simulate(full, tmp)
+        check(run.returncode == 0, f"full.yaml: exit 0, stderr: {run.stderr}")
+        report = check_report("full.yaml", report_path)
+        reasons = sorted({p["reason"] for p in report["pods"] if p["reason"]})
+        check(reasons == ["0/2 nodes are available: 2 Insufficient memory.",
+                          "0/2 nodes are available: 2 Too many pods."],
+              f"full.yaml: pods-per-node and memory reasons, got {reasons}")
+        check(report["summary"]["scheduled"] == 6, "full.yaml: 6 pods fit (3 per node)")
+
+        # A broken file names the file, line and column, and the key.
+        bad = os.path.join(tmp, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("nodes:\n  - name: n\n    allocatable: {cpu: lots}\n")
+        run, _ = simulate(bad, tmp)
+        check(run.returncode == 1, f"bad.yaml: exit 1, got {run.returncode}")
+        check(re.search(r"bad\.yaml:3:\d+:", run.stderr) is not None,
+              f"bad.yaml: error names file:line:column, got {run.stderr!r}")
+        check("cpu" in run.stderr, f"bad.yaml: error names the key, got {run.stderr!r}")
+
+    print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
