@@ -872,7 +872,20 @@ static bool is_yaml_float(const char *s)
     return *s == '\0';
 }
 
-static json_t *json_from_scalar(const struct tree *t)
+/* The fewest significant digits that print v so it reads back exactly. */
+static int shortest_digits(double v)
+{
+    char buf[40];
+    for (int digits = 1; digits < 17; digits++) {
+        snprintf(buf, sizeof(buf), "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return digits;
+    }
+    return 17;
+}
+
+/* precision: the most digits any real so far needs, so the dump is exact yet "0.1" stays 0.1. */
+static json_t *json_from_scalar(const struct tree *t, int *precision)
 {
     const char *s = t->scalar;
     if (t->quoted)
@@ -889,18 +902,21 @@ static json_t *json_from_scalar(const struct tree *t)
     if (is_yaml_float(s)) {
         double v = strtod(s, NULL);
         json_t *real = json_real(v); /* NULL for an infinity such as 1e999 */
-        if (real != NULL)
+        if (real != NULL) {
+            int digits = shortest_digits(v);
+            *precision = digits > *precision ? digits : *precision;
             return real;
+        }
     }
     return json_string(s);
 }
 
-static json_t *json_from_tree(const struct tree *t);
+static json_t *json_from_tree(const struct tree *t, int *precision);
 
 /* Adds child i of t to out; jansson releases the item itself when adding fails. */
-static int json_add_child(json_t *out, const struct tree *t, uint32_t i)
+static int json_add_child(json_t *out, const struct tree *t, uint32_t i, int *precision)
 {
-    json_t *item = json_from_tree(t->items[i]);
+    json_t *item = json_from_tree(t->items[i], precision);
     if (item == NULL)
         return -ENOMEM;
     if (t->type == TREE_MAP)
@@ -908,13 +924,13 @@ static int json_add_child(json_t *out, const struct tree *t, uint32_t i)
     return json_array_append_new(out, item) == 0 ? 0 : -ENOMEM;
 }
 
-static json_t *json_from_tree(const struct tree *t)
+static json_t *json_from_tree(const struct tree *t, int *precision)
 {
     if (t->type == TREE_SCALAR)
-        return json_from_scalar(t);
+        return json_from_scalar(t, precision);
     json_t *out = t->type == TREE_MAP ? json_object() : json_array();
     for (uint32_t i = 0; out != NULL && i < t->count; i++) {
-        if (json_add_child(out, t, i) != 0) {
+        if (json_add_child(out, t, i, precision) != 0) {
             json_decref(out);
             out = NULL;
         }
@@ -926,10 +942,12 @@ char *tree_to_json(const struct tree *t)
 {
     if (t == NULL)
         return NULL;
-    json_t *json = json_from_tree(t);
+    int precision = 1;
+    json_t *json = json_from_tree(t, &precision);
     if (json == NULL)
         return NULL;
-    char *text = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t flags = JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(precision);
+    char *text = json_dumps(json, flags);
     json_decref(json);
     return text;
 }

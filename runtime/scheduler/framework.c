@@ -112,7 +112,15 @@ int framework_open(struct framework *fw, const struct config *cfg, const char *p
     for (uint32_t i = 0; i < cfg->plugin_count; i++) {
         const struct plugin_config *pc = &cfg->plugins[i];
         struct plugin *p = &fw->plugins[fw->count];
-        int rc = open_one(p, pc, dir, host, err);
+        int rc;
+        if (pc->isolation == ISOLATION_PROCESS)
+            rc = kc_error_set(err, -ENOTSUP,
+                              "%s:%u:%u: plugin %s: isolation 'process' is not available in "
+                              "this build yet; use 'inprocess'",
+                              cfg->file != NULL ? cfg->file : "configuration", pc->line,
+                              pc->column, pc->name);
+        else
+            rc = open_one(p, pc, dir, host, err);
         if (rc < 0 && pc->required) {
             framework_close(fw);
             return rc;

@@ -59,6 +59,7 @@ static void deliver(struct scheduler *s, kc_event_type type, const struct pod *p
     struct framework *fw = &s->fw;
     if (fw->phase_count[PHASE_EVENT] == 0)
         return;
+    current_scheduler = s;
     kc_event ev = {
         .struct_size = sizeof(ev),
         .type = type,
@@ -80,6 +81,7 @@ int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *
                            const char *namespace, const char *name, const char *json)
 {
     struct framework *fw = &s->fw;
+    current_scheduler = s;
     kc_event ev = {
         .struct_size = sizeof(ev),
         .type = type,

@@ -345,6 +345,19 @@ static void check_keys_lists_the_allowed_keys(void **state)
 
 /* ---- JSON ---- */
 
+static void to_json_prints_reals_exactly_and_briefly(void **state)
+{
+    struct tree *root = parse_ok("r.yaml", "short: {a: 0.1, b: 2.5}\n"
+                                           "long: {c: 0.30000000000000004}\n");
+    char *short_json = tree_to_json(tree_get(root, "short"));
+    char *long_json = tree_to_json(tree_get(root, "long"));
+    assert_string_equal(short_json, "{\"a\":0.1,\"b\":2.5}");
+    assert_string_equal(long_json, "{\"c\":0.30000000000000004}");
+    free(short_json);
+    free(long_json);
+    tree_free(root);
+}
+
 static void to_json_types_scalars_like_yaml_and_round_trips(void **state)
 {
     struct tree *root = parse_ok("args.yaml", "s: hello\n"
@@ -369,7 +382,7 @@ static void to_json_types_scalars_like_yaml_and_round_trips(void **state)
     char *json = tree_to_json(root);
     assert_non_null(json);
     assert_string_equal(json, "{\"s\":\"hello\",\"q\":\"42\",\"i\":42,\"neg\":-7,\"f\":1.5,"
-                              "\"exp\":1000.0,\"t\":true,\"F\":false,\"n\":null,\"e\":null,"
+                              "\"exp\":1e3,\"t\":true,\"F\":false,\"n\":null,\"e\":null,"
                               "\"tilde\":null,\"list\":[1,\"two\",3.0,false],"
                               "\"nested\":{\"a\":{\"b\":[]}},\"hex\":31,\"oct\":15,"
                               "\"ver\":\"1.2.3\",\"yes\":\"yes\","
@@ -413,6 +426,7 @@ int main(void)
         cmocka_unit_test(quantities_from_strings_and_numbers),
         cmocka_unit_test(check_keys_lists_the_allowed_keys),
         cmocka_unit_test(to_json_types_scalars_like_yaml_and_round_trips),
+        cmocka_unit_test(to_json_prints_reals_exactly_and_briefly),
     };
     return cmocka_run_group_tests_name("tree", tests, NULL, NULL);
 }
