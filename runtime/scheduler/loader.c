@@ -60,6 +60,11 @@ static char *try_beside_executable(const char *name)
 
 char *loader_find(const char *name, const char *explicit_path, const char *plugin_dir)
 {
+    if (explicit_path != NULL && strchr(explicit_path, '/') == NULL) {
+        /* a bare file name means the current directory, not dlopen's library search path */
+        char *path;
+        return asprintf(&path, "./%s", explicit_path) < 0 ? NULL : path;
+    }
     if (explicit_path != NULL)
         return strdup(explicit_path);
     char *found = NULL;

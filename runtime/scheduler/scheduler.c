@@ -53,8 +53,8 @@ static uint64_t next_random(struct scheduler *s)
 
 /* ---- events ---- */
 
-static void deliver(struct scheduler *s, kc_event_type type, const struct pod *pod,
-                    const struct cache_node *node)
+static void deliver_update(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                           const struct pod *old_pod, const struct cache_node *node)
 {
     struct framework *fw = &s->fw;
     if (fw->phase_count[PHASE_EVENT] == 0)
@@ -64,6 +64,7 @@ static void deliver(struct scheduler *s, kc_event_type type, const struct pod *p
         .struct_size = sizeof(ev),
         .type = type,
         .pod = (const kc_pod *)pod,
+        .old_pod = (const kc_pod *)old_pod,
         .node = (const kc_node *)node,
     };
     for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
@@ -72,9 +73,37 @@ static void deliver(struct scheduler *s, kc_event_type type, const struct pod *p
     }
 }
 
+static void deliver(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                    const struct cache_node *node)
+{
+    deliver_update(s, type, pod, NULL, node);
+}
+
+static int enqueue(struct scheduler *s, struct sched_pod *sp);
+
+/* A cluster event: parked pods whose rejectors care go back to the queue, and pods held by
+ * a PreEnqueue plugin (not by schedulingGates, which only a pod update lifts) are asked
+ * again. */
 static void requeue_on(struct scheduler *s, kc_event_type type)
 {
     queue_on_event(&s->queue, type, s->requeue_masks, s->fw.count, scheduler_now(s));
+    if (s->fw.phase_count[PHASE_PRE_ENQUEUE] == 0)
+        return;
+    uint32_t count = s->queue.gated.count;
+    if (count == 0)
+        return;
+    /* enqueue() may put a pod back on the list: walk a copy */
+    struct sched_pod **held = malloc(count * sizeof(*held));
+    if (held == NULL)
+        return;
+    memcpy(held, s->queue.gated.items, count * sizeof(*held));
+    for (uint32_t i = 0; i < count; i++) {
+        if (held[i]->pod->scheduling_gate_count > 0)
+            continue;
+        queue_remove(&s->queue, held[i]);
+        enqueue(s, held[i]);
+    }
+    free(held);
 }
 
 int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *kind,
@@ -201,7 +230,7 @@ static int add_assigned(struct scheduler *s, struct pod *pod)
         return rc;
     }
     kc_event_type type = old != NULL ? KC_EVENT_POD_UPDATE : KC_EVENT_POD_ADD;
-    deliver(s, type, pod, cache_node(&s->cache, pod->node_name));
+    deliver_update(s, type, pod, old, cache_node(&s->cache, pod->node_name));
     pod_free(old);
     requeue_on(s, type);
     return 0;
@@ -217,10 +246,11 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         }
         queue_remove(&s->queue, sp);
         pod->enqueue_ms = sp->pod->enqueue_ms;
-        pod_free(sp->pod);
+        struct pod *old = sp->pod;
         sp->pod = pod;
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
-        deliver(s, KC_EVENT_POD_UPDATE, pod, NULL);
+        deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
+        pod_free(old);
         return enqueue(s, sp);
     }
     sp = calloc(1, sizeof(*sp));

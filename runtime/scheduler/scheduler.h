@@ -24,8 +24,8 @@ struct scheduler;
 /* Where decisions go: the simulator records them, the bridge sends them to the API server. */
 struct scheduler_sink {
     void *ctx;
-    /* Bind pod to node with the cycle's annotations. 0 on success. The sink must report the
-     * pod assigned (scheduler_pod_bound) now or later. */
+    /* Bind pod to node with the cycle's annotations. 0 on success; the scheduler then treats
+     * the pod as assigned (a later pod update with spec.nodeName confirms it). */
     int (*bind)(void *ctx, const struct pod *pod, const char *node, const struct kv_list *annotations);
     /* The pod could not be scheduled: PodScheduled=False, reason Unschedulable, message. */
     void (*unschedulable)(void *ctx, const struct pod *pod, const char *message);
@@ -122,7 +122,8 @@ struct scheduler {
     int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */
 };
 
-/* Create: load the configured plugins (plugin_dir overrides the config's pluginDir). */
+/* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's
+ * pluginDir). After a failure, scheduler_close is still safe and resets the state. */
 int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_dir,
                    const struct scheduler_sink *sink, const struct scheduler_clock *clock,
                    struct kc_error *err);

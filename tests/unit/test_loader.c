@@ -102,8 +102,8 @@ static char *capture_end(struct stderr_capture *c)
 
 static void assert_contains(const char *text, const char *needle)
 {
-    if (strstr(text, needle) == NULL)
-        fail_msg("expected \"%s\" in: %s", needle, text);
+    if (text == NULL || strstr(text, needle) == NULL)
+        fail_msg("expected \"%s\" in: %s", needle, text != NULL ? text : "(null)");
 }
 
 /* A refused open must leave nothing behind: a later loader_close is harmless. */
