@@ -134,7 +134,9 @@ static struct cache_pod *cache_pod_new(const struct pod *pod, const char *node_n
         cache_pod_free(cp);
         return NULL;
     }
-    memcpy(cp->request.items, pod->request.items, pod->request.count * sizeof(*cp->request.items));
+    if (pod->request.count > 0)
+        memcpy(cp->request.items, pod->request.items,
+               pod->request.count * sizeof(*cp->request.items));
     cp->request.count = pod->request.count;
     return cp;
 }

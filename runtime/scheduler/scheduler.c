@@ -959,8 +959,10 @@ int scheduler_tick(struct scheduler *s)
         run_binding_cycle(s, s->binding[i]);
         bound += (int)(s->stats.scheduled - before);
     }
-    memmove(s->binding, s->binding + count, (s->binding_count - count) * sizeof(*s->binding));
-    s->binding_count -= count;
+    if (count > 0) {
+        memmove(s->binding, s->binding + count, (s->binding_count - count) * sizeof(*s->binding));
+        s->binding_count -= count;
+    }
     return bound;
 }
 
