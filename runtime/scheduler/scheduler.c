@@ -557,12 +557,18 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
         reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
         s->worker_state[w].rejectors = 0;
     }
+    /* Decide from the cost measured on the caller alone; every 64th attempt measures again
+     * without threads, so a wrong guess does not feed itself. */
+    bool probe = (s->filter_runs++ & 63) == 0;
     bool parallel = s->workers.count > 0 &&
-                    (s->force_parallel || (n >= PARALLEL_MIN_NODES &&
-                                           s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
+                    (s->force_parallel ||
+                     (!probe && n >= PARALLEL_MIN_NODES &&
+                      s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
     int64_t started = monotonic_ns();
-    if (parallel)
+    if (parallel) {
+        s->stats.parallel_filters++;
         workers_run(&s->workers, filter_worker, &job);
+    }
     else
         filter_worker(&job, 0);
     int64_t elapsed = monotonic_ns() - started;
@@ -594,9 +600,13 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
             processed = k + 1;
     }
     s->next_start_node = n > 0 ? (job.start + processed) % n : 0;
-    if (done > 0) {
-        /* cost of Filter per node and thread, smoothed, to decide about threads next time */
-        int64_t per_node = elapsed * (parallel ? workers : 1) / done;
+    if (done > 0 && !parallel) {
+        /* cost of Filter per node on one thread, smoothed; one slow sample (the thread was
+         * preempted) may at most double the estimate, a steady cost still gets through */
+        int64_t per_node = elapsed / done;
+        int64_t ceiling = s->filter_ns_per_node * 2 + 50;
+        if (per_node > ceiling)
+            per_node = ceiling;
         s->filter_ns_per_node = (s->filter_ns_per_node * 7 + per_node) / 8;
     }
     return found;

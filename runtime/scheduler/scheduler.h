@@ -78,6 +78,7 @@ struct scheduler_stats {
     uint64_t permit_waits;
     uint64_t permit_timeouts;
     uint64_t bind_failures;
+    uint64_t parallel_filters; /* attempts whose Filter ran on the worker threads */
 };
 
 /* What one Filter/Score thread accumulates during an attempt; merged by the caller. */
@@ -117,6 +118,7 @@ struct scheduler {
     struct workers workers;
     struct worker_state *worker_state; /* workers.count + 1 */
     int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */
+    uint64_t filter_runs;
     bool force_parallel;               /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
     int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */

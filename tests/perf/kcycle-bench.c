@@ -15,6 +15,7 @@
 
 struct bench {
     uint32_t nodes, existing, pods;
+    int32_t parallelism;
     const char *plugin_dir;
     bool json;
     uint64_t seed;
@@ -133,7 +134,7 @@ static void drain(struct scheduler *s, struct bench *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic [--json] [--nodes N] "
-                    "[--existing N] [--pods N] [--plugin-dir DIR] [--seed N]\n");
+                    "[--existing N] [--pods N] [--plugin-dir DIR] [--seed N] [--parallelism N]\n");
 }
 
 int main(int argc, char **argv)
@@ -143,6 +144,7 @@ int main(int argc, char **argv)
         {"nodes", required_argument, NULL, 'n'}, {"existing", required_argument, NULL, 'e'},
         {"pods", required_argument, NULL, 'p'},  {"plugin-dir", required_argument, NULL, 'd'},
         {"seed", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
+        {"parallelism", required_argument, NULL, 'P'},
         {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000, .existing = 1000, .pods = 10000, .seed = 1};
@@ -157,6 +159,7 @@ int main(int argc, char **argv)
         case 'p': b.pods = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'd': b.plugin_dir = optarg; break;
         case 'S': b.seed = strtoull(optarg, NULL, 10); break;
+        case 'P': b.parallelism = (int32_t)strtol(optarg, NULL, 10); break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
@@ -175,6 +178,7 @@ int main(int argc, char **argv)
         .plugins = plugins,
         .plugin_count = 3,
         .seed = b.seed,
+        .parallelism = b.parallelism,
         .pod_initial_backoff_ms = 1000,
         .pod_max_backoff_ms = 10000,
         .unschedulable_flush_ms = 300000,
@@ -230,9 +234,11 @@ int main(int argc, char **argv)
                "\"pods_per_second_p50\": %.0f, \"pods_per_second_p99\": %.0f, "
                "\"interval_ms\": %u, \"elapsed_seconds\": %.3f, "
                "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
-               "\"peak_rss_bytes\": %" PRIu64 ", \"isolation\": \"inprocess\"}\n",
+               "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
+               "\"isolation\": \"inprocess\"}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99,
-               bins_per_interval * 10, elapsed_us / 1e6, lat50, lat99, peak_rss_bytes());
+               bins_per_interval * 10, elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(),
+               s.stats.parallel_filters);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"
