@@ -19,7 +19,7 @@ static void usage(FILE *out)
             "  --config FILE       scheduler configuration (YAML or JSON)\n"
             "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
             "  --quiet             no placement table, only the summary\n"
-            "  --progress          progress lines on stderr\n"
+            "  --no-progress       no progress lines on stderr (runs over a second)\n"
             "  -v, --verbose       more log output (repeat for debug)\n"
             "  --version           print the version\n");
 }
@@ -32,13 +32,13 @@ int main(int argc, char **argv)
         {"config", required_argument, NULL, 'c'},
         {"plugin-dir", required_argument, NULL, 'p'},
         {"quiet", no_argument, NULL, 'q'},
-        {"progress", no_argument, NULL, 'P'},
+        {"no-progress", no_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct sim_options opt = {0};
+    struct sim_options opt = {.progress = true};
     int verbosity = 0, c;
     while ((c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
         switch (c) {
@@ -47,7 +47,7 @@ int main(int argc, char **argv)
         case 'c': opt.config_path = optarg; break;
         case 'p': opt.plugin_dir = optarg; break;
         case 'q': opt.quiet = true; break;
-        case 'P': opt.progress = true; break;
+        case 'P': opt.progress = false; break;
         case 'v': verbosity++; break;
         case 'V': printf("kcycle-scheduler %s (SDK ABI %u.%u)\n", KC_VERSION_STRING,
                          KC_ABI_MAJOR, KC_ABI_MINOR);

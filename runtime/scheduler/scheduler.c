@@ -470,6 +470,7 @@ struct filter_job {
     struct kc_cycle *cycle;
     uint64_t skip;
     uint32_t n, start, want, chunk_count;
+    bool alone; /* no workers: the caller examines nodes one by one */
     _Atomic uint32_t next_chunk;
     _Atomic uint32_t found;
     _Atomic bool failed;
@@ -531,6 +532,11 @@ static void filter_worker(void *ctx, uint32_t worker)
             }
             s->feasible_flag[k] = feasible;
             found += feasible;
+            /* alone, stop at exactly the node that completes the search, as kube-scheduler's
+             * sequential path does; the collection below never reads past it */
+            if (job->alone && found + atomic_load_explicit(&job->found, memory_order_relaxed) >=
+                                  job->want)
+                break;
         }
         atomic_fetch_add_explicit(&job->found, found, memory_order_relaxed);
     }
@@ -565,6 +571,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
                      (!probe && n >= PARALLEL_MIN_NODES &&
                       s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
     int64_t started = monotonic_ns();
+    job.alone = !parallel;
     if (parallel) {
         s->stats.parallel_filters++;
         workers_run(&s->workers, filter_worker, &job);

@@ -345,6 +345,58 @@ static void test_pod_deleted_while_waiting_is_released(void **state)
     harness_close(h);
 }
 
+static int count_lines(struct harness *h, const char *needle)
+{
+    FILE *f = fopen(h->log_path, "r");
+    assert_non_null(f);
+    char line[256];
+    int n = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, needle) != NULL;
+    fclose(f);
+    return n;
+}
+
+static void test_adaptive_sampling_filters_a_share_of_nodes_and_rotates(void **state)
+{
+    /* kube-scheduler: 1000 nodes -> 50 - 1000/125 = 42 % -> 420 feasible nodes are enough */
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1000);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("a")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(count_lines(h, "recorder Filter a"), 420);
+    assert_int_equal(count_lines(h, "recorder Score a"), 420);
+    assert_int_equal(h->sched.next_start_node, 420);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("b")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(count_lines(h, "recorder Filter b"), 420);
+    assert_int_equal(h->sched.next_start_node, 840);
+    /* the third search wraps around the end of the node list */
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("c")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(h->sched.next_start_node, 260);
+    harness_close(h);
+}
+
+static void test_fixed_percentage_and_small_clusters(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1000);
+    h->cfg.percentage_of_nodes_to_score = 5; /* 50 nodes, but never fewer than 100 */
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("a")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(count_lines(h, "recorder Filter a"), 100);
+    h->cfg.percentage_of_nodes_to_score = 30;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("b")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(count_lines(h, "recorder Filter b"), 300);
+    harness_close(h);
+    /* under 100 nodes every node is a candidate */
+    h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 99);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("a")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(count_lines(h, "recorder Filter a"), 99);
+    harness_close(h);
+}
+
 /* Schedules 600 pods on 300 uneven nodes with the shipped plugins; returns the placements. */
 static char **place_all(int parallelism, bool force_parallel)
 {
@@ -430,6 +482,8 @@ int main(void)
         cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),
         cmocka_unit_test(test_pod_deleted_while_waiting_is_released),
         cmocka_unit_test(test_parallel_filter_places_pods_as_sequential_filter),
+        cmocka_unit_test(test_adaptive_sampling_filters_a_share_of_nodes_and_rotates),
+        cmocka_unit_test(test_fixed_percentage_and_small_clusters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
