@@ -88,8 +88,8 @@ static int read_arg(const char *args_json, const char *key, const char *fallback
     int rc = json_string_member(args_json, key, out);
     if (rc == -22) {
         char message[160];
-        snprintf(message, sizeof(message),
-                 "args: '%s' must be a non-empty string without escapes", key);
+        snprintf(message, sizeof(message), "args: '%s' must be a non-empty string without escapes",
+                 key);
         kc_log(KC_LOG_ERROR, PLUGIN_NAME, message);
     }
     if (rc == 0 && *out == NULL) {
@@ -124,8 +124,8 @@ static int hello_init(const kc_host_api *host, const char *args_json, void **sel
 
 /* Score may run on several threads at once: it only reads the plugin's state and the node,
  * and allocates nothing (it runs once per feasible node per pod). */
-static kc_status hello_score(void *self, kc_cycle *cycle, const kc_pod *pod,
-                             const kc_node *node, int64_t *score)
+static kc_status hello_score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
+                             int64_t *score)
 {
     (void)cycle; /* no per-cycle state: the label alone decides */
     (void)pod;

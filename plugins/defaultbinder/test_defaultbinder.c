@@ -89,8 +89,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(query_refuses_other_abi_major, setup, teardown),
         cmocka_unit_test_setup_teardown(bind_success_binds_pod_to_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(bind_failure_is_error_naming_pod_and_node, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(bind_failure_is_error_naming_pod_and_node, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

@@ -78,7 +78,8 @@ struct pod_state {
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-static int args_error(const char *format, ...)
+static int
+args_error(const char *format, ...)
 {
     char message[512];
     int used = snprintf(message, sizeof(message), "args: ");
@@ -96,7 +97,8 @@ static int check_keys(const json_t *object, const char *where, const char *const
 {
     const char *key;
     const json_t *value;
-    json_object_foreach((json_t *)object, key, value) {
+    json_object_foreach((json_t *)object, key, value)
+    {
         bool found = false;
         for (size_t i = 0; known[i] != NULL && !found; i++)
             found = strcmp(key, known[i]) == 0;
@@ -111,7 +113,8 @@ static int intern_name(const char *name, const char *where, kc_resource *id)
     *id = kc_resource_id(name);
     if (*id < 0 || *id >= KC_RESOURCE_MAX)
         return args_error("%s: cannot use resource \"%s\": the host already knows %d resource "
-                          "names (the most it can hold)", where, name, KC_RESOURCE_MAX);
+                          "names (the most it can hold)",
+                          where, name, KC_RESOURCE_MAX);
     return 0;
 }
 
@@ -163,8 +166,7 @@ static void set_default_resources(kc_resource *ids, int64_t *weights, uint32_t *
 /* A resource list; missing or empty means cpu and memory with weight 1 (kube's default).
  * max_weight 1 is BalancedAllocation's rule that every weight be 1. */
 static int parse_resources(const json_t *list, const char *where, bool allow_string,
-                           int64_t max_weight, kc_resource *ids, int64_t *weights,
-                           uint32_t *count)
+                           int64_t max_weight, kc_resource *ids, int64_t *weights, uint32_t *count)
 {
     if (list == NULL || (json_is_array(list) && json_array_size(list) == 0)) {
         set_default_resources(ids, weights, count);
@@ -178,15 +180,16 @@ static int parse_resources(const json_t *list, const char *where, bool allow_str
     *count = 0;
     size_t index;
     const json_t *entry;
-    json_array_foreach(list, index, entry) {
+    json_array_foreach(list, index, entry)
+    {
         const char *name = NULL;
         int64_t weight = 1;
         kc_resource id;
         if (parse_resource_entry(entry, where, index, allow_string, &name, &weight) != 0)
             return EINVAL_CODE;
         if (weight < 1 || weight > max_weight)
-            return args_error("%s[%zu].weight of \"%s\" is %lld; expected %s", where, index,
-                              name, (long long)weight,
+            return args_error("%s[%zu].weight of \"%s\" is %lld; expected %s", where, index, name,
+                              (long long)weight,
                               max_weight == 1 ? "1" : "1 to 100 (0 or absent means 1)");
         if (intern_name(name, where, &id) != 0)
             return EINVAL_CODE;
@@ -231,9 +234,8 @@ static int parse_scoring_strategy(struct plugin *plugin, const json_t *strategy)
         return args_error("scoringStrategy must be an object {\"type\": ..., \"resources\": ...}");
     } else if (check_keys(strategy, "scoringStrategy", known) != 0 ||
                parse_strategy_type(json_object_get(strategy, "type"), &plugin->strategy) != 0 ||
-               parse_resources(json_object_get(strategy, "resources"),
-                               "scoringStrategy.resources", false, MAX_WEIGHT, ids, weights,
-                               &plugin->scoring_count) != 0) {
+               parse_resources(json_object_get(strategy, "resources"), "scoringStrategy.resources",
+                               false, MAX_WEIGHT, ids, weights, &plugin->scoring_count) != 0) {
         return EINVAL_CODE;
     }
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
@@ -295,13 +297,15 @@ static int parse_names(const json_t *array, const char *where, bool is_group,
         return ENOMEM_CODE;
     size_t index;
     const json_t *entry;
-    json_array_foreach(array, index, entry) {
+    json_array_foreach(array, index, entry)
+    {
         const char *name = json_string_value(entry);
         if (name == NULL || name[0] == '\0')
             return args_error("%s[%zu] must be a non-empty string", where, index);
         if (is_group && strchr(name, '/') != NULL)
             return args_error("%s[%zu] \"%s\": a resource group is the part before '/', "
-                              "e.g. \"example.com\"", where, index, name);
+                              "e.g. \"example.com\"",
+                              where, index, name);
         list->names[list->count] = copy_string(name);
         if (list->names[list->count] == NULL)
             return ENOMEM_CODE;
@@ -312,11 +316,11 @@ static int parse_names(const json_t *array, const char *where, bool is_group,
 
 static int parse_args(struct plugin *plugin, const char *args_json)
 {
-    static const char *const known[] = {"scoringStrategy", "balancedAllocation",
-                                        "ignoredResources", "ignoredResourceGroups", NULL};
+    static const char *const known[] = {"scoringStrategy", "balancedAllocation", "ignoredResources",
+                                        "ignoredResourceGroups", NULL};
     json_error_t error;
-    json_t *root = json_loads(args_json != NULL && args_json[0] != '\0' ? args_json : "{}", 0,
-                              &error);
+    json_t *root =
+        json_loads(args_json != NULL && args_json[0] != '\0' ? args_json : "{}", 0, &error);
     if (root == NULL)
         return args_error("invalid JSON at line %d column %d: %s; expected an object such as "
                           "{\"scoringStrategy\": {\"type\": \"LeastAllocated\"}}",
@@ -327,10 +331,10 @@ static int parse_args(struct plugin *plugin, const char *args_json)
     else if ((rc = check_keys(root, "the args object", known)) == 0 &&
              (rc = parse_scoring_strategy(plugin, json_object_get(root, "scoringStrategy"))) == 0 &&
              (rc = parse_balanced(plugin, json_object_get(root, "balancedAllocation"))) == 0 &&
-             (rc = parse_names(json_object_get(root, "ignoredResources"), "ignoredResources",
-                               false, &plugin->ignored)) == 0)
-        rc = parse_names(json_object_get(root, "ignoredResourceGroups"),
-                         "ignoredResourceGroups", true, &plugin->ignored_groups);
+             (rc = parse_names(json_object_get(root, "ignoredResources"), "ignoredResources", false,
+                               &plugin->ignored)) == 0)
+        rc = parse_names(json_object_get(root, "ignoredResourceGroups"), "ignoredResourceGroups",
+                         true, &plugin->ignored_groups);
     json_decref(root);
     return rc;
 }
@@ -433,8 +437,8 @@ static int64_t non_zero_request(kc_resource id, int64_t value)
     return 0;
 }
 
-static void fill_score_requests(const struct plugin *plugin,
-                                const int64_t by_id[KC_RESOURCE_MAX], struct score_requests *out)
+static void fill_score_requests(const struct plugin *plugin, const int64_t by_id[KC_RESOURCE_MAX],
+                                struct score_requests *out)
 {
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
         kc_resource id = plugin->scoring[i].id;
@@ -449,8 +453,8 @@ static void fill_score_requests(const struct plugin *plugin,
 }
 
 /* Fills the fit list without reasons; returns the size the reason pool needs. */
-static size_t fill_fit_requests(const struct plugin *plugin,
-                                const int64_t by_id[KC_RESOURCE_MAX], struct pod_state *state)
+static size_t fill_fit_requests(const struct plugin *plugin, const int64_t by_id[KC_RESOURCE_MAX],
+                                struct pod_state *state)
 {
     size_t pool_size = 0;
     state->fit_count = 0;
@@ -558,8 +562,8 @@ static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod 
 static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_request,
                           int64_t *allocatable, int64_t *requested)
 {
-    bool scalar = id != KC_RESOURCE_CPU && id != KC_RESOURCE_MEMORY &&
-                  id != KC_RESOURCE_EPHEMERAL_STORAGE;
+    bool scalar =
+        id != KC_RESOURCE_CPU && id != KC_RESOURCE_MEMORY && id != KC_RESOURCE_EPHEMERAL_STORAGE;
     if (id == KC_RESOURCE_PODS || (scalar && pod_request == 0))
         return false;
     *allocatable = kc_node_allocatable(node, id);

@@ -670,7 +670,7 @@ static void args_malformed_rejected_with_message(void **state)
     expect_rejected("[1, 2]", "expected a JSON object");
     expect_rejected("{\"scoringStrategies\": {}}", "unknown key \"scoringStrategies\"");
     expect_rejected("{\"scoringStrategy\": {\"typo\": 1}}", "unknown key \"typo\" in "
-                                                             "scoringStrategy");
+                                                            "scoringStrategy");
     expect_rejected("{\"scoringStrategy\": []}", "scoringStrategy must be an object");
     expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"weight\": 1}]}}",
                     "resources[0].name must be a non-empty resource name");

@@ -155,13 +155,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(query_refuses_other_abi_major, setup, teardown),
-        cmocka_unit_test_setup_teardown(higher_priority_goes_first_even_if_later, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(higher_priority_goes_first_even_if_later, setup, teardown),
         cmocka_unit_test_setup_teardown(negative_priority_goes_after_zero, setup, teardown),
-        cmocka_unit_test_setup_teardown(equal_priority_earlier_enqueue_goes_first, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(equal_enqueue_earlier_creation_goes_first, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(equal_priority_earlier_enqueue_goes_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(equal_enqueue_earlier_creation_goes_first, setup, teardown),
         cmocka_unit_test_setup_teardown(full_tie_orders_by_namespace_then_name, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_namespace_sorts_as_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(pod_is_not_before_itself, setup, teardown),

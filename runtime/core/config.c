@@ -16,36 +16,33 @@
 #define QUOTE_MAX 64
 
 static const char *const top_keys[] = {
-    "apiVersion", "kind", "schedulerName", "percentageOfNodesToScore", "pluginDir",
-    "parallelism", "seed", "podInitialBackoffSeconds", "podMaxBackoffSeconds",
-    "podMaxInUnschedulablePodsDuration", "plugins", "leaderElection", "bridge", NULL,
+    "apiVersion",
+    "kind",
+    "schedulerName",
+    "percentageOfNodesToScore",
+    "pluginDir",
+    "parallelism",
+    "seed",
+    "podInitialBackoffSeconds",
+    "podMaxBackoffSeconds",
+    "podMaxInUnschedulablePodsDuration",
+    "plugins",
+    "leaderElection",
+    "bridge",
+    NULL,
 };
 static const char *const plugin_keys[] = {
     "name", "path", "weight", "isolation", "host", "failurePolicy", "required", "args", NULL,
 };
 static const char *const leader_keys[] = {
-    "leaderElect", "leaseDuration", "renewDeadline", "retryPeriod", "resourceName",
-    "resourceNamespace", NULL,
+    "leaderElect", "leaseDuration", "renewDeadline",
+    "retryPeriod", "resourceName",  "resourceNamespace",
+    NULL,
 };
 static const char *const bridge_keys[] = {"address", NULL};
 static const char *const isolation_names[] = {"inprocess", "process", NULL};
 static const char *const failure_policy_names[] = {"Fail", "Ignore", NULL};
 static const char *const default_plugins[] = {"prioritysort", "noderesources", "defaultbinder"};
-
-static int config_error(const struct tree *t, const char *key, struct kc_error *err,
-                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int config_error(const struct tree *t, const char *key, struct kc_error *err,
-                        const char *fmt, ...)
-{
-    char problem[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(problem, sizeof(problem), fmt, ap);
-    va_end(ap);
-    return kc_error_set(err, -EINVAL, "%s:%u:%u: key '%s': %s", t->file, t->line, t->column, key,
-                        problem);
-}
 
 /* ---- defaults and freeing ---- */
 
@@ -154,8 +151,7 @@ static int replace_string(char **dst, const char *src, struct kc_error *err)
     return 0;
 }
 
-static int read_string(const struct tree *map, const char *key, char **dst,
-                       struct kc_error *err)
+static int read_string(const struct tree *map, const char *key, char **dst, struct kc_error *err)
 {
     const struct tree *v = value_of(map, key);
     const char *s;
@@ -165,12 +161,12 @@ static int read_string(const struct tree *map, const char *key, char **dst,
     if (rc != 0)
         return rc;
     if (s[0] == '\0')
-        return config_error(v, key, err, "is empty; expected a non-empty string");
+        return tree_error(v, err, -EINVAL, key, "is empty; expected a non-empty string");
     return replace_string(dst, s, err);
 }
 
-static int read_int(const struct tree *map, const char *key, int64_t min, int64_t max,
-                    int64_t *dst, struct kc_error *err)
+static int read_int(const struct tree *map, const char *key, int64_t min, int64_t max, int64_t *dst,
+                    struct kc_error *err)
 {
     const struct tree *v = value_of(map, key);
     int64_t value;
@@ -180,8 +176,10 @@ static int read_int(const struct tree *map, const char *key, int64_t min, int64_
     if (rc != 0)
         return rc;
     if (value < min || value > max) {
-        return config_error(v, key, err, "%lld is out of range; expected an integer from %lld "
-                            "to %lld", (long long)value, (long long)min, (long long)max);
+        return tree_error(v, err, -EINVAL, key,
+                          "%lld is out of range; expected an integer from %lld "
+                          "to %lld",
+                          (long long)value, (long long)min, (long long)max);
     }
     *dst = value;
     return 0;
@@ -216,7 +214,8 @@ static int read_duration(const struct tree *map, const char *key, int64_t *dst_m
     if (rc != 0)
         return rc;
     if (ms <= 0)
-        return config_error(v, key, err, "is zero; expected a duration longer than 0 such as 10s");
+        return tree_error(v, err, -EINVAL, key,
+                          "is zero; expected a duration longer than 0 such as 10s");
     *dst_ms = ms;
     return 0;
 }
@@ -241,8 +240,8 @@ static void join_names(char *buf, size_t size, const char *const *names)
 }
 
 /* One of names (case-sensitive, as Kubernetes enums are); *dst is its index. */
-static int read_enum(const struct tree *map, const char *key, const char *const *names,
-                     int *dst, struct kc_error *err)
+static int read_enum(const struct tree *map, const char *key, const char *const *names, int *dst,
+                     struct kc_error *err)
 {
     const struct tree *v = value_of(map, key);
     const char *s;
@@ -259,7 +258,8 @@ static int read_enum(const struct tree *map, const char *key, const char *const 
     }
     char expected[256];
     join_names(expected, sizeof(expected), names);
-    return config_error(v, key, err, "'%.*s' is not valid; expected %s", QUOTE_MAX, s, expected);
+    return tree_error(v, err, -EINVAL, key, "'%.*s' is not valid; expected %s", QUOTE_MAX, s,
+                      expected);
 }
 
 /* A fixed string such as apiVersion: when present it must be exactly this. */
@@ -274,8 +274,8 @@ static int read_fixed(const struct tree *map, const char *key, const char *want,
     if (rc != 0)
         return rc;
     if (strcmp(s, want) != 0)
-        return config_error(v, key, err, "'%.*s' is not supported; expected %s", QUOTE_MAX, s,
-                            want);
+        return tree_error(v, err, -EINVAL, key, "'%.*s' is not supported; expected %s", QUOTE_MAX,
+                          s, want);
     return 0;
 }
 
@@ -288,8 +288,8 @@ static int read_section(const struct tree *map, const char *key, const char *con
     if (v == NULL)
         return 0;
     if (v->type != TREE_MAP)
-        return config_error(v, key, err, "got %s; expected a map",
-                            v->type == TREE_SEQ ? "a list" : "a single value");
+        return tree_error(v, err, -EINVAL, key, "got %s; expected a map",
+                          v->type == TREE_SEQ ? "a list" : "a single value");
     return tree_check_keys(v, key, allowed, err);
 }
 
@@ -310,26 +310,25 @@ static int read_plugin_name(const struct tree *entry, uint32_t index, struct plu
     const struct tree *v = value_of(entry, "name");
     const char *name;
     if (v == NULL)
-        return config_error(entry, "name", err, "missing in plugin entry %u; expected %s",
-                            index + 1, expected);
+        return tree_error(entry, err, -EINVAL, "name", "missing in plugin entry %u; expected %s",
+                          index + 1, expected);
     int rc = tree_string(v, "name", &name, err);
     if (rc != 0)
         return rc;
     if (!valid_plugin_name(name))
-        return config_error(v, "name", err, "'%.*s' is not a valid plugin name; expected %s",
-                            QUOTE_MAX, name, expected);
+        return tree_error(v, err, -EINVAL, "name", "'%.*s' is not a valid plugin name; expected %s",
+                          QUOTE_MAX, name, expected);
     return replace_string(&p->name, name, err);
 }
 
-static int read_plugin_args(const struct tree *entry, struct plugin_config *p,
-                            struct kc_error *err)
+static int read_plugin_args(const struct tree *entry, struct plugin_config *p, struct kc_error *err)
 {
     const struct tree *v = value_of(entry, "args");
     if (v == NULL)
         return 0;
     if (v->type != TREE_MAP)
-        return config_error(v, "args", err, "got %s; expected a map of plugin arguments",
-                            v->type == TREE_SEQ ? "a list" : "a single value");
+        return tree_error(v, err, -EINVAL, "args", "got %s; expected a map of plugin arguments",
+                          v->type == TREE_SEQ ? "a list" : "a single value");
     char *json = tree_to_json(v);
     if (json == NULL)
         return kc_error_set(err, -ENOMEM, "out of memory loading the configuration");
@@ -342,9 +341,10 @@ static int read_plugin(const struct tree *entry, uint32_t index, struct plugin_c
                        struct kc_error *err)
 {
     if (entry->type != TREE_MAP)
-        return config_error(entry, "plugins", err, "entry %u is %s; expected a map with at "
-                            "least a name", index + 1,
-                            entry->type == TREE_SEQ ? "a list" : "a single value");
+        return tree_error(entry, err, -EINVAL, "plugins",
+                          "entry %u is %s; expected a map with at "
+                          "least a name",
+                          index + 1, entry->type == TREE_SEQ ? "a list" : "a single value");
     int rc = tree_check_keys(entry, "a plugin entry", plugin_keys, err);
     int isolation = (int)p->isolation, failure_policy = (int)p->failure_policy;
     if (rc == 0)
@@ -377,9 +377,10 @@ static int check_unique_name(const struct tree *seq, uint32_t index, struct kc_e
         const struct tree *first = tree_get(seq->items[i], "name");
         if (strcmp(first->scalar, name->scalar) != 0)
             continue;
-        return config_error(name, "name", err, "plugin '%s' is listed twice, first at %u:%u; "
-                            "expected each plugin once", name->scalar, first->line,
-                            first->column);
+        return tree_error(name, err, -EINVAL, "name",
+                          "plugin '%s' is listed twice, first at %u:%u; "
+                          "expected each plugin once",
+                          name->scalar, first->line, first->column);
     }
     return 0;
 }
@@ -390,8 +391,8 @@ static int read_plugins(const struct tree *root, struct config *cfg, struct kc_e
     if (seq == NULL)
         return 0;
     if (seq->type != TREE_SEQ)
-        return config_error(seq, "plugins", err, "got %s; expected a list of plugin entries",
-                            seq->type == TREE_MAP ? "a map" : "a single value");
+        return tree_error(seq, err, -EINVAL, "plugins", "got %s; expected a list of plugin entries",
+                          seq->type == TREE_MAP ? "a map" : "a single value");
     struct plugin_config *plugins = calloc(seq->count > 0 ? seq->count : 1, sizeof(*plugins));
     if (plugins == NULL)
         return kc_error_set(err, -ENOMEM, "out of memory loading the configuration");
@@ -444,16 +445,16 @@ static int check_leader_timing(const struct tree *le, const struct leader_electi
     static const char expected[] = "retryPeriod < renewDeadline < leaseDuration";
     char a[32], b[32];
     if (l->renew_deadline_ms >= l->lease_duration_ms) {
-        return config_error(blame(le, "renewDeadline", "leaseDuration"), "renewDeadline", err,
-                            "%s is not shorter than leaseDuration (%s); expected %s",
-                            format_ms(a, sizeof(a), l->renew_deadline_ms),
-                            format_ms(b, sizeof(b), l->lease_duration_ms), expected);
+        return tree_error(blame(le, "renewDeadline", "leaseDuration"), err, -EINVAL,
+                          "renewDeadline", "%s is not shorter than leaseDuration (%s); expected %s",
+                          format_ms(a, sizeof(a), l->renew_deadline_ms),
+                          format_ms(b, sizeof(b), l->lease_duration_ms), expected);
     }
     if (l->retry_period_ms >= l->renew_deadline_ms) {
-        return config_error(blame(le, "retryPeriod", "renewDeadline"), "retryPeriod", err,
-                            "%s is not shorter than renewDeadline (%s); expected %s",
-                            format_ms(a, sizeof(a), l->retry_period_ms),
-                            format_ms(b, sizeof(b), l->renew_deadline_ms), expected);
+        return tree_error(blame(le, "retryPeriod", "renewDeadline"), err, -EINVAL, "retryPeriod",
+                          "%s is not shorter than renewDeadline (%s); expected %s",
+                          format_ms(a, sizeof(a), l->retry_period_ms),
+                          format_ms(b, sizeof(b), l->renew_deadline_ms), expected);
     }
     return 0;
 }
@@ -489,24 +490,24 @@ static int read_bridge(const struct tree *root, struct config *cfg, struct kc_er
         return rc;
     rc = read_string(bridge, "address", &cfg->bridge_address, err);
     if (rc == 0 && strstr(cfg->bridge_address, "://") == NULL) {
-        return config_error(value_of(bridge, "address"), "address", err,
-                            "'%.*s' is not an nng URL; expected a URL such as "
-                            "ipc:///tmp/kcycle-bridge.ipc or tcp://127.0.0.1:7070",
-                            QUOTE_MAX, cfg->bridge_address);
+        return tree_error(value_of(bridge, "address"), err, -EINVAL, "address",
+                          "'%.*s' is not an nng URL; expected a URL such as "
+                          "ipc:///tmp/kcycle-bridge.ipc or tcp://127.0.0.1:7070",
+                          QUOTE_MAX, cfg->bridge_address);
     }
     return rc;
 }
 
-static int check_backoff(const struct tree *root, const struct config *cfg,
-                         struct kc_error *err)
+static int check_backoff(const struct tree *root, const struct config *cfg, struct kc_error *err)
 {
     if (cfg->pod_max_backoff_ms >= cfg->pod_initial_backoff_ms)
         return 0;
-    return config_error(blame(root, "podMaxBackoffSeconds", "podInitialBackoffSeconds"),
-                        "podMaxBackoffSeconds", err,
-                        "%lld is less than podInitialBackoffSeconds (%lld); expected a value "
-                        "at least as large", (long long)(cfg->pod_max_backoff_ms / 1000),
-                        (long long)(cfg->pod_initial_backoff_ms / 1000));
+    return tree_error(blame(root, "podMaxBackoffSeconds", "podInitialBackoffSeconds"), err, -EINVAL,
+                      "podMaxBackoffSeconds",
+                      "%lld is less than podInitialBackoffSeconds (%lld); expected a value "
+                      "at least as large",
+                      (long long)(cfg->pod_max_backoff_ms / 1000),
+                      (long long)(cfg->pod_initial_backoff_ms / 1000));
 }
 
 static int read_scalars(const struct tree *root, struct config *cfg, struct kc_error *err)
@@ -528,24 +529,25 @@ static int read_scalars(const struct tree *root, struct config *cfg, struct kc_e
         rc = read_int(root, "seed", 0, INT64_MAX, &seed, err);
     cfg->seed = (uint64_t)seed;
     if (rc == 0)
-        rc = read_seconds_as_ms(root, "podInitialBackoffSeconds", &cfg->pod_initial_backoff_ms,
-                                err);
+        rc =
+            read_seconds_as_ms(root, "podInitialBackoffSeconds", &cfg->pod_initial_backoff_ms, err);
     if (rc == 0)
         rc = read_seconds_as_ms(root, "podMaxBackoffSeconds", &cfg->pod_max_backoff_ms, err);
     if (rc == 0)
         rc = check_backoff(root, cfg, err);
     if (rc == 0)
-        rc = read_duration(root, "podMaxInUnschedulablePodsDuration",
-                           &cfg->unschedulable_flush_ms, err);
+        rc = read_duration(root, "podMaxInUnschedulablePodsDuration", &cfg->unschedulable_flush_ms,
+                           err);
     return rc;
 }
 
 static int apply_tree(const struct tree *root, struct config *cfg, struct kc_error *err)
 {
     if (root->type != TREE_MAP) {
-        return kc_error_set(err, -EINVAL, "%s:%u:%u: the scheduler configuration is %s; "
-                            "expected a map of settings such as schedulerName", root->file,
-                            root->line, root->column,
+        return kc_error_set(err, -EINVAL,
+                            "%s:%u:%u: the scheduler configuration is %s; "
+                            "expected a map of settings such as schedulerName",
+                            root->file, root->line, root->column,
                             root->type == TREE_SEQ ? "a list" : "a single value");
     }
     int rc = tree_check_keys(root, "the scheduler configuration", top_keys, err);

@@ -13,14 +13,14 @@ enum plugin_isolation { ISOLATION_INPROCESS = 0, ISOLATION_PROCESS = 1 };
 enum failure_policy { FAILURE_FAIL = 0, FAILURE_IGNORE = 1 };
 
 struct plugin_config {
-    char *name;      /* plugin name; the file is <pluginDir>/<name>.so unless path is set */
-    char *path;      /* explicit .so path, or NULL */
-    int32_t weight;  /* Score weight, default 1 */
+    char *name;     /* plugin name; the file is <pluginDir>/<name>.so unless path is set */
+    char *path;     /* explicit .so path, or NULL */
+    int32_t weight; /* Score weight, default 1 */
     enum plugin_isolation isolation;
-    char *host;      /* plugin-host group name, or NULL (own host) */
+    char *host; /* plugin-host group name, or NULL (own host) */
     enum failure_policy failure_policy;
-    bool required;   /* refuse to start without it (default true for in-process) */
-    char *args_json; /* the args object as JSON, "{}" when absent */
+    bool required;         /* refuse to start without it (default true for in-process) */
+    char *args_json;       /* the args object as JSON, "{}" when absent */
     uint32_t line, column; /* where the entry is, for messages */
 };
 
@@ -34,19 +34,19 @@ struct leader_election {
 };
 
 struct config {
-    char *file;                        /* where it came from, or NULL for defaults */
-    char *scheduler_name;              /* "kcycle" */
+    char *file;                           /* where it came from, or NULL for defaults */
+    char *scheduler_name;                 /* "kcycle" */
     int32_t percentage_of_nodes_to_score; /* 0 = adaptive, 1..100 */
-    char *plugin_dir;                  /* NULL: the built-in default */
+    char *plugin_dir;                     /* NULL: the built-in default */
     struct plugin_config *plugins;
     uint32_t plugin_count;
     struct leader_election leader_election;
-    char *bridge_address;              /* nng url, "ipc:///tmp/kcycle-bridge.ipc" */
-    uint64_t seed;                     /* tie-breaking seed, default 1 */
-    int32_t parallelism;               /* Filter/Score threads, 0 = number of cores */
-    int64_t pod_initial_backoff_ms;    /* 1 s */
-    int64_t pod_max_backoff_ms;        /* 10 s */
-    int64_t unschedulable_flush_ms;    /* 5 min */
+    char *bridge_address;           /* nng url, "ipc:///tmp/kcycle-bridge.ipc" */
+    uint64_t seed;                  /* tie-breaking seed, default 1 */
+    int32_t parallelism;            /* Filter/Score threads, 0 = number of cores */
+    int64_t pod_initial_backoff_ms; /* 1 s */
+    int64_t pod_max_backoff_ms;     /* 10 s */
+    int64_t unschedulable_flush_ms; /* 5 min */
 };
 
 /* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder.

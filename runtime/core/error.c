@@ -7,18 +7,12 @@
 const char *kc_strerror(int code)
 {
     switch (code) {
-    case 0:
-        return "success";
-    case KC_ERR_ABI:
-        return "plugin ABI not supported by this host";
-    case KC_ERR_NOT_PLUGIN:
-        return "not a kcycle plugin (no kc_plugin_query)";
-    case KC_ERR_SYNTAX:
-        return "malformed input";
-    case KC_ERR_PLUGIN:
-        return "plugin failure";
-    default:
-        break;
+    case 0: return "success";
+    case KC_ERR_ABI: return "plugin ABI not supported by this host";
+    case KC_ERR_NOT_PLUGIN: return "not a kcycle plugin (no kc_plugin_query)";
+    case KC_ERR_SYNTAX: return "malformed input";
+    case KC_ERR_PLUGIN: return "plugin failure";
+    default: break;
     }
     if (code < 0 && code > -KC_ERR_BASE)
         return strerror(-code);

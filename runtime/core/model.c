@@ -389,25 +389,9 @@ int pod_finish(struct pod *pod)
 
 /* ---- reading trees ----------------------------------------------------------------------- */
 
-static int fail(const struct tree *t, struct kc_error *err, int code, const char *what,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static int fail(const struct tree *t, struct kc_error *err, int code, const char *what,
-                const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    const char *file = t->file != NULL ? t->file : "<input>";
-    return kc_error_set(err, code, "%s:%u:%u: key '%s': %s", file, t->line, t->column, what,
-                        text);
-}
-
 static int no_memory(const struct tree *t, struct kc_error *err, const char *what)
 {
-    return fail(t, err, -ENOMEM, what, "out of memory");
+    return tree_error(t, err, -ENOMEM, what, "out of memory");
 }
 
 /* A field of map, or NULL when absent or written as null (as Kubernetes' JSON decoding). */
@@ -420,22 +404,18 @@ static const struct tree *field(const struct tree *map, const char *key)
 static const char *type_name(enum tree_type type)
 {
     switch (type) {
-    case TREE_MAP:
-        return "a map";
-    case TREE_SEQ:
-        return "a list";
-    default:
-        return "a scalar";
+    case TREE_MAP: return "a map";
+    case TREE_SEQ: return "a list";
+    default: return "a scalar";
     }
 }
 
-static int expect(const struct tree *t, enum tree_type type, const char *what,
-                  struct kc_error *err)
+static int expect(const struct tree *t, enum tree_type type, const char *what, struct kc_error *err)
 {
     if (t->type == type)
         return 0;
-    return fail(t, err, -EINVAL, what, "expected %s, found %s", type_name(type),
-                type_name(t->type));
+    return tree_error(t, err, -EINVAL, what, "expected %s, found %s", type_name(type),
+                      type_name(t->type));
 }
 
 /* Copy the string at map[key] into *slot when present. */
@@ -485,14 +465,16 @@ static int read_res_entry(const struct tree *key, const struct tree *value, cons
     const char *name = key->scalar;
     kc_resource id = resource_intern(name);
     if (id < 0)
-        return fail(key, err, -EINVAL, what, "resource name \"%s\" is empty or one too many "
-                    "(at most %d distinct names)", name, KC_RESOURCE_MAX);
+        return tree_error(key, err, -EINVAL, what,
+                          "resource name \"%s\" is empty or one too many "
+                          "(at most %d distinct names)",
+                          name, KC_RESOURCE_MAX);
     int64_t amount;
     int rc = tree_quantity(value, name, &amount, err);
     if (rc < 0)
         return rc;
     if (amount < 0)
-        return fail(value, err, -EINVAL, what, "%s must not be negative", name);
+        return tree_error(value, err, -EINVAL, what, "%s must not be negative", name);
     if (res_list_set(out, id, amount) < 0)
         return no_memory(value, err, what);
     return 0;
@@ -529,8 +511,8 @@ static int alloc_list(const struct tree *t, const char *what, size_t size, void 
     return 0;
 }
 
-static int read_string_list(const struct tree *t, const char *what, char ***out,
-                            uint32_t *count, struct kc_error *err)
+static int read_string_list(const struct tree *t, const char *what, char ***out, uint32_t *count,
+                            struct kc_error *err)
 {
     int rc = alloc_list(t, what, sizeof(char *), (void **)out, count, err);
     for (uint32_t i = 0; rc == 0 && i < *count; i++) {
@@ -547,7 +529,7 @@ static int require_map(const struct tree *map, const char *key, const char *what
 {
     *out = field(map, key);
     if (*out == NULL)
-        return fail(map, err, -EINVAL, what, "is required");
+        return tree_error(map, err, -EINVAL, what, "is required");
     return expect(*out, TREE_MAP, what, err);
 }
 
@@ -567,9 +549,8 @@ static bool parse_offset(const char *s, int64_t *offset_s)
         return true;
     }
     int hours, minutes, used = 0;
-    if ((s[0] != '+' && s[0] != '-') ||
-        sscanf(s + 1, "%2d:%2d%n", &hours, &minutes, &used) != 2 || s[1 + used] != '\0' ||
-        used != 5 || hours > 23 || minutes > 59)
+    if ((s[0] != '+' && s[0] != '-') || sscanf(s + 1, "%2d:%2d%n", &hours, &minutes, &used) != 2 ||
+        s[1 + used] != '\0' || used != 5 || hours > 23 || minutes > 59)
         return false;
     *offset_s = (s[0] == '-' ? -1 : 1) * (int64_t)(hours * 3600 + minutes * 60);
     return true;
@@ -581,10 +562,11 @@ static bool parse_rfc3339(const char *s, int64_t *ms)
     struct tm tm = {0};
     int used = 0;
     if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 || used != 19)
+               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 ||
+        used != 19)
         return false;
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 60)
         return false;
     const char *p = s + used;
     int64_t frac_ms = 0, scale = 100;
@@ -604,8 +586,8 @@ static bool parse_rfc3339(const char *s, int64_t *ms)
     return true;
 }
 
-static int read_timestamp(const struct tree *map, const char *key, const char *what,
-                          bool *present, int64_t *ms, struct kc_error *err)
+static int read_timestamp(const struct tree *map, const char *key, const char *what, bool *present,
+                          int64_t *ms, struct kc_error *err)
 {
     const struct tree *t = field(map, key);
     *present = t != NULL;
@@ -616,8 +598,10 @@ static int read_timestamp(const struct tree *map, const char *key, const char *w
     if (rc < 0)
         return rc;
     if (!parse_rfc3339(s, ms))
-        return fail(t, err, -EINVAL, what, "\"%s\" is not an RFC 3339 time "
-                    "(e.g. 2024-05-01T12:00:00Z)", s);
+        return tree_error(t, err, -EINVAL, what,
+                          "\"%s\" is not an RFC 3339 time "
+                          "(e.g. 2024-05-01T12:00:00Z)",
+                          s);
     return 0;
 }
 
@@ -655,8 +639,8 @@ static int read_int32(const struct tree *t, const char *what, int32_t min, int32
     if (rc < 0)
         return rc;
     if (v < min || v > max)
-        return fail(t, err, -EINVAL, what, "%" PRId64 " is out of range %" PRId32 "..%" PRId32,
-                    v, min, max);
+        return tree_error(t, err, -EINVAL, what,
+                          "%" PRId64 " is out of range %" PRId32 "..%" PRId32, v, min, max);
     *out = (int32_t)v;
     return 0;
 }
@@ -664,9 +648,9 @@ static int read_int32(const struct tree *t, const char *what, int32_t min, int32
 /* ---- node affinity ----------------------------------------------------------------------- */
 
 static const char *const selector_op_names[] = {
-    [SELECTOR_IN] = "In",           [SELECTOR_NOT_IN] = "NotIn",
-    [SELECTOR_EXISTS] = "Exists",   [SELECTOR_DOES_NOT_EXIST] = "DoesNotExist",
-    [SELECTOR_GT] = "Gt",           [SELECTOR_LT] = "Lt",
+    [SELECTOR_IN] = "In",         [SELECTOR_NOT_IN] = "NotIn",
+    [SELECTOR_EXISTS] = "Exists", [SELECTOR_DOES_NOT_EXIST] = "DoesNotExist",
+    [SELECTOR_GT] = "Gt",         [SELECTOR_LT] = "Lt",
 };
 
 static int read_selector_op(const struct tree *map, const char *what, bool field_selector,
@@ -674,7 +658,7 @@ static int read_selector_op(const struct tree *map, const char *what, bool field
 {
     const struct tree *t = field(map, "operator");
     if (t == NULL)
-        return fail(map, err, -EINVAL, what, "operator is required");
+        return tree_error(map, err, -EINVAL, what, "operator is required");
     const char *s;
     int rc = tree_string(t, what, &s, err);
     if (rc < 0)
@@ -687,10 +671,14 @@ static int read_selector_op(const struct tree *map, const char *what, bool field
         }
     }
     if (field_selector)
-        return fail(t, err, -EINVAL, what, "operator \"%s\" is not supported in matchFields "
-                    "(use In or NotIn)", s);
-    return fail(t, err, -EINVAL, what, "unknown operator \"%s\" (use In, NotIn, Exists, "
-                "DoesNotExist, Gt or Lt)", s);
+        return tree_error(t, err, -EINVAL, what,
+                          "operator \"%s\" is not supported in matchFields "
+                          "(use In or NotIn)",
+                          s);
+    return tree_error(t, err, -EINVAL, what,
+                      "unknown operator \"%s\" (use In, NotIn, Exists, "
+                      "DoesNotExist, Gt or Lt)",
+                      s);
 }
 
 /* The API server's validation: the value count each operator needs, integers for Gt/Lt. */
@@ -702,22 +690,21 @@ static int check_selector_values(const struct tree *map, const struct selector_r
     case SELECTOR_IN:
     case SELECTOR_NOT_IN:
         if (field_selector && req->value_count != 1)
-            return fail(map, err, -EINVAL, what, "%s in matchFields needs exactly one value",
-                        op);
+            return tree_error(map, err, -EINVAL, what, "%s in matchFields needs exactly one value",
+                              op);
         if (req->value_count == 0)
-            return fail(map, err, -EINVAL, what, "%s needs at least one value", op);
+            return tree_error(map, err, -EINVAL, what, "%s needs at least one value", op);
         return 0;
     case SELECTOR_EXISTS:
     case SELECTOR_DOES_NOT_EXIST:
         if (req->value_count != 0)
-            return fail(map, err, -EINVAL, what, "%s takes no values", op);
+            return tree_error(map, err, -EINVAL, what, "%s takes no values", op);
         return 0;
-    default:
-        break;
+    default: break;
     }
     int64_t ignored;
     if (req->value_count != 1 || !parse_int64(req->values[0], &ignored))
-        return fail(map, err, -EINVAL, what, "%s needs exactly one integer value", op);
+        return tree_error(map, err, -EINVAL, what, "%s needs exactly one integer value", op);
     return 0;
 }
 
@@ -726,12 +713,14 @@ static int read_requirement(const struct tree *map, bool field_selector, const c
 {
     int rc = expect(map, TREE_MAP, what, err);
     if (rc == 0 && field(map, "key") == NULL)
-        rc = fail(map, err, -EINVAL, what, "key is required");
+        rc = tree_error(map, err, -EINVAL, what, "key is required");
     if (rc == 0)
         rc = read_string(map, "key", what, &req->key, err);
     if (rc == 0 && field_selector && strcmp(req->key, "metadata.name") != 0)
-        rc = fail(field(map, "key"), err, -EINVAL, what, "field \"%s\" is not supported "
-                  "(only metadata.name)", req->key);
+        rc = tree_error(field(map, "key"), err, -EINVAL, what,
+                        "field \"%s\" is not supported "
+                        "(only metadata.name)",
+                        req->key);
     if (rc == 0)
         rc = read_selector_op(map, what, field_selector, &req->op, err);
     const struct tree *values = field(map, "values");
@@ -743,8 +732,8 @@ static int read_requirement(const struct tree *map, bool field_selector, const c
 }
 
 static int read_requirements(const struct tree *term, const char *key, bool field_selector,
-                             const char *what, struct selector_requirement **out,
-                             uint32_t *count, struct kc_error *err)
+                             const char *what, struct selector_requirement **out, uint32_t *count,
+                             struct kc_error *err)
 {
     const struct tree *list = field(term, key);
     if (list == NULL)
@@ -755,13 +744,12 @@ static int read_requirements(const struct tree *term, const char *key, bool fiel
     return rc;
 }
 
-static int read_term(const struct tree *t, struct node_selector_term *term,
-                     struct kc_error *err)
+static int read_term(const struct tree *t, struct node_selector_term *term, struct kc_error *err)
 {
     int rc = expect(t, TREE_MAP, "nodeSelectorTerm", err);
     if (rc == 0)
-        rc = read_requirements(t, "matchExpressions", false, "matchExpressions",
-                               &term->expressions, &term->expression_count, err);
+        rc = read_requirements(t, "matchExpressions", false, "matchExpressions", &term->expressions,
+                               &term->expression_count, err);
     if (rc == 0)
         rc = read_requirements(t, "matchFields", true, "matchFields", &term->fields,
                                &term->field_count, err);
@@ -796,7 +784,7 @@ static int read_preferred_term(const struct tree *t, struct preferred_term *out,
         return rc;
     const struct tree *weight = field(t, "weight");
     if (weight == NULL)
-        return fail(t, err, -EINVAL, what, "weight is required");
+        return tree_error(t, err, -EINVAL, what, "weight is required");
     rc = read_int32(weight, "weight", 1, 100, &out->weight, err);
     const struct tree *preference = field(t, "preference");
     if (rc == 0 && preference != NULL)
@@ -818,15 +806,13 @@ static int read_preferred(const struct tree *node_affinity, struct node_affinity
     return rc;
 }
 
-static int read_affinity(const struct tree *spec, struct node_affinity *out,
-                         struct kc_error *err)
+static int read_affinity(const struct tree *spec, struct node_affinity *out, struct kc_error *err)
 {
     const struct tree *affinity, *node_affinity;
     int rc = optional_map(spec, "affinity", "affinity", &affinity, err);
     if (rc < 0 || affinity == NULL)
         return rc;
-    rc = optional_map(affinity, "nodeAffinity", "affinity.nodeAffinity", &node_affinity,
-                      err);
+    rc = optional_map(affinity, "nodeAffinity", "affinity.nodeAffinity", &node_affinity, err);
     if (rc < 0 || node_affinity == NULL)
         return rc;
     rc = read_required(node_affinity, out, err);
@@ -853,13 +839,14 @@ static int parse_effect(const struct tree *t, const char *what, bool allow_empty
     else if (allow_empty && s[0] == '\0')
         *out = (kc_taint_effect)0;
     else
-        return fail(t, err, -EINVAL, what, "unknown effect \"%s\" (use NoSchedule, "
-                    "PreferNoSchedule or NoExecute)", s);
+        return tree_error(t, err, -EINVAL, what,
+                          "unknown effect \"%s\" (use NoSchedule, "
+                          "PreferNoSchedule or NoExecute)",
+                          s);
     return 0;
 }
 
-static int read_toleration_op(const struct tree *map, enum toleration_op *out,
-                              struct kc_error *err)
+static int read_toleration_op(const struct tree *map, enum toleration_op *out, struct kc_error *err)
 {
     const struct tree *t = field(map, "operator");
     *out = TOLERATION_EQUAL;
@@ -872,8 +859,10 @@ static int read_toleration_op(const struct tree *map, enum toleration_op *out,
     if (strcmp(s, "Exists") == 0)
         *out = TOLERATION_EXISTS;
     else if (strcmp(s, "Equal") != 0 && s[0] != '\0')
-        return fail(t, err, -EINVAL, "operator", "unknown operator \"%s\" "
-                    "(use Equal or Exists)", s);
+        return tree_error(t, err, -EINVAL, "operator",
+                          "unknown operator \"%s\" "
+                          "(use Equal or Exists)",
+                          s);
     return 0;
 }
 
@@ -906,8 +895,8 @@ static int read_tolerations(const struct tree *spec, struct pod *pod, struct kc_
     const struct tree *list = field(spec, "tolerations");
     if (list == NULL)
         return 0;
-    int rc = alloc_list(list, "tolerations", sizeof(*pod->tolerations),
-                        (void **)&pod->tolerations, &pod->toleration_count, err);
+    int rc = alloc_list(list, "tolerations", sizeof(*pod->tolerations), (void **)&pod->tolerations,
+                        &pod->toleration_count, err);
     for (uint32_t i = 0; rc == 0 && i < pod->toleration_count; i++)
         rc = read_toleration(list->items[i], &pod->tolerations[i], err);
     return rc;
@@ -917,7 +906,7 @@ static int read_taint(const struct tree *t, struct taint *taint, struct kc_error
 {
     int rc = expect(t, TREE_MAP, "taints", err);
     if (rc == 0 && field(t, "key") == NULL)
-        rc = fail(t, err, -EINVAL, "taints", "key is required");
+        rc = tree_error(t, err, -EINVAL, "taints", "key is required");
     if (rc == 0)
         rc = read_string(t, "key", "key", &taint->key, err);
     if (rc == 0)
@@ -926,8 +915,9 @@ static int read_taint(const struct tree *t, struct taint *taint, struct kc_error
         rc = no_memory(t, err, "value");
     const struct tree *effect = field(t, "effect");
     if (rc == 0 && effect == NULL)
-        rc = fail(t, err, -EINVAL, "taints", "effect is required (NoSchedule, "
-                  "PreferNoSchedule or NoExecute)");
+        rc = tree_error(t, err, -EINVAL, "taints",
+                        "effect is required (NoSchedule, "
+                        "PreferNoSchedule or NoExecute)");
     if (rc == 0)
         rc = parse_effect(effect, "effect", false, &taint->effect, err);
     return rc;
@@ -976,16 +966,15 @@ static int read_gates(const struct tree *spec, struct pod *pod, struct kc_error 
     const struct tree *list = field(spec, "schedulingGates");
     if (list == NULL)
         return 0;
-    int rc = alloc_list(list, "schedulingGates", sizeof(char *),
-                        (void **)&pod->scheduling_gates, &pod->scheduling_gate_count, err);
+    int rc = alloc_list(list, "schedulingGates", sizeof(char *), (void **)&pod->scheduling_gates,
+                        &pod->scheduling_gate_count, err);
     for (uint32_t i = 0; rc == 0 && i < pod->scheduling_gate_count; i++) {
         const struct tree *gate = list->items[i];
         rc = expect(gate, TREE_MAP, "schedulingGates", err);
         if (rc == 0 && field(gate, "name") == NULL)
-            rc = fail(gate, err, -EINVAL, "schedulingGates", "name is required");
+            rc = tree_error(gate, err, -EINVAL, "schedulingGates", "name is required");
         if (rc == 0)
-            rc = read_string(gate, "name", "name", &pod->scheduling_gates[i],
-                             err);
+            rc = read_string(gate, "name", "name", &pod->scheduling_gates[i], err);
     }
     return rc;
 }
@@ -997,10 +986,10 @@ static int read_name(const struct tree *meta, char **out, struct kc_error *err)
 {
     const struct tree *t = field(meta, "name");
     if (t == NULL)
-        return fail(meta, err, -EINVAL, "name", "is required");
+        return tree_error(meta, err, -EINVAL, "name", "is required");
     int rc = read_string(meta, "name", "name", out, err);
     if (rc == 0 && (*out)[0] == '\0')
-        rc = fail(t, err, -EINVAL, "name", "must not be empty");
+        rc = tree_error(t, err, -EINVAL, "name", "must not be empty");
     return rc;
 }
 
@@ -1024,16 +1013,15 @@ static int read_pod_metadata(const struct tree *root, struct pod *pod, struct kc
                             &pod->creation_ms, err);
     int64_t deleted_ms;
     if (rc == 0)
-        rc = read_timestamp(meta, "deletionTimestamp", "deletionTimestamp",
-                            &pod->deleting, &deleted_ms, err);
+        rc = read_timestamp(meta, "deletionTimestamp", "deletionTimestamp", &pod->deleting,
+                            &deleted_ms, err);
     return rc;
 }
 
 static int read_priority(const struct tree *spec, struct pod *pod, struct kc_error *err)
 {
     const struct tree *t = field(spec, "priority");
-    return t == NULL ? 0 : read_int32(t, "priority", INT32_MIN, INT32_MAX, &pod->priority,
-                                      err);
+    return t == NULL ? 0 : read_int32(t, "priority", INT32_MIN, INT32_MAX, &pod->priority, err);
 }
 
 static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_error *err)
@@ -1058,8 +1046,7 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
     if (rc == 0)
         rc = read_containers(spec, false, &pod->containers, &pod->container_count, err);
     if (rc == 0)
-        rc = read_containers(spec, true, &pod->init_containers, &pod->init_container_count,
-                             err);
+        rc = read_containers(spec, true, &pod->init_containers, &pod->init_container_count, err);
     if (rc == 0)
         rc = read_res_field(spec, "overhead", "overhead", &pod->overhead, err);
     if (rc == 0 && pod->node_name != NULL && pod->node_name[0] == '\0') {
@@ -1073,7 +1060,7 @@ static int read_pod_status(const struct tree *root, struct pod *pod, struct kc_e
 {
     static const char *const phases[] = {
         [POD_PENDING] = "Pending", [POD_RUNNING] = "Running", [POD_SUCCEEDED] = "Succeeded",
-        [POD_FAILED] = "Failed", [POD_UNKNOWN] = "Unknown",
+        [POD_FAILED] = "Failed",   [POD_UNKNOWN] = "Unknown",
     };
     const struct tree *status, *phase;
     int rc = optional_map(root, "status", "status", &status, err);
@@ -1089,8 +1076,10 @@ static int read_pod_status(const struct tree *root, struct pod *pod, struct kc_e
             return 0;
         }
     }
-    return fail(phase, err, -EINVAL, "phase", "unknown phase \"%s\" (Pending, Running, "
-                "Succeeded, Failed or Unknown)", s);
+    return tree_error(phase, err, -EINVAL, "phase",
+                      "unknown phase \"%s\" (Pending, Running, "
+                      "Succeeded, Failed or Unknown)",
+                      s);
 }
 
 int pod_from_tree(const struct tree *t, struct pod **out, struct kc_error *err)
@@ -1161,8 +1150,7 @@ static int read_node_status(const struct tree *root, struct node *node, struct k
     if (rc < 0 || status == NULL)
         return rc;
     if (field(status, "allocatable") != NULL)
-        return read_res_field(status, "allocatable", "allocatable", &node->allocatable,
-                              err);
+        return read_res_field(status, "allocatable", "allocatable", &node->allocatable, err);
     return read_res_field(status, "capacity", "capacity", &node->allocatable, err);
 }
 
@@ -1211,17 +1199,12 @@ static bool compare_int(const struct selector_requirement *req, const char *valu
 static bool requirement_matches(const struct selector_requirement *req, const char *value)
 {
     switch (req->op) {
-    case SELECTOR_IN:
-        return value != NULL && value_in(req, value);
-    case SELECTOR_NOT_IN:
-        return value == NULL || !value_in(req, value);
-    case SELECTOR_EXISTS:
-        return value != NULL;
-    case SELECTOR_DOES_NOT_EXIST:
-        return value == NULL;
+    case SELECTOR_IN: return value != NULL && value_in(req, value);
+    case SELECTOR_NOT_IN: return value == NULL || !value_in(req, value);
+    case SELECTOR_EXISTS: return value != NULL;
+    case SELECTOR_DOES_NOT_EXIST: return value == NULL;
     case SELECTOR_GT:
-    case SELECTOR_LT:
-        return compare_int(req, value);
+    case SELECTOR_LT: return compare_int(req, value);
     }
     return false;
 }

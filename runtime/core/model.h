@@ -105,9 +105,9 @@ struct pod {
     char *scheduler_name; /* "default-scheduler" when absent, as the API server defaults */
     char *pod_group;      /* label scheduling.x-k8s.io/pod-group, or NULL */
     int32_t priority;
-    int64_t creation_ms;  /* metadata.creationTimestamp, unix ms; 0 when absent */
+    int64_t creation_ms; /* metadata.creationTimestamp, unix ms; 0 when absent */
     enum pod_phase phase;
-    bool deleting;        /* metadata.deletionTimestamp set */
+    bool deleting; /* metadata.deletionTimestamp set */
     struct kv_list labels;
     struct kv_list annotations;
     struct kv_list node_selector;

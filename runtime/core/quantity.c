@@ -14,12 +14,12 @@
 /* A quantity split the way apimachinery's parseQuantityString splits it. */
 struct quantity_parts {
     bool negative;
-    bool has_digit;   /* any digit before the suffix ("", "+", ".", "m" have none) */
-    const char *num;  /* integer digits, leading zeros stripped */
+    bool has_digit;  /* any digit before the suffix ("", "+", ".", "m" have none) */
+    const char *num; /* integer digits, leading zeros stripped */
     size_t num_len;
     const char *frac; /* digits after '.' */
     size_t frac_len;
-    bool binary;      /* value * 2^exponent (Ki..Ei); otherwise value * 10^exponent */
+    bool binary; /* value * 2^exponent (Ki..Ei); otherwise value * 10^exponent */
     int32_t exponent;
 };
 
@@ -211,8 +211,8 @@ static bool significant_digits(const struct quantity_parts *q, struct digit_span
         end--;
     span->first = first;
     span->end = end;
-    span->exponent10 = (q->binary ? 0 : (int64_t)q->exponent) - (int64_t)q->frac_len +
-                       (int64_t)(total - end);
+    span->exponent10 =
+        (q->binary ? 0 : (int64_t)q->exponent) - (int64_t)q->frac_len + (int64_t)(total - end);
     return true;
 }
 
@@ -266,8 +266,8 @@ static int magnitude_at(const struct quantity_parts *q, const struct digit_span 
     size_t split = span->first + (size_t)(int_digits > 0 ? int_digits : 0);
     uint64_t v = digits_value(q, span->first, split);
     bool inexact;
-    uint64_t carry = fraction_times_pow2(q, split, span->end, int_digits < 0 ? -int_digits : 0,
-                                         shift, &inexact);
+    uint64_t carry =
+        fraction_times_pow2(q, split, span->end, int_digits < 0 ? -int_digits : 0, shift, &inexact);
     if (v > ((uint64_t)INT64_MAX >> shift))
         return -ERANGE;
     v <<= shift;

@@ -14,25 +14,9 @@
 #define DEFAULT_POD_CAPACITY 110
 #define SYNTH_MAX 16
 
-static int fail(const struct tree *t, struct kc_error *err, int code, const char *what,
-                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static int fail(const struct tree *t, struct kc_error *err, int code, const char *what,
-                const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
-    const char *file = t->file != NULL ? t->file : "<input>";
-    return kc_error_set(err, code, "%s:%u:%u: key '%s': %s", file, t->line, t->column, what,
-                        text);
-}
-
 static int no_memory(const struct tree *t, struct kc_error *err)
 {
-    return fail(t, err, -ENOMEM, "simulation file", "out of memory");
+    return tree_error(t, err, -ENOMEM, "simulation file", "out of memory");
 }
 
 /* A field, or NULL when absent or null. */
@@ -91,8 +75,12 @@ static void synth_put(struct synth_map *m, const char *key, const struct tree *v
     if (value == NULL || m->node.count == SYNTH_MAX)
         return;
     struct tree *k = &m->key_nodes[m->node.count];
-    *k = (struct tree){.type = TREE_SCALAR, .line = value->line, .column = value->column,
-                       .file = value->file, .scalar = (char *)key, .quoted = true};
+    *k = (struct tree){.type = TREE_SCALAR,
+                       .line = value->line,
+                       .column = value->column,
+                       .file = value->file,
+                       .scalar = (char *)key,
+                       .quoted = true};
     m->keys[m->node.count] = k;
     m->items[m->node.count] = (struct tree *)value;
     m->node.count++;
@@ -111,15 +99,16 @@ struct pod_synth {
 };
 
 static const char *const pod_keys[] = {
-    "name", "namespace", "labels", "annotations", "priority", "requests", "limits",
-    "containers", "initContainers", "overhead", "nodeName", "nodeSelector", "tolerations",
-    "affinity", "schedulingGates", "schedulerName", NULL,
+    "name",        "namespace",  "labels",          "annotations",   "priority", "requests",
+    "limits",      "containers", "initContainers",  "overhead",      "nodeName", "nodeSelector",
+    "tolerations", "affinity",   "schedulingGates", "schedulerName", NULL,
 };
 
 static const char *const workload_keys[] = {
-    "name", "namespace", "labels", "annotations", "priority", "requests", "limits",
-    "containers", "initContainers", "overhead", "nodeName", "nodeSelector", "tolerations",
-    "affinity", "schedulingGates", "schedulerName", "count", "at", "interval", NULL,
+    "name",          "namespace",    "labels",      "annotations",    "priority",
+    "requests",      "limits",       "containers",  "initContainers", "overhead",
+    "nodeName",      "nodeSelector", "tolerations", "affinity",       "schedulingGates",
+    "schedulerName", "count",        "at",          "interval",       NULL,
 };
 
 /* requests/limits become one container named "main". */
@@ -128,23 +117,29 @@ static void synth_main_container(struct pod_synth *s, const struct tree *entry)
     synth_init(&s->resources, entry);
     synth_copy(&s->resources, entry, "requests");
     synth_copy(&s->resources, entry, "limits");
-    s->main_name = (struct tree){.type = TREE_SCALAR, .line = entry->line,
-                                 .column = entry->column, .file = entry->file,
-                                 .scalar = (char *)"main", .quoted = true};
+    s->main_name = (struct tree){.type = TREE_SCALAR,
+                                 .line = entry->line,
+                                 .column = entry->column,
+                                 .file = entry->file,
+                                 .scalar = (char *)"main",
+                                 .quoted = true};
     synth_init(&s->container, entry);
     synth_put(&s->container, "name", &s->main_name);
     synth_put(&s->container, "resources", &s->resources.node);
     s->container_items[0] = &s->container.node;
-    s->containers = (struct tree){.type = TREE_SEQ, .line = entry->line,
-                                  .column = entry->column, .file = entry->file,
-                                  .items = s->container_items, .count = 1};
+    s->containers = (struct tree){.type = TREE_SEQ,
+                                  .line = entry->line,
+                                  .column = entry->column,
+                                  .file = entry->file,
+                                  .items = s->container_items,
+                                  .count = 1};
 }
 
 static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
 {
     static const char *const copied[] = {
-        "priority", "nodeName", "nodeSelector", "tolerations", "affinity", "schedulingGates",
-        "schedulerName", "overhead", "initContainers",
+        "priority",        "nodeName",      "nodeSelector", "tolerations",    "affinity",
+        "schedulingGates", "schedulerName", "overhead",     "initContainers",
     };
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
@@ -165,12 +160,12 @@ static int synth_pod(struct pod_synth *s, const struct tree *entry, bool workloa
     if (rc < 0)
         return rc;
     if (field(entry, "name") == NULL)
-        return fail(entry, err, -EINVAL, what, "name is required");
+        return tree_error(entry, err, -EINVAL, what, "name is required");
     const struct tree *containers = field(entry, "containers");
-    if (containers != NULL && (field(entry, "requests") != NULL ||
-                               field(entry, "limits") != NULL))
-        return fail(containers, err, -EINVAL, what, "give either requests/limits (one "
-                    "container) or containers, not both");
+    if (containers != NULL && (field(entry, "requests") != NULL || field(entry, "limits") != NULL))
+        return tree_error(containers, err, -EINVAL, what,
+                          "give either requests/limits (one "
+                          "container) or containers, not both");
     synth_init(&s->metadata, entry);
     synth_copy(&s->metadata, entry, "name");
     synth_copy(&s->metadata, entry, "namespace");
@@ -197,7 +192,7 @@ static int synth_node(struct node_synth *s, const struct tree *entry, struct kc_
     if (rc < 0)
         return rc;
     if (field(entry, "name") == NULL)
-        return fail(entry, err, -EINVAL, "node entry", "name is required");
+        return tree_error(entry, err, -EINVAL, "node entry", "name is required");
     synth_init(&s->metadata, entry);
     synth_copy(&s->metadata, entry, "name");
     synth_copy(&s->metadata, entry, "labels");
@@ -226,8 +221,8 @@ static int read_count(const struct tree *entry, bool *has_count, int64_t *count,
         return 0;
     int rc = tree_int64(t, "count", count, err);
     if (rc == 0 && (*count < 0 || *count > MAX_COUNT))
-        rc = fail(t, err, -EINVAL, "count", "%" PRId64 " is out of range 0..%d", *count,
-                  MAX_COUNT);
+        rc = tree_error(t, err, -EINVAL, "count", "%" PRId64 " is out of range 0..%d", *count,
+                        MAX_COUNT);
     return rc;
 }
 
@@ -240,7 +235,7 @@ static int read_duration(const struct tree *entry, const char *key, int64_t *ms,
         return 0;
     int rc = tree_duration_ms(t, key, ms, err);
     if (rc == 0 && *ms < 0)
-        rc = fail(t, err, -EINVAL, key, "must not be negative");
+        rc = tree_error(t, err, -EINVAL, key, "must not be negative");
     return rc;
 }
 
@@ -262,8 +257,8 @@ struct loader {
     const char *scheduler_name;
     struct kc_error *err;
     uint32_t node_capacity, pod_capacity, arrival_capacity, object_capacity;
-    const struct tree **node_at;  /* entry of each node, for duplicate messages */
-    const struct tree **pod_at;   /* entry of each existing pod */
+    const struct tree **node_at; /* entry of each node, for duplicate messages */
+    const struct tree **pod_at;  /* entry of each existing pod */
     const struct tree **arrival_at;
 };
 
@@ -287,8 +282,8 @@ static const struct tree *allocatable_source(const struct tree *entry, bool kube
 static int push_node(struct loader *l, const struct tree *entry, struct node *node)
 {
     struct sim_spec *spec = l->spec;
-    if (grow((void **)&spec->nodes, sizeof(*spec->nodes), (void **)&l->node_at,
-             sizeof(*l->node_at), spec->node_count, &l->node_capacity) < 0) {
+    if (grow((void **)&spec->nodes, sizeof(*spec->nodes), (void **)&l->node_at, sizeof(*l->node_at),
+             spec->node_count, &l->node_capacity) < 0) {
         node_free(node);
         return no_memory(entry, l->err);
     }
@@ -317,8 +312,8 @@ static int rename_node(struct node *node, bool had_uid, int64_t i)
     return 0;
 }
 
-static int make_node(struct loader *l, const struct tree *entry, const struct tree *tree,
-                     bool kube, int64_t index, bool has_count)
+static int make_node(struct loader *l, const struct tree *entry, const struct tree *tree, bool kube,
+                     int64_t index, bool has_count)
 {
     struct node *node;
     int rc = node_from_tree(tree, &node, l->err);
@@ -339,7 +334,7 @@ static int make_node(struct loader *l, const struct tree *entry, const struct tr
 static int load_node(struct loader *l, const struct tree *entry)
 {
     if (entry->type != TREE_MAP)
-        return fail(entry, l->err, -EINVAL, "nodes", "each entry must be a map");
+        return tree_error(entry, l->err, -EINVAL, "nodes", "each entry must be a map");
     bool kube = tree_get(entry, "metadata") != NULL;
     struct node_synth synth;
     const struct tree *tree = entry;
@@ -370,7 +365,7 @@ static int pod_tree(const struct tree *entry, bool workload, struct pod_synth *s
 {
     const char *what = workload ? "workload" : "pods";
     if (entry->type != TREE_MAP)
-        return fail(entry, err, -EINVAL, what, "each entry must be a map");
+        return tree_error(entry, err, -EINVAL, what, "each entry must be a map");
     *out = entry;
     if (is_kube_pod(entry))
         return 0;
@@ -403,8 +398,8 @@ static int rename_pod(struct pod *pod, const struct tree *tree, int64_t i)
 }
 
 /* Build one pod from a Kubernetes-shaped tree: copy i of a counted entry (i < 0: uncounted). */
-static int make_pod(struct loader *l, const struct tree *entry, const struct tree *tree,
-                    int64_t i, struct pod **out)
+static int make_pod(struct loader *l, const struct tree *entry, const struct tree *tree, int64_t i,
+                    struct pod **out)
 {
     struct pod *pod;
     int rc = pod_from_tree(tree, &pod, l->err);
@@ -451,8 +446,7 @@ static int load_pod(struct loader *l, const struct tree *entry)
     return 0;
 }
 
-static int push_arrival(struct loader *l, const struct tree *entry, int64_t at_ms,
-                        struct pod *pod)
+static int push_arrival(struct loader *l, const struct tree *entry, int64_t at_ms, struct pod *pod)
 {
     struct sim_spec *spec = l->spec;
     if (grow((void **)&spec->arrivals, sizeof(*spec->arrivals), (void **)&l->arrival_at,
@@ -494,13 +488,13 @@ static int read_object_strings(const struct tree *entry, struct sim_object *obj,
 {
     const struct tree *kind = field(entry, "kind"), *meta = field(entry, "metadata");
     if (kind == NULL)
-        return fail(entry, err, -EINVAL, "objects", "kind is required");
+        return tree_error(entry, err, -EINVAL, "objects", "kind is required");
     if (meta == NULL || meta->type != TREE_MAP)
-        return fail(meta != NULL ? meta : entry, err, -EINVAL, "objects",
-                    "metadata with a name is required");
+        return tree_error(meta != NULL ? meta : entry, err, -EINVAL, "objects",
+                          "metadata with a name is required");
     const struct tree *name = field(meta, "name"), *ns = field(meta, "namespace");
     if (name == NULL)
-        return fail(meta, err, -EINVAL, "metadata.name", "is required");
+        return tree_error(meta, err, -EINVAL, "metadata.name", "is required");
     const char *s;
     int rc = tree_string(kind, "kind", &s, err);
     if (rc == 0 && (obj->kind = strdup(s)) == NULL)
@@ -527,7 +521,7 @@ static void object_free(struct sim_object *obj)
 static int load_object(struct loader *l, const struct tree *entry)
 {
     if (entry->type != TREE_MAP)
-        return fail(entry, l->err, -EINVAL, "objects", "each entry must be a map");
+        return tree_error(entry, l->err, -EINVAL, "objects", "each entry must be a map");
     struct sim_object obj = {0};
     int rc = read_object_strings(entry, &obj, l->err);
     if (rc == 0 && (obj.json = tree_to_json(entry)) == NULL)
@@ -569,8 +563,8 @@ static void position(const struct tree *t, char *buf, size_t size)
     snprintf(buf, size, "%s:%u:%u", t->file != NULL ? t->file : "<input>", t->line, t->column);
 }
 
-static int report_duplicate(const struct named *first, const struct named *again,
-                            const char *kind, struct kc_error *err)
+static int report_duplicate(const struct named *first, const struct named *again, const char *kind,
+                            struct kc_error *err)
 {
     char here[400], there[400], name[600];
     position(again->at, here, sizeof(here));
@@ -579,13 +573,14 @@ static int report_duplicate(const struct named *first, const struct named *again
         snprintf(name, sizeof(name), "%s", again->name);
     else
         snprintf(name, sizeof(name), "%s/%s", again->ns, again->name);
-    return kc_error_set(err, -EINVAL, "%s: %s \"%s\" is defined twice (first at %s); %s names "
-                        "must be unique", here, kind, name, there, kind);
+    return kc_error_set(err, -EINVAL,
+                        "%s: %s \"%s\" is defined twice (first at %s); %s names "
+                        "must be unique",
+                        here, kind, name, there, kind);
 }
 
 /* Sorts the list (by name, then file order) and reports the first repeated name. */
-static int check_unique(struct named *list, uint32_t count, const char *kind,
-                        struct kc_error *err)
+static int check_unique(struct named *list, uint32_t count, const char *kind, struct kc_error *err)
 {
     if (count > 1)
         qsort(list, count, sizeof(*list), named_compare);
@@ -622,8 +617,10 @@ static int check_node_name(const struct named *nodes, uint32_t count, const stru
         else
             hi = mid;
     }
-    return fail(at, err, -EINVAL, "nodeName", "pod \"%s/%s\" names node \"%s\", which this file "
-                "does not define", pod->namespace, pod->name, pod->node_name);
+    return tree_error(at, err, -EINVAL, "nodeName",
+                      "pod \"%s/%s\" names node \"%s\", which this file "
+                      "does not define",
+                      pod->namespace, pod->name, pod->node_name);
 }
 
 static int check_pods(struct loader *l, const struct named *nodes)
@@ -706,7 +703,7 @@ static int load_list(struct loader *l, const struct tree *root, const char *key,
     if (list == NULL)
         return 0;
     if (list->type != TREE_SEQ)
-        return fail(list, l->err, -EINVAL, key, "expected a list");
+        return tree_error(list, l->err, -EINVAL, key, "expected a list");
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < list->count; i++)
         rc = load(l, list->items[i]);
@@ -738,8 +735,7 @@ static int load_config(struct loader *l, const struct tree *root, const char *sc
 
 static int load_root(struct loader *l, const struct tree *root, const char *scheduler_name)
 {
-    static const char *const top_keys[] = {"config", "nodes", "pods", "workload", "objects",
-                                           NULL};
+    static const char *const top_keys[] = {"config", "nodes", "pods", "workload", "objects", NULL};
     int rc = tree_check_keys(root, "simulation file", top_keys, l->err);
     if (rc == 0)
         rc = load_config(l, root, scheduler_name);

@@ -28,13 +28,13 @@ struct sim_spec {
     char *file;
     struct node **nodes;
     uint32_t node_count;
-    struct pod **pods;             /* existing pods at time 0 (assigned or pending) */
+    struct pod **pods; /* existing pods at time 0 (assigned or pending) */
     uint32_t pod_count;
-    struct sim_arrival *arrivals;  /* the workload, expanded, sorted by at_ms (stable) */
+    struct sim_arrival *arrivals; /* the workload, expanded, sorted by at_ms (stable) */
     uint32_t arrival_count;
     struct sim_object *objects;
     uint32_t object_count;
-    bool has_config;               /* the file had a `config:` section, loaded into config */
+    bool has_config; /* the file had a `config:` section, loaded into config */
     struct config config;
 };
 

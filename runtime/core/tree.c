@@ -134,8 +134,8 @@ static int parser_error(struct loader *ld)
         return load_error(ld, &mark, "%s; expected UTF-8 text", problem);
     }
     if (p->context != NULL) {
-        return load_error(ld, &p->problem_mark, "%s (%s started at %zu:%zu)", problem,
-                          p->context, p->context_mark.line + 1, p->context_mark.column + 1);
+        return load_error(ld, &p->problem_mark, "%s (%s started at %zu:%zu)", problem, p->context,
+                          p->context_mark.line + 1, p->context_mark.column + 1);
     }
     return load_error(ld, &p->problem_mark, "%s", problem);
 }
@@ -182,8 +182,8 @@ static int load_node(struct loader *ld, yaml_event_t *ev, struct tree *t, int de
 
 /* Loads the node that starts with the next event into a new child; *out is NULL at the end of
  * the enclosing collection (end_type). */
-static int load_child(struct loader *ld, yaml_event_type_t end_type, struct tree *parent,
-                      int depth, struct tree **out)
+static int load_child(struct loader *ld, yaml_event_type_t end_type, struct tree *parent, int depth,
+                      struct tree **out)
 {
     yaml_event_t ev;
     *out = NULL;
@@ -275,13 +275,13 @@ static int load_node(struct loader *ld, yaml_event_t *ev, struct tree *t, int de
     t->line = (uint32_t)ev->start_mark.line + 1;
     t->column = (uint32_t)ev->start_mark.column + 1;
     if (depth > TREE_MAX_DEPTH) {
-        return load_error(ld, &ev->start_mark, "nesting deeper than %d levels; expected a "
-                          "flatter document", TREE_MAX_DEPTH);
+        return load_error(ld, &ev->start_mark,
+                          "nesting deeper than %d levels; expected a "
+                          "flatter document",
+                          TREE_MAX_DEPTH);
     }
     switch (ev->type) {
-    case YAML_SCALAR_EVENT:
-        t->type = TREE_SCALAR;
-        return load_scalar(ld, ev, t);
+    case YAML_SCALAR_EVENT: t->type = TREE_SCALAR; return load_scalar(ld, ev, t);
     case YAML_SEQUENCE_START_EVENT:
         t->type = TREE_SEQ;
         if (reject_anchor(ld, ev, ev->data.sequence_start.anchor) != 0)
@@ -293,10 +293,11 @@ static int load_node(struct loader *ld, yaml_event_t *ev, struct tree *t, int de
             return -EINVAL;
         return load_mapping(ld, t, depth);
     case YAML_ALIAS_EVENT:
-        return load_error(ld, &ev->start_mark, "alias '*%s' is not supported; expected the "
-                          "value written out in full", (const char *)ev->data.alias.anchor);
-    default:
-        return load_error(ld, &ev->start_mark, "unexpected YAML event; expected a value");
+        return load_error(ld, &ev->start_mark,
+                          "alias '*%s' is not supported; expected the "
+                          "value written out in full",
+                          (const char *)ev->data.alias.anchor);
+    default: return load_error(ld, &ev->start_mark, "unexpected YAML event; expected a value");
     }
 }
 
@@ -312,7 +313,8 @@ static int expect_event(struct loader *ld, yaml_event_type_t type, yaml_event_t 
     bool second = ev->type == YAML_DOCUMENT_START_EVENT;
     yaml_event_delete(ev);
     if (second) {
-        return load_error(ld, &mark, "a second document starts here; expected one document "
+        return load_error(ld, &mark,
+                          "a second document starts here; expected one document "
                           "per file");
     }
     return load_error(ld, &mark, "unexpected content; expected the end of the document");
@@ -447,8 +449,10 @@ int tree_parse_file(const char *path, struct tree **out, struct kc_error *err)
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         int code = -errno;
-        return kc_error_set(err, code, "%s: cannot open: %s; expected a readable YAML or JSON "
-                            "file", path, strerror(-code));
+        return kc_error_set(err, code,
+                            "%s: cannot open: %s; expected a readable YAML or JSON "
+                            "file",
+                            path, strerror(-code));
     }
     char *data;
     size_t len;
@@ -494,11 +498,8 @@ bool tree_is_null(const struct tree *t)
 
 /* ---- typed reads ---- */
 
-static int value_error(const struct tree *t, const char *what, struct kc_error *err,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static int value_error(const struct tree *t, const char *what, struct kc_error *err,
-                       const char *fmt, ...)
+int tree_error(const struct tree *t, struct kc_error *err, int code, const char *key,
+               const char *fmt, ...)
 {
     char problem[768];
     va_list ap;
@@ -506,9 +507,9 @@ static int value_error(const struct tree *t, const char *what, struct kc_error *
     vsnprintf(problem, sizeof(problem), fmt, ap);
     va_end(ap);
     if (t == NULL)
-        return kc_error_set(err, -EINVAL, "key '%s': %s", what, problem);
-    return kc_error_set(err, -EINVAL, "%s:%u:%u: key '%s': %s", t->file, t->line, t->column,
-                        what, problem);
+        return kc_error_set(err, code, "key '%s': %s", key, problem);
+    return kc_error_set(err, code, "%s:%u:%u: key '%s': %s", t->file != NULL ? t->file : "<input>",
+                        t->line, t->column, key, problem);
 }
 
 static const char *kind_name(const struct tree *t)
@@ -525,9 +526,9 @@ static int want_scalar(const struct tree *t, const char *what, const char *expec
                        struct kc_error *err)
 {
     if (t == NULL)
-        return value_error(t, what, err, "missing; expected %s", expected);
+        return tree_error(t, err, -EINVAL, what, "missing; expected %s", expected);
     if (t->type != TREE_SCALAR || tree_is_null(t))
-        return value_error(t, what, err, "got %s; expected %s", kind_name(t), expected);
+        return tree_error(t, err, -EINVAL, what, "got %s; expected %s", kind_name(t), expected);
     return 0;
 }
 
@@ -573,16 +574,16 @@ int tree_int64(const struct tree *t, const char *what, int64_t *out, struct kc_e
     if (rc != 0)
         return rc;
     if (t->quoted)
-        return value_error(t, what, err, "\"%.*s\" is quoted; expected %s", QUOTE_MAX, t->scalar,
-                           expected);
+        return tree_error(t, err, -EINVAL, what, "\"%.*s\" is quoted; expected %s", QUOTE_MAX,
+                          t->scalar, expected);
     rc = parse_int64(t->scalar, out);
     if (rc == -ERANGE) {
-        return value_error(t, what, err, "%.*s does not fit in 64 bits; expected %s", QUOTE_MAX,
-                           t->scalar, expected);
+        return tree_error(t, err, -EINVAL, what, "%.*s does not fit in 64 bits; expected %s",
+                          QUOTE_MAX, t->scalar, expected);
     }
     if (rc != 0)
-        return value_error(t, what, err, "'%.*s' is not a whole number; expected %s", QUOTE_MAX,
-                           t->scalar, expected);
+        return tree_error(t, err, -EINVAL, what, "'%.*s' is not a whole number; expected %s",
+                          QUOTE_MAX, t->scalar, expected);
     return 0;
 }
 
@@ -593,8 +594,8 @@ int tree_bool(const struct tree *t, const char *what, bool *out, struct kc_error
     if (rc != 0)
         return rc;
     if (t->quoted)
-        return value_error(t, what, err, "\"%.*s\" is quoted; expected %s", QUOTE_MAX,
-                           t->scalar, expected);
+        return tree_error(t, err, -EINVAL, what, "\"%.*s\" is quoted; expected %s", QUOTE_MAX,
+                          t->scalar, expected);
     if (text_in(t->scalar, true_words)) {
         *out = true;
         return 0;
@@ -603,8 +604,8 @@ int tree_bool(const struct tree *t, const char *what, bool *out, struct kc_error
         *out = false;
         return 0;
     }
-    return value_error(t, what, err, "'%.*s' is not a boolean; expected %s", QUOTE_MAX,
-                       t->scalar, expected);
+    return tree_error(t, err, -EINVAL, what, "'%.*s' is not a boolean; expected %s", QUOTE_MAX,
+                      t->scalar, expected);
 }
 
 /* ---- durations ---- */
@@ -616,7 +617,10 @@ struct duration_unit {
 
 /* Longest names first, so "ms" is not read as "m" followed by junk. */
 static const struct duration_unit duration_units[] = {
-    {"ms", 1}, {"h", 3600000}, {"m", 60000}, {"s", 1000},
+    {"ms", 1},
+    {"h", 3600000},
+    {"m", 60000},
+    {"s", 1000},
 };
 
 static const struct duration_unit *match_unit(const char *s, size_t *len)
@@ -740,14 +744,16 @@ int tree_duration_ms(const struct tree *t, const char *what, int64_t *out, struc
         return rc;
     rc = parse_duration_ms(t->scalar, out);
     if (rc == -ERANGE)
-        return value_error(t, what, err, "'%.*s' is too long; expected %s", QUOTE_MAX, t->scalar,
-                           expected);
+        return tree_error(t, err, -EINVAL, what, "'%.*s' is too long; expected %s", QUOTE_MAX,
+                          t->scalar, expected);
     if (rc == -EDOM)
-        return value_error(t, what, err, "'%.*s' is not a whole number of milliseconds; "
-                           "expected %s", QUOTE_MAX, t->scalar, expected);
+        return tree_error(t, err, -EINVAL, what,
+                          "'%.*s' is not a whole number of milliseconds; "
+                          "expected %s",
+                          QUOTE_MAX, t->scalar, expected);
     if (rc != 0)
-        return value_error(t, what, err, "'%.*s' is not a duration; expected %s", QUOTE_MAX,
-                           t->scalar, expected);
+        return tree_error(t, err, -EINVAL, what, "'%.*s' is not a duration; expected %s", QUOTE_MAX,
+                          t->scalar, expected);
     return 0;
 }
 
@@ -761,13 +767,15 @@ int tree_quantity(const struct tree *t, const char *resource_name, int64_t *out,
         return rc;
     rc = quantity_parse(t->scalar, strlen(t->scalar), quantity_scale_for(resource_name), out);
     if (rc == -ERANGE) {
-        return value_error(t, resource_name, err, "'%.*s' is too large to account for; expected "
-                           "a value that fits in 64 bits at %s", QUOTE_MAX, t->scalar,
-                           quantity_scale_for(resource_name) == -3 ? "milli-units" : "units");
+        return tree_error(t, err, -EINVAL, resource_name,
+                          "'%.*s' is too large to account for; expected "
+                          "a value that fits in 64 bits at %s",
+                          QUOTE_MAX, t->scalar,
+                          quantity_scale_for(resource_name) == -3 ? "milli-units" : "units");
     }
     if (rc != 0)
-        return value_error(t, resource_name, err, "'%.*s' is not a quantity; expected %s",
-                           QUOTE_MAX, t->scalar, expected);
+        return tree_error(t, err, -EINVAL, resource_name, "'%.*s' is not a quantity; expected %s",
+                          QUOTE_MAX, t->scalar, expected);
     return 0;
 }
 
@@ -789,16 +797,18 @@ int tree_check_keys(const struct tree *t, const char *what, const char *const *a
                     struct kc_error *err)
 {
     if (t == NULL || t->type != TREE_MAP)
-        return value_error(t, what, err, "got %s; expected a map", t ? kind_name(t) : "nothing");
+        return tree_error(t, err, -EINVAL, what, "got %s; expected a map",
+                          t ? kind_name(t) : "nothing");
     for (uint32_t i = 0; i < t->count; i++) {
         const struct tree *key = t->keys[i];
         if (text_in(key->scalar, allowed))
             continue;
         char keys[512];
         list_keys(keys, sizeof(keys), allowed);
-        return kc_error_set(err, -EINVAL, "%s:%u:%u: key '%.*s': unknown key in %s; expected "
-                            "one of: %s", key->file, key->line, key->column, QUOTE_MAX,
-                            key->scalar, what, keys);
+        return kc_error_set(err, -EINVAL,
+                            "%s:%u:%u: key '%.*s': unknown key in %s; expected "
+                            "one of: %s",
+                            key->file, key->line, key->column, QUOTE_MAX, key->scalar, what, keys);
     }
     return 0;
 }

@@ -13,12 +13,12 @@ enum tree_type { TREE_SCALAR, TREE_MAP, TREE_SEQ };
 
 struct tree {
     enum tree_type type;
-    uint32_t line;   /* 1-based */
-    uint32_t column; /* 1-based */
+    uint32_t line;    /* 1-based */
+    uint32_t column;  /* 1-based */
     const char *file; /* shared by every node of the document */
     /* TREE_SCALAR */
     char *scalar;
-    bool quoted;     /* written in quotes: always a string, never a number/bool/null */
+    bool quoted; /* written in quotes: always a string, never a number/bool/null */
     /* TREE_MAP: keys[i] -> items[i]; TREE_SEQ: items[i] */
     struct tree **keys;
     struct tree **items;
@@ -35,6 +35,11 @@ int tree_parse_file(const char *path, struct tree **out, struct kc_error *err);
 int tree_parse_buffer(const char *name, const char *data, size_t len, struct tree **out,
                       struct kc_error *err);
 void tree_free(struct tree *t);
+
+/* Format "FILE:LINE:COL: key 'KEY': problem" (or "key 'KEY': problem" when t is NULL) into err
+ * and return code: the one shape of every file error. */
+int tree_error(const struct tree *t, struct kc_error *err, int code, const char *key,
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* Map lookup; NULL when t is not a map or has no such key. */
 const struct tree *tree_get(const struct tree *t, const char *key);

@@ -9,8 +9,7 @@
 
 _Thread_local struct reject_sink *cycle_filter_sink;
 
-void reasons_add_count(struct reason_count *reasons, uint32_t *count, const char *text,
-                       uint32_t n)
+void reasons_add_count(struct reason_count *reasons, uint32_t *count, const char *text, uint32_t n)
 {
     for (uint32_t i = 0; i < *count; i++) {
         if (strcmp(reasons[i].text, text) == 0) {
@@ -69,8 +68,8 @@ char *reasons_message(const struct reason_count *reasons, uint32_t count, uint32
     if (message != NULL) {
         size_t used = (size_t)snprintf(message, total, "0/%u nodes are available: ", node_count);
         for (uint32_t i = 0; i < count; i++)
-            used += (size_t)snprintf(message + used, total - used, "%s%s", i > 0 ? ", " : "",
-                                     parts[i]);
+            used +=
+                (size_t)snprintf(message + used, total - used, "%s%s", i > 0 ? ", " : "", parts[i]);
         snprintf(message + used, total - used, ".");
     }
     for (uint32_t i = 0; i < count; i++)

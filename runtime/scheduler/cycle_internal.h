@@ -17,8 +17,7 @@ extern _Thread_local struct reject_sink *cycle_filter_sink;
 
 /* Add one node's reason to a histogram (copies text the first time it is seen). */
 void reasons_add(struct reason_count *reasons, uint32_t *count, const char *text);
-void reasons_add_count(struct reason_count *reasons, uint32_t *count, const char *text,
-                       uint32_t n);
+void reasons_add_count(struct reason_count *reasons, uint32_t *count, const char *text, uint32_t n);
 void reasons_clear(struct reason_count *reasons, uint32_t *count);
 /* "0/N nodes are available: 2 Insufficient cpu, 3 Too many pods." malloc'd. */
 char *reasons_message(const struct reason_count *reasons, uint32_t count, uint32_t node_count);

@@ -117,8 +117,8 @@ int framework_open(struct framework *fw, const struct config *cfg, const char *p
             rc = kc_error_set(err, -ENOTSUP,
                               "%s:%u:%u: plugin %s: isolation 'process' is not available in "
                               "this build yet; use 'inprocess'",
-                              cfg->file != NULL ? cfg->file : "configuration", pc->line,
-                              pc->column, pc->name);
+                              cfg->file != NULL ? cfg->file : "configuration", pc->line, pc->column,
+                              pc->name);
         else
             rc = open_one(p, pc, dir, host, err);
         if (rc < 0 && pc->required) {

@@ -21,15 +21,42 @@ static void host_log(kc_log_level level, const char *plugin, const char *message
     log_msg(level, "plugin %s: %s", plugin != NULL ? plugin : "?", message != NULL ? message : "");
 }
 
-static const char *pod_namespace(const kc_pod *p) { return POD(p)->namespace; }
-static const char *pod_name(const kc_pod *p) { return POD(p)->name; }
-static const char *pod_uid(const kc_pod *p) { return POD(p)->uid; }
-static const char *pod_node_name(const kc_pod *p) { return POD(p)->node_name; }
-static const char *pod_scheduler_name(const kc_pod *p) { return POD(p)->scheduler_name; }
-static int32_t pod_priority(const kc_pod *p) { return POD(p)->priority; }
-static int64_t pod_creation_ms(const kc_pod *p) { return POD(p)->creation_ms; }
-static int64_t pod_enqueue_ms(const kc_pod *p) { return POD(p)->enqueue_ms; }
-static const char *pod_group(const kc_pod *p) { return POD(p)->pod_group; }
+static const char *pod_namespace(const kc_pod *p)
+{
+    return POD(p)->namespace;
+}
+static const char *pod_name(const kc_pod *p)
+{
+    return POD(p)->name;
+}
+static const char *pod_uid(const kc_pod *p)
+{
+    return POD(p)->uid;
+}
+static const char *pod_node_name(const kc_pod *p)
+{
+    return POD(p)->node_name;
+}
+static const char *pod_scheduler_name(const kc_pod *p)
+{
+    return POD(p)->scheduler_name;
+}
+static int32_t pod_priority(const kc_pod *p)
+{
+    return POD(p)->priority;
+}
+static int64_t pod_creation_ms(const kc_pod *p)
+{
+    return POD(p)->creation_ms;
+}
+static int64_t pod_enqueue_ms(const kc_pod *p)
+{
+    return POD(p)->enqueue_ms;
+}
+static const char *pod_group(const kc_pod *p)
+{
+    return POD(p)->pod_group;
+}
 
 static const char *pod_label(const kc_pod *p, const char *key)
 {
@@ -113,11 +140,26 @@ static int pod_tolerates_taint(const kc_pod *p, const kc_taint *taint)
     return pod_tolerates(POD(p), taint->key, taint->value, taint->effect);
 }
 
-static const char *node_name(const kc_node *n) { return NODE(n)->node->name; }
-static int node_unschedulable(const kc_node *n) { return NODE(n)->node->unschedulable; }
-static uint32_t node_taint_count(const kc_node *n) { return NODE(n)->node->taint_count; }
-static uint32_t node_pod_count(const kc_node *n) { return NODE(n)->pod_count; }
-static uint32_t node_index(const kc_node *n) { return NODE(n)->index; }
+static const char *node_name(const kc_node *n)
+{
+    return NODE(n)->node->name;
+}
+static int node_unschedulable(const kc_node *n)
+{
+    return NODE(n)->node->unschedulable;
+}
+static uint32_t node_taint_count(const kc_node *n)
+{
+    return NODE(n)->node->taint_count;
+}
+static uint32_t node_pod_count(const kc_node *n)
+{
+    return NODE(n)->pod_count;
+}
+static uint32_t node_index(const kc_node *n)
+{
+    return NODE(n)->index;
+}
 
 static const char *node_label(const kc_node *n, const char *key)
 {

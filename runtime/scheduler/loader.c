@@ -79,8 +79,7 @@ char *loader_find(const char *name, const char *explicit_path, const char *plugi
         return found;
     /* Not found: return the first place we looked, so the error names a path. */
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/%s.so", plugin_dir != NULL ? plugin_dir : KC_PLUGIN_DIR,
-             name);
+    snprintf(path, sizeof(path), "%s/%s.so", plugin_dir != NULL ? plugin_dir : KC_PLUGIN_DIR, name);
     return strdup(path);
 }
 
@@ -129,8 +128,7 @@ int loader_open(const char *path, struct plugin *p, struct kc_error *err)
         return refuse(p, err, KC_ERR_ABI, path, "%s", "descriptor without a name or ops table");
     if (desc->ops->struct_size < OPS_MIN_SIZE)
         return refuse(p, err, KC_ERR_ABI, path, "%s", "ops table too small for ABI 1.0");
-    size_t copy = desc->ops->struct_size < sizeof(p->ops) ? desc->ops->struct_size
-                                                          : sizeof(p->ops);
+    size_t copy = desc->ops->struct_size < sizeof(p->ops) ? desc->ops->struct_size : sizeof(p->ops);
     memcpy(&p->ops, desc->ops, copy);
     p->ops.struct_size = sizeof(p->ops);
     p->name = strdup(desc->name);

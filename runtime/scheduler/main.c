@@ -11,32 +11,26 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: kcycle-scheduler --simulate FILE [--report FILE.json] [options]\n"
-            "\n"
-            "  --simulate FILE     schedule the cluster and workload described in FILE\n"
-            "  --report FILE.json  write the placements and summary as JSON\n"
-            "  --config FILE       scheduler configuration (YAML or JSON)\n"
-            "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
-            "  --quiet             no placement table, only the summary\n"
-            "  --no-progress       no progress lines on stderr (runs over a second)\n"
-            "  -v, --verbose       more log output (repeat for debug)\n"
-            "  --version           print the version\n");
+    fprintf(out, "usage: kcycle-scheduler --simulate FILE [--report FILE.json] [options]\n"
+                 "\n"
+                 "  --simulate FILE     schedule the cluster and workload described in FILE\n"
+                 "  --report FILE.json  write the placements and summary as JSON\n"
+                 "  --config FILE       scheduler configuration (YAML or JSON)\n"
+                 "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
+                 "  --quiet             no placement table, only the summary\n"
+                 "  --no-progress       no progress lines on stderr (runs over a second)\n"
+                 "  -v, --verbose       more log output (repeat for debug)\n"
+                 "  --version           print the version\n");
 }
 
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"simulate", required_argument, NULL, 's'},
-        {"report", required_argument, NULL, 'r'},
-        {"config", required_argument, NULL, 'c'},
-        {"plugin-dir", required_argument, NULL, 'p'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"no-progress", no_argument, NULL, 'P'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"simulate", required_argument, NULL, 's'}, {"report", required_argument, NULL, 'r'},
+        {"config", required_argument, NULL, 'c'},   {"plugin-dir", required_argument, NULL, 'p'},
+        {"quiet", no_argument, NULL, 'q'},          {"no-progress", no_argument, NULL, 'P'},
+        {"verbose", no_argument, NULL, 'v'},        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     struct sim_options opt = {.progress = true};
     int verbosity = 0, c;
@@ -49,9 +43,10 @@ int main(int argc, char **argv)
         case 'q': opt.quiet = true; break;
         case 'P': opt.progress = false; break;
         case 'v': verbosity++; break;
-        case 'V': printf("kcycle-scheduler %s (SDK ABI %u.%u)\n", KC_VERSION_STRING,
-                         KC_ABI_MAJOR, KC_ABI_MINOR);
-                  return 0;
+        case 'V':
+            printf("kcycle-scheduler %s (SDK ABI %u.%u)\n", KC_VERSION_STRING, KC_ABI_MAJOR,
+                   KC_ABI_MINOR);
+            return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

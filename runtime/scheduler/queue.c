@@ -80,8 +80,7 @@ static void heap_up(const struct queue *q, struct sched_pod_heap *h, uint32_t i,
     heap_set(h, i, sp);
 }
 
-static void heap_down(const struct queue *q, struct sched_pod_heap *h, uint32_t i,
-                      before_fn before)
+static void heap_down(const struct queue *q, struct sched_pod_heap *h, uint32_t i, before_fn before)
 {
     struct sched_pod *sp = h->items[i];
     for (;;) {
@@ -209,20 +208,11 @@ struct sched_pod *queue_pop(struct queue *q)
 void queue_remove(struct queue *q, struct sched_pod *sp)
 {
     switch (sp->state) {
-    case SP_ACTIVE:
-        heap_remove_at(q, &q->active, sp->heap_index, active_before);
-        break;
-    case SP_BACKOFF:
-        heap_remove_at(q, &q->backoff, sp->heap_index, backoff_before);
-        break;
-    case SP_UNSCHEDULABLE:
-        list_remove(&q->unschedulable, sp);
-        break;
-    case SP_GATED:
-        list_remove(&q->gated, sp);
-        break;
-    default:
-        return;
+    case SP_ACTIVE: heap_remove_at(q, &q->active, sp->heap_index, active_before); break;
+    case SP_BACKOFF: heap_remove_at(q, &q->backoff, sp->heap_index, backoff_before); break;
+    case SP_UNSCHEDULABLE: list_remove(&q->unschedulable, sp); break;
+    case SP_GATED: list_remove(&q->gated, sp); break;
+    default: return;
     }
     sp->state = SP_NONE;
 }

@@ -10,30 +10,30 @@ struct pod;
 struct plugin;
 
 enum sched_pod_state {
-    SP_NONE,          /* not in any queue (being scheduled) */
+    SP_NONE, /* not in any queue (being scheduled) */
     SP_ACTIVE,
     SP_BACKOFF,
     SP_UNSCHEDULABLE,
-    SP_GATED,         /* schedulingGates or a PreEnqueue plugin keeps it out */
-    SP_WAITING,       /* held in Permit */
+    SP_GATED,   /* schedulingGates or a PreEnqueue plugin keeps it out */
+    SP_WAITING, /* held in Permit */
     SP_BINDING,
     SP_BOUND
 };
 
 /* A pending pod the scheduler owns (kube's QueuedPodInfo). */
 struct sched_pod {
-    struct pod *pod;           /* owned */
+    struct pod *pod; /* owned */
     enum sched_pod_state state;
     uint32_t attempts;         /* scheduling attempts so far */
     uint32_t backoff_attempts; /* failed attempts that count for backoff */
     int64_t last_attempt_ms;
     int64_t backoff_until_ms;
     int64_t parked_ms;
-    uint64_t rejectors;        /* plugins (bit = plugin index) that rejected the last attempt */
-    uint32_t heap_index;       /* position in activeQ or backoffQ */
-    uint32_t list_index;       /* position in the unschedulable or gated list */
-    char *reason;              /* last failure message, or NULL */
-    bool deleted;              /* deleted while in flight: freed when the attempt ends */
+    uint64_t rejectors;  /* plugins (bit = plugin index) that rejected the last attempt */
+    uint32_t heap_index; /* position in activeQ or backoffQ */
+    uint32_t list_index; /* position in the unschedulable or gated list */
+    char *reason;        /* last failure message, or NULL */
+    bool deleted;        /* deleted while in flight: freed when the attempt ends */
 };
 
 struct sched_pod_heap {
@@ -54,7 +54,7 @@ struct queue {
     const struct plugin *sort; /* QueueSort plugin, or NULL for FIFO */
     int64_t initial_backoff_ms;
     int64_t max_backoff_ms;
-    int64_t flush_ms;          /* podMaxInUnschedulablePodsDuration */
+    int64_t flush_ms;           /* podMaxInUnschedulablePodsDuration */
     int64_t earliest_parked_ms; /* lower bound of parked_ms over the unschedulable list */
 };
 

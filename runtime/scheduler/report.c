@@ -59,8 +59,7 @@ void report_print_table(const struct simulator *sim, FILE *out)
 }
 
 /* Distinct unschedulable reasons with their pod counts, most frequent first. */
-static uint32_t collect_reasons(const struct simulator *sim, struct reason_total *out,
-                                uint32_t max)
+static uint32_t collect_reasons(const struct simulator *sim, struct reason_total *out, uint32_t max)
 {
     uint32_t count = 0;
     for (uint32_t i = 0; i < sim->record_count; i++) {
@@ -120,8 +119,9 @@ void report_print_summary(const struct simulator *sim, FILE *out)
     fprintf(out, "  requested/allocatable over all nodes: cpu %.1f%%, memory %.1f%%, pods %.1f%%\n",
             utilisation(sim, KC_RESOURCE_CPU), utilisation(sim, KC_RESOURCE_MEMORY),
             utilisation(sim, KC_RESOURCE_PODS));
-    fprintf(out, "  attempts %llu (unschedulable %llu, errors %llu, permit waits %llu, "
-                 "permit timeouts %llu)\n",
+    fprintf(out,
+            "  attempts %llu (unschedulable %llu, errors %llu, permit waits %llu, "
+            "permit timeouts %llu)\n",
             (unsigned long long)st->attempts, (unsigned long long)st->unschedulable_attempts,
             (unsigned long long)st->error_attempts, (unsigned long long)st->permit_waits,
             (unsigned long long)st->permit_timeouts);
@@ -152,8 +152,8 @@ static json_t *pods_json(const struct simulator *sim)
         const char *reason = record_reason(sim, r);
         json_array_append_new(
             pods, json_pack("{s:s, s:s, s:o, s:o}", "namespace", r->namespace, "name", r->name,
-                            "node", r->node != NULL ? json_string(r->node) : json_null(),
-                            "reason", reason != NULL ? json_string(reason) : json_null()));
+                            "node", r->node != NULL ? json_string(r->node) : json_null(), "reason",
+                            reason != NULL ? json_string(reason) : json_null()));
     }
     return pods;
 }
@@ -183,30 +183,27 @@ static json_t *summary_json(const struct simulator *sim)
     uint32_t count = collect_reasons(sim, totals, 32);
     for (uint32_t i = 0; i < count; i++)
         json_object_set_new(reasons, totals[i].text, json_integer(totals[i].count));
-    return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}",
-                     "pods", (json_int_t)sim->record_count, "nodes",
-                     (json_int_t)sim->sched.cache.node_count, "scheduled",
-                     (json_int_t)sim->bound, "unschedulable",
-                     (json_int_t)(sim->record_count - sim->bound), "reasons", reasons,
-                     "attempts", (json_int_t)st->attempts, "unschedulable_attempts",
+    return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "pods",
+                     (json_int_t)sim->record_count, "nodes",
+                     (json_int_t)sim->sched.cache.node_count, "scheduled", (json_int_t)sim->bound,
+                     "unschedulable", (json_int_t)(sim->record_count - sim->bound), "reasons",
+                     reasons, "attempts", (json_int_t)st->attempts, "unschedulable_attempts",
                      (json_int_t)st->unschedulable_attempts, "error_attempts",
-                     (json_int_t)st->error_attempts, "permit_waits",
-                     (json_int_t)st->permit_waits, "permit_timeouts",
-                     (json_int_t)st->permit_timeouts, "simulated_seconds",
+                     (json_int_t)st->error_attempts, "permit_waits", (json_int_t)st->permit_waits,
+                     "permit_timeouts", (json_int_t)st->permit_timeouts, "simulated_seconds",
                      (double)sim->now_ms / 1000.0, "wall_seconds", seconds, "pods_per_second",
                      seconds > 0 ? (double)sim->bound / seconds : 0.0);
 }
 
 int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err)
 {
-    json_t *root = json_pack("{s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
-                             nodes_json(sim), "summary", summary_json(sim));
+    json_t *root = json_pack("{s:o, s:o, s:o}", "pods", pods_json(sim), "nodes", nodes_json(sim),
+                             "summary", summary_json(sim));
     if (root == NULL)
         return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(root);
     if (rc != 0)
-        return kc_error_set(err, -EIO, "%s: could not write the report: %s", path,
-                            strerror(errno));
+        return kc_error_set(err, -EIO, "%s: could not write the report: %s", path, strerror(errno));
     return 0;
 }

@@ -403,9 +403,9 @@ static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct pl
         message = format("0/%u nodes are available: %s.", s->cache.node_count,
                          cycle->message != NULL ? cycle->message : p->name);
     else
-        message = format("%s", cycle->message != NULL
-                                   ? cycle->message
-                                   : "rejected by a plugin after a node was chosen");
+        message =
+            format("%s", cycle->message != NULL ? cycle->message
+                                                : "rejected by a plugin after a node was chosen");
     if (!error)
         cycle->rejectors |= 1ull << p->index;
     cycle->sp->rejectors = cycle->rejectors;
@@ -430,8 +430,7 @@ static int ensure_scratch(struct scheduler *s)
     s->feasible_flag = calloc(capacity, 1);
     s->scores = calloc((size_t)capacity * scorers, sizeof(*s->scores));
     s->totals = calloc(capacity, sizeof(*s->totals));
-    if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL ||
-        s->totals == NULL) {
+    if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL) {
         s->scratch_capacity = 0;
         return -ENOMEM;
     }
@@ -522,8 +521,7 @@ static void filter_worker(void *ctx, uint32_t worker)
                 }
                 if (sink.calls == 0) {
                     char reason[160];
-                    snprintf(reason, sizeof(reason), "node(s) were rejected by plugin %s",
-                             p->name);
+                    snprintf(reason, sizeof(reason), "node(s) were rejected by plugin %s", p->name);
                     reasons_add(ws->reasons, &ws->reason_count, reason);
                 }
                 ws->rejectors |= 1ull << p->index;
@@ -534,8 +532,8 @@ static void filter_worker(void *ctx, uint32_t worker)
             found += feasible;
             /* alone, stop at exactly the node that completes the search, as kube-scheduler's
              * sequential path does; the collection below never reads past it */
-            if (job->alone && found + atomic_load_explicit(&job->found, memory_order_relaxed) >=
-                                  job->want)
+            if (job->alone &&
+                found + atomic_load_explicit(&job->found, memory_order_relaxed) >= job->want)
                 break;
         }
         atomic_fetch_add_explicit(&job->found, found, memory_order_relaxed);
@@ -566,17 +564,16 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     /* Decide from the cost measured on the caller alone; every 64th attempt measures again
      * without threads, so a wrong guess does not feed itself. */
     bool probe = (s->filter_runs++ & 63) == 0;
-    bool parallel = s->workers.count > 0 &&
-                    (s->force_parallel ||
-                     (!probe && n >= PARALLEL_MIN_NODES &&
-                      s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
+    bool parallel =
+        s->workers.count > 0 &&
+        (s->force_parallel || (!probe && n >= PARALLEL_MIN_NODES &&
+                               s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
     int64_t started = monotonic_ns();
     job.alone = !parallel;
     if (parallel) {
         s->stats.parallel_filters++;
         workers_run(&s->workers, filter_worker, &job);
-    }
-    else
+    } else
         filter_worker(&job, 0);
     int64_t elapsed = monotonic_ns() - started;
     for (uint32_t w = 0; w < workers; w++) {
@@ -619,8 +616,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     return found;
 }
 
-static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
-                      uint32_t *chosen)
+static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found, uint32_t *chosen)
 {
     struct framework *fw = &s->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
@@ -650,8 +646,8 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
             }
         }
         if (p->ops.normalize_score != NULL &&
-            p->ops.normalize_score(p->self, cycle, pod, (const kc_node *const *)s->feasible,
-                                   scores, found) != KC_SUCCESS) {
+            p->ops.normalize_score(p->self, cycle, pod, (const kc_node *const *)s->feasible, scores,
+                                   found) != KC_SUCCESS) {
             char *message = format("plugin %s failed in NormalizeScore", p->name);
             cycle_fail(cycle, message != NULL ? message : "NormalizeScore failed");
             free(message);
@@ -661,8 +657,7 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
             if (scores[i] < 0 || scores[i] > 100) {
                 char *message = format("plugin %s returned score %lld for node %s; scores "
                                        "must be 0..100",
-                                       p->name, (long long)scores[i],
-                                       s->feasible[i]->node->name);
+                                       p->name, (long long)scores[i], s->feasible[i]->node->name);
                 cycle_fail(cycle, message != NULL ? message : "invalid score");
                 free(message);
                 return -1;
@@ -882,7 +877,8 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     const kc_node *node = (const kc_node *)cache_node(&s->cache, cycle->node_name);
     if (node == NULL || cycle->sp->deleted) {
         unreserve(s, cycle);
-        return fail_attempt(s, cycle, OUTCOME_ERROR, "the node or the pod went away before binding");
+        return fail_attempt(s, cycle, OUTCOME_ERROR,
+                            "the node or the pod went away before binding");
     }
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_BIND]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_BIND][i];
@@ -935,11 +931,11 @@ static void process_waiting(struct scheduler *s, int64_t now)
         struct kc_waiting_pod *w = s->waiting[i];
         struct kc_cycle *cycle = w->cycle;
         if (w->rejected || (w->pending != 0 && now >= w->deadline_ms)) {
-            char *message = w->rejected
-                                ? strdup(w->reject_message != NULL ? w->reject_message
-                                                                   : "rejected in Permit")
-                                : format("rejected due to timeout after waiting %s at plugin %s",
-                                         w->timeout_text, w->wait_plugin);
+            char *message =
+                w->rejected
+                    ? strdup(w->reject_message != NULL ? w->reject_message : "rejected in Permit")
+                    : format("rejected due to timeout after waiting %s at plugin %s",
+                             w->timeout_text, w->wait_plugin);
             if (!w->rejected)
                 s->stats.permit_timeouts++;
             cycle->rejectors |= w->pending;

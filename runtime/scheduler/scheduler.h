@@ -26,7 +26,8 @@ struct scheduler_sink {
     void *ctx;
     /* Bind pod to node with the cycle's annotations. 0 on success; the scheduler then treats
      * the pod as assigned (a later pod update with spec.nodeName confirms it). */
-    int (*bind)(void *ctx, const struct pod *pod, const char *node, const struct kv_list *annotations);
+    int (*bind)(void *ctx, const struct pod *pod, const char *node,
+                const struct kv_list *annotations);
     /* The pod could not be scheduled: PodScheduled=False, reason Unschedulable, message. */
     void (*unschedulable)(void *ctx, const struct pod *pod, const char *message);
     /* The pod was bound (Scheduled event). */
@@ -52,19 +53,19 @@ struct kc_cycle {
         char *key;
         void *data;
         void (*free_fn)(void *);
-    } *state;
+    } * state;
     uint32_t state_count, state_capacity;
     struct kv_list annotations;
-    char *node_name;      /* after Reserve: the chosen node */
-    char *message;        /* a cycle-level rejection (PreFilter, Permit, ...) */
-    uint64_t rejectors;   /* plugins that rejected in this attempt */
+    char *node_name;    /* after Reserve: the chosen node */
+    char *message;      /* a cycle-level rejection (PreFilter, Permit, ...) */
+    uint64_t rejectors; /* plugins that rejected in this attempt */
 };
 
 struct kc_waiting_pod {
     struct kc_cycle *cycle;
-    uint64_t pending;     /* plugins (bit = index) that said Wait and have not allowed */
+    uint64_t pending; /* plugins (bit = index) that said Wait and have not allowed */
     int64_t deadline_ms;
-    char *wait_plugin;    /* the plugin that set the earliest deadline */
+    char *wait_plugin; /* the plugin that set the earliest deadline */
     char timeout_text[24];
     bool rejected;
     char *reject_message;
@@ -89,20 +90,20 @@ struct worker_state {
 };
 
 struct scheduler {
-    struct config *cfg;   /* borrowed */
+    struct config *cfg; /* borrowed */
     struct framework fw;
     struct cache cache;
     struct queue queue;
     struct scheduler_sink sink;
     struct scheduler_clock clock;
-    struct strmap pods;   /* uid -> struct sched_pod: the pending pods we own */
+    struct strmap pods;     /* uid -> struct sched_pod: the pending pods we own */
     struct strmap assigned; /* uid -> struct pod: pods with a node (any scheduler) */
     uint32_t requeue_masks[FRAMEWORK_MAX_PLUGINS];
     kc_host_api host;
     /* per-attempt scratch, sized to the node count, reused: no per-node allocation */
     const struct cache_node **feasible;
     uint8_t *feasible_flag; /* by position from the start index */
-    int64_t *scores;      /* plugin-major: scores[k * capacity + i] */
+    int64_t *scores;        /* plugin-major: scores[k * capacity + i] */
     int64_t *totals;
     uint32_t scratch_capacity;
     struct reason_count reasons[CYCLE_MAX_REASONS];
@@ -119,7 +120,7 @@ struct scheduler {
     struct worker_state *worker_state; /* workers.count + 1 */
     int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */
     uint64_t filter_runs;
-    bool force_parallel;               /* tests: use the threads whatever the cost */
+    bool force_parallel; /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
     int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */
 };

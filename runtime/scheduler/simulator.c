@@ -187,9 +187,8 @@ int simulator_run(struct simulator *sim, bool progress)
     struct scheduler *s = &sim->sched;
     int64_t last_progress = wall_us();
     sim->wall_start_us = wall_us();
-    int64_t last_arrival = sim->spec.arrival_count > 0
-                               ? sim->spec.arrivals[sim->spec.arrival_count - 1].at_ms
-                               : 0;
+    int64_t last_arrival =
+        sim->spec.arrival_count > 0 ? sim->spec.arrivals[sim->spec.arrival_count - 1].at_ms : 0;
     for (;;) {
         deliver_arrivals(sim);
         scheduler_tick(s);

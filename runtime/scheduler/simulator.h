@@ -15,18 +15,18 @@ struct sim_record {
     char *namespace;
     char *name;
     char *uid;
-    char *node;        /* bound node, or NULL */
+    char *node; /* bound node, or NULL */
     int64_t arrival_ms;
-    int64_t bound_ms;  /* simulated time of binding */
+    int64_t bound_ms; /* simulated time of binding */
 };
 
 struct sim_options {
     const char *sim_path;
-    const char *config_path;  /* overrides the file's config section */
+    const char *config_path; /* overrides the file's config section */
     const char *plugin_dir;
-    const char *report_path;  /* JSON report, or NULL */
-    bool quiet;               /* no placement table */
-    bool progress;            /* progress lines on stderr for long runs */
+    const char *report_path; /* JSON report, or NULL */
+    bool quiet;              /* no placement table */
+    bool progress;           /* progress lines on stderr for long runs */
 };
 
 struct simulator {
@@ -40,7 +40,7 @@ struct simulator {
     struct strmap record_index; /* uid -> record index + 1 */
     uint64_t bound;
     int64_t wall_start_us, wall_end_us;
-    uint32_t *bound_per_second;    /* wall-clock seconds since start */
+    uint32_t *bound_per_second; /* wall-clock seconds since start */
     uint32_t seconds, seconds_capacity;
 };
 

@@ -96,12 +96,8 @@ static void abi_on_event(void *self, const kc_event *event)
     const char *node_name = event->node != NULL ? kc_node_name(event->node) : NULL;
     struct known_node *node = find_node(plugin, node_name);
     switch (event->type) {
-    case KC_EVENT_NODE_ADD:
-        node_announced(plugin, node_name);
-        break;
-    case KC_EVENT_NODE_DELETE:
-        node_deleted(plugin, node_name);
-        break;
+    case KC_EVENT_NODE_ADD: node_announced(plugin, node_name); break;
+    case KC_EVENT_NODE_DELETE: node_deleted(plugin, node_name); break;
     case KC_EVENT_POD_ASSUME:
         if (node != NULL)
             node->assumed++;
@@ -110,8 +106,7 @@ static void abi_on_event(void *self, const kc_event *event)
         if (node != NULL && node->assumed > 0)
             node->assumed--;
         break;
-    default:
-        break;
+    default: break;
     }
 }
 

@@ -150,10 +150,16 @@ static void test_plugin_built_against_1_0_loads_and_reports_its_abi(void **state
 static void test_decisions_of_a_1_0_plugin_take_effect(void **state)
 {
     struct plugin_config entries[2] = {
-        {.name = (char *)"abi10", .path = (char *)KC_ABI_PLUGIN_PATH, .weight = 1,
-         .required = true, .args_json = (char *)"{}"},
-        {.name = (char *)"defaultbinder", .path = (char *)KC_DEFAULTBINDER_PATH, .weight = 1,
-         .required = true, .args_json = (char *)"{}"},
+        {.name = (char *)"abi10",
+         .path = (char *)KC_ABI_PLUGIN_PATH,
+         .weight = 1,
+         .required = true,
+         .args_json = (char *)"{}"},
+        {.name = (char *)"defaultbinder",
+         .path = (char *)KC_DEFAULTBINDER_PATH,
+         .weight = 1,
+         .required = true,
+         .args_json = (char *)"{}"},
     };
     struct config cfg = {
         .scheduler_name = (char *)"kcycle",

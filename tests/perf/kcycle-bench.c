@@ -140,12 +140,11 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"shape", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-        {"nodes", required_argument, NULL, 'n'}, {"existing", required_argument, NULL, 'e'},
-        {"pods", required_argument, NULL, 'p'},  {"plugin-dir", required_argument, NULL, 'd'},
-        {"seed", required_argument, NULL, 'S'},  {"help", no_argument, NULL, 'h'},
-        {"parallelism", required_argument, NULL, 'P'},
-        {NULL, 0, NULL, 0},
+        {"shape", required_argument, NULL, 's'},       {"json", no_argument, NULL, 'j'},
+        {"nodes", required_argument, NULL, 'n'},       {"existing", required_argument, NULL, 'e'},
+        {"pods", required_argument, NULL, 'p'},        {"plugin-dir", required_argument, NULL, 'd'},
+        {"seed", required_argument, NULL, 'S'},        {"help", no_argument, NULL, 'h'},
+        {"parallelism", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000, .existing = 1000, .pods = 10000, .seed = 1};
     const char *shape = "scheduling-basic";
@@ -236,9 +235,8 @@ int main(int argc, char **argv)
                "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
                "\"isolation\": \"inprocess\"}\n",
-               shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99,
-               bins_per_interval * 10, elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(),
-               s.stats.parallel_filters);
+               shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
+               elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"

@@ -94,15 +94,42 @@ static int64_t host_now_ms(void)
 
 /* Pods --------------------------------------------------------------------------------- */
 
-static const char *host_pod_namespace(const kc_pod *pod) { return pod->namespace_name; }
-static const char *host_pod_name(const kc_pod *pod) { return pod->name; }
-static const char *host_pod_uid(const kc_pod *pod) { return pod->uid; }
-static const char *host_pod_node_name(const kc_pod *pod) { return pod->node_name; }
-static const char *host_pod_scheduler_name(const kc_pod *pod) { return pod->scheduler_name; }
-static int32_t host_pod_priority(const kc_pod *pod) { return pod->priority; }
-static int64_t host_pod_creation_ms(const kc_pod *pod) { return pod->creation_ms; }
-static int64_t host_pod_enqueue_ms(const kc_pod *pod) { return pod->enqueue_ms; }
-static const char *host_pod_group(const kc_pod *pod) { return pod->group; }
+static const char *host_pod_namespace(const kc_pod *pod)
+{
+    return pod->namespace_name;
+}
+static const char *host_pod_name(const kc_pod *pod)
+{
+    return pod->name;
+}
+static const char *host_pod_uid(const kc_pod *pod)
+{
+    return pod->uid;
+}
+static const char *host_pod_node_name(const kc_pod *pod)
+{
+    return pod->node_name;
+}
+static const char *host_pod_scheduler_name(const kc_pod *pod)
+{
+    return pod->scheduler_name;
+}
+static int32_t host_pod_priority(const kc_pod *pod)
+{
+    return pod->priority;
+}
+static int64_t host_pod_creation_ms(const kc_pod *pod)
+{
+    return pod->creation_ms;
+}
+static int64_t host_pod_enqueue_ms(const kc_pod *pod)
+{
+    return pod->enqueue_ms;
+}
+static const char *host_pod_group(const kc_pod *pod)
+{
+    return pod->group;
+}
 
 static uint32_t host_pod_scheduling_gate_count(const kc_pod *pod)
 {
@@ -137,8 +164,7 @@ static uint32_t host_pod_request_count(const kc_pod *pod)
     return count;
 }
 
-static int host_pod_request_at(const kc_pod *pod, uint32_t index, kc_resource *id,
-                               int64_t *value)
+static int host_pod_request_at(const kc_pod *pod, uint32_t index, kc_resource *id, int64_t *value)
 {
     fake_host.calls.pod_request_at++;
     uint32_t seen = 0;
@@ -181,8 +207,7 @@ static int64_t host_pod_container_request(const kc_pod *pod, int init, uint32_t 
     return c->request[id];
 }
 
-static int64_t host_pod_container_limit(const kc_pod *pod, int init, uint32_t index,
-                                        kc_resource id)
+static int64_t host_pod_container_limit(const kc_pod *pod, int init, uint32_t index, kc_resource id)
 {
     const struct fake_container *c = container(pod, init, index);
     if (c == NULL || id < 0 || id >= KC_RESOURCE_MAX)
@@ -240,12 +265,30 @@ static int host_pod_tolerates_taint(const kc_pod *pod, const kc_taint *taint)
 
 /* Nodes -------------------------------------------------------------------------------- */
 
-static const char *host_node_name(const kc_node *node) { return node->name; }
-static int host_node_unschedulable(const kc_node *node) { return node->unschedulable; }
-static uint32_t host_node_taint_count(const kc_node *node) { return node->taint_count; }
-static uint32_t host_node_pod_count(const kc_node *node) { return node->pod_count; }
-static uint32_t host_node_index(const kc_node *node) { return node->index; }
-static uint32_t host_node_count(void) { return fake_host.node_count; }
+static const char *host_node_name(const kc_node *node)
+{
+    return node->name;
+}
+static int host_node_unschedulable(const kc_node *node)
+{
+    return node->unschedulable;
+}
+static uint32_t host_node_taint_count(const kc_node *node)
+{
+    return node->taint_count;
+}
+static uint32_t host_node_pod_count(const kc_node *node)
+{
+    return node->pod_count;
+}
+static uint32_t host_node_index(const kc_node *node)
+{
+    return node->index;
+}
+static uint32_t host_node_count(void)
+{
+    return fake_host.node_count;
+}
 
 static const char *host_node_label(const kc_node *node, const char *key)
 {
@@ -362,7 +405,10 @@ static int host_cycle_annotate(kc_cycle *cycle, const char *key, const char *val
 
 /* Waiting pods ------------------------------------------------------------------------- */
 
-static uint32_t host_waiting_pod_count(void) { return fake_host.waiting_count; }
+static uint32_t host_waiting_pod_count(void)
+{
+    return fake_host.waiting_count;
+}
 
 static kc_waiting_pod *host_waiting_pod_at(uint32_t index)
 {
@@ -396,8 +442,7 @@ static int host_waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin)
     return 0;
 }
 
-static int host_waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin,
-                                   const char *message)
+static int host_waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *message)
 {
     (void)plugin;
     waiting->rejected++;

@@ -131,7 +131,7 @@ struct fake_calls {
 /* Everything the fake host knows, reset by fake_host_reset(). Tests read and set it. */
 struct fake_host_state {
     struct fake_calls calls;
-    int bind_result;        /* what bind returns: 0, or a negative errno */
+    int bind_result; /* what bind returns: 0, or a negative errno */
     const kc_pod *last_bound_pod;
     const kc_node *last_bound_node;
     int64_t now_ms;

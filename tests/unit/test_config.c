@@ -30,8 +30,7 @@ static int remove_tmp_dir(void **state)
 }
 
 /* Writes text to tmp_dir/name, loads it, removes it. last_path keeps the name for messages. */
-static int load_text(const char *name, const char *text, struct config *cfg,
-                     struct kc_error *err)
+static int load_text(const char *name, const char *text, struct config *cfg, struct kc_error *err)
 {
     snprintf(last_path, sizeof(last_path), "%s/%s", tmp_dir, name);
     FILE *f = fopen(last_path, "w");
@@ -130,39 +129,38 @@ static void missing_file_is_enoent_and_leaves_config_zeroed(void **state)
 
 /* ---- full files ---- */
 
-static const char full_yaml[] =
-    "apiVersion: kcycle.io/v1alpha1\n"
-    "kind: KcycleSchedulerConfiguration\n"
-    "schedulerName: gang\n"
-    "percentageOfNodesToScore: 50\n"
-    "pluginDir: /opt/kcycle/plugins\n"
-    "parallelism: 8\n"
-    "seed: 42\n"
-    "podInitialBackoffSeconds: 2\n"
-    "podMaxBackoffSeconds: 30\n"
-    "podMaxInUnschedulablePodsDuration: 90s\n"
-    "plugins:\n"
-    "  - name: prioritysort\n"
-    "  - name: gpushare\n"
-    "    path: /srv/gpushare.so\n"
-    "    weight: 5\n"
-    "    isolation: process\n"
-    "    host: gpu\n"
-    "    failurePolicy: Ignore\n"
-    "    required: false\n"
-    "    args:\n"
-    "      binpack: true\n"
-    "      ratio: 0.5\n"
-    "      unknownToUs: {anything: [1, \"x\"]}\n"
-    "leaderElection:\n"
-    "  leaderElect: true\n"
-    "  leaseDuration: 30s\n"
-    "  renewDeadline: 20s\n"
-    "  retryPeriod: 5s\n"
-    "  resourceName: kcycle-gang\n"
-    "  resourceNamespace: scheduling\n"
-    "bridge:\n"
-    "  address: tcp://127.0.0.1:7070\n";
+static const char full_yaml[] = "apiVersion: kcycle.io/v1alpha1\n"
+                                "kind: KcycleSchedulerConfiguration\n"
+                                "schedulerName: gang\n"
+                                "percentageOfNodesToScore: 50\n"
+                                "pluginDir: /opt/kcycle/plugins\n"
+                                "parallelism: 8\n"
+                                "seed: 42\n"
+                                "podInitialBackoffSeconds: 2\n"
+                                "podMaxBackoffSeconds: 30\n"
+                                "podMaxInUnschedulablePodsDuration: 90s\n"
+                                "plugins:\n"
+                                "  - name: prioritysort\n"
+                                "  - name: gpushare\n"
+                                "    path: /srv/gpushare.so\n"
+                                "    weight: 5\n"
+                                "    isolation: process\n"
+                                "    host: gpu\n"
+                                "    failurePolicy: Ignore\n"
+                                "    required: false\n"
+                                "    args:\n"
+                                "      binpack: true\n"
+                                "      ratio: 0.5\n"
+                                "      unknownToUs: {anything: [1, \"x\"]}\n"
+                                "leaderElection:\n"
+                                "  leaderElect: true\n"
+                                "  leaseDuration: 30s\n"
+                                "  renewDeadline: 20s\n"
+                                "  retryPeriod: 5s\n"
+                                "  resourceName: kcycle-gang\n"
+                                "  resourceNamespace: scheduling\n"
+                                "bridge:\n"
+                                "  address: tcp://127.0.0.1:7070\n";
 
 static const char full_json[] =
     "{\n"
@@ -217,9 +215,8 @@ static void assert_full_values(const struct config *cfg)
     assert_string_equal(p->host, "gpu");
     assert_int_equal(p->failure_policy, FAILURE_IGNORE);
     assert_false(p->required);
-    assert_string_equal(p->args_json,
-                        "{\"binpack\":true,\"ratio\":0.5,"
-                        "\"unknownToUs\":{\"anything\":[1,\"x\"]}}");
+    assert_string_equal(p->args_json, "{\"binpack\":true,\"ratio\":0.5,"
+                                      "\"unknownToUs\":{\"anything\":[1,\"x\"]}}");
 }
 
 static void yaml_file_sets_every_key(void **state)

@@ -159,16 +159,15 @@ static void test_successful_cycle_runs_every_phase_in_order(void **state)
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     assert_int_equal(scheduler_tick(&h->sched), 1);
-    assert_string_equal(
-        read_log(h),
-        "recorder:PreFilter, recorder2:PreFilter, "
-        "recorder:Filter, recorder2:Filter, recorder:Filter, recorder2:Filter, "
-        "recorder:PreScore, recorder2:PreScore, "
-        "recorder:Score, recorder:Score, recorder:NormalizeScore, "
-        "recorder2:Score, recorder2:Score, recorder2:NormalizeScore, "
-        "recorder:Reserve, recorder2:Reserve, recorder:Permit, recorder2:Permit, "
-        "recorder:PreBind, recorder2:PreBind, recorder:Bind, recorder2:Bind, "
-        "recorder:PostBind, recorder2:PostBind");
+    assert_string_equal(read_log(h),
+                        "recorder:PreFilter, recorder2:PreFilter, "
+                        "recorder:Filter, recorder2:Filter, recorder:Filter, recorder2:Filter, "
+                        "recorder:PreScore, recorder2:PreScore, "
+                        "recorder:Score, recorder:Score, recorder:NormalizeScore, "
+                        "recorder2:Score, recorder2:Score, recorder2:NormalizeScore, "
+                        "recorder:Reserve, recorder2:Reserve, recorder:Permit, recorder2:Permit, "
+                        "recorder:PreBind, recorder2:PreBind, recorder:Bind, recorder2:Bind, "
+                        "recorder:PostBind, recorder2:PostBind");
     assert_int_equal(h->bound_count, 1);
     assert_true(strncmp(h->bound_node, "node-", 5) == 0);
     const char *node = NULL, *reason = NULL;
@@ -186,11 +185,10 @@ static void test_permit_rejection_unreserves_in_reverse_order(void **state)
     struct harness *h = harness_open("\"permit\": \"allow\"", "\"permit\": \"reject\"", 1);
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_string_equal(read_log(h),
-                        "recorder:PreFilter, recorder2:PreFilter, recorder:Filter, "
-                        "recorder2:Filter, recorder:Reserve, recorder2:Reserve, "
-                        "recorder:Permit, recorder2:Permit, "
-                        "recorder2:Unreserve, recorder:Unreserve");
+    assert_string_equal(read_log(h), "recorder:PreFilter, recorder2:PreFilter, recorder:Filter, "
+                                     "recorder2:Filter, recorder:Reserve, recorder2:Reserve, "
+                                     "recorder:Permit, recorder2:Permit, "
+                                     "recorder2:Unreserve, recorder:Unreserve");
     struct sched_pod *sp = pending(h, "p");
     assert_non_null(sp);
     assert_int_equal(sp->state, SP_UNSCHEDULABLE);
@@ -204,8 +202,8 @@ static void test_permit_rejection_unreserves_in_reverse_order(void **state)
 
 static void test_permit_wait_then_allow_binds(void **state)
 {
-    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000",
-                                     "\"permit\": \"allow\"", 1);
+    struct harness *h =
+        harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000", "\"permit\": \"allow\"", 1);
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     assert_int_equal(scheduler_tick(&h->sched), 0);
@@ -230,8 +228,8 @@ static void test_permit_wait_then_allow_binds(void **state)
 
 static void test_permit_wait_times_out_and_unreserves(void **state)
 {
-    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000",
-                                     "\"permit\": \"allow\"", 1);
+    struct harness *h =
+        harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000", "\"permit\": \"allow\"", 1);
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     assert_int_equal(scheduler_next_due(&h->sched), 5000);
@@ -332,8 +330,8 @@ static void test_backoff_doubles_from_one_second_to_ten(void **state)
 
 static void test_pod_deleted_while_waiting_is_released(void **state)
 {
-    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000",
-                                     "\"permit\": \"allow\"", 1);
+    struct harness *h =
+        harness_open("\"permit\": \"wait\", \"timeout_ms\": 5000", "\"permit\": \"allow\"", 1);
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     assert_int_equal(scheduler_pod_delete(&h->sched, "default/p"), 0);
@@ -401,16 +399,30 @@ static void test_fixed_percentage_and_small_clusters(void **state)
 static char **place_all(int parallelism, bool force_parallel)
 {
     static struct plugin_config plugins[3] = {
-        {.name = "prioritysort", .path = KC_PLUGIN_BUILD_DIR "/prioritysort/prioritysort.so",
-         .weight = 1, .required = true, .args_json = "{}"},
-        {.name = "noderesources", .path = KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so",
-         .weight = 1, .required = true, .args_json = "{}"},
-        {.name = "defaultbinder", .path = KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
-         .weight = 1, .required = true, .args_json = "{}"},
+        {.name = "prioritysort",
+         .path = KC_PLUGIN_BUILD_DIR "/prioritysort/prioritysort.so",
+         .weight = 1,
+         .required = true,
+         .args_json = "{}"},
+        {.name = "noderesources",
+         .path = KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so",
+         .weight = 1,
+         .required = true,
+         .args_json = "{}"},
+        {.name = "defaultbinder",
+         .path = KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
+         .weight = 1,
+         .required = true,
+         .args_json = "{}"},
     };
-    struct config cfg = {.scheduler_name = "kcycle", .plugins = plugins, .plugin_count = 3,
-                         .seed = 7, .parallelism = parallelism, .pod_initial_backoff_ms = 1000,
-                         .pod_max_backoff_ms = 10000, .unschedulable_flush_ms = 300000,
+    struct config cfg = {.scheduler_name = "kcycle",
+                         .plugins = plugins,
+                         .plugin_count = 3,
+                         .seed = 7,
+                         .parallelism = parallelism,
+                         .pod_initial_backoff_ms = 1000,
+                         .pod_max_backoff_ms = 10000,
+                         .unschedulable_flush_ms = 300000,
                          .percentage_of_nodes_to_score = 0};
     struct harness h = {0};
     struct scheduler_sink sink = {&h, sink_bind, sink_unschedulable, sink_bound};

@@ -168,8 +168,7 @@ static void test_newer_minor_is_refused(void **state)
     int rc = loader_open(TEST_PLUGIN("newerminor"), &p, &err);
     assert_int_equal(rc, KC_ERR_ABI);
     char plugin_version[32], host_version[32];
-    snprintf(plugin_version, sizeof(plugin_version), "ABI %u.%u", KC_ABI_MAJOR,
-             KC_ABI_MINOR + 1);
+    snprintf(plugin_version, sizeof(plugin_version), "ABI %u.%u", KC_ABI_MAJOR, KC_ABI_MINOR + 1);
     snprintf(host_version, sizeof(host_version), "ABI %u.%u", KC_ABI_MAJOR, KC_ABI_MINOR);
     assert_contains(err.message, TEST_PLUGIN("newerminor"));
     assert_contains(err.message, plugin_version);
@@ -361,7 +360,8 @@ static void test_optional_failing_plugins_are_left_out(void **state)
     kc_host_api host;
     hostapi_fill(&host);
     char *dir = make_temp_dir();
-    static const char garbage[] = "\x7f" "ELF but not really";
+    static const char garbage[] = "\x7f"
+                                  "ELF but not really";
     char *garbage_path = write_temp_file(dir, "garbage.so", garbage, sizeof(garbage) - 1);
     struct test_config tc;
     test_config_init(&tc);

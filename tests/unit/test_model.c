@@ -126,52 +126,84 @@ struct request_case {
 };
 
 static const struct request_case request_cases[] = {
-    {"one container", "{containers: [{name: a, resources: {requests: {cpu: 100m, "
-     "memory: 200Mi}}}]}", 100, 200 * MI, 0},
-    {"app containers add up", "{containers: [{name: a, resources: {requests: {cpu: 100m}}}, "
-     "{name: b, resources: {requests: {cpu: 250m, memory: 1Gi}}}]}", 350, GI, 0},
+    {"one container",
+     "{containers: [{name: a, resources: {requests: {cpu: 100m, "
+     "memory: 200Mi}}}]}",
+     100, 200 * MI, 0},
+    {"app containers add up",
+     "{containers: [{name: a, resources: {requests: {cpu: 100m}}}, "
+     "{name: b, resources: {requests: {cpu: 250m, memory: 1Gi}}}]}",
+     350, GI, 0},
     {"no resources", "{containers: [{name: a}]}", 0, 0, 0},
-    {"limit defaults a missing request", "{containers: [{name: a, resources: {limits: "
-     "{cpu: 2, memory: 1Gi}}}]}", 2000, GI, 0},
-    {"request kept below its limit", "{containers: [{name: a, resources: {requests: "
-     "{cpu: 500m}, limits: {cpu: 2, memory: 1Gi}}}]}", 500, GI, 0},
-    {"extended resource from limits", "{containers: [{name: a, resources: {limits: "
-     "{nvidia.com/gpu: 2}}}]}", 0, 0, 2},
-    {"largest init container wins", "{initContainers: [{name: i1, resources: {requests: "
+    {"limit defaults a missing request",
+     "{containers: [{name: a, resources: {limits: "
+     "{cpu: 2, memory: 1Gi}}}]}",
+     2000, GI, 0},
+    {"request kept below its limit",
+     "{containers: [{name: a, resources: {requests: "
+     "{cpu: 500m}, limits: {cpu: 2, memory: 1Gi}}}]}",
+     500, GI, 0},
+    {"extended resource from limits",
+     "{containers: [{name: a, resources: {limits: "
+     "{nvidia.com/gpu: 2}}}]}",
+     0, 0, 2},
+    {"largest init container wins",
+     "{initContainers: [{name: i1, resources: {requests: "
      "{cpu: 1}}}, {name: i2, resources: {requests: {cpu: 3, memory: 1Mi}}}], containers: "
-     "[{name: a, resources: {requests: {cpu: 2, memory: 2Mi}}}]}", 3000, 2 * MI, 0},
-    {"init container limits default too", "{initContainers: [{name: i, resources: {limits: "
-     "{cpu: 4}}}], containers: [{name: a, resources: {requests: {cpu: 1}}}]}", 4000, 0, 0},
-    {"overhead is added", "{containers: [{name: a, resources: {requests: {cpu: 1, "
-     "memory: 1Gi}}}], overhead: {cpu: 250m, memory: 120Mi}}", 1250, GI + 120 * MI, 0},
-    {"overhead on top of the init peak", "{initContainers: [{name: i, resources: {requests: "
+     "[{name: a, resources: {requests: {cpu: 2, memory: 2Mi}}}]}",
+     3000, 2 * MI, 0},
+    {"init container limits default too",
+     "{initContainers: [{name: i, resources: {limits: "
+     "{cpu: 4}}}], containers: [{name: a, resources: {requests: {cpu: 1}}}]}",
+     4000, 0, 0},
+    {"overhead is added",
+     "{containers: [{name: a, resources: {requests: {cpu: 1, "
+     "memory: 1Gi}}}], overhead: {cpu: 250m, memory: 120Mi}}",
+     1250, GI + 120 * MI, 0},
+    {"overhead on top of the init peak",
+     "{initContainers: [{name: i, resources: {requests: "
      "{cpu: 5}}}], containers: [{name: a, resources: {requests: {cpu: 1}}}], overhead: "
-     "{cpu: 100m}}", 5100, 0, 0},
+     "{cpu: 100m}}",
+     5100, 0, 0},
     /* steady 200m + sidecar 100m = 300m; the regular init runs next to the sidecar: 600m */
-    {"init runs next to earlier sidecars", "{initContainers: [{name: s, restartPolicy: Always, "
+    {"init runs next to earlier sidecars",
+     "{initContainers: [{name: s, restartPolicy: Always, "
      "resources: {requests: {cpu: 100m}}}, {name: i, resources: {requests: {cpu: 500m}}}], "
-     "containers: [{name: a, resources: {requests: {cpu: 200m}}}]}", 600, 0, 0},
+     "containers: [{name: a, resources: {requests: {cpu: 200m}}}]}",
+     600, 0, 0},
     /* the sidecar starts after the regular init: it does not run next to it */
-    {"init before a sidecar runs alone", "{initContainers: [{name: i, resources: {requests: "
+    {"init before a sidecar runs alone",
+     "{initContainers: [{name: i, resources: {requests: "
      "{cpu: 700m}}}, {name: s, restartPolicy: Always, resources: {requests: {cpu: 400m}}}], "
-     "containers: [{name: a, resources: {requests: {cpu: 200m}}}]}", 700, 0, 0},
-    {"sidecars accumulate into the steady state", "{initContainers: [{name: s1, "
+     "containers: [{name: a, resources: {requests: {cpu: 200m}}}]}",
+     700, 0, 0},
+    {"sidecars accumulate into the steady state",
+     "{initContainers: [{name: s1, "
      "restartPolicy: Always, resources: {requests: {cpu: 1, memory: 1Gi}}}, {name: s2, "
      "restartPolicy: Always, resources: {requests: {cpu: 1}}}], containers: [{name: a, "
-     "resources: {requests: {cpu: 1, memory: 1Gi}}}]}", 3000, 2 * GI, 0},
-    {"regular init after two sidecars", "{initContainers: [{name: s1, restartPolicy: Always, "
+     "resources: {requests: {cpu: 1, memory: 1Gi}}}]}",
+     3000, 2 * GI, 0},
+    {"regular init after two sidecars",
+     "{initContainers: [{name: s1, restartPolicy: Always, "
      "resources: {requests: {cpu: 1}}}, {name: s2, restartPolicy: Always, resources: "
      "{requests: {cpu: 1}}}, {name: i, resources: {requests: {cpu: 2}}}], containers: "
-     "[{name: a, resources: {requests: {cpu: 500m}}}]}", 4000, 0, 0},
-    {"sidecar limit defaults its request", "{initContainers: [{name: s, restartPolicy: Always, "
+     "[{name: a, resources: {requests: {cpu: 500m}}}]}",
+     4000, 0, 0},
+    {"sidecar limit defaults its request",
+     "{initContainers: [{name: s, restartPolicy: Always, "
      "resources: {limits: {memory: 64Mi}}}], containers: [{name: a, resources: {requests: "
-     "{memory: 64Mi}}}]}", 0, 128 * MI, 0},
-    {"per-resource maxima mix sources", "{initContainers: [{name: i, resources: {requests: "
+     "{memory: 64Mi}}}]}",
+     0, 128 * MI, 0},
+    {"per-resource maxima mix sources",
+     "{initContainers: [{name: i, resources: {requests: "
      "{cpu: 8, nvidia.com/gpu: 1}}}], containers: [{name: a, resources: {requests: "
-     "{cpu: 1, memory: 4Gi}, limits: {nvidia.com/gpu: 2}}}]}", 8000, 4 * GI, 2},
-    {"restartPolicy Never is a plain init container", "{initContainers: [{name: i, "
+     "{cpu: 1, memory: 4Gi}, limits: {nvidia.com/gpu: 2}}}]}",
+     8000, 4 * GI, 2},
+    {"restartPolicy Never is a plain init container",
+     "{initContainers: [{name: i, "
      "restartPolicy: Never, resources: {requests: {cpu: 3}}}], containers: [{name: a, "
-     "resources: {requests: {cpu: 1}}}]}", 3000, 0, 0},
+     "resources: {requests: {cpu: 1}}}]}",
+     3000, 0, 0},
 };
 
 static void effective_request_matches_kube_scheduler(void **state)
@@ -235,25 +267,24 @@ static void pod_finish_recomputes_a_hand_built_pod(void **state)
 static void pod_reads_metadata_and_applies_defaults(void **state)
 {
     (void)state;
-    struct pod *pod = pod_yaml(
-        "kind: Pod\n"
-        "apiVersion: v1\n"
-        "metadata:\n"
-        "  name: worker-0\n"
-        "  labels: {app: train, scheduling.x-k8s.io/pod-group: gang-a}\n"
-        "  annotations: {note: hi}\n"
-        "  creationTimestamp: \"2024-05-01T12:00:01.250Z\"\n"
-        "  managedFields: [{manager: kubectl}]\n"
-        "spec:\n"
-        "  priority: 1000\n"
-        "  restartPolicy: Never\n"
-        "  nodeSelector: {zone: a}\n"
-        "  schedulingGates: [{name: wait}]\n"
-        "  tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]\n"
-        "  containers: [{name: main, image: busybox}]\n"
-        "status:\n"
-        "  phase: Pending\n"
-        "  conditions: []\n");
+    struct pod *pod = pod_yaml("kind: Pod\n"
+                               "apiVersion: v1\n"
+                               "metadata:\n"
+                               "  name: worker-0\n"
+                               "  labels: {app: train, scheduling.x-k8s.io/pod-group: gang-a}\n"
+                               "  annotations: {note: hi}\n"
+                               "  creationTimestamp: \"2024-05-01T12:00:01.250Z\"\n"
+                               "  managedFields: [{manager: kubectl}]\n"
+                               "spec:\n"
+                               "  priority: 1000\n"
+                               "  restartPolicy: Never\n"
+                               "  nodeSelector: {zone: a}\n"
+                               "  schedulingGates: [{name: wait}]\n"
+                               "  tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]\n"
+                               "  containers: [{name: main, image: busybox}]\n"
+                               "status:\n"
+                               "  phase: Pending\n"
+                               "  conditions: []\n");
     assert_string_equal(pod->name, "worker-0");
     assert_string_equal(pod->namespace, "default");
     assert_string_equal(pod->uid, "default/worker-0");
@@ -428,8 +459,8 @@ struct affinity_case {
     bool matches;
 };
 
-#define REQUIRED(terms)                                                                        \
-    "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "              \
+#define REQUIRED(terms)                                                                            \
+    "{affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "                  \
     "{nodeSelectorTerms: [" terms "]}}}}"
 
 static const struct affinity_case affinity_cases[] = {
@@ -457,14 +488,18 @@ static const struct affinity_case affinity_cases[] = {
     {REQUIRED("{matchExpressions: [{key: disk, operator: Lt, values: ['1']}]}"), false},
     /* expressions of one term are ANDed */
     {REQUIRED("{matchExpressions: [{key: zone, operator: In, values: [a]}, {key: gen, "
-              "operator: Gt, values: ['7']}]}"), false},
+              "operator: Gt, values: ['7']}]}"),
+     false},
     {REQUIRED("{matchExpressions: [{key: zone, operator: In, values: [a]}, {key: gen, "
-              "operator: Lt, values: ['7']}]}"), true},
+              "operator: Lt, values: ['7']}]}"),
+     true},
     /* terms are ORed */
     {REQUIRED("{matchExpressions: [{key: zone, operator: In, values: [b]}]}, "
-              "{matchExpressions: [{key: gen, operator: Gt, values: ['4']}]}"), true},
+              "{matchExpressions: [{key: gen, operator: Gt, values: ['4']}]}"),
+     true},
     {REQUIRED("{matchExpressions: [{key: zone, operator: In, values: [b]}]}, "
-              "{matchExpressions: [{key: gen, operator: Gt, values: ['9']}]}"), false},
+              "{matchExpressions: [{key: gen, operator: Gt, values: ['9']}]}"),
+     false},
     /* an empty term matches nothing, even next to nothing else */
     {REQUIRED("{}"), false},
     {REQUIRED("{matchExpressions: []}"), false},
@@ -476,14 +511,17 @@ static const struct affinity_case affinity_cases[] = {
     {REQUIRED("{matchFields: [{key: metadata.name, operator: NotIn, values: [n1]}]}"), false},
     {REQUIRED("{matchFields: [{key: metadata.name, operator: NotIn, values: [n2]}]}"), true},
     {REQUIRED("{matchExpressions: [{key: zone, operator: In, values: [a]}], matchFields: "
-              "[{key: metadata.name, operator: In, values: [n2]}]}"), false},
+              "[{key: metadata.name, operator: In, values: [n2]}]}"),
+     false},
     /* nodeSelector and required affinity must both pass */
     {"{nodeSelector: {zone: b}, affinity: {nodeAffinity: "
      "{requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
-     "[{key: zone, operator: Exists}]}]}}}}", false},
+     "[{key: zone, operator: Exists}]}]}}}}",
+     false},
     /* preferred terms never filter */
     {"{affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 5, "
-     "preference: {matchExpressions: [{key: zone, operator: In, values: [b]}]}}]}}}", true},
+     "preference: {matchExpressions: [{key: zone, operator: In, values: [b]}]}}]}}}",
+     true},
 };
 
 static void node_affinity_truth_table(void **state)
@@ -565,8 +603,8 @@ static void toleration_truth_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(toleration_cases) / sizeof(toleration_cases[0]); i++) {
         const struct toleration_case *c = &toleration_cases[i];
-        struct toleration tol = {.key = (char *)c->key, .value = (char *)c->value, .op = c->op,
-                                 .effect = c->effect};
+        struct toleration tol = {
+            .key = (char *)c->key, .value = (char *)c->value, .op = c->op, .effect = c->effect};
         if (toleration_tolerates(&tol, c->taint_key, c->taint_value, c->taint_effect) !=
             c->tolerates)
             fail_msg("case %zu: expected %s", i, c->tolerates ? "tolerated" : "not tolerated");

@@ -78,8 +78,7 @@ static const struct quantity_case cases[] = {
     {"negative_hundredths_round_away_from_zero", "-9.01", UNIT, 0, -10},
     {"negative_tiny_rounds_to_minus_one_milli", "-0.0001", MILLI, 0, -1},
     {"finer_than_nano_rounds_up_to_nano", "3.001n", -9, 0, 4},
-    {"milli_max_scaled_to_units_rounds_up", "9223372036854775807m", UNIT, 0,
-     9223372036854776},
+    {"milli_max_scaled_to_units_rounds_up", "9223372036854775807m", UNIT, 0, 9223372036854776},
     {"trailing_dot_is_accepted", "1.", UNIT, 0, 1},
     {"trailing_dot_before_suffix_is_accepted", "1.G", UNIT, 0, 1000000000},
 

@@ -384,10 +384,10 @@ static const struct error_case error_cases[] = {
     {"objects:\n- metadata: {name: g}\n", ":2:3", "kind", NULL},
     {"objects:\n- kind: PodGroup\n", ":2:3", "metadata", NULL},
     {"pods:\n- metadata: {name: p}\n  spec:\n    containers:\n    - name: a\n"
-     "      resources: {requests: {memory: 1Q}}\n", ":6:38", "1Q", NULL},
+     "      resources: {requests: {memory: 1Q}}\n",
+     ":6:38", "1Q", NULL},
     {"nodes:\n- name: n\n  taints: [{key: a, effect: Sometimes}]\n", ":3:", "Sometimes", NULL},
-    {"workload:\n- name: w\n  tolerations: [{key: a, operator: Maybe}]\n", ":3:", "Maybe",
-     NULL},
+    {"workload:\n- name: w\n  tolerations: [{key: a, operator: Maybe}]\n", ":3:", "Maybe", NULL},
     {"config: {bogus: 1}\n", ":1:", "bogus", NULL},
     {"- just\n- a list\n", ":1:", "map", NULL},
 };

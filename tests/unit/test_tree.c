@@ -269,9 +269,11 @@ static void durations_accept_the_go_subset(void **state)
         const char *text;
         int64_t ms;
     } good[] = {
-        {"10s", 10000}, {"1.5s", 1500},     {"250ms", 250},  {"2m", 120000}, {"1h30m", 5400000},
-        {"10", 10000},  {"1.5", 1500},      {"0", 0},        {".5s", 500},   {"1m30s", 90000},
-        {"\"15s\"", 15000}, {"0.001s", 1}, {"1.0000000000s", 1000},
+        {"10s", 10000},          {"1.5s", 1500},     {"250ms", 250},
+        {"2m", 120000},          {"1h30m", 5400000}, {"10", 10000},
+        {"1.5", 1500},           {"0", 0},           {".5s", 500},
+        {"1m30s", 90000},        {"\"15s\"", 15000}, {"0.001s", 1},
+        {"1.0000000000s", 1000},
     };
     struct kc_error err = {{0}};
     int rc;
@@ -284,8 +286,8 @@ static void durations_accept_the_go_subset(void **state)
 
 static void durations_reject_other_forms_with_the_expected_text(void **state)
 {
-    static const char *const bad[] = {"10x", "-1s", "s", "1.2.3s", "10 s", "1d", "\"\"",
-                                      "0.0001s", "1.5ms", "9999999999999999999h"};
+    static const char *const bad[] = {"10x", "-1s",  "s",       "1.2.3s", "10 s",
+                                      "1d",  "\"\"", "0.0001s", "1.5ms",  "9999999999999999999h"};
     struct kc_error err = {{0}};
     int rc;
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
