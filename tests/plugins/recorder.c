@@ -1,7 +1,8 @@
 /* A test plugin that implements every phase and appends "<name> <Phase>" lines to the file
  * named by args "log", so tests can assert the phase order. Behaviour is set by args:
  *   filter: accept | reject | error      permit: allow | wait | reject
- *   reserve: ok | fail                   timeout_ms: Permit wait timeout */
+ *   reserve: ok | fail                   timeout_ms: Permit wait timeout
+ *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@ struct recorder {
     char permit[16];
     char reserve[16];
     unsigned timeout_ms;
+    unsigned hold_until_nodes;
 };
 
 /* Test-only args reader: the value of "key": "value" or "key": number. */
@@ -64,6 +66,8 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "reserve", r->reserve, sizeof(r->reserve), "ok");
     arg(args, "timeout_ms", timeout, sizeof(timeout), "1000");
     r->timeout_ms = (unsigned)strtoul(timeout, NULL, 10);
+    arg(args, "hold_until_nodes", timeout, sizeof(timeout), "0");
+    r->hold_until_nodes = (unsigned)strtoul(timeout, NULL, 10);
     *self = r;
     return 0;
 }
@@ -71,6 +75,13 @@ static int init(const kc_host_api *host, const char *args, void **self)
 static void fini(void *self)
 {
     free(self);
+}
+
+static kc_status pre_enqueue(void *self, const kc_pod *pod)
+{
+    struct recorder *r = self;
+    record(r, "PreEnqueue", pod);
+    return kc_node_count() < r->hold_until_nodes ? KC_UNSCHEDULABLE : KC_SUCCESS;
 }
 
 static kc_status pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
@@ -166,6 +177,7 @@ static const kc_plugin_ops ops = {
     .struct_size = sizeof(kc_plugin_ops),
     .init = init,
     .fini = fini,
+    .pre_enqueue = pre_enqueue,
     .pre_filter = pre_filter,
     .filter = filter,
     .post_filter = post_filter,

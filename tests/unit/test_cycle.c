@@ -160,6 +160,7 @@ static void test_successful_cycle_runs_every_phase_in_order(void **state)
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     assert_int_equal(scheduler_tick(&h->sched), 1);
     assert_string_equal(read_log(h),
+                        "recorder:PreEnqueue, recorder2:PreEnqueue, "
                         "recorder:PreFilter, recorder2:PreFilter, "
                         "recorder:Filter, recorder2:Filter, recorder:Filter, recorder2:Filter, "
                         "recorder:PreScore, recorder2:PreScore, "
@@ -185,7 +186,8 @@ static void test_permit_rejection_unreserves_in_reverse_order(void **state)
     struct harness *h = harness_open("\"permit\": \"allow\"", "\"permit\": \"reject\"", 1);
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_string_equal(read_log(h), "recorder:PreFilter, recorder2:PreFilter, recorder:Filter, "
+    assert_string_equal(read_log(h), "recorder:PreEnqueue, recorder2:PreEnqueue, "
+                                     "recorder:PreFilter, recorder2:PreFilter, recorder:Filter, "
                                      "recorder2:Filter, recorder:Reserve, recorder2:Reserve, "
                                      "recorder:Permit, recorder2:Permit, "
                                      "recorder2:Unreserve, recorder:Unreserve");
@@ -343,6 +345,45 @@ static void test_pod_deleted_while_waiting_is_released(void **state)
     harness_close(h);
 }
 
+static void test_pre_enqueue_holds_pod_until_an_event_changes_its_mind(void **state)
+{
+    struct harness *h = harness_open("\"hold_until_nodes\": 2", "\"filter\": \"accept\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_GATED);
+    assert_string_equal(sp->reason, "held by PreEnqueue plugin recorder");
+    assert_int_equal(scheduler_schedule_one(&h->sched), 0);
+    /* the second node arrives: PreEnqueue is asked again and lets the pod in */
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-1")), 0);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 1);
+    assert_int_equal(h->bound_count, 1);
+    harness_close(h);
+}
+
+static void test_scheduling_gates_keep_a_pod_out_until_removed(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    struct pod *p = make_pod("p");
+    p->scheduling_gates = calloc(1, sizeof(char *));
+    p->scheduling_gates[0] = strdup("example.com/quota");
+    p->scheduling_gate_count = 1;
+    assert_int_equal(scheduler_pod_add(&h->sched, p), 0);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_GATED);
+    assert_string_equal(sp->reason, "waiting for scheduling gates: example.com/quota");
+    /* cluster events do not lift gates */
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-1")), 0);
+    assert_int_equal(sp->state, SP_GATED);
+    /* the pod updated without gates is queued */
+    assert_int_equal(scheduler_pod_update(&h->sched, make_pod("p")), 0);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 1);
+    harness_close(h);
+}
+
 static int count_lines(struct harness *h, const char *needle)
 {
     FILE *f = fopen(h->log_path, "r");
@@ -496,6 +537,8 @@ int main(void)
         cmocka_unit_test(test_parallel_filter_places_pods_as_sequential_filter),
         cmocka_unit_test(test_adaptive_sampling_filters_a_share_of_nodes_and_rotates),
         cmocka_unit_test(test_fixed_percentage_and_small_clusters),
+        cmocka_unit_test(test_pre_enqueue_holds_pod_until_an_event_changes_its_mind),
+        cmocka_unit_test(test_scheduling_gates_keep_a_pod_out_until_removed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
