@@ -24,6 +24,7 @@ static bool implements(const struct plugin *p, enum phase phase)
     case PHASE_BIND: return o->bind != NULL;
     case PHASE_POST_BIND: return o->post_bind != NULL;
     case PHASE_EVENT: return o->on_event != NULL;
+    case PHASE_UNRESERVE: return o->unreserve != NULL;
     default: return false;
     }
 }

@@ -40,6 +40,7 @@ enum phase {
     PHASE_BIND,
     PHASE_POST_BIND,
     PHASE_EVENT,
+    PHASE_UNRESERVE,
     PHASE_COUNT
 };
 

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cycle_internal.h"
+#include "evaluate.h"
 #include "log.h"
 #include "model.h"
 
@@ -361,18 +362,9 @@ static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outco
 /* Undo Reserve: Unreserve on every reserve plugin in reverse order, then forget the pod. */
 static void unreserve(struct scheduler *s, struct kc_cycle *cycle)
 {
-    struct framework *fw = &s->fw;
-    const struct pod *pod = cycle->sp->pod;
-    struct cache_node *cn = cache_node(&s->cache, cycle->node_name);
-    for (uint32_t i = fw->reserve_all_count; i-- > 0;) {
-        struct plugin *p = fw->reserve_all[i];
-        if (p->ops.unreserve != NULL)
-            p->ops.unreserve(p->self, cycle, (const kc_pod *)pod, (const kc_node *)cn);
-    }
-    if (cache_forget(&s->cache, pod->uid) == 0) {
-        deliver(s, KC_EVENT_POD_FORGET, pod, cache_node(&s->cache, cycle->node_name));
-        requeue_on(s, KC_EVENT_POD_FORGET);
-    }
+    scheduler_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), NULL, NULL,
+                    NULL);
+    scheduler_forget(s, cycle->sp->pod);
 }
 
 static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -411,6 +403,116 @@ static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct pl
     cycle->sp->rejectors = cycle->rejectors;
     fail_attempt(s, cycle, error ? OUTCOME_ERROR : OUTCOME_UNSCHEDULABLE, message);
     free(message);
+}
+
+/* ---- phases after a node is chosen ---- */
+
+kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
+                          const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
+                          uint64_t *waiting)
+{
+    struct framework *fw = &s->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    const kc_node *n = (const kc_node *)node;
+    current_scheduler = s;
+    if (phase == PHASE_UNRESERVE) {
+        for (uint32_t i = fw->reserve_all_count; i-- > 0;) {
+            struct plugin *p = fw->reserve_all[i];
+            if (p->ops.unreserve != NULL)
+                p->ops.unreserve(p->self, cycle, pod, n);
+        }
+        return KC_SUCCESS;
+    }
+    if (waiting != NULL)
+        *waiting = 0;
+    if (timeout_ms != NULL)
+        *timeout_ms = PERMIT_MAX_TIMEOUT_MS;
+    bool bound = false;
+    for (uint32_t i = 0; i < fw->phase_count[phase]; i++) {
+        struct plugin *p = fw->phase[phase][i];
+        kc_status st = KC_SUCCESS;
+        uint32_t wait_ms = PERMIT_MAX_TIMEOUT_MS;
+        switch (phase) {
+        case PHASE_RESERVE: st = p->ops.reserve(p->self, cycle, pod, n); break;
+        case PHASE_PERMIT: st = p->ops.permit(p->self, cycle, pod, n, &wait_ms); break;
+        case PHASE_PRE_BIND: st = p->ops.pre_bind(p->self, cycle, pod, n); break;
+        case PHASE_BIND: st = p->ops.bind(p->self, cycle, pod, n); break;
+        case PHASE_POST_BIND: p->ops.post_bind(p->self, cycle, pod, n); break;
+        default: return KC_ERROR;
+        }
+        if (phase == PHASE_PERMIT && st == KC_WAIT) {
+            if (wait_ms > PERMIT_MAX_TIMEOUT_MS)
+                wait_ms = PERMIT_MAX_TIMEOUT_MS;
+            if (timeout_ms != NULL && (waiting == NULL || *waiting == 0 || wait_ms < *timeout_ms)) {
+                *timeout_ms = wait_ms;
+                if (failed != NULL)
+                    *failed = p->index; /* Permit: the plugin whose wait is the shortest */
+            }
+            if (waiting != NULL)
+                *waiting |= 1ull << p->index;
+            continue;
+        }
+        if (phase == PHASE_BIND && st == KC_SKIP)
+            continue;
+        if (st != KC_SUCCESS) {
+            if (failed != NULL)
+                *failed = p->index;
+            return st;
+        }
+        if (phase == PHASE_BIND) {
+            bound = true;
+            break;
+        }
+    }
+    if (phase == PHASE_BIND && !bound)
+        return KC_SKIP;
+    if (phase == PHASE_PERMIT && waiting != NULL && *waiting != 0)
+        return KC_WAIT;
+    return KC_SUCCESS;
+}
+
+int scheduler_assume(struct scheduler *s, const struct pod *pod, const char *node)
+{
+    int rc = cache_assume(&s->cache, pod, node);
+    if (rc == 0)
+        deliver(s, KC_EVENT_POD_ASSUME, pod, cache_node(&s->cache, node));
+    return rc;
+}
+
+int scheduler_forget(struct scheduler *s, const struct pod *pod)
+{
+    const struct cache_pod *cp = cache_pod(&s->cache, pod->uid);
+    if (cp == NULL || !cp->assumed)
+        return -ENOENT;
+    char node[256];
+    snprintf(node, sizeof(node), "%s", cp->node_name);
+    int rc = cache_forget(&s->cache, pod->uid);
+    if (rc == 0) {
+        deliver(s, KC_EVENT_POD_FORGET, pod, cache_node(&s->cache, node));
+        requeue_on(s, KC_EVENT_POD_FORGET);
+    }
+    return rc;
+}
+
+struct kc_cycle *evaluation_cycle_new(struct scheduler *s, struct pod *pod)
+{
+    struct sched_pod *sp = calloc(1, sizeof(*sp));
+    if (sp == NULL)
+        return NULL;
+    sp->pod = pod;
+    struct kc_cycle *cycle = cycle_new(s, sp);
+    if (cycle == NULL)
+        free(sp);
+    return cycle;
+}
+
+void evaluation_cycle_free(struct kc_cycle *cycle)
+{
+    if (cycle == NULL)
+        return;
+    struct sched_pod *sp = cycle->sp;
+    cycle_free(cycle);
+    free(sp); /* the pod belongs to the caller */
 }
 
 /* ---- the scheduling cycle ---- */
@@ -468,14 +570,24 @@ struct filter_job {
     struct scheduler *s;
     struct kc_cycle *cycle;
     uint64_t skip;
-    uint32_t n, start, want, chunk_count;
-    bool alone; /* no workers: the caller examines nodes one by one */
+    const uint32_t *candidates; /* node indices in order, or NULL: every node from start */
+    uint32_t n, start, want, chunk_count; /* n: how many candidates */
+    bool alone;                           /* no workers: the caller examines nodes one by one */
     _Atomic uint32_t next_chunk;
     _Atomic uint32_t found;
     _Atomic bool failed;
     pthread_mutex_t error_lock;
     char *error; /* first plugin error */
 };
+
+/* The node at position k of the job's order. */
+static inline uint32_t job_node(const struct filter_job *job, uint32_t k)
+{
+    if (job->candidates != NULL)
+        return job->candidates[k];
+    uint32_t index = job->start + k;
+    return index >= job->n ? index - job->n : index;
+}
 
 static void filter_worker(void *ctx, uint32_t worker)
 {
@@ -496,10 +608,7 @@ static void filter_worker(void *ctx, uint32_t worker)
         uint32_t end = (chunk + 1) * FILTER_CHUNK < job->n ? (chunk + 1) * FILTER_CHUNK : job->n;
         uint32_t found = 0;
         for (uint32_t k = chunk * FILTER_CHUNK; k < end; k++) {
-            uint32_t index = job->start + k;
-            if (index >= job->n)
-                index -= job->n;
-            const struct cache_node *cn = &s->cache.nodes[index];
+            const struct cache_node *cn = &s->cache.nodes[job_node(job, k)];
             uint8_t feasible = 1;
             for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
                 struct plugin *p = fw->phase[PHASE_FILTER][i];
@@ -543,16 +652,18 @@ static void filter_worker(void *ctx, uint32_t worker)
 
 /* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
  * (the cycle's message says which). */
-static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip)
+static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip,
+                           const uint32_t *candidates, uint32_t n, uint32_t want,
+                           uint32_t *processed_out)
 {
-    uint32_t n = s->cache.node_count;
     struct filter_job job = {
         .s = s,
         .cycle = cycle,
         .skip = skip,
+        .candidates = candidates,
         .n = n,
         .start = s->next_start_node < n ? s->next_start_node : 0,
-        .want = nodes_to_find(s, n),
+        .want = want == 0 ? n : want,
         .chunk_count = (n + FILTER_CHUNK - 1) / FILTER_CHUNK,
         .error_lock = PTHREAD_MUTEX_INITIALIZER,
     };
@@ -596,14 +707,11 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     for (uint32_t k = 0; k < done && found < job.want; k++) {
         if (!s->feasible_flag[k])
             continue;
-        uint32_t index = job.start + k;
-        if (index >= n)
-            index -= n;
-        s->feasible[found++] = &s->cache.nodes[index];
+        s->feasible[found++] = &s->cache.nodes[job_node(&job, k)];
         if (found == job.want)
             processed = k + 1;
     }
-    s->next_start_node = n > 0 ? (job.start + processed) % n : 0;
+    *processed_out = processed;
     if (done > 0 && !parallel) {
         /* cost of Filter per node on one thread, smoothed; one slow sample (the thread was
          * preempted) may at most double the estimate, a steady cost still gets through */
@@ -616,11 +724,15 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     return found;
 }
 
-static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found, uint32_t *chosen)
+/* PreScore, Score and NormalizeScore on the feasible nodes: raw scores (0..100, unweighted)
+ * of score plugin k in s->scores[k * capacity + i]. Sets *scored to the plugins that scored. */
+static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                          uint64_t *scored)
 {
     struct framework *fw = &s->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
     uint64_t skip = 0;
+    *scored = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
         kc_status st = p->ops.pre_score(p->self, cycle, pod);
@@ -629,7 +741,6 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
         else if (st != KC_SUCCESS)
             return cycle_fail(cycle, "PreScore failed"), -1;
     }
-    memset(s->totals, 0, found * sizeof(*s->totals));
     for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
         struct plugin *p = fw->phase[PHASE_SCORE][k];
         if (skip & (1ull << p->index))
@@ -662,10 +773,30 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
                 free(message);
                 return -1;
             }
-            s->totals[i] += scores[i] * p->weight;
         }
+        *scored |= 1ull << p->index;
     }
-    /* highest total; ties broken by reservoir sampling from the seeded generator */
+    return 0;
+}
+
+int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
+{
+    return s->scores[(size_t)k * s->scratch_capacity + i];
+}
+
+/* Weighted sum of the scores in s->totals (plus what the caller added), then the highest
+ * total; ties broken by reservoir sampling from the seeded generator. */
+static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored)
+{
+    struct framework *fw = &s->fw;
+    for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
+        struct plugin *p = fw->phase[PHASE_SCORE][k];
+        if (!(scored & (1ull << p->index)))
+            continue;
+        const int64_t *scores = &s->scores[(size_t)k * s->scratch_capacity];
+        for (uint32_t i = 0; i < found; i++)
+            s->totals[i] += scores[i] * p->weight;
+    }
     uint32_t best = 0, ties = 1;
     for (uint32_t i = 1; i < found; i++) {
         if (s->totals[i] > s->totals[best]) {
@@ -677,8 +808,7 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
                 best = i;
         }
     }
-    *chosen = best;
-    return 0;
+    return best;
 }
 
 /* PostFilter after no node fit; then the pod is unschedulable with the reason histogram. */
@@ -745,80 +875,121 @@ static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
                                const struct cache_node *cn)
 {
     struct framework *fw = &s->fw;
-    const struct pod *pod = cycle->sp->pod;
     cycle->node_name = strdup(cn->node->name);
-    if (cycle->node_name == NULL || cache_assume(&s->cache, pod, cn->node->name) < 0) {
+    if (cycle->node_name == NULL || scheduler_assume(s, cycle->sp->pod, cn->node->name) < 0) {
         fail_attempt(s, cycle, OUTCOME_ERROR, "could not assume the pod in the cache");
         return;
     }
     cn = cache_node(&s->cache, cycle->node_name);
-    deliver(s, KC_EVENT_POD_ASSUME, pod, cn);
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_RESERVE]; i++) {
-        struct plugin *p = fw->phase[PHASE_RESERVE][i];
-        kc_status st = p->ops.reserve(p->self, cycle, (const kc_pod *)pod, (const kc_node *)cn);
-        if (st != KC_SUCCESS)
-            return fail_in_phase(s, cycle, p, "Reserve", st, true);
-    }
-    uint64_t pending = 0;
-    uint32_t timeout = PERMIT_MAX_TIMEOUT_MS;
-    const char *wait_plugin = NULL;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_PERMIT]; i++) {
-        struct plugin *p = fw->phase[PHASE_PERMIT][i];
-        uint32_t plugin_timeout = PERMIT_MAX_TIMEOUT_MS;
-        kc_status st = p->ops.permit(p->self, cycle, (const kc_pod *)pod, (const kc_node *)cn,
-                                     &plugin_timeout);
-        if (st == KC_SUCCESS)
-            continue;
-        if (st != KC_WAIT)
-            return fail_in_phase(s, cycle, p, "Permit", st, true);
-        pending |= 1ull << p->index;
-        if (plugin_timeout > PERMIT_MAX_TIMEOUT_MS)
-            plugin_timeout = PERMIT_MAX_TIMEOUT_MS;
-        if (wait_plugin == NULL || plugin_timeout < timeout) {
-            timeout = plugin_timeout;
-            wait_plugin = p->name;
-        }
-    }
-    int rc = pending != 0 ? add_waiting(s, cycle, pending, timeout, wait_plugin)
-                          : push_binding(s, cycle);
+    uint32_t failed = 0, timeout = 0;
+    uint64_t waiting = 0;
+    kc_status st = scheduler_phase(s, cycle, PHASE_RESERVE, cn, &failed, NULL, NULL);
+    if (st != KC_SUCCESS)
+        return fail_in_phase(s, cycle, &fw->plugins[failed], "Reserve", st, true);
+    st = scheduler_phase(s, cycle, PHASE_PERMIT, cn, &failed, &timeout, &waiting);
+    if (st != KC_SUCCESS && st != KC_WAIT)
+        return fail_in_phase(s, cycle, &fw->plugins[failed], "Permit", st, true);
+    int rc = st == KC_WAIT ? add_waiting(s, cycle, waiting, timeout, fw->plugins[failed].name)
+                           : push_binding(s, cycle);
     if (rc < 0) {
         unreserve(s, cycle);
         fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory holding the pod after Permit");
     }
 }
 
-static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
+/* PreFilter on the in-process plugins; the plugin that rejected is in *failed. */
+static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t *skip,
+                                 struct plugin **failed)
 {
     struct framework *fw = &s->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    if (s->cache.node_count == 0)
-        return fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE,
-                            "0/0 nodes are available: no nodes available to schedule pods.");
-    if (ensure_scratch(s) < 0)
-        return fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory");
-    uint64_t skip = 0;
+    *skip = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_FILTER]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_FILTER][i];
         kc_status st = p->ops.pre_filter(p->self, cycle, pod);
-        if (st == KC_SKIP)
-            skip |= 1ull << p->index;
-        else if (st != KC_SUCCESS)
-            return fail_in_phase(s, cycle, p, "PreFilter", st, false);
+        if (st == KC_SKIP) {
+            *skip |= 1ull << p->index;
+        } else if (st != KC_SUCCESS) {
+            *failed = p;
+            return st;
+        }
     }
+    return KC_SUCCESS;
+}
+
+int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
+                       uint32_t candidate_count, uint32_t want, bool score, struct evaluation *out)
+{
+    memset(out, 0, sizeof(*out));
     reasons_clear(s->reasons, &s->reason_count);
-    int64_t found = run_filters(s, cycle, skip);
-    if (found < 0)
-        return fail_attempt(s, cycle, OUTCOME_ERROR, cycle->message);
-    if (found == 0)
-        return fail_no_fit(s, cycle);
-    uint32_t chosen = 0;
-    if (found > 1 && run_scores(s, cycle, (uint32_t)found, &chosen) < 0) {
-        char *message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
-        fail_attempt(s, cycle, OUTCOME_ERROR, message);
-        free(message);
-        return;
+    if (ensure_scratch(s) < 0) {
+        out->status = KC_ERROR;
+        out->message = strdup("out of memory");
+        return -ENOMEM;
     }
-    reserve_and_permit(s, cycle, s->feasible[chosen]);
+    uint64_t skip;
+    struct plugin *failed = NULL;
+    kc_status st = run_pre_filters(s, cycle, &skip, &failed);
+    if (st != KC_SUCCESS) {
+        out->status = st == KC_UNSCHEDULABLE || st == KC_UNRESOLVABLE ? st : KC_ERROR;
+        if (out->status != KC_ERROR)
+            out->rejectors = 1ull << failed->index;
+        out->message = out->status == KC_ERROR
+                           ? format("plugin %s failed in PreFilter (status %d)%s%s", failed->name,
+                                    (int)st, cycle->message != NULL ? ": " : "",
+                                    cycle->message != NULL ? cycle->message : "")
+                           : strdup(cycle->message != NULL ? cycle->message : failed->name);
+        return 0;
+    }
+    uint32_t count = candidates != NULL ? candidate_count : s->cache.node_count;
+    int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
+    out->rejectors = cycle->rejectors;
+    if (found < 0) {
+        out->status = KC_ERROR;
+        out->message = strdup(cycle->message != NULL ? cycle->message : "Filter failed");
+        return 0;
+    }
+    out->found = (uint32_t)found;
+    if (score && found > 1 && compute_scores(s, cycle, (uint32_t)found, &out->scored) < 0) {
+        out->status = KC_ERROR;
+        out->message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
+    }
+    return 0;
+}
+
+void evaluation_clear(struct evaluation *e)
+{
+    free(e->message);
+    memset(e, 0, sizeof(*e));
+}
+
+static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
+{
+    uint32_t n = s->cache.node_count;
+    if (n == 0)
+        return fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE,
+                            "0/0 nodes are available: no nodes available to schedule pods.");
+    struct evaluation e;
+    scheduler_evaluate(s, cycle, NULL, 0, nodes_to_find(s, n), true, &e);
+    cycle->rejectors |= e.rejectors;
+    cycle->sp->rejectors = cycle->rejectors;
+    if (e.status == KC_ERROR) {
+        fail_attempt(s, cycle, OUTCOME_ERROR, e.message);
+    } else if (e.status != KC_SUCCESS) {
+        char *message = format("0/%u nodes are available: %s.", n, e.message);
+        fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
+        free(message);
+    } else {
+        s->next_start_node = (s->next_start_node + e.processed) % n;
+        if (e.found == 0) {
+            fail_no_fit(s, cycle);
+        } else {
+            memset(s->totals, 0, e.found * sizeof(*s->totals));
+            uint32_t chosen = e.found > 1 ? select_node(s, e.found, e.scored) : 0;
+            reserve_and_permit(s, cycle, s->feasible[chosen]);
+        }
+    }
+    evaluation_clear(&e);
 }
 
 int scheduler_schedule_one(struct scheduler *s)
@@ -873,43 +1044,30 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
 static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
 {
     struct framework *fw = &s->fw;
-    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    const kc_node *node = (const kc_node *)cache_node(&s->cache, cycle->node_name);
+    const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
     if (node == NULL || cycle->sp->deleted) {
         unreserve(s, cycle);
         return fail_attempt(s, cycle, OUTCOME_ERROR,
                             "the node or the pod went away before binding");
     }
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_BIND]; i++) {
-        struct plugin *p = fw->phase[PHASE_PRE_BIND][i];
-        kc_status st = p->ops.pre_bind(p->self, cycle, pod, node);
-        if (st != KC_SUCCESS) {
-            s->stats.bind_failures++;
-            return fail_in_phase(s, cycle, p, "PreBind", KC_ERROR, true);
-        }
+    uint32_t failed = 0;
+    kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
+    if (st != KC_SUCCESS) {
+        s->stats.bind_failures++;
+        return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind", KC_ERROR, true);
     }
-    bool bound = false;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_BIND] && !bound; i++) {
-        struct plugin *p = fw->phase[PHASE_BIND][i];
-        kc_status st = p->ops.bind(p->self, cycle, pod, node);
-        if (st == KC_SKIP)
-            continue;
-        if (st != KC_SUCCESS) {
-            s->stats.bind_failures++;
-            return fail_in_phase(s, cycle, p, "Bind", KC_ERROR, true);
-        }
-        bound = true;
-    }
-    if (!bound) {
+    st = scheduler_phase(s, cycle, PHASE_BIND, node, &failed, NULL, NULL);
+    if (st == KC_SKIP) {
         s->stats.bind_failures++;
         unreserve(s, cycle);
         return fail_attempt(s, cycle, OUTCOME_ERROR,
                             "no Bind plugin bound the pod (configure defaultbinder)");
     }
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_POST_BIND]; i++) {
-        struct plugin *p = fw->phase[PHASE_POST_BIND][i];
-        p->ops.post_bind(p->self, cycle, pod, node);
+    if (st != KC_SUCCESS) {
+        s->stats.bind_failures++;
+        return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind", KC_ERROR, true);
     }
+    scheduler_phase(s, cycle, PHASE_POST_BIND, node, NULL, NULL, NULL);
     finish_bound(s, cycle);
 }
 

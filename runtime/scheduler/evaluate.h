@@ -1,0 +1,52 @@
+/* The evaluation of one pod by this scheduler's in-process plugins, apart from the queue:
+ * used by the scheduling cycle, and by kcycle-plugin-host to serve the plugins it runs for a
+ * scheduler in another process. */
+#ifndef KC_SCHED_EVALUATE_H
+#define KC_SCHED_EVALUATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "scheduler.h"
+
+struct evaluation {
+    kc_status status;   /* KC_SUCCESS; KC_UNSCHEDULABLE/KC_UNRESOLVABLE: PreFilter rejected;
+                           KC_ERROR: a plugin failed (message says which) */
+    char *message;      /* malloc'd, or NULL */
+    uint64_t rejectors; /* plugins (bit = framework index) that rejected */
+    uint32_t processed; /* candidates examined by Filter */
+    uint32_t found;     /* feasible nodes: s->feasible[0 .. found) in candidate order */
+    uint64_t scored;    /* Score plugins (bit = framework index) whose scores are valid */
+    /* Reasons of the nodes Filter rejected: s->reasons[0 .. s->reason_count). Scores of score
+     * plugin k (framework phase order) for feasible node i: evaluation_score(s, k, i),
+     * normalized and not yet weighted. */
+};
+
+/* A cycle for a pod the caller owns (the plugin host's pods are not queued): the pod must
+ * outlive the cycle. Free with evaluation_cycle_free. */
+struct kc_cycle *evaluation_cycle_new(struct scheduler *s, struct pod *pod);
+void evaluation_cycle_free(struct kc_cycle *cycle);
+
+/* PreFilter, then Filter over candidates (node indices, in order; NULL = every node from the
+ * rotating start index) until `want` are feasible (0 = all of them), then, when score is true
+ * and more than one node is feasible, PreScore, Score and NormalizeScore. */
+int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
+                       uint32_t candidate_count, uint32_t want, bool score, struct evaluation *out);
+void evaluation_clear(struct evaluation *e);
+int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i);
+
+/* One of Reserve, Unreserve (reverse order, every plugin with reserve or unreserve), Permit,
+ * PreBind, Bind, PostBind on
+ * the in-process plugins for cycle's pod and node. Returns the status of the first plugin that
+ * did not succeed (KC_SUCCESS if all did; Permit: KC_WAIT when one waits and none failed, with
+ * *timeout_ms the shortest wait and *waiting the waiting plugins; Bind: KC_SKIP when every
+ * Bind plugin skipped). *failed names that plugin's index. */
+kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
+                          const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
+                          uint64_t *waiting);
+
+/* Reserve in the cache and tell the plugins (POD_ASSUME), or undo it (POD_FORGET). */
+int scheduler_assume(struct scheduler *s, const struct pod *pod, const char *node);
+int scheduler_forget(struct scheduler *s, const struct pod *pod);
+
+#endif
