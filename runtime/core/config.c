@@ -116,6 +116,7 @@ int config_default(struct config *cfg)
     cfg->pod_initial_backoff_ms = 1000;
     cfg->pod_max_backoff_ms = 10000;
     cfg->unschedulable_flush_ms = 5 * 60 * 1000;
+    cfg->plugin_timeout_ms = 5000;
     cfg->leader_election.enabled = false;
     cfg->leader_election.lease_duration_ms = 15000;
     cfg->leader_election.renew_deadline_ms = 10000;
@@ -538,6 +539,8 @@ static int read_scalars(const struct tree *root, struct config *cfg, struct kc_e
     if (rc == 0)
         rc = read_duration(root, "podMaxInUnschedulablePodsDuration", &cfg->unschedulable_flush_ms,
                            err);
+    if (rc == 0)
+        rc = read_duration(root, "pluginTimeout", &cfg->plugin_timeout_ms, err);
     return rc;
 }
 

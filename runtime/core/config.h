@@ -47,6 +47,7 @@ struct config {
     int64_t pod_initial_backoff_ms; /* 1 s */
     int64_t pod_max_backoff_ms;     /* 10 s */
     int64_t unschedulable_flush_ms; /* 5 min */
+    int64_t plugin_timeout_ms;      /* deadline of one plugin-host request, 5 s */
 };
 
 /* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder.

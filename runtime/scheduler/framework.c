@@ -96,6 +96,29 @@ static int open_one(struct plugin *p, const struct plugin_config *pc, const char
     return 0;
 }
 
+/* A plugin served by a plugin host: only what the host needs to load it (remote.c starts it). */
+static int describe_remote(struct plugin *p, const struct plugin_config *pc, const char *dir,
+                           struct kc_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    p->remote = true;
+    p->name = strdup(pc->name);
+    p->path = loader_find(pc->name, pc->path, dir);
+    p->version = strdup("");
+    p->args_json = strdup(pc->args_json != NULL ? pc->args_json : "{}");
+    p->host_group = strdup(pc->host != NULL ? pc->host : pc->name);
+    p->weight = pc->weight;
+    p->failure_policy = pc->failure_policy;
+    p->required = pc->required;
+    p->requeue_mask = KC_EVENT_MASK_ALL;
+    if (p->name == NULL || p->path == NULL || p->version == NULL || p->args_json == NULL ||
+        p->host_group == NULL) {
+        loader_close(p);
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
 int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
                    const kc_host_api *host, struct kc_error *err)
 {
@@ -113,21 +136,15 @@ int framework_open(struct framework *fw, const struct config *cfg, const char *p
     for (uint32_t i = 0; i < cfg->plugin_count; i++) {
         const struct plugin_config *pc = &cfg->plugins[i];
         struct plugin *p = &fw->plugins[fw->count];
-        int rc;
-        if (pc->isolation == ISOLATION_PROCESS)
-            rc = kc_error_set(err, -ENOTSUP,
-                              "%s:%u:%u: plugin %s: isolation 'process' is not available in "
-                              "this build yet; use 'inprocess'",
-                              cfg->file != NULL ? cfg->file : "configuration", pc->line, pc->column,
-                              pc->name);
-        else
-            rc = open_one(p, pc, dir, host, err);
+        int rc = pc->isolation == ISOLATION_PROCESS ? describe_remote(p, pc, dir, err)
+                                                    : open_one(p, pc, dir, host, err);
         if (rc < 0 && pc->required) {
             framework_close(fw);
             return rc;
         }
         if (rc < 0) {
             log_error("%s; continuing without it (required: false)", err->message);
+            fw->errors[i] = strdup(err->message[0] != '\0' ? err->message : kc_strerror(rc));
             continue;
         }
         p->index = fw->count++;
@@ -146,5 +163,7 @@ void framework_close(struct framework *fw)
     for (int phase = 0; phase < PHASE_COUNT; phase++)
         free(fw->phase[phase]);
     free(fw->reserve_all);
+    for (uint32_t i = 0; i < FRAMEWORK_MAX_PLUGINS; i++)
+        free(fw->errors[i]);
     memset(fw, 0, sizeof(*fw));
 }

@@ -25,6 +25,15 @@ struct plugin {
     void *dl_handle;
     uint32_t requeue_mask;
     bool initialized;
+    /* isolation: process: the plugin runs in a plugin host; ops stay NULL here */
+    bool remote;
+    bool required;
+    bool disabled;           /* its host could not load it (required: false) */
+    char *args_json;
+    char *host_group;
+    struct remote_host *host;
+    uint32_t remote_index;   /* position in the host's Hello */
+    uint32_t remote_phases;  /* Phase bits the host reported */
 };
 
 enum phase {
@@ -52,6 +61,9 @@ struct framework {
     uint32_t phase_count[PHASE_COUNT];
     struct plugin **reserve_all; /* plugins with reserve or unreserve, in config order */
     uint32_t reserve_all_count;
+    /* Why each plugin left out (required: false) failed, by configuration position; NULL for
+     * the others. Owned, freed by framework_close. The plugin host reports them per plugin. */
+    char *errors[FRAMEWORK_MAX_PLUGINS];
 };
 
 /* Open a plugin file and check it: a shared object with kc_plugin_query whose ABI this host

@@ -150,5 +150,7 @@ void loader_close(struct plugin *p)
     free(p->name);
     free(p->path);
     free(p->version);
+    free(p->args_json);
+    free(p->host_group);
     memset(p, 0, sizeof(*p));
 }

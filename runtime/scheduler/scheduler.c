@@ -14,6 +14,7 @@
 
 #include "cycle_internal.h"
 #include "evaluate.h"
+#include "plugin.pb-c.h"
 #include "log.h"
 #include "model.h"
 
@@ -58,6 +59,7 @@ static void deliver_update(struct scheduler *s, kc_event_type type, const struct
                            const struct pod *old_pod, const struct cache_node *node)
 {
     struct framework *fw = &s->fw;
+    remote_journal(s, type, pod, node, NULL, NULL, NULL, NULL);
     if (fw->phase_count[PHASE_EVENT] == 0)
         return;
     current_scheduler = s;
@@ -112,6 +114,7 @@ int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *
 {
     struct framework *fw = &s->fw;
     current_scheduler = s;
+    remote_journal(s, type, NULL, NULL, kind, namespace, name, json);
     kc_event ev = {
         .struct_size = sizeof(ev),
         .type = type,
@@ -362,6 +365,8 @@ static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outco
 /* Undo Reserve: Unreserve on every reserve plugin in reverse order, then forget the pod. */
 static void unreserve(struct scheduler *s, struct kc_cycle *cycle)
 {
+    /* plugin hosts reserved after the in-process plugins: they unreserve first */
+    remote_phase(s, cycle, PHASE_UNRESERVE, cycle->node_name, NULL, NULL, NULL, NULL);
     scheduler_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), NULL, NULL,
                     NULL);
     scheduler_forget(s, cycle->sp->pod);
@@ -530,6 +535,10 @@ static int ensure_scratch(struct scheduler *s)
     free(s->totals);
     s->feasible = calloc(capacity, sizeof(*s->feasible));
     s->feasible_flag = calloc(capacity, 1);
+    free(s->remote_marks);
+    free(s->candidates);
+    s->remote_marks = calloc(capacity, sizeof(*s->remote_marks));
+    s->candidates = calloc(capacity, sizeof(*s->candidates));
     s->scores = calloc((size_t)capacity * scorers, sizeof(*s->scores));
     s->totals = calloc(capacity, sizeof(*s->totals));
     if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL) {
@@ -884,9 +893,16 @@ static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
     uint32_t failed = 0, timeout = 0;
     uint64_t waiting = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_RESERVE, cn, &failed, NULL, NULL);
+    if (st == KC_SUCCESS)
+        st = remote_phase(s, cycle, PHASE_RESERVE, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS)
         return fail_in_phase(s, cycle, &fw->plugins[failed], "Reserve", st, true);
     st = scheduler_phase(s, cycle, PHASE_PERMIT, cn, &failed, &timeout, &waiting);
+    if (st == KC_SUCCESS || st == KC_WAIT) {
+        kc_status remote = remote_phase(s, cycle, PHASE_PERMIT, cycle->node_name, &failed, &timeout,
+                                        &waiting, NULL);
+        st = remote == KC_SUCCESS ? st : remote;
+    }
     if (st != KC_SUCCESS && st != KC_WAIT)
         return fail_in_phase(s, cycle, &fw->plugins[failed], "Permit", st, true);
     int rc = st == KC_WAIT ? add_waiting(s, cycle, waiting, timeout, fw->plugins[failed].name)
@@ -963,12 +979,59 @@ void evaluation_clear(struct evaluation *e)
     memset(e, 0, sizeof(*e));
 }
 
+/* With plugin hosts: the in-process plugins filter every node (in rotated order), the hosts
+ * evaluate what is left in one round trip each, and the results are merged. */
+static void schedule_cycle_remote(struct scheduler *s, struct kc_cycle *cycle)
+{
+    uint32_t n = s->cache.node_count;
+    uint32_t want = nodes_to_find(s, n);
+    struct evaluation e;
+    scheduler_evaluate(s, cycle, NULL, 0, 0, false, &e);
+    cycle->rejectors |= e.rejectors;
+    char *message = NULL;
+    uint32_t found = 0, processed = 0;
+    kc_status st = e.status;
+    if (st == KC_SUCCESS) {
+        for (uint32_t i = 0; i < e.found; i++)
+            s->candidates[i] = s->feasible[i]->index;
+        st = remote_evaluate(s, cycle, s->candidates, e.found, want, &found, &processed, &message);
+        /* rotate past the last node the search needed, as in-process */
+        if (st == KC_SUCCESS && found == want)
+            s->next_start_node = (s->feasible[found - 1]->index + 1) % n;
+    } else {
+        message = e.message;
+        e.message = NULL;
+    }
+    evaluation_clear(&e);
+    cycle->sp->rejectors = cycle->rejectors;
+    if (st == KC_ERROR) {
+        fail_attempt(s, cycle, OUTCOME_ERROR, message);
+    } else if (st != KC_SUCCESS) {
+        char *text = format("0/%u nodes are available: %s.", n, message);
+        fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, text);
+        free(text);
+    } else if (found == 0) {
+        fail_no_fit(s, cycle);
+    } else {
+        uint64_t scored = 0;
+        if (found > 1 && compute_scores(s, cycle, found, &scored) < 0) {
+            fail_attempt(s, cycle, OUTCOME_ERROR, cycle->message);
+        } else {
+            uint32_t chosen = found > 1 ? select_node(s, found, scored) : 0;
+            reserve_and_permit(s, cycle, s->feasible[chosen]);
+        }
+    }
+    free(message);
+}
+
 static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
 {
     uint32_t n = s->cache.node_count;
     if (n == 0)
         return fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE,
                             "0/0 nodes are available: no nodes available to schedule pods.");
+    if (s->remote.host_count > 0)
+        return schedule_cycle_remote(s, cycle);
     struct evaluation e;
     scheduler_evaluate(s, cycle, NULL, 0, nodes_to_find(s, n), true, &e);
     cycle->rejectors |= e.rejectors;
@@ -1052,11 +1115,22 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     }
     uint32_t failed = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
+    if (st == KC_SUCCESS)
+        st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
         return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind", KC_ERROR, true);
     }
     st = scheduler_phase(s, cycle, PHASE_BIND, node, &failed, NULL, NULL);
+    if (st == KC_SKIP && s->remote.host_count > 0) {
+        /* a Bind plugin in a plugin host asks for the binding; the binder is here */
+        bool requested = false;
+        st = remote_phase(s, cycle, PHASE_BIND, cycle->node_name, &failed, NULL, NULL, &requested);
+        if (st == KC_SUCCESS && requested &&
+            (s->sink.bind == NULL ||
+             s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) != 0))
+            st = KC_ERROR;
+    }
     if (st == KC_SKIP) {
         s->stats.bind_failures++;
         unreserve(s, cycle);
@@ -1068,6 +1142,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind", KC_ERROR, true);
     }
     scheduler_phase(s, cycle, PHASE_POST_BIND, node, NULL, NULL, NULL);
+    remote_phase(s, cycle, PHASE_POST_BIND, cycle->node_name, NULL, NULL, NULL, NULL);
     finish_bound(s, cycle);
 }
 
@@ -1175,7 +1250,17 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     int rc = framework_open(&s->fw, cfg, plugin_dir, &s->host, err);
     if (rc < 0)
         return rc;
-    if (s->fw.phase_count[PHASE_BIND] == 0) {
+    rc = remote_open(s, err);
+    if (rc < 0) {
+        remote_close(s);
+        framework_close(&s->fw);
+        return rc;
+    }
+    bool remote_bind = false;
+    for (uint32_t i = 0; i < s->remote.host_count; i++)
+        remote_bind |= (s->remote.hosts[i].phases & KCYCLE__V1__PHASE__PHASE_BIND) != 0;
+    if (s->fw.phase_count[PHASE_BIND] == 0 && !remote_bind) {
+        remote_close(s);
         framework_close(&s->fw);
         return kc_error_set(err, -EINVAL,
                             "no Bind plugin is configured: pods could never be bound; add "
@@ -1207,6 +1292,7 @@ static void free_cycle_and_pod(struct kc_cycle *cycle)
 void scheduler_close(struct scheduler *s)
 {
     current_scheduler = s;
+    remote_close(s);
     while (s->waiting_count > 0) {
         struct kc_cycle *cycle = s->waiting[0]->cycle;
         strmap_remove(&s->pods, cycle->sp->pod->uid);
@@ -1240,6 +1326,8 @@ void scheduler_close(struct scheduler *s)
     reasons_clear(s->reasons, &s->reason_count);
     free(s->feasible);
     free(s->feasible_flag);
+    free(s->remote_marks);
+    free(s->candidates);
     free(s->scores);
     free(s->totals);
     if (current_scheduler == s)

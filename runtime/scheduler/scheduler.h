@@ -13,6 +13,7 @@
 #include "error.h"
 #include "framework.h"
 #include "queue.h"
+#include "remote.h"
 #include "strmap.h"
 #include "workers.h"
 
@@ -103,6 +104,8 @@ struct scheduler {
     /* per-attempt scratch, sized to the node count, reused: no per-node allocation */
     const struct cache_node **feasible;
     uint8_t *feasible_flag; /* by position from the start index */
+    uint16_t *remote_marks; /* by node index: hosts that found the node feasible */
+    uint32_t *candidates;   /* node indices sent to plugin hosts */
     int64_t *scores;        /* plugin-major: scores[k * capacity + i] */
     int64_t *totals;
     uint32_t scratch_capacity;
@@ -116,6 +119,7 @@ struct scheduler {
     /* binding cycles ready to run */
     struct kc_cycle **binding;
     uint32_t binding_count, binding_capacity;
+    struct remote remote; /* plugin hosts (isolation: process) */
     struct workers workers;
     struct worker_state *worker_state; /* workers.count + 1 */
     int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */

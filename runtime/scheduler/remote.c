@@ -1,0 +1,896 @@
+/* The scheduler side of out-of-process plugins (DESIGN section 5). Each host is a child
+ * process with one REQ socket to it: requests go out in order and every one carries the
+ * journal's deltas since the previous one, so the host's replica is exact when its plugins
+ * run. REQ's automatic resend is off: a request that crashed a host is never replayed into
+ * the new one. */
+#include "remote.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "cycle_internal.h"
+#include "log.h"
+#include "model.h"
+#include "plugin.pb-c.h"
+#include "proto_convert.h"
+#include "scheduler.h"
+
+#define RESTART_BACKOFF_MIN_MS 100
+#define RESTART_BACKOFF_MAX_MS 10000
+#define CIRCUIT_BREAKER_FAILURES 5
+#define DEFAULT_TIMEOUT_MS 5000
+
+static nng_socket host_socket(const struct remote_host *h)
+{
+    nng_socket sock = NNG_SOCKET_INITIALIZER;
+    sock.id = h->socket_id;
+    return sock;
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the journal ---- */
+
+static int journal_append(struct remote *r, const Kcycle__V1__Delta *delta)
+{
+    size_t len = kcycle__v1__delta__get_packed_size(delta);
+    uint8_t *data = malloc(len + 1);
+    if (data == NULL)
+        return -ENOMEM;
+    kcycle__v1__delta__pack(delta, data);
+    if (r->journal_count == r->journal_capacity) {
+        uint32_t capacity = r->journal_capacity == 0 ? 256 : r->journal_capacity * 2;
+        void *grown = realloc(r->journal, capacity * sizeof(*r->journal));
+        if (grown == NULL) {
+            free(data);
+            return -ENOMEM;
+        }
+        r->journal = grown;
+        r->journal_capacity = capacity;
+    }
+    r->journal[r->journal_count].data = data;
+    r->journal[r->journal_count].len = (uint32_t)len;
+    r->journal_count++;
+    return 0;
+}
+
+/* Drop the deltas every live host has received. */
+static void journal_trim(struct remote *r)
+{
+    uint64_t end = r->journal_base + r->journal_count, low = end;
+    for (uint32_t i = 0; i < r->host_count; i++)
+        if (r->hosts[i].state == REMOTE_UP && r->hosts[i].cursor < low)
+            low = r->hosts[i].cursor;
+    uint32_t drop = (uint32_t)(low - r->journal_base);
+    if (drop == 0)
+        return;
+    for (uint32_t i = 0; i < drop; i++)
+        free(r->journal[i].data);
+    memmove(r->journal, r->journal + drop, (r->journal_count - drop) * sizeof(*r->journal));
+    r->journal_count -= drop;
+    r->journal_base = low;
+}
+
+static bool host_wants_events(const struct remote *r)
+{
+    for (uint32_t i = 0; i < r->host_count; i++)
+        if (r->hosts[i].state == REMOTE_UP)
+            return true;
+    return false;
+}
+
+static void journal_pod(struct remote *r, int which, const struct pod *pod, const char *node)
+{
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
+    Kcycle__V1__Pod *msg = NULL;
+    switch (which) {
+    case KC_EVENT_POD_ADD:
+    case KC_EVENT_POD_UPDATE:
+        msg = pod_to_proto(pod);
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+        delta.pod_put = msg;
+        break;
+    case KC_EVENT_POD_DELETE:
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_DELETE;
+        delta.pod_delete = pod->uid;
+        break;
+    case KC_EVENT_POD_ASSUME:
+        msg = pod_to_proto(pod);
+        assume.pod = msg;
+        assume.node = (char *)node;
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
+        delta.assume = &assume;
+        break;
+    case KC_EVENT_POD_FORGET:
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+        delta.forget = pod->uid;
+        break;
+    default: return;
+    }
+    if ((which == KC_EVENT_POD_ADD || which == KC_EVENT_POD_UPDATE ||
+         which == KC_EVENT_POD_ASSUME) &&
+        msg == NULL) {
+        log_error("plugin hosts: pod %s/%s cannot be sent: %s", pod->namespace, pod->name,
+                  strerror(errno));
+        return;
+    }
+    journal_append(r, &delta);
+    pod_proto_free(msg);
+}
+
+void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                    const struct cache_node *node, const char *object_kind,
+                    const char *object_namespace, const char *object_name, const char *object_json)
+{
+    struct remote *r = &s->remote;
+    if (r->host_count == 0 || !host_wants_events(r))
+        return;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    switch (type) {
+    case KC_EVENT_NODE_ADD:
+    case KC_EVENT_NODE_UPDATE: {
+        Kcycle__V1__Node *msg = node_to_proto(node->node);
+        if (msg == NULL)
+            return;
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
+        delta.node_put = msg;
+        journal_append(r, &delta);
+        node_proto_free(msg);
+        return;
+    }
+    case KC_EVENT_NODE_DELETE:
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_NODE_DELETE;
+        delta.node_delete = node->node->name;
+        journal_append(r, &delta);
+        return;
+    case KC_EVENT_OBJECT_ADD:
+    case KC_EVENT_OBJECT_UPDATE:
+    case KC_EVENT_OBJECT_DELETE: {
+        struct sim_object o = {(char *)object_kind, (char *)object_namespace, (char *)object_name,
+                               (char *)object_json};
+        Kcycle__V1__CustomObject *msg = custom_object_to_proto(&o);
+        if (msg == NULL)
+            return;
+        if (type == KC_EVENT_OBJECT_DELETE) {
+            delta.change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE;
+            delta.object_delete = msg;
+        } else {
+            delta.change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT;
+            delta.object_put = msg;
+        }
+        journal_append(r, &delta);
+        custom_object_proto_free(msg);
+        return;
+    }
+    default:
+        /* pending pods live in the scheduler only: hosts see assigned and assumed pods */
+        if (pod == NULL ||
+            (pod->node_name == NULL && type != KC_EVENT_POD_ASSUME && type != KC_EVENT_POD_FORGET))
+            return;
+        journal_pod(r, (int)type, pod, node != NULL ? node->node->name : NULL);
+    }
+}
+
+/* ---- one request ---- */
+
+static void host_set_error(struct remote_host *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void host_set_error(struct remote_host *h, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    free(h->last_error);
+    h->last_error = strdup(text);
+}
+
+static void host_stop(struct remote_host *h)
+{
+    if (h->socket_open) {
+        nng_close(host_socket(h));
+        h->socket_open = false;
+    }
+    if (h->pid > 0) {
+        kill(h->pid, SIGKILL);
+        waitpid(h->pid, NULL, 0);
+        h->pid = 0;
+    }
+}
+
+/* The host failed (crash, deadline, protocol error): stop it and schedule a restart. */
+static void host_fail(struct scheduler *s, struct remote_host *h)
+{
+    int status = 0;
+    bool crashed = h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid;
+    if (crashed) {
+        h->pid = 0;
+        if (WIFSIGNALED(status))
+            host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
+                           h->last_error != NULL ? h->last_error : "");
+    }
+    host_stop(h);
+    h->state = REMOTE_DOWN;
+    h->consecutive_failures++;
+    int64_t backoff = RESTART_BACKOFF_MIN_MS;
+    for (uint32_t i = 1; i < h->consecutive_failures && backoff < RESTART_BACKOFF_MAX_MS; i++)
+        backoff *= 2;
+    if (backoff > RESTART_BACKOFF_MAX_MS)
+        backoff = RESTART_BACKOFF_MAX_MS;
+    h->next_start_ms = now_ms() + backoff;
+    if (h->consecutive_failures >= CIRCUIT_BREAKER_FAILURES) {
+        h->state = REMOTE_BROKEN;
+        log_error("plugin host %s is circuit-broken after %u failures in a row; its plugins are "
+                  "left out until the scheduler restarts: %s",
+                  h->name, h->consecutive_failures,
+                  h->last_error != NULL ? h->last_error : "no detail");
+    } else {
+        log_warn("plugin host %s failed (%s); restart in %lld ms", h->name,
+                 h->last_error != NULL ? h->last_error : "no detail", (long long)backoff);
+    }
+    journal_trim(&s->remote);
+}
+
+/* The request's bytes: the packed request without deltas, then every delta the host has not
+ * seen as field 4 (protobuf parsers accept fields in any order). */
+static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__Request *req,
+                         nng_msg **out)
+{
+    struct remote *r = &s->remote;
+    size_t len = kcycle__v1__request__get_packed_size(req);
+    nng_msg *msg;
+    if (nng_msg_alloc(&msg, len) != 0)
+        return -ENOMEM;
+    kcycle__v1__request__pack(req, nng_msg_body(msg));
+    uint64_t end = r->journal_base + r->journal_count;
+    for (uint64_t seq = h->cursor; seq < end; seq++) {
+        const struct journal_entry *e = &r->journal[seq - r->journal_base];
+        uint8_t head[12];
+        size_t n = 0;
+        head[n++] = (4 << 3) | 2; /* field 4, length-delimited */
+        for (uint32_t v = e->len;; v >>= 7) {
+            head[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            if (v <= 0x7f)
+                break;
+        }
+        if (nng_msg_append(msg, head, n) != 0 || nng_msg_append(msg, e->data, e->len) != 0) {
+            nng_msg_free(msg);
+            return -ENOMEM;
+        }
+    }
+    *out = msg;
+    return 0;
+}
+
+static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__Request *req)
+{
+    req->id = ++h->request_id;
+    req->generation = s->cache.generation - (uint64_t)h->generation_offset;
+    nng_msg *msg;
+    int rc = build_request(s, h, req, &msg);
+    if (rc < 0)
+        return rc;
+    rc = nng_sendmsg(host_socket(h), msg, 0);
+    if (rc != 0) {
+        nng_msg_free(msg);
+        host_set_error(h, "sending to the host: %s", nng_strerror(rc));
+        return -EIO;
+    }
+    h->cursor = s->remote.journal_base + s->remote.journal_count;
+    h->round_trips++;
+    return 0;
+}
+
+static Kcycle__V1__Reply *receive_reply(struct remote_host *h)
+{
+    nng_msg *msg;
+    int rc = nng_recvmsg(host_socket(h), &msg, 0);
+    if (rc != 0) {
+        host_set_error(
+            h, rc == NNG_ETIMEDOUT ? "no answer within the deadline: %s" : "the host went away: %s",
+            nng_strerror(rc));
+        return NULL;
+    }
+    Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
+    nng_msg_free(msg);
+    if (reply == NULL) {
+        host_set_error(h, "an answer that does not decode as kcycle.v1.Reply");
+        return NULL;
+    }
+    if (reply->id != h->request_id) {
+        host_set_error(h, "answer %llu to request %llu", (unsigned long long)reply->id,
+                       (unsigned long long)h->request_id);
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        return NULL;
+    }
+    if (reply->error != NULL && reply->error[0] != '\0') {
+        host_set_error(h, "%s", reply->error);
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        return NULL;
+    }
+    return reply;
+}
+
+static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
+                                     Kcycle__V1__Request *req)
+{
+    if (send_request(s, h, req) < 0)
+        return NULL;
+    return receive_reply(h);
+}
+
+/* ---- starting a host ---- */
+
+static char *find_host_binary(void)
+{
+    const char *env = getenv("KCYCLE_PLUGIN_HOST");
+    if (env != NULL && env[0] != '\0')
+        return strdup(env);
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash != NULL) {
+            *slash = '\0';
+            static const char *const tries[] = {
+                "%s/kcycle-plugin-host",
+                "%s/../plugin-host/kcycle-plugin-host",
+                "%s/../../runtime/plugin-host/kcycle-plugin-host",
+            };
+            for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+                char path[PATH_MAX + 64];
+                snprintf(path, sizeof(path), tries[i], exe);
+                if (access(path, X_OK) == 0)
+                    return strdup(path);
+            }
+        }
+    }
+    return strdup("kcycle-plugin-host"); /* from PATH */
+}
+
+static int spawn(struct remote *r, struct remote_host *h)
+{
+    static unsigned counter;
+    snprintf(h->url, sizeof(h->url), "ipc:///tmp/kcycle-%d-%s-%u.ipc", (int)getpid(), h->name,
+             ++counter);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        execlp(r->host_binary, r->host_binary, "--listen", h->url, (char *)NULL);
+        fprintf(stderr, "kcycle: cannot run %s: %s\n", r->host_binary, strerror(errno));
+        _exit(127);
+    }
+    h->pid = pid;
+    nng_socket sock;
+    int rc = nng_req0_open(&sock);
+    if (rc != 0)
+        return -ENOMEM;
+    h->socket_id = sock.id;
+    h->socket_open = true;
+    nng_duration timeout = (nng_duration)r->timeout_ms;
+    nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+    nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, timeout);
+    nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, timeout);
+    nng_socket_set_ms(sock, NNG_OPT_RECONNMINT, 2);
+    nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 50);
+    rc = nng_dial(sock, h->url, NULL, NNG_FLAG_NONBLOCK);
+    if (rc != 0) {
+        host_set_error(h, "dialing %s: %s", h->url, nng_strerror(rc));
+        return -EIO;
+    }
+    return 0;
+}
+
+static Kcycle__V1__PluginSpec **plugin_specs(struct remote_host *h)
+{
+    Kcycle__V1__PluginSpec **specs = calloc(h->plugin_count, sizeof(*specs) + sizeof(**specs));
+    if (specs == NULL)
+        return NULL;
+    Kcycle__V1__PluginSpec *items = (Kcycle__V1__PluginSpec *)(specs + h->plugin_count);
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        kcycle__v1__plugin_spec__init(&items[i]);
+        items[i].name = h->plugins[i]->name;
+        items[i].path = h->plugins[i]->path;
+        items[i].args_json = h->plugins[i]->args_json;
+        specs[i] = &items[i];
+    }
+    return specs;
+}
+
+static int hello(struct scheduler *s, struct remote_host *h, struct kc_error *err)
+{
+    Kcycle__V1__Hello hi = KCYCLE__V1__HELLO__INIT;
+    hi.abi_version = KC_ABI_VERSION;
+    hi.parallelism = s->cfg->parallelism;
+    hi.n_plugins = h->plugin_count;
+    hi.plugins = plugin_specs(h);
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+    req.hello = &hi;
+    /* the hello carries no deltas: the snapshot follows */
+    h->cursor = s->remote.journal_base + s->remote.journal_count;
+    Kcycle__V1__Reply *reply = hi.plugins != NULL ? round_trip(s, h, &req) : NULL;
+    free(hi.plugins);
+    if (reply == NULL || reply->result_case != KCYCLE__V1__REPLY__RESULT_HELLO ||
+        reply->hello->n_plugins != h->plugin_count) {
+        if (reply != NULL)
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+        return kc_error_set(err, -EIO, "plugin host %s did not start: %s", h->name,
+                            h->last_error != NULL ? h->last_error : "bad hello answer");
+    }
+    int rc = 0;
+    h->phases = 0;
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        const Kcycle__V1__PluginInfo *info = reply->hello->plugins[i];
+        struct plugin *p = h->plugins[i];
+        if (info->error != NULL && info->error[0] != '\0') {
+            p->disabled = true;
+            if (p->required)
+                rc = kc_error_set(err, KC_ERR_PLUGIN, "plugin %s (in plugin host %s): %s", p->name,
+                                  h->name, info->error);
+            else
+                log_error("plugin %s (in plugin host %s) left out (required: false): %s", p->name,
+                          h->name, info->error);
+            continue;
+        }
+        p->disabled = false;
+        p->remote_phases = info->phases;
+        p->requeue_mask = info->requeue_events != 0 ? info->requeue_events : KC_EVENT_MASK_ALL;
+        p->abi_major = (uint16_t)info->abi_major;
+        p->abi_minor = (uint16_t)info->abi_minor;
+        free(p->version);
+        p->version = strdup(info->version != NULL ? info->version : "");
+        h->phases |= info->phases;
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return rc;
+}
+
+/* The replica from nothing: nodes in index order (so indices match), assigned pods, the
+ * pods assumed by cycles in flight. Returns the cache operations the host will perform. */
+static int64_t snapshot_into_journal(struct scheduler *s)
+{
+    struct remote *r = &s->remote;
+    int64_t ops = 0;
+    for (uint32_t i = 0; i < s->cache.node_count; i++, ops++)
+        remote_journal(s, KC_EVENT_NODE_ADD, NULL, &s->cache.nodes[i], NULL, NULL, NULL, NULL);
+    for (uint32_t i = 0; i < s->assigned.capacity; i++) {
+        const struct pod *pod = s->assigned.entries[i].value;
+        if (pod != NULL) {
+            journal_pod(r, KC_EVENT_POD_ADD, pod, pod->node_name);
+            ops++;
+        }
+    }
+    for (uint32_t i = 0; i < s->pods.capacity; i++) {
+        const struct sched_pod *sp = s->pods.entries[i].value;
+        if (sp == NULL || (sp->state != SP_WAITING && sp->state != SP_BINDING))
+            continue;
+        const struct cache_pod *cp = cache_pod(&s->cache, sp->pod->uid);
+        if (cp != NULL && cp->assumed) {
+            journal_pod(r, KC_EVENT_POD_ASSUME, sp->pod, cp->node_name);
+            ops++;
+        }
+    }
+    return ops;
+}
+
+static int start_host(struct scheduler *s, struct remote_host *h, struct kc_error *err)
+{
+    struct remote *r = &s->remote;
+    h->starts++;
+    h->request_id = 0;
+    h->generation_offset = 0;
+    int rc = spawn(r, h);
+    if (rc < 0) {
+        host_fail(s, h);
+        return kc_error_set(err, rc, "plugin host %s: %s", h->name,
+                            h->last_error != NULL ? h->last_error : strerror(-rc));
+    }
+    h->state = REMOTE_UP;
+    rc = hello(s, h, err);
+    if (rc < 0 && rc != KC_ERR_PLUGIN) {
+        host_fail(s, h);
+        return rc;
+    }
+    int hello_rc = rc;
+    /* snapshot: the host gets every delta appended from here */
+    h->cursor = r->journal_base + r->journal_count;
+    int64_t ops = snapshot_into_journal(s);
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.snapshot = true;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    h->generation_offset = (int64_t)s->cache.generation - ops;
+    Kcycle__V1__Reply *reply = round_trip(s, h, &req);
+    if (reply == NULL) {
+        host_fail(s, h);
+        return kc_error_set(err, -EIO, "plugin host %s: snapshot failed: %s", h->name,
+                            h->last_error != NULL ? h->last_error : "no detail");
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    journal_trim(r);
+    if (hello_rc == 0)
+        h->consecutive_failures = 0;
+    return hello_rc;
+}
+
+/* Bring back a host that is down and due. 0 when the host is up afterwards. */
+static int ensure_up(struct scheduler *s, struct remote_host *h)
+{
+    if (h->state == REMOTE_UP)
+        return 0;
+    if (h->state == REMOTE_BROKEN || now_ms() < h->next_start_ms)
+        return -EAGAIN;
+    h->restarts++;
+    struct kc_error err;
+    int rc = start_host(s, h, &err);
+    if (rc < 0 && rc != KC_ERR_PLUGIN) {
+        log_warn("%s", err.message);
+        return rc;
+    }
+    log_info("plugin host %s restarted (%u restarts)", h->name, h->restarts);
+    return 0;
+}
+
+int remote_open(struct scheduler *s, struct kc_error *err)
+{
+    struct remote *r = &s->remote;
+    struct framework *fw = &s->fw;
+    r->timeout_ms = s->cfg->plugin_timeout_ms > 0 ? s->cfg->plugin_timeout_ms : DEFAULT_TIMEOUT_MS;
+    uint32_t remote_plugins = 0;
+    for (uint32_t i = 0; i < fw->count; i++)
+        remote_plugins += fw->plugins[i].remote;
+    if (remote_plugins == 0)
+        return 0;
+    signal(SIGPIPE, SIG_IGN);
+    r->hosts = calloc(remote_plugins, sizeof(*r->hosts));
+    r->host_binary = find_host_binary();
+    if (r->hosts == NULL || r->host_binary == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < fw->count; i++) {
+        struct plugin *p = &fw->plugins[i];
+        if (!p->remote)
+            continue;
+        struct remote_host *h = NULL;
+        for (uint32_t k = 0; k < r->host_count && h == NULL; k++)
+            if (strcmp(r->hosts[k].name, p->host_group) == 0)
+                h = &r->hosts[k];
+        if (h == NULL) {
+            h = &r->hosts[r->host_count++];
+            h->name = strdup(p->host_group);
+            h->plugins = calloc(remote_plugins, sizeof(*h->plugins));
+            if (h->name == NULL || h->plugins == NULL)
+                return kc_error_set(err, -ENOMEM, "out of memory");
+        }
+        p->host = h;
+        p->remote_index = h->plugin_count;
+        h->plugins[h->plugin_count++] = p;
+    }
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = &r->hosts[k];
+        int rc = start_host(s, h, err);
+        if (rc == 0)
+            continue;
+        bool required = false;
+        for (uint32_t i = 0; i < h->plugin_count; i++)
+            required |= h->plugins[i]->required && (rc != KC_ERR_PLUGIN || h->plugins[i]->disabled);
+        if (required)
+            return rc;
+        if (rc != KC_ERR_PLUGIN)
+            log_error("%s; its plugins are left out until it starts (required: false)",
+                      err->message);
+    }
+    return 0;
+}
+
+void remote_close(struct scheduler *s)
+{
+    struct remote *r = &s->remote;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = &r->hosts[k];
+        host_stop(h);
+        free(h->name);
+        free(h->plugins);
+        free(h->last_error);
+    }
+    free(r->hosts);
+    for (uint32_t i = 0; i < r->journal_count; i++)
+        free(r->journal[i].data);
+    free(r->journal);
+    free(r->host_binary);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- evaluation ---- */
+
+static bool host_fails_pods(const struct remote_host *h)
+{
+    for (uint32_t i = 0; i < h->plugin_count; i++)
+        if (!h->plugins[i]->disabled && h->plugins[i]->failure_policy == FAILURE_FAIL)
+            return true;
+    return false;
+}
+
+static uint64_t map_plugins(const struct remote_host *h, uint64_t host_bits)
+{
+    uint64_t bits = 0;
+    for (uint32_t i = 0; i < h->plugin_count && i < 64; i++)
+        if (host_bits & (1ull << i))
+            bits |= 1ull << h->plugins[i]->index;
+    return bits;
+}
+
+#define EVALUATE_PHASES                                                                            \
+    (KCYCLE__V1__PHASE__PHASE_PRE_FILTER | KCYCLE__V1__PHASE__PHASE_FILTER |                       \
+     KCYCLE__V1__PHASE__PHASE_PRE_SCORE | KCYCLE__V1__PHASE__PHASE_SCORE |                         \
+     KCYCLE__V1__PHASE__PHASE_NORMALIZE_SCORE)
+
+static char *format_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format_text(const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    return text;
+}
+
+/* Add a host's weighted scores for the nodes that made the final list. Both lists are in
+ * candidate order and the final list is a subsequence of the host's feasible list. */
+static void add_scores(struct scheduler *s, const struct remote_host *h,
+                       const Kcycle__V1__EvaluateReply *e, uint32_t found)
+{
+    for (size_t k = 0; k < e->n_scores; k++) {
+        const Kcycle__V1__PluginScores *ps = e->scores[k];
+        if (ps->plugin >= h->plugin_count || ps->n_scores != e->n_feasible)
+            continue;
+        int64_t weight = h->plugins[ps->plugin]->weight;
+        uint32_t j = 0;
+        for (size_t i = 0; i < e->n_feasible && j < found; i++) {
+            if (e->feasible[i] != s->feasible[j]->index)
+                continue;
+            int64_t score = ps->scores[i];
+            s->totals[j++] += (score < 0 ? 0 : score > 100 ? 100 : score) * weight;
+        }
+    }
+}
+
+kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
+                          uint32_t candidate_count, uint32_t want, uint32_t *found,
+                          uint32_t *processed, char **message)
+{
+    struct remote *r = &s->remote;
+    struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
+    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS] = {0};
+    uint32_t n_active = 0;
+    kc_status result = KC_SUCCESS;
+    *message = NULL;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = &r->hosts[k];
+        if (!(h->phases & EVALUATE_PHASES) && h->state == REMOTE_UP)
+            continue;
+        if (ensure_up(s, h) == 0) {
+            if (h->phases & EVALUATE_PHASES)
+                active[n_active++] = h;
+        } else if (host_fails_pods(h)) {
+            *message = format_text("plugin host %s is down: %s", h->name,
+                                   h->last_error != NULL ? h->last_error : "starting");
+            return KC_ERROR;
+        }
+    }
+    Kcycle__V1__Pod *pod = n_active > 0 ? pod_to_proto(cycle->sp->pod) : NULL;
+    if (n_active > 0 && pod == NULL) {
+        *message = format_text("pod %s/%s cannot be sent to plugin hosts",
+                               cycle->sp->pod->namespace, cycle->sp->pod->name);
+        return KC_ERROR;
+    }
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    ev.pod = pod;
+    ev.n_candidates = candidate_count;
+    ev.candidates = (uint32_t *)candidates;
+    ev.want = n_active == 1 ? want : 0; /* several hosts: each filters every candidate */
+    ev.score = true;
+    /* send to every host, then collect: the hosts work in parallel */
+    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
+    for (uint32_t a = 0; a < n_active; a++) {
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+        req.evaluate = &ev;
+        sent[a] = send_request(s, active[a], &req) == 0;
+        active[a]->evaluate_round_trips += sent[a];
+    }
+    pod_proto_free(pod);
+    for (uint32_t a = 0; a < n_active; a++) {
+        struct remote_host *h = active[a];
+        replies[a] = sent[a] ? receive_reply(h) : NULL;
+        if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
+            host_set_error(h, "an answer to evaluate that is not an evaluation");
+            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+            replies[a] = NULL;
+        }
+        if (replies[a] == NULL) {
+            host_fail(s, h);
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = format_text("plugin host %s failed: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "no detail");
+            }
+            continue;
+        }
+        h->consecutive_failures = 0;
+        const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
+        cycle->rejectors |= map_plugins(h, e->rejectors);
+        if (result != KC_SUCCESS)
+            continue;
+        if (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE) {
+            result = (kc_status)e->status;
+            *message = strdup(e->message != NULL ? e->message : h->name);
+        } else if (e->status != KC_SUCCESS && host_fails_pods(h)) {
+            result = KC_ERROR;
+            *message = format_text("plugin host %s: %s", h->name,
+                                   e->message != NULL ? e->message : "error");
+        }
+    }
+    /* merge: a node is feasible when every host that answered says so */
+    uint32_t answered = 0, count = 0;
+    *processed = candidate_count;
+    if (result == KC_SUCCESS) {
+        for (uint32_t a = 0; a < n_active; a++) {
+            if (replies[a] == NULL || replies[a]->evaluate->status != KC_SUCCESS)
+                continue;
+            const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
+            answered++;
+            for (size_t i = 0; i < e->n_feasible; i++)
+                if (e->feasible[i] < s->cache.node_count)
+                    s->remote_marks[e->feasible[i]]++;
+            for (size_t i = 0; i < e->n_reasons; i++)
+                reasons_add_count(s->reasons, &s->reason_count, e->reasons[i]->text,
+                                  e->reasons[i]->count);
+        }
+        uint32_t limit = want == 0 ? candidate_count : want;
+        for (uint32_t k = 0; k < candidate_count && count < limit; k++) {
+            if (s->remote_marks[candidates[k]] == answered) {
+                s->feasible[count] = &s->cache.nodes[candidates[k]];
+                s->totals[count++] = 0;
+                if (count == limit)
+                    *processed = k + 1;
+            }
+        }
+        for (uint32_t a = 0; a < n_active; a++)
+            if (replies[a] != NULL && replies[a]->evaluate->status == KC_SUCCESS)
+                add_scores(s, active[a], replies[a]->evaluate, count);
+        for (uint32_t k = 0; k < candidate_count; k++)
+            s->remote_marks[candidates[k]] = 0;
+    }
+    for (uint32_t a = 0; a < n_active; a++)
+        if (replies[a] != NULL)
+            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+    journal_trim(r);
+    *found = count;
+    return result;
+}
+
+/* ---- later phases ---- */
+
+static uint32_t phase_bits(enum phase phase)
+{
+    switch (phase) {
+    case PHASE_RESERVE: return KCYCLE__V1__PHASE__PHASE_RESERVE;
+    case PHASE_UNRESERVE:
+        return KCYCLE__V1__PHASE__PHASE_UNRESERVE | KCYCLE__V1__PHASE__PHASE_RESERVE;
+    case PHASE_PERMIT: return KCYCLE__V1__PHASE__PHASE_PERMIT;
+    case PHASE_PRE_BIND: return KCYCLE__V1__PHASE__PHASE_PRE_BIND;
+    case PHASE_BIND: return KCYCLE__V1__PHASE__PHASE_BIND;
+    case PHASE_POST_BIND: return KCYCLE__V1__PHASE__PHASE_POST_BIND;
+    default: return 0;
+    }
+}
+
+static Kcycle__V1__Phase wire_phase(enum phase phase)
+{
+    switch (phase) {
+    case PHASE_RESERVE: return KCYCLE__V1__PHASE__PHASE_RESERVE;
+    case PHASE_UNRESERVE: return KCYCLE__V1__PHASE__PHASE_UNRESERVE;
+    case PHASE_PERMIT: return KCYCLE__V1__PHASE__PHASE_PERMIT;
+    case PHASE_PRE_BIND: return KCYCLE__V1__PHASE__PHASE_PRE_BIND;
+    case PHASE_BIND: return KCYCLE__V1__PHASE__PHASE_BIND;
+    default: return KCYCLE__V1__PHASE__PHASE_POST_BIND;
+    }
+}
+
+kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
+                       const char *node, uint32_t *failed, uint32_t *timeout_ms, uint64_t *waiting,
+                       bool *bind_requested)
+{
+    struct remote *r = &s->remote;
+    uint32_t bits = phase_bits(phase);
+    kc_status result = KC_SUCCESS;
+    bool skipped_all = true;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = &r->hosts[k];
+        if (!(h->phases & bits))
+            continue;
+        skipped_all = skipped_all && phase == PHASE_BIND;
+        Kcycle__V1__PhaseCall call = KCYCLE__V1__PHASE_CALL__INIT;
+        call.phase = wire_phase(phase);
+        call.pod_uid = cycle->sp->pod->uid;
+        call.node = (char *)node;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
+        req.phase = &call;
+        Kcycle__V1__Reply *reply = h->state == REMOTE_UP ? round_trip(s, h, &req) : NULL;
+        if (reply != NULL && reply->result_case != KCYCLE__V1__REPLY__RESULT_PHASE) {
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            host_set_error(h, "an answer to a phase call that is not a phase reply");
+            reply = NULL;
+        }
+        if (reply == NULL) {
+            if (h->state == REMOTE_UP)
+                host_fail(s, h);
+            if (phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND && host_fails_pods(h)) {
+                if (failed != NULL)
+                    *failed = h->plugins[0]->index;
+                return KC_ERROR;
+            }
+            continue;
+        }
+        const Kcycle__V1__PhaseReply *pr = reply->phase;
+        kc_status st = (kc_status)pr->status;
+        uint32_t plugin = pr->plugin < h->plugin_count ? h->plugins[pr->plugin]->index : 0;
+        if (pr->status > KC_STATUS_MAX)
+            st = KC_ERROR;
+        if (phase == PHASE_PERMIT && st == KC_WAIT && waiting != NULL && timeout_ms != NULL) {
+            if (*waiting == 0 || pr->timeout_ms < *timeout_ms) {
+                *timeout_ms = pr->timeout_ms;
+                if (failed != NULL)
+                    *failed = plugin;
+            }
+            *waiting |= map_plugins(h, pr->waiting);
+            result = KC_WAIT;
+        } else if (phase == PHASE_BIND && st == KC_SKIP) {
+            /* the next host may bind */
+        } else if (st != KC_SUCCESS && phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND) {
+            if (failed != NULL)
+                *failed = plugin;
+            if (pr->message != NULL && pr->message[0] != '\0')
+                cycle_fail(cycle, pr->message);
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            return st;
+        } else if (phase == PHASE_BIND) {
+            for (size_t i = 0; i < pr->n_annotations; i++)
+                kv_list_set(&cycle->annotations, pr->annotations[i]->key,
+                            pr->annotations[i]->value);
+            if (bind_requested != NULL)
+                *bind_requested = pr->bind_requested;
+            skipped_all = false;
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            return KC_SUCCESS;
+        }
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
+    if (phase == PHASE_BIND && skipped_all)
+        return KC_SKIP;
+    return result;
+}

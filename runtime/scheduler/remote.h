@@ -1,0 +1,85 @@
+/* Plugins in kcycle-plugin-host processes (isolation: process): starting and restarting the
+ * hosts, the delta journal that keeps their replicas exact, one evaluation round trip per pod
+ * per host, and the later phases. The protocol is proto/kcycle/v1/plugin.proto. */
+#ifndef KC_SCHED_REMOTE_H
+#define KC_SCHED_REMOTE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <kcycle/kcycle.h>
+
+#include "error.h"
+#include "framework.h"
+
+struct scheduler;
+struct kc_cycle;
+struct pod;
+struct node;
+struct cache_node;
+
+enum remote_state { REMOTE_DOWN, REMOTE_UP, REMOTE_BROKEN };
+
+struct remote_host {
+    char *name;
+    struct plugin **plugins; /* framework plugins this host serves, in config order */
+    uint32_t plugin_count;
+    uint32_t phases; /* union of the plugins' Phase bits */
+    enum remote_state state;
+    pid_t pid;
+    bool socket_open;
+    uint32_t socket_id; /* nng_socket */
+    char url[160];
+    uint64_t cursor; /* journal sequence number of the next delta to send */
+    int64_t generation_offset;
+    uint64_t request_id;
+    uint32_t starts, restarts, consecutive_failures;
+    int64_t next_start_ms;
+    char *last_error;
+    /* per attempt */
+    bool in_evaluation;
+    uint64_t evaluate_round_trips;
+    uint64_t round_trips;
+};
+
+struct journal_entry {
+    uint8_t *data; /* a packed Delta */
+    uint32_t len;
+};
+
+struct remote {
+    struct remote_host *hosts;
+    uint32_t host_count;
+    struct journal_entry *journal;
+    uint32_t journal_count, journal_capacity;
+    uint64_t journal_base; /* sequence number of journal[0] */
+    int64_t timeout_ms;    /* deadline of one request */
+    char *host_binary;
+};
+
+/* Start a host for each group of isolation: process plugins (after framework_open). A required
+ * plugin whose host cannot start is an error; others are reported and left out. */
+int remote_open(struct scheduler *s, struct kc_error *err);
+void remote_close(struct scheduler *s);
+
+/* Record a cluster change for the hosts (called for every cache change, in order). */
+void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                    const struct cache_node *node, const char *object_kind,
+                    const char *object_namespace, const char *object_name, const char *object_json);
+
+/* The evaluation of cycle's pod by every host, on candidates (node indices, in order). Results
+ * are merged into the scheduler's scratch: s->feasible (intersection, first `want`),
+ * s->totals (weighted remote scores), s->reasons, cycle->rejectors. Returns KC_SUCCESS,
+ * KC_UNSCHEDULABLE (a host's PreFilter rejected: *message says why) or KC_ERROR. */
+kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
+                          uint32_t candidate_count, uint32_t want, uint32_t *found,
+                          uint32_t *processed, char **message);
+
+/* A later phase on every host that implements it. Same contract as scheduler_phase; Bind also
+ * reports whether a remote Bind plugin asked for the binding (*bind_requested). */
+kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
+                       const char *node, uint32_t *failed, uint32_t *timeout_ms, uint64_t *waiting,
+                       bool *bind_requested);
+
+#endif
