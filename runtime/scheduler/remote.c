@@ -220,12 +220,10 @@ static void host_stop(struct remote_host *h)
 static void host_fail(struct scheduler *s, struct remote_host *h)
 {
     int status = 0;
-    bool crashed = h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid;
-    if (crashed) {
+    if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
         h->pid = 0;
         if (WIFSIGNALED(status))
-            host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
-                           h->last_error != NULL ? h->last_error : "");
+            host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
     }
     host_stop(h);
     h->state = REMOTE_DOWN;
@@ -299,14 +297,38 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     return 0;
 }
 
-static Kcycle__V1__Reply *receive_reply(struct remote_host *h)
+/* Wait for the answer in short slices, so a host that died is noticed at once rather than at
+ * the deadline (REQ does not fail a request when its peer goes away). */
+static int receive_message(struct remote_host *h, int64_t timeout_ms, nng_msg **msg)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    for (;;) {
+        int rc = nng_recvmsg(host_socket(h), msg, 0);
+        if (rc != NNG_ETIMEDOUT)
+            return rc;
+        int status;
+        if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
+            h->pid = 0;
+            if (WIFSIGNALED(status))
+                host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
+            else
+                host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
+            return NNG_ECLOSED;
+        }
+        if (now_ms() >= deadline) {
+            host_set_error(h, "no answer within the deadline of %lld ms", (long long)timeout_ms);
+            return NNG_ETIMEDOUT;
+        }
+    }
+}
+
+static Kcycle__V1__Reply *receive_reply(struct remote *r, struct remote_host *h)
 {
     nng_msg *msg;
-    int rc = nng_recvmsg(host_socket(h), &msg, 0);
+    int rc = receive_message(h, r->timeout_ms, &msg);
     if (rc != 0) {
-        host_set_error(
-            h, rc == NNG_ETIMEDOUT ? "no answer within the deadline: %s" : "the host went away: %s",
-            nng_strerror(rc));
+        if (rc != NNG_ECLOSED && rc != NNG_ETIMEDOUT)
+            host_set_error(h, "the host went away: %s", nng_strerror(rc));
         return NULL;
     }
     Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
@@ -334,7 +356,7 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
 {
     if (send_request(s, h, req) < 0)
         return NULL;
-    return receive_reply(h);
+    return receive_reply(&s->remote, h);
 }
 
 /* ---- starting a host ---- */
@@ -389,7 +411,7 @@ static int spawn(struct remote *r, struct remote_host *h)
     h->socket_open = true;
     nng_duration timeout = (nng_duration)r->timeout_ms;
     nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-    nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, timeout);
+    nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 20); /* a slice: see receive_message */
     nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, timeout);
     nng_socket_set_ms(sock, NNG_OPT_RECONNMINT, 2);
     nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 50);
@@ -724,7 +746,7 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     pod_proto_free(pod);
     for (uint32_t a = 0; a < n_active; a++) {
         struct remote_host *h = active[a];
-        replies[a] = sent[a] ? receive_reply(h) : NULL;
+        replies[a] = sent[a] ? receive_reply(r, h) : NULL;
         if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
             host_set_error(h, "an answer to evaluate that is not an evaluation");
             kcycle__v1__reply__free_unpacked(replies[a], NULL);

@@ -125,6 +125,18 @@ void report_print_summary(const struct simulator *sim, FILE *out)
             (unsigned long long)st->attempts, (unsigned long long)st->unschedulable_attempts,
             (unsigned long long)st->error_attempts, (unsigned long long)st->permit_waits,
             (unsigned long long)st->permit_timeouts);
+    const struct remote *r = &sim->sched.remote;
+    for (uint32_t i = 0; i < r->host_count; i++) {
+        const struct remote_host *h = &r->hosts[i];
+        fprintf(out, "  plugin host %s: %s, %u restarts, %llu evaluation round trips%s%s\n",
+                h->name,
+                h->state == REMOTE_UP       ? "up"
+                : h->state == REMOTE_BROKEN ? "circuit-broken"
+                                            : "down",
+                h->restarts, (unsigned long long)h->evaluate_round_trips,
+                h->last_error != NULL ? "; last error: " : "",
+                h->last_error != NULL ? h->last_error : "");
+    }
     fprintf(out, "  simulated time %.3f s; wall time %.3f s; %.0f pods/s\n",
             (double)sim->now_ms / 1000.0, seconds,
             seconds > 0 ? (double)sim->bound / seconds : 0.0);
@@ -174,6 +186,25 @@ static json_t *nodes_json(const struct simulator *sim)
     return nodes;
 }
 
+static json_t *hosts_json(const struct simulator *sim)
+{
+    json_t *hosts = json_array();
+    const struct remote *r = &sim->sched.remote;
+    for (uint32_t i = 0; hosts != NULL && i < r->host_count; i++) {
+        const struct remote_host *h = &r->hosts[i];
+        const char *state = h->state == REMOTE_UP       ? "up"
+                            : h->state == REMOTE_BROKEN ? "circuit-broken"
+                                                        : "down";
+        json_array_append_new(
+            hosts, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "name", h->name, "state", state,
+                             "restarts", (json_int_t)h->restarts, "evaluate_round_trips",
+                             (json_int_t)h->evaluate_round_trips, "round_trips",
+                             (json_int_t)h->round_trips, "last_error",
+                             h->last_error != NULL ? json_string(h->last_error) : json_null()));
+    }
+    return hosts;
+}
+
 static json_t *summary_json(const struct simulator *sim)
 {
     const struct scheduler_stats *st = &sim->sched.stats;
@@ -183,8 +214,8 @@ static json_t *summary_json(const struct simulator *sim)
     uint32_t count = collect_reasons(sim, totals, 32);
     for (uint32_t i = 0; i < count; i++)
         json_object_set_new(reasons, totals[i].text, json_integer(totals[i].count));
-    return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "pods",
-                     (json_int_t)sim->record_count, "nodes",
+    return json_pack("{s:I, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o}",
+                     "pods", (json_int_t)sim->record_count, "nodes",
                      (json_int_t)sim->sched.cache.node_count, "scheduled", (json_int_t)sim->bound,
                      "unschedulable", (json_int_t)(sim->record_count - sim->bound), "reasons",
                      reasons, "attempts", (json_int_t)st->attempts, "unschedulable_attempts",
@@ -192,7 +223,8 @@ static json_t *summary_json(const struct simulator *sim)
                      (json_int_t)st->error_attempts, "permit_waits", (json_int_t)st->permit_waits,
                      "permit_timeouts", (json_int_t)st->permit_timeouts, "simulated_seconds",
                      (double)sim->now_ms / 1000.0, "wall_seconds", seconds, "pods_per_second",
-                     seconds > 0 ? (double)sim->bound / seconds : 0.0);
+                     seconds > 0 ? (double)sim->bound / seconds : 0.0, "plugin_hosts",
+                     hosts_json(sim));
 }
 
 int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err)
