@@ -475,6 +475,20 @@ static int hello(struct scheduler *s, struct remote_host *h, struct kc_error *er
                           h->name, info->error);
             continue;
         }
+        if (info->phases &
+            (KCYCLE__V1__PHASE__PHASE_QUEUE_SORT | KCYCLE__V1__PHASE__PHASE_PRE_ENQUEUE)) {
+            /* they run for every queue operation: a round trip each is out of the question */
+            p->disabled = true;
+            rc = kc_error_set(err, -EINVAL,
+                              "plugin %s implements QueueSort or PreEnqueue, which run for every "
+                              "queue operation and cannot run in a plugin host; configure it "
+                              "with isolation: inprocess",
+                              p->name);
+            continue;
+        }
+        if (info->phases & KCYCLE__V1__PHASE__PHASE_POST_FILTER)
+            log_warn("plugin %s (in plugin host %s): PostFilter is not called in plugin hosts yet",
+                     p->name, h->name);
         p->disabled = false;
         p->remote_phases = info->phases;
         p->requeue_mask = info->requeue_events != 0 ? info->requeue_events : KC_EVENT_MASK_ALL;
@@ -915,4 +929,46 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
     if (phase == PHASE_BIND && skipped_all)
         return KC_SKIP;
     return result;
+}
+
+/* ---- measurement ---- */
+
+static int compare_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
+{
+    struct remote *r = &s->remote;
+    struct remote_host *h = NULL;
+    for (uint32_t k = 0; k < r->host_count && h == NULL; k++)
+        if (r->hosts[k].state == REMOTE_UP)
+            h = &r->hosts[k];
+    if (h == NULL || samples == 0)
+        return -ENOENT;
+    int64_t *times = calloc(samples, sizeof(*times));
+    if (times == NULL)
+        return -ENOMEM;
+    uint32_t done = 0;
+    for (; done < samples; done++) {
+        struct timespec a, b;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+        req.sync = true;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        Kcycle__V1__Reply *reply = round_trip(s, h, &req);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        if (reply == NULL)
+            break;
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        times[done] = (b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec);
+    }
+    if (done > 0) {
+        qsort(times, done, sizeof(*times), compare_int64);
+        *p50_us = (double)times[done / 2] / 1000.0;
+    }
+    free(times);
+    return done == samples ? 0 : -EIO;
 }

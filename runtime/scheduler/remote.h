@@ -82,4 +82,8 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
                        const char *node, uint32_t *failed, uint32_t *timeout_ms, uint64_t *waiting,
                        bool *bind_requested);
 
+/* The median time of an empty request (sync, no deltas) to the first live host: the raw cost
+ * of one round trip, for benchmarks. */
+int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us);
+
 #endif

@@ -16,6 +16,7 @@
 struct bench {
     uint32_t nodes, existing, pods;
     int32_t parallelism;
+    bool process; /* --isolation process */
     const char *plugin_dir;
     bool json;
     uint64_t seed;
@@ -134,17 +135,24 @@ static void drain(struct scheduler *s, struct bench *b)
 static void usage(void)
 {
     fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic [--json] [--nodes N] "
-                    "[--existing N] [--pods N] [--plugin-dir DIR] [--seed N] [--parallelism N]\n");
+                    "[--existing N] [--pods N] [--plugin-dir DIR] [--seed N] [--parallelism N] "
+                    "[--isolation inprocess|process]\n");
 }
 
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"shape", required_argument, NULL, 's'},       {"json", no_argument, NULL, 'j'},
-        {"nodes", required_argument, NULL, 'n'},       {"existing", required_argument, NULL, 'e'},
-        {"pods", required_argument, NULL, 'p'},        {"plugin-dir", required_argument, NULL, 'd'},
-        {"seed", required_argument, NULL, 'S'},        {"help", no_argument, NULL, 'h'},
-        {"parallelism", required_argument, NULL, 'P'}, {NULL, 0, NULL, 0},
+        {"shape", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"nodes", required_argument, NULL, 'n'},
+        {"existing", required_argument, NULL, 'e'},
+        {"pods", required_argument, NULL, 'p'},
+        {"plugin-dir", required_argument, NULL, 'd'},
+        {"seed", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {"parallelism", required_argument, NULL, 'P'},
+        {"isolation", required_argument, NULL, 'I'},
+        {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000, .existing = 1000, .pods = 10000, .seed = 1};
     const char *shape = "scheduling-basic";
@@ -159,6 +167,13 @@ int main(int argc, char **argv)
         case 'd': b.plugin_dir = optarg; break;
         case 'S': b.seed = strtoull(optarg, NULL, 10); break;
         case 'P': b.parallelism = (int32_t)strtol(optarg, NULL, 10); break;
+        case 'I':
+            if (strcmp(optarg, "process") != 0 && strcmp(optarg, "inprocess") != 0) {
+                fprintf(stderr, "kcycle-bench: --isolation inprocess|process\n");
+                return 2;
+            }
+            b.process = strcmp(optarg, "process") == 0;
+            break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
@@ -172,6 +187,11 @@ int main(int argc, char **argv)
         {.name = "noderesources", .weight = 1, .required = true, .args_json = "{}"},
         {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
     };
+    if (b.process) {
+        /* QueueSort runs for every queue operation and always stays in process */
+        plugins[1].isolation = ISOLATION_PROCESS;
+        plugins[2].isolation = ISOLATION_PROCESS;
+    }
     struct config cfg = {
         .scheduler_name = "kcycle",
         .plugins = plugins,
@@ -181,6 +201,7 @@ int main(int argc, char **argv)
         .pod_initial_backoff_ms = 1000,
         .pod_max_backoff_ms = 10000,
         .unschedulable_flush_ms = 300000,
+        .plugin_timeout_ms = 5000,
     };
     struct scheduler s;
     struct scheduler_sink sink = {&b, sink_bind, NULL, sink_bound};
@@ -227,6 +248,9 @@ int main(int argc, char **argv)
     double lat50 = percentile(b.latency_us, b.latency_count, 50);
     double lat99 = percentile(b.latency_us, b.latency_count, 99);
     uint64_t measured = s.stats.scheduled - init_bound;
+    double round_trip_us = 0;
+    if (b.process)
+        remote_round_trip_us(&s, 2000, &round_trip_us);
     if (b.json) {
         printf("{\"shape\": \"%s\", \"nodes\": %u, \"pods\": %u, \"existing_pods\": %u, "
                "\"scheduled\": %" PRIu64 ", \"pods_per_second_avg\": %.0f, "
@@ -234,9 +258,10 @@ int main(int argc, char **argv)
                "\"interval_ms\": %u, \"elapsed_seconds\": %.3f, "
                "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
-               "\"isolation\": \"inprocess\"}\n",
+               "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
-               elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters);
+               elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
+               b.process ? "process" : "inprocess", round_trip_us);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"
