@@ -26,6 +26,7 @@ static const char *const top_keys[] = {
     "podInitialBackoffSeconds",
     "podMaxBackoffSeconds",
     "podMaxInUnschedulablePodsDuration",
+    "pluginTimeout",
     "plugins",
     "leaderElection",
     "bridge",

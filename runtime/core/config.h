@@ -48,6 +48,7 @@ struct config {
     int64_t pod_max_backoff_ms;     /* 10 s */
     int64_t unschedulable_flush_ms; /* 5 min */
     int64_t plugin_timeout_ms;      /* deadline of one plugin-host request, 5 s */
+    bool binder_elsewhere;          /* not from files: a plugin host binds through its scheduler */
 };
 
 /* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder.

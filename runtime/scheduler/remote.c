@@ -297,29 +297,72 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     return 0;
 }
 
-/* Wait for the answer in short slices, so a host that died is noticed at once rather than at
- * the deadline (REQ does not fail a request when its peer goes away). */
+static void receive_done(void *arg)
+{
+    struct remote_host *h = arg;
+    pthread_mutex_lock(&h->lock);
+    h->received = true;
+    pthread_cond_signal(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void pipe_removed(nng_pipe pipe, nng_pipe_ev event, void *arg)
+{
+    (void)pipe, (void)event;
+    struct remote_host *h = arg;
+    pthread_mutex_lock(&h->lock);
+    h->pipe_gone = true;
+    pthread_cond_signal(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Wait for the answer until the deadline, or until the connection to the host closes: a REQ
+ * socket does not fail a request when its peer goes away, so a dead host would otherwise
+ * cost the whole deadline (and a timed-out receive cancels the request for good). */
 static int receive_message(struct remote_host *h, int64_t timeout_ms, nng_msg **msg)
 {
-    int64_t deadline = now_ms() + timeout_ms;
-    for (;;) {
-        int rc = nng_recvmsg(host_socket(h), msg, 0);
-        if (rc != NNG_ETIMEDOUT)
-            return rc;
-        int status;
-        if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
-            h->pid = 0;
-            if (WIFSIGNALED(status))
-                host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
-            else
-                host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
-            return NNG_ECLOSED;
-        }
-        if (now_ms() >= deadline) {
-            host_set_error(h, "no answer within the deadline of %lld ms", (long long)timeout_ms);
-            return NNG_ETIMEDOUT;
-        }
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += timeout_ms / 1000;
+    deadline.tv_nsec += (timeout_ms % 1000) * 1000000;
+    if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000;
     }
+    pthread_mutex_lock(&h->lock);
+    h->received = false;
+    pthread_mutex_unlock(&h->lock);
+    nng_recv_aio(host_socket(h), h->aio);
+    pthread_mutex_lock(&h->lock);
+    int waited = 0;
+    while (!h->received && !h->pipe_gone && waited != ETIMEDOUT)
+        waited = pthread_cond_timedwait(&h->cond, &h->lock, &deadline);
+    bool gone = h->pipe_gone && !h->received;
+    pthread_mutex_unlock(&h->lock);
+    if (!h->received) {
+        nng_aio_cancel(h->aio);
+        nng_aio_wait(h->aio);
+    }
+    int rc = nng_aio_result(h->aio);
+    if (rc == 0) {
+        *msg = nng_aio_get_msg(h->aio);
+        return 0;
+    }
+    int status;
+    if (h->pid > 0 && waitpid(h->pid, &status, gone ? 0 : WNOHANG) == h->pid) {
+        h->pid = 0;
+        if (WIFSIGNALED(status))
+            host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
+        else
+            host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
+        return NNG_ECLOSED;
+    }
+    if (gone) {
+        host_set_error(h, "the connection to the host closed");
+        return NNG_ECLOSED;
+    }
+    host_set_error(h, "no answer within the deadline of %lld ms", (long long)timeout_ms);
+    return NNG_ETIMEDOUT;
 }
 
 static Kcycle__V1__Reply *receive_reply(struct remote *r, struct remote_host *h)
@@ -411,7 +454,11 @@ static int spawn(struct remote *r, struct remote_host *h)
     h->socket_open = true;
     nng_duration timeout = (nng_duration)r->timeout_ms;
     nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-    nng_socket_set_ms(sock, NNG_OPT_RECVTIMEO, 20); /* a slice: see receive_message */
+    h->received = false;
+    h->pipe_gone = false;
+    if (h->aio == NULL && nng_aio_alloc(&h->aio, receive_done, h) != 0)
+        return -ENOMEM;
+    nng_pipe_notify(sock, NNG_PIPE_EV_REM_POST, pipe_removed, h);
     nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, timeout);
     nng_socket_set_ms(sock, NNG_OPT_RECONNMINT, 2);
     nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 50);
@@ -549,7 +596,9 @@ static int start_host(struct scheduler *s, struct remote_host *h, struct kc_erro
         return rc;
     }
     int hello_rc = rc;
-    /* snapshot: the host gets every delta appended from here */
+    /* The snapshot is this host's alone: it is written at the end of the shared journal, sent
+     * from there, then taken out again so the other hosts never see it. */
+    uint32_t mark = r->journal_count;
     h->cursor = r->journal_base + r->journal_count;
     int64_t ops = snapshot_into_journal(s);
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
@@ -558,6 +607,10 @@ static int start_host(struct scheduler *s, struct remote_host *h, struct kc_erro
     req.sync = true;
     h->generation_offset = (int64_t)s->cache.generation - ops;
     Kcycle__V1__Reply *reply = round_trip(s, h, &req);
+    for (uint32_t i = mark; i < r->journal_count; i++)
+        free(r->journal[i].data);
+    r->journal_count = mark;
+    h->cursor = r->journal_base + r->journal_count;
     if (reply == NULL) {
         host_fail(s, h);
         return kc_error_set(err, -EIO, "plugin host %s: snapshot failed: %s", h->name,
@@ -613,6 +666,8 @@ int remote_open(struct scheduler *s, struct kc_error *err)
                 h = &r->hosts[k];
         if (h == NULL) {
             h = &r->hosts[r->host_count++];
+            pthread_mutex_init(&h->lock, NULL);
+            pthread_cond_init(&h->cond, NULL);
             h->name = strdup(p->host_group);
             h->plugins = calloc(remote_plugins, sizeof(*h->plugins));
             if (h->name == NULL || h->plugins == NULL)
@@ -645,6 +700,10 @@ void remote_close(struct scheduler *s)
     for (uint32_t k = 0; k < r->host_count; k++) {
         struct remote_host *h = &r->hosts[k];
         host_stop(h);
+        if (h->aio != NULL)
+            nng_aio_free(h->aio);
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->cond);
         free(h->name);
         free(h->plugins);
         free(h->last_error);

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include <kcycle/kcycle.h>
@@ -30,6 +31,11 @@ struct remote_host {
     pid_t pid;
     bool socket_open;
     uint32_t socket_id; /* nng_socket */
+    struct nng_aio *aio;  /* the pending receive */
+    pthread_mutex_t lock; /* guards the two flags below, set from nng's threads */
+    pthread_cond_t cond;
+    bool received;  /* the receive completed */
+    bool pipe_gone; /* the connection to the host closed */
     char url[160];
     uint64_t cursor; /* journal sequence number of the next delta to send */
     int64_t generation_offset;

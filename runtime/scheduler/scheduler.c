@@ -937,6 +937,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
                        uint32_t candidate_count, uint32_t want, bool score, struct evaluation *out)
 {
     memset(out, 0, sizeof(*out));
+    current_scheduler = s;
     reasons_clear(s->reasons, &s->reason_count);
     if (ensure_scratch(s) < 0) {
         out->status = KC_ERROR;
@@ -1097,7 +1098,7 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
         return;
     }
     if (deleted) {
-        cache_forget(&s->cache, pod->uid);
+        scheduler_forget(s, pod);
         pod_free(pod);
         return;
     }
@@ -1259,7 +1260,7 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     bool remote_bind = false;
     for (uint32_t i = 0; i < s->remote.host_count; i++)
         remote_bind |= (s->remote.hosts[i].phases & KCYCLE__V1__PHASE__PHASE_BIND) != 0;
-    if (s->fw.phase_count[PHASE_BIND] == 0 && !remote_bind) {
+    if (s->fw.phase_count[PHASE_BIND] == 0 && !remote_bind && !cfg->binder_elsewhere) {
         remote_close(s);
         framework_close(&s->fw);
         return kc_error_set(err, -EINVAL,

@@ -278,7 +278,7 @@ static void a_parsed_subtree_loads_with_its_file_name(void **state)
                                      "schedulerName, percentageOfNodesToScore, pluginDir, "
                                      "parallelism, seed, podInitialBackoffSeconds, "
                                      "podMaxBackoffSeconds, podMaxInUnschedulablePodsDuration, "
-                                     "plugins, leaderElection, bridge");
+                                     "pluginTimeout, plugins, leaderElection, bridge");
     tree_free(root);
 }
 
@@ -291,7 +291,7 @@ static void unknown_top_level_key_names_its_position(void **state)
                       "expected one of: apiVersion, kind, schedulerName, "
                       "percentageOfNodesToScore, pluginDir, parallelism, seed, "
                       "podInitialBackoffSeconds, podMaxBackoffSeconds, "
-                      "podMaxInUnschedulablePodsDuration, plugins, leaderElection, bridge");
+                      "podMaxInUnschedulablePodsDuration, pluginTimeout, plugins, leaderElection, bridge");
 }
 
 static void unknown_keys_in_sections_are_errors_but_not_inside_args(void **state)

@@ -1,0 +1,961 @@
+/* kcycle-plugin-host: one scheduler's plugins in a process of their own. Every request brings
+ * the cluster deltas since the previous one; they are applied to a replica (a struct scheduler
+ * whose queue stays empty) before the plugins run, so the plugins see what the scheduler saw. */
+#include "host.h"
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "evaluate.h"
+#include "log.h"
+#include "model.h"
+#include "plugin.pb-c.h"
+#include "proto_convert.h"
+#include "scheduler.h"
+
+/* How often the serve loop looks at the stop flag and the parent while no request comes. */
+#define RECEIVE_POLL_MS 100
+/* A full snapshot of a large cluster is tens of MB; anything far above is not ours. */
+#define RECEIVE_MAX_BYTES ((size_t)1 << 30)
+
+/* A pod the scheduler evaluated here, kept for the phases that follow if it is chosen. */
+struct evaluated {
+    struct pod *pod;
+    struct kc_cycle *cycle;
+    bool chosen;   /* a phase was called for it: the scheduler picked it */
+    bool borrowed; /* pod belongs to the assumed map (a host that evaluates nothing) */
+};
+
+struct plugin_host {
+    char *listen_url;
+    char *plugin_dir;
+    pid_t parent;
+    nng_socket socket;
+    bool listening;
+    atomic_bool stop;
+    bool open; /* a Hello was served: the replica and its plugins exist */
+    struct config cfg;
+    struct scheduler sched;
+    uint32_t plugin_count;                       /* plugins of the Hello */
+    uint32_t hello_index[FRAMEWORK_MAX_PLUGINS]; /* framework index -> Hello index */
+    int32_t loaded[FRAMEWORK_MAX_PLUGINS];       /* Hello index -> framework index, or -1 */
+    struct strmap assumed;   /* uid -> struct pod: assumed, not yet confirmed or forgotten */
+    struct strmap evaluated; /* uid -> struct evaluated */
+    uint64_t objects_seen;
+    char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
+    bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
+};
+
+/* ---- reply memory: everything a reply points to, freed once it is packed ---- */
+
+struct scratch {
+    void **blocks;
+    uint32_t count, capacity;
+    bool failed;
+};
+
+static void *scratch_alloc(struct scratch *sc, size_t size)
+{
+    if (sc->failed)
+        return NULL;
+    if (sc->count == sc->capacity) {
+        uint32_t capacity = sc->capacity == 0 ? 16 : sc->capacity * 2;
+        void **grown = realloc(sc->blocks, capacity * sizeof(*grown));
+        if (grown == NULL) {
+            sc->failed = true;
+            return NULL;
+        }
+        sc->blocks = grown;
+        sc->capacity = capacity;
+    }
+    void *block = calloc(1, size != 0 ? size : 1);
+    if (block == NULL) {
+        sc->failed = true;
+        return NULL;
+    }
+    sc->blocks[sc->count++] = block;
+    return block;
+}
+
+static char *scratch_strdup(struct scratch *sc, const char *text)
+{
+    size_t len = strlen(text);
+    char *copy = scratch_alloc(sc, len + 1);
+    if (copy != NULL)
+        memcpy(copy, text, len + 1);
+    return copy;
+}
+
+static char *scratch_vprintf(struct scratch *sc, const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0) {
+        sc->failed = true;
+        return NULL;
+    }
+    char *copy = scratch_strdup(sc, text);
+    free(text);
+    return copy;
+}
+
+static void scratch_free(struct scratch *sc)
+{
+    for (uint32_t i = 0; i < sc->count; i++)
+        free(sc->blocks[i]);
+    free(sc->blocks);
+    memset(sc, 0, sizeof(*sc));
+}
+
+/* A string field of a reply: protobuf-c wants the shared empty string rather than NULL. */
+static char *text_or_empty(struct scratch *sc, const char *text)
+{
+    if (text == NULL || text[0] == '\0')
+        return (char *)protobuf_c_empty_string;
+    char *copy = scratch_strdup(sc, text);
+    return copy != NULL ? copy : (char *)protobuf_c_empty_string;
+}
+
+/* Make the reply an error; returns -1 so a serve function can end with it. */
+static int reply_error(Kcycle__V1__Reply *reply, struct scratch *sc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int reply_error(Kcycle__V1__Reply *reply, struct scratch *sc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = scratch_vprintf(sc, fmt, ap);
+    va_end(ap);
+    reply->result_case = KCYCLE__V1__REPLY__RESULT__NOT_SET;
+    reply->error = text != NULL ? text : (char *)"out of memory";
+    log_info("request %llu: %s", (unsigned long long)reply->id, reply->error);
+    return -1;
+}
+
+/* ---- the replica ---- */
+
+static int record_bind(void *ctx, const struct pod *pod, const char *node,
+                       const struct kv_list *annotations)
+{
+    struct plugin_host *h = ctx;
+    h->bind_requested = true;
+    log_debug("bind requested: pod %s/%s on node %s with %u annotations", pod->namespace, pod->name,
+              node, annotations != NULL ? annotations->count : 0);
+    return 0;
+}
+
+static void evaluated_free(struct evaluated *ev)
+{
+    evaluation_cycle_free(ev->cycle);
+    if (!ev->borrowed)
+        pod_free(ev->pod);
+    free(ev);
+}
+
+static void evaluated_remove(struct plugin_host *h, struct evaluated *ev)
+{
+    strmap_remove(&h->evaluated, ev->pod->uid);
+    evaluated_free(ev);
+}
+
+/* Pods evaluated but not chosen: the scheduler calls no phase for them and says nothing. */
+static void drop_unchosen(struct plugin_host *h)
+{
+    for (uint32_t i = 0; i < h->evaluated.capacity; i++) {
+        struct evaluated *ev = h->evaluated.entries[i].value;
+        if (ev != NULL && !ev->chosen)
+            evaluated_remove(h, ev);
+    }
+}
+
+/* The replica learned that the pod's attempt is over (bound, deleted, or its assumption
+ * forgotten after Unreserve): its cycle goes too. Hosts without Unreserve or PostBind plugins
+ * get no phase call that would end it. */
+static void end_evaluation(struct plugin_host *h, const char *uid)
+{
+    struct evaluated *ev = strmap_get(&h->evaluated, uid);
+    if (ev != NULL)
+        evaluated_remove(h, ev);
+}
+
+static void free_map_values(struct strmap *map, bool pods)
+{
+    for (uint32_t i = 0; i < map->capacity; i++) {
+        void *value = map->entries[i].value;
+        if (value == NULL)
+            continue;
+        if (pods)
+            pod_free(value);
+        else
+            evaluated_free(value);
+    }
+    strmap_free(map);
+}
+
+static void close_replica(struct plugin_host *h)
+{
+    /* cycles hold plugin state: free them while the plugins are still loaded */
+    free_map_values(&h->evaluated, false);
+    if (h->open)
+        scheduler_close(&h->sched);
+    free_map_values(&h->assumed, true);
+    config_free(&h->cfg);
+    h->open = false;
+}
+
+static bool replica_empty(const struct plugin_host *h)
+{
+    return h->sched.cache.node_count == 0 && h->sched.cache.pods.count == 0 &&
+           h->assumed.count == 0 && h->objects_seen == 0;
+}
+
+/* Bits of plugin framework indices -> bits of Hello indices. */
+static uint64_t hello_bits(const struct plugin_host *h, uint64_t bits)
+{
+    uint64_t out = 0;
+    for (uint32_t j = 0; j < h->sched.fw.count; j++)
+        if (bits & (1ull << j))
+            out |= 1ull << h->hello_index[j];
+    return out;
+}
+
+static int put_node(struct plugin_host *h, const Kcycle__V1__Node *msg, struct kc_error *err)
+{
+    struct node *node;
+    int rc = node_from_proto(msg, &node, err);
+    if (rc < 0)
+        return rc;
+    rc = scheduler_node_add(&h->sched, node);
+    if (rc < 0)
+        return kc_error_set(err, rc, "node %s: %s", msg->name, kc_strerror(rc));
+    return 0;
+}
+
+static int delete_node(struct plugin_host *h, const char *name)
+{
+    if (scheduler_node_delete(&h->sched, name) == -ENOENT)
+        log_debug("node_delete %s: not in the replica (nothing to do)", name);
+    return 0;
+}
+
+static int put_pod(struct plugin_host *h, const Kcycle__V1__Pod *msg, struct kc_error *err)
+{
+    struct pod *pod;
+    int rc = pod_from_proto(msg, &pod, err);
+    if (rc < 0)
+        return rc;
+    if (pod->node_name == NULL) {
+        rc = kc_error_set(err, -EINVAL,
+                          "pod %s/%s (uid %s): pod_put without node_name; only assigned pods "
+                          "belong in the replica (a pending pod comes with evaluate)",
+                          pod->namespace, pod->name, pod->uid);
+        pod_free(pod);
+        return rc;
+    }
+    /* the pod we assumed is now seen assigned: the cache confirms it, our copy goes */
+    end_evaluation(h, msg->uid); /* before the assumed copy it may borrow goes */
+    struct pod *assumed = strmap_remove(&h->assumed, pod->uid);
+    rc = scheduler_pod_add(&h->sched, pod);
+    pod_free(assumed);
+    if (rc < 0)
+        return kc_error_set(err, rc, "pod %s/%s: %s", msg->namespace_, msg->name, kc_strerror(rc));
+    return 0;
+}
+
+static int delete_pod(struct plugin_host *h, const char *uid)
+{
+    if (scheduler_pod_delete(&h->sched, uid) == -ENOENT)
+        log_debug("pod_delete %s: not in the replica (nothing to do)", uid);
+    end_evaluation(h, uid);
+    return 0;
+}
+
+static int assume_pod(struct plugin_host *h, const Kcycle__V1__Assume *msg, struct kc_error *err)
+{
+    if (msg->pod == NULL || msg->node == NULL || msg->node[0] == '\0')
+        return kc_error_set(err, -EINVAL, "assume without a pod or a node");
+    struct pod *pod;
+    int rc = pod_from_proto(msg->pod, &pod, err);
+    if (rc < 0)
+        return rc;
+    rc = strmap_get(&h->assumed, pod->uid) != NULL ? -EEXIST
+                                                   : scheduler_assume(&h->sched, pod, msg->node);
+    if (rc < 0) {
+        rc = kc_error_set(err, rc, "assume pod %s/%s (uid %s) on node %s: %s", pod->namespace,
+                          pod->name, pod->uid, msg->node,
+                          rc == -EEXIST ? "the pod is already accounted in the replica"
+                                        : kc_strerror(rc));
+        pod_free(pod);
+        return rc;
+    }
+    rc = strmap_put(&h->assumed, pod->uid, pod);
+    if (rc < 0) {
+        scheduler_forget(&h->sched, pod);
+        pod_free(pod);
+        return kc_error_set(err, rc, "assume pod %s/%s: out of memory", msg->pod->namespace_,
+                            msg->pod->name);
+    }
+    return 0;
+}
+
+static int forget_pod(struct plugin_host *h, const char *uid)
+{
+    end_evaluation(h, uid);
+    struct pod *pod = strmap_get(&h->assumed, uid);
+    if (pod == NULL) {
+        log_debug("forget %s: not assumed in the replica (nothing to do)", uid);
+        return 0;
+    }
+    scheduler_forget(&h->sched, pod);
+    strmap_remove(&h->assumed, uid);
+    pod_free(pod);
+    return 0;
+}
+
+static int object_event(struct plugin_host *h, kc_event_type type,
+                        const Kcycle__V1__CustomObject *msg, struct kc_error *err)
+{
+    struct sim_object object;
+    int rc = custom_object_from_proto(msg, &object, err);
+    if (rc < 0)
+        return rc;
+    scheduler_object_event(&h->sched, type, object.kind, object.namespace, object.name,
+                           object.json);
+    custom_object_clear(&object);
+    if (type == KC_EVENT_OBJECT_ADD)
+        h->objects_seen++;
+    return 0;
+}
+
+static int apply_delta(struct plugin_host *h, const Kcycle__V1__Delta *delta, struct kc_error *err)
+{
+    switch (delta->change_case) {
+    case KCYCLE__V1__DELTA__CHANGE_NODE_PUT: return put_node(h, delta->node_put, err);
+    case KCYCLE__V1__DELTA__CHANGE_NODE_DELETE: return delete_node(h, delta->node_delete);
+    case KCYCLE__V1__DELTA__CHANGE_POD_PUT: return put_pod(h, delta->pod_put, err);
+    case KCYCLE__V1__DELTA__CHANGE_POD_DELETE: return delete_pod(h, delta->pod_delete);
+    case KCYCLE__V1__DELTA__CHANGE_ASSUME: return assume_pod(h, delta->assume, err);
+    case KCYCLE__V1__DELTA__CHANGE_FORGET: return forget_pod(h, delta->forget);
+    case KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT:
+        return object_event(h, KC_EVENT_OBJECT_ADD, delta->object_put, err);
+    case KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE:
+        return object_event(h, KC_EVENT_OBJECT_DELETE, delta->object_delete, err);
+    default:
+        return kc_error_set(err, -EINVAL, "a delta with no change set (unknown to this host?)");
+    }
+}
+
+/* Apply the request's deltas in order. A delta that cannot be applied leaves the replica short
+ * of a change the scheduler made: from then on every request is refused (h->diverged says why)
+ * until the scheduler restarts the host. */
+static int apply_deltas(struct plugin_host *h, const Kcycle__V1__Request *req)
+{
+    for (size_t i = 0; i < req->n_deltas; i++) {
+        struct kc_error err = {{0}};
+        int rc = apply_delta(h, req->deltas[i], &err);
+        if (rc == 0)
+            continue;
+        snprintf(h->diverged, sizeof(h->diverged), "delta %zu of request %llu: %s", i,
+                 (unsigned long long)req->id,
+                 err.message[0] != '\0' ? err.message : kc_strerror(rc));
+        log_error("%s; the replica stays out of sync until the host is restarted", h->diverged);
+        return rc;
+    }
+    return 0;
+}
+
+/* ---- hello ---- */
+
+static uint32_t phase_bits(const kc_plugin_ops *o)
+{
+    const struct {
+        bool set;
+        uint32_t bit;
+    } table[] = {
+        {o->pre_enqueue != NULL, KCYCLE__V1__PHASE__PHASE_PRE_ENQUEUE},
+        {o->queue_less != NULL, KCYCLE__V1__PHASE__PHASE_QUEUE_SORT},
+        {o->pre_filter != NULL, KCYCLE__V1__PHASE__PHASE_PRE_FILTER},
+        {o->filter != NULL, KCYCLE__V1__PHASE__PHASE_FILTER},
+        {o->post_filter != NULL, KCYCLE__V1__PHASE__PHASE_POST_FILTER},
+        {o->pre_score != NULL, KCYCLE__V1__PHASE__PHASE_PRE_SCORE},
+        {o->score != NULL, KCYCLE__V1__PHASE__PHASE_SCORE},
+        {o->normalize_score != NULL, KCYCLE__V1__PHASE__PHASE_NORMALIZE_SCORE},
+        {o->reserve != NULL, KCYCLE__V1__PHASE__PHASE_RESERVE},
+        {o->unreserve != NULL, KCYCLE__V1__PHASE__PHASE_UNRESERVE},
+        {o->permit != NULL, KCYCLE__V1__PHASE__PHASE_PERMIT},
+        {o->pre_bind != NULL, KCYCLE__V1__PHASE__PHASE_PRE_BIND},
+        {o->bind != NULL, KCYCLE__V1__PHASE__PHASE_BIND},
+        {o->post_bind != NULL, KCYCLE__V1__PHASE__PHASE_POST_BIND},
+        {o->on_event != NULL, KCYCLE__V1__PHASE__PHASE_EVENT},
+    };
+    uint32_t bits = 0;
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+        if (table[i].set)
+            bits |= table[i].bit;
+    return bits;
+}
+
+/* The replica's configuration: the Hello's plugins, in process, none required (a plugin that
+ * fails is reported in its PluginInfo and the others still serve). */
+static int build_config(struct config *cfg, const Kcycle__V1__Hello *hello)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->scheduler_name = strdup("kcycle");
+    cfg->seed = 1;
+    cfg->parallelism = hello->parallelism > 0 ? hello->parallelism : 0;
+    cfg->pod_initial_backoff_ms = 1000;
+    cfg->pod_max_backoff_ms = 10000;
+    cfg->unschedulable_flush_ms = 5 * 60 * 1000;
+    cfg->binder_elsewhere = true; /* the scheduler binds: a host may serve no Bind plugin */
+    cfg->plugins = calloc(hello->n_plugins + 1, sizeof(*cfg->plugins));
+    if (cfg->scheduler_name == NULL || cfg->plugins == NULL)
+        return -ENOMEM;
+    for (size_t i = 0; i < hello->n_plugins; i++) {
+        const Kcycle__V1__PluginSpec *spec = hello->plugins[i];
+        struct plugin_config *pc = &cfg->plugins[i];
+        cfg->plugin_count = (uint32_t)i + 1;
+        pc->name = strdup(spec->name);
+        pc->path = spec->path[0] != '\0' ? strdup(spec->path) : NULL;
+        pc->args_json = strdup(spec->args_json[0] != '\0' ? spec->args_json : "{}");
+        pc->weight = 1;
+        pc->isolation = ISOLATION_INPROCESS;
+        pc->failure_policy = FAILURE_FAIL;
+        pc->required = false;
+        if (pc->name == NULL || (spec->path[0] != '\0' && pc->path == NULL) ||
+            pc->args_json == NULL)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* Which framework plugin each Hello plugin became: the framework keeps the loaded ones in
+ * configuration order and records why the others failed. */
+static void index_plugins(struct plugin_host *h, const Kcycle__V1__Hello *hello)
+{
+    const struct framework *fw = &h->sched.fw;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        h->loaded[i] = -1;
+        if (j < fw->count && fw->errors[i] == NULL &&
+            strcmp(fw->plugins[j].name, hello->plugins[i]->name) == 0) {
+            h->loaded[i] = (int32_t)j;
+            h->hello_index[j++] = i;
+        }
+    }
+}
+
+static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, struct kc_error *err)
+{
+    if (hello->n_plugins > FRAMEWORK_MAX_PLUGINS)
+        return kc_error_set(err, -EINVAL, "hello lists %zu plugins; a host runs at most %d",
+                            hello->n_plugins, FRAMEWORK_MAX_PLUGINS);
+    for (size_t i = 0; i < hello->n_plugins; i++)
+        if (hello->plugins[i]->name[0] == '\0')
+            return kc_error_set(err, -EINVAL, "hello: plugin %zu has no name", i);
+    if (hello->abi_version != 0 && KC_ABI_VERSION_MAJOR(hello->abi_version) != KC_ABI_MAJOR)
+        return kc_error_set(err, -EINVAL,
+                            "the scheduler speaks ABI %u.%u and this host ABI %u.%u; run the "
+                            "kcycle-plugin-host of the scheduler's release",
+                            KC_ABI_VERSION_MAJOR(hello->abi_version),
+                            KC_ABI_VERSION_MINOR(hello->abi_version), KC_ABI_MAJOR, KC_ABI_MINOR);
+    int rc = build_config(&h->cfg, hello);
+    if (rc < 0) {
+        config_free(&h->cfg);
+        return kc_error_set(err, rc, "hello: out of memory");
+    }
+    struct scheduler_sink sink = {.ctx = h, .bind = record_bind};
+    rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink, NULL, err);
+    if (rc < 0) {
+        scheduler_close(&h->sched);
+        config_free(&h->cfg);
+        return rc;
+    }
+    h->open = true;
+    h->plugin_count = (uint32_t)hello->n_plugins;
+    index_plugins(h, hello);
+    return 0;
+}
+
+static int serve_hello(struct plugin_host *h, const Kcycle__V1__Hello *hello,
+                       Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    Kcycle__V1__HelloReply *r = scratch_alloc(sc, sizeof(*r));
+    Kcycle__V1__PluginInfo **infos = scratch_alloc(sc, h->plugin_count * sizeof(*infos));
+    if (r == NULL || infos == NULL)
+        return -1;
+    kcycle__v1__hello_reply__init(r);
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        Kcycle__V1__PluginInfo *info = scratch_alloc(sc, sizeof(*info));
+        if (info == NULL)
+            return -1;
+        kcycle__v1__plugin_info__init(info);
+        info->name = text_or_empty(sc, hello->plugins[i]->name);
+        if (h->loaded[i] < 0) {
+            const char *why = h->sched.fw.errors[i];
+            /* framework_open has logged it */
+            info->error = text_or_empty(sc, why != NULL ? why : "the plugin was not loaded");
+        } else {
+            const struct plugin *p = &h->sched.fw.plugins[h->loaded[i]];
+            info->version = text_or_empty(sc, p->version);
+            info->abi_major = p->abi_major;
+            info->abi_minor = p->abi_minor;
+            info->phases = phase_bits(&p->ops);
+            info->requeue_events = p->requeue_mask;
+            log_info("plugin %s %s loaded from %s", p->name, p->version, p->path);
+        }
+        infos[i] = info;
+    }
+    r->n_plugins = h->plugin_count;
+    r->plugins = infos;
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_HELLO;
+    reply->hello = r;
+    return 0;
+}
+
+/* ---- evaluate ---- */
+
+static void fill_scores(struct plugin_host *h, const struct evaluation *e,
+                        Kcycle__V1__EvaluateReply *r, struct scratch *sc)
+{
+    const struct framework *fw = &h->sched.fw;
+    uint32_t scorers = fw->phase_count[PHASE_SCORE];
+    if (e->scored == 0 || e->found == 0)
+        return;
+    Kcycle__V1__PluginScores **all = scratch_alloc(sc, scorers * sizeof(*all));
+    if (all == NULL)
+        return;
+    for (uint32_t k = 0; k < scorers; k++) {
+        const struct plugin *p = fw->phase[PHASE_SCORE][k];
+        if (!(e->scored & (1ull << p->index)))
+            continue;
+        Kcycle__V1__PluginScores *ps = scratch_alloc(sc, sizeof(*ps));
+        int64_t *scores = scratch_alloc(sc, e->found * sizeof(*scores));
+        if (ps == NULL || scores == NULL)
+            return;
+        kcycle__v1__plugin_scores__init(ps);
+        ps->plugin = h->hello_index[p->index];
+        for (uint32_t i = 0; i < e->found; i++)
+            scores[i] = evaluation_score(&h->sched, k, i);
+        ps->n_scores = e->found;
+        ps->scores = scores;
+        all[r->n_scores++] = ps;
+    }
+    r->scores = all;
+}
+
+static void fill_evaluation(struct plugin_host *h, const struct evaluation *e,
+                            Kcycle__V1__EvaluateReply *r, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    r->status = (int32_t)e->status;
+    r->message = text_or_empty(sc, e->message);
+    r->rejectors = hello_bits(h, e->rejectors);
+    r->processed = e->processed;
+    uint32_t *feasible = scratch_alloc(sc, e->found * sizeof(*feasible));
+    Kcycle__V1__ReasonCount **reasons = scratch_alloc(sc, s->reason_count * sizeof(*reasons));
+    if (feasible == NULL || reasons == NULL)
+        return;
+    for (uint32_t i = 0; i < e->found; i++)
+        feasible[i] = s->feasible[i]->index;
+    r->n_feasible = e->found;
+    r->feasible = feasible;
+    for (uint32_t i = 0; i < s->reason_count; i++) {
+        Kcycle__V1__ReasonCount *rc = scratch_alloc(sc, sizeof(*rc));
+        if (rc == NULL)
+            return;
+        kcycle__v1__reason_count__init(rc);
+        rc->text = text_or_empty(sc, s->reasons[i].text);
+        rc->count = s->reasons[i].count;
+        reasons[r->n_reasons++] = rc;
+    }
+    r->reasons = reasons;
+    fill_scores(h, e, r, sc);
+}
+
+static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                          Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    drop_unchosen(h);
+    if (call->pod == NULL)
+        return reply_error(reply, sc, "evaluate without a pod");
+    for (size_t i = 0; i < call->n_candidates; i++)
+        if (call->candidates[i] >= s->cache.node_count)
+            return reply_error(reply, sc,
+                               "evaluate: candidate %zu is node index %u, but the replica has %u "
+                               "nodes",
+                               i, call->candidates[i], s->cache.node_count);
+    struct kc_error err = {{0}};
+    struct evaluated *ev = calloc(1, sizeof(*ev));
+    if (ev == NULL)
+        return reply_error(reply, sc, "evaluate: out of memory");
+    int rc = pod_from_proto(call->pod, &ev->pod, &err);
+    if (rc < 0) {
+        free(ev);
+        return reply_error(reply, sc, "evaluate: %s", err.message);
+    }
+    struct evaluated *old = strmap_remove(&h->evaluated, ev->pod->uid);
+    if (old != NULL)
+        evaluated_free(old);
+    ev->cycle = evaluation_cycle_new(s, ev->pod);
+    if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
+        evaluated_free(ev);
+        return reply_error(reply, sc, "evaluate: out of memory");
+    }
+    /* an empty list means no candidates (PreFilter still runs), not every node */
+    static const uint32_t no_candidates[1];
+    const uint32_t *candidates = call->n_candidates > 0 ? call->candidates : no_candidates;
+    struct evaluation e;
+    scheduler_evaluate(s, ev->cycle, candidates, (uint32_t)call->n_candidates, call->want,
+                       call->score, &e);
+    Kcycle__V1__EvaluateReply *r = scratch_alloc(sc, sizeof(*r));
+    if (r != NULL) {
+        kcycle__v1__evaluate_reply__init(r);
+        fill_evaluation(h, &e, r, sc);
+        reply->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
+        reply->evaluate = r;
+    }
+    log_debug("evaluate %s/%s: status %d, %u of %zu candidates feasible", ev->pod->namespace,
+              ev->pod->name, (int)e.status, e.found, call->n_candidates);
+    evaluation_clear(&e);
+    return 0;
+}
+
+/* ---- phases after the scheduler chose a node ---- */
+
+static bool phase_from_proto(Kcycle__V1__Phase wire, enum phase *out)
+{
+    switch (wire) {
+    case KCYCLE__V1__PHASE__PHASE_RESERVE: *out = PHASE_RESERVE; return true;
+    case KCYCLE__V1__PHASE__PHASE_UNRESERVE: *out = PHASE_UNRESERVE; return true;
+    case KCYCLE__V1__PHASE__PHASE_PERMIT: *out = PHASE_PERMIT; return true;
+    case KCYCLE__V1__PHASE__PHASE_PRE_BIND: *out = PHASE_PRE_BIND; return true;
+    case KCYCLE__V1__PHASE__PHASE_BIND: *out = PHASE_BIND; return true;
+    case KCYCLE__V1__PHASE__PHASE_POST_BIND: *out = PHASE_POST_BIND; return true;
+    default: return false;
+    }
+}
+
+static void fill_annotations(const struct kv_list *annotations, Kcycle__V1__PhaseReply *r,
+                             struct scratch *sc)
+{
+    if (annotations->count == 0)
+        return;
+    Kcycle__V1__Label **labels = scratch_alloc(sc, annotations->count * sizeof(*labels));
+    if (labels == NULL)
+        return;
+    for (uint32_t i = 0; i < annotations->count; i++) {
+        Kcycle__V1__Label *label = scratch_alloc(sc, sizeof(*label));
+        if (label == NULL)
+            return;
+        kcycle__v1__label__init(label);
+        /* copies: the cycle may be freed before the reply is packed */
+        label->key = text_or_empty(sc, annotations->items[i].key);
+        label->value = text_or_empty(sc, annotations->items[i].value);
+        labels[r->n_annotations++] = label;
+    }
+    r->annotations = labels;
+}
+
+/* A phase call for a pod this host holds no cycle for: it restarted after the evaluation (the
+ * snapshot brings the assumption, not the cycle), or the pod's attempt already ended here. Not a
+ * protocol error, which would make the scheduler restart the host again: the pod's attempt fails
+ * (and is retried), and Unreserve or PostBind, which would close a cycle that is not there, do
+ * nothing. */
+static int reply_unknown_pod(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
+                             enum phase phase, Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    Kcycle__V1__PhaseReply *r = scratch_alloc(sc, sizeof(*r));
+    if (r == NULL)
+        return -1;
+    kcycle__v1__phase_reply__init(r);
+    const struct framework *fw = &h->sched.fw;
+    if (phase == PHASE_UNRESERVE || phase == PHASE_POST_BIND) {
+        r->status = KC_SUCCESS;
+        log_debug("phase %d for pod uid %s: no cycle here, nothing to do", (int)call->phase,
+                  call->pod_uid);
+    } else {
+        r->status = KC_ERROR;
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "pod uid %s has no evaluation in this plugin host (it restarted after the "
+                 "evaluation, or the pod's attempt already ended); the attempt fails and the pod "
+                 "is retried",
+                 call->pod_uid);
+        r->message = text_or_empty(sc, text);
+        if (fw->phase_count[phase] > 0)
+            r->plugin = h->hello_index[fw->phase[phase][0]->index];
+        log_warn("%s", text);
+    }
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
+    reply->phase = r;
+    return 0;
+}
+
+/* A host whose plugins evaluate nothing (a binder, say) sees the pod first in the Assume delta
+ * of its Reserve: its cycle starts here, on the assumed copy. */
+static struct evaluated *evaluated_from_assumed(struct plugin_host *h, const char *uid)
+{
+    struct pod *pod = strmap_get(&h->assumed, uid);
+    if (pod == NULL)
+        return NULL;
+    struct evaluated *ev = calloc(1, sizeof(*ev));
+    if (ev == NULL)
+        return NULL;
+    ev->pod = pod;
+    ev->borrowed = true;
+    ev->chosen = true;
+    ev->cycle = evaluation_cycle_new(&h->sched, pod);
+    if (ev->cycle == NULL || strmap_put(&h->evaluated, pod->uid, ev) < 0) {
+        evaluated_free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
+                       Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    enum phase phase;
+    if (!phase_from_proto(call->phase, &phase))
+        return reply_error(reply, sc,
+                           "phase call with phase %d: only Reserve, Unreserve, Permit, PreBind, "
+                           "Bind and PostBind are called after an evaluation",
+                           (int)call->phase);
+    struct evaluated *ev = strmap_get(&h->evaluated, call->pod_uid);
+    if (ev == NULL)
+        ev = evaluated_from_assumed(h, call->pod_uid);
+    if (ev == NULL)
+        return reply_unknown_pod(h, call, phase, reply, sc);
+    const struct cache_node *node = cache_node(&s->cache, call->node);
+    if (node == NULL && phase != PHASE_UNRESERVE)
+        return reply_error(reply, sc, "phase call for pod %s/%s: node '%s' is not in the replica",
+                           ev->pod->namespace, ev->pod->name, call->node);
+    struct kc_cycle *cycle = ev->cycle;
+    if (cycle->node_name == NULL && call->node[0] != '\0' &&
+        (cycle->node_name = strdup(call->node)) == NULL)
+        return reply_error(reply, sc, "phase call: out of memory");
+    ev->chosen = true;
+    /* the message of this call only, not of earlier phases */
+    free(cycle->message);
+    cycle->message = NULL;
+    h->bind_requested = false;
+    uint32_t failed = UINT32_MAX, timeout_ms = 0;
+    uint64_t waiting = 0;
+    bool permit = phase == PHASE_PERMIT;
+    kc_status st = scheduler_phase(s, cycle, phase, node, &failed, permit ? &timeout_ms : NULL,
+                                   permit ? &waiting : NULL);
+    Kcycle__V1__PhaseReply *r = scratch_alloc(sc, sizeof(*r));
+    if (r != NULL) {
+        kcycle__v1__phase_reply__init(r);
+        r->status = (int32_t)st;
+        r->message = text_or_empty(sc, cycle->message);
+        if (failed < s->fw.count)
+            r->plugin = h->hello_index[failed];
+        r->timeout_ms = st == KC_WAIT ? timeout_ms : 0;
+        r->waiting = hello_bits(h, waiting);
+        r->bind_requested = h->bind_requested;
+        fill_annotations(&cycle->annotations, r, sc);
+        reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
+        reply->phase = r;
+    }
+    log_debug("phase %d for %s/%s on %s: status %d", (int)call->phase, ev->pod->namespace,
+              ev->pod->name, call->node, (int)st);
+    if (phase == PHASE_UNRESERVE || phase == PHASE_POST_BIND)
+        evaluated_remove(h, ev);
+    return 0;
+}
+
+/* ---- one request ---- */
+
+static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
+                         Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    bool hello = req->call_case == KCYCLE__V1__REQUEST__CALL_HELLO;
+    if (hello) {
+        if (h->open)
+            return reply_error(reply, sc, "a second hello: this host already serves %u plugins",
+                               h->plugin_count);
+        struct kc_error err = {{0}};
+        if (open_replica(h, req->hello, &err) < 0)
+            return reply_error(reply, sc, "hello: %s", err.message);
+    } else if (!h->open) {
+        return reply_error(reply, sc, "no hello yet: the first request to a host is a hello");
+    }
+    if (h->diverged[0] != '\0')
+        return reply_error(reply, sc,
+                           "the replica is out of sync since a delta failed (%s); restart the "
+                           "host",
+                           h->diverged);
+    if (req->snapshot && !hello && !replica_empty(h))
+        return reply_error(reply, sc,
+                           "snapshot sent to a host whose replica is not empty (%u nodes, %u "
+                           "pods); a snapshot needs a fresh host",
+                           h->sched.cache.node_count, h->sched.cache.pods.count);
+    if (apply_deltas(h, req) < 0)
+        return reply_error(reply, sc, "%s", h->diverged);
+    /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */
+    if (hello || req->snapshot)
+        h->sched.cache.generation = req->generation;
+    else if (req->generation != h->sched.cache.generation)
+        return reply_error(
+            reply, sc, "replica out of sync: scheduler generation %llu, replica %llu",
+            (unsigned long long)req->generation, (unsigned long long)h->sched.cache.generation);
+    switch (req->call_case) {
+    case KCYCLE__V1__REQUEST__CALL_HELLO: return serve_hello(h, req->hello, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_EVALUATE: return serve_evaluate(h, req->evaluate, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_PHASE: return serve_phase(h, req->phase, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_SYNC:
+        reply->result_case = KCYCLE__V1__REPLY__RESULT_SYNCED;
+        reply->synced = true;
+        return 0;
+    default: return reply_error(reply, sc, "a request with no call (unknown to this host?)");
+    }
+}
+
+static int pack_reply(const Kcycle__V1__Reply *reply, uint8_t **out, size_t *len)
+{
+    size_t size = kcycle__v1__reply__get_packed_size(reply);
+    uint8_t *buf = malloc(size != 0 ? size : 1);
+    if (buf == NULL)
+        return -ENOMEM;
+    *len = kcycle__v1__reply__pack(reply, buf);
+    *out = buf;
+    return 0;
+}
+
+int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len, uint8_t **out,
+                       size_t *out_len)
+{
+    *out = NULL;
+    *out_len = 0;
+    Kcycle__V1__Reply reply = KCYCLE__V1__REPLY__INIT;
+    struct scratch sc = {0};
+    Kcycle__V1__Request *req = kcycle__v1__request__unpack(NULL, len, request);
+    if (req == NULL) {
+        reply_error(&reply, &sc,
+                    "the request (%zu bytes) does not decode as a kcycle.v1.Request; is the "
+                    "scheduler of the same release?",
+                    len);
+    } else {
+        reply.id = req->id;
+        log_debug("request %llu: call %d, %zu deltas, generation %llu%s",
+                  (unsigned long long)req->id, (int)req->call_case, req->n_deltas,
+                  (unsigned long long)req->generation, req->snapshot ? ", snapshot" : "");
+        serve_request(h, req, &reply, &sc);
+    }
+    if (sc.failed) {
+        Kcycle__V1__Reply fallback = KCYCLE__V1__REPLY__INIT;
+        fallback.id = reply.id;
+        fallback.error = (char *)"out of memory in the plugin host";
+        reply = fallback;
+    }
+    int rc = pack_reply(&reply, out, out_len);
+    scratch_free(&sc);
+    if (req != NULL)
+        kcycle__v1__request__free_unpacked(req, NULL);
+    return rc;
+}
+
+/* ---- lifecycle and the socket ---- */
+
+int plugin_host_open(const struct plugin_host_options *opts, struct plugin_host **out,
+                     struct kc_error *err)
+{
+    *out = NULL;
+    struct plugin_host *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    atomic_init(&h->stop, false);
+    h->parent = opts->parent;
+    h->listen_url = opts->listen_url != NULL ? strdup(opts->listen_url) : NULL;
+    h->plugin_dir = opts->plugin_dir != NULL ? strdup(opts->plugin_dir) : NULL;
+    if ((opts->listen_url != NULL && h->listen_url == NULL) ||
+        (opts->plugin_dir != NULL && h->plugin_dir == NULL)) {
+        plugin_host_close(h);
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    }
+    if (h->listen_url == NULL) {
+        *out = h;
+        return 0;
+    }
+    int rv = nng_rep0_open(&h->socket);
+    if (rv != 0) {
+        plugin_host_close(h);
+        return kc_error_set(err, -EIO, "cannot open an nng REP socket: %s", nng_strerror(rv));
+    }
+    h->listening = true;
+    rv = nng_socket_set_ms(h->socket, NNG_OPT_RECVTIMEO, RECEIVE_POLL_MS);
+    if (rv == 0)
+        rv = nng_socket_set_size(h->socket, NNG_OPT_RECVMAXSZ, RECEIVE_MAX_BYTES);
+    if (rv == 0)
+        rv = nng_listen(h->socket, h->listen_url, NULL, 0);
+    if (rv != 0) {
+        int code =
+            kc_error_set(err, -EIO, "cannot listen on %s: %s", h->listen_url, nng_strerror(rv));
+        plugin_host_close(h);
+        return code;
+    }
+    log_info("listening on %s", h->listen_url);
+    *out = h;
+    return 0;
+}
+
+int plugin_host_serve(struct plugin_host *h)
+{
+    if (!h->listening)
+        return -EINVAL;
+    while (!atomic_load(&h->stop)) {
+        if (h->parent > 0 && getppid() != h->parent) {
+            log_warn("the scheduler (pid %ld) went away; stopping", (long)h->parent);
+            return 0;
+        }
+        void *request = NULL;
+        size_t len = 0;
+        int rv = nng_recv(h->socket, &request, &len, NNG_FLAG_ALLOC);
+        if (rv == NNG_ETIMEDOUT || rv == NNG_EINTR)
+            continue;
+        if (rv != 0) {
+            log_error("receiving on %s: %s", h->listen_url, nng_strerror(rv));
+            return -EIO;
+        }
+        uint8_t *reply = NULL;
+        size_t reply_len = 0;
+        int rc = plugin_host_handle(h, request, len, &reply, &reply_len);
+        nng_free(request, len);
+        if (rc < 0) {
+            log_error("out of memory: no reply can be sent; stopping");
+            return rc;
+        }
+        rv = nng_send(h->socket, reply, reply_len, 0);
+        free(reply);
+        if (rv != 0)
+            log_warn("sending a reply on %s: %s", h->listen_url, nng_strerror(rv));
+    }
+    return 0;
+}
+
+void plugin_host_stop(struct plugin_host *h)
+{
+    atomic_store(&h->stop, true);
+}
+
+void plugin_host_close(struct plugin_host *h)
+{
+    if (h == NULL)
+        return;
+    if (h->listening)
+        nng_close(h->socket);
+    close_replica(h);
+    free(h->listen_url);
+    free(h->plugin_dir);
+    free(h);
+}

@@ -1,0 +1,94 @@
+/* kcycle-plugin-host: serves the plugins of one scheduler over nng; the scheduler starts it
+ * (DESIGN section 5). The work is in host.c. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <kcycle/version.h>
+
+#include "host.h"
+#include "log.h"
+
+static struct plugin_host *volatile running;
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+    if (running != NULL)
+        plugin_host_stop(running);
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: kcycle-plugin-host --listen URL [--plugin-dir DIR] [-v]...\n"
+                 "  --listen URL      nng URL to serve the scheduler on (ipc://PATH)\n"
+                 "  --plugin-dir DIR  where plugins without a path are found\n"
+                 "  -v                more log lines (repeat for debug)\n"
+                 "The scheduler starts this program; it stops on SIGTERM or when the scheduler "
+                 "exits.\n");
+}
+
+int main(int argc, char **argv)
+{
+    struct plugin_host_options opts = {0};
+    int verbosity = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+            opts.listen_url = argv[++i];
+        } else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) {
+            opts.plugin_dir = argv[++i];
+        } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
+            verbosity++;
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("kcycle-plugin-host %s (plugin ABI %u.%u)\n", KC_VERSION_STRING, KC_ABI_MAJOR,
+                   KC_ABI_MINOR);
+            return 0;
+        } else {
+            fprintf(stderr, "kcycle-plugin-host: unknown or incomplete argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (opts.listen_url == NULL) {
+        fprintf(stderr, "kcycle-plugin-host: --listen URL is required\n");
+        usage(stderr);
+        return 2;
+    }
+    log_set_level(verbosity >= 2 ? KC_LOG_DEBUG : verbosity == 1 ? KC_LOG_INFO : KC_LOG_WARN);
+
+    /* The scheduler's death ends us: SIGTERM from the kernel, and a re-parenting check in the
+     * serve loop for the window before prctl took effect. */
+    opts.parent = getppid();
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != opts.parent)
+        return 0;
+
+    struct kc_error err = {{0}};
+    struct plugin_host *host;
+    if (plugin_host_open(&opts, &host, &err) < 0) {
+        log_error("%s", err.message);
+        return 1;
+    }
+    running = host;
+    if (stop_requested)
+        plugin_host_stop(host);
+    int rc = plugin_host_serve(host);
+    running = NULL;
+    plugin_host_close(host);
+    return rc < 0 ? 1 : 0;
+}

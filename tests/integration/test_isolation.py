@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Out-of-process plugins end to end: the same workload gives the same placements with the
+shipped plugins in process hosts as in process; one evaluation round trip per pod per host;
+a plugin that crashes or hangs in its host costs the affected attempts, never a pod; a plugin
+that cannot start is circuit-broken, or stops the scheduler when required."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SCHEDULER, SOURCE, TEST_PLUGINS = sys.argv[1], sys.argv[2], sys.argv[3]
+MISBEHAVE = os.path.join(TEST_PLUGINS, "misbehave.so")
+FAILURES = []
+PASSED = [0]
+
+
+def check(condition, message):
+    if condition:
+        PASSED[0] += 1
+        return
+    FAILURES.append(message)
+    print("FAIL: " + message)
+
+
+def run(tmp, name, config, sim, timeout=120):
+    cfg_path = os.path.join(tmp, name + ".config.yaml")
+    report = os.path.join(tmp, name + ".report.json")
+    with open(cfg_path, "w") as f:
+        f.write(config)
+    proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate", sim, "--report",
+                           report, "--quiet", "--no-progress"],
+                          capture_output=True, text=True, timeout=timeout)
+    data = None
+    if proc.returncode == 0 and os.path.exists(report):
+        with open(report) as f:
+            data = json.load(f)
+    return proc, data
+
+
+def plugins(isolation, extra=""):
+    return ("plugins:\n"
+            "  - {name: prioritysort}\n"
+            f"  - {{name: noderesources, isolation: {isolation}}}\n"
+            f"  - {{name: defaultbinder, isolation: {isolation}}}\n" + extra)
+
+
+def write_workload(tmp, nodes, pods):
+    path = os.path.join(tmp, f"workload-{nodes}-{pods}.yaml")
+    with open(path, "w") as f:
+        f.write("nodes:\n")
+        for size in (2, 4, 8):
+            f.write(f"  - {{name: n{size}, count: {nodes // 3}, "
+                    f"allocatable: {{cpu: {size}, memory: {size * 4}Gi, pods: 40}}}}\n")
+        f.write("workload:\n")
+        for i, (cpu, mem) in enumerate((("100m", "256Mi"), ("500m", "1Gi"), ("1", "3Gi"),
+                                        ("3", "2Gi"))):
+            f.write(f"  - {{name: w{i}, count: {pods // 4}, interval: 1ms, "
+                    f"requests: {{cpu: {cpu}, memory: {mem}}}}}\n")
+    return path
+
+
+def every_pod_accounted(name, report):
+    for p in report["pods"]:
+        if p["node"] is None and not (p["reason"] or "").strip():
+            check(False, f"{name}: pod {p['name']} neither bound nor parked with a reason")
+            return
+    check(True, f"{name}: every pod bound or parked with a reason")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1. identical placements, in process and in plugin hosts
+        for sim in (os.path.join(SOURCE, "examples", "sim", "small.yaml"),
+                    write_workload(tmp, 300, 2000)):
+            base = os.path.basename(sim)
+            p1, inproc = run(tmp, "inprocess", plugins("inprocess"), sim)
+            p2, isolated = run(tmp, "process", plugins("process"), sim)
+            check(p1.returncode == 0, f"{base} in process: exit 0 ({p1.stderr.strip()})")
+            check(p2.returncode == 0, f"{base} in hosts: exit 0 ({p2.stderr.strip()})")
+            if inproc is None or isolated is None:
+                continue
+            check([(p["name"], p["node"], p["reason"]) for p in inproc["pods"]] ==
+                  [(p["name"], p["node"], p["reason"]) for p in isolated["pods"]],
+                  f"{base}: identical placements and reasons in both modes")
+            hosts = isolated["summary"]["plugin_hosts"]
+            check(sorted(h["name"] for h in hosts) == ["defaultbinder", "noderesources"],
+                  f"{base}: one host per isolated plugin, got {hosts}")
+            attempts = isolated["summary"]["attempts"]
+            for h in hosts:
+                want = attempts if h["name"] == "noderesources" else 0
+                check(h["evaluate_round_trips"] == want,
+                      f"{base}: host {h['name']} made {h['evaluate_round_trips']} evaluation "
+                      f"round trips for {attempts} attempts (want {want})")
+                check(h["restarts"] == 0 and h["state"] == "up", f"{base}: {h['name']} healthy")
+
+        big = write_workload(tmp, 300, 5000)
+        # 2. a plugin that crashes in Filter (in its own host, Fail): restarts, nothing lost
+        crash = plugins("process", f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process, "
+                                   "failurePolicy: Fail, args: {crash_in_filter_after: 20000}}\n")
+        proc, report = run(tmp, "crash-fail", crash, big, timeout=300)
+        check(proc.returncode == 0, f"crash/Fail: exit 0 ({proc.stderr[-500:]})")
+        if report is not None:
+            every_pod_accounted("crash/Fail", report)
+            host = [h for h in report["summary"]["plugin_hosts"] if h["name"] == "misbehave"][0]
+            check(host["restarts"] >= 1, f"crash/Fail: the host was restarted, got {host}")
+            check(report["summary"]["error_attempts"] >= 1,
+                  "crash/Fail: the affected attempts went to backoff")
+        # 3. the same with Ignore: the affected cycles skip the plugin
+        ignore = crash.replace("failurePolicy: Fail", "failurePolicy: Ignore")
+        proc, report = run(tmp, "crash-ignore", ignore, big, timeout=300)
+        check(proc.returncode == 0, f"crash/Ignore: exit 0 ({proc.stderr[-500:]})")
+        if report is not None:
+            every_pod_accounted("crash/Ignore", report)
+            check(report["summary"]["error_attempts"] == 0,
+                  f"crash/Ignore: no attempt failed, got {report['summary']['error_attempts']}")
+        # 4. a plugin that hangs in Score: the deadline fires, the host is restarted
+        hang = "pluginTimeout: 300ms\n" + plugins("process", (
+            f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process, "
+            "args: {hang_in_score_after: 3000}}\n"))
+        proc, report = run(tmp, "hang", hang, write_workload(tmp, 300, 1000), timeout=300)
+        check(proc.returncode == 0, f"hang: exit 0 ({proc.stderr[-500:]})")
+        if report is not None:
+            every_pod_accounted("hang", report)
+            host = [h for h in report["summary"]["plugin_hosts"] if h["name"] == "misbehave"][0]
+            check(host["restarts"] >= 1 and "deadline" in (host["last_error"] or ""),
+                  f"hang: restarted after the deadline, got {host}")
+        # 5. crash in init every time: circuit-broken, the rest keeps scheduling
+        broken = plugins("process", f"  - {{name: misbehave, path: {MISBEHAVE}, "
+                                    "isolation: process, required: false, failurePolicy: Ignore, "
+                                    "args: {crash_in_init: true}}\n")
+        proc, report = run(tmp, "init-crash", broken, os.path.join(SOURCE, "examples", "sim",
+                                                                   "small.yaml"))
+        check(proc.returncode == 0, f"init crash (not required): exit 0 ({proc.stderr[-500:]})")
+        check("misbehave" in proc.stderr, "init crash: the log names the plugin host")
+        if report is not None:
+            check(report["summary"]["scheduled"] == 38, "init crash: the other plugins schedule")
+        required = broken.replace("required: false", "required: true")
+        proc, _ = run(tmp, "init-crash-required", required,
+                      os.path.join(SOURCE, "examples", "sim", "small.yaml"))
+        check(proc.returncode == 1, f"init crash (required): refuses to start, got {proc.returncode}")
+        check("misbehave" in proc.stderr, f"init crash (required): says which plugin: {proc.stderr}")
+
+    print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,710 @@
+/* kcycle-plugin-host: a host serving on ipc in a thread, driven over a REQ socket as the
+ * scheduler drives it. Its evaluation must equal the in-process scheduler's on the same cluster;
+ * bad requests, bad plugins and a replica out of sync must get error replies, never a crash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+#include <pthread.h>
+
+#include "evaluate.h"
+#include "host.h"
+#include "model.h"
+#include "plugin.pb-c.h"
+#include "proto_convert.h"
+#include "scheduler.h"
+
+#define NODE_COUNT 20
+#define WANT 5
+#define ROTATION 7
+#define MIB (1ll << 20)
+
+#define NODERESOURCES_PATH KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so"
+#define DEFAULTBINDER_PATH KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so"
+#define MISSING_PATH "/nonexistent/kcycle-test/missing.so"
+
+/* ---- the cluster: 20 nodes of varied capacity, 0..2 running pods on each ---- */
+
+static struct node *make_node(int i)
+{
+    struct node *n = node_new();
+    char text[32];
+    snprintf(text, sizeof(text), "node-%02d", i);
+    n->name = strdup(text);
+    snprintf(text, sizeof(text), "node-uid-%02d", i);
+    n->uid = strdup(text);
+    res_list_set(&n->allocatable, KC_RESOURCE_CPU, 2000 + (i % 4) * 1000);
+    res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, (1 + i % 3) * 1024 * MIB);
+    res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+    return n;
+}
+
+static struct pod *make_pod(const char *name, const char *node, int64_t cpu, int64_t memory)
+{
+    struct pod *p = pod_new();
+    char uid[64];
+    snprintf(uid, sizeof(uid), "uid-%s", name);
+    p->name = strdup(name);
+    p->namespace = strdup("default");
+    p->uid = strdup(uid);
+    p->scheduler_name = strdup("kcycle");
+    p->node_name = node != NULL ? strdup(node) : NULL;
+    p->phase = node != NULL ? POD_RUNNING : POD_PENDING;
+    p->containers = calloc(1, sizeof(*p->containers));
+    p->container_count = 1;
+    p->containers[0].name = strdup("main");
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, cpu);
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_MEMORY, memory);
+    assert_int_equal(pod_finish(p), 0);
+    return p;
+}
+
+/* Pod k (0-based) of node i, for k < i % 3. */
+static struct pod *make_running_pod(int i, int k)
+{
+    char name[32], node[32];
+    snprintf(name, sizeof(name), "busy-%02d-%d", i, k);
+    snprintf(node, sizeof(node), "node-%02d", i);
+    return make_pod(name, node, 300 + 100 * k, 256 * MIB * (k + 1));
+}
+
+static struct pod *make_pending_pod(const char *name)
+{
+    return make_pod(name, NULL, 1800, 1536 * MIB);
+}
+
+static void rotated_candidates(uint32_t *candidates)
+{
+    for (uint32_t i = 0; i < NODE_COUNT; i++)
+        candidates[i] = (i + ROTATION) % NODE_COUNT;
+}
+
+/* ---- what the in-process scheduler computes ---- */
+
+struct expected {
+    int status;
+    uint32_t processed, found;
+    uint32_t feasible[NODE_COUNT];
+    uint64_t rejectors; /* framework indices */
+    char *reasons[CYCLE_MAX_REASONS];
+    uint32_t counts[CYCLE_MAX_REASONS];
+    uint32_t reason_count;
+    uint32_t scored;               /* Score plugins with scores */
+    int64_t scores[4][NODE_COUNT]; /* by Score plugin in phase order */
+    uint64_t generation;
+};
+
+static int ignore_bind(void *ctx, const struct pod *pod, const char *node,
+                       const struct kv_list *annotations)
+{
+    return 0;
+}
+
+static void evaluate_in_process(struct expected *x)
+{
+    struct plugin_config plugins[2] = {
+        {.name = (char *)"noderesources",
+         .path = (char *)NODERESOURCES_PATH,
+         .weight = 1,
+         .required = true,
+         .args_json = (char *)"{}"},
+        {.name = (char *)"defaultbinder",
+         .path = (char *)DEFAULTBINDER_PATH,
+         .weight = 1,
+         .required = true,
+         .args_json = (char *)"{}"},
+    };
+    struct config cfg = {
+        .scheduler_name = (char *)"kcycle",
+        .plugins = plugins,
+        .plugin_count = 2,
+        .seed = 1,
+        .parallelism = 1,
+        .pod_initial_backoff_ms = 1000,
+        .pod_max_backoff_ms = 10000,
+        .unschedulable_flush_ms = 300000,
+    };
+    struct scheduler s;
+    struct scheduler_sink sink = {.bind = ignore_bind};
+    struct kc_error err = {{0}};
+    if (scheduler_open(&s, &cfg, NULL, &sink, NULL, &err) != 0)
+        fail_msg("scheduler_open: %s", err.message);
+    for (int i = 0; i < NODE_COUNT; i++)
+        assert_int_equal(scheduler_node_add(&s, make_node(i)), 0);
+    for (int i = 0; i < NODE_COUNT; i++)
+        for (int k = 0; k < i % 3; k++)
+            assert_int_equal(scheduler_pod_add(&s, make_running_pod(i, k)), 0);
+    struct pod *pod = make_pending_pod("pending");
+    struct kc_cycle *cycle = evaluation_cycle_new(&s, pod);
+    uint32_t candidates[NODE_COUNT];
+    rotated_candidates(candidates);
+    struct evaluation e;
+    assert_int_equal(scheduler_evaluate(&s, cycle, candidates, NODE_COUNT, WANT, true, &e), 0);
+    memset(x, 0, sizeof(*x));
+    x->status = (int)e.status;
+    x->processed = e.processed;
+    x->found = e.found;
+    x->rejectors = e.rejectors;
+    for (uint32_t i = 0; i < e.found; i++)
+        x->feasible[i] = s.feasible[i]->index;
+    for (uint32_t i = 0; i < s.reason_count; i++) {
+        x->reasons[i] = strdup(s.reasons[i].text);
+        x->counts[i] = s.reasons[i].count;
+    }
+    x->reason_count = s.reason_count;
+    for (uint32_t k = 0; k < s.fw.phase_count[PHASE_SCORE]; k++) {
+        if (!(e.scored & (1ull << s.fw.phase[PHASE_SCORE][k]->index)))
+            continue;
+        assert_true(x->scored < 4);
+        for (uint32_t i = 0; i < e.found; i++)
+            x->scores[x->scored][i] = evaluation_score(&s, k, i);
+        x->scored++;
+    }
+    x->generation = s.cache.generation;
+    evaluation_clear(&e);
+    evaluation_cycle_free(cycle);
+    pod_free(pod);
+    scheduler_close(&s);
+}
+
+static void expected_free(struct expected *x)
+{
+    for (uint32_t i = 0; i < x->reason_count; i++)
+        free(x->reasons[i]);
+}
+
+/* ---- a host in a thread and a REQ socket to it ---- */
+
+struct client {
+    struct plugin_host *host;
+    pthread_t thread;
+    nng_socket socket;
+    char url[128];
+    uint64_t next_id;
+};
+
+static void *serve(void *host)
+{
+    plugin_host_serve(host);
+    return NULL;
+}
+
+static struct client *client_start(void)
+{
+    static int sequence;
+    struct client *c = calloc(1, sizeof(*c));
+    snprintf(c->url, sizeof(c->url), "ipc:///tmp/kcycle-test-host-%d-%d.ipc", (int)getpid(),
+             sequence++);
+    struct plugin_host_options opts = {.listen_url = c->url};
+    struct kc_error err = {{0}};
+    if (plugin_host_open(&opts, &c->host, &err) != 0)
+        fail_msg("plugin_host_open: %s", err.message);
+    assert_int_equal(pthread_create(&c->thread, NULL, serve, c->host), 0);
+    assert_int_equal(nng_req0_open(&c->socket), 0);
+    assert_int_equal(nng_socket_set_ms(c->socket, NNG_OPT_RECVTIMEO, 20000), 0);
+    assert_int_equal(nng_dial(c->socket, c->url, NULL, 0), 0);
+    c->next_id = 1;
+    return c;
+}
+
+static void client_stop(struct client *c)
+{
+    nng_close(c->socket);
+    plugin_host_stop(c->host);
+    assert_int_equal(pthread_join(c->thread, NULL), 0);
+    plugin_host_close(c->host);
+    free(c);
+}
+
+static Kcycle__V1__Reply *send_bytes(struct client *c, const void *data, size_t len)
+{
+    assert_int_equal(nng_send(c->socket, (void *)data, len, 0), 0);
+    void *buf = NULL;
+    size_t n = 0;
+    assert_int_equal(nng_recv(c->socket, &buf, &n, NNG_FLAG_ALLOC), 0);
+    Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, n, buf);
+    nng_free(buf, n);
+    assert_non_null(reply);
+    return reply;
+}
+
+static Kcycle__V1__Reply *roundtrip(struct client *c, Kcycle__V1__Request *req)
+{
+    req->id = c->next_id++;
+    size_t len = kcycle__v1__request__get_packed_size(req);
+    uint8_t *buf = malloc(len + 1);
+    kcycle__v1__request__pack(req, buf);
+    Kcycle__V1__Reply *reply = send_bytes(c, buf, len);
+    free(buf);
+    assert_int_equal(reply->id, req->id);
+    return reply;
+}
+
+static void expect_error(Kcycle__V1__Reply *reply, const char *part)
+{
+    if (strstr(reply->error, part) == NULL)
+        fail_msg("expected an error with '%s', got '%s'", part, reply->error);
+    assert_int_equal(reply->result_case, KCYCLE__V1__REPLY__RESULT__NOT_SET);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+}
+
+static void expect_ok(Kcycle__V1__Reply *reply, Kcycle__V1__Reply__ResultCase result)
+{
+    if (reply->error[0] != '\0')
+        fail_msg("unexpected error reply: %s", reply->error);
+    assert_int_equal(reply->result_case, result);
+}
+
+/* A phase reply (not a request error) with this status; message_part, when set, in its message. */
+static void expect_phase(Kcycle__V1__Reply *reply, int status, const char *message_part)
+{
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    assert_int_equal(reply->phase->status, status);
+    if (message_part != NULL && strstr(reply->phase->message, message_part) == NULL)
+        fail_msg("expected '%s' in the phase message, got '%s'", message_part,
+                 reply->phase->message);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+}
+
+static Kcycle__V1__Reply *hello(struct client *c, const char *const *names,
+                                const char *const *paths, const char *const *args, size_t n)
+{
+    Kcycle__V1__PluginSpec specs[4], *spec_ptrs[4];
+    assert_true(n <= 4);
+    for (size_t i = 0; i < n; i++) {
+        kcycle__v1__plugin_spec__init(&specs[i]);
+        specs[i].name = (char *)names[i];
+        specs[i].path = (char *)paths[i];
+        if (args != NULL && args[i] != NULL)
+            specs[i].args_json = (char *)args[i];
+        spec_ptrs[i] = &specs[i];
+    }
+    Kcycle__V1__Hello call = KCYCLE__V1__HELLO__INIT;
+    call.abi_version = KC_ABI_VERSION;
+    call.plugins = spec_ptrs;
+    call.n_plugins = n;
+    call.parallelism = 1;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+    req.hello = &call;
+    return roundtrip(c, &req);
+}
+
+/* The host of the main scenario: a plugin that cannot load first, so the Hello's indices
+ * differ from the framework's, then noderesources and defaultbinder. */
+static Kcycle__V1__Reply *hello_standard(struct client *c)
+{
+    const char *names[] = {"missing", "noderesources", "defaultbinder"};
+    const char *paths[] = {MISSING_PATH, NODERESOURCES_PATH, DEFAULTBINDER_PATH};
+    return hello(c, names, paths, NULL, 3);
+}
+
+static Kcycle__V1__Reply *sync_request(struct client *c, uint64_t generation, bool snapshot,
+                                       Kcycle__V1__Delta **deltas, size_t n)
+{
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.snapshot = snapshot;
+    req.deltas = deltas;
+    req.n_deltas = n;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    return roundtrip(c, &req);
+}
+
+/* Sends the cluster as a snapshot; returns the replica's generation afterwards. */
+static uint64_t send_snapshot(struct client *c, uint64_t generation)
+{
+    struct node *nodes[NODE_COUNT];
+    struct pod *pods[NODE_COUNT * 2];
+    Kcycle__V1__Node *node_msgs[NODE_COUNT];
+    Kcycle__V1__Pod *pod_msgs[NODE_COUNT * 2];
+    Kcycle__V1__Delta deltas[NODE_COUNT * 3], *delta_ptrs[NODE_COUNT * 3];
+    size_t n = 0, pod_count = 0;
+    for (int i = 0; i < NODE_COUNT; i++) {
+        nodes[i] = make_node(i);
+        node_msgs[i] = node_to_proto(nodes[i]);
+        assert_non_null(node_msgs[i]);
+        kcycle__v1__delta__init(&deltas[n]);
+        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
+        deltas[n].node_put = node_msgs[i];
+        delta_ptrs[n] = &deltas[n];
+        n++;
+    }
+    for (int i = 0; i < NODE_COUNT; i++) {
+        for (int k = 0; k < i % 3; k++) {
+            pods[pod_count] = make_running_pod(i, k);
+            pod_msgs[pod_count] = pod_to_proto(pods[pod_count]);
+            assert_non_null(pod_msgs[pod_count]);
+            kcycle__v1__delta__init(&deltas[n]);
+            deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+            deltas[n].pod_put = pod_msgs[pod_count];
+            delta_ptrs[n] = &deltas[n];
+            n++;
+            pod_count++;
+        }
+    }
+    Kcycle__V1__Reply *reply = sync_request(c, generation, true, delta_ptrs, n);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    assert_true(reply->synced);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    for (size_t i = 0; i < pod_count; i++) {
+        pod_proto_free(pod_msgs[i]);
+        pod_free(pods[i]);
+    }
+    for (int i = 0; i < NODE_COUNT; i++) {
+        node_proto_free(node_msgs[i]);
+        node_free(nodes[i]);
+    }
+    return generation;
+}
+
+static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const char *name)
+{
+    struct pod *pod = make_pending_pod(name);
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    uint32_t candidates[NODE_COUNT];
+    rotated_candidates(candidates);
+    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
+    call.pod = msg;
+    call.candidates = candidates;
+    call.n_candidates = NODE_COUNT;
+    call.want = WANT;
+    call.score = true;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    pod_proto_free(msg);
+    pod_free(pod);
+    return reply;
+}
+
+/* A phase call; with assume_node set, the request also carries the Assume delta. */
+static Kcycle__V1__Reply *phase(struct client *c, uint64_t generation, Kcycle__V1__Phase which,
+                                const char *pod_name, const char *node, bool assume)
+{
+    struct pod *pod = make_pending_pod(pod_name);
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    Kcycle__V1__Assume assume_msg = KCYCLE__V1__ASSUME__INIT;
+    assume_msg.pod = msg;
+    assume_msg.node = (char *)node;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT, *delta_ptr = &delta;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
+    delta.assume = &assume_msg;
+    Kcycle__V1__PhaseCall call = KCYCLE__V1__PHASE_CALL__INIT;
+    call.phase = which;
+    call.pod_uid = pod->uid;
+    call.node = (char *)node;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    if (assume) {
+        req.deltas = &delta_ptr;
+        req.n_deltas = 1;
+    }
+    req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
+    req.phase = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    pod_proto_free(msg);
+    pod_free(pod);
+    return reply;
+}
+
+/* ---- tests ---- */
+
+static void test_hello_reports_each_plugin_and_a_bad_path(void **state)
+{
+    struct client *c = client_start();
+    Kcycle__V1__Reply *reply = hello_standard(c);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_HELLO);
+    assert_int_equal(reply->hello->n_plugins, 3);
+    Kcycle__V1__PluginInfo **info = reply->hello->plugins;
+    assert_string_equal(info[0]->name, "missing");
+    if (strstr(info[0]->error, MISSING_PATH) == NULL)
+        fail_msg("the load error should name the file: '%s'", info[0]->error);
+    assert_int_equal(info[0]->phases, 0);
+    assert_string_equal(info[1]->name, "noderesources");
+    assert_string_equal(info[1]->error, "");
+    assert_int_equal(info[1]->abi_major, KC_ABI_MAJOR);
+    assert_int_equal(info[1]->phases,
+                     KCYCLE__V1__PHASE__PHASE_PRE_FILTER | KCYCLE__V1__PHASE__PHASE_FILTER |
+                         KCYCLE__V1__PHASE__PHASE_PRE_SCORE | KCYCLE__V1__PHASE__PHASE_SCORE);
+    assert_true(info[1]->requeue_events != 0);
+    assert_string_equal(info[2]->name, "defaultbinder");
+    assert_int_equal(info[2]->phases, KCYCLE__V1__PHASE__PHASE_BIND);
+    assert_true(info[2]->version[0] != '\0');
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    expect_error(hello_standard(c), "second hello");
+    client_stop(c);
+}
+
+static void test_evaluation_equals_the_in_process_scheduler(void **state)
+{
+    struct expected x;
+    evaluate_in_process(&x);
+    /* the cluster is built so that some nodes fail for cpu or memory before WANT fit */
+    assert_int_equal(x.status, KC_SUCCESS);
+    assert_int_equal(x.found, WANT);
+    assert_true(x.processed > WANT);
+    assert_true(x.reason_count > 0);
+    assert_true(x.scored > 0);
+
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, x.generation);
+    Kcycle__V1__Reply *reply = evaluate(c, generation, "pending");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    Kcycle__V1__EvaluateReply *r = reply->evaluate;
+    assert_int_equal(r->status, x.status);
+    assert_int_equal(r->processed, x.processed);
+    assert_int_equal(r->n_feasible, x.found);
+    for (uint32_t i = 0; i < x.found; i++)
+        assert_int_equal(r->feasible[i], x.feasible[i]);
+    /* noderesources is framework plugin 0 in both, Hello plugin 1 in the host */
+    assert_int_equal(x.rejectors, 1);
+    assert_int_equal(r->rejectors, 1u << 1);
+    assert_int_equal(r->n_reasons, x.reason_count);
+    for (uint32_t i = 0; i < x.reason_count; i++) {
+        assert_string_equal(r->reasons[i]->text, x.reasons[i]);
+        assert_int_equal(r->reasons[i]->count, x.counts[i]);
+    }
+    assert_int_equal(r->n_scores, x.scored);
+    assert_int_equal(r->scores[0]->plugin, 1);
+    for (uint32_t k = 0; k < x.scored; k++) {
+        assert_int_equal(r->scores[k]->n_scores, x.found);
+        for (uint32_t i = 0; i < x.found; i++)
+            assert_int_equal(r->scores[k]->scores[i], x.scores[k][i]);
+    }
+    char node[32];
+    snprintf(node, sizeof(node), "node-%02u", r->feasible[0]);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* Reserve with the Assume delta in the same request, then Bind and PostBind */
+    reply = phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_RESERVE, "pending", node, true);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    assert_int_equal(reply->phase->status, KC_SUCCESS);
+    assert_false(reply->phase->bind_requested);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    generation++;
+
+    reply = phase(c, generation, KCYCLE__V1__PHASE__PHASE_BIND, "pending", node, false);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    assert_int_equal(reply->phase->status, KC_SUCCESS);
+    assert_true(reply->phase->bind_requested);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    reply = phase(c, generation, KCYCLE__V1__PHASE__PHASE_POST_BIND, "pending", node, false);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    assert_int_equal(reply->phase->status, KC_SUCCESS);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* PostBind ended the pod's cycle in the host; while the pod is still assumed in the
+     * replica a later phase starts a new cycle on the assumed copy (as for a host that
+     * evaluates nothing, a binder) */
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_BIND, "pending", node, false),
+                 KC_SUCCESS, NULL);
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_UNRESERVE, "pending", node, false),
+                 KC_SUCCESS, NULL);
+
+    /* the assumed pod counts on its node: the same pod no longer fits there as before */
+    reply = evaluate(c, generation, "second");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    for (size_t i = 0; i < reply->evaluate->n_feasible; i++)
+        assert_int_not_equal(reply->evaluate->feasible[i], x.feasible[0]);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    expect_error(sync_request(c, generation + 100, false, NULL, 0),
+                 "replica out of sync: scheduler generation");
+    client_stop(c);
+    expected_free(&x);
+}
+
+static void test_pods_evaluated_but_not_chosen_are_dropped(void **state)
+{
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 42);
+    Kcycle__V1__Reply *reply = evaluate(c, generation, "first");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    char node[32];
+    snprintf(node, sizeof(node), "node-%02u", reply->evaluate->feasible[0]);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    reply = evaluate(c, generation, "second");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_RESERVE, "first", node, false),
+                 KC_ERROR, "no evaluation");
+    expect_phase(phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_RESERVE, "second", node, true),
+                 KC_SUCCESS, NULL);
+    generation++;
+    /* a chosen pod survives the next evaluation and is freed by Unreserve */
+    reply = evaluate(c, generation, "third");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_PERMIT, "second", node, false),
+                 KC_SUCCESS, NULL);
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_UNRESERVE, "second", node, false),
+                 KC_SUCCESS, NULL);
+    /* still assumed (no Forget yet): a phase call starts a cycle on the assumed copy */
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_PRE_BIND, "second", node, false),
+                 KC_SUCCESS, NULL);
+
+    /* Forget undoes the assumption: the replica is back at the snapshot's load */
+    Kcycle__V1__Delta forget = KCYCLE__V1__DELTA__INIT, *forget_ptr = &forget;
+    forget.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+    forget.forget = (char *)"uid-second";
+    reply = sync_request(c, generation + 1, false, &forget_ptr, 1);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    generation++;
+
+    /* a host without Unreserve or PostBind plugins hears of the end of an attempt from the
+     * deltas: Forget after a failure, the pod seen bound after a success */
+    reply = evaluate(c, generation, "fourth");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    expect_phase(phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_RESERVE, "fourth", node, true),
+                 KC_SUCCESS, NULL);
+    forget.forget = (char *)"uid-fourth";
+    reply = sync_request(c, generation + 2, false, &forget_ptr, 1);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    generation += 2;
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_BIND, "fourth", node, false),
+                 KC_ERROR, "no evaluation");
+
+    reply = evaluate(c, generation, "fifth");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    expect_phase(phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_RESERVE, "fifth", node, true),
+                 KC_SUCCESS, NULL);
+    expect_phase(phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_BIND, "fifth", node, false),
+                 KC_SUCCESS, NULL);
+    /* bound: the pod comes back assigned, which confirms the assumption (two cache changes) */
+    struct pod *bound = make_pod("fifth", node, 1800, 1536 * MIB);
+    Kcycle__V1__Pod *bound_msg = pod_to_proto(bound);
+    Kcycle__V1__Delta put = KCYCLE__V1__DELTA__INIT, *put_ptr = &put;
+    put.change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+    put.pod_put = bound_msg;
+    reply = sync_request(c, generation + 3, false, &put_ptr, 1);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    pod_proto_free(bound_msg);
+    pod_free(bound);
+    generation += 3;
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_POST_BIND, "fifth", node, false),
+                 KC_SUCCESS, NULL);
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_PRE_BIND, "fifth", node, false),
+                 KC_ERROR, "no evaluation");
+    client_stop(c);
+}
+
+static void test_permit_wait_reports_hello_indices(void **state)
+{
+    struct client *c = client_start();
+    const char *names[] = {"initfail", "recorder", "defaultbinder"};
+    const char *paths[] = {KC_TEST_PLUGIN_DIR "/initfail.so", KC_TEST_PLUGIN_DIR "/recorder.so",
+                           DEFAULTBINDER_PATH};
+    const char *args[] = {NULL, "{\"permit\": \"wait\", \"timeout_ms\": 2500}", NULL};
+    Kcycle__V1__Reply *reply = hello(c, names, paths, args, 3);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_HELLO);
+    if (strstr(reply->hello->plugins[0]->error, "init failed") == NULL)
+        fail_msg("initfail: '%s'", reply->hello->plugins[0]->error);
+    assert_true(reply->hello->plugins[1]->phases & KCYCLE__V1__PHASE__PHASE_PERMIT);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    uint64_t generation = send_snapshot(c, 7);
+    reply = evaluate(c, generation, "waiter");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    char node[32];
+    snprintf(node, sizeof(node), "node-%02u", reply->evaluate->feasible[0]);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    reply = phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_RESERVE, "waiter", node, true);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    reply = phase(c, generation + 1, KCYCLE__V1__PHASE__PHASE_PERMIT, "waiter", node, false);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    assert_int_equal(reply->phase->status, KC_WAIT);
+    assert_int_equal(reply->phase->timeout_ms, 2500);
+    assert_int_equal(reply->phase->waiting, 1u << 1);
+    assert_int_equal(reply->phase->plugin, 1);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    client_stop(c);
+}
+
+static void test_garbage_and_early_requests_get_error_replies(void **state)
+{
+    struct client *c = client_start();
+    /* field 4 (deltas) says 80 bytes follow; one does */
+    static const uint8_t garbage[] = {0x22, 0x50, 0x01};
+    expect_error(send_bytes(c, garbage, sizeof(garbage)), "does not decode");
+    expect_error(sync_request(c, 0, false, NULL, 0), "no hello yet");
+    expect_error(evaluate(c, 0, "early"), "no hello yet");
+    /* the host still serves */
+    Kcycle__V1__Reply *reply = hello_standard(c);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_HELLO);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    Kcycle__V1__Request empty = KCYCLE__V1__REQUEST__INIT;
+    expect_error(roundtrip(c, &empty), "no call");
+    client_stop(c);
+}
+
+static void test_bad_requests_after_the_snapshot(void **state)
+{
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 5);
+    expect_error(sync_request(c, generation, true, NULL, 0), "needs a fresh host");
+
+    /* a candidate beyond the replica's nodes */
+    struct pod *pod = make_pending_pod("far");
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    uint32_t candidates[] = {3, NODE_COUNT};
+    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
+    call.pod = msg;
+    call.candidates = candidates;
+    call.n_candidates = 2;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = &call;
+    expect_error(roundtrip(c, &req), "the replica has 20 nodes");
+    pod_proto_free(msg);
+
+    /* an unassigned pod in pod_put: the replica is no longer trusted */
+    msg = pod_to_proto(pod);
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT, *delta_ptr = &delta;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+    delta.pod_put = msg;
+    expect_error(sync_request(c, generation + 2, false, &delta_ptr, 1), "without node_name");
+    expect_error(sync_request(c, generation + 2, false, NULL, 0), "restart the host");
+    pod_proto_free(msg);
+    pod_free(pod);
+    client_stop(c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hello_reports_each_plugin_and_a_bad_path),
+        cmocka_unit_test(test_evaluation_equals_the_in_process_scheduler),
+        cmocka_unit_test(test_pods_evaluated_but_not_chosen_are_dropped),
+        cmocka_unit_test(test_permit_wait_reports_hello_indices),
+        cmocka_unit_test(test_garbage_and_early_requests_get_error_replies),
+        cmocka_unit_test(test_bad_requests_after_the_snapshot),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    nng_fini(); /* nng's own threads, so valgrind reports nothing of them */
+    return failed;
+}
