@@ -609,9 +609,14 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
         evaluated_free(ev);
         return reply_error(reply, sc, "evaluate: out of memory");
     }
-    /* an empty list means no candidates (PreFilter still runs), not every node */
+    /* an empty list means no candidates (PreFilter still runs), unless all_nodes says every
+     * node from `start`, in rotated order */
     static const uint32_t no_candidates[1];
     const uint32_t *candidates = call->n_candidates > 0 ? call->candidates : no_candidates;
+    if (call->all_nodes) {
+        candidates = NULL;
+        s->next_start_node = call->start < s->cache.node_count ? call->start : 0;
+    }
     struct evaluation e;
     scheduler_evaluate(s, ev->cycle, candidates, (uint32_t)call->n_candidates, call->want,
                        call->score, &e);

@@ -297,22 +297,14 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     return 0;
 }
 
-static void receive_done(void *arg)
-{
-    struct remote_host *h = arg;
-    pthread_mutex_lock(&h->lock);
-    h->received = true;
-    pthread_cond_signal(&h->cond);
-    pthread_mutex_unlock(&h->lock);
-}
-
 static void pipe_removed(nng_pipe pipe, nng_pipe_ev event, void *arg)
 {
     (void)pipe, (void)event;
     struct remote_host *h = arg;
     pthread_mutex_lock(&h->lock);
     h->pipe_gone = true;
-    pthread_cond_signal(&h->cond);
+    if (h->aio != NULL)
+        nng_aio_cancel(h->aio); /* wake the waiting receive: the host is gone */
     pthread_mutex_unlock(&h->lock);
 }
 
@@ -321,33 +313,22 @@ static void pipe_removed(nng_pipe pipe, nng_pipe_ev event, void *arg)
  * cost the whole deadline (and a timed-out receive cancels the request for good). */
 static int receive_message(struct remote_host *h, int64_t timeout_ms, nng_msg **msg)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (timeout_ms % 1000) * 1000000;
-    if (deadline.tv_nsec >= 1000000000) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&h->lock);
-    h->received = false;
-    pthread_mutex_unlock(&h->lock);
+    nng_aio_set_timeout(h->aio, (nng_duration)timeout_ms);
     nng_recv_aio(host_socket(h), h->aio);
     pthread_mutex_lock(&h->lock);
-    int waited = 0;
-    while (!h->received && !h->pipe_gone && waited != ETIMEDOUT)
-        waited = pthread_cond_timedwait(&h->cond, &h->lock, &deadline);
-    bool gone = h->pipe_gone && !h->received;
+    bool gone = h->pipe_gone;
     pthread_mutex_unlock(&h->lock);
-    if (!h->received) {
+    if (gone)
         nng_aio_cancel(h->aio);
-        nng_aio_wait(h->aio);
-    }
+    nng_aio_wait(h->aio);
     int rc = nng_aio_result(h->aio);
     if (rc == 0) {
         *msg = nng_aio_get_msg(h->aio);
         return 0;
     }
+    pthread_mutex_lock(&h->lock);
+    gone = h->pipe_gone;
+    pthread_mutex_unlock(&h->lock);
     int status;
     if (h->pid > 0 && waitpid(h->pid, &status, gone ? 0 : WNOHANG) == h->pid) {
         h->pid = 0;
@@ -454,9 +435,8 @@ static int spawn(struct remote *r, struct remote_host *h)
     h->socket_open = true;
     nng_duration timeout = (nng_duration)r->timeout_ms;
     nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-    h->received = false;
     h->pipe_gone = false;
-    if (h->aio == NULL && nng_aio_alloc(&h->aio, receive_done, h) != 0)
+    if (h->aio == NULL && nng_aio_alloc(&h->aio, NULL, NULL) != 0)
         return -ENOMEM;
     nng_pipe_notify(sock, NNG_PIPE_EV_REM_POST, pipe_removed, h);
     nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, timeout);
@@ -803,8 +783,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     }
     Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
     ev.pod = pod;
-    ev.n_candidates = candidate_count;
-    ev.candidates = (uint32_t *)candidates;
+    /* every node in rotated order (nothing in process filtered): say so instead of listing */
+    bool all = candidate_count == s->cache.node_count && candidate_count > 0 &&
+               s->cache.nodes[candidates[0]].index ==
+                   s->next_start_node % (s->cache.node_count > 0 ? s->cache.node_count : 1);
+    ev.all_nodes = all;
+    ev.start = all ? candidates[0] : 0;
+    ev.n_candidates = all ? 0 : candidate_count;
+    ev.candidates = all ? NULL : (uint32_t *)candidates;
     ev.want = n_active == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
     /* send to every host, then collect: the hosts work in parallel */

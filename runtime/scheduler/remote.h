@@ -30,11 +30,10 @@ struct remote_host {
     enum remote_state state;
     pid_t pid;
     bool socket_open;
-    uint32_t socket_id; /* nng_socket */
+    uint32_t socket_id;   /* nng_socket */
     struct nng_aio *aio;  /* the pending receive */
-    pthread_mutex_t lock; /* guards the two flags below, set from nng's threads */
+    pthread_mutex_t lock; /* guards pipe_gone, set from nng's threads */
     pthread_cond_t cond;
-    bool received;  /* the receive completed */
     bool pipe_gone; /* the connection to the host closed */
     char url[160];
     uint64_t cursor; /* journal sequence number of the next delta to send */
