@@ -69,6 +69,56 @@ bench() {
     "$BUILD/tests/perf/kcycle-bench" --shape scheduling-basic --json "$@"
 }
 
+FUZZ_TARGETS=(quantity tree config simfile)
+
+# libFuzzer runs of tests/fuzz/ targets, for `seconds` each. build-fuzz is a clang build with
+# the whole core instrumented for coverage and ASan/UBSan, so the fuzzer sees into the parsers.
+# Each run grows a temporary copy of the seed corpus; crash, leak, timeout and OOM inputs are
+# kept in build-fuzz/fuzz-artifacts/<target>/ and make the command fail.
+fuzz() {
+    local seconds=${1:-30}
+    if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
+        log "fuzz: seconds must be a positive integer, not '$seconds'"
+        exit 2
+    fi
+    deps
+    CC=clang configure build-fuzz -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dc_args=-fsanitize=fuzzer-no-link
+    local name targets=()
+    for name in "${FUZZ_TARGETS[@]}"; do targets+=("$name-fuzzer"); done
+    meson compile -C build-fuzz "${targets[@]}"
+
+    local work failed=()
+    work=$(mktemp -d "${TMPDIR:-/tmp}/kcycle-fuzz.XXXXXX")
+    for name in "${FUZZ_TARGETS[@]}"; do
+        local artifacts=build-fuzz/fuzz-artifacts/$name corpus=$work/$name
+        rm -rf "$artifacts"
+        mkdir -p "$artifacts" "$corpus"
+        cp tests/fuzz/corpus/"$name"/* "$corpus"/
+        local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048
+                    -artifact_prefix="$artifacts/" -print_final_stats=1)
+        [ -f tests/fuzz/dict/"$name".dict ] && args+=(-dict=tests/fuzz/dict/"$name".dict)
+        log "fuzz: $name for ${seconds}s (log: $artifacts.log)"
+        local rc=0
+        ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+            "build-fuzz/tests/fuzz/$name-fuzzer" "${args[@]}" "$corpus" >"$artifacts.log" 2>&1 \
+            || rc=$?
+        grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' \
+            "$artifacts.log" >&2 || true
+        if [ "$rc" -ne 0 ] || [ -n "$(ls -A "$artifacts")" ]; then
+            tail -n 40 "$artifacts.log" >&2
+            log "fuzz: $name FAILED (exit $rc); reproduce with:"
+            log "  build-fuzz/tests/fuzz/$name-fuzzer $artifacts/<file>"
+            failed+=("$name")
+        fi
+    done
+    rm -rf "$work"
+    if [ ${#failed[@]} -ne 0 ]; then
+        log "fuzz: findings in: ${failed[*]}"
+        exit 1
+    fi
+}
+
 case "${1:-}" in
     deps) deps ;;
     build) build ;;
@@ -76,8 +126,9 @@ case "${1:-}" in
     test) shift; run_tests "$@" ;;
     sanitize) shift; sanitize "$@" ;;
     bench) shift; bench "$@" ;;
+    fuzz) shift; fuzz "$@" ;;
     *)
-        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench" >&2
+        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]" >&2
         exit 2
         ;;
 esac

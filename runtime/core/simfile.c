@@ -144,7 +144,7 @@ static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
         synth_copy(&s->spec, entry, copied[i]);
-    if (tree_get(entry, "requests") == NULL && tree_get(entry, "limits") == NULL) {
+    if (field(entry, "requests") == NULL && field(entry, "limits") == NULL) {
         synth_copy(&s->spec, entry, "containers");
         return;
     }
@@ -472,6 +472,13 @@ static int load_workload(struct loader *l, const struct tree *entry)
         rc = read_duration(entry, "at", &at_ms, l->err);
     if (rc == 0)
         rc = read_duration(entry, "interval", &interval_ms, l->err);
+    int64_t last;
+    if (rc == 0 && count > 0 &&
+        (__builtin_mul_overflow(count - 1, interval_ms, &last) ||
+         __builtin_add_overflow(at_ms, last, &last)))
+        rc = tree_error(entry, l->err, -EINVAL, "interval",
+                        "the last arrival (at + (count-1) * interval) is beyond what the "
+                        "simulated clock can hold; use a shorter at or interval");
     for (int64_t i = 0; rc == 0 && i < count; i++) {
         struct pod *pod;
         rc = make_pod(l, entry, tree, has_count ? i : -1, &pod);

@@ -384,6 +384,10 @@ int tree_parse_buffer(const char *name, const char *data, size_t len, struct tre
     *out = NULL;
     if (name == NULL)
         name = "<buffer>";
+    if (data == NULL) {
+        data = ""; /* libyaml asserts on a NULL input */
+        len = 0;
+    }
     char *detabbed = NULL;
     if (looks_like_json(data, len)) {
         detabbed = malloc(len);
@@ -827,7 +831,9 @@ static bool all_digits(const char *s, const char *digits)
 }
 
 /* YAML 1.2 core schema int (decimal, 0o octal, 0x hex) as json integer, or NULL if not one. */
-static json_t *json_from_int(const char *s)
+static int shortest_digits(double v);
+
+static json_t *json_from_int(const char *s, int *precision)
 {
     const char *body = s + (*s == '-' || *s == '+');
     int base = 10;
@@ -847,7 +853,11 @@ static json_t *json_from_int(const char *s)
         long long v = strtoll(s, &end, 10);
         if (errno == 0)
             return json_integer(v);
-        return json_real(strtod(s, &end)); /* beyond int64: still a number; NULL if infinite */
+        /* beyond int64: still a number (NULL if infinite), printed with every digit it has */
+        double big = strtod(s, &end);
+        int digits = shortest_digits(big);
+        *precision = digits > *precision ? digits : *precision;
+        return json_real(big);
     }
     unsigned long long v = strtoull(body, &end, base);
     if (errno == 0 && v <= (unsigned long long)LLONG_MAX)
@@ -906,7 +916,7 @@ static json_t *json_from_scalar(const struct tree *t, int *precision)
         return json_true();
     if (text_in(s, false_words))
         return json_false();
-    json_t *number = json_from_int(s);
+    json_t *number = json_from_int(s, precision);
     if (number != NULL)
         return number;
     if (is_yaml_float(s)) {
