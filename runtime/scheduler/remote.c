@@ -544,6 +544,12 @@ static int64_t snapshot_into_journal(struct scheduler *s)
             ops++;
         }
     }
+    for (uint32_t i = 0; i < s->objects.capacity; i++) {
+        const struct kept_object *k = s->objects.entries[i].value;
+        if (k != NULL)
+            remote_journal(s, KC_EVENT_OBJECT_ADD, NULL, NULL, k->object.kind, k->object.namespace,
+                           k->object.name, k->object.json);
+    }
     for (uint32_t i = 0; i < s->pods.capacity; i++) {
         const struct sched_pod *sp = s->pods.entries[i].value;
         if (sp == NULL || (sp->state != SP_WAITING && sp->state != SP_BINDING))

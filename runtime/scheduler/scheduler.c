@@ -109,11 +109,57 @@ static void requeue_on(struct scheduler *s, kc_event_type type)
     free(held);
 }
 
+static void kept_object_free(struct kept_object *k)
+{
+    free(k->key);
+    free(k->object.kind);
+    free(k->object.namespace);
+    free(k->object.name);
+    free(k->object.json);
+    free(k);
+}
+
+/* Custom objects are kept (keyed kind/namespace/name) so a restarted plugin host gets them in
+ * its snapshot. */
+static int remember_object(struct scheduler *s, kc_event_type type, const char *kind,
+                           const char *namespace, const char *name, const char *json)
+{
+    char *key;
+    if (asprintf(&key, "%s/%s/%s", kind, namespace != NULL ? namespace : "", name) < 0)
+        return -ENOMEM;
+    struct kept_object *old = strmap_remove(&s->objects, key);
+    if (old != NULL)
+        kept_object_free(old);
+    if (type == KC_EVENT_OBJECT_DELETE) {
+        free(key);
+        return 0;
+    }
+    struct kept_object *k = calloc(1, sizeof(*k));
+    if (k == NULL) {
+        free(key);
+        return -ENOMEM;
+    }
+    k->key = key;
+    k->object.kind = strdup(kind);
+    k->object.namespace = namespace != NULL ? strdup(namespace) : NULL;
+    k->object.name = strdup(name);
+    k->object.json = strdup(json != NULL ? json : "{}");
+    if (k->object.kind == NULL || k->object.name == NULL || k->object.json == NULL ||
+        strmap_put(&s->objects, k->key, k) < 0) {
+        kept_object_free(k);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
 int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *kind,
                            const char *namespace, const char *name, const char *json)
 {
     struct framework *fw = &s->fw;
     current_scheduler = s;
+    int rc = remember_object(s, type, kind, namespace, name, json);
+    if (rc < 0)
+        return rc;
     remote_journal(s, type, NULL, NULL, kind, namespace, name, json);
     kc_event ev = {
         .struct_size = sizeof(ev),
@@ -1314,6 +1360,10 @@ void scheduler_close(struct scheduler *s)
         if (s->assigned.entries[i].value != NULL)
             pod_free(s->assigned.entries[i].value);
     strmap_free(&s->assigned);
+    for (uint32_t i = 0; i < s->objects.capacity; i++)
+        if (s->objects.entries[i].value != NULL)
+            kept_object_free(s->objects.entries[i].value);
+    strmap_free(&s->objects);
     if (s->worker_state != NULL) {
         uint32_t threads = s->workers.count + 1;
         workers_stop(&s->workers);

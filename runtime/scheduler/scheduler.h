@@ -14,6 +14,7 @@
 #include "framework.h"
 #include "queue.h"
 #include "remote.h"
+#include "simfile.h"
 #include "strmap.h"
 #include "workers.h"
 
@@ -39,6 +40,12 @@ struct scheduler_sink {
 struct scheduler_clock {
     void *ctx;
     int64_t (*now_ms)(void *ctx);
+};
+
+/* A custom object as last seen, for plugin-host snapshots. */
+struct kept_object {
+    char *key;
+    struct sim_object object;
 };
 
 /* A rejection reason and how many nodes gave it in this attempt. */
@@ -99,6 +106,7 @@ struct scheduler {
     struct scheduler_clock clock;
     struct strmap pods;     /* uid -> struct sched_pod: the pending pods we own */
     struct strmap assigned; /* uid -> struct pod: pods with a node (any scheduler) */
+    struct strmap objects;  /* "kind/namespace/name" -> struct kept_object */
     uint32_t requeue_masks[FRAMEWORK_MAX_PLUGINS];
     kc_host_api host;
     /* per-attempt scratch, sized to the node count, reused: no per-node allocation */
