@@ -781,6 +781,52 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
 
 /* ---- one request ---- */
 
+/* One phase of a batched binding cycle: the reply of serve_phase, or an error status when the
+ * call could not be served at all (that pod fails, the others go on). */
+static Kcycle__V1__PhaseReply *batch_phase(struct plugin_host *h, Kcycle__V1__PhaseCall *call,
+                                           Kcycle__V1__Phase phase, struct scratch *sc)
+{
+    Kcycle__V1__Reply one = KCYCLE__V1__REPLY__INIT;
+    call->phase = phase;
+    int rc = serve_phase(h, call, &one, sc);
+    if (rc == 0 && one.result_case == KCYCLE__V1__REPLY__RESULT_PHASE)
+        return one.phase;
+    Kcycle__V1__PhaseReply *r = scratch_alloc(sc, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    kcycle__v1__phase_reply__init(r);
+    r->status = KC_ERROR;
+    r->message = one.error != NULL && one.error[0] != '\0' ? one.error : (char *)"phase failed";
+    return r;
+}
+
+/* Binding cycles that rode along: PreBind, Bind, PostBind for each pod, stopping at a failure. */
+static int serve_batch(struct plugin_host *h, const Kcycle__V1__Request *req,
+                       Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    Kcycle__V1__PhaseReply **out = scratch_alloc(sc, req->n_batch * sizeof(*out));
+    if (out == NULL)
+        return -1;
+    for (size_t i = 0; i < req->n_batch; i++) {
+        Kcycle__V1__PhaseCall call = *req->batch[i];
+        Kcycle__V1__PhaseReply *r = batch_phase(h, &call, KCYCLE__V1__PHASE__PHASE_PRE_BIND, sc);
+        if (r != NULL && r->status == KC_SUCCESS) {
+            r = batch_phase(h, &call, KCYCLE__V1__PHASE__PHASE_BIND, sc);
+            if (r != NULL && (r->status == KC_SUCCESS || r->status == KC_SKIP)) {
+                Kcycle__V1__PhaseReply *post =
+                    batch_phase(h, &call, KCYCLE__V1__PHASE__PHASE_POST_BIND, sc);
+                (void)post; /* PostBind cannot fail the binding */
+            }
+        }
+        if (r == NULL)
+            return -1;
+        out[i] = r;
+    }
+    reply->n_batch = req->n_batch;
+    reply->batch = out;
+    return 0;
+}
+
 static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
                          Kcycle__V1__Reply *reply, struct scratch *sc)
 {
@@ -814,6 +860,8 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
         return reply_error(
             reply, sc, "replica out of sync: scheduler generation %llu, replica %llu",
             (unsigned long long)req->generation, (unsigned long long)h->sched.cache.generation);
+    if (req->n_batch > 0 && serve_batch(h, req, reply, sc) < 0)
+        return reply_error(reply, sc, "out of memory serving the binding batch");
     switch (req->call_case) {
     case KCYCLE__V1__REQUEST__CALL_HELLO: return serve_hello(h, req->hello, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_EVALUATE: return serve_evaluate(h, req->evaluate, reply, sc);

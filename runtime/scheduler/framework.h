@@ -28,12 +28,12 @@ struct plugin {
     /* isolation: process: the plugin runs in a plugin host; ops stay NULL here */
     bool remote;
     bool required;
-    bool disabled;           /* its host could not load it (required: false) */
+    bool disabled; /* its host could not load it (required: false) */
     char *args_json;
     char *host_group;
     struct remote_host *host;
-    uint32_t remote_index;   /* position in the host's Hello */
-    uint32_t remote_phases;  /* Phase bits the host reported */
+    uint32_t remote_index;  /* position in the host's Hello */
+    uint32_t remote_phases; /* Phase bits the host reported */
 };
 
 enum phase {

@@ -1023,3 +1023,114 @@ int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
     free(times);
     return done == samples ? 0 : -EIO;
 }
+
+/* ---- binding cycles that ride together ---- */
+
+#define BINDING_PHASES                                                                             \
+    (KCYCLE__V1__PHASE__PHASE_PRE_BIND | KCYCLE__V1__PHASE__PHASE_BIND |                           \
+     KCYCLE__V1__PHASE__PHASE_POST_BIND)
+
+bool remote_binds(const struct scheduler *s)
+{
+    const struct remote *r = &s->remote;
+    for (uint32_t k = 0; k < r->host_count; k++)
+        if (r->hosts[k].phases & BINDING_PHASES)
+            return true;
+    return false;
+}
+
+void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
+                       struct remote_binding *results)
+{
+    struct remote *r = &s->remote;
+    struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
+    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS] = {0};
+    uint32_t n_active = 0;
+    for (uint32_t i = 0; i < count; i++)
+        results[i] = (struct remote_binding){.status = KC_SKIP};
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = &r->hosts[k];
+        if (!(h->phases & BINDING_PHASES))
+            continue;
+        if (ensure_up(s, h) == 0) {
+            active[n_active++] = h;
+        } else if (host_fails_pods(h)) {
+            for (uint32_t i = 0; i < count; i++)
+                results[i] = (struct remote_binding){KC_ERROR, h->plugins[0]->index, false};
+            return;
+        }
+    }
+    Kcycle__V1__PhaseCall *calls = calloc(count, sizeof(*calls));
+    Kcycle__V1__PhaseCall **list = calloc(count, sizeof(*list));
+    if (calls == NULL || list == NULL) {
+        free(calls);
+        free(list);
+        for (uint32_t i = 0; i < count; i++)
+            results[i].status = KC_ERROR;
+        return;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        kcycle__v1__phase_call__init(&calls[i]);
+        calls[i].phase = KCYCLE__V1__PHASE__PHASE_BIND;
+        calls[i].pod_uid = cycles[i]->sp->pod->uid;
+        calls[i].node = cycles[i]->node_name;
+        calls[i].binding_cycle = true;
+        list[i] = &calls[i];
+    }
+    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
+    for (uint32_t a = 0; a < n_active; a++) {
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.n_batch = count;
+        req.batch = list;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+        req.sync = true;
+        sent[a] = send_request(s, active[a], &req) == 0;
+    }
+    free(calls);
+    free(list);
+    for (uint32_t a = 0; a < n_active; a++) {
+        struct remote_host *h = active[a];
+        replies[a] = sent[a] ? receive_reply(r, h) : NULL;
+        if (replies[a] != NULL && replies[a]->n_batch != count) {
+            host_set_error(h, "an answer with %zu binding results for %u pods", replies[a]->n_batch,
+                           count);
+            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+            replies[a] = NULL;
+        }
+        if (replies[a] == NULL) {
+            host_fail(s, h);
+            if (!host_fails_pods(h))
+                continue;
+            for (uint32_t i = 0; i < count; i++)
+                if (results[i].status == KC_SKIP || results[i].status == KC_SUCCESS)
+                    results[i] = (struct remote_binding){KC_ERROR, h->plugins[0]->index, false};
+            continue;
+        }
+        h->consecutive_failures = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            const Kcycle__V1__PhaseReply *pr = replies[a]->batch[i];
+            struct remote_binding *res = &results[i];
+            if (res->status != KC_SKIP && res->status != KC_SUCCESS)
+                continue; /* already failed on another host */
+            if (pr->status == KC_SKIP)
+                continue;
+            uint32_t plugin = pr->plugin < h->plugin_count ? h->plugins[pr->plugin]->index : 0;
+            if (pr->status != KC_SUCCESS) {
+                *res = (struct remote_binding){KC_ERROR, plugin, false};
+                if (pr->message != NULL && pr->message[0] != '\0')
+                    cycle_fail(cycles[i], pr->message);
+                continue;
+            }
+            if (res->status == KC_SUCCESS)
+                continue; /* an earlier host bound it */
+            *res = (struct remote_binding){KC_SUCCESS, plugin, pr->bind_requested};
+            for (size_t l = 0; l < pr->n_annotations; l++)
+                kv_list_set(&cycles[i]->annotations, pr->annotations[l]->key,
+                            pr->annotations[l]->value);
+        }
+    }
+    for (uint32_t a = 0; a < n_active; a++)
+        if (replies[a] != NULL)
+            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+    journal_trim(r);
+}

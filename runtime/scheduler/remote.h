@@ -87,6 +87,19 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
                        const char *node, uint32_t *failed, uint32_t *timeout_ms, uint64_t *waiting,
                        bool *bind_requested);
 
+/* Binding cycles of several pods in one request per host (PreBind, Bind, PostBind in each
+ * host, stopping at a failure). results[i]: KC_SUCCESS (a host's Bind bound it; requested: it
+ * asked the scheduler's binder), KC_SKIP (no host bound it) or KC_ERROR (failed names the
+ * plugin). */
+struct remote_binding {
+    kc_status status;
+    uint32_t failed;
+    bool requested;
+};
+bool remote_binds(const struct scheduler *s);
+void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
+                       struct remote_binding *results);
+
 /* The median time of an empty request (sync, no deltas) to the first live host: the raw cost
  * of one round trip, for benchmarks. */
 int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us);

@@ -1151,6 +1151,67 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
     add_assigned(s, pod); /* confirms the assumption, as the API's update would */
 }
 
+#define BINDING_BATCH 32
+#define BINDING_BATCH_WAIT_MS 20
+
+static void defer_binding(struct scheduler *s, struct kc_cycle *cycle)
+{
+    if (s->deferred_count == s->deferred_capacity) {
+        uint32_t capacity = s->deferred_capacity == 0 ? BINDING_BATCH : s->deferred_capacity * 2;
+        void *grown = realloc(s->deferred, capacity * sizeof(*s->deferred));
+        if (grown == NULL) {
+            unreserve(s, cycle);
+            fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory before binding");
+            return;
+        }
+        s->deferred = grown;
+        s->deferred_capacity = capacity;
+    }
+    if (s->deferred_count == 0)
+        s->deferred_since_us = monotonic_us();
+    s->deferred[s->deferred_count++] = cycle;
+}
+
+/* Binding cycles waiting for a plugin host's binder go in one request per host once enough
+ * have gathered, once they waited long enough, or when nothing else is left to do. */
+static void flush_deferred_bindings(struct scheduler *s)
+{
+    uint32_t count = s->deferred_count;
+    if (count == 0 || (count < BINDING_BATCH && s->queue.active.count > 0 &&
+                       monotonic_us() - s->deferred_since_us < BINDING_BATCH_WAIT_MS * 1000))
+        return;
+    struct kc_cycle **cycles = s->deferred;
+    struct remote_binding *results = calloc(count, sizeof(*results));
+    s->deferred = NULL;
+    s->deferred_count = s->deferred_capacity = 0;
+    if (results != NULL)
+        remote_bind_batch(s, cycles, count, results);
+    for (uint32_t i = 0; i < count; i++) {
+        struct kc_cycle *cycle = cycles[i];
+        struct remote_binding res =
+            results != NULL ? results[i] : (struct remote_binding){KC_ERROR, 0, false};
+        if (res.status == KC_SUCCESS && res.requested &&
+            (s->sink.bind == NULL ||
+             s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) != 0))
+            res.status = KC_ERROR;
+        if (res.status == KC_SKIP) {
+            s->stats.bind_failures++;
+            unreserve(s, cycle);
+            fail_attempt(s, cycle, OUTCOME_ERROR,
+                         "no Bind plugin bound the pod (configure defaultbinder)");
+        } else if (res.status != KC_SUCCESS || cycle->sp->deleted) {
+            s->stats.bind_failures++;
+            fail_in_phase(s, cycle, &s->fw.plugins[res.failed], "Bind", KC_ERROR, true);
+        } else {
+            scheduler_phase(s, cycle, PHASE_POST_BIND, cache_node(&s->cache, cycle->node_name),
+                            NULL, NULL, NULL);
+            finish_bound(s, cycle);
+        }
+    }
+    free(results);
+    free(cycles);
+}
+
 static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
 {
     struct framework *fw = &s->fw;
@@ -1167,6 +1228,11 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
         return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind", KC_ERROR, true);
+    }
+    if (s->fw.phase_count[PHASE_BIND] == 0 && remote_binds(s)) {
+        /* the binder is in a plugin host: the rest rides with other pods' binding cycles */
+        defer_binding(s, cycle);
+        return;
     }
     st = scheduler_phase(s, cycle, PHASE_BIND, node, &failed, NULL, NULL);
     if (st == KC_SKIP && s->remote.host_count > 0) {
@@ -1256,6 +1322,9 @@ int scheduler_tick(struct scheduler *s)
         memmove(s->binding, s->binding + count, (s->binding_count - count) * sizeof(*s->binding));
         s->binding_count -= count;
     }
+    uint64_t before = s->stats.scheduled;
+    flush_deferred_bindings(s);
+    bound += (int)(s->stats.scheduled - before);
     return bound;
 }
 
@@ -1270,7 +1339,7 @@ int64_t scheduler_next_due(const struct scheduler *s)
 
 bool scheduler_busy(const struct scheduler *s)
 {
-    if (s->queue.active.count > 0 || s->binding_count > 0)
+    if (s->queue.active.count > 0 || s->binding_count > 0 || s->deferred_count > 0)
         return true;
     for (uint32_t i = 0; i < s->waiting_count; i++)
         if (s->waiting[i]->rejected || s->waiting[i]->pending == 0)
@@ -1352,6 +1421,11 @@ void scheduler_close(struct scheduler *s)
         free_cycle_and_pod(s->binding[i]);
     }
     free(s->binding);
+    for (uint32_t i = 0; i < s->deferred_count; i++) {
+        strmap_remove(&s->pods, s->deferred[i]->sp->pod->uid);
+        free_cycle_and_pod(s->deferred[i]);
+    }
+    free(s->deferred);
     for (uint32_t i = 0; i < s->pods.capacity; i++)
         if (s->pods.entries[i].value != NULL)
             sched_pod_free(s->pods.entries[i].value);

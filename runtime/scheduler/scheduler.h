@@ -128,6 +128,10 @@ struct scheduler {
     struct kc_cycle **binding;
     uint32_t binding_count, binding_capacity;
     struct remote remote; /* plugin hosts (isolation: process) */
+    /* binding cycles waiting to go to a plugin host's binder together */
+    struct kc_cycle **deferred;
+    uint32_t deferred_count, deferred_capacity;
+    int64_t deferred_since_us;
     struct workers workers;
     struct worker_state *worker_state; /* workers.count + 1 */
     int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */
