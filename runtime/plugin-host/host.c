@@ -638,6 +638,7 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
 static bool phase_from_proto(Kcycle__V1__Phase wire, enum phase *out)
 {
     switch (wire) {
+    case KCYCLE__V1__PHASE__PHASE_POST_FILTER: *out = PHASE_POST_FILTER; return true;
     case KCYCLE__V1__PHASE__PHASE_RESERVE: *out = PHASE_RESERVE; return true;
     case KCYCLE__V1__PHASE__PHASE_UNRESERVE: *out = PHASE_UNRESERVE; return true;
     case KCYCLE__V1__PHASE__PHASE_PERMIT: *out = PHASE_PERMIT; return true;
@@ -741,14 +742,14 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
     if (ev == NULL)
         return reply_unknown_pod(h, call, phase, reply, sc);
     const struct cache_node *node = cache_node(&s->cache, call->node);
-    if (node == NULL && phase != PHASE_UNRESERVE)
+    if (node == NULL && phase != PHASE_UNRESERVE && phase != PHASE_POST_FILTER)
         return reply_error(reply, sc, "phase call for pod %s/%s: node '%s' is not in the replica",
                            ev->pod->namespace, ev->pod->name, call->node);
     struct kc_cycle *cycle = ev->cycle;
     if (cycle->node_name == NULL && call->node[0] != '\0' &&
         (cycle->node_name = strdup(call->node)) == NULL)
         return reply_error(reply, sc, "phase call: out of memory");
-    ev->chosen = true;
+    ev->chosen = phase != PHASE_POST_FILTER; /* PostFilter: no node was chosen */
     /* the message of this call only, not of earlier phases */
     free(cycle->message);
     cycle->message = NULL;

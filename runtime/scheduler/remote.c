@@ -513,9 +513,6 @@ static int hello(struct scheduler *s, struct remote_host *h, struct kc_error *er
                               p->name);
             continue;
         }
-        if (info->phases & KCYCLE__V1__PHASE__PHASE_POST_FILTER)
-            log_warn("plugin %s (in plugin host %s): PostFilter is not called in plugin hosts yet",
-                     p->name, h->name);
         p->disabled = false;
         p->remote_phases = info->phases;
         p->requeue_mask = info->requeue_events != 0 ? info->requeue_events : KC_EVENT_MASK_ALL;
@@ -884,6 +881,7 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
 static uint32_t phase_bits(enum phase phase)
 {
     switch (phase) {
+    case PHASE_POST_FILTER: return KCYCLE__V1__PHASE__PHASE_POST_FILTER;
     case PHASE_RESERVE: return KCYCLE__V1__PHASE__PHASE_RESERVE;
     case PHASE_UNRESERVE:
         return KCYCLE__V1__PHASE__PHASE_UNRESERVE | KCYCLE__V1__PHASE__PHASE_RESERVE;
@@ -898,6 +896,7 @@ static uint32_t phase_bits(enum phase phase)
 static Kcycle__V1__Phase wire_phase(enum phase phase)
 {
     switch (phase) {
+    case PHASE_POST_FILTER: return KCYCLE__V1__PHASE__PHASE_POST_FILTER;
     case PHASE_RESERVE: return KCYCLE__V1__PHASE__PHASE_RESERVE;
     case PHASE_UNRESERVE: return KCYCLE__V1__PHASE__PHASE_UNRESERVE;
     case PHASE_PERMIT: return KCYCLE__V1__PHASE__PHASE_PERMIT;
@@ -936,7 +935,8 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
         if (reply == NULL) {
             if (h->state == REMOTE_UP)
                 host_fail(s, h);
-            if (phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND && host_fails_pods(h)) {
+            if (phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND &&
+                phase != PHASE_POST_FILTER && host_fails_pods(h)) {
                 if (failed != NULL)
                     *failed = h->plugins[0]->index;
                 return KC_ERROR;
@@ -958,7 +958,8 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
             result = KC_WAIT;
         } else if (phase == PHASE_BIND && st == KC_SKIP) {
             /* the next host may bind */
-        } else if (st != KC_SUCCESS && phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND) {
+        } else if (st != KC_SUCCESS && phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND &&
+                   phase != PHASE_POST_FILTER) {
             if (failed != NULL)
                 *failed = plugin;
             if (pr->message != NULL && pr->message[0] != '\0')

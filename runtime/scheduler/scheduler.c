@@ -484,6 +484,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
         kc_status st = KC_SUCCESS;
         uint32_t wait_ms = PERMIT_MAX_TIMEOUT_MS;
         switch (phase) {
+        case PHASE_POST_FILTER: st = p->ops.post_filter(p->self, cycle, pod); break;
         case PHASE_RESERVE: st = p->ops.reserve(p->self, cycle, pod, n); break;
         case PHASE_PERMIT: st = p->ops.permit(p->self, cycle, pod, n, &wait_ms); break;
         case PHASE_PRE_BIND: st = p->ops.pre_bind(p->self, cycle, pod, n); break;
@@ -869,11 +870,12 @@ static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored
 /* PostFilter after no node fit; then the pod is unschedulable with the reason histogram. */
 static void fail_no_fit(struct scheduler *s, struct kc_cycle *cycle)
 {
-    struct framework *fw = &s->fw;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_POST_FILTER]; i++) {
-        struct plugin *p = fw->phase[PHASE_POST_FILTER][i];
+    /* PostFilter (preemption, group rejection) runs on every plugin; a status is no verdict */
+    for (uint32_t i = 0; i < s->fw.phase_count[PHASE_POST_FILTER]; i++) {
+        struct plugin *p = s->fw.phase[PHASE_POST_FILTER][i];
         p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod);
     }
+    remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
     char *message = reasons_message(s->reasons, s->reason_count, s->cache.node_count);
     cycle->sp->rejectors = cycle->rejectors;
     fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);

@@ -141,6 +141,31 @@ def main():
         check(proc.returncode == 1, f"init crash (required): refuses to start, got {proc.returncode}")
         check("misbehave" in proc.stderr, f"init crash (required): says which plugin: {proc.stderr}")
 
+        # 6. every phase reaches a plugin in a host, PostFilter included
+        log = os.path.join(tmp, "recorder.log")
+        recorder = os.path.join(TEST_PLUGINS, "recorderhost.so")
+        for mode, filt in (("accept", "accept"), ("reject", "reject")):
+            open(log, "w").close()
+            cfg = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+                   f"  - {{name: recorderhost, path: {recorder}, isolation: process, "
+                   f"args: {{log: {log}, filter: {filt}}}}}\n  - {{name: defaultbinder}}\n")
+            proc, report = run(tmp, "recorder-" + mode, cfg,
+                               os.path.join(SOURCE, "examples", "sim", "small.yaml"))
+            check(proc.returncode == 0, f"recorder in a host ({mode}): exit 0 ({proc.stderr})")
+            with open(log) as f:
+                phases = {line.split()[1] for line in f if line.strip()}
+            # (Bind: the in-process defaultbinder binds before plugin hosts are asked)
+            want = ({"PreFilter", "Filter", "PostFilter"} if mode == "reject" else
+                    {"PreFilter", "Filter", "PreScore", "Score", "NormalizeScore", "Reserve",
+                     "Permit", "PreBind", "PostBind"})
+            check(want <= phases, f"recorder in a host ({mode}): phases {sorted(want - phases)} "
+                                  f"missing from {sorted(phases)}")
+            if report is not None and mode == "reject":
+                fitting = [p for p in report["pods"] if not p["name"].startswith("huge")]
+                check(report["summary"]["scheduled"] == 0 and all(
+                    "node(s) rejected by recorderhost" in (p["reason"] or "") for p in fitting), "recorder in a host (reject): its reason reaches the pods "
+                                       f"that fit otherwise: {fitting[0]['reason']}")
+
     print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0
 

@@ -77,12 +77,14 @@ static void fini(void *self)
     free(self);
 }
 
+#ifndef RECORDER_NO_PRE_ENQUEUE
 static kc_status pre_enqueue(void *self, const kc_pod *pod)
 {
     struct recorder *r = self;
     record(r, "PreEnqueue", pod);
     return kc_node_count() < r->hold_until_nodes ? KC_UNSCHEDULABLE : KC_SUCCESS;
 }
+#endif
 
 static kc_status pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
@@ -177,7 +179,9 @@ static const kc_plugin_ops ops = {
     .struct_size = sizeof(kc_plugin_ops),
     .init = init,
     .fini = fini,
+#ifndef RECORDER_NO_PRE_ENQUEUE /* PreEnqueue cannot run in a plugin host */
     .pre_enqueue = pre_enqueue,
+#endif
     .pre_filter = pre_filter,
     .filter = filter,
     .post_filter = post_filter,
