@@ -159,10 +159,131 @@ static void evaluated_free(struct evaluated *ev)
     free(ev);
 }
 
+/* ---- waiting pods mirrored from the scheduler ---- */
+
+static void waiting_drop(struct plugin_host *h, uint32_t i)
+{
+    struct scheduler *s = &h->sched;
+    struct kc_waiting_pod *w = s->waiting[i];
+    memmove(&s->waiting[i], &s->waiting[i + 1], (s->waiting_count - i - 1) * sizeof(*s->waiting));
+    s->waiting_count--;
+    free(w->wait_plugin);
+    free(w->reject_message);
+    free(w);
+}
+
+static int waiting_delete(struct plugin_host *h, const char *uid)
+{
+    struct scheduler *s = &h->sched;
+    for (uint32_t i = 0; i < s->waiting_count; i++) {
+        if (strcmp(s->waiting[i]->cycle->sp->pod->uid, uid) == 0) {
+            waiting_drop(h, i);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Mirrors die with the cycle they point at. */
+static void waiting_drop_cycle(struct plugin_host *h, const struct kc_cycle *cycle)
+{
+    struct scheduler *s = &h->sched;
+    for (uint32_t i = 0; i < s->waiting_count;) {
+        if (s->waiting[i]->cycle == cycle)
+            waiting_drop(h, i);
+        else
+            i++;
+    }
+}
+
 static void evaluated_remove(struct plugin_host *h, struct evaluated *ev)
 {
+    waiting_drop_cycle(h, ev->cycle);
     strmap_remove(&h->evaluated, ev->pod->uid);
     evaluated_free(ev);
+}
+
+static struct evaluated *evaluated_from_assumed(struct plugin_host *h, const char *uid);
+
+/* The scheduler holds a pod in Permit: mirror it into the replica's waiting list, where the
+ * plugins' kc_waiting_pod_* calls find it; their allows and rejections go back in the reply. */
+static int waiting_put(struct plugin_host *h, const Kcycle__V1__WaitingPod *msg,
+                       struct kc_error *err)
+{
+    struct scheduler *s = &h->sched;
+    waiting_delete(h, msg->uid);
+    struct evaluated *ev = strmap_get(&h->evaluated, msg->uid);
+    if (ev == NULL)
+        ev = evaluated_from_assumed(h, msg->uid);
+    if (ev == NULL)
+        return 0; /* not assumed here: nothing a plugin could act on */
+    uint64_t pending = 0;
+    for (size_t n = 0; n < msg->n_plugins; n++)
+        for (uint32_t i = 0; i < s->fw.count && i < 64; i++)
+            if (strcmp(s->fw.plugins[i].name, msg->plugins[n]) == 0)
+                pending |= 1ull << i;
+    if (ev->cycle->node_name == NULL && msg->node != NULL && msg->node[0] != '\0')
+        ev->cycle->node_name = strdup(msg->node);
+    struct kc_waiting_pod *w = calloc(1, sizeof(*w));
+    void *grown = realloc(s->waiting, (s->waiting_count + 1) * sizeof(*s->waiting));
+    if (w == NULL || grown == NULL) {
+        free(w);
+        if (grown != NULL)
+            s->waiting = grown;
+        return kc_error_set(err, -ENOMEM, "waiting pod %s: out of memory", msg->uid);
+    }
+    s->waiting = grown;
+    w->cycle = ev->cycle;
+    w->pending = pending;
+    w->reported_pending = pending;
+    s->waiting[s->waiting_count++] = w;
+    return 0;
+}
+
+/* What plugins did to mirrored waiting pods since the last reply. */
+static int collect_waiting_actions(struct plugin_host *h, Kcycle__V1__Reply *reply,
+                                   struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    size_t count = 0;
+    for (uint32_t i = 0; i < s->waiting_count; i++) {
+        const struct kc_waiting_pod *w = s->waiting[i];
+        count += __builtin_popcountll(w->reported_pending & ~w->pending);
+        count += w->rejected && !w->reported_rejected;
+    }
+    if (count == 0)
+        return 0;
+    Kcycle__V1__WaitingAction **list = scratch_alloc(sc, count * sizeof(*list));
+    Kcycle__V1__WaitingAction *items = scratch_alloc(sc, count * sizeof(*items));
+    if (list == NULL || items == NULL)
+        return -1;
+    size_t n = 0;
+    for (uint32_t i = 0; i < s->waiting_count; i++) {
+        struct kc_waiting_pod *w = s->waiting[i];
+        uint64_t allowed = w->reported_pending & ~w->pending;
+        for (uint32_t b = 0; b < s->fw.count && b < 64; b++) {
+            if (!(allowed & (1ull << b)))
+                continue;
+            kcycle__v1__waiting_action__init(&items[n]);
+            items[n].uid = w->cycle->sp->pod->uid;
+            items[n].plugin = s->fw.plugins[b].name;
+            list[n] = &items[n];
+            n++;
+        }
+        if (w->rejected && !w->reported_rejected) {
+            kcycle__v1__waiting_action__init(&items[n]);
+            items[n].uid = w->cycle->sp->pod->uid;
+            items[n].reject = true;
+            items[n].message = w->reject_message != NULL ? w->reject_message : (char *)"";
+            list[n] = &items[n];
+            n++;
+            w->reported_rejected = true;
+        }
+        w->reported_pending = w->pending;
+    }
+    reply->n_waiting_actions = n;
+    reply->waiting_actions = list;
+    return 0;
 }
 
 /* Pods evaluated but not chosen: the scheduler calls no phase for them and says nothing. */
@@ -201,7 +322,10 @@ static void free_map_values(struct strmap *map, bool pods)
 
 static void close_replica(struct plugin_host *h)
 {
-    /* cycles hold plugin state: free them while the plugins are still loaded */
+    /* mirrors point at the cycles; cycles hold plugin state: free both while the plugins are
+     * still loaded, before scheduler_close would take the mirrors for its own */
+    while (h->sched.waiting_count > 0)
+        waiting_drop(h, 0);
     free_map_values(&h->evaluated, false);
     if (h->open)
         scheduler_close(&h->sched);
@@ -347,6 +471,8 @@ static int apply_delta(struct plugin_host *h, const Kcycle__V1__Delta *delta, st
         return object_event(h, KC_EVENT_OBJECT_ADD, delta->object_put, err);
     case KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE:
         return object_event(h, KC_EVENT_OBJECT_DELETE, delta->object_delete, err);
+    case KCYCLE__V1__DELTA__CHANGE_WAITING_PUT: return waiting_put(h, delta->waiting_put, err);
+    case KCYCLE__V1__DELTA__CHANGE_WAITING_DELETE: return waiting_delete(h, delta->waiting_delete);
     default:
         return kc_error_set(err, -EINVAL, "a delta with no change set (unknown to this host?)");
     }
@@ -905,6 +1031,8 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
                   (unsigned long long)req->id, (int)req->call_case, req->n_deltas,
                   (unsigned long long)req->generation, req->snapshot ? ", snapshot" : "");
         serve_request(h, req, &reply, &sc);
+        if (h->open && collect_waiting_actions(h, &reply, &sc) < 0)
+            sc.failed = true;
     }
     if (sc.failed) {
         Kcycle__V1__Reply fallback = KCYCLE__V1__REPLY__INIT;

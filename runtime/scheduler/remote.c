@@ -188,6 +188,54 @@ void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *p
     }
 }
 
+void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w, bool put)
+{
+    struct remote *r = &s->remote;
+    if (r->host_count == 0 || !host_wants_events(r))
+        return;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    if (!put) {
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_WAITING_DELETE;
+        delta.waiting_delete = w->cycle->sp->pod->uid;
+        journal_append(r, &delta);
+        return;
+    }
+    char *names[FRAMEWORK_MAX_PLUGINS];
+    size_t count = 0;
+    for (uint32_t i = 0; i < s->fw.count && i < 64; i++)
+        if (w->pending & (1ull << i))
+            names[count++] = s->fw.plugins[i].name;
+    Kcycle__V1__WaitingPod msg = KCYCLE__V1__WAITING_POD__INIT;
+    msg.uid = w->cycle->sp->pod->uid;
+    msg.node = w->cycle->node_name;
+    msg.n_plugins = count;
+    msg.plugins = names;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_WAITING_PUT;
+    delta.waiting_put = &msg;
+    journal_append(r, &delta);
+}
+
+/* Allows and rejections that plugins in a host gave while serving the request. */
+static void apply_waiting_actions(struct scheduler *s, const Kcycle__V1__Reply *reply)
+{
+    for (size_t i = 0; i < reply->n_waiting_actions; i++) {
+        const Kcycle__V1__WaitingAction *a = reply->waiting_actions[i];
+        struct kc_waiting_pod *w = NULL;
+        for (uint32_t k = 0; k < s->waiting_count && w == NULL; k++)
+            if (strcmp(s->waiting[k]->cycle->sp->pod->uid, a->uid) == 0)
+                w = s->waiting[k];
+        if (w == NULL)
+            continue; /* it left WaitOnPermit meanwhile */
+        if (!a->reject) {
+            waiting_pod_allow(w, a->plugin);
+        } else if (!w->rejected) {
+            w->rejected = true;
+            free(w->reject_message);
+            w->reject_message = strdup(a->message != NULL ? a->message : "rejected in Permit");
+        }
+    }
+}
+
 /* ---- one request ---- */
 
 static void host_set_error(struct remote_host *h, const char *fmt, ...)
@@ -346,8 +394,9 @@ static int receive_message(struct remote_host *h, int64_t timeout_ms, nng_msg **
     return NNG_ETIMEDOUT;
 }
 
-static Kcycle__V1__Reply *receive_reply(struct remote *r, struct remote_host *h)
+static Kcycle__V1__Reply *receive_reply(struct scheduler *s, struct remote_host *h)
 {
+    struct remote *r = &s->remote;
     nng_msg *msg;
     int rc = receive_message(h, r->timeout_ms, &msg);
     if (rc != 0) {
@@ -372,6 +421,7 @@ static Kcycle__V1__Reply *receive_reply(struct remote *r, struct remote_host *h)
         kcycle__v1__reply__free_unpacked(reply, NULL);
         return NULL;
     }
+    apply_waiting_actions(s, reply);
     return reply;
 }
 
@@ -380,7 +430,7 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
 {
     if (send_request(s, h, req) < 0)
         return NULL;
-    return receive_reply(&s->remote, h);
+    return receive_reply(s, h);
 }
 
 /* ---- starting a host ---- */
@@ -808,7 +858,7 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     pod_proto_free(pod);
     for (uint32_t a = 0; a < n_active; a++) {
         struct remote_host *h = active[a];
-        replies[a] = sent[a] ? receive_reply(r, h) : NULL;
+        replies[a] = sent[a] ? receive_reply(s, h) : NULL;
         if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
             host_set_error(h, "an answer to evaluate that is not an evaluation");
             kcycle__v1__reply__free_unpacked(replies[a], NULL);
@@ -1091,7 +1141,7 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
     free(list);
     for (uint32_t a = 0; a < n_active; a++) {
         struct remote_host *h = active[a];
-        replies[a] = sent[a] ? receive_reply(r, h) : NULL;
+        replies[a] = sent[a] ? receive_reply(s, h) : NULL;
         if (replies[a] != NULL && replies[a]->n_batch != count) {
             host_set_error(h, "an answer with %zu binding results for %u pods", replies[a]->n_batch,
                            count);

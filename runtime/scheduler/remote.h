@@ -73,6 +73,10 @@ void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *p
                     const struct cache_node *node, const char *object_kind,
                     const char *object_namespace, const char *object_name, const char *object_json);
 
+/* A pod entered (put) or left WaitOnPermit: hosts mirror it so their plugins can allow it. */
+struct kc_waiting_pod;
+void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w, bool put);
+
 /* The evaluation of cycle's pod by every host, on candidates (node indices, in order). Results
  * are merged into the scheduler's scratch: s->feasible (intersection, first `want`),
  * s->totals (weighted remote scores), s->reasons, cycle->rejectors. Returns KC_SUCCESS,

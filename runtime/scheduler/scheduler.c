@@ -909,6 +909,7 @@ static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pen
     s->waiting[s->waiting_count++] = w;
     cycle->sp->state = SP_WAITING;
     s->stats.permit_waits++;
+    remote_journal_waiting(s, w, true);
     return 0;
 }
 
@@ -1264,6 +1265,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
 static void remove_waiting(struct scheduler *s, uint32_t i)
 {
     struct kc_waiting_pod *w = s->waiting[i];
+    remote_journal_waiting(s, w, false);
     /* keep the order: plugins may walk waiting pods by index */
     memmove(&s->waiting[i], &s->waiting[i + 1], (s->waiting_count - i - 1) * sizeof(*s->waiting));
     s->waiting_count--;

@@ -77,6 +77,9 @@ struct kc_waiting_pod {
     char timeout_text[24];
     bool rejected;
     char *reject_message;
+    /* plugin hosts: what was already reported of this mirror (allows, a rejection) */
+    uint64_t reported_pending;
+    bool reported_rejected;
 };
 
 struct scheduler_stats {

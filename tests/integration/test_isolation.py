@@ -166,6 +166,32 @@ def main():
                     "node(s) rejected by recorderhost" in (p["reason"] or "") for p in fitting), "recorder in a host (reject): its reason reaches the pods "
                                        f"that fit otherwise: {fitting[0]['reason']}")
 
+        # 7. a plugin in a host allows pods waiting in Permit (a gang of 3), as in process
+        gang = os.path.join(tmp, "gang.yaml")
+        with open(gang, "w") as f:
+            f.write("nodes:\n  - {name: n, count: 3, allocatable: {cpu: 4, memory: 8Gi}}\n"
+                    "workload:\n  - {name: g, count: 6, interval: 100ms, requests: {cpu: 1}}\n"
+                    "  - {name: late, count: 2, at: 10s, interval: 100ms, requests: {cpu: 1}}\n")
+        results = {}
+        for mode in ("inprocess", "process"):
+            open(log, "w").close()
+            cfg = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+                   f"  - {{name: recorderhost, path: {recorder}, isolation: {mode}, "
+                   f"args: {{log: {log}, allow_when_waiting: 3, timeout_ms: 2000}}}}\n"
+                   "  - {name: defaultbinder}\n")
+            proc, report = run(tmp, "gang-" + mode, cfg, gang)
+            check(proc.returncode == 0, f"gang ({mode}): exit 0 ({proc.stderr})")
+            results[mode] = report
+        if all(results.values()):
+            for mode, report in results.items():
+                s = report["summary"]
+                check(s["scheduled"] == 6 and s["reasons"] == {
+                    "rejected due to timeout after waiting 2s at plugin recorderhost": 2},
+                      f"gang ({mode}): two gangs of 3 allowed, the 2 late pods time out: {s}")
+            check([(p["name"], p["node"], p["reason"]) for p in results["inprocess"]["pods"]] ==
+                  [(p["name"], p["node"], p["reason"]) for p in results["process"]["pods"]],
+                  "gang: the same outcome in process and in a host")
+
     print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0
 

@@ -2,7 +2,8 @@
  * named by args "log", so tests can assert the phase order. Behaviour is set by args:
  *   filter: accept | reject | error      permit: allow | wait | reject
  *   reserve: ok | fail                   timeout_ms: Permit wait timeout
- *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never) */
+ *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
+ *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ struct recorder {
     char reserve[16];
     unsigned timeout_ms;
     unsigned hold_until_nodes;
+    unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
 };
 
 /* Test-only args reader: the value of "key": "value" or "key": number. */
@@ -68,6 +70,8 @@ static int init(const kc_host_api *host, const char *args, void **self)
     r->timeout_ms = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "hold_until_nodes", timeout, sizeof(timeout), "0");
     r->hold_until_nodes = (unsigned)strtoul(timeout, NULL, 10);
+    arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
+    r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
     *self = r;
     return 0;
 }
@@ -147,6 +151,16 @@ static kc_status permit(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
 {
     struct recorder *r = self;
     record(r, "Permit", pod);
+    if (r->allow_when_waiting > 0) {
+        /* a tiny gang: the last of N arrivals lets the others go */
+        if (kc_waiting_pod_count() + 1 < r->allow_when_waiting) {
+            *timeout_ms = r->timeout_ms;
+            return KC_WAIT;
+        }
+        for (uint32_t i = kc_waiting_pod_count(); i-- > 0;)
+            kc_waiting_pod_allow(kc_waiting_pod_at(i), RECORDER_NAME);
+        return KC_SUCCESS;
+    }
     if (strcmp(r->permit, "wait") == 0) {
         *timeout_ms = r->timeout_ms;
         return KC_WAIT;
