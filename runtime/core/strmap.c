@@ -62,6 +62,16 @@ static int grow(struct strmap *map)
 
 int strmap_put(struct strmap *map, const char *key, void *value)
 {
+    if (map->count > 0) {
+        /* replacing never grows the table, so it cannot fail */
+        uint64_t hash = hash_string(key);
+        struct strmap_entry *e = find_slot(map, key, hash);
+        if (e->key != NULL) {
+            e->key = key;
+            e->value = value;
+            return 0;
+        }
+    }
     if ((map->count + map->tombstones + 1) * 4 > map->capacity * 3) {
         int rc = grow(map);
         if (rc < 0)

@@ -19,7 +19,7 @@ struct strmap {
 
 /* Keys are borrowed: they must live as long as the entry. */
 void *strmap_get(const struct strmap *map, const char *key);
-/* Insert or replace. 0 or -ENOMEM. */
+/* Insert or replace. 0 or -ENOMEM; replacing an existing key never fails. */
 int strmap_put(struct strmap *map, const char *key, void *value);
 /* Remove; returns the removed value or NULL. */
 void *strmap_remove(struct strmap *map, const char *key);

@@ -727,9 +727,9 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
         free(ev);
         return reply_error(reply, sc, "evaluate: %s", err.message);
     }
-    struct evaluated *old = strmap_remove(&h->evaluated, ev->pod->uid);
+    struct evaluated *old = strmap_get(&h->evaluated, ev->pod->uid);
     if (old != NULL)
-        evaluated_free(old);
+        evaluated_remove(h, old); /* with any waiting mirror of its cycle */
     ev->cycle = evaluation_cycle_new(s, ev->pod);
     if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
         evaluated_free(ev);

@@ -378,7 +378,9 @@ static int receive_message(struct remote_host *h, int64_t timeout_ms, nng_msg **
     gone = h->pipe_gone;
     pthread_mutex_unlock(&h->lock);
     int status;
-    if (h->pid > 0 && waitpid(h->pid, &status, gone ? 0 : WNOHANG) == h->pid) {
+    if (gone)
+        usleep(2000); /* a crashed host is usually reaped within this; a live one is killed */
+    if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
         h->pid = 0;
         if (WIFSIGNALED(status))
             host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
@@ -1183,5 +1185,28 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
     for (uint32_t a = 0; a < n_active; a++)
         if (replies[a] != NULL)
             kcycle__v1__reply__free_unpacked(replies[a], NULL);
+    journal_trim(r);
+}
+
+/* A scheduler with nothing to schedule still journals every cluster change: past a size, send
+ * them so neither the journal nor the next request grows without bound. */
+void remote_sync_if_large(struct scheduler *s)
+{
+    struct remote *r = &s->remote;
+    if (r->journal_count < 4096)
+        return;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = &r->hosts[k];
+        if (h->state != REMOTE_UP || h->cursor == r->journal_base + r->journal_count)
+            continue;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+        req.sync = true;
+        Kcycle__V1__Reply *reply = round_trip(s, h, &req);
+        if (reply == NULL)
+            host_fail(s, h);
+        else
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
     journal_trim(r);
 }

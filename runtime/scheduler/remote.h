@@ -104,6 +104,9 @@ bool remote_binds(const struct scheduler *s);
 void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
                        struct remote_binding *results);
 
+/* Send the journal to the hosts once it is large (called between cycles). */
+void remote_sync_if_large(struct scheduler *s);
+
 /* The median time of an empty request (sync, no deltas) to the first live host: the raw cost
  * of one round trip, for benchmarks. */
 int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us);

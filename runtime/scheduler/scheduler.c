@@ -221,8 +221,11 @@ static void forget_pending(struct scheduler *s, struct sched_pod *sp)
     case SP_NONE:
     case SP_WAITING:
     case SP_BINDING:
-        /* in flight: the attempt frees it when it ends */
+        /* in flight: the attempt frees it when it ends; one waiting in Permit ends now */
         sp->deleted = true;
+        for (uint32_t i = 0; i < s->waiting_count; i++)
+            if (s->waiting[i]->cycle->sp == sp)
+                waiting_pod_reject(s->waiting[i], NULL, "the pod was deleted or bound elsewhere");
         return;
     default:
         queue_remove(&s->queue, sp);
@@ -294,6 +297,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
             pod_free(pod); /* in flight: the attempt decides with the version it has */
             return 0;
         }
+        enum sched_pod_state was = sp->state;
         queue_remove(&s->queue, sp);
         pod->enqueue_ms = sp->pod->enqueue_ms;
         struct pod *old = sp->pod;
@@ -301,6 +305,11 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
         deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
         pod_free(old);
+        /* an update never skips backoff (the scheduler's own status patch comes back as one):
+         * a pod still backing off goes back to backoffQ, as in kube-scheduler */
+        if ((was == SP_BACKOFF || was == SP_UNSCHEDULABLE) && pod->scheduling_gate_count == 0 &&
+            sp->backoff_until_ms > scheduler_now(s))
+            return queue_push_backoff(&s->queue, sp, scheduler_now(s));
         return enqueue(s, sp);
     }
     sp = calloc(1, sizeof(*sp));
@@ -350,9 +359,6 @@ int scheduler_pod_delete(struct scheduler *s, const char *uid)
     if (sp == NULL)
         return -ENOENT;
     deliver(s, KC_EVENT_POD_DELETE, sp->pod, NULL);
-    for (uint32_t i = 0; i < s->waiting_count; i++)
-        if (s->waiting[i]->cycle->sp == sp)
-            waiting_pod_reject(s->waiting[i], NULL, "the pod was deleted");
     forget_pending(s, sp);
     return 0;
 }
@@ -868,14 +874,20 @@ static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored
 }
 
 /* PostFilter after no node fit; then the pod is unschedulable with the reason histogram. */
-static void fail_no_fit(struct scheduler *s, struct kc_cycle *cycle)
+/* PostFilter (preemption, group rejection) after any unschedulable evaluation, as kube runs it
+ * on every FitError; its status is no verdict. */
+static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
 {
-    /* PostFilter (preemption, group rejection) runs on every plugin; a status is no verdict */
     for (uint32_t i = 0; i < s->fw.phase_count[PHASE_POST_FILTER]; i++) {
         struct plugin *p = s->fw.phase[PHASE_POST_FILTER][i];
         p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod);
     }
     remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
+}
+
+static void fail_no_fit(struct scheduler *s, struct kc_cycle *cycle)
+{
+    run_post_filters(s, cycle);
     char *message = reasons_message(s->reasons, s->reason_count, s->cache.node_count);
     cycle->sp->rejectors = cycle->rejectors;
     fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
@@ -1057,6 +1069,7 @@ static void schedule_cycle_remote(struct scheduler *s, struct kc_cycle *cycle)
     if (st == KC_ERROR) {
         fail_attempt(s, cycle, OUTCOME_ERROR, message);
     } else if (st != KC_SUCCESS) {
+        run_post_filters(s, cycle);
         char *text = format("0/%u nodes are available: %s.", n, message);
         fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, text);
         free(text);
@@ -1089,6 +1102,7 @@ static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
     if (e.status == KC_ERROR) {
         fail_attempt(s, cycle, OUTCOME_ERROR, e.message);
     } else if (e.status != KC_SUCCESS) {
+        run_post_filters(s, cycle);
         char *message = format("0/%u nodes are available: %s.", n, e.message);
         fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
         free(message);
@@ -1193,6 +1207,8 @@ static void flush_deferred_bindings(struct scheduler *s)
         struct kc_cycle *cycle = cycles[i];
         struct remote_binding res =
             results != NULL ? results[i] : (struct remote_binding){KC_ERROR, 0, false};
+        if (cycle->sp->deleted)
+            res.status = KC_ERROR; /* deleted while the batch waited: no binding */
         if (res.status == KC_SUCCESS && res.requested &&
             (s->sink.bind == NULL ||
              s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) != 0))
@@ -1202,7 +1218,7 @@ static void flush_deferred_bindings(struct scheduler *s)
             unreserve(s, cycle);
             fail_attempt(s, cycle, OUTCOME_ERROR,
                          "no Bind plugin bound the pod (configure defaultbinder)");
-        } else if (res.status != KC_SUCCESS || cycle->sp->deleted) {
+        } else if (res.status != KC_SUCCESS) {
             s->stats.bind_failures++;
             fail_in_phase(s, cycle, &s->fw.plugins[res.failed], "Bind", KC_ERROR, true);
         } else {
@@ -1226,14 +1242,16 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     }
     uint32_t failed = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
-    if (st == KC_SUCCESS)
+    bool deferred = st == KC_SUCCESS && s->fw.phase_count[PHASE_BIND] == 0 && remote_binds(s);
+    if (st == KC_SUCCESS && !deferred)
         st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
         return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind", KC_ERROR, true);
     }
-    if (s->fw.phase_count[PHASE_BIND] == 0 && remote_binds(s)) {
-        /* the binder is in a plugin host: the rest rides with other pods' binding cycles */
+    if (deferred) {
+        /* the binder is in a plugin host: the hosts' PreBind, Bind and PostBind ride with
+         * other pods' binding cycles */
         defer_binding(s, cycle);
         return;
     }
@@ -1326,6 +1344,7 @@ int scheduler_tick(struct scheduler *s)
         memmove(s->binding, s->binding + count, (s->binding_count - count) * sizeof(*s->binding));
         s->binding_count -= count;
     }
+    remote_sync_if_large(s);
     uint64_t before = s->stats.scheduled;
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);

@@ -140,8 +140,10 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
     for (uint32_t i = 0; i < sim->spec.node_count; i++) {
         struct node *node = sim->spec.nodes[i];
         sim->spec.nodes[i] = NULL;
+        char name[256];
+        snprintf(name, sizeof(name), "%s", node->name); /* the scheduler may free the node */
         if ((rc = scheduler_node_add(&sim->sched, node)) < 0)
-            return kc_error_set(err, rc, "%s: adding node %s: %s", opt->sim_path, node->name,
+            return kc_error_set(err, rc, "%s: adding node %s: %s", opt->sim_path, name,
                                 kc_strerror(rc));
     }
     for (uint32_t i = 0; i < sim->spec.object_count; i++) {

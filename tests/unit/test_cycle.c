@@ -384,6 +384,47 @@ static void test_scheduling_gates_keep_a_pod_out_until_removed(void **state)
     harness_close(h);
 }
 
+static void test_pod_update_does_not_skip_backoff(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"error\"", "\"filter\": \"accept\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_BACKOFF);
+    h->now = 100;
+    /* e.g. the scheduler's own status patch coming back: still backing off until 1 s */
+    assert_int_equal(scheduler_pod_update(&h->sched, make_pod("p")), 0);
+    sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_BACKOFF);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 0);
+    h->now = 1000;
+    scheduler_tick(&h->sched);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    harness_close(h);
+}
+
+static void test_pod_bound_elsewhere_while_waiting_is_released(void **state)
+{
+    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 60000",
+                                     "\"permit\": \"allow\"", 2);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(h->sched.waiting_count, 1);
+    /* another scheduler bound it: the wait ends now, not in a minute */
+    struct pod *bound = make_pod("p");
+    bound->node_name = strdup("node-1");
+    assert_int_equal(scheduler_pod_update(&h->sched, bound), 0);
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->sched.waiting_count, 0);
+    assert_null(pending(h, "p"));
+    /* only the real assignment is accounted, on node-1 */
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count +
+                         cache_node(&h->sched.cache, "node-1")->pod_count,
+                     1);
+    assert_false(cache_pod(&h->sched.cache, "default/p")->assumed);
+    harness_close(h);
+}
+
 static int count_lines(struct harness *h, const char *needle)
 {
     FILE *f = fopen(h->log_path, "r");
@@ -539,6 +580,8 @@ int main(void)
         cmocka_unit_test(test_fixed_percentage_and_small_clusters),
         cmocka_unit_test(test_pre_enqueue_holds_pod_until_an_event_changes_its_mind),
         cmocka_unit_test(test_scheduling_gates_keep_a_pod_out_until_removed),
+        cmocka_unit_test(test_pod_update_does_not_skip_backoff),
+        cmocka_unit_test(test_pod_bound_elsewhere_while_waiting_is_released),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
