@@ -1,5 +1,6 @@
 /* Per-attempt state shared by a pod's scheduling and binding cycles. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,25 @@ char *reasons_message(const struct reason_count *reasons, uint32_t count, uint32
     for (uint32_t i = 0; i < count; i++)
         free(parts[i]);
     return message;
+}
+
+char *text_format(const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&text, fmt, ap) < 0)
+        text = NULL;
+    va_end(ap);
+    return text;
+}
+
+struct kc_waiting_pod *waiting_pod_find(const struct scheduler *s, const char *uid)
+{
+    for (uint32_t i = 0; i < s->waiting_count; i++)
+        if (strcmp(s->waiting[i]->cycle->sp->pod->uid, uid) == 0)
+            return s->waiting[i];
+    return NULL;
 }
 
 struct kc_cycle *cycle_new(struct scheduler *s, struct sched_pod *sp)

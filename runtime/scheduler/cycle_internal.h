@@ -22,6 +22,11 @@ void reasons_clear(struct reason_count *reasons, uint32_t *count);
 /* "0/N nodes are available: 2 Insufficient cpu, 3 Too many pods." malloc'd. */
 char *reasons_message(const struct reason_count *reasons, uint32_t count, uint32_t node_count);
 
+/* A malloc'd formatted string, or NULL. */
+char *text_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The waiting pod of uid, or NULL. */
+struct kc_waiting_pod *waiting_pod_find(const struct scheduler *s, const char *uid);
+
 struct kc_cycle *cycle_new(struct scheduler *s, struct sched_pod *sp);
 void cycle_free(struct kc_cycle *cycle);
 /* Record a cycle-level failure message (the first one wins; later ones are appended). */

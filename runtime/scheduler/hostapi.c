@@ -224,11 +224,7 @@ static kc_waiting_pod *waiting_pod_at(uint32_t index)
 
 static kc_waiting_pod *waiting_pod_get(const char *uid)
 {
-    struct scheduler *s = scheduler_current();
-    for (uint32_t i = 0; i < s->waiting_count; i++)
-        if (strcmp(s->waiting[i]->cycle->sp->pod->uid, uid) == 0)
-            return s->waiting[i];
-    return NULL;
+    return waiting_pod_find(scheduler_current(), uid);
 }
 
 static const kc_pod *waiting_pod_pod(const kc_waiting_pod *w)

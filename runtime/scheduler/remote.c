@@ -220,10 +220,7 @@ static void apply_waiting_actions(struct scheduler *s, const Kcycle__V1__Reply *
 {
     for (size_t i = 0; i < reply->n_waiting_actions; i++) {
         const Kcycle__V1__WaitingAction *a = reply->waiting_actions[i];
-        struct kc_waiting_pod *w = NULL;
-        for (uint32_t k = 0; k < s->waiting_count && w == NULL; k++)
-            if (strcmp(s->waiting[k]->cycle->sp->pod->uid, a->uid) == 0)
-                w = s->waiting[k];
+        struct kc_waiting_pod *w = waiting_pod_find(s, a->uid);
         if (w == NULL)
             continue; /* it left WaitOnPermit meanwhile */
         if (!a->reject) {
@@ -775,18 +772,6 @@ static uint64_t map_plugins(const struct remote_host *h, uint64_t host_bits)
      KCYCLE__V1__PHASE__PHASE_PRE_SCORE | KCYCLE__V1__PHASE__PHASE_SCORE |                         \
      KCYCLE__V1__PHASE__PHASE_NORMALIZE_SCORE)
 
-static char *format_text(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format_text(const char *fmt, ...)
-{
-    char *text = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
-    va_end(ap);
-    return text;
-}
-
 /* Add a host's weighted scores for the nodes that made the final list. Both lists are in
  * candidate order and the final list is a subsequence of the host's feasible list. */
 static void add_scores(struct scheduler *s, const struct remote_host *h,
@@ -825,14 +810,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
             if (h->phases & EVALUATE_PHASES)
                 active[n_active++] = h;
         } else if (host_fails_pods(h)) {
-            *message = format_text("plugin host %s is down: %s", h->name,
+            *message = text_format("plugin host %s is down: %s", h->name,
                                    h->last_error != NULL ? h->last_error : "starting");
             return KC_ERROR;
         }
     }
     Kcycle__V1__Pod *pod = n_active > 0 ? pod_to_proto(cycle->sp->pod) : NULL;
     if (n_active > 0 && pod == NULL) {
-        *message = format_text("pod %s/%s cannot be sent to plugin hosts",
+        *message = text_format("pod %s/%s cannot be sent to plugin hosts",
                                cycle->sp->pod->namespace, cycle->sp->pod->name);
         return KC_ERROR;
     }
@@ -870,7 +855,7 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
             host_fail(s, h);
             if (host_fails_pods(h) && result == KC_SUCCESS) {
                 result = KC_ERROR;
-                *message = format_text("plugin host %s failed: %s", h->name,
+                *message = text_format("plugin host %s failed: %s", h->name,
                                        h->last_error != NULL ? h->last_error : "no detail");
             }
             continue;
@@ -885,7 +870,7 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
             *message = strdup(e->message != NULL ? e->message : h->name);
         } else if (e->status != KC_SUCCESS && host_fails_pods(h)) {
             result = KC_ERROR;
-            *message = format_text("plugin host %s: %s", h->name,
+            *message = text_format("plugin host %s: %s", h->name,
                                    e->message != NULL ? e->message : "error");
         }
     }

@@ -408,6 +408,7 @@ static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outco
     if (s->sink.unschedulable != NULL)
         s->sink.unschedulable(s->sink.ctx, sp->pod, sp->reason);
     sp->backoff_attempts = sp->attempts;
+    sp->pod->enqueue_ms = now; /* kube's queue timestamp: when it last entered the queue */
     if (outcome == OUTCOME_ERROR)
         queue_push_backoff(&s->queue, sp, now);
     else
@@ -424,18 +425,6 @@ static void unreserve(struct scheduler *s, struct kc_cycle *cycle)
     scheduler_forget(s, cycle->sp->pod);
 }
 
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format(const char *fmt, ...)
-{
-    char *text = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0)
-        text = NULL;
-    va_end(ap);
-    return text;
-}
-
 /* A plugin failed the attempt in a phase other than Filter. */
 static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct plugin *p,
                           const char *phase, kc_status st, bool reserved)
@@ -445,16 +434,16 @@ static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct pl
     bool error = st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE;
     char *message;
     if (error)
-        message = format("plugin %s failed in %s (status %d)%s%s", p->name, phase, (int)st,
-                         cycle->message != NULL ? ": " : "",
-                         cycle->message != NULL ? cycle->message : "");
+        message = text_format("plugin %s failed in %s (status %d)%s%s", p->name, phase, (int)st,
+                              cycle->message != NULL ? ": " : "",
+                              cycle->message != NULL ? cycle->message : "");
     else if (strcmp(phase, "PreFilter") == 0)
-        message = format("0/%u nodes are available: %s.", s->cache.node_count,
-                         cycle->message != NULL ? cycle->message : p->name);
+        message = text_format("0/%u nodes are available: %s.", s->cache.node_count,
+                              cycle->message != NULL ? cycle->message : p->name);
     else
-        message =
-            format("%s", cycle->message != NULL ? cycle->message
-                                                : "rejected by a plugin after a node was chosen");
+        message = text_format("%s", cycle->message != NULL
+                                        ? cycle->message
+                                        : "rejected by a plugin after a node was chosen");
     if (!error)
         cycle->rejectors |= 1ull << p->index;
     cycle->sp->rejectors = cycle->rejectors;
@@ -683,8 +672,9 @@ static void filter_worker(void *ctx, uint32_t worker)
                 if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
                     pthread_mutex_lock(&job->error_lock);
                     if (job->error == NULL)
-                        job->error = format("plugin %s failed in Filter on node %s (status %d)",
-                                            p->name, cn->node->name, (int)st);
+                        job->error =
+                            text_format("plugin %s failed in Filter on node %s (status %d)",
+                                        p->name, cn->node->name, (int)st);
                     pthread_mutex_unlock(&job->error_lock);
                     atomic_store(&job->failed, true);
                     cycle_filter_sink = NULL;
@@ -812,7 +802,7 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
             scores[i] = 0;
             if (p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i], &scores[i]) !=
                 KC_SUCCESS) {
-                char *message = format("plugin %s failed in Score", p->name);
+                char *message = text_format("plugin %s failed in Score", p->name);
                 cycle_fail(cycle, message != NULL ? message : "Score failed");
                 free(message);
                 return -1;
@@ -821,16 +811,17 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
         if (p->ops.normalize_score != NULL &&
             p->ops.normalize_score(p->self, cycle, pod, (const kc_node *const *)s->feasible, scores,
                                    found) != KC_SUCCESS) {
-            char *message = format("plugin %s failed in NormalizeScore", p->name);
+            char *message = text_format("plugin %s failed in NormalizeScore", p->name);
             cycle_fail(cycle, message != NULL ? message : "NormalizeScore failed");
             free(message);
             return -1;
         }
         for (uint32_t i = 0; i < found; i++) {
             if (scores[i] < 0 || scores[i] > 100) {
-                char *message = format("plugin %s returned score %lld for node %s; scores "
-                                       "must be 0..100",
-                                       p->name, (long long)scores[i], s->feasible[i]->node->name);
+                char *message =
+                    text_format("plugin %s returned score %lld for node %s; scores "
+                                "must be 0..100",
+                                p->name, (long long)scores[i], s->feasible[i]->node->name);
                 cycle_fail(cycle, message != NULL ? message : "invalid score");
                 free(message);
                 return -1;
@@ -1013,9 +1004,9 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         if (out->status != KC_ERROR)
             out->rejectors = 1ull << failed->index;
         out->message = out->status == KC_ERROR
-                           ? format("plugin %s failed in PreFilter (status %d)%s%s", failed->name,
-                                    (int)st, cycle->message != NULL ? ": " : "",
-                                    cycle->message != NULL ? cycle->message : "")
+                           ? text_format("plugin %s failed in PreFilter (status %d)%s%s",
+                                         failed->name, (int)st, cycle->message != NULL ? ": " : "",
+                                         cycle->message != NULL ? cycle->message : "")
                            : strdup(cycle->message != NULL ? cycle->message : failed->name);
         return 0;
     }
@@ -1070,7 +1061,7 @@ static void schedule_cycle_remote(struct scheduler *s, struct kc_cycle *cycle)
         fail_attempt(s, cycle, OUTCOME_ERROR, message);
     } else if (st != KC_SUCCESS) {
         run_post_filters(s, cycle);
-        char *text = format("0/%u nodes are available: %s.", n, message);
+        char *text = text_format("0/%u nodes are available: %s.", n, message);
         fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, text);
         free(text);
     } else if (found == 0) {
@@ -1103,7 +1094,7 @@ static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
         fail_attempt(s, cycle, OUTCOME_ERROR, e.message);
     } else if (e.status != KC_SUCCESS) {
         run_post_filters(s, cycle);
-        char *message = format("0/%u nodes are available: %s.", n, e.message);
+        char *message = text_format("0/%u nodes are available: %s.", n, e.message);
         fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
         free(message);
     } else {
@@ -1302,8 +1293,8 @@ static void process_waiting(struct scheduler *s, int64_t now)
             char *message =
                 w->rejected
                     ? strdup(w->reject_message != NULL ? w->reject_message : "rejected in Permit")
-                    : format("rejected due to timeout after waiting %s at plugin %s",
-                             w->timeout_text, w->wait_plugin);
+                    : text_format("rejected due to timeout after waiting %s at plugin %s",
+                                  w->timeout_text, w->wait_plugin);
             if (!w->rejected)
                 s->stats.permit_timeouts++;
             cycle->rejectors |= w->pending;
