@@ -2,6 +2,8 @@
  * messages read "FILE:LINE:COL: key 'K': problem; what is expected". */
 #include "tree.h"
 
+#include "strmap.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -226,27 +228,26 @@ static int load_sequence(struct loader *ld, struct tree *t, int depth)
     }
 }
 
-static int check_key(struct loader *ld, const struct tree *map, const struct tree *key)
+/* Keys seen so far in one map are in `seen` (name -> first key), so a large map is checked in
+ * linear time. */
+static int check_key(struct loader *ld, const struct strmap *seen, const struct tree *key)
 {
     if (key->type != TREE_SCALAR) {
         yaml_mark_t mark = {.line = key->line - 1, .column = key->column - 1};
         return load_error(ld, &mark, "a map key is a %s; expected a plain name",
                           key->type == TREE_MAP ? "map" : "list");
     }
-    for (uint32_t i = 0; i < map->count; i++) {
-        const struct tree *first = map->keys[i];
-        if (strcmp(first->scalar, key->scalar) != 0)
-            continue;
-        yaml_mark_t mark = {.line = key->line - 1, .column = key->column - 1};
-        return load_error(ld, &mark,
-                          "key '%.*s': duplicate key, first defined at %u:%u; expected each key "
-                          "once in a map",
-                          QUOTE_MAX, key->scalar, first->line, first->column);
-    }
-    return 0;
+    const struct tree *first = strmap_get(seen, key->scalar);
+    if (first == NULL)
+        return 0;
+    yaml_mark_t mark = {.line = key->line - 1, .column = key->column - 1};
+    return load_error(ld, &mark,
+                      "key '%.*s': duplicate key, first defined at %u:%u; expected each key "
+                      "once in a map",
+                      QUOTE_MAX, key->scalar, first->line, first->column);
 }
 
-static int load_mapping(struct loader *ld, struct tree *t, int depth)
+static int load_mapping_into(struct loader *ld, struct tree *t, int depth, struct strmap *seen)
 {
     for (;;) {
         struct tree *key, *value;
@@ -255,7 +256,7 @@ static int load_mapping(struct loader *ld, struct tree *t, int depth)
             return rc;
         if (key == NULL)
             return 0;
-        rc = check_key(ld, t, key);
+        rc = check_key(ld, seen, key);
         if (rc == 0)
             rc = load_child(ld, YAML_MAPPING_END_EVENT, t, depth + 1, &value);
         if (rc != 0) {
@@ -267,7 +268,18 @@ static int load_mapping(struct loader *ld, struct tree *t, int depth)
             tree_free(value);
             return kc_error_set(ld->err, -ENOMEM, "%s: out of memory", ld->file);
         }
+        /* the key now belongs to t, which outlives `seen` */
+        if (strmap_put(seen, key->scalar, key) < 0)
+            return kc_error_set(ld->err, -ENOMEM, "%s: out of memory", ld->file);
     }
+}
+
+static int load_mapping(struct loader *ld, struct tree *t, int depth)
+{
+    struct strmap seen = {0};
+    int rc = load_mapping_into(ld, t, depth, &seen);
+    strmap_free(&seen);
+    return rc;
 }
 
 static int load_node(struct loader *ld, yaml_event_t *ev, struct tree *t, int depth)

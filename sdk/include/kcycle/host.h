@@ -104,6 +104,8 @@ typedef struct kc_host_api {
      * the reason; in Filter each call counts one node for that reason in the
      * "0/N nodes are available" message; elsewhere it becomes the attempt's message. */
     void (*cycle_reject)(kc_cycle *cycle, const char *reason);
+    /* cycle_set: not from Filter or Score, which may run on several threads at once (set the
+     * state in PreFilter or PreScore); cycle_get is safe everywhere. */
     int (*cycle_set)(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
     void *(*cycle_get)(kc_cycle *cycle, const char *key);
     /* Annotations written on the Binding (merged into the pod with spec.nodeName). */
