@@ -542,6 +542,19 @@ static int optional_map(const struct tree *map, const char *key, const char *wha
 
 /* ---- timestamps -------------------------------------------------------------------------- */
 
+/* s starts with the shape of pattern: 'd' a digit, 'T' T or t, anything else itself (so
+ * sscanf's %d never sees a sign or a space). */
+static bool has_shape(const char *s, const char *pattern)
+{
+    for (; *pattern != '\0'; pattern++, s++) {
+        if (*pattern == 'd'   ? (*s < '0' || *s > '9')
+            : *pattern == 'T' ? (*s != 'T' && *s != 't')
+                              : *s != *pattern)
+            return false;
+    }
+    return true;
+}
+
 static bool parse_offset(const char *s, int64_t *offset_s)
 {
     if (strcmp(s, "Z") == 0 || strcmp(s, "z") == 0) {
@@ -549,8 +562,9 @@ static bool parse_offset(const char *s, int64_t *offset_s)
         return true;
     }
     int hours, minutes, used = 0;
-    if ((s[0] != '+' && s[0] != '-') || sscanf(s + 1, "%2d:%2d%n", &hours, &minutes, &used) != 2 ||
-        s[1 + used] != '\0' || used != 5 || hours > 23 || minutes > 59)
+    if ((s[0] != '+' && s[0] != '-') || !has_shape(s + 1, "dd:dd") ||
+        sscanf(s + 1, "%2d:%2d%n", &hours, &minutes, &used) != 2 || s[1 + used] != '\0' ||
+        used != 5 || hours > 23 || minutes > 59)
         return false;
     *offset_s = (s[0] == '-' ? -1 : 1) * (int64_t)(hours * 3600 + minutes * 60);
     return true;
@@ -561,6 +575,8 @@ static bool parse_rfc3339(const char *s, int64_t *ms)
 {
     struct tm tm = {0};
     int used = 0;
+    if (!has_shape(s, "dddd-dd-ddTdd:dd:dd"))
+        return false;
     if (sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
                &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 ||
         used != 19)
