@@ -149,6 +149,31 @@ static void list_remove(struct sched_pod_list *l, struct sched_pod *sp)
     l->items[i]->list_index = i;
 }
 
+static int reserve_items(struct sched_pod ***items, uint32_t *capacity, uint32_t n)
+{
+    if (*capacity >= n)
+        return 0;
+    uint32_t grown_capacity = *capacity == 0 ? 64 : *capacity;
+    while (grown_capacity < n)
+        grown_capacity *= 2;
+    struct sched_pod **grown = realloc(*items, grown_capacity * sizeof(*grown));
+    if (grown == NULL)
+        return -ENOMEM;
+    *items = grown;
+    *capacity = grown_capacity;
+    return 0;
+}
+
+int queue_reserve(struct queue *q, uint32_t pods)
+{
+    if (reserve_items(&q->active.items, &q->active.capacity, pods) < 0 ||
+        reserve_items(&q->backoff.items, &q->backoff.capacity, pods) < 0 ||
+        reserve_items(&q->unschedulable.items, &q->unschedulable.capacity, pods) < 0 ||
+        reserve_items(&q->gated.items, &q->gated.capacity, pods) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
 /* ---- queue operations ---- */
 
 int queue_push_active(struct queue *q, struct sched_pod *sp)

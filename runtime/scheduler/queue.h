@@ -65,6 +65,10 @@ void queue_fini(struct queue *q);
 /* Backoff after backoff_attempts failures: initial * 2^(n-1), capped at max. */
 int64_t queue_backoff_ms(const struct queue *q, uint32_t backoff_attempts);
 
+/* Room for this many pods in every part of the queue, so that moving a known pod between them
+ * never fails (a pod is never lost to an allocation failure). 0 or -ENOMEM. */
+int queue_reserve(struct queue *q, uint32_t pods);
+
 int queue_push_active(struct queue *q, struct sched_pod *sp);
 /* Failed with an error: into backoffQ until now + backoff. */
 int queue_push_backoff(struct queue *q, struct sched_pod *sp, int64_t now_ms);

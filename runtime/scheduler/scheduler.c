@@ -319,9 +319,9 @@ static int add_pending(struct scheduler *s, struct pod *pod)
     }
     sp->pod = pod;
     pod->enqueue_ms = scheduler_now(s);
-    if (strmap_put(&s->pods, pod->uid, sp) < 0) {
+    if (queue_reserve(&s->queue, s->pods.count + 1) < 0 || strmap_put(&s->pods, pod->uid, sp) < 0) {
         sched_pod_free(sp);
-        return -ENOMEM;
+        return -ENOMEM; /* the caller hears of it: the pod is not silently dropped */
     }
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
     return enqueue(s, sp);
