@@ -3,6 +3,7 @@
 #include "framework.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,8 @@ int framework_open(struct framework *fw, const struct config *cfg, const char *p
             continue;
         }
         p->index = fw->count++;
+        snprintf(p->default_reason, sizeof(p->default_reason), "node(s) were rejected by plugin %s",
+                 p->name);
     }
     int rc = index_phases(fw, err);
     if (rc < 0)

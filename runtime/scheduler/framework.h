@@ -25,6 +25,7 @@ struct plugin {
     void *dl_handle;
     uint32_t requeue_mask;
     bool initialized;
+    char default_reason[160]; /* Filter rejected without kc_cycle_reject: "node(s) were ..." */
     /* isolation: process: the plugin runs in a plugin host; ops stay NULL here */
     bool remote;
     bool required;

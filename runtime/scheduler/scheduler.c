@@ -680,11 +680,8 @@ static void filter_worker(void *ctx, uint32_t worker)
                     cycle_filter_sink = NULL;
                     return;
                 }
-                if (sink.calls == 0) {
-                    char reason[160];
-                    snprintf(reason, sizeof(reason), "node(s) were rejected by plugin %s", p->name);
-                    reasons_add(ws->reasons, &ws->reason_count, reason);
-                }
+                if (sink.calls == 0) /* the plugin gave no reason: name it */
+                    reasons_add(ws->reasons, &ws->reason_count, p->default_reason);
                 ws->rejectors |= 1ull << p->index;
                 feasible = 0;
                 break;
