@@ -281,18 +281,14 @@ void queue_flush(struct queue *q, int64_t now_ms)
     q->earliest_parked_ms = earliest;
 }
 
-uint32_t queue_on_event(struct queue *q, uint32_t event_type, const uint32_t *requeue_masks,
-                        uint32_t plugin_count, int64_t now_ms)
+uint32_t queue_on_event(struct queue *q, uint64_t interested, int64_t now_ms)
 {
     uint32_t moved = 0;
-    uint32_t bit = 1u << event_type;
     for (uint32_t i = 0; i < q->unschedulable.count;) {
         struct sched_pod *sp = q->unschedulable.items[i];
-        bool relevant = sp->rejectors == 0;
-        for (uint32_t p = 0; !relevant && p < plugin_count; p++)
-            relevant = (sp->rejectors & (1ull << p)) && (requeue_masks[p] & bit);
-        if (relevant) {
-            requeue(q, sp, now_ms);
+        /* no known rejector (e.g. no nodes at all): any event may help */
+        if (sp->rejectors == 0 || (sp->rejectors & interested) != 0) {
+            requeue(q, sp, now_ms); /* swaps the last item into i */
             moved++;
         } else {
             i++;

@@ -81,10 +81,9 @@ void queue_remove(struct queue *q, struct sched_pod *sp);
 
 /* Move expired backoff pods to activeQ and long-parked pods out of the unschedulable list. */
 void queue_flush(struct queue *q, int64_t now_ms);
-/* An event of type (KC_EVENT_*) happened: move parked pods whose rejectors care (masks per
- * plugin index in requeue_masks) to backoffQ or activeQ. Returns how many moved. */
-uint32_t queue_on_event(struct queue *q, uint32_t event_type, const uint32_t *requeue_masks,
-                        uint32_t plugin_count, int64_t now_ms);
+/* An event happened that the plugins in `interested` (bit = plugin index) declared relevant:
+ * parked pods one of them rejected move to backoffQ or activeQ. Returns how many moved. */
+uint32_t queue_on_event(struct queue *q, uint64_t interested, int64_t now_ms);
 /* Earliest time something in backoffQ or the unschedulable list becomes due, or INT64_MAX. */
 int64_t queue_next_due(const struct queue *q);
 uint32_t queue_pending(const struct queue *q); /* active + backoff */

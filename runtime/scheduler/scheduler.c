@@ -89,7 +89,14 @@ static int enqueue(struct scheduler *s, struct sched_pod *sp);
  * again. */
 static void requeue_on(struct scheduler *s, kc_event_type type)
 {
-    queue_on_event(&s->queue, type, s->requeue_masks, s->fw.count, scheduler_now(s));
+    if (s->queue.unschedulable.count > 0) {
+        /* from the plugins' current masks: a restarted plugin host may report new ones */
+        uint64_t interested = 0;
+        for (uint32_t i = 0; i < s->fw.count; i++)
+            if (s->fw.plugins[i].requeue_mask & KC_EVENT_MASK(type))
+                interested |= 1ull << i;
+        queue_on_event(&s->queue, interested, scheduler_now(s));
+    }
     if (s->fw.phase_count[PHASE_PRE_ENQUEUE] == 0)
         return;
     uint32_t count = s->queue.gated.count;
@@ -1393,8 +1400,6 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
                             "no Bind plugin is configured: pods could never be bound; add "
                             "defaultbinder to the plugins list");
     }
-    for (uint32_t i = 0; i < s->fw.count; i++)
-        s->requeue_masks[i] = s->fw.plugins[i].requeue_mask;
     rc = workers_start(&s->workers, cfg->parallelism > 0 ? (uint32_t)cfg->parallelism : 0);
     s->worker_state = calloc(s->workers.count + 1, sizeof(*s->worker_state));
     if (rc < 0 || s->worker_state == NULL) {

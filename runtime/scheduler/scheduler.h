@@ -110,7 +110,6 @@ struct scheduler {
     struct strmap pods;     /* uid -> struct sched_pod: the pending pods we own */
     struct strmap assigned; /* uid -> struct pod: pods with a node (any scheduler) */
     struct strmap objects;  /* "kind/namespace/name" -> struct kept_object */
-    uint32_t requeue_masks[FRAMEWORK_MAX_PLUGINS];
     kc_host_api host;
     /* per-attempt scratch, sized to the node count, reused: no per-node allocation */
     const struct cache_node **feasible;
