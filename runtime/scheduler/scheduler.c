@@ -340,7 +340,11 @@ int scheduler_pod_add(struct scheduler *s, struct pod *pod)
         return add_assigned(s, pod);
     if (pod->deleting || pod->phase == POD_SUCCEEDED || pod->phase == POD_FAILED ||
         strcmp(pod->scheduler_name, s->cfg->scheduler_name) != 0) {
-        pod_free(pod); /* not ours to schedule */
+        /* not ours to schedule (any more): a queued earlier version leaves the queue too */
+        struct sched_pod *sp = strmap_get(&s->pods, pod->uid);
+        if (sp != NULL)
+            forget_pending(s, sp);
+        pod_free(pod);
         return 0;
     }
     return add_pending(s, pod);

@@ -405,8 +405,8 @@ static void test_pod_update_does_not_skip_backoff(void **state)
 
 static void test_pod_bound_elsewhere_while_waiting_is_released(void **state)
 {
-    struct harness *h = harness_open("\"permit\": \"wait\", \"timeout_ms\": 60000",
-                                     "\"permit\": \"allow\"", 2);
+    struct harness *h =
+        harness_open("\"permit\": \"wait\", \"timeout_ms\": 60000", "\"permit\": \"allow\"", 2);
     assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     assert_int_equal(h->sched.waiting_count, 1);
@@ -422,6 +422,20 @@ static void test_pod_bound_elsewhere_while_waiting_is_released(void **state)
                          cache_node(&h->sched.cache, "node-1")->pod_count,
                      1);
     assert_false(cache_pod(&h->sched.cache, "default/p")->assumed);
+    harness_close(h);
+}
+
+static void test_terminating_pod_leaves_the_queue(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(pending(h, "p")->state, SP_UNSCHEDULABLE);
+    struct pod *terminating = make_pod("p");
+    terminating->deleting = true;
+    assert_int_equal(scheduler_pod_update(&h->sched, terminating), 0);
+    assert_null(pending(h, "p"));
+    assert_int_equal(h->sched.queue.unschedulable.count, 0);
     harness_close(h);
 }
 
@@ -581,6 +595,7 @@ int main(void)
         cmocka_unit_test(test_pre_enqueue_holds_pod_until_an_event_changes_its_mind),
         cmocka_unit_test(test_scheduling_gates_keep_a_pod_out_until_removed),
         cmocka_unit_test(test_pod_update_does_not_skip_backoff),
+        cmocka_unit_test(test_terminating_pod_leaves_the_queue),
         cmocka_unit_test(test_pod_bound_elsewhere_while_waiting_is_released),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
