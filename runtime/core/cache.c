@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
+
 void cache_init(struct cache *cache)
 {
     memset(cache, 0, sizeof(*cache));
@@ -79,14 +81,11 @@ int cache_put_node(struct cache *cache, struct node *node)
         set_allocatable(cn);
         return 0;
     }
-    if (cache->node_count == cache->node_capacity) {
-        uint32_t capacity = cache->node_capacity == 0 ? 64 : cache->node_capacity * 2;
-        struct cache_node *nodes = realloc(cache->nodes, capacity * sizeof(*nodes));
-        if (nodes == NULL)
-            return -ENOMEM;
-        cache->nodes = nodes;
-        cache->node_capacity = capacity;
-    }
+    struct cache_node *nodes =
+        array_grow(cache->nodes, &cache->node_capacity, cache->node_count + 1, sizeof(*nodes));
+    if (nodes == NULL)
+        return -ENOMEM;
+    cache->nodes = nodes;
     cn = &cache->nodes[cache->node_count];
     memset(cn, 0, sizeof(*cn));
     cn->node = node;

@@ -3,6 +3,8 @@
  * whose queue stays empty) before the plugins run, so the plugins see what the scheduler saw. */
 #include "host.h"
 
+#include "array.h"
+
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
 
@@ -225,7 +227,8 @@ static int waiting_put(struct plugin_host *h, const Kcycle__V1__WaitingPod *msg,
     if (ev->cycle->node_name == NULL && msg->node != NULL && msg->node[0] != '\0')
         ev->cycle->node_name = strdup(msg->node);
     struct kc_waiting_pod *w = calloc(1, sizeof(*w));
-    void *grown = realloc(s->waiting, (s->waiting_count + 1) * sizeof(*s->waiting));
+    void *grown =
+        array_grow(s->waiting, &s->waiting_capacity, s->waiting_count + 1, sizeof(*s->waiting));
     if (w == NULL || grown == NULL) {
         free(w);
         if (grown != NULL)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "cycle_internal.h"
 #include "model.h"
 
@@ -161,14 +162,11 @@ int cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void
             return 0;
         }
     }
-    if (cycle->state_count == cycle->state_capacity) {
-        uint32_t capacity = cycle->state_capacity == 0 ? 4 : cycle->state_capacity * 2;
-        void *grown = realloc(cycle->state, capacity * sizeof(*cycle->state));
-        if (grown == NULL)
-            return -ENOMEM;
-        cycle->state = grown;
-        cycle->state_capacity = capacity;
-    }
+    void *grown = array_grow(cycle->state, &cycle->state_capacity, cycle->state_count + 1,
+                             sizeof(*cycle->state));
+    if (grown == NULL)
+        return -ENOMEM;
+    cycle->state = grown;
     char *copy = strdup(key);
     if (copy == NULL)
         return -ENOMEM;

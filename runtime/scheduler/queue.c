@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "framework.h"
 #include "model.h"
 
@@ -100,14 +101,10 @@ static void heap_down(const struct queue *q, struct sched_pod_heap *h, uint32_t 
 static int heap_push(const struct queue *q, struct sched_pod_heap *h, struct sched_pod *sp,
                      before_fn before)
 {
-    if (h->count == h->capacity) {
-        uint32_t capacity = h->capacity == 0 ? 64 : h->capacity * 2;
-        struct sched_pod **items = realloc(h->items, capacity * sizeof(*items));
-        if (items == NULL)
-            return -ENOMEM;
-        h->items = items;
-        h->capacity = capacity;
-    }
+    struct sched_pod **items = array_grow(h->items, &h->capacity, h->count + 1, sizeof(*items));
+    if (items == NULL)
+        return -ENOMEM;
+    h->items = items;
     heap_set(h, h->count++, sp);
     heap_up(q, h, h->count - 1, before);
     return 0;
@@ -129,14 +126,10 @@ static void heap_remove_at(const struct queue *q, struct sched_pod_heap *h, uint
 
 static int list_push(struct sched_pod_list *l, struct sched_pod *sp)
 {
-    if (l->count == l->capacity) {
-        uint32_t capacity = l->capacity == 0 ? 64 : l->capacity * 2;
-        struct sched_pod **items = realloc(l->items, capacity * sizeof(*items));
-        if (items == NULL)
-            return -ENOMEM;
-        l->items = items;
-        l->capacity = capacity;
-    }
+    struct sched_pod **items = array_grow(l->items, &l->capacity, l->count + 1, sizeof(*items));
+    if (items == NULL)
+        return -ENOMEM;
+    l->items = items;
     sp->list_index = l->count;
     l->items[l->count++] = sp;
     return 0;
@@ -151,16 +144,10 @@ static void list_remove(struct sched_pod_list *l, struct sched_pod *sp)
 
 static int reserve_items(struct sched_pod ***items, uint32_t *capacity, uint32_t n)
 {
-    if (*capacity >= n)
-        return 0;
-    uint32_t grown_capacity = *capacity == 0 ? 64 : *capacity;
-    while (grown_capacity < n)
-        grown_capacity *= 2;
-    struct sched_pod **grown = realloc(*items, grown_capacity * sizeof(*grown));
+    struct sched_pod **grown = array_grow(*items, capacity, n, sizeof(*grown));
     if (grown == NULL)
         return -ENOMEM;
     *items = grown;
-    *capacity = grown_capacity;
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "array.h"
 #include "cycle_internal.h"
 #include "log.h"
 #include "model.h"
@@ -54,16 +55,13 @@ static int journal_append(struct remote *r, const Kcycle__V1__Delta *delta)
     if (data == NULL)
         return -ENOMEM;
     kcycle__v1__delta__pack(delta, data);
-    if (r->journal_count == r->journal_capacity) {
-        uint32_t capacity = r->journal_capacity == 0 ? 256 : r->journal_capacity * 2;
-        void *grown = realloc(r->journal, capacity * sizeof(*r->journal));
-        if (grown == NULL) {
-            free(data);
-            return -ENOMEM;
-        }
-        r->journal = grown;
-        r->journal_capacity = capacity;
+    void *grown =
+        array_grow(r->journal, &r->journal_capacity, r->journal_count + 1, sizeof(*r->journal));
+    if (grown == NULL) {
+        free(data);
+        return -ENOMEM;
     }
+    r->journal = grown;
     r->journal[r->journal_count].data = data;
     r->journal[r->journal_count].len = (uint32_t)len;
     r->journal_count++;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
 #include "plugin.pb-c.h"
@@ -899,16 +900,13 @@ static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pen
     struct kc_waiting_pod *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return -ENOMEM;
-    if (s->waiting_count == s->waiting_capacity) {
-        uint32_t capacity = s->waiting_capacity == 0 ? 16 : s->waiting_capacity * 2;
-        void *grown = realloc(s->waiting, capacity * sizeof(*s->waiting));
-        if (grown == NULL) {
-            free(w);
-            return -ENOMEM;
-        }
-        s->waiting = grown;
-        s->waiting_capacity = capacity;
+    void *grown =
+        array_grow(s->waiting, &s->waiting_capacity, s->waiting_count + 1, sizeof(*s->waiting));
+    if (grown == NULL) {
+        free(w);
+        return -ENOMEM;
     }
+    s->waiting = grown;
     w->cycle = cycle;
     w->pending = pending;
     w->deadline_ms = scheduler_now(s) + timeout_ms;
@@ -926,14 +924,11 @@ static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pen
 
 static int push_binding(struct scheduler *s, struct kc_cycle *cycle)
 {
-    if (s->binding_count == s->binding_capacity) {
-        uint32_t capacity = s->binding_capacity == 0 ? 16 : s->binding_capacity * 2;
-        void *grown = realloc(s->binding, capacity * sizeof(*s->binding));
-        if (grown == NULL)
-            return -ENOMEM;
-        s->binding = grown;
-        s->binding_capacity = capacity;
-    }
+    void *grown =
+        array_grow(s->binding, &s->binding_capacity, s->binding_count + 1, sizeof(*s->binding));
+    if (grown == NULL)
+        return -ENOMEM;
+    s->binding = grown;
     s->binding[s->binding_count++] = cycle;
     cycle->sp->state = SP_BINDING;
     return 0;
@@ -1172,17 +1167,14 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
 
 static void defer_binding(struct scheduler *s, struct kc_cycle *cycle)
 {
-    if (s->deferred_count == s->deferred_capacity) {
-        uint32_t capacity = s->deferred_capacity == 0 ? BINDING_BATCH : s->deferred_capacity * 2;
-        void *grown = realloc(s->deferred, capacity * sizeof(*s->deferred));
-        if (grown == NULL) {
-            unreserve(s, cycle);
-            fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory before binding");
-            return;
-        }
-        s->deferred = grown;
-        s->deferred_capacity = capacity;
+    void *grown =
+        array_grow(s->deferred, &s->deferred_capacity, s->deferred_count + 1, sizeof(*s->deferred));
+    if (grown == NULL) {
+        unreserve(s, cycle);
+        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory before binding");
+        return;
     }
+    s->deferred = grown;
     if (s->deferred_count == 0)
         s->deferred_since_us = monotonic_us();
     s->deferred[s->deferred_count++] = cycle;

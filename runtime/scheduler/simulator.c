@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "array.h"
 #include "log.h"
 #include "model.h"
 
@@ -78,15 +79,12 @@ static void sim_bound(void *ctx, const struct pod *pod, const char *node)
 
 static int add_record(struct simulator *sim, const struct pod *pod)
 {
-    if (sim->record_count == sim->record_capacity) {
-        uint32_t capacity = sim->record_capacity == 0 ? 256 : sim->record_capacity * 2;
-        struct sim_record *grown = realloc(sim->records, capacity * sizeof(*grown));
-        if (grown == NULL)
-            return -ENOMEM;
-        sim->records = grown;
-        sim->record_capacity = capacity;
-        /* the index borrows uid strings owned by the records: they did not move */
-    }
+    /* the index borrows uid strings owned by the records: a move of the array keeps them */
+    struct sim_record *grown =
+        array_grow(sim->records, &sim->record_capacity, sim->record_count + 1, sizeof(*grown));
+    if (grown == NULL)
+        return -ENOMEM;
+    sim->records = grown;
     struct sim_record *r = &sim->records[sim->record_count];
     memset(r, 0, sizeof(*r));
     r->namespace = strdup(pod->namespace);
