@@ -56,14 +56,23 @@ static uint64_t next_random(struct scheduler *s)
 
 /* ---- events ---- */
 
+/* Every plugin with on_event hears of the event, in plugin order. */
+static void dispatch(struct scheduler *s, const kc_event *ev)
+{
+    struct framework *fw = &s->fw;
+    current_scheduler = s;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
+        struct plugin *p = fw->phase[PHASE_EVENT][i];
+        p->ops.on_event(p->self, ev);
+    }
+}
+
 static void deliver_update(struct scheduler *s, kc_event_type type, const struct pod *pod,
                            const struct pod *old_pod, const struct cache_node *node)
 {
-    struct framework *fw = &s->fw;
     remote_journal(s, type, pod, node, NULL, NULL, NULL, NULL);
-    if (fw->phase_count[PHASE_EVENT] == 0)
+    if (s->fw.phase_count[PHASE_EVENT] == 0)
         return;
-    current_scheduler = s;
     kc_event ev = {
         .struct_size = sizeof(ev),
         .type = type,
@@ -71,10 +80,7 @@ static void deliver_update(struct scheduler *s, kc_event_type type, const struct
         .old_pod = (const kc_pod *)old_pod,
         .node = (const kc_node *)node,
     };
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
-        struct plugin *p = fw->phase[PHASE_EVENT][i];
-        p->ops.on_event(p->self, &ev);
-    }
+    dispatch(s, &ev);
 }
 
 static void deliver(struct scheduler *s, kc_event_type type, const struct pod *pod,
@@ -163,8 +169,6 @@ static int remember_object(struct scheduler *s, kc_event_type type, const char *
 int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *kind,
                            const char *namespace, const char *name, const char *json)
 {
-    struct framework *fw = &s->fw;
-    current_scheduler = s;
     int rc = remember_object(s, type, kind, namespace, name, json);
     if (rc < 0)
         return rc;
@@ -177,10 +181,7 @@ int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *
         .object_name = name,
         .object_json = json,
     };
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
-        struct plugin *p = fw->phase[PHASE_EVENT][i];
-        p->ops.on_event(p->self, &ev);
-    }
+    dispatch(s, &ev);
     requeue_on(s, type);
     return 0;
 }
