@@ -1163,6 +1163,13 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
     add_assigned(s, pod); /* confirms the assumption, as the API's update would */
 }
 
+/* A Bind plugin in a plugin host asked for the binding: the binder is here. */
+static bool sink_bind(struct scheduler *s, struct kc_cycle *cycle)
+{
+    return s->sink.bind != NULL &&
+           s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) == 0;
+}
+
 #define BINDING_BATCH 32
 #define BINDING_BATCH_WAIT_MS 20
 
@@ -1201,9 +1208,7 @@ static void flush_deferred_bindings(struct scheduler *s)
             results != NULL ? results[i] : (struct remote_binding){KC_ERROR, 0, false};
         if (cycle->sp->deleted)
             res.status = KC_ERROR; /* deleted while the batch waited: no binding */
-        if (res.status == KC_SUCCESS && res.requested &&
-            (s->sink.bind == NULL ||
-             s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) != 0))
+        if (res.status == KC_SUCCESS && res.requested && !sink_bind(s, cycle))
             res.status = KC_ERROR;
         if (res.status == KC_SKIP) {
             s->stats.bind_failures++;
@@ -1252,9 +1257,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         /* a Bind plugin in a plugin host asks for the binding; the binder is here */
         bool requested = false;
         st = remote_phase(s, cycle, PHASE_BIND, cycle->node_name, &failed, NULL, NULL, &requested);
-        if (st == KC_SUCCESS && requested &&
-            (s->sink.bind == NULL ||
-             s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) != 0))
+        if (st == KC_SUCCESS && requested && !sink_bind(s, cycle))
             st = KC_ERROR;
     }
     if (st == KC_SKIP) {
