@@ -247,7 +247,10 @@ static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
     struct scheduler *s = cycle->sched;
     if (s->sink.bind == NULL)
         return -1;
-    return s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
+    int rc = s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
+    if (rc == 1)
+        cycle->bind_pending = true; /* the result comes later: the binding cycle waits */
+    return rc > 0 ? 0 : rc;
 }
 
 void hostapi_fill(kc_host_api *api)

@@ -1,37 +1,107 @@
-/* kcycle-scheduler: parse arguments, then run the simulator (the bridge mode comes later). */
+/* kcycle-scheduler: parse arguments, then run the simulator (--simulate) or schedule a real
+ * cluster through kcycle-kube-bridge (--bridge). */
 #include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <kcycle/version.h>
 
+#include "bridge_client.h"
+#include "health.h"
 #include "log.h"
 #include "simulator.h"
 
+static atomic_bool stop_requested;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&stop_requested, true);
+}
+
+static bool health_check(void *ctx, const char *path)
+{
+    struct bridge_client *b = ctx;
+    if (strcmp(path, "/readyz") == 0)
+        return bridge_client_ready(b);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return bridge_client_alive(b, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+/* Schedule a real cluster until SIGTERM or SIGINT. */
+static int run_bridge(const struct bridge_client_options *opt, int health_port)
+{
+    static struct bridge_client client;
+    struct kc_error err = {{0}};
+    int rc = bridge_client_open(&client, opt, &err);
+    if (rc < 0) {
+        fprintf(stderr, "kcycle-scheduler: %s\n", err.message[0] ? err.message : kc_strerror(rc));
+        bridge_client_close(&client);
+        return 1;
+    }
+    struct health_server *health = NULL;
+    if (health_port > 0 && health_start(&health, health_port, health_check, &client, &err) < 0) {
+        fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
+        bridge_client_close(&client);
+        return 1;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    bridge_client_run(&client, &stop_requested);
+    health_stop(health);
+    const struct scheduler_stats *st = &client.sched.stats;
+    log_info("stopping: %llu attempts, %llu scheduled, %llu binding failures",
+             (unsigned long long)st->attempts, (unsigned long long)st->scheduled,
+             (unsigned long long)st->bind_failures);
+    bridge_client_close(&client);
+    return 0;
+}
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kcycle-scheduler --simulate FILE [--report FILE.json] [options]\n"
-                 "\n"
-                 "  --simulate FILE     schedule the cluster and workload described in FILE\n"
-                 "  --report FILE.json  write the placements and summary as JSON\n"
-                 "  --config FILE       scheduler configuration (YAML or JSON)\n"
-                 "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
-                 "  --quiet             no placement table, only the summary\n"
-                 "  --no-progress       no progress lines on stderr (runs over a second)\n"
-                 "  -v, --verbose       more log output (repeat for debug)\n"
-                 "  --version           print the version\n");
+    fprintf(out,
+            "usage: kcycle-scheduler --simulate FILE [--report FILE.json] [options]\n"
+            "       kcycle-scheduler --bridge URL [options]\n"
+            "\n"
+            "  --simulate FILE     schedule the cluster and workload described in FILE\n"
+            "  --report FILE.json  write the placements and summary as JSON\n"
+            "  --bridge URL        schedule the cluster kcycle-kube-bridge serves at URL\n"
+            "                      (e.g. ipc:///run/kcycle/bridge.sock)\n"
+            "  --health-port N     with --bridge: /healthz and /readyz (default 10260; 0 off)\n"
+            "  --config FILE       scheduler configuration (YAML or JSON)\n"
+            "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
+            "  --quiet             no placement table, only the summary\n"
+            "  --no-progress       no progress lines on stderr (runs over a second)\n"
+            "  -v, --verbose       more log output (repeat for debug)\n"
+            "  --version           print the version\n");
 }
 
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"simulate", required_argument, NULL, 's'}, {"report", required_argument, NULL, 'r'},
-        {"config", required_argument, NULL, 'c'},   {"plugin-dir", required_argument, NULL, 'p'},
-        {"quiet", no_argument, NULL, 'q'},          {"no-progress", no_argument, NULL, 'P'},
-        {"verbose", no_argument, NULL, 'v'},        {"version", no_argument, NULL, 'V'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"simulate", required_argument, NULL, 's'},
+        {"report", required_argument, NULL, 'r'},
+        {"config", required_argument, NULL, 'c'},
+        {"plugin-dir", required_argument, NULL, 'p'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"no-progress", no_argument, NULL, 'P'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {"bridge", required_argument, NULL, 'b'},
+        {"health-port", required_argument, NULL, 'H'},
+        {NULL, 0, NULL, 0},
     };
+    const char *bridge_url = NULL;
+    int health_port = 10260;
     struct sim_options opt = {.progress = true};
     int verbosity = 0, c;
     while ((c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
@@ -41,6 +111,18 @@ int main(int argc, char **argv)
         case 'c': opt.config_path = optarg; break;
         case 'p': opt.plugin_dir = optarg; break;
         case 'q': opt.quiet = true; break;
+        case 'b': bridge_url = optarg; break;
+        case 'H': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end != '\0' || n < 0 || n > 65535) {
+                fprintf(stderr, "kcycle-scheduler: --health-port '%s': expected 0..65535\n",
+                        optarg);
+                return 2;
+            }
+            health_port = (int)n;
+            break;
+        }
         case 'P': opt.progress = false; break;
         case 'v': verbosity++; break;
         case 'V':
@@ -55,13 +137,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcycle-scheduler: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
-    if (opt.sim_path == NULL) {
-        fprintf(stderr, "kcycle-scheduler: only --simulate FILE is available in this build; "
-                        "the Kubernetes bridge mode is not built yet\n");
+    if ((opt.sim_path == NULL) == (bridge_url == NULL)) {
+        fprintf(stderr, "kcycle-scheduler: give one of --simulate FILE or --bridge URL\n");
         usage(stderr);
         return 2;
     }
     log_set_level(verbosity >= 2 ? KC_LOG_DEBUG : verbosity == 1 ? KC_LOG_INFO : KC_LOG_WARN);
+    if (bridge_url != NULL) {
+        struct bridge_client_options bopt = {
+            .url = bridge_url, .config_path = opt.config_path, .plugin_dir = opt.plugin_dir};
+        return run_bridge(&bopt, health_port);
+    }
 
     struct simulator sim;
     struct kc_error err = {{0}};

@@ -419,7 +419,9 @@ static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outco
     free(sp->reason);
     sp->reason = reason;
     if (s->sink.unschedulable != NULL)
-        s->sink.unschedulable(s->sink.ctx, sp->pod, sp->reason);
+        s->sink.unschedulable(s->sink.ctx, sp->pod,
+                              outcome == OUTCOME_ERROR ? "SchedulerError" : "Unschedulable",
+                              sp->reason);
     sp->backoff_attempts = sp->attempts;
     sp->pod->enqueue_ms = now; /* kube's queue timestamp: when it last entered the queue */
     if (outcome == OUTCOME_ERROR)
@@ -1166,8 +1168,64 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
 /* A Bind plugin in a plugin host asked for the binding: the binder is here. */
 static bool sink_bind(struct scheduler *s, struct kc_cycle *cycle)
 {
-    return s->sink.bind != NULL &&
-           s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations) == 0;
+    if (s->sink.bind == NULL)
+        return false;
+    int rc = s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations);
+    if (rc == 1)
+        cycle->bind_pending = true;
+    return rc >= 0;
+}
+
+/* Bound: PostBind, then the pod counts as assigned. */
+static void complete_binding(struct scheduler *s, struct kc_cycle *cycle)
+{
+    scheduler_phase(s, cycle, PHASE_POST_BIND, cache_node(&s->cache, cycle->node_name), NULL, NULL,
+                    NULL);
+    if (!cycle->remote_post_bind_done)
+        remote_phase(s, cycle, PHASE_POST_BIND, cycle->node_name, NULL, NULL, NULL, NULL);
+    finish_bound(s, cycle);
+}
+
+/* The binding was sent; the binding cycle stays open (the pod assumed) until its result. */
+static void await_binding(struct scheduler *s, struct kc_cycle *cycle)
+{
+    if (strmap_put(&s->binds_in_flight, cycle->sp->pod->uid, cycle) < 0) {
+        /* no room to wait: the binding is on its way, so count the pod as bound now; a
+         * failure then shows as the pod coming back unassigned through the watch */
+        complete_binding(s, cycle);
+    }
+}
+
+int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const char *message)
+{
+    current_scheduler = s;
+    struct kc_cycle *cycle = strmap_remove(&s->binds_in_flight, uid);
+    if (cycle == NULL)
+        return -ENOENT;
+    if (rc == 0) {
+        complete_binding(s, cycle);
+        return 0;
+    }
+    s->stats.bind_failures++;
+    char text[768];
+    snprintf(text, sizeof(text), "binding rejected: %s",
+             message != NULL && message[0] != '\0' ? message : kc_strerror(rc));
+    unreserve(s, cycle);
+    fail_attempt(s, cycle, OUTCOME_ERROR, text);
+    return 0;
+}
+
+void scheduler_bind_results_lost(struct scheduler *s, const char *why)
+{
+    current_scheduler = s;
+    /* removal leaves a tombstone and failing inserts nothing here: one pass sees every entry */
+    for (uint32_t i = 0; i < s->binds_in_flight.capacity; i++) {
+        struct kc_cycle *cycle = s->binds_in_flight.entries[i].value;
+        if (cycle == NULL)
+            continue;
+        s->stats.binds_lost++;
+        scheduler_bind_result(s, cycle->sp->pod->uid, -EIO, why);
+    }
 }
 
 #define BINDING_BATCH 32
@@ -1219,9 +1277,11 @@ static void flush_deferred_bindings(struct scheduler *s)
             s->stats.bind_failures++;
             fail_in_phase(s, cycle, &s->fw.plugins[res.failed], "Bind", KC_ERROR, true);
         } else {
-            scheduler_phase(s, cycle, PHASE_POST_BIND, cache_node(&s->cache, cycle->node_name),
-                            NULL, NULL, NULL);
-            finish_bound(s, cycle);
+            cycle->remote_post_bind_done = true; /* the hosts' PostBind rode in the batch */
+            if (cycle->bind_pending)
+                await_binding(s, cycle);
+            else
+                complete_binding(s, cycle);
         }
     }
     free(results);
@@ -1270,9 +1330,10 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         s->stats.bind_failures++;
         return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind", KC_ERROR, true);
     }
-    scheduler_phase(s, cycle, PHASE_POST_BIND, node, NULL, NULL, NULL);
-    remote_phase(s, cycle, PHASE_POST_BIND, cycle->node_name, NULL, NULL, NULL, NULL);
-    finish_bound(s, cycle);
+    if (cycle->bind_pending)
+        await_binding(s, cycle);
+    else
+        complete_binding(s, cycle);
 }
 
 static void remove_waiting(struct scheduler *s, uint32_t i)
@@ -1442,6 +1503,14 @@ void scheduler_close(struct scheduler *s)
         free_cycle_and_pod(s->deferred[i]);
     }
     free(s->deferred);
+    for (uint32_t i = 0; i < s->binds_in_flight.capacity; i++) {
+        struct kc_cycle *cycle = s->binds_in_flight.entries[i].value;
+        if (cycle != NULL) {
+            strmap_remove(&s->pods, cycle->sp->pod->uid);
+            free_cycle_and_pod(cycle);
+        }
+    }
+    strmap_free(&s->binds_in_flight);
     for (uint32_t i = 0; i < s->pods.capacity; i++)
         if (s->pods.entries[i].value != NULL)
             sched_pod_free(s->pods.entries[i].value);

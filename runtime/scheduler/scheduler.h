@@ -26,12 +26,16 @@ struct scheduler;
 /* Where decisions go: the simulator records them, the bridge sends them to the API server. */
 struct scheduler_sink {
     void *ctx;
-    /* Bind pod to node with the cycle's annotations. 0 on success; the scheduler then treats
-     * the pod as assigned (a later pod update with spec.nodeName confirms it). */
+    /* Bind pod to node with the cycle's annotations. 0: bound, the scheduler treats the pod as
+     * assigned (a later pod update with spec.nodeName confirms it). 1: sent, the result comes
+     * later through scheduler_bind_result (the pod stays assumed and its binding cycle open
+     * until then). Negative: the binding failed. */
     int (*bind)(void *ctx, const struct pod *pod, const char *node,
                 const struct kv_list *annotations);
-    /* The pod could not be scheduled: PodScheduled=False, reason Unschedulable, message. */
-    void (*unschedulable)(void *ctx, const struct pod *pod, const char *message);
+    /* The attempt failed: PodScheduled=False with reason "Unschedulable" (no node fits) or
+     * "SchedulerError" (a plugin, a plugin host or the binding failed), and the message. */
+    void (*unschedulable)(void *ctx, const struct pod *pod, const char *reason,
+                          const char *message);
     /* The pod was bound (Scheduled event). */
     void (*bound)(void *ctx, const struct pod *pod, const char *node);
 };
@@ -67,6 +71,8 @@ struct kc_cycle {
     char *node_name;    /* after Reserve: the chosen node */
     char *message;      /* a cycle-level rejection (PreFilter, Permit, ...) */
     uint64_t rejectors; /* plugins that rejected in this attempt */
+    bool bind_pending;  /* the sink sent the binding; scheduler_bind_result ends the cycle */
+    bool remote_post_bind_done; /* plugin hosts already ran PostBind (batched binding) */
 };
 
 struct kc_waiting_pod {
@@ -90,6 +96,7 @@ struct scheduler_stats {
     uint64_t permit_waits;
     uint64_t permit_timeouts;
     uint64_t bind_failures;
+    uint64_t binds_lost;       /* results that never came (the binder restarted): retried */
     uint64_t parallel_filters; /* attempts whose Filter ran on the worker threads */
 };
 
@@ -131,6 +138,7 @@ struct scheduler {
     uint32_t binding_count, binding_capacity;
     struct remote remote; /* plugin hosts (isolation: process) */
     /* binding cycles waiting to go to a plugin host's binder together */
+    struct strmap binds_in_flight; /* uid -> struct kc_cycle: sent, result not yet known */
     struct kc_cycle **deferred;
     uint32_t deferred_count, deferred_capacity;
     int64_t deferred_since_us;
@@ -168,6 +176,14 @@ int scheduler_schedule_one(struct scheduler *s);
 /* Housekeeping: backoff and flush timers, Permit timeouts, allowed/rejected waiting pods and
  * the binding cycles ready to run. Returns how many binding cycles completed. */
 int scheduler_tick(struct scheduler *s);
+/* The result of a binding the sink sent (sink.bind returned 1): rc 0 bound (PostBind runs and
+ * the pod counts as assigned), negative failed (Unreserve, the pod is forgotten and backs off
+ * with message as its reason). -ENOENT when no binding of that pod is in flight. */
+int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const char *message);
+/* The binder restarted and its results are lost: every binding in flight fails with why and
+ * is retried after backoff (the API server refuses a second binding of a bound pod). */
+void scheduler_bind_results_lost(struct scheduler *s, const char *why);
+
 /* Earliest time a timer (backoff, flush, Permit) fires, or INT64_MAX. */
 int64_t scheduler_next_due(const struct scheduler *s);
 /* Anything left to do right now (active pods, binding cycles, decided waiting pods). */

@@ -51,9 +51,11 @@ static int record_bind(void *ctx, const struct pod *pod, const char *node,
     return 0;
 }
 
-static void record_unschedulable(void *ctx, const struct pod *pod, const char *message)
+static void record_unschedulable(void *ctx, const struct pod *pod, const char *reason,
+                                 const char *message)
 {
     (void)pod;
+    (void)reason;
     struct recorder *r = ctx;
     r->unschedulable_count++;
     snprintf(r->last_unschedulable, sizeof(r->last_unschedulable), "%s", message);

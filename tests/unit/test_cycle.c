@@ -1,7 +1,9 @@
 /* The scheduling and binding cycles, proven with two recording plugins: phase order,
  * Unreserve order, Permit wait/allow/timeout, parking and requeue, backoff growth. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +27,8 @@ struct harness {
     char bound_node[64];
     int bound_count;
     int unschedulable_count;
+    bool async_bind;      /* the sink answers 1: the result comes later */
+    char last_reason[32]; /* "Unschedulable" or "SchedulerError" */
 };
 
 static int64_t fake_now(void *ctx)
@@ -37,12 +41,15 @@ static int sink_bind(void *ctx, const struct pod *pod, const char *node,
 {
     struct harness *h = ctx;
     snprintf(h->bound_node, sizeof(h->bound_node), "%s", node);
-    return 0;
+    return h->async_bind ? 1 : 0;
 }
 
-static void sink_unschedulable(void *ctx, const struct pod *pod, const char *message)
+static void sink_unschedulable(void *ctx, const struct pod *pod, const char *reason,
+                               const char *message)
 {
-    ((struct harness *)ctx)->unschedulable_count++;
+    struct harness *h = ctx;
+    h->unschedulable_count++;
+    snprintf(h->last_reason, sizeof(h->last_reason), "%s", reason);
 }
 
 static void sink_bound(void *ctx, const struct pod *pod, const char *node)
@@ -577,6 +584,107 @@ static void test_parallel_filter_places_pods_as_sequential_filter(void **state)
     free(parallel);
 }
 
+/* A binder that answers later (the bridge): the binding cycle stays open, the pod assumed, and
+ * PostBind waits for the result. */
+static void test_async_binding_waits_for_its_result(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    clear_log(h);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_string_equal(read_log(h), "recorder:PreBind, recorder2:PreBind, recorder:Bind, "
+                                     "recorder2:Bind");
+    assert_int_equal(h->bound_count, 0);
+    assert_int_equal(h->sched.binds_in_flight.count, 1);
+    assert_true(cache_pod(&h->sched.cache, "default/p")->assumed);
+    assert_false(scheduler_busy(&h->sched));
+    clear_log(h);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", 0, NULL), 0);
+    assert_string_equal(read_log(h), "recorder:PostBind, recorder2:PostBind");
+    assert_int_equal(h->bound_count, 1);
+    assert_int_equal(h->sched.binds_in_flight.count, 0);
+    assert_false(cache_pod(&h->sched.cache, "default/p")->assumed);
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 1);
+    /* a second answer for the same pod changes nothing */
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", 0, NULL), -ENOENT);
+    assert_int_equal(h->bound_count, 1);
+    harness_close(h);
+}
+
+static void test_rejected_binding_unreserves_and_backs_off(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    clear_log(h);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", -EEXIST,
+                                           "the API server answered 409: conflict"),
+                     0);
+    assert_string_equal(read_log(h), "recorder2:Unreserve, recorder:Unreserve");
+    struct sched_pod *sp = pending(h, "p");
+    assert_non_null(sp);
+    assert_int_equal(sp->state, SP_BACKOFF);
+    assert_string_equal(sp->reason, "binding rejected: the API server answered 409: conflict");
+    assert_string_equal(h->last_reason, "SchedulerError");
+    assert_null(cache_pod(&h->sched.cache, "default/p"));
+    assert_int_equal(h->sched.stats.bind_failures, 1);
+    /* after its backoff the pod is tried again and binds */
+    h->now += 1000;
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", 0, NULL), 0);
+    assert_int_equal(h->bound_count, 1);
+    harness_close(h);
+}
+
+/* The watch may show the binding before its answer arrives: the pod is counted once. */
+static void test_watch_confirms_binding_before_its_result(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct pod *bound = make_pod("p");
+    bound->node_name = strdup("node-0");
+    assert_int_equal(scheduler_pod_update(&h->sched, bound), 0);
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 1);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", 0, NULL), 0);
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 1);
+    assert_false(cache_pod(&h->sched.cache, "default/p")->assumed);
+    const char *node = NULL, *reason = NULL;
+    assert_int_equal(scheduler_pod_status(&h->sched, "default/p", &node, &reason), 1);
+    assert_string_equal(node, "node-0");
+    assert_null(pending(h, "p"));
+    harness_close(h);
+}
+
+/* The binder restarted: answers that never come fail the bindings, and the pods retry. */
+static void test_lost_binding_results_are_retried(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 2);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("a")), 0);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("b")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(h->sched.binds_in_flight.count, 2);
+    scheduler_bind_results_lost(&h->sched, "the bridge restarted");
+    assert_int_equal(h->sched.binds_in_flight.count, 0);
+    assert_int_equal(h->sched.stats.binds_lost, 2);
+    assert_int_equal(pending(h, "a")->state, SP_BACKOFF);
+    assert_int_equal(pending(h, "b")->state, SP_BACKOFF);
+    assert_null(cache_pod(&h->sched.cache, "default/a"));
+    assert_null(cache_pod(&h->sched.cache, "default/b"));
+    harness_close(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -597,6 +705,10 @@ int main(void)
         cmocka_unit_test(test_pod_update_does_not_skip_backoff),
         cmocka_unit_test(test_terminating_pod_leaves_the_queue),
         cmocka_unit_test(test_pod_bound_elsewhere_while_waiting_is_released),
+        cmocka_unit_test(test_async_binding_waits_for_its_result),
+        cmocka_unit_test(test_rejected_binding_unreserves_and_backs_off),
+        cmocka_unit_test(test_watch_confirms_binding_before_its_result),
+        cmocka_unit_test(test_lost_binding_results_are_retried),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

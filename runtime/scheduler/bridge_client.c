@@ -1,0 +1,563 @@
+/* kcycle-scheduler --bridge: the cluster comes from kcycle-kube-bridge over nng, decisions go
+ * back to it. The scheduler schedules only while the bridge holds the lease, and treats every
+ * binding whose result it may never hear (the bridge went away) as failed and retried: the API
+ * server refuses a second binding of a bound pod, so a retry never binds twice. */
+#include "bridge_client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/protocol/pair1/pair.h>
+
+#include "array.h"
+#include "log.h"
+#include "model.h"
+#include "proto_convert.h"
+
+#define LOOP_BUDGET_US 20000 /* schedule at most this long before looking at messages again */
+#define IDLE_WAIT_MS 100
+#define SEND_TIMEOUT_MS 5000
+
+static int64_t realtime_ms(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t monotonic_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* ---- commands to the bridge, gathered during one loop turn ---- */
+
+static void free_labels(Kcycle__V1__Label **labels, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(labels[i]->key);
+        free(labels[i]->value);
+        free(labels[i]);
+    }
+    free(labels);
+}
+
+static void clear_out(struct bridge_client *b)
+{
+    Kcycle__V1__ToBridge *out = &b->out;
+    for (size_t i = 0; i < out->n_bindings; i++) {
+        Kcycle__V1__Binding *m = out->bindings[i];
+        free(m->namespace_);
+        free(m->name);
+        free(m->uid);
+        free(m->node);
+        free_labels(m->annotations, m->n_annotations);
+        free(m);
+    }
+    for (size_t i = 0; i < out->n_unschedulable; i++) {
+        Kcycle__V1__Unschedulable *m = out->unschedulable[i];
+        free(m->namespace_);
+        free(m->name);
+        free(m->uid);
+        free(m->reason);
+        free(m->message);
+        free(m);
+    }
+    for (size_t i = 0; i < out->n_scheduled; i++) {
+        Kcycle__V1__Scheduled *m = out->scheduled[i];
+        free(m->namespace_);
+        free(m->name);
+        free(m->uid);
+        free(m->node);
+        free(m);
+    }
+    out->n_bindings = out->n_unschedulable = out->n_scheduled = 0;
+    out->hello = false;
+}
+
+/* Room for one more pointer in a growing array of messages; false on allocation failure. */
+static bool reserve_slot(void ***items, uint32_t *capacity, size_t count)
+{
+    void *grown = array_grow(*items, capacity, (uint32_t)count + 1, sizeof(void *));
+    if (grown == NULL)
+        return false;
+    *items = grown;
+    return true;
+}
+
+static int sink_bind(void *ctx, const struct pod *pod, const char *node,
+                     const struct kv_list *annotations)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected || !b->leader)
+        return -ENOTCONN; /* the attempt fails and the pod backs off */
+    if (!reserve_slot((void ***)&b->bindings, &b->binding_capacity, b->out.n_bindings))
+        return -ENOMEM;
+    Kcycle__V1__Binding *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return -ENOMEM;
+    kcycle__v1__binding__init(m);
+    m->id = ++b->next_bind_id;
+    m->namespace_ = strdup(pod->namespace);
+    m->name = strdup(pod->name);
+    m->uid = strdup(pod->uid);
+    m->node = strdup(node);
+    m->annotations = calloc(annotations->count + 1, sizeof(*m->annotations));
+    bool ok = m->namespace_ != NULL && m->name != NULL && m->uid != NULL && m->node != NULL &&
+              m->annotations != NULL;
+    for (uint32_t i = 0; ok && i < annotations->count; i++) {
+        Kcycle__V1__Label *l = calloc(1, sizeof(*l));
+        if (l == NULL) {
+            ok = false;
+            break;
+        }
+        kcycle__v1__label__init(l);
+        m->annotations[m->n_annotations++] = l;
+        l->key = strdup(annotations->items[i].key);
+        l->value = strdup(annotations->items[i].value);
+        ok = l->key != NULL && l->value != NULL;
+    }
+    b->out.bindings = b->bindings;
+    b->out.bindings[b->out.n_bindings++] = m;
+    if (!ok)
+        return -ENOMEM; /* freed with the rest by clear_out; the attempt fails */
+    return 1;
+}
+
+static void sink_unschedulable(void *ctx, const struct pod *pod, const char *reason,
+                               const char *message)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected || !reserve_slot((void ***)&b->unschedulable, &b->unschedulable_capacity,
+                                       b->out.n_unschedulable))
+        return; /* the next attempt reports it again */
+    Kcycle__V1__Unschedulable *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return;
+    kcycle__v1__unschedulable__init(m);
+    m->namespace_ = strdup(pod->namespace);
+    m->name = strdup(pod->name);
+    m->uid = strdup(pod->uid);
+    m->reason = strdup(reason);
+    m->message = strdup(message);
+    b->out.unschedulable = b->unschedulable;
+    b->out.unschedulable[b->out.n_unschedulable++] = m;
+}
+
+static void sink_bound(void *ctx, const struct pod *pod, const char *node)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected ||
+        !reserve_slot((void ***)&b->scheduled, &b->scheduled_capacity, b->out.n_scheduled))
+        return;
+    Kcycle__V1__Scheduled *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return;
+    kcycle__v1__scheduled__init(m);
+    m->namespace_ = strdup(pod->namespace);
+    m->name = strdup(pod->name);
+    m->uid = strdup(pod->uid);
+    m->node = strdup(node);
+    b->out.scheduled = b->scheduled;
+    b->out.scheduled[b->out.n_scheduled++] = m;
+}
+
+/* A packed ToBridge that could not be sent: its bindings will never be answered. */
+static void fail_unsent_bindings(struct bridge_client *b, const char *why)
+{
+    for (size_t i = 0; i < b->out.n_bindings; i++)
+        scheduler_bind_result(&b->sched, b->out.bindings[i]->uid, -EIO, why);
+}
+
+static void flush(struct bridge_client *b)
+{
+    Kcycle__V1__ToBridge *out = &b->out;
+    if (!out->hello && out->n_bindings == 0 && out->n_unschedulable == 0 && out->n_scheduled == 0)
+        return;
+    size_t len = kcycle__v1__to_bridge__get_packed_size(out);
+    nng_msg *msg;
+    int rc = nng_msg_alloc(&msg, len);
+    if (rc == 0) {
+        kcycle__v1__to_bridge__pack(out, nng_msg_body(msg));
+        rc = nng_sendmsg(b->sock, msg, 0);
+        if (rc != 0)
+            nng_msg_free(msg);
+    }
+    if (rc != 0) {
+        log_warn("bridge: could not send %zu binding(s) and %zu status update(s): %s",
+                 out->n_bindings, out->n_unschedulable, nng_strerror(rc));
+        fail_unsent_bindings(b, "the bridge did not take the binding");
+    }
+    clear_out(b);
+}
+
+/* ---- the cluster, from the bridge ---- */
+
+static void seen_add(struct bridge_client *b, char prefix, const char *a, const char *c)
+{
+    if (!b->syncing)
+        return;
+    char *key;
+    if (asprintf(&key, "%c/%s/%s", prefix, a, c != NULL ? c : "") < 0)
+        return;
+    if (strmap_get(&b->seen, key) != NULL) {
+        free(key);
+        return;
+    }
+    void *grown =
+        array_grow(b->seen_keys, &b->seen_capacity, b->seen_count + 1, sizeof(*b->seen_keys));
+    if (grown == NULL || strmap_put(&b->seen, key, key) < 0) {
+        free(key);
+        if (grown != NULL)
+            b->seen_keys = grown;
+        return;
+    }
+    b->seen_keys = grown;
+    b->seen_keys[b->seen_count++] = key;
+}
+
+static bool was_seen(struct bridge_client *b, char prefix, const char *a, const char *c)
+{
+    char key[1024];
+    snprintf(key, sizeof(key), "%c/%s/%s", prefix, a, c != NULL ? c : "");
+    return strmap_get(&b->seen, key) != NULL;
+}
+
+static void seen_clear(struct bridge_client *b)
+{
+    for (uint32_t i = 0; i < b->seen_count; i++)
+        free(b->seen_keys[i]);
+    free(b->seen_keys);
+    b->seen_keys = NULL;
+    b->seen_count = b->seen_capacity = 0;
+    strmap_free(&b->seen);
+}
+
+static void sync_begin(struct bridge_client *b)
+{
+    /* whatever was sent before is answered by the new state, not by results */
+    scheduler_bind_results_lost(&b->sched, "the bridge restarted before answering");
+    seen_clear(b);
+    b->syncing = true;
+    b->synced = false;
+}
+
+/* Names collected before acting on them: deleting reorders the node array and the maps. */
+struct name_list {
+    char **items;
+    uint32_t count, capacity;
+};
+
+static void name_list_add(struct name_list *l, const char *name)
+{
+    void *grown = array_grow(l->items, &l->capacity, l->count + 1, sizeof(*l->items));
+    if (grown == NULL)
+        return; /* the next sync finds it again */
+    l->items = grown;
+    if ((l->items[l->count] = strdup(name)) != NULL)
+        l->count++;
+}
+
+static void name_list_clear(struct name_list *l)
+{
+    for (uint32_t i = 0; i < l->count; i++)
+        free(l->items[i]);
+    l->count = 0;
+}
+
+/* Everything not restated during the sync is gone from the cluster. */
+static void sync_end(struct bridge_client *b)
+{
+    struct scheduler *s = &b->sched;
+    struct name_list gone = {0};
+    for (uint32_t i = 0; i < s->cache.node_count; i++)
+        if (!was_seen(b, 'n', s->cache.nodes[i].node->name, NULL))
+            name_list_add(&gone, s->cache.nodes[i].node->name);
+    for (uint32_t i = 0; i < gone.count; i++)
+        scheduler_node_delete(s, gone.items[i]);
+    uint32_t nodes_gone = gone.count;
+    name_list_clear(&gone);
+    struct strmap *pod_maps[] = {&s->assigned, &s->pods};
+    for (int m = 0; m < 2; m++)
+        for (uint32_t i = 0; i < pod_maps[m]->capacity; i++) {
+            const struct strmap_entry *e = &pod_maps[m]->entries[i];
+            if (e->value != NULL && !was_seen(b, 'p', e->key, NULL))
+                name_list_add(&gone, e->key);
+        }
+    for (uint32_t i = 0; i < gone.count; i++)
+        scheduler_pod_delete(s, gone.items[i]);
+    uint32_t pods_gone = gone.count;
+    name_list_clear(&gone);
+    for (uint32_t i = 0; i < s->objects.capacity; i++) {
+        const struct kept_object *k = s->objects.entries[i].value;
+        if (k != NULL && !was_seen(b, 'o', k->key, NULL))
+            name_list_add(&gone, k->key);
+    }
+    for (uint32_t i = 0; i < gone.count; i++) {
+        struct kept_object *k = strmap_get(&s->objects, gone.items[i]);
+        if (k == NULL)
+            continue;
+        /* the event removes the kept object: pass copies */
+        struct sim_object o = {strdup(k->object.kind),
+                               k->object.namespace ? strdup(k->object.namespace) : NULL,
+                               strdup(k->object.name), NULL};
+        if (o.kind != NULL && o.name != NULL)
+            scheduler_object_event(s, KC_EVENT_OBJECT_DELETE, o.kind, o.namespace, o.name, NULL);
+        custom_object_clear(&o);
+    }
+    name_list_clear(&gone);
+    free(gone.items);
+    seen_clear(b);
+    b->syncing = false;
+    b->synced = true;
+    b->stats.syncs++;
+    log_info("bridge: in sync (session %llu): %u nodes, %u assigned and %u pending pods; %u "
+             "nodes and %u pods gone since the last sync",
+             (unsigned long long)b->session, s->cache.node_count, s->assigned.count, s->pods.count,
+             nodes_gone, pods_gone);
+}
+
+static void apply_change(struct bridge_client *b, const Kcycle__V1__ClusterChange *c)
+{
+    struct scheduler *s = &b->sched;
+    struct kc_error err = {{0}};
+    int rc = 0;
+    b->stats.changes++;
+    switch (c->change_case) {
+    case KCYCLE__V1__CLUSTER_CHANGE__CHANGE_NODE_PUT: {
+        struct node *node;
+        if ((rc = node_from_proto(c->node_put, &node, &err)) < 0)
+            break;
+        seen_add(b, 'n', node->name, NULL);
+        rc = scheduler_node_add(s, node);
+        break;
+    }
+    case KCYCLE__V1__CLUSTER_CHANGE__CHANGE_NODE_DELETE:
+        scheduler_node_delete(s, c->node_delete);
+        break;
+    case KCYCLE__V1__CLUSTER_CHANGE__CHANGE_POD_PUT: {
+        struct pod *pod;
+        if ((rc = pod_from_proto(c->pod_put, &pod, &err)) < 0)
+            break;
+        seen_add(b, 'p', pod->uid, NULL);
+        rc = scheduler_pod_add(s, pod);
+        break;
+    }
+    case KCYCLE__V1__CLUSTER_CHANGE__CHANGE_POD_DELETE:
+        scheduler_pod_delete(s, c->pod_delete);
+        break;
+    case KCYCLE__V1__CLUSTER_CHANGE__CHANGE_OBJECT_PUT:
+    case KCYCLE__V1__CLUSTER_CHANGE__CHANGE_OBJECT_DELETE: {
+        bool put = c->change_case == KCYCLE__V1__CLUSTER_CHANGE__CHANGE_OBJECT_PUT;
+        struct sim_object o;
+        if ((rc = custom_object_from_proto(put ? c->object_put : c->object_delete, &o, &err)) < 0)
+            break;
+        char key[1024];
+        snprintf(key, sizeof(key), "%s/%s/%s", o.kind, o.namespace != NULL ? o.namespace : "",
+                 o.name);
+        kc_event_type type = !put                                   ? KC_EVENT_OBJECT_DELETE
+                             : strmap_get(&s->objects, key) != NULL ? KC_EVENT_OBJECT_UPDATE
+                                                                    : KC_EVENT_OBJECT_ADD;
+        if (put)
+            seen_add(b, 'o', key, NULL);
+        rc = scheduler_object_event(s, type, o.kind, o.namespace, o.name, o.json);
+        custom_object_clear(&o);
+        break;
+    }
+    default:
+        rc = kc_error_set(&err, -EBADMSG, "a cluster change of unknown kind %d", c->change_case);
+    }
+    if (rc < 0 && rc != -ENOENT) {
+        b->stats.decode_errors++;
+        log_warn("bridge: a cluster change was not applied: %s",
+                 err.message[0] ? err.message : kc_strerror(rc));
+    }
+}
+
+static void apply_bind_result(struct bridge_client *b, const Kcycle__V1__BindResult *r)
+{
+    b->stats.bind_results++;
+    if (r->code == 201 || r->code == 200) {
+        scheduler_bind_result(&b->sched, r->uid, 0, NULL);
+        return;
+    }
+    b->stats.bind_failures++;
+    char text[640];
+    if (r->code == 0)
+        snprintf(text, sizeof(text), "%s", r->message);
+    else
+        snprintf(text, sizeof(text), "the API server answered %d: %s", r->code, r->message);
+    int rc = r->code == 404 ? -ENOENT : r->code == 409 ? -EEXIST : -EIO;
+    scheduler_bind_result(&b->sched, r->uid, rc, text);
+}
+
+static void handle_message(struct bridge_client *b, nng_msg *msg)
+{
+    b->stats.messages++;
+    Kcycle__V1__ToScheduler *m =
+        kcycle__v1__to_scheduler__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
+    nng_msg_free(msg);
+    if (m == NULL) {
+        b->stats.decode_errors++;
+        log_warn("bridge: a message from the bridge does not decode (version mismatch?)");
+        return;
+    }
+    if (m->sync_begin) {
+        b->session = m->session;
+        sync_begin(b);
+    }
+    for (size_t i = 0; i < m->n_changes; i++)
+        apply_change(b, m->changes[i]);
+    for (size_t i = 0; i < m->n_bind_results; i++)
+        apply_bind_result(b, m->bind_results[i]);
+    if (m->sync_end && b->syncing)
+        sync_end(b);
+    if (m->leadership != NULL && m->leadership->leader != b->leader) {
+        b->leader = m->leadership->leader;
+        log_warn("bridge: %s (lease holder: %s)",
+                 b->leader ? "this replica leads: scheduling" : "not the leader: not scheduling",
+                 m->leadership->identity[0] ? m->leadership->identity : "unknown");
+    }
+    kcycle__v1__to_scheduler__free_unpacked(m, NULL);
+}
+
+/* ---- connection ---- */
+
+static void pipe_notify(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+    (void)pipe;
+    struct bridge_client *b = arg;
+    atomic_fetch_add(ev == NNG_PIPE_EV_ADD_POST ? &b->pipe_adds : &b->pipe_removes, 1);
+}
+
+/* A pipe came or went since the last look. A drop and a reconnect between two looks count as
+ * a loss: nothing sent on the old pipe can be trusted to have arrived. */
+static void check_pipe(struct bridge_client *b)
+{
+    unsigned adds = atomic_load(&b->pipe_adds), removes = atomic_load(&b->pipe_removes);
+    if (adds + removes == b->pipe_events_seen)
+        return;
+    bool up = adds > removes; /* pair: one peer at a time */
+    b->pipe_events_seen = adds + removes;
+    if (b->connected) {
+        /* lost (or lost and back): nothing sent before can be trusted to have arrived */
+        log_warn("bridge: the connection to the bridge was lost; not scheduling until it is "
+                 "back");
+        b->connected = false;
+        b->leader = false;
+        b->synced = false;
+        b->syncing = false;
+        seen_clear(b);
+        clear_out(b);
+        scheduler_bind_results_lost(&b->sched, "the connection to the bridge was lost");
+    }
+    if (up) {
+        b->connected = true;
+        b->out.hello = true;
+        log_info("bridge: connected; asking for the cluster");
+    }
+}
+
+int bridge_client_open(struct bridge_client *b, const struct bridge_client_options *opt,
+                       struct kc_error *err)
+{
+    memset(b, 0, sizeof(*b));
+    kcycle__v1__to_bridge__init(&b->out);
+    int rc = opt->config_path != NULL ? config_load_file(opt->config_path, &b->cfg, err)
+                                      : config_default(&b->cfg);
+    if (rc < 0)
+        return rc;
+    b->cfg.binder_elsewhere = false;
+    struct scheduler_sink sink = {
+        .ctx = b, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
+    struct scheduler_clock clock = {.ctx = b, .now_ms = realtime_ms};
+    if ((rc = scheduler_open(&b->sched, &b->cfg, opt->plugin_dir, &sink, &clock, err)) < 0)
+        return rc;
+    b->sched_open = true;
+    const char *url = opt->url != NULL ? opt->url : b->cfg.bridge_address;
+    if ((rc = nng_pair1_open(&b->sock)) != 0)
+        return kc_error_set(err, -ENOMEM, "cannot open the bridge socket: %s", nng_strerror(rc));
+    b->sock_open = true;
+    nng_pipe_notify(b->sock, NNG_PIPE_EV_ADD_POST, pipe_notify, b);
+    nng_pipe_notify(b->sock, NNG_PIPE_EV_REM_POST, pipe_notify, b);
+    nng_socket_set_ms(b->sock, NNG_OPT_RECONNMINT, 100);
+    nng_socket_set_ms(b->sock, NNG_OPT_RECONNMAXT, 2000);
+    nng_socket_set_ms(b->sock, NNG_OPT_SENDTIMEO, SEND_TIMEOUT_MS);
+    nng_socket_set_size(b->sock, NNG_OPT_RECVMAXSZ, 0); /* a full sync can be large */
+    /* non-blocking dial: the bridge may start later; nng keeps trying */
+    if ((rc = nng_dial(b->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
+        return kc_error_set(err, -EINVAL, "cannot dial the bridge at %s: %s", url,
+                            nng_strerror(rc));
+    log_info("bridge: dialing %s", url);
+    return 0;
+}
+
+bool bridge_client_alive(const struct bridge_client *b, int64_t now_ms)
+{
+    return now_ms - atomic_load(&((struct bridge_client *)b)->last_loop_ms) < 30000;
+}
+
+bool bridge_client_ready(const struct bridge_client *b)
+{
+    return atomic_load(&((struct bridge_client *)b)->ready);
+}
+
+int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
+{
+    struct scheduler *s = &b->sched;
+    while (!atomic_load(stop)) {
+        atomic_store(&b->last_loop_ms, realtime_ms(NULL));
+        check_pipe(b);
+        nng_msg *msg;
+        for (int i = 0; i < 256 && nng_recvmsg(b->sock, &msg, NNG_FLAG_NONBLOCK) == 0; i++)
+            handle_message(b, msg);
+        atomic_store(&b->ready, b->connected && b->synced);
+        bool may_schedule = b->connected && b->synced && b->leader;
+        if (may_schedule) {
+            int64_t start = monotonic_us();
+            for (uint32_t n = 1; monotonic_us() - start < LOOP_BUDGET_US; n++) {
+                if (scheduler_schedule_one(s) <= 0)
+                    break;
+                if (n % 32 == 0) {
+                    scheduler_tick(s);
+                    flush(b);
+                }
+            }
+        }
+        scheduler_tick(s);
+        flush(b);
+        if (may_schedule && scheduler_busy(s))
+            continue;
+        int64_t wait = IDLE_WAIT_MS;
+        if (may_schedule) {
+            int64_t due = scheduler_next_due(s) - scheduler_now(s);
+            if (due < wait)
+                wait = due < 1 ? 1 : due;
+        }
+        nng_socket_set_ms(b->sock, NNG_OPT_RECVTIMEO, (nng_duration)wait);
+        if (nng_recvmsg(b->sock, &msg, 0) == 0)
+            handle_message(b, msg);
+    }
+    return 0;
+}
+
+void bridge_client_close(struct bridge_client *b)
+{
+    if (b->sock_open)
+        nng_close(b->sock);
+    clear_out(b);
+    free(b->bindings);
+    free(b->unschedulable);
+    free(b->scheduled);
+    seen_clear(b);
+    if (b->sched_open)
+        scheduler_close(&b->sched);
+    config_free(&b->cfg);
+    memset(b, 0, sizeof(*b));
+}

@@ -1,0 +1,68 @@
+/* The scheduler's side of kcycle-kube-bridge: cluster changes in over nng, bindings, pod
+ * conditions and events out (proto/kcycle/v1/bridge.proto). The scheduler schedules only
+ * while its bridge holds the lease. */
+#ifndef KC_SCHED_BRIDGE_CLIENT_H
+#define KC_SCHED_BRIDGE_CLIENT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+
+#include "bridge.pb-c.h"
+#include "config.h"
+#include "error.h"
+#include "scheduler.h"
+#include "strmap.h"
+
+struct bridge_client_options {
+    const char *url;         /* the bridge's listen URL; NULL: the config's bridge.address */
+    const char *config_path; /* NULL: defaults */
+    const char *plugin_dir;
+};
+
+struct bridge_client {
+    struct config cfg;
+    struct scheduler sched;
+    bool sched_open;
+    nng_socket sock;
+    bool sock_open;
+    atomic_uint pipe_adds, pipe_removes; /* counted by nng's pipe callback */
+    unsigned pipe_events_seen;           /* adds + removes when last looked at */
+    bool connected;                      /* a pipe to the bridge is up */
+    bool synced;                         /* the bridge's full state arrived since the last hello */
+    bool leader;                         /* the bridge holds the lease */
+    uint64_t session;
+    /* during a sync: the keys restated since sync_begin (owned copies) */
+    bool syncing;
+    struct strmap seen;
+    char **seen_keys;
+    uint32_t seen_count, seen_capacity;
+    /* commands gathered during a loop turn, sent together */
+    Kcycle__V1__ToBridge out;
+    Kcycle__V1__Binding **bindings;
+    Kcycle__V1__Unschedulable **unschedulable;
+    Kcycle__V1__Scheduled **scheduled;
+    uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity;
+    uint64_t next_bind_id;
+    _Atomic int64_t last_loop_ms; /* for the liveness probe */
+    atomic_bool ready;            /* connected and in sync, for the readiness probe */
+    struct bridge_client_stats {
+        uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors;
+    } stats;
+};
+
+/* Load the config and plugins, open the scheduler and dial the bridge (the dialer reconnects
+ * by itself). After a failure bridge_client_close is still safe. */
+int bridge_client_open(struct bridge_client *b, const struct bridge_client_options *opt,
+                       struct kc_error *err);
+/* Run until *stop: apply changes, schedule while leader, send decisions. 0 when stopped. */
+int bridge_client_run(struct bridge_client *b, const atomic_bool *stop);
+void bridge_client_close(struct bridge_client *b);
+
+/* For the health endpoints: the loop turned within the last 30 s; synced and connected. */
+bool bridge_client_alive(const struct bridge_client *b, int64_t now_ms);
+bool bridge_client_ready(const struct bridge_client *b);
+
+#endif
