@@ -1,0 +1,179 @@
+/* The Kubernetes client library: connection config (kubeconfig or in-cluster), HTTP requests
+ * over libcurl with keep-alive, a streaming JSON splitter for watch bodies, and a reflector
+ * that lists then watches one resource and turns relists into add/update/delete diffs. Only
+ * the bridge links it; the scheduler never speaks HTTP. */
+#ifndef KC_KUBE_KUBE_H
+#define KC_KUBE_KUBE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "strmap.h"
+
+struct tree;
+
+/* ---- configuration ---- */
+
+/* Where the API server is and how to prove who we are. Every string is malloc'd or NULL. */
+struct kube_config {
+    char *server;           /* "https://host:port" (no trailing slash) */
+    char *ca_file;          /* PEM file to verify the server, or NULL */
+    char *ca_data;          /* PEM text (certificate-authority-data, decoded), or NULL */
+    char *token;            /* a fixed bearer token, or NULL */
+    char *token_file;       /* bearer token read from this file (re-read: tokens rotate) */
+    char *client_cert_file; /* client certificate (PEM) */
+    char *client_key_file;
+    char *client_cert_data; /* decoded client-certificate-data / client-key-data */
+    char *client_key_data;
+    char *namespace; /* the namespace this process runs in ("default" when unknown) */
+    bool insecure;   /* insecure-skip-tls-verify: true in the kubeconfig; never by default */
+};
+
+/* kubeconfig (YAML): clusters[].cluster.{server, certificate-authority(-data),
+ * insecure-skip-tls-verify}, users[].user.{token, tokenFile, client-certificate(-data),
+ * client-key(-data)}, contexts[].context.{cluster, user, namespace}, current-context.
+ * context NULL means current-context. Relative file paths are relative to the kubeconfig's
+ * folder. Errors name file:line:column. */
+int kube_config_from_kubeconfig(const char *path, const char *context, struct kube_config *out,
+                                struct kc_error *err);
+/* In-cluster: $KUBERNETES_SERVICE_HOST/PORT, the service account's ca.crt and token file under
+ * root (NULL: /var/run/secrets/kubernetes.io/serviceaccount), namespace from $POD_NAMESPACE or
+ * the namespace file. -ENOENT with a message when not in a cluster. */
+int kube_config_in_cluster(const char *root, struct kube_config *out, struct kc_error *err);
+void kube_config_free(struct kube_config *c);
+
+/* ---- requests ---- */
+
+/* One connection (a curl easy handle, kept alive, HTTP/2 when the server offers it). Not
+ * thread-safe: one per thread. */
+struct kube_client;
+
+/* user_agent: e.g. "kcycle-kube-bridge/1.0.0 (replica-a)". The client copies what it needs
+ * from cfg. */
+int kube_client_new(const struct kube_config *cfg, const char *user_agent,
+                    struct kube_client **out, struct kc_error *err);
+void kube_client_free(struct kube_client *c);
+
+/* A finished request: status is the HTTP status (0 when no response came); body is
+ * NUL-terminated, malloc'd. */
+struct kube_response {
+    long status;
+    char *body;
+    size_t len;
+};
+void kube_response_free(struct kube_response *r);
+
+/* Send one request and wait for the whole response. path starts with "/" and is appended to
+ * the server; body may be NULL. timeout_ms 0 means none. A 401 re-reads the token file and
+ * retries once. Returns 0 when a response arrived (whatever its status), or a negative code
+ * with err naming the method, path and what failed (connection refused, TLS, timeout). */
+int kube_request(struct kube_client *c, const char *method, const char *path,
+                 const char *content_type, const char *body, size_t body_len, long timeout_ms,
+                 struct kube_response *out, struct kc_error *err);
+
+/* Each complete JSON value of a stream, in order. Return 0 to go on, non-zero to stop. */
+typedef int (*kube_value_fn)(void *ctx, const char *json, size_t len);
+
+/* GET path and hand every top-level JSON value of the body to fn as it completes (a watch).
+ * Returns when the server closes the stream, fn returns non-zero, *stop becomes true (checked
+ * at least every 200 ms) or after timeout_ms of silence (0: none). *status gets the HTTP
+ * status. When the status is not 200 the body is not split: it is returned in *error_body
+ * (malloc'd, NUL-terminated, may be NULL). 0 on a clean end, negative on a transport error. */
+int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
+                const atomic_bool *stop, kube_value_fn fn, void *ctx, long *status,
+                char **error_body, struct kc_error *err);
+
+/* Splits a byte stream into top-level JSON values (objects, arrays, strings, numbers,
+ * literals) whatever the chunking: a value may arrive in many pieces and one piece may hold
+ * many values. Whitespace between values is skipped. */
+struct json_splitter {
+    char *buf;
+    size_t len, capacity;
+    size_t scanned; /* bytes of buf already scanned */
+    size_t start;   /* where the current value starts */
+    int depth;
+    bool in_value, in_string, escape;
+};
+/* Feed bytes; fn gets each completed value. Returns 0, -ENOMEM, -EPROTO on a byte that cannot
+ * start or continue a value (e.g. a stray '}' at depth 0), or fn's non-zero return. */
+int json_splitter_feed(struct json_splitter *s, const char *data, size_t len, kube_value_fn fn,
+                       void *ctx);
+/* (added) The stream ended: hand fn a top-level number or literal still waiting for the byte
+ * that ends it. 0 (nothing pending or delivered), -EPROTO when a string, object or array is
+ * unfinished, or fn's non-zero return. The value fn gets from either function is
+ * NUL-terminated during the call. A zeroed struct is an empty splitter. */
+int json_splitter_finish(struct json_splitter *s, kube_value_fn fn, void *ctx);
+void json_splitter_free(struct json_splitter *s);
+
+/* Build a query string value: percent-encodes everything but unreserved characters. Writes at
+ * most size bytes including the NUL; returns the length it needed. */
+size_t kube_url_encode(char *out, size_t size, const char *in);
+
+/* ---- reflector: list + watch one resource ---- */
+
+enum kube_event_type { KUBE_ADDED, KUBE_MODIFIED, KUBE_DELETED };
+
+struct kube_resource {
+    const char *kind;           /* "Pod": for messages */
+    const char *path;           /* "/api/v1/pods", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups" */
+    const char *field_selector; /* NULL or "status.phase!=Succeeded,status.phase!=Failed" */
+    uint32_t page_size;         /* list limit; 0: 500 */
+};
+
+struct kube_reflector_ops {
+    void *ctx;
+    /* An object changed. object is the parsed object ({metadata, spec, status} as struct
+     * tree), valid only during the call; NULL for a delete that a relist discovered (the
+     * object is gone from the list). namespace is "" for cluster-scoped objects. Called from
+     * the reflector's thread, in resourceVersion order per resource. */
+    void (*event)(void *ctx, enum kube_event_type type, const char *namespace, const char *name,
+                  const char *uid, const struct tree *object);
+    /* The first list (or a relist after 410 or a reconnect) has been delivered in full. */
+    void (*synced)(void *ctx);
+    /* Optional: a problem worth logging was handled (reconnecting, relisting, a bad object
+     * skipped). The text names the resource and object. */
+    void (*warn)(void *ctx, const char *message);
+};
+
+/* What the reflector remembers of each object: enough to diff a relist and name deletes. */
+struct kube_store_item {
+    char *key; /* "namespace/name" or "name" */
+    char *namespace;
+    char *name;
+    char *uid;
+    char *resource_version;
+    bool seen; /* during a relist */
+};
+
+struct kube_reflector {
+    const struct kube_resource *resource;
+    struct kube_reflector_ops ops;
+    struct kube_client *client;   /* owned by the caller, used only by the reflector's thread */
+    struct strmap store;          /* key -> struct kube_store_item */
+    char *resource_version;       /* the last list or watch RV we can resume from */
+    const atomic_bool *stop;      /* the caller's stop flag */
+    uint32_t watch_timeout_s;     /* asked of the server; 0: random 300..600 */
+    int64_t backoff_ms;           /* current reconnect backoff: 200 ms .. 30 s, with jitter */
+    /* counters for tests and benchmarks */
+    uint64_t lists, watches, relists_after_expired, events, bookmarks, bad_objects;
+};
+
+/* Prepare (no I/O). The client and stop flag are borrowed. */
+int kube_reflector_init(struct kube_reflector *r, const struct kube_resource *resource,
+                        const struct kube_reflector_ops *ops, struct kube_client *client,
+                        const atomic_bool *stop);
+/* List (paged), diff against the store, then watch from the list's RV with bookmarks; on a
+ * 410 (HTTP or an ERROR event) relist; on a cut stream resume from the last RV; on errors back
+ * off with jitter. Runs until *stop. Never emits an event twice or loses one: a relist emits
+ * ADDED for new keys, MODIFIED for a changed RV (or uid: then DELETED + ADDED), DELETED for keys
+ * gone. Returns 0 when stopped. */
+int kube_reflector_run(struct kube_reflector *r);
+void kube_reflector_free(struct kube_reflector *r);
+
+/* Parse a Status body ({"kind":"Status",...}) into reason and message for logs; "" if none. */
+void kube_status_text(const char *body, char *out, size_t size);
+
+#endif
