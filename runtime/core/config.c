@@ -118,13 +118,13 @@ int config_default(struct config *cfg)
     cfg->pod_max_backoff_ms = 10000;
     cfg->unschedulable_flush_ms = 5 * 60 * 1000;
     cfg->plugin_timeout_ms = 5000;
-    cfg->leader_election.enabled = false;
+    cfg->leader_election.enabled = true; /* as kube-scheduler: replicas must never both bind */
     cfg->leader_election.lease_duration_ms = 15000;
     cfg->leader_election.renew_deadline_ms = 10000;
     cfg->leader_election.retry_period_ms = 2000;
     cfg->scheduler_name = strdup("kcycle");
     cfg->leader_election.lease_name = strdup("kcycle");
-    cfg->leader_election.lease_namespace = strdup("kube-system");
+    cfg->leader_election.lease_namespace = strdup(""); /* "": where the bridge runs */
     cfg->bridge_address = strdup("ipc:///tmp/kcycle-bridge.ipc");
     if (cfg->scheduler_name == NULL || cfg->leader_election.lease_name == NULL ||
         cfg->leader_election.lease_namespace == NULL || cfg->bridge_address == NULL ||

@@ -25,12 +25,12 @@ struct plugin_config {
 };
 
 struct leader_election {
-    bool enabled;
+    bool enabled;              /* true */
     int64_t lease_duration_ms; /* 15 s */
     int64_t renew_deadline_ms; /* 10 s */
     int64_t retry_period_ms;   /* 2 s */
     char *lease_name;          /* "kcycle" */
-    char *lease_namespace;     /* "kube-system" */
+    char *lease_namespace;     /* "": the namespace the bridge runs in */
 };
 
 struct config {

@@ -82,12 +82,12 @@ static void assert_default_values(const struct config *cfg)
     assert_int_equal(cfg->pod_initial_backoff_ms, 1000);
     assert_int_equal(cfg->pod_max_backoff_ms, 10000);
     assert_int_equal(cfg->unschedulable_flush_ms, 300000);
-    assert_false(cfg->leader_election.enabled);
+    assert_true(cfg->leader_election.enabled);
     assert_int_equal(cfg->leader_election.lease_duration_ms, 15000);
     assert_int_equal(cfg->leader_election.renew_deadline_ms, 10000);
     assert_int_equal(cfg->leader_election.retry_period_ms, 2000);
     assert_string_equal(cfg->leader_election.lease_name, "kcycle");
-    assert_string_equal(cfg->leader_election.lease_namespace, "kube-system");
+    assert_string_equal(cfg->leader_election.lease_namespace, "");
     assert_string_equal(cfg->bridge_address, "ipc:///tmp/kcycle-bridge.ipc");
     assert_int_equal(cfg->plugin_count, 3);
     assert_default_plugin(&cfg->plugins[0], "prioritysort");

@@ -1,0 +1,980 @@
+/* The bridge: reflectors feed a queue of encoded ToScheduler messages that one thread sends;
+ * a receiver turns the scheduler's commands into work for a pool of API writers. Every object
+ * last seen is kept encoded, so a scheduler that (re)connects gets the whole cluster at once. */
+#include "bridge.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <nng/protocol/pair1/pair.h>
+
+#include "bridge.pb-c.h"
+#include "health.h"
+#include "log.h"
+#include "model.h"
+#include "proto_convert.h"
+#include "tree.h"
+
+#define MESSAGE_SPLIT_BYTES (1u << 20) /* start a new message past this size */
+#define BACKPRESSURE_BYTES (64u << 20) /* reflectors wait while this much is unsent */
+#define OPTIONAL_WAIT_MS 10000         /* readiness waits this long for optional lists */
+#define API_TIMEOUT_MS 10000
+#define NOTE_MAX 1024
+
+/* ToScheduler field numbers (bridge.proto), written by hand so that kept changes are copied
+ * into messages as they are, without decoding them again. */
+enum {
+    FIELD_SESSION = 1,
+    FIELD_SYNC_BEGIN = 2,
+    FIELD_SYNC_END = 3,
+    FIELD_CHANGES = 4,
+    FIELD_BIND_RESULTS = 5,
+    FIELD_LEADERSHIP = 6
+};
+
+int64_t bridge_monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void bridge_format_time(char *out, size_t size)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char base[32];
+    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, size, "%s.%06ldZ", base, ts.tv_nsec / 1000);
+}
+
+/* ---- encoding of outgoing messages (lock held) ---- */
+
+static int append_varint(nng_msg *msg, uint64_t v)
+{
+    uint8_t bytes[10];
+    size_t n = 0;
+    do {
+        bytes[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v != 0)
+            bytes[n] |= 0x80;
+        n++;
+    } while (v != 0);
+    return nng_msg_append(msg, bytes, n);
+}
+
+static int append_bytes_field(nng_msg *msg, uint32_t field, const uint8_t *data, size_t len)
+{
+    int rc = append_varint(msg, (uint64_t)field << 3 | 2);
+    if (rc == 0)
+        rc = append_varint(msg, len);
+    if (rc == 0 && len > 0)
+        rc = nng_msg_append(msg, data, len);
+    return rc;
+}
+
+static int append_varint_field(nng_msg *msg, uint32_t field, uint64_t v)
+{
+    int rc = append_varint(msg, (uint64_t)field << 3);
+    return rc == 0 ? append_varint(msg, v) : rc;
+}
+
+static void drop_queued(struct bridge *b)
+{
+    for (uint32_t i = 0; i < b->out_count; i++)
+        nng_msg_free(b->out[i]);
+    b->out_count = 0;
+    b->out_bytes = 0;
+}
+
+/* The message being filled: the last queued one while it is small, else a new one. */
+static nng_msg *current_message(struct bridge *b)
+{
+    if (b->out_count > 0 && nng_msg_len(b->out[b->out_count - 1]) < MESSAGE_SPLIT_BYTES)
+        return b->out[b->out_count - 1];
+    if (b->out_count == b->out_capacity) {
+        uint32_t capacity = b->out_capacity ? b->out_capacity * 2 : 16;
+        nng_msg **grown = realloc(b->out, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        b->out = grown;
+        b->out_capacity = capacity;
+    }
+    nng_msg *msg;
+    if (nng_msg_alloc(&msg, 0) != 0)
+        return NULL;
+    if (append_varint_field(msg, FIELD_SESSION, b->session) != 0) {
+        nng_msg_free(msg);
+        return NULL;
+    }
+    b->out[b->out_count++] = msg;
+    return msg;
+}
+
+/* Out of memory while queueing: the scheduler's view would have a hole, so end the session;
+ * the scheduler reconnects, says hello and gets everything again. */
+static void lose_session(struct bridge *b, const char *why)
+{
+    log_error("bridge: %s; dropping the scheduler's session to resynchronise it", why);
+    drop_queued(b);
+    b->session_active = false;
+    nng_pipe_close(b->pipe);
+}
+
+static void queue_field(struct bridge *b, uint32_t field, const uint8_t *data, size_t len)
+{
+    nng_msg *msg = current_message(b);
+    size_t before = msg != NULL ? nng_msg_len(msg) : 0;
+    if (msg == NULL || append_bytes_field(msg, field, data, len) != 0)
+        return lose_session(b, "out of memory queueing a message for the scheduler");
+    b->out_bytes += nng_msg_len(msg) - before;
+    pthread_cond_broadcast(&b->cond);
+}
+
+static void queue_flag(struct bridge *b, uint32_t field)
+{
+    nng_msg *msg = current_message(b);
+    if (msg == NULL || append_varint_field(msg, field, 1) != 0)
+        return lose_session(b, "out of memory queueing a message for the scheduler");
+    pthread_cond_broadcast(&b->cond);
+}
+
+void bridge_note_leadership(struct bridge *b)
+{
+    if (!b->session_active)
+        return;
+    Kcycle__V1__Leadership m = KCYCLE__V1__LEADERSHIP__INIT;
+    m.leader = atomic_load(&b->leader);
+    m.identity = b->holder;
+    uint8_t buf[512];
+    size_t len = kcycle__v1__leadership__get_packed_size(&m);
+    if (len > sizeof(buf))
+        return;
+    kcycle__v1__leadership__pack(&m, buf);
+    queue_field(b, FIELD_LEADERSHIP, buf, len);
+}
+
+/* ---- the cluster: reflector callbacks (reflector threads) ---- */
+
+static int pack_change(const Kcycle__V1__ClusterChange *c, uint8_t **out, size_t *len)
+{
+    *len = kcycle__v1__cluster_change__get_packed_size(c);
+    *out = malloc(*len > 0 ? *len : 1);
+    if (*out == NULL)
+        return -ENOMEM;
+    kcycle__v1__cluster_change__pack(c, *out);
+    return 0;
+}
+
+/* The put change of an object, or a negative code with err saying why it was skipped. */
+static int encode_put(struct bridge_watch *w, const char *namespace, const char *name,
+                      const struct tree *object, uint8_t **out, size_t *len, struct kc_error *err)
+{
+    Kcycle__V1__ClusterChange c = KCYCLE__V1__CLUSTER_CHANGE__INIT;
+    int rc;
+    if (w->kind == 'p') {
+        struct pod *pod;
+        if ((rc = pod_from_tree(object, &pod, err)) < 0)
+            return rc;
+        c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_POD_PUT;
+        c.pod_put = pod_to_proto(pod);
+        rc = c.pod_put != NULL ? pack_change(&c, out, len) : -EINVAL;
+        pod_proto_free(c.pod_put);
+        pod_free(pod);
+    } else if (w->kind == 'n') {
+        struct node *node;
+        if ((rc = node_from_tree(object, &node, err)) < 0)
+            return rc;
+        c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_NODE_PUT;
+        c.node_put = node_to_proto(node);
+        rc = c.node_put != NULL ? pack_change(&c, out, len) : -EINVAL;
+        node_proto_free(c.node_put);
+        node_free(node);
+    } else {
+        Kcycle__V1__CustomObject o = KCYCLE__V1__CUSTOM_OBJECT__INIT;
+        o.kind = (char *)w->resource.kind;
+        o.namespace_ = (char *)namespace;
+        o.name = (char *)name;
+        o.json = tree_to_json(object);
+        if (o.json == NULL)
+            return -ENOMEM;
+        c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_OBJECT_PUT;
+        c.object_put = &o;
+        rc = pack_change(&c, out, len);
+        free(o.json);
+    }
+    if (rc == -EINVAL)
+        kc_error_set(err, rc, "it cannot be carried to the scheduler");
+    return rc;
+}
+
+static int encode_delete(struct bridge_watch *w, const char *namespace, const char *name,
+                         const char *uid, uint8_t **out, size_t *len)
+{
+    Kcycle__V1__ClusterChange c = KCYCLE__V1__CLUSTER_CHANGE__INIT;
+    Kcycle__V1__CustomObject o = KCYCLE__V1__CUSTOM_OBJECT__INIT;
+    if (w->kind == 'p') {
+        c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_POD_DELETE;
+        c.pod_delete = (char *)uid;
+    } else if (w->kind == 'n') {
+        c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_NODE_DELETE;
+        c.node_delete = (char *)name;
+    } else {
+        o.kind = (char *)w->resource.kind;
+        o.namespace_ = (char *)namespace;
+        o.name = (char *)name;
+        o.json = "";
+        c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_OBJECT_DELETE;
+        c.object_delete = &o;
+    }
+    return pack_change(&c, out, len);
+}
+
+static void item_free(struct bridge_item *item)
+{
+    if (item == NULL)
+        return;
+    free(item->key);
+    free(item->change);
+    free(item);
+}
+
+void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namespace,
+                        const char *name, const char *uid, const struct tree *object)
+{
+    struct bridge_watch *w = ctx;
+    struct bridge *b = w->bridge;
+    char key[512];
+    snprintf(key, sizeof(key), "%s%s%s", namespace, namespace[0] ? "/" : "", name);
+    uint8_t *change = NULL;
+    size_t len = 0;
+    struct kc_error err = {{0}};
+    int rc;
+    if (type == KUBE_DELETED) {
+        if (w->kind == 'p' && (uid == NULL || uid[0] == '\0'))
+            return; /* never sent: nothing to delete */
+        rc = encode_delete(w, namespace, name, uid, &change, &len);
+    } else {
+        rc = encode_put(w, namespace, name, object, &change, &len, &err);
+    }
+    if (rc < 0) {
+        atomic_fetch_add(&b->stats.skipped_objects, 1);
+        log_warn("bridge: skipping %s %s: %s", w->resource.kind, key,
+                 err.message[0] ? err.message : kc_strerror(rc));
+        return;
+    }
+    struct bridge_item *item = NULL;
+    if (type != KUBE_DELETED) {
+        item = calloc(1, sizeof(*item));
+        if (item == NULL || (item->key = strdup(key)) == NULL) {
+            free(item);
+            free(change);
+            log_error("bridge: out of memory keeping %s %s", w->resource.kind, key);
+            return;
+        }
+        item->change = change;
+        item->len = len;
+    }
+    pthread_mutex_lock(&b->lock);
+    while (b->session_active && b->out_bytes > BACKPRESSURE_BYTES && !atomic_load(&b->stop))
+        pthread_cond_wait(&b->cond, &b->lock);
+    item_free(strmap_remove(&w->items, key));
+    if (item != NULL && strmap_put(&w->items, item->key, item) < 0) {
+        item_free(item);
+        item = NULL;
+        log_error("bridge: out of memory keeping %s %s", w->resource.kind, key);
+    }
+    if (b->session_active) {
+        queue_field(b, FIELD_CHANGES, change, len);
+        atomic_fetch_add(&b->stats.changes_sent, 1);
+    }
+    pthread_mutex_unlock(&b->lock);
+    if (item == NULL)
+        free(change);
+}
+
+static void on_synced(void *ctx)
+{
+    struct bridge_watch *w = ctx;
+    if (!atomic_exchange(&w->synced, true))
+        log_info("bridge: %s listed (%u objects)", w->resource.kind, w->items.count);
+}
+
+/* Cuts, relists and retries are routine: one warning a minute per resource, the rest at info
+ * level (a CRD that is not installed is retried for ever). */
+static void on_warn(void *ctx, const char *message)
+{
+    struct bridge_watch *w = ctx;
+    int64_t now = bridge_monotonic_ms();
+    bool loud = now - w->last_warn_ms >= 60000 || w->last_warn_ms == 0;
+    if (loud)
+        w->last_warn_ms = now;
+    log_msg(loud ? KC_LOG_WARN : KC_LOG_INFO, "bridge: %s: %s", w->resource.kind, message);
+}
+
+static void *watch_main(void *arg)
+{
+    struct bridge_watch *w = arg;
+    kube_reflector_run(&w->reflector);
+    return NULL;
+}
+
+/* ---- readiness and the sync ---- */
+
+static bool lists_done(struct bridge *b)
+{
+    bool late = bridge_monotonic_ms() - b->start_ms > OPTIONAL_WAIT_MS;
+    for (uint32_t i = 0; i < b->watch_count; i++)
+        if (!atomic_load(&b->watches[i].synced) && (b->watches[i].required || !late))
+            return false;
+    return true;
+}
+
+/* The whole cluster to the scheduler: nodes, then pods, then custom objects (lock held). */
+static void sync_locked(struct bridge *b)
+{
+    drop_queued(b);
+    b->session_active = true;
+    b->hello_pending = false;
+    queue_flag(b, FIELD_SYNC_BEGIN);
+    bridge_note_leadership(b);
+    static const char order[] = {'n', 'p', 'o'};
+    uint64_t count = 0;
+    for (int k = 0; k < 3; k++)
+        for (uint32_t i = 0; i < b->watch_count; i++) {
+            struct bridge_watch *w = &b->watches[i];
+            if (w->kind != order[k])
+                continue;
+            for (uint32_t j = 0; j < w->items.capacity && b->session_active; j++) {
+                const struct bridge_item *item = w->items.entries[j].value;
+                if (item != NULL) {
+                    queue_field(b, FIELD_CHANGES, item->change, item->len);
+                    count++;
+                }
+            }
+        }
+    if (b->session_active)
+        queue_flag(b, FIELD_SYNC_END);
+    atomic_fetch_add(&b->stats.syncs, 1);
+    log_info("bridge: sending the scheduler the cluster: %llu objects (session %llu)",
+             (unsigned long long)count, (unsigned long long)b->session);
+}
+
+bool bridge_alive(struct bridge *b)
+{
+    return !atomic_load(&b->stop);
+}
+
+bool bridge_ready(struct bridge *b)
+{
+    pthread_mutex_lock(&b->lock);
+    bool ready = b->session_active && lists_done(b);
+    pthread_mutex_unlock(&b->lock);
+    return ready;
+}
+
+/* ---- the scheduler's commands ---- */
+
+static void work_free(struct bridge_work *w)
+{
+    free(w->namespace);
+    free(w->name);
+    free(w->uid);
+    free(w->node);
+    free(w->reason);
+    free(w->message);
+    free(w->annotations_json);
+    free(w);
+}
+
+static struct bridge_work *work_new(int type, const char *namespace, const char *name,
+                                    const char *uid)
+{
+    struct bridge_work *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->type = type;
+    w->namespace = strdup(namespace);
+    w->name = strdup(name);
+    w->uid = strdup(uid);
+    if (w->namespace == NULL || w->name == NULL || w->uid == NULL) {
+        work_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+static void work_push(struct bridge *b, struct bridge_work *w)
+{
+    pthread_mutex_lock(&b->work_lock);
+    if (b->work_tail != NULL)
+        b->work_tail->next = w;
+    else
+        b->work_head = w;
+    b->work_tail = w;
+    b->work_count++;
+    pthread_cond_signal(&b->work_cond);
+    pthread_mutex_unlock(&b->work_lock);
+}
+
+static void bind_result(struct bridge *b, uint64_t id, const char *uid, int code,
+                        const char *message)
+{
+    Kcycle__V1__BindResult r = KCYCLE__V1__BIND_RESULT__INIT;
+    r.id = id;
+    r.uid = (char *)uid;
+    r.code = code;
+    r.message = (char *)message;
+    size_t len = kcycle__v1__bind_result__get_packed_size(&r);
+    uint8_t *buf = malloc(len > 0 ? len : 1);
+    if (buf == NULL)
+        return; /* the scheduler learns from the watch; its binding fails on reconnect */
+    kcycle__v1__bind_result__pack(&r, buf);
+    pthread_mutex_lock(&b->lock);
+    if (b->session_active)
+        queue_field(b, FIELD_BIND_RESULTS, buf, len);
+    pthread_mutex_unlock(&b->lock);
+    free(buf);
+}
+
+static void handle_command(struct bridge *b, nng_msg *msg)
+{
+    Kcycle__V1__ToBridge *m =
+        kcycle__v1__to_bridge__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
+    nng_pipe pipe = nng_msg_get_pipe(msg);
+    nng_msg_free(msg);
+    if (m == NULL) {
+        log_warn("bridge: a message from the scheduler does not decode (version mismatch?)");
+        return;
+    }
+    if (m->hello) {
+        pthread_mutex_lock(&b->lock);
+        b->pipe = pipe;
+        b->session++;
+        drop_queued(b);
+        b->session_active = false;
+        if (lists_done(b))
+            sync_locked(b);
+        else
+            b->hello_pending = true;
+        pthread_mutex_unlock(&b->lock);
+    }
+    for (size_t i = 0; i < m->n_bindings; i++) {
+        const Kcycle__V1__Binding *in = m->bindings[i];
+        struct bridge_work *w = work_new(WORK_BIND, in->namespace_, in->name, in->uid);
+        json_t *annotations = json_object();
+        for (size_t j = 0; annotations != NULL && j < in->n_annotations; j++)
+            json_object_set_new(annotations, in->annotations[j]->key,
+                                json_string(in->annotations[j]->value));
+        if (w != NULL) {
+            w->id = in->id;
+            w->node = strdup(in->node);
+            w->annotations_json =
+                annotations != NULL ? json_dumps(annotations, JSON_COMPACT) : NULL;
+        }
+        json_decref(annotations);
+        if (w == NULL || w->node == NULL || w->annotations_json == NULL) {
+            bind_result(b, in->id, in->uid, 0, "the bridge ran out of memory");
+            if (w != NULL)
+                work_free(w);
+            continue;
+        }
+        work_push(b, w);
+    }
+    for (size_t i = 0; i < m->n_unschedulable; i++) {
+        const Kcycle__V1__Unschedulable *in = m->unschedulable[i];
+        struct bridge_work *w = work_new(WORK_UNSCHEDULABLE, in->namespace_, in->name, in->uid);
+        if (w != NULL && ((w->reason = strdup(in->reason)) == NULL ||
+                          (w->message = strdup(in->message)) == NULL)) {
+            work_free(w);
+            w = NULL;
+        }
+        if (w != NULL)
+            work_push(b, w);
+    }
+    for (size_t i = 0; i < m->n_scheduled; i++) {
+        const Kcycle__V1__Scheduled *in = m->scheduled[i];
+        struct bridge_work *w = work_new(WORK_SCHEDULED, in->namespace_, in->name, in->uid);
+        if (w != NULL && (w->node = strdup(in->node)) == NULL) {
+            work_free(w);
+            w = NULL;
+        }
+        if (w != NULL)
+            work_push(b, w);
+    }
+    kcycle__v1__to_bridge__free_unpacked(m, NULL);
+}
+
+static void *receiver_main(void *arg)
+{
+    struct bridge *b = arg;
+    while (!atomic_load(&b->stop)) {
+        nng_msg *msg;
+        int rc = nng_recvmsg(b->sock, &msg, 0);
+        if (rc == 0)
+            handle_command(b, msg);
+        else if (rc == NNG_ECLOSED)
+            break;
+        /* a hello that came before the lists were done is answered once they are */
+        pthread_mutex_lock(&b->lock);
+        if (b->hello_pending && lists_done(b))
+            sync_locked(b);
+        pthread_mutex_unlock(&b->lock);
+    }
+    return NULL;
+}
+
+static void pipe_removed(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+    (void)ev;
+    struct bridge *b = arg;
+    pthread_mutex_lock(&b->lock);
+    if (nng_pipe_id(pipe) == nng_pipe_id(b->pipe)) {
+        b->session_active = false;
+        b->hello_pending = false;
+        drop_queued(b);
+        pthread_cond_broadcast(&b->cond);
+        log_warn("bridge: the scheduler disconnected");
+    }
+    pthread_mutex_unlock(&b->lock);
+}
+
+/* ---- API writers ---- */
+
+/* Cut text to at most max bytes without splitting a UTF-8 sequence. */
+static void utf8_truncate(char *text, size_t max)
+{
+    size_t len = strlen(text);
+    if (len <= max)
+        return;
+    size_t cut = max;
+    while (cut > 0 && ((unsigned char)text[cut] & 0xc0) == 0x80)
+        cut--;
+    text[cut] = '\0';
+}
+
+static void api_error(struct bridge *b, const char *what, const char *object, long status,
+                      const char *body, const struct kc_error *err)
+{
+    atomic_fetch_add(&b->stats.api_errors, 1);
+    char text[512] = "";
+    if (status != 0)
+        kube_status_text(body, text, sizeof(text));
+    log_warn("bridge: %s for %s failed: %s", what, object, status != 0 ? text : err->message);
+}
+
+static void post_event(struct bridge *b, struct kube_client *client, const struct bridge_work *w,
+                       const char *reason, const char *type, const char *action, char *note)
+{
+    char now[64], name[512], path[512];
+    bridge_format_time(now, sizeof(now));
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(name, sizeof(name), "%s.%llx", w->name,
+             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    utf8_truncate(note, NOTE_MAX);
+    json_t *event = json_pack(
+        "{s:s, s:s, s:{s:s, s:s}, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s, s:s, s:s}}",
+        "apiVersion", "events.k8s.io/v1", "kind", "Event", "metadata", "name", name, "namespace",
+        w->namespace, "eventTime", now, "reportingController", b->opt.scheduler_name,
+        "reportingInstance", b->opt.identity, "action", action, "reason", reason, "type", type,
+        "note", note, "regarding", "apiVersion", "v1", "kind", "Pod", "namespace", w->namespace,
+        "name", w->name, "uid", w->uid);
+    char *body = event != NULL ? json_dumps(event, JSON_COMPACT) : NULL;
+    json_decref(event);
+    if (body == NULL)
+        return;
+    snprintf(path, sizeof(path), "/apis/events.k8s.io/v1/namespaces/%s/events", w->namespace);
+    struct kube_response res = {0};
+    struct kc_error err = {{0}};
+    int rc = kube_request(client, "POST", path, "application/json", body, strlen(body),
+                          API_TIMEOUT_MS, &res, &err);
+    if (rc < 0 || res.status >= 300)
+        api_error(b, "the event", w->name, rc < 0 ? 0 : res.status, res.body, &err);
+    else
+        atomic_fetch_add(&b->stats.events, 1);
+    kube_response_free(&res);
+    free(body);
+}
+
+static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    if (!bridge_may_bind(b)) {
+        bind_result(b, w->id, w->uid, 0, "this replica does not hold the lease");
+        return;
+    }
+    json_t *annotations = json_loads(w->annotations_json, 0, NULL);
+    json_t *binding =
+        json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:o}, s:{s:s, s:s, s:s}}", "apiVersion", "v1",
+                  "kind", "Binding", "metadata", "name", w->name, "namespace", w->namespace, "uid",
+                  w->uid, "annotations", annotations != NULL ? annotations : json_object(),
+                  "target", "apiVersion", "v1", "kind", "Node", "name", w->node);
+    char *body = binding != NULL ? json_dumps(binding, JSON_COMPACT) : NULL;
+    json_decref(binding);
+    if (body == NULL) {
+        bind_result(b, w->id, w->uid, 0, "the bridge ran out of memory");
+        return;
+    }
+    char path[512];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", w->namespace, w->name);
+    struct kube_response res = {0};
+    struct kc_error err = {{0}};
+    int rc = kube_request(client, "POST", path, "application/json", body, strlen(body),
+                          API_TIMEOUT_MS, &res, &err);
+    free(body);
+    char text[512] = "";
+    if (rc < 0) {
+        bind_result(b, w->id, w->uid, 0, err.message);
+        atomic_fetch_add(&b->stats.binding_failures, 1);
+    } else {
+        kube_status_text(res.body, text, sizeof(text));
+        bind_result(b, w->id, w->uid, (int)res.status, text);
+        if (res.status == 201 || res.status == 200)
+            atomic_fetch_add(&b->stats.bindings, 1);
+        else
+            atomic_fetch_add(&b->stats.binding_failures, 1);
+    }
+    if (rc < 0 || (res.status != 201 && res.status != 200))
+        log_info("bridge: binding %s/%s to %s: %s", w->namespace, w->name, w->node,
+                 rc < 0 ? err.message : text);
+    kube_response_free(&res);
+}
+
+/* The message last reported for a pod; the condition and event are skipped when unchanged. */
+static bool already_reported(struct bridge *b, const char *uid, const char *message)
+{
+    pthread_mutex_lock(&b->reported_lock);
+    char *last = strmap_get(&b->reported, uid);
+    bool same = last != NULL && strcmp(last + strlen(last) + 1, message) == 0;
+    if (!same) {
+        /* one block: "uid\0message\0", the key points into it */
+        size_t ulen = strlen(uid), mlen = strlen(message);
+        char *entry = malloc(ulen + mlen + 2);
+        if (entry != NULL) {
+            memcpy(entry, uid, ulen + 1);
+            memcpy(entry + ulen + 1, message, mlen + 1);
+            free(strmap_remove(&b->reported, uid));
+            if (strmap_put(&b->reported, entry, entry) < 0)
+                free(entry);
+        }
+    }
+    pthread_mutex_unlock(&b->reported_lock);
+    return same;
+}
+
+static void forget_reported(struct bridge *b, const char *uid)
+{
+    pthread_mutex_lock(&b->reported_lock);
+    free(strmap_remove(&b->reported, uid));
+    pthread_mutex_unlock(&b->reported_lock);
+}
+
+static void do_unschedulable(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    if (already_reported(b, w->uid, w->message))
+        return;
+    char now[64], path[512];
+    bridge_format_time(now, sizeof(now));
+    json_t *patch = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:n, s:s}]}}", "status", "conditions",
+                              "type", "PodScheduled", "status", "False", "reason", w->reason,
+                              "message", w->message, "lastProbeTime", "lastTransitionTime", now);
+    char *body = patch != NULL ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (body == NULL)
+        return;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", w->namespace, w->name);
+    struct kube_response res = {0};
+    struct kc_error err = {{0}};
+    int rc = kube_request(client, "PATCH", path, "application/strategic-merge-patch+json", body,
+                          strlen(body), API_TIMEOUT_MS, &res, &err);
+    free(body);
+    if (rc < 0 || res.status >= 300) {
+        if (rc >= 0 && res.status != 404)
+            forget_reported(b, w->uid); /* try again with the next report */
+        if (rc < 0 || res.status != 404)
+            api_error(b, "the PodScheduled condition", w->name, rc < 0 ? 0 : res.status, res.body,
+                      &err);
+    } else {
+        atomic_fetch_add(&b->stats.conditions, 1);
+    }
+    kube_response_free(&res);
+    if (rc >= 0 && res.status == 404)
+        return; /* the pod is gone */
+    post_event(b, client, w, "FailedScheduling", "Warning", "Scheduling", w->message);
+}
+
+static void do_scheduled(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    forget_reported(b, w->uid);
+    char note[1100];
+    snprintf(note, sizeof(note), "Successfully assigned %s/%s to %s", w->namespace, w->name,
+             w->node);
+    post_event(b, client, w, "Scheduled", "Normal", "Binding", note);
+}
+
+static void *writer_main(void *arg)
+{
+    struct bridge *b = arg;
+    struct kube_client *client = NULL;
+    struct kc_error err = {{0}};
+    if (kube_client_new(&b->kube, b->user_agent, &client, &err) < 0)
+        log_error("bridge: an API writer cannot start: %s", err.message);
+    for (;;) {
+        pthread_mutex_lock(&b->work_lock);
+        while (b->work_head == NULL && !atomic_load(&b->stop))
+            pthread_cond_wait(&b->work_cond, &b->work_lock);
+        struct bridge_work *w = b->work_head;
+        if (w != NULL) {
+            b->work_head = w->next;
+            if (b->work_head == NULL)
+                b->work_tail = NULL;
+            b->work_count--;
+        }
+        pthread_mutex_unlock(&b->work_lock);
+        if (w == NULL)
+            break; /* stopping and nothing left */
+        if (client == NULL || atomic_load(&b->stop)) {
+            if (w->type == WORK_BIND)
+                bind_result(b, w->id, w->uid, 0, "the bridge is stopping");
+        } else if (w->type != WORK_BIND && !bridge_may_bind(b)) {
+            /* a replica that lost the lease writes nothing more: the new leader reports */
+        } else if (w->type == WORK_BIND) {
+            do_bind(b, client, w);
+        } else if (w->type == WORK_UNSCHEDULABLE) {
+            do_unschedulable(b, client, w);
+        } else {
+            do_scheduled(b, client, w);
+        }
+        work_free(w);
+    }
+    kube_client_free(client);
+    return NULL;
+}
+
+/* ---- open, run, close ---- */
+
+static void add_watch(struct bridge *b, const char *kind, const char *path,
+                      const char *field_selector, char type, bool required)
+{
+    struct bridge_watch *w = &b->watches[b->watch_count++];
+    w->bridge = b;
+    w->resource.kind = kind;
+    w->resource.path = path;
+    w->resource.field_selector = field_selector;
+    w->kind = type;
+    w->required = required;
+}
+
+static bool health_check(void *ctx, const char *path)
+{
+    struct bridge *b = ctx;
+    return strcmp(path, "/readyz") == 0 ? bridge_ready(b) : bridge_alive(b);
+}
+
+int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_error *err)
+{
+    memset(b, 0, sizeof(*b));
+    b->opt = *opt;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cond, NULL);
+    pthread_mutex_init(&b->work_lock, NULL);
+    pthread_cond_init(&b->work_cond, NULL);
+    pthread_mutex_init(&b->reported_lock, NULL);
+    b->start_ms = bridge_monotonic_ms();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    b->session = (uint64_t)ts.tv_sec << 20 ^ (uint64_t)ts.tv_nsec; /* new on every start */
+    int rc;
+    if (opt->kubeconfig != NULL) {
+        rc = kube_config_from_kubeconfig(opt->kubeconfig, opt->context, &b->kube, err);
+    } else {
+        rc = kube_config_in_cluster(NULL, &b->kube, err);
+        const char *env = getenv("KUBECONFIG");
+        if (rc == -ENOENT && env != NULL && env[0] != '\0')
+            rc = kube_config_from_kubeconfig(env, opt->context, &b->kube, err);
+    }
+    if (rc < 0)
+        return rc;
+    if (b->opt.lease_namespace == NULL)
+        b->opt.lease_namespace = b->kube.namespace != NULL ? b->kube.namespace : "default";
+    snprintf(b->user_agent, sizeof(b->user_agent), "kcycle-kube-bridge/%s (%s)", KCYCLE_VERSION,
+             opt->identity);
+    add_watch(b, "Node", "/api/v1/nodes", NULL, 'n', true);
+    add_watch(b, "Pod", "/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed", 'p', true);
+    add_watch(b, "PodGroup", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", NULL, 'o', false);
+    add_watch(b, "CapacityQueue", "/apis/scheduling.kcycle.io/v1alpha1/capacityqueues", NULL, 'o',
+              false);
+    add_watch(b, "NodeResourceTopology",
+              "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies", NULL, 'o', false);
+    if ((rc = nng_pair1_open(&b->sock)) != 0)
+        return kc_error_set(err, -ENOMEM, "cannot open the scheduler socket: %s", nng_strerror(rc));
+    b->sock_open = true;
+    nng_pipe_notify(b->sock, NNG_PIPE_EV_REM_POST, pipe_removed, b);
+    nng_socket_set_ms(b->sock, NNG_OPT_RECVTIMEO, 200);
+    nng_socket_set_ms(b->sock, NNG_OPT_SENDTIMEO, 60000);
+    nng_socket_set_size(b->sock, NNG_OPT_RECVMAXSZ, 0);
+    if ((rc = nng_listen(b->sock, opt->listen_url, NULL, 0)) != 0)
+        return kc_error_set(err, -EADDRINUSE, "cannot listen on %s: %s", opt->listen_url,
+                            nng_strerror(rc));
+    if (!opt->leader_elect) {
+        atomic_store(&b->leader, true);
+        snprintf(b->holder, sizeof(b->holder), "%s", opt->identity);
+    }
+    return 0;
+}
+
+void bridge_stop(struct bridge *b)
+{
+    atomic_store(&b->stop, true);
+}
+
+int bridge_start_receiver(struct bridge *b, struct kc_error *err)
+{
+    if (pthread_create(&b->receiver, NULL, receiver_main, b) != 0)
+        return kc_error_set(err, -EAGAIN, "cannot start the receiver thread");
+    b->receiver_started = true;
+    return 0;
+}
+
+static int start_threads(struct bridge *b, struct kc_error *err)
+{
+    static const struct kube_reflector_ops template = {
+        .event = bridge_watch_event, .synced = on_synced, .warn = on_warn};
+    for (uint32_t i = 0; i < b->watch_count; i++) {
+        struct bridge_watch *w = &b->watches[i];
+        struct kube_reflector_ops ops = template;
+        ops.ctx = w;
+        int rc = kube_client_new(&b->kube, b->user_agent, &w->client, err);
+        if (rc < 0)
+            return rc;
+        if ((rc = kube_reflector_init(&w->reflector, &w->resource, &ops, w->client, &b->stop)) < 0)
+            return kc_error_set(err, rc, "cannot start watching %s", w->resource.kind);
+        if (pthread_create(&w->thread, NULL, watch_main, w) != 0)
+            return kc_error_set(err, -EAGAIN, "cannot start a watch thread");
+        w->started = true;
+    }
+    b->writers = calloc(b->opt.workers, sizeof(*b->writers));
+    if (b->writers == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    for (; b->writer_count < b->opt.workers; b->writer_count++)
+        if (pthread_create(&b->writers[b->writer_count], NULL, writer_main, b) != 0)
+            return kc_error_set(err, -EAGAIN, "cannot start an API writer thread");
+    if (b->opt.leader_elect) {
+        if (pthread_create(&b->leader_thread, NULL, bridge_leader_main, b) != 0)
+            return kc_error_set(err, -EAGAIN, "cannot start leader election");
+        b->leader_started = true;
+    }
+    int rc = bridge_start_receiver(b, err);
+    if (rc < 0)
+        return rc;
+    if (b->opt.health_port >= 0)
+        return health_start(&b->health, b->opt.health_port, health_check, b, err);
+    return 0;
+}
+
+void bridge_send_loop(struct bridge *b)
+{
+    pthread_mutex_lock(&b->lock);
+    while (!atomic_load(&b->stop)) {
+        if (b->out_count == 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200 * 1000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+            continue;
+        }
+        nng_msg *msg = b->out[0];
+        size_t len = nng_msg_len(msg);
+        b->out_bytes = b->out_bytes > len ? b->out_bytes - len : 0;
+        memmove(b->out, b->out + 1, (b->out_count - 1) * sizeof(*b->out));
+        b->out_count--;
+        pthread_cond_broadcast(&b->cond); /* producers held back by backpressure */
+        pthread_mutex_unlock(&b->lock);
+        int rc = nng_sendmsg(b->sock, msg, 0);
+        pthread_mutex_lock(&b->lock);
+        if (rc != 0) {
+            nng_msg_free(msg);
+            if (b->session_active)
+                lose_session(b, "the scheduler does not take messages");
+        } else {
+            atomic_fetch_add(&b->stats.messages_sent, 1);
+        }
+    }
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+}
+
+int bridge_run(struct bridge *b)
+{
+    struct kc_error err = {{0}};
+    int rc = start_threads(b, &err);
+    if (rc < 0) {
+        log_error("bridge: %s", err.message);
+        atomic_store(&b->stop, true);
+        return rc;
+    }
+    log_info("bridge: listening on %s for the scheduler", b->opt.listen_url);
+    bridge_send_loop(b);
+    return 0;
+}
+
+void bridge_close(struct bridge *b)
+{
+    atomic_store(&b->stop, true);
+    pthread_mutex_lock(&b->work_lock);
+    pthread_cond_broadcast(&b->work_cond);
+    pthread_mutex_unlock(&b->work_lock);
+    pthread_mutex_lock(&b->lock);
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    health_stop(b->health);
+    if (b->leader_started)
+        pthread_join(b->leader_thread, NULL);
+    for (uint32_t i = 0; i < b->writer_count; i++)
+        pthread_join(b->writers[i], NULL);
+    free(b->writers);
+    for (uint32_t i = 0; i < b->watch_count; i++)
+        if (b->watches[i].started)
+            pthread_join(b->watches[i].thread, NULL);
+    if (b->sock_open)
+        nng_close(b->sock); /* wakes the receiver */
+    if (b->receiver_started)
+        pthread_join(b->receiver, NULL);
+    for (uint32_t i = 0; i < b->watch_count; i++) {
+        struct bridge_watch *w = &b->watches[i];
+        if (w->reflector.resource != NULL)
+            kube_reflector_free(&w->reflector);
+        kube_client_free(w->client);
+        for (uint32_t j = 0; j < w->items.capacity; j++)
+            item_free(w->items.entries[j].value);
+        strmap_free(&w->items);
+    }
+    drop_queued(b);
+    free(b->out);
+    while (b->work_head != NULL) {
+        struct bridge_work *w = b->work_head;
+        b->work_head = w->next;
+        work_free(w);
+    }
+    for (uint32_t i = 0; i < b->reported.capacity; i++)
+        free(b->reported.entries[i].value);
+    strmap_free(&b->reported);
+    kube_config_free(&b->kube);
+    pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->work_lock);
+    pthread_cond_destroy(&b->work_cond);
+    pthread_mutex_destroy(&b->reported_lock);
+    memset(b, 0, sizeof(*b));
+}
