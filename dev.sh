@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 PACKAGES=(
-    meson ninja-build pkg-config gcc libc6-dev
+    meson ninja-build pkg-config cmake gcc libc6-dev
     libprotobuf-c-dev protobuf-c-compiler libnng-dev libjansson-dev libhwloc-dev
     libcmocka-dev libcurl4-openssl-dev libyaml-dev
     python3 clang libclang-rt-14-dev valgrind

@@ -463,7 +463,11 @@ static char *find_host_binary(void)
 static int spawn(struct remote *r, struct remote_host *h)
 {
     static unsigned counter;
-    snprintf(h->url, sizeof(h->url), "ipc:///tmp/kcycle-%d-%s-%u.ipc", (int)getpid(), h->name,
+    /* $TMPDIR first: a container with a read-only root gives a writable dir there */
+    const char *dir = getenv("TMPDIR");
+    if (dir == NULL || dir[0] != '/' || strlen(dir) > 64)
+        dir = "/tmp";
+    snprintf(h->url, sizeof(h->url), "ipc://%s/kcycle-%d-%s-%u.ipc", dir, (int)getpid(), h->name,
              ++counter);
     pid_t pid = fork();
     if (pid < 0)
