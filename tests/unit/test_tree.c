@@ -86,6 +86,61 @@ static void tab_indented_json_parses_with_positions(void **state)
     tree_free(root);
 }
 
+/* Strict JSON takes the fast path; what it leaves (flow YAML, duplicate keys) the YAML loader
+ * reads or words, so both give the same trees and messages. */
+static void strict_json_and_flow_yaml_give_the_same_tree(void **state)
+{
+    const char *json = "{\"a\": {\"b\": [1, -2.5e3, \"x\\\"y\", null, false]}, \"big\": "
+                       "123456789012345678901234567890}";
+    const char *flow = "{a: {b: [1, -2.5e3, \"x\\\"y\", null, false]}, big: "
+                       "123456789012345678901234567890}";
+    struct tree *j = parse_ok("strict.json", json), *f = parse_ok("flow.json", flow);
+    char *jt = tree_to_json(j), *ft = tree_to_json(f);
+    assert_string_equal(jt, ft);
+    assert_string_equal(jt, "{\"a\":{\"b\":[1,-2500.0,\"x\\\"y\",null,false]},\"big\":"
+                            "1.2345678901234568e29}");
+    const struct tree *b = tree_get(tree_get(j, "a"), "b");
+    assert_position(b, 1, 13);
+    assert_position(b->items[2], 1, 25);
+    assert_true(b->items[2]->quoted);
+    assert_false(b->items[3]->quoted);
+    assert_true(tree_is_null(b->items[3]));
+    free(jt);
+    free(ft);
+    tree_free(j);
+    tree_free(f);
+}
+
+static void json_escapes_decode_to_utf8(void **state)
+{
+    struct tree *t = parse_ok("escapes.json", "{\"s\": \"caf\\u00e9 \\ud83d\\ude00 \\/\\t\"}");
+    assert_string_equal(tree_get(t, "s")->scalar, "caf\xc3\xa9 \xf0\x9f\x98\x80 /\t");
+    tree_free(t);
+    /* a NUL cannot be carried in a C string, whichever loader reads it */
+    struct tree *bad = (struct tree *)1;
+    struct kc_error err = {{0}};
+    const char *nul = "{\"s\": \"a\\u0000b\"}";
+    assert_int_equal(tree_parse_buffer("nul.json", nul, strlen(nul), &bad, &err), -EINVAL);
+    assert_null(bad);
+}
+
+static void json_maps_with_many_keys_still_find_duplicates(void **state)
+{
+    char text[4096] = "{";
+    for (int i = 0; i < 100; i++)
+        snprintf(text + strlen(text), sizeof(text) - strlen(text), "\"k%d\": %d, ", i, i);
+    strcat(text, "\"k7\": 0}");
+    struct tree *t = (struct tree *)1;
+    struct kc_error err = {{0}};
+    assert_int_equal(tree_parse_buffer("many.json", text, strlen(text), &t, &err), -EINVAL);
+    assert_non_null(strstr(err.message, "key 'k7': duplicate key"));
+    text[strlen(text) - 9] = '}';
+    text[strlen(text) - 8] = '\0';
+    t = parse_ok("many.json", text);
+    assert_int_equal(t->count, 100);
+    tree_free(t);
+}
+
 static void tab_indented_yaml_is_still_an_error(void **state)
 {
     struct tree *t = NULL;
@@ -411,6 +466,9 @@ int main(void)
         cmocka_unit_test(nested_yaml_nodes_have_one_based_positions),
         cmocka_unit_test(tab_indented_json_parses_with_positions),
         cmocka_unit_test(tab_indented_yaml_is_still_an_error),
+        cmocka_unit_test(strict_json_and_flow_yaml_give_the_same_tree),
+        cmocka_unit_test(json_escapes_decode_to_utf8),
+        cmocka_unit_test(json_maps_with_many_keys_still_find_duplicates),
         cmocka_unit_test(empty_documents_are_empty_maps),
         cmocka_unit_test(duplicate_keys_name_both_positions),
         cmocka_unit_test(anchors_and_aliases_are_rejected),
