@@ -464,6 +464,41 @@ static size_t utf8_put(char *out, uint32_t cp)
     return 4;
 }
 
+/* Well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF), as libyaml and
+ * jansson require. */
+static bool utf8_valid(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp, min;
+        if ((c & 0xe0) == 0xc0) {
+            len = 2, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (n - i < len)
+            return false;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
 /* A string at r->p (the opening quote) into a malloc'd, unescaped copy. Strings never hold a
  * NUL: \u0000 is refused, as the YAML loader refuses it. */
 static int jr_string(struct json_reader *r, char **out)
@@ -479,7 +514,7 @@ static int jr_string(struct json_reader *r, char **out)
         }
         q++;
     }
-    if (q >= r->end)
+    if (q >= r->end || !utf8_valid((const unsigned char *)start, (size_t)(q - start)))
         return -EINVAL;
     size_t len = (size_t)(q - start);
     char *s = malloc(len + 1), *w = s;
