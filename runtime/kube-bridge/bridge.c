@@ -246,6 +246,36 @@ static void item_free(struct bridge_item *item)
     free(item);
 }
 
+static void forget_reported(struct bridge *b, const char *uid);
+static void work_free(struct bridge_work *w);
+static void work_push(struct bridge *b, struct bridge_work *w);
+static struct bridge_work *work_new(int type, const char *namespace, const char *name,
+                                    const char *uid);
+
+/* A pod of ours that the model cannot read would wait without a word: say why on the pod. */
+static void report_unreadable_pod(struct bridge *b, const struct tree *object,
+                                  const char *namespace, const char *name, const char *uid,
+                                  const struct kc_error *err)
+{
+    const struct tree *spec = tree_get(object, "spec");
+    const struct tree *scheduler = tree_get(spec, "schedulerName");
+    const struct tree *node = tree_get(spec, "nodeName");
+    if (object == NULL || uid == NULL || uid[0] == '\0' || scheduler == NULL ||
+        scheduler->type != TREE_SCALAR || strcmp(scheduler->scalar, b->opt.scheduler_name) != 0 ||
+        (node != NULL && !tree_is_null(node) && node->scalar != NULL && node->scalar[0] != '\0'))
+        return;
+    struct bridge_work *w = work_new(WORK_UNSCHEDULABLE, namespace, name, uid);
+    char message[1200];
+    snprintf(message, sizeof(message), "kcycle cannot read this pod: %s", err->message);
+    if (w != NULL && ((w->reason = strdup("SchedulerError")) == NULL ||
+                      (w->message = strdup(message)) == NULL)) {
+        work_free(w);
+        return;
+    }
+    if (w != NULL)
+        work_push(b, w);
+}
+
 void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namespace,
                         const char *name, const char *uid, const struct tree *object)
 {
@@ -268,7 +298,15 @@ void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namesp
         atomic_fetch_add(&b->stats.skipped_objects, 1);
         log_warn("bridge: skipping %s %s: %s", w->resource.kind, key,
                  err.message[0] ? err.message : kc_strerror(rc));
-        return;
+        if (w->kind == 'p')
+            report_unreadable_pod(b, object, namespace, name, uid, &err);
+        /* the scheduler must not go on with a version it was sent before */
+        pthread_mutex_lock(&b->lock);
+        bool sent_before = strmap_get(&w->items, key) != NULL;
+        pthread_mutex_unlock(&b->lock);
+        if (!sent_before || encode_delete(w, namespace, name, uid, &change, &len) < 0)
+            return;
+        type = KUBE_DELETED;
     }
     struct bridge_item *item = NULL;
     if (type != KUBE_DELETED) {
@@ -282,22 +320,28 @@ void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namesp
         item->change = change;
         item->len = len;
     }
+    bool kept = false;
     pthread_mutex_lock(&b->lock);
     while (b->session_active && b->out_bytes > BACKPRESSURE_BYTES && !atomic_load(&b->stop))
         pthread_cond_wait(&b->cond, &b->lock);
     item_free(strmap_remove(&w->items, key));
-    if (item != NULL && strmap_put(&w->items, item->key, item) < 0) {
-        item_free(item);
-        item = NULL;
-        log_error("bridge: out of memory keeping %s %s", w->resource.kind, key);
+    if (item != NULL) {
+        kept = strmap_put(&w->items, item->key, item) == 0;
+        if (!kept) {
+            item->change = NULL; /* still queued below; freed after */
+            item_free(item);
+            log_error("bridge: out of memory keeping %s %s", w->resource.kind, key);
+        }
     }
     if (b->session_active) {
         queue_field(b, FIELD_CHANGES, change, len);
         atomic_fetch_add(&b->stats.changes_sent, 1);
     }
     pthread_mutex_unlock(&b->lock);
-    if (item == NULL)
+    if (!kept)
         free(change);
+    if (type == KUBE_DELETED && w->kind == 'p' && uid != NULL)
+        forget_reported(b, uid);
 }
 
 static void on_synced(void *ctx)
@@ -413,6 +457,9 @@ static struct bridge_work *work_new(int type, const char *namespace, const char 
 
 static void work_push(struct bridge *b, struct bridge_work *w)
 {
+    pthread_mutex_lock(&b->lock);
+    w->session = b->session;
+    pthread_mutex_unlock(&b->lock);
     pthread_mutex_lock(&b->work_lock);
     if (b->work_tail != NULL)
         b->work_tail->next = w;
@@ -457,7 +504,7 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     if (m->hello) {
         pthread_mutex_lock(&b->lock);
         b->pipe = pipe;
-        b->session++;
+        b->session = m->session != 0 ? m->session : b->session + 1;
         drop_queued(b);
         b->session_active = false;
         if (lists_done(b))
@@ -606,7 +653,15 @@ static void post_event(struct bridge *b, struct kube_client *client, const struc
 
 static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_work *w)
 {
-    if (!bridge_may_bind(b)) {
+    /* the request must end while the lease is ours: no binding lands after another replica
+     * may have taken over */
+    long timeout = API_TIMEOUT_MS;
+    if (b->opt.leader_elect) {
+        int64_t left = atomic_load(&b->leader_until_ms) - bridge_monotonic_ms();
+        if (left < timeout)
+            timeout = (long)left;
+    }
+    if (!bridge_may_bind(b) || timeout < 1000) {
         bind_result(b, w->id, w->uid, 0, "this replica does not hold the lease");
         return;
     }
@@ -626,8 +681,8 @@ static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/binding", w->namespace, w->name);
     struct kube_response res = {0};
     struct kc_error err = {{0}};
-    int rc = kube_request(client, "POST", path, "application/json", body, strlen(body),
-                          API_TIMEOUT_MS, &res, &err);
+    int rc = kube_request(client, "POST", path, "application/json", body, strlen(body), timeout,
+                          &res, &err);
     free(body);
     char text[512] = "";
     if (rc < 0) {
@@ -719,6 +774,14 @@ static void do_scheduled(struct bridge *b, struct kube_client *client, struct br
     post_event(b, client, w, "Scheduled", "Normal", "Binding", note);
 }
 
+static bool session_current(struct bridge *b, uint64_t session)
+{
+    pthread_mutex_lock(&b->lock);
+    bool current = b->session_active && b->session == session;
+    pthread_mutex_unlock(&b->lock);
+    return current;
+}
+
 static void *writer_main(void *arg)
 {
     struct bridge *b = arg;
@@ -745,6 +808,9 @@ static void *writer_main(void *arg)
                 bind_result(b, w->id, w->uid, 0, "the bridge is stopping");
         } else if (w->type != WORK_BIND && !bridge_may_bind(b)) {
             /* a replica that lost the lease writes nothing more: the new leader reports */
+        } else if (w->type == WORK_BIND && !session_current(b, w->session)) {
+            /* asked by a scheduler session that ended: that scheduler has already failed
+             * the binding and will learn from the sync whether the pod is bound */
         } else if (w->type == WORK_BIND) {
             do_bind(b, client, w);
         } else if (w->type == WORK_UNSCHEDULABLE) {
@@ -939,11 +1005,12 @@ void bridge_close(struct bridge *b)
     pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
     health_stop(b->health);
-    if (b->leader_started)
-        pthread_join(b->leader_thread, NULL);
+    /* writers first: their last requests end before the lease is released */
     for (uint32_t i = 0; i < b->writer_count; i++)
         pthread_join(b->writers[i], NULL);
     free(b->writers);
+    if (b->leader_started)
+        pthread_join(b->leader_thread, NULL);
     for (uint32_t i = 0; i < b->watch_count; i++)
         if (b->watches[i].started)
             pthread_join(b->watches[i].thread, NULL);

@@ -56,6 +56,7 @@ struct bridge_item {
 struct bridge_work {
     enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED } type;
     uint64_t id;
+    uint64_t session; /* the scheduler session that asked: work of an ended one is dropped */
     char *namespace, *name, *uid, *node, *reason, *message;
     char *annotations_json; /* bindings: {"k":"v",...} */
     struct bridge_work *next;

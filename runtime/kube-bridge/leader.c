@@ -19,6 +19,7 @@ struct lease_record {
     char renew_time[64];
     char acquire_time[64];
     int64_t transitions;
+    int64_t duration_ms; /* the holder's leaseDurationSeconds: its promise, not ours */
 };
 
 struct elector {
@@ -70,6 +71,7 @@ static void parse_record(json_t *lease, struct lease_record *r)
     snprintf(r->renew_time, sizeof(r->renew_time), "%s", string_at(spec, "renewTime"));
     snprintf(r->acquire_time, sizeof(r->acquire_time), "%s", string_at(spec, "acquireTime"));
     r->transitions = json_integer_value(json_object_get(spec, "leaseTransitions"));
+    r->duration_ms = json_integer_value(json_object_get(spec, "leaseDurationSeconds")) * 1000;
 }
 
 /* The lease body for a create (rv NULL) or an update. */
@@ -107,32 +109,35 @@ static long send_lease(struct elector *e, const char *method, const char *path, 
     return status;
 }
 
-/* One round of client-go's tryAcquireOrRenew. true when we hold the lease after it. */
+/* One round of client-go's tryAcquireOrRenew. true when we hold the lease after it. Times are
+ * taken on the safe side: a record is observed when the GET returned (later), a renewal counts
+ * from before the write was sent (earlier). */
 static bool try_acquire_or_renew(struct elector *e)
 {
     struct bridge *b = e->b;
     const char *me = b->opt.identity;
-    int64_t now = bridge_monotonic_ms();
     int64_t duration_s = (b->opt.lease_duration_ms + 999) / 1000;
     char stamp[64];
-    bridge_format_time(stamp, sizeof(stamp));
     struct kube_response res = {0};
     struct kc_error err = {{0}};
     int rc = kube_request(e->client, "GET", e->path, NULL, NULL, 0, 5000, &res, &err);
+    int64_t now = bridge_monotonic_ms();
     if (rc < 0 || (res.status != 200 && res.status != 404)) {
         if (rc < 0)
             log_info("bridge: reading the lease: %s", err.message);
         kube_response_free(&res);
         return false;
     }
+    bridge_format_time(stamp, sizeof(stamp));
     if (res.status == 404) {
         kube_response_free(&res);
+        int64_t sent = bridge_monotonic_ms();
         long status = send_lease(e, "POST", e->collection,
                                  lease_body(e, NULL, me, duration_s, stamp, stamp, 0));
         if (status != 201 && status != 200)
             return false; /* 409: another replica created it first */
-        e->renewed_ms = now;
-        e->observed_ms = now;
+        e->renewed_ms = sent;
+        e->observed_ms = sent;
         return true;
     }
     json_t *lease = json_loadb(res.body, res.len, 0, NULL);
@@ -148,17 +153,19 @@ static bool try_acquire_or_renew(struct elector *e)
         e->observed_ms = now;
     }
     bool ours = strcmp(r.holder, me) == 0;
-    if (!ours && r.holder[0] != '\0' && now < e->observed_ms + b->opt.lease_duration_ms) {
+    int64_t duration_ms = r.duration_ms > 0 ? r.duration_ms : b->opt.lease_duration_ms;
+    if (!ours && r.holder[0] != '\0' && now < e->observed_ms + duration_ms) {
         set_leader(e, false, r.holder);
         return false; /* someone else holds a lease that has not expired */
     }
     const char *acquired = ours ? r.acquire_time : stamp;
     int64_t transitions = ours ? r.transitions : r.transitions + 1;
+    int64_t sent = bridge_monotonic_ms();
     long status = send_lease(e, "PUT", e->path,
                              lease_body(e, r.rv, me, duration_s, acquired, stamp, transitions));
     if (status != 200)
         return false; /* 409: the record moved under us; look again next round */
-    e->renewed_ms = now;
+    e->renewed_ms = sent;
     return true;
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nng/protocol/pair1/pair.h>
 
@@ -20,13 +21,25 @@
 #define LOOP_BUDGET_US 20000 /* schedule at most this long before looking at messages again */
 #define IDLE_WAIT_MS 100
 #define SEND_TIMEOUT_MS 5000
+/* The bridge's API timeout is 10 s: an answer later than this will not come. */
+#define BIND_ANSWER_TIMEOUT_MS 30000
 
-static int64_t realtime_ms(void *ctx)
+static int64_t monotonic_ms(void)
 {
-    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Random enough for session and binding ids: a restart must not reuse the last ones. */
+static uint64_t random_u64(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    uint64_t z = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }
 
 static int64_t monotonic_us(void)
@@ -48,18 +61,21 @@ static void free_labels(Kcycle__V1__Label **labels, size_t n)
     free(labels);
 }
 
+static void binding_free(Kcycle__V1__Binding *m)
+{
+    free(m->namespace_);
+    free(m->name);
+    free(m->uid);
+    free(m->node);
+    free_labels(m->annotations, m->n_annotations);
+    free(m);
+}
+
 static void clear_out(struct bridge_client *b)
 {
     Kcycle__V1__ToBridge *out = &b->out;
-    for (size_t i = 0; i < out->n_bindings; i++) {
-        Kcycle__V1__Binding *m = out->bindings[i];
-        free(m->namespace_);
-        free(m->name);
-        free(m->uid);
-        free(m->node);
-        free_labels(m->annotations, m->n_annotations);
-        free(m);
-    }
+    for (size_t i = 0; i < out->n_bindings; i++)
+        binding_free(out->bindings[i]);
     for (size_t i = 0; i < out->n_unschedulable; i++) {
         Kcycle__V1__Unschedulable *m = out->unschedulable[i];
         free(m->namespace_);
@@ -89,6 +105,74 @@ static bool reserve_slot(void ***items, uint32_t *capacity, size_t count)
         return false;
     *items = grown;
     return true;
+}
+
+/* ---- bindings waiting for their answer ---- */
+
+static void bind_forget(struct bridge_client *b, const char *uid)
+{
+    struct bridge_bind *bb = strmap_remove(&b->binds, uid);
+    if (bb != NULL) {
+        free(bb->uid);
+        free(bb);
+    }
+}
+
+static int bind_remember(struct bridge_client *b, const char *uid, uint64_t id)
+{
+    struct bridge_bind *bb = calloc(1, sizeof(*bb));
+    if (bb == NULL || (bb->uid = strdup(uid)) == NULL) {
+        free(bb);
+        return -ENOMEM;
+    }
+    bb->id = id;
+    bb->sent_ms = monotonic_ms();
+    bind_forget(b, uid);
+    if (strmap_put(&b->binds, bb->uid, bb) < 0) {
+        free(bb->uid);
+        free(bb);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static void binds_clear(struct bridge_client *b)
+{
+    for (uint32_t i = 0; i < b->binds.capacity; i++) {
+        struct bridge_bind *bb = b->binds.entries[i].value;
+        if (bb != NULL) {
+            free(bb->uid);
+            free(bb);
+        }
+    }
+    strmap_free(&b->binds);
+}
+
+/* Every answer that can no longer come fails its binding; the pods retry after backoff. */
+static void binds_lost(struct bridge_client *b, const char *why)
+{
+    binds_clear(b);
+    scheduler_bind_results_lost(&b->sched, why);
+}
+
+/* Answers that never came (a message lost to a failed allocation, a bridge that hangs). */
+static void binds_expire(struct bridge_client *b)
+{
+    int64_t now = monotonic_ms();
+    if (now < b->next_expiry_check_ms)
+        return;
+    b->next_expiry_check_ms = now + 1000;
+    for (uint32_t i = 0; i < b->binds.capacity; i++) {
+        struct bridge_bind *bb = b->binds.entries[i].value;
+        if (bb == NULL || now - bb->sent_ms < BIND_ANSWER_TIMEOUT_MS)
+            continue;
+        char uid[256];
+        snprintf(uid, sizeof(uid), "%s", bb->uid);
+        bind_forget(b, uid);
+        b->stats.bind_timeouts++;
+        scheduler_bind_result(&b->sched, uid, -ETIMEDOUT,
+                              "the bridge did not answer the binding within 30 s");
+    }
 }
 
 static int sink_bind(void *ctx, const struct pod *pod, const char *node,
@@ -123,10 +207,13 @@ static int sink_bind(void *ctx, const struct pod *pod, const char *node,
         l->value = strdup(annotations->items[i].value);
         ok = l->key != NULL && l->value != NULL;
     }
+    if (!ok || bind_remember(b, pod->uid, m->id) < 0) {
+        /* never sent half a binding: the attempt fails and the pod retries */
+        binding_free(m);
+        return -ENOMEM;
+    }
     b->out.bindings = b->bindings;
     b->out.bindings[b->out.n_bindings++] = m;
-    if (!ok)
-        return -ENOMEM; /* freed with the rest by clear_out; the attempt fails */
     return 1;
 }
 
@@ -171,8 +258,10 @@ static void sink_bound(void *ctx, const struct pod *pod, const char *node)
 /* A packed ToBridge that could not be sent: its bindings will never be answered. */
 static void fail_unsent_bindings(struct bridge_client *b, const char *why)
 {
-    for (size_t i = 0; i < b->out.n_bindings; i++)
+    for (size_t i = 0; i < b->out.n_bindings; i++) {
+        bind_forget(b, b->out.bindings[i]->uid);
         scheduler_bind_result(&b->sched, b->out.bindings[i]->uid, -EIO, why);
+    }
 }
 
 static void flush(struct bridge_client *b)
@@ -194,7 +283,9 @@ static void flush(struct bridge_client *b)
                  out->n_bindings, out->n_unschedulable, nng_strerror(rc));
         fail_unsent_bindings(b, "the bridge did not take the binding");
     }
+    bool hello_lost = rc != 0 && out->hello;
     clear_out(b);
+    out->hello = hello_lost; /* asked again on the next turn */
 }
 
 /* ---- the cluster, from the bridge ---- */
@@ -242,7 +333,7 @@ static void seen_clear(struct bridge_client *b)
 static void sync_begin(struct bridge_client *b)
 {
     /* whatever was sent before is answered by the new state, not by results */
-    scheduler_bind_results_lost(&b->sched, "the bridge restarted before answering");
+    binds_lost(b, "the bridge restarted before answering");
     seen_clear(b);
     b->syncing = true;
     b->synced = false;
@@ -317,7 +408,7 @@ static void sync_end(struct bridge_client *b)
     b->syncing = false;
     b->synced = true;
     b->stats.syncs++;
-    log_info("bridge: in sync (session %llu): %u nodes, %u assigned and %u pending pods; %u "
+    log_info("bridge: in sync (session %llx): %u nodes, %u assigned and %u pending pods; %u "
              "nodes and %u pods gone since the last sync",
              (unsigned long long)b->session, s->cache.node_count, s->assigned.count, s->pods.count,
              nodes_gone, pods_gone);
@@ -383,6 +474,12 @@ static void apply_change(struct bridge_client *b, const Kcycle__V1__ClusterChang
 static void apply_bind_result(struct bridge_client *b, const Kcycle__V1__BindResult *r)
 {
     b->stats.bind_results++;
+    const struct bridge_bind *bb = strmap_get(&b->binds, r->uid);
+    if (bb == NULL || bb->id != r->id) {
+        b->stats.stale_results++; /* an answer to an older binding of the pod */
+        return;
+    }
+    bind_forget(b, r->uid);
     if (r->code == 201 || r->code == 200) {
         scheduler_bind_result(&b->sched, r->uid, 0, NULL);
         return;
@@ -408,10 +505,14 @@ static void handle_message(struct bridge_client *b, nng_msg *msg)
         log_warn("bridge: a message from the bridge does not decode (version mismatch?)");
         return;
     }
-    if (m->sync_begin) {
-        b->session = m->session;
-        sync_begin(b);
+    if (m->session != b->session) {
+        /* sent before our last hello (to a connection that has since been replaced) */
+        b->stats.stale_messages++;
+        kcycle__v1__to_scheduler__free_unpacked(m, NULL);
+        return;
     }
+    if (m->sync_begin)
+        sync_begin(b);
     for (size_t i = 0; i < m->n_changes; i++)
         apply_change(b, m->changes[i]);
     for (size_t i = 0; i < m->n_bind_results; i++)
@@ -455,11 +556,13 @@ static void check_pipe(struct bridge_client *b)
         b->syncing = false;
         seen_clear(b);
         clear_out(b);
-        scheduler_bind_results_lost(&b->sched, "the connection to the bridge was lost");
+        binds_lost(b, "the connection to the bridge was lost");
     }
     if (up) {
         b->connected = true;
         b->out.hello = true;
+        b->session = random_u64() | 1;
+        b->out.session = b->session;
         log_info("bridge: connected; asking for the cluster");
     }
 }
@@ -476,8 +579,9 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
     b->cfg.binder_elsewhere = false;
     struct scheduler_sink sink = {
         .ctx = b, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
-    struct scheduler_clock clock = {.ctx = b, .now_ms = realtime_ms};
-    if ((rc = scheduler_open(&b->sched, &b->cfg, opt->plugin_dir, &sink, &clock, err)) < 0)
+    b->next_bind_id = random_u64() & 0xffffffff00000000ull;
+    /* the scheduler's own clock (monotonic): timers do not jump with the wall clock */
+    if ((rc = scheduler_open(&b->sched, &b->cfg, opt->plugin_dir, &sink, NULL, err)) < 0)
         return rc;
     b->sched_open = true;
     const char *url = opt->url != NULL ? opt->url : b->cfg.bridge_address;
@@ -512,8 +616,9 @@ int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
 {
     struct scheduler *s = &b->sched;
     while (!atomic_load(stop)) {
-        atomic_store(&b->last_loop_ms, realtime_ms(NULL));
+        atomic_store(&b->last_loop_ms, monotonic_ms());
         check_pipe(b);
+        binds_expire(b);
         nng_msg *msg;
         for (int i = 0; i < 256 && nng_recvmsg(b->sock, &msg, NNG_FLAG_NONBLOCK) == 0; i++)
             handle_message(b, msg);
@@ -552,6 +657,7 @@ void bridge_client_close(struct bridge_client *b)
     if (b->sock_open)
         nng_close(b->sock);
     clear_out(b);
+    binds_clear(b);
     free(b->bindings);
     free(b->unschedulable);
     free(b->scheduled);

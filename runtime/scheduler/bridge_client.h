@@ -22,6 +22,13 @@ struct bridge_client_options {
     const char *plugin_dir;
 };
 
+/* A binding sent and not yet answered. */
+struct bridge_bind {
+    char *uid;
+    uint64_t id;
+    int64_t sent_ms;
+};
+
 struct bridge_client {
     struct config cfg;
     struct scheduler sched;
@@ -33,7 +40,6 @@ struct bridge_client {
     bool connected;                      /* a pipe to the bridge is up */
     bool synced;                         /* the bridge's full state arrived since the last hello */
     bool leader;                         /* the bridge holds the lease */
-    uint64_t session;
     /* during a sync: the keys restated since sync_begin (owned copies) */
     bool syncing;
     struct strmap seen;
@@ -45,11 +51,15 @@ struct bridge_client {
     Kcycle__V1__Unschedulable **unschedulable;
     Kcycle__V1__Scheduled **scheduled;
     uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity;
-    uint64_t next_bind_id;
+    uint64_t next_bind_id; /* random high half: unique across restarts */
+    uint64_t session;      /* sent with the last hello; other messages are stale */
+    struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */
+    int64_t next_expiry_check_ms;
     _Atomic int64_t last_loop_ms; /* for the liveness probe */
     atomic_bool ready;            /* connected and in sync, for the readiness probe */
     struct bridge_client_stats {
-        uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors;
+        uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors,
+            stale_messages, stale_results, bind_timeouts;
     } stats;
 };
 

@@ -29,7 +29,7 @@ static bool health_check(void *ctx, const char *path)
     if (strcmp(path, "/readyz") == 0)
         return bridge_client_ready(b);
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(CLOCK_MONOTONIC, &ts);
     return bridge_client_alive(b, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 

@@ -22,7 +22,8 @@ enum sched_pod_state {
 
 /* A pending pod the scheduler owns (kube's QueuedPodInfo). */
 struct sched_pod {
-    struct pod *pod; /* owned */
+    struct pod *pod;   /* owned */
+    struct pod *newer; /* owned: an update that came during the attempt, or NULL */
     enum sched_pod_state state;
     uint32_t attempts;         /* scheduling attempts so far */
     uint32_t backoff_attempts; /* failed attempts that count for backoff */

@@ -219,6 +219,7 @@ static void sched_pod_free(struct sched_pod *sp)
     if (sp == NULL)
         return;
     pod_free(sp->pod);
+    pod_free(sp->newer);
     free(sp->reason);
     free(sp);
 }
@@ -303,7 +304,10 @@ static int add_pending(struct scheduler *s, struct pod *pod)
     struct sched_pod *sp = strmap_get(&s->pods, pod->uid);
     if (sp != NULL) {
         if (sp->state == SP_NONE || sp->state == SP_WAITING || sp->state == SP_BINDING) {
-            pod_free(pod); /* in flight: the attempt decides with the version it has */
+            /* in flight: the attempt decides with the version it has; a failed attempt
+             * retries with this one */
+            pod_free(sp->newer);
+            sp->newer = pod;
             return 0;
         }
         enum sched_pod_state was = sp->state;
@@ -418,6 +422,16 @@ static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outco
     }
     free(sp->reason);
     sp->reason = reason;
+    if (sp->newer != NULL) {
+        /* the pod changed during the attempt: the next one uses the new version */
+        struct pod *old = sp->pod;
+        sp->pod = sp->newer;
+        sp->newer = NULL;
+        sp->pod->enqueue_ms = old->enqueue_ms;
+        strmap_put(&s->pods, sp->pod->uid, sp); /* the key now borrows the new uid string */
+        deliver_update(s, KC_EVENT_POD_UPDATE, sp->pod, old, NULL);
+        pod_free(old);
+    }
     if (s->sink.unschedulable != NULL)
         s->sink.unschedulable(s->sink.ctx, sp->pod,
                               outcome == OUTCOME_ERROR ? "SchedulerError" : "Unschedulable",
@@ -1179,8 +1193,12 @@ static bool sink_bind(struct scheduler *s, struct kc_cycle *cycle)
 /* Bound: PostBind, then the pod counts as assigned. */
 static void complete_binding(struct scheduler *s, struct kc_cycle *cycle)
 {
-    scheduler_phase(s, cycle, PHASE_POST_BIND, cache_node(&s->cache, cycle->node_name), NULL, NULL,
-                    NULL);
+    const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
+    if (node != NULL) /* PostBind never sees a NULL node: one deleted meanwhile gets none */
+        scheduler_phase(s, cycle, PHASE_POST_BIND, node, NULL, NULL, NULL);
+    else
+        log_info("pod %s/%s: bound to %s, which is gone; PostBind skipped",
+                 cycle->sp->pod->namespace, cycle->sp->pod->name, cycle->node_name);
     if (!cycle->remote_post_bind_done)
         remote_phase(s, cycle, PHASE_POST_BIND, cycle->node_name, NULL, NULL, NULL, NULL);
     finish_bound(s, cycle);
@@ -1190,10 +1208,22 @@ static void complete_binding(struct scheduler *s, struct kc_cycle *cycle)
 static void await_binding(struct scheduler *s, struct kc_cycle *cycle)
 {
     if (strmap_put(&s->binds_in_flight, cycle->sp->pod->uid, cycle) < 0) {
-        /* no room to wait: the binding is on its way, so count the pod as bound now; a
-         * failure then shows as the pod coming back unassigned through the watch */
-        complete_binding(s, cycle);
+        /* no room to wait: fail the attempt; if the binding lands anyway, the watch shows the
+         * pod bound, and a retry before that is refused by the API server */
+        unreserve(s, cycle);
+        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory waiting for the binding's result");
     }
+}
+
+/* The pod of an open binding cycle is already known bound elsewhere: end the cycle without
+ * Unreserve (the reservation became the assignment) and drop the pending record. */
+static void drop_bound_cycle(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct sched_pod *sp = cycle->sp;
+    if (strmap_get(&s->pods, sp->pod->uid) == sp)
+        strmap_remove(&s->pods, sp->pod->uid);
+    cycle_free(cycle);
+    sched_pod_free(sp);
 }
 
 int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const char *message)
@@ -1202,6 +1232,16 @@ int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const ch
     struct kc_cycle *cycle = strmap_remove(&s->binds_in_flight, uid);
     if (cycle == NULL)
         return -ENOENT;
+    const struct pod *assigned = strmap_get(&s->assigned, uid);
+    if (rc != 0 && assigned != NULL) {
+        /* the watch showed the pod bound before this answer (a lost or late result of a
+         * binding that landed): it is bound, so no Unreserve */
+        if (strcmp(assigned->node_name, cycle->node_name) != 0) {
+            drop_bound_cycle(s, cycle);
+            return 0;
+        }
+        rc = 0;
+    }
     if (rc == 0) {
         complete_binding(s, cycle);
         return 0;

@@ -685,6 +685,63 @@ static void test_lost_binding_results_are_retried(void **state)
     harness_close(h);
 }
 
+/* A failure answer for a binding the watch already showed landed: the pod is bound; no
+ * Unreserve runs for a pod that holds its node. */
+static void test_failure_after_the_watch_showed_the_binding_is_ignored(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct pod *bound = make_pod("p");
+    bound->node_name = strdup("node-0");
+    assert_int_equal(scheduler_pod_update(&h->sched, bound), 0);
+    clear_log(h);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", -EIO, "timed out"), 0);
+    assert_string_equal(read_log(h), "recorder:PostBind, recorder2:PostBind");
+    assert_int_equal(h->sched.stats.bind_failures, 0);
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 1);
+    assert_null(pending(h, "p"));
+    harness_close(h);
+}
+
+/* The node went away while the binding was in flight: PostBind is not called with no node. */
+static void test_node_deleted_during_binding_gets_no_post_bind(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    assert_int_equal(scheduler_node_delete(&h->sched, "node-0"), 0);
+    clear_log(h);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", 0, NULL), 0);
+    assert_string_equal(read_log(h), "");
+    assert_int_equal(h->bound_count, 1);
+    harness_close(h);
+}
+
+/* An update that arrives while the binding is in flight is kept: the retry uses it. */
+static void test_update_during_binding_is_used_by_the_retry(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct pod *updated = make_pod("p");
+    assert_int_equal(kv_list_set(&updated->labels, "version", "2"), 0);
+    assert_int_equal(scheduler_pod_update(&h->sched, updated), 0);
+    assert_null(kv_list_get(&pending(h, "p")->pod->labels, "version"));
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/p", -EIO, "503"), 0);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_BACKOFF);
+    assert_string_equal(kv_list_get(&sp->pod->labels, "version"), "2");
+    assert_null(sp->newer);
+    harness_close(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -709,6 +766,9 @@ int main(void)
         cmocka_unit_test(test_rejected_binding_unreserves_and_backs_off),
         cmocka_unit_test(test_watch_confirms_binding_before_its_result),
         cmocka_unit_test(test_lost_binding_results_are_retried),
+        cmocka_unit_test(test_failure_after_the_watch_showed_the_binding_is_ignored),
+        cmocka_unit_test(test_node_deleted_during_binding_gets_no_post_bind),
+        cmocka_unit_test(test_update_during_binding_is_used_by_the_retry),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
