@@ -250,6 +250,14 @@ static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
     return s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
 }
 
+/* No group cycles yet: every cycle is a single pod's. */
+static int cycle_group(kc_cycle *cycle, kc_group_cycle *out)
+{
+    (void)cycle;
+    (void)out;
+    return 0;
+}
+
 void hostapi_fill(kc_host_api *api)
 {
     memset(api, 0, sizeof(*api));
@@ -306,4 +314,5 @@ void hostapi_fill(kc_host_api *api)
     api->waiting_pod_reject = waiting_pod_reject;
     api->bind = bind;
     api->now_ms = now_ms;
+    api->cycle_group = cycle_group;
 }
