@@ -22,6 +22,7 @@
 #define CYCLE_MAX_REASONS 64
 
 struct scheduler;
+struct pod_group;
 
 /* Where decisions go: the simulator records them, the bridge sends them to the API server. */
 struct scheduler_sink {
@@ -67,6 +68,9 @@ struct kc_cycle {
     char *node_name;    /* after Reserve: the chosen node */
     char *message;      /* a cycle-level rejection (PreFilter, Permit, ...) */
     uint64_t rejectors; /* plugins that rejected in this attempt */
+    /* in a group cycle (group.c): the group, this member's position and the cycle's size */
+    const struct pod_group *group;
+    uint32_t group_index, group_count, group_needed;
 };
 
 struct kc_waiting_pod {
