@@ -250,12 +250,21 @@ static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
     return s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
 }
 
-/* No group cycles yet: every cycle is a single pod's. */
 static int cycle_group(kc_cycle *cycle, kc_group_cycle *out)
 {
-    (void)cycle;
-    (void)out;
-    return 0;
+    const struct pod_group *g = cycle != NULL ? cycle->group : NULL;
+    if (g == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+        return 0;
+    kc_group_cycle full = {
+        .struct_size = out->struct_size,
+        .index = cycle->group_index,
+        .count = cycle->group_count,
+        .needed = cycle->group_needed,
+        .namespace_name = g->namespace_name,
+        .name = g->name,
+    };
+    memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+    return 1;
 }
 
 void hostapi_fill(kc_host_api *api)

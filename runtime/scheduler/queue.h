@@ -8,6 +8,7 @@
 
 struct pod;
 struct plugin;
+struct pod_group;
 
 enum sched_pod_state {
     SP_NONE, /* not in any queue (being scheduled) */
@@ -34,6 +35,10 @@ struct sched_pod {
     uint32_t list_index; /* position in the unschedulable or gated list */
     char *reason;        /* last failure message, or NULL */
     bool deleted;        /* deleted while in flight: freed when the attempt ends */
+    /* pod groups (group.c) */
+    struct pod_group *group; /* the group a plugin's group_of put it in, or NULL */
+    uint32_t group_index;    /* position in the group's member list */
+    bool group_held;         /* gated until its group has a quorum of members */
 };
 
 struct sched_pod_heap {

@@ -181,6 +181,7 @@ int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *
     };
     dispatch(s, &ev);
     requeue_on(s, type);
+    group_recheck(s); /* a PodGroup may have changed its quorum */
     return 0;
 }
 
@@ -216,6 +217,7 @@ static void sched_pod_free(struct sched_pod *sp)
 {
     if (sp == NULL)
         return;
+    group_leave(sp);
     pod_free(sp->pod);
     free(sp->reason);
     free(sp);
@@ -248,7 +250,8 @@ static const char *gate_reason(const struct pod *pod, char *buf, size_t size)
     return buf;
 }
 
-/* Into the queue: gated by schedulingGates or PreEnqueue, else active. */
+/* Into the queue: gated by schedulingGates or PreEnqueue, held until its group has a quorum,
+ * else active. */
 int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
 {
     char buf[512];
@@ -263,7 +266,7 @@ int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
         }
     }
     if (why == NULL)
-        return queue_push_active(&s->queue, sp);
+        return group_hold(s, sp) ? 0 : queue_push_active(&s->queue, sp);
     free(sp->reason);
     sp->reason = strdup(why);
     return queue_push_gated(&s->queue, sp);
@@ -291,6 +294,7 @@ static int add_assigned(struct scheduler *s, struct pod *pod)
     }
     kc_event_type type = old != NULL ? KC_EVENT_POD_UPDATE : KC_EVENT_POD_ADD;
     deliver_update(s, type, pod, old, cache_node(&s->cache, pod->node_name));
+    group_assigned(s, pod, old);
     pod_free(old);
     requeue_on(s, type);
     return 0;
@@ -312,6 +316,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
         deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
         pod_free(old);
+        group_join(s, sp);
         /* an update never skips backoff (the scheduler's own status patch comes back as one):
          * a pod still backing off goes back to backoffQ, as in kube-scheduler */
         if ((was == SP_BACKOFF || was == SP_UNSCHEDULABLE) && pod->scheduling_gate_count == 0 &&
@@ -331,6 +336,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         return -ENOMEM; /* the caller hears of it: the pod is not silently dropped */
     }
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
+    group_join(s, sp);
     return scheduler_enqueue(s, sp);
 }
 
@@ -362,6 +368,7 @@ int scheduler_pod_delete(struct scheduler *s, const char *uid)
         deliver(s, KC_EVENT_POD_DELETE, pod, cache_node(&s->cache, pod->node_name));
         cache_remove_pod(&s->cache, uid);
         strmap_remove(&s->assigned, uid);
+        group_assigned(s, NULL, pod);
         pod_free(pod);
         requeue_on(s, KC_EVENT_POD_DELETE);
         return 0;
@@ -1196,6 +1203,12 @@ int scheduler_schedule_one(struct scheduler *s)
         return 0;
     int64_t start = monotonic_us();
     current_scheduler = s;
+    if (group_schedule(s, sp)) {
+        /* its group's cycle ran (or the pod waits for its group) */
+        group_flush_status(s);
+        s->last_attempt_us = monotonic_us() - start;
+        return 1;
+    }
     sp->attempts++;
     sp->last_attempt_ms = scheduler_now(s);
     s->stats.attempts++;
@@ -1212,6 +1225,7 @@ int scheduler_schedule_one(struct scheduler *s)
     else
         fail_attempt(s, cycle, p.error ? OUTCOME_ERROR : OUTCOME_UNSCHEDULABLE, p.message);
     free(p.message);
+    group_flush_status(s);
     s->last_attempt_us = monotonic_us() - start;
     return 1;
 }
@@ -1407,6 +1421,7 @@ int scheduler_tick(struct scheduler *s)
     current_scheduler = s;
     int64_t now = scheduler_now(s);
     queue_flush(&s->queue, now);
+    group_tick(s, now);
     process_waiting(s, now);
     int bound = 0;
     /* binding cycles started while running these (none today) wait for the next tick */
@@ -1424,12 +1439,16 @@ int scheduler_tick(struct scheduler *s)
     uint64_t before = s->stats.scheduled;
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);
+    group_flush_status(s);
     return bound;
 }
 
 int64_t scheduler_next_due(const struct scheduler *s)
 {
     int64_t due = queue_next_due(&s->queue);
+    int64_t group_due = group_next_due(s);
+    if (group_due < due)
+        due = group_due;
     for (uint32_t i = 0; i < s->waiting_count; i++)
         if (s->waiting[i]->deadline_ms < due)
             due = s->waiting[i]->deadline_ms;
@@ -1461,6 +1480,7 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     s->rng = cfg->seed;
     hostapi_fill(&s->host);
     cache_init(&s->cache);
+    group_table_init(&s->groups);
     current_scheduler = s;
     int rc = framework_open(&s->fw, cfg, plugin_dir, &s->host, err);
     if (rc < 0)
@@ -1527,6 +1547,7 @@ void scheduler_close(struct scheduler *s)
         if (s->pods.entries[i].value != NULL)
             sched_pod_free(s->pods.entries[i].value);
     strmap_free(&s->pods);
+    group_table_fini(&s->groups); /* after the pods, which leave their groups */
     for (uint32_t i = 0; i < s->assigned.capacity; i++)
         if (s->assigned.entries[i].value != NULL)
             pod_free(s->assigned.entries[i].value);

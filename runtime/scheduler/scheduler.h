@@ -12,6 +12,7 @@
 #include "config.h"
 #include "error.h"
 #include "framework.h"
+#include "group.h"
 #include "queue.h"
 #include "remote.h"
 #include "simfile.h"
@@ -22,7 +23,6 @@
 #define CYCLE_MAX_REASONS 64
 
 struct scheduler;
-struct pod_group;
 
 /* Where decisions go: the simulator records them, the bridge sends them to the API server. */
 struct scheduler_sink {
@@ -35,6 +35,11 @@ struct scheduler_sink {
     void (*unschedulable)(void *ctx, const struct pod *pod, const char *message);
     /* The pod was bound (Scheduled event). */
     void (*bound)(void *ctx, const struct pod *pod, const char *node);
+    /* A pod group's status changed (PodGroup status): phase "Pending", "Scheduling",
+     * "Scheduled", "Running" or "Failed"; scheduled: members bound; running: of those, the
+     * running ones; message: why the group is not placed, or NULL. Optional. */
+    void (*group_status)(void *ctx, const char *namespace_name, const char *name, const char *phase,
+                         uint32_t scheduled, uint32_t running, const char *message);
 };
 
 /* The scheduler clock; the simulator supplies a virtual one. */
@@ -144,7 +149,8 @@ struct scheduler {
     uint64_t filter_runs;
     bool force_parallel; /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
-    int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */
+    int64_t last_attempt_us;   /* latency of the last attempt, for benchmarks */
+    struct group_table groups; /* pod groups (group.c) */
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's

@@ -130,7 +130,7 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
         memset(&sim->spec.config, 0, sizeof(sim->spec.config));
         sim->spec.has_config = false;
     }
-    struct scheduler_sink sink = {sim, sim_bind, NULL, sim_bound};
+    struct scheduler_sink sink = {.ctx = sim, .bind = sim_bind, .bound = sim_bound};
     struct scheduler_clock clock = {sim, sim_now};
     rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
     if (rc < 0)

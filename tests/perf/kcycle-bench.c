@@ -204,7 +204,7 @@ int main(int argc, char **argv)
         .plugin_timeout_ms = 5000,
     };
     struct scheduler s;
-    struct scheduler_sink sink = {&b, sink_bind, NULL, sink_bound};
+    struct scheduler_sink sink = {.ctx = &b, .bind = sink_bind, .bound = sink_bound};
     struct kc_error err = {{0}};
     if (scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err) < 0) {
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
