@@ -65,6 +65,7 @@ static void group_free(struct pod_group *g)
     free(g->name);
     free(g->members);
     free(g->message);
+    free(g->failure);
     free(g->reported_message);
     free(g);
 }
@@ -330,6 +331,26 @@ static void start_waiting(struct pod_group *g, int64_t now)
         g->table->next_deadline_ms = deadline;
 }
 
+/* The quorum is placed (or the wait ended otherwise): the timeout stops, and the earliest
+ * deadline is found again so nobody waits for one that no longer exists. */
+static void stop_waiting(struct pod_group *g)
+{
+    struct group_table *t = g->table;
+    if (!g->waiting)
+        return;
+    g->waiting = false;
+    if (g->timeout_ms <= 0 || g->waiting_since_ms + g->timeout_ms > t->next_deadline_ms)
+        return;
+    int64_t next = INT64_MAX;
+    for (uint32_t i = 0; i < t->groups.capacity; i++) {
+        const struct pod_group *o = t->groups.entries[i].value;
+        if (o != NULL && o->waiting && o->timeout_ms > 0 &&
+            o->waiting_since_ms + o->timeout_ms < next)
+            next = o->waiting_since_ms + o->timeout_ms;
+    }
+    t->next_deadline_ms = next;
+}
+
 static int64_t group_backoff_ms(const struct scheduler *s, const struct pod_group *g)
 {
     int64_t backoff = queue_backoff_ms(&s->queue, g->failures > 0 ? g->failures : 1);
@@ -357,7 +378,7 @@ static void hold(struct scheduler *s, struct pod_group *g, struct sched_pod *sp)
  * be scheduled on its own (a Permit plugin holds them until the group is complete). */
 static void release_held(struct scheduler *s, struct pod_group *g)
 {
-    g->waiting = false;
+    stop_waiting(g);
     for (uint32_t i = 0; i < g->member_count && g->held > 0; i++) {
         struct sched_pod *m = g->members[i];
         if (!m->group_held || m->state != SP_GATED)
@@ -389,14 +410,14 @@ static void time_out(struct scheduler *s, struct pod_group *g, int64_t now)
 {
     g->table->timeouts++;
     g->timed_out = true;
-    g->waiting = false;
+    g->waiting = false; /* group_tick finds the next deadline */
     g->failures++;
     g->backoff_until_ms = now + group_backoff_ms(s, g);
     char *message = text_format(
         "pod group %s: its quorum of %u members was not placed within scheduleTimeoutSeconds "
         "(%lld s): %s",
         g->key, g->min_member, (long long)(g->timeout_ms / 1000),
-        g->message != NULL ? g->message : "too few members exist");
+        g->failure != NULL ? g->failure : "too few members exist");
     for (uint32_t i = 0; i < g->member_count; i++) {
         struct sched_pod *m = g->members[i];
         if (!queued(m))
@@ -517,10 +538,12 @@ static void commit(struct scheduler *s, struct pod_group *g, struct member_try *
         }
     }
     g->table->admitted++;
-    g->waiting = false;
+    stop_waiting(g);
     g->timed_out = false;
     g->failures = 0;
     g->backoff_until_ms = 0;
+    free(g->failure);
+    g->failure = NULL;
     set_message(g, NULL);
 }
 
@@ -559,6 +582,8 @@ static void roll_back(struct scheduler *s, struct pod_group *g, struct member_tr
         scheduler_fail_pod(s, m->sp, error, message != NULL ? message : why, g->backoff_until_ms);
     }
     start_waiting(g, now);
+    free(g->failure);
+    g->failure = message != NULL ? strdup(message) : NULL;
     set_message(g, message);
 }
 

@@ -36,7 +36,8 @@ struct pod_group {
     bool waiting;             /* the quorum is not placed: the timeout runs */
     int64_t waiting_since_ms; /* since when */
     bool timed_out;           /* the last wait ended with scheduleTimeoutSeconds: Failed */
-    char *message;            /* why the group is not placed, or NULL */
+    char *message;            /* why the group is not placed, or NULL (its status message) */
+    char *failure;            /* why its last group cycle failed, or NULL */
     bool dirty;               /* its status may have changed since it was last reported */
     /* the status last reported through the sink */
     const char *reported_phase;
