@@ -66,6 +66,7 @@ static void group_free(struct pod_group *g)
     free(g->members);
     free(g->message);
     free(g->failure);
+    free(g->permit_failure);
     free(g->reported_message);
     free(g);
 }
@@ -436,9 +437,62 @@ static void time_out(struct scheduler *s, struct pod_group *g, int64_t now)
     set_message(g, message);
 }
 
+/* Committed groups waiting in Permit: when a member was rejected or its wait expired, every
+ * member is rejected now (in the same tick, before the waiting pods are processed, so none is
+ * bound or kept alone); when no member waits for another plugin any more, the group's plugin
+ * lets all of them go. */
+static void settle_permit_holds(struct scheduler *s, int64_t now)
+{
+    struct group_table *t = &s->groups;
+    uint64_t round = ++t->permit_round;
+    for (uint32_t i = 0; i < s->waiting_count; i++) {
+        struct kc_waiting_pod *w = s->waiting[i];
+        struct pod_group *g = w->cycle->sp->group;
+        if (g == NULL || !g->permit_hold)
+            continue;
+        if (g->permit_round != round) {
+            g->permit_round = round;
+            g->permit_failed = g->permit_pending = false;
+        }
+        uint64_t others = w->pending & ~(1ull << g->declarer);
+        bool expired = others != 0 && now >= w->deadline_ms;
+        if ((w->rejected || expired) && !g->permit_failed) {
+            g->permit_failed = true;
+            free(g->permit_failure);
+            g->permit_failure = text_format(
+                "pod group %s: member %s/%s %s; the group's members are released together", g->key,
+                w->cycle->sp->pod->namespace, w->cycle->sp->pod->name,
+                w->rejected ? "was rejected in Permit" : "was not allowed in Permit in time");
+        }
+        g->permit_pending = g->permit_pending || others != 0;
+    }
+    for (uint32_t i = 0; i < s->waiting_count; i++) {
+        struct kc_waiting_pod *w = s->waiting[i];
+        struct pod_group *g = w->cycle->sp->group;
+        if (g == NULL || !g->permit_hold || g->permit_round != round)
+            continue;
+        if (g->permit_failed)
+            waiting_pod_reject(w, s->fw.plugins[g->declarer].name,
+                               g->permit_failure != NULL ? g->permit_failure : g->key);
+        else if (!g->permit_pending)
+            w->pending &= ~(1ull << g->declarer);
+    }
+    /* settled groups stop holding; the others are looked at again next tick */
+    for (uint32_t i = 0; i < s->waiting_count; i++) {
+        struct pod_group *g = s->waiting[i]->cycle->sp->group;
+        if (g != NULL && g->permit_hold && g->permit_round == round &&
+            (g->permit_failed || !g->permit_pending)) {
+            g->permit_hold = false;
+            t->permit_holds--;
+        }
+    }
+}
+
 void group_tick(struct scheduler *s, int64_t now)
 {
     struct group_table *t = &s->groups;
+    if (t->permit_holds > 0)
+        settle_permit_holds(s, now);
     if (now < t->next_deadline_ms)
         return;
     int64_t next = INT64_MAX;
@@ -522,14 +576,27 @@ static uint32_t place_members(struct scheduler *s, struct pod_group *g, struct m
 }
 
 /* The quorum is placed: every placed member goes on to Permit's wait or its binding cycle; the
- * ones beyond the quorum that did not fit are failed on their own. */
+ * ones beyond the quorum that did not fit are failed on their own. When a Permit plugin made
+ * some members wait, all of them wait, held by the group's plugin until every wait is over
+ * (group_tick): the group is bound together or released together. */
 static void commit(struct scheduler *s, struct pod_group *g, struct member_try *tries,
                    uint32_t tried)
 {
+    bool hold = false;
+    for (uint32_t i = 0; i < tried; i++)
+        hold = hold || (tries[i].placement.placed && tries[i].placement.permit == KC_WAIT);
     for (uint32_t i = 0; i < tried; i++) {
         struct member_try *m = &tries[i];
         if (m->placement.placed) {
-            scheduler_commit(s, m->cycle, &m->placement);
+            struct placement p = m->placement;
+            if (hold && p.permit != KC_WAIT) {
+                p.permit = KC_WAIT;
+                p.timeout_ms = PERMIT_MAX_TIMEOUT_MS; /* its siblings' waits decide */
+                p.wait_plugin = g->declarer;
+            }
+            if (hold)
+                p.waiting |= 1ull << g->declarer;
+            scheduler_commit(s, m->cycle, &p);
         } else {
             cycle_free(m->cycle);
             scheduler_fail_pod(
@@ -538,6 +605,10 @@ static void commit(struct scheduler *s, struct pod_group *g, struct member_try *
         }
     }
     g->table->admitted++;
+    if (hold && !g->permit_hold) {
+        g->permit_hold = true;
+        g->table->permit_holds++;
+    }
     stop_waiting(g);
     g->timed_out = false;
     g->failures = 0;

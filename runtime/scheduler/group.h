@@ -39,6 +39,12 @@ struct pod_group {
     char *message;            /* why the group is not placed, or NULL (its status message) */
     char *failure;            /* why its last group cycle failed, or NULL */
     bool dirty;               /* its status may have changed since it was last reported */
+    /* committed while a Permit plugin made members wait: all of them wait together */
+    bool permit_hold;
+    uint64_t permit_round; /* the group_tick that computed the two flags below */
+    bool permit_failed;    /* during group_tick: a member was rejected or timed out */
+    bool permit_pending;   /* during group_tick: a member still waits for another plugin */
+    char *permit_failure;  /* during group_tick: why */
     /* the status last reported through the sink */
     const char *reported_phase;
     uint32_t reported_scheduled, reported_running;
@@ -51,6 +57,8 @@ struct group_table {
     struct pod_group **dirty;
     uint32_t dirty_count, dirty_capacity;
     int64_t next_deadline_ms; /* earliest group timeout, INT64_MAX when none */
+    uint32_t permit_holds;    /* groups with permit_hold set */
+    uint64_t permit_round;
     /* no kubelets (the simulator): a bound member counts as running at once */
     bool bound_pods_run;
     /* counters for reports and benchmarks */
@@ -82,7 +90,9 @@ bool group_schedule(struct scheduler *s, struct sched_pod *sp);
 /* Custom objects changed (PodGroups): groups with held members are looked at again. */
 void group_recheck(struct scheduler *s);
 
-/* Group timeouts due at now; then the earliest next one (INT64_MAX: none). */
+/* Group timeouts due at now; then the earliest next one (INT64_MAX: none). Groups whose
+ * members wait in Permit together are allowed together or rejected together: call it before
+ * the waiting pods are processed. */
 void group_tick(struct scheduler *s, int64_t now_ms);
 int64_t group_next_due(const struct scheduler *s);
 /* Report the groups whose status changed through the sink, and free the empty ones. */

@@ -31,7 +31,7 @@ struct group_record {
 struct gang {
     struct scheduler sched;
     struct config cfg;
-    struct plugin_config plugins[3];
+    struct plugin_config plugins[4];
     int64_t now;
     uint32_t bound;
     struct group_record groups[MAX_GROUPS];
@@ -92,25 +92,27 @@ static const struct group_record *status_of(const struct gang *h, const char *na
     return NULL;
 }
 
-/* A scheduler with coscheduling (args), noderesources and defaultbinder on `nodes` nodes of
- * 4 CPUs each. */
-static struct gang *gang_open(uint32_t nodes, const char *args, const char *scheduler_name)
+/* A scheduler with coscheduling (args), noderesources, defaultbinder and, when recorder_args is
+ * not NULL, the recorder test plugin, on `nodes` nodes of 4 CPUs each. */
+static struct gang *gang_open_with(uint32_t nodes, const char *args, const char *scheduler_name,
+                                   const char *recorder_args)
 {
     struct gang *h = calloc(1, sizeof(*h));
-    const char *names[3] = {"coscheduling", "noderesources", "defaultbinder"};
-    const char *paths[3] = {KC_PLUGIN_BUILD_DIR "/coscheduling/coscheduling.so",
+    const char *names[4] = {"coscheduling", "noderesources", "defaultbinder", "recorder"};
+    const char *paths[4] = {KC_PLUGIN_BUILD_DIR "/coscheduling/coscheduling.so",
                             KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so",
-                            KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so"};
-    for (int i = 0; i < 3; i++) {
+                            KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
+                            KC_TEST_PLUGIN_DIR "/recorder.so"};
+    for (int i = 0; i < 4; i++) {
         h->plugins[i].name = (char *)names[i];
         h->plugins[i].path = (char *)paths[i];
         h->plugins[i].weight = 1;
         h->plugins[i].required = true;
-        h->plugins[i].args_json = (char *)(i == 0 ? args : "{}");
+        h->plugins[i].args_json = (char *)(i == 0 ? args : i == 3 ? recorder_args : "{}");
     }
     h->cfg.scheduler_name = (char *)scheduler_name;
     h->cfg.plugins = h->plugins;
-    h->cfg.plugin_count = 3;
+    h->cfg.plugin_count = recorder_args != NULL ? 4 : 3;
     h->cfg.seed = 1;
     h->cfg.parallelism = 1;
     h->cfg.pod_initial_backoff_ms = 1000;
@@ -133,6 +135,11 @@ static struct gang *gang_open(uint32_t nodes, const char *args, const char *sche
         assert_int_equal(scheduler_node_add(&h->sched, n), 0);
     }
     return h;
+}
+
+static struct gang *gang_open(uint32_t nodes, const char *args, const char *scheduler_name)
+{
+    return gang_open_with(nodes, args, scheduler_name, NULL);
 }
 
 static void gang_close(struct gang *h)
@@ -514,6 +521,56 @@ static void test_permit_path_group_waits_in_permit_then_binds(void **state)
     gang_close(h);
 }
 
+/* Another plugin makes members of a committed group wait in Permit: the group waits whole,
+ * then is bound whole, or released whole when one member is rejected or its wait expires. */
+static void test_members_waiting_in_permit_are_bound_or_released_together(void **state)
+{
+    struct gang *h =
+        gang_open_with(10, "{}", "kcycle", "{\"permit\": \"wait\", \"timeout_ms\": 5000}");
+    add_podgroup(h, "w", 3, 3, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "w", i);
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "w", 3, &bound), 3);
+    /* two of three allowed: still all waiting, none bound */
+    for (uint32_t i = 0; i < 2; i++) {
+        char uid[32];
+        snprintf(uid, sizeof(uid), "default/w-%u", i);
+        assert_int_equal(
+            h->sched.host.waiting_pod_allow(h->sched.host.waiting_pod_get(uid), "recorder"), 0);
+    }
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    assert_int_equal(h->bound, 0);
+    /* the third one's wait expires: all three are released in the same tick */
+    h->now = 5000;
+    scheduler_tick(&h->sched);
+    check_invariant(h);
+    assert_int_equal(h->sched.waiting_count, 0);
+    assert_int_equal(members_holding(h, "w", 3, &bound), 0);
+    assert_int_equal(h->bound, 0);
+    assert_string_equal(pending(h, "w", 0)->reason,
+                        "rejected in Permit by plugin coscheduling: pod group default/w: member "
+                        "default/w-2 was not allowed in Permit in time; the group's members are "
+                        "released together");
+    /* the room they freed brings them back (their backoff is over): all three wait again, and
+     * once all three are allowed all three are bound together */
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        char uid[32];
+        snprintf(uid, sizeof(uid), "default/w-%u", i);
+        h->sched.host.waiting_pod_allow(h->sched.host.waiting_pod_get(uid), "recorder");
+    }
+    run_until_idle(h);
+    assert_int_equal(members_holding(h, "w", 3, &bound), 3);
+    assert_int_equal(bound, 3);
+    assert_int_equal(h->bound, 3);
+    gang_close(h);
+}
+
 /* A group whose PodGroup arrives after its pods, and whose minMember changes while members are
  * held. */
 static void test_podgroup_arriving_late_or_changing_is_picked_up(void **state)
@@ -632,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_short_group_times_out_holding_nothing_and_retries),
         cmocka_unit_test(test_members_beyond_quorum_of_running_group_go_alone),
         cmocka_unit_test(test_permit_path_group_waits_in_permit_then_binds),
+        cmocka_unit_test(test_members_waiting_in_permit_are_bound_or_released_together),
         cmocka_unit_test(test_podgroup_arriving_late_or_changing_is_picked_up),
         cmocka_unit_test(test_scheduler_plugins_manifests_work_unchanged),
     };
