@@ -12,7 +12,6 @@
 
 #include <cmocka.h>
 
-#include "evaluate.h"
 #include "model.h"
 #include "scheduler.h"
 #include "tree.h"
