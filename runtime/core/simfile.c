@@ -4,6 +4,8 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,8 @@
 #define MAX_COUNT 1000000
 #define DEFAULT_POD_CAPACITY 110
 #define SYNTH_MAX 16
+#define POD_GROUP_API "scheduling.x-k8s.io/v1alpha1"
+#define POD_GROUP_LABEL "scheduling.x-k8s.io/pod-group"
 
 static int no_memory(const struct tree *t, struct kc_error *err)
 {
@@ -105,10 +109,13 @@ static const char *const pod_keys[] = {
 };
 
 static const char *const workload_keys[] = {
-    "name",          "namespace",    "labels",      "annotations",    "priority",
-    "requests",      "limits",       "containers",  "initContainers", "overhead",
-    "nodeName",      "nodeSelector", "tolerations", "affinity",       "schedulingGates",
-    "schedulerName", "count",        "at",          "interval",       NULL,
+    "name",          "namespace",  "labels",
+    "annotations",   "priority",   "requests",
+    "limits",        "containers", "initContainers",
+    "overhead",      "nodeName",   "nodeSelector",
+    "tolerations",   "affinity",   "schedulingGates",
+    "schedulerName", "count",      "at",
+    "interval",      "gang",       NULL,
 };
 
 /* requests/limits become one container named "main". */
@@ -260,6 +267,7 @@ struct loader {
     const struct tree **node_at; /* entry of each node, for duplicate messages */
     const struct tree **pod_at;  /* entry of each existing pod */
     const struct tree **arrival_at;
+    const struct tree **object_at;
 };
 
 static bool has_key(const struct tree *map, const char *key)
@@ -459,6 +467,9 @@ static int push_arrival(struct loader *l, const struct tree *entry, int64_t at_m
     return 0;
 }
 
+static int workload_gang(struct loader *l, const struct tree *entry, const struct tree *tree,
+                         uint32_t first, int64_t count);
+
 static int load_workload(struct loader *l, const struct tree *entry)
 {
     struct pod_synth synth;
@@ -479,12 +490,15 @@ static int load_workload(struct loader *l, const struct tree *entry)
         rc = tree_error(entry, l->err, -EINVAL, "interval",
                         "the last arrival (at + (count-1) * interval) is beyond what the "
                         "simulated clock can hold; use a shorter at or interval");
+    uint32_t first = l->spec->arrival_count;
     for (int64_t i = 0; rc == 0 && i < count; i++) {
         struct pod *pod;
         rc = make_pod(l, entry, tree, has_count ? i : -1, &pod);
         if (rc == 0)
             rc = push_arrival(l, entry, at_ms + i * interval_ms, pod);
     }
+    if (rc == 0)
+        rc = workload_gang(l, entry, tree, first, count);
     return rc;
 }
 
@@ -525,6 +539,20 @@ static void object_free(struct sim_object *obj)
     free(obj->json);
 }
 
+/* Takes obj's strings, also on failure. */
+static int push_object(struct loader *l, const struct tree *entry, struct sim_object *obj)
+{
+    struct sim_spec *spec = l->spec;
+    if (grow((void **)&spec->objects, sizeof(*spec->objects), (void **)&l->object_at,
+             sizeof(*l->object_at), spec->object_count, &l->object_capacity) < 0) {
+        object_free(obj);
+        return no_memory(entry, l->err);
+    }
+    l->object_at[spec->object_count] = entry;
+    spec->objects[spec->object_count++] = *obj;
+    return 0;
+}
+
 static int load_object(struct loader *l, const struct tree *entry)
 {
     if (entry->type != TREE_MAP)
@@ -533,16 +561,178 @@ static int load_object(struct loader *l, const struct tree *entry)
     int rc = read_object_strings(entry, &obj, l->err);
     if (rc == 0 && (obj.json = tree_to_json(entry)) == NULL)
         rc = no_memory(entry, l->err);
-    struct sim_spec *spec = l->spec;
-    if (rc == 0 && grow((void **)&spec->objects, sizeof(*spec->objects), NULL, 0,
-                        spec->object_count, &l->object_capacity) < 0)
-        rc = no_memory(entry, l->err);
     if (rc < 0) {
         object_free(&obj);
         return rc;
     }
-    spec->objects[spec->object_count++] = obj;
-    return 0;
+    return push_object(l, entry, &obj);
+}
+
+/* ---- pod groups ----------------------------------------------------------------------------- */
+
+static const char *const podgroup_keys[] = {
+    "name",        "namespace",         "minMember", "minResources", "scheduleTimeoutSeconds",
+    "annotations", "creationTimestamp", NULL,
+};
+
+static const char *const gang_keys[] = {
+    "minMember", "minResources", "scheduleTimeoutSeconds", "annotations", NULL,
+};
+
+/* A map of strings (annotations) as JSON. */
+static int string_map_json(const struct tree *t, const char *what, json_t **out,
+                           struct kc_error *err)
+{
+    if (t->type != TREE_MAP)
+        return tree_error(t, err, -EINVAL, what, "expected a map of strings");
+    *out = json_object();
+    for (uint32_t i = 0; *out != NULL && i < t->count; i++) {
+        const char *value;
+        int rc = tree_string(t->items[i], what, &value, err);
+        if (rc < 0) {
+            json_decref(*out);
+            return rc;
+        }
+        json_object_set_new(*out, t->keys[i]->scalar, json_string(value));
+    }
+    return *out != NULL ? 0 : no_memory(t, err);
+}
+
+/* minResources: every value must be a quantity; the JSON keeps them as written. */
+static int min_resources_json(const struct tree *t, json_t **out, struct kc_error *err)
+{
+    if (t->type != TREE_MAP)
+        return tree_error(t, err, -EINVAL, "minResources",
+                          "expected a map of resource to quantity");
+    *out = json_object();
+    for (uint32_t i = 0; *out != NULL && i < t->count; i++) {
+        int64_t value;
+        const char *text;
+        int rc = tree_quantity(t->items[i], t->keys[i]->scalar, &value, err);
+        if (rc == 0)
+            rc = tree_string(t->items[i], t->keys[i]->scalar, &text, err);
+        if (rc < 0) {
+            json_decref(*out);
+            return rc;
+        }
+        json_object_set_new(*out, t->keys[i]->scalar, json_string(text));
+    }
+    return *out != NULL ? 0 : no_memory(t, err);
+}
+
+/* The spec fields a podGroups entry or a workload's gang may give, into spec and metadata. */
+static int podgroup_fields(const struct tree *entry, int64_t default_min, json_t *spec,
+                           json_t *metadata, struct kc_error *err)
+{
+    int64_t min_member = default_min, timeout = 0;
+    const struct tree *t = field(entry, "minMember");
+    int rc = t != NULL ? tree_int64(t, "minMember", &min_member, err) : 0;
+    if (rc == 0 && (min_member < 1 || min_member > MAX_COUNT))
+        rc = tree_error(t != NULL ? t : entry, err, -EINVAL, "minMember",
+                        "%" PRId64 " is out of range 1..%d", min_member, MAX_COUNT);
+    if (rc == 0 && (t = field(entry, "scheduleTimeoutSeconds")) != NULL) {
+        rc = tree_int64(t, "scheduleTimeoutSeconds", &timeout, err);
+        if (rc == 0 && timeout < 0)
+            rc = tree_error(t, err, -EINVAL, "scheduleTimeoutSeconds", "must not be negative");
+        if (rc == 0)
+            json_object_set_new(spec, "scheduleTimeoutSeconds", json_integer(timeout));
+    }
+    json_object_set_new(spec, "minMember", json_integer(min_member));
+    json_t *sub = NULL;
+    if (rc == 0 && (t = field(entry, "minResources")) != NULL &&
+        (rc = min_resources_json(t, &sub, err)) == 0)
+        json_object_set_new(spec, "minResources", sub);
+    if (rc == 0 && (t = field(entry, "annotations")) != NULL &&
+        (rc = string_map_json(t, "annotations", &sub, err)) == 0)
+        json_object_set_new(metadata, "annotations", sub);
+    return rc;
+}
+
+/* A PodGroup object (scheduling.x-k8s.io/v1alpha1) from shorthand fields. */
+static int add_podgroup(struct loader *l, const struct tree *entry, const char *namespace_name,
+                        const char *name, int64_t default_min)
+{
+    json_t *metadata = json_pack("{s:s, s:s}", "name", name, "namespace", namespace_name);
+    json_t *spec = json_object();
+    const struct tree *created = field(entry, "creationTimestamp");
+    const char *text;
+    int rc = metadata == NULL || spec == NULL ? no_memory(entry, l->err) : 0;
+    if (rc == 0 && created != NULL &&
+        (rc = tree_string(created, "creationTimestamp", &text, l->err)) == 0)
+        json_object_set_new(metadata, "creationTimestamp", json_string(text));
+    if (rc == 0)
+        rc = podgroup_fields(entry, default_min, spec, metadata, l->err);
+    json_t *root = rc == 0 ? json_pack("{s:s, s:s, s:O, s:O}", "apiVersion", POD_GROUP_API, "kind",
+                                       "PodGroup", "metadata", metadata, "spec", spec)
+                           : NULL;
+    json_decref(metadata);
+    json_decref(spec);
+    if (rc < 0)
+        return rc;
+    struct sim_object obj = {
+        .kind = strdup("PodGroup"),
+        .namespace = strdup(namespace_name),
+        .name = strdup(name),
+        .json = root != NULL ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL,
+    };
+    json_decref(root);
+    if (obj.kind == NULL || obj.namespace == NULL || obj.name == NULL || obj.json == NULL) {
+        object_free(&obj);
+        return no_memory(entry, l->err);
+    }
+    return push_object(l, entry, &obj);
+}
+
+/* podGroups: the shorthand, or a PodGroup object as the API server writes it. */
+static int load_podgroup(struct loader *l, const struct tree *entry)
+{
+    if (entry->type != TREE_MAP)
+        return tree_error(entry, l->err, -EINVAL, "podGroups", "each entry must be a map");
+    if (tree_get(entry, "metadata") != NULL || tree_get(entry, "kind") != NULL) {
+        const struct tree *kind = field(entry, "kind");
+        if (kind != NULL && (kind->type != TREE_SCALAR || strcmp(kind->scalar, "PodGroup") != 0))
+            return tree_error(kind, l->err, -EINVAL, "kind",
+                              "podGroups holds PodGroups; put other objects under objects");
+        return load_object(l, entry);
+    }
+    int rc = tree_check_keys(entry, "podGroups entry", podgroup_keys, l->err);
+    const struct tree *name = field(entry, "name"), *ns = field(entry, "namespace");
+    const char *name_text = NULL, *ns_text = "default";
+    if (rc == 0 && name == NULL)
+        rc = tree_error(entry, l->err, -EINVAL, "podGroups entry", "name is required");
+    if (rc == 0)
+        rc = tree_string(name, "name", &name_text, l->err);
+    if (rc == 0 && ns != NULL)
+        rc = tree_string(ns, "namespace", &ns_text, l->err);
+    if (rc == 0)
+        rc = add_podgroup(l, entry, ns_text, name_text, 1);
+    return rc;
+}
+
+/* A workload entry's gang: true (a PodGroup of all count pods) or the PodGroup's fields. The
+ * PodGroup is named after the entry and its pods get the pod-group label. */
+static int workload_gang(struct loader *l, const struct tree *entry, const struct tree *tree,
+                         uint32_t first, int64_t count)
+{
+    const struct tree *gang = field(entry, "gang");
+    bool on = true;
+    if (gang == NULL)
+        return 0;
+    int rc = gang->type == TREE_MAP ? tree_check_keys(gang, "gang", gang_keys, l->err)
+                                    : tree_bool(gang, "gang", &on, l->err);
+    if (rc < 0 || !on || count == 0)
+        return rc;
+    const struct pod *pod = l->spec->arrivals[first].pod;
+    const struct tree *meta = field(tree, "metadata");
+    const struct tree *base = meta != NULL ? field(meta, "name") : NULL;
+    const char *name = base != NULL && base->type == TREE_SCALAR ? base->scalar : pod->name;
+    rc = add_podgroup(l, gang->type == TREE_MAP ? gang : entry, pod->namespace, name, count);
+    for (uint32_t i = first; rc == 0 && i < l->spec->arrival_count; i++) {
+        struct pod *member = l->spec->arrivals[i].pod;
+        if (kv_list_set(&member->labels, POD_GROUP_LABEL, name) < 0 || pod_finish(member) < 0)
+            rc = no_memory(entry, l->err);
+    }
+    return rc;
 }
 
 /* ---- checks across entries ---------------------------------------------------------------- */
@@ -654,6 +844,25 @@ static int check_pods(struct loader *l, const struct named *nodes)
     return rc;
 }
 
+/* PodGroups (from podGroups, gangs and objects) name one group each. */
+static int check_podgroups(struct loader *l)
+{
+    struct sim_spec *spec = l->spec;
+    struct named *groups = calloc(spec->object_count + 1, sizeof(*groups));
+    if (groups == NULL)
+        return -ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < spec->object_count; i++) {
+        const struct sim_object *o = &spec->objects[i];
+        if (strcmp(o->kind, "PodGroup") == 0)
+            groups[n++] = (struct named){o->namespace != NULL ? o->namespace : "default", o->name,
+                                         l->object_at[i], i};
+    }
+    int rc = check_unique(groups, n, "PodGroup", l->err);
+    free(groups);
+    return rc;
+}
+
 static int check_names(struct loader *l)
 {
     struct named *nodes;
@@ -662,6 +871,8 @@ static int check_names(struct loader *l)
     int rc = check_unique(nodes, l->spec->node_count, "node", l->err);
     if (rc == 0)
         rc = check_pods(l, nodes);
+    if (rc == 0)
+        rc = check_podgroups(l);
     free(nodes);
     if (rc == -ENOMEM)
         return kc_error_set(l->err, rc, "%s: out of memory", l->spec->file);
@@ -742,7 +953,8 @@ static int load_config(struct loader *l, const struct tree *root, const char *sc
 
 static int load_root(struct loader *l, const struct tree *root, const char *scheduler_name)
 {
-    static const char *const top_keys[] = {"config", "nodes", "pods", "workload", "objects", NULL};
+    static const char *const top_keys[] = {"config",  "nodes",     "pods", "workload",
+                                           "objects", "podGroups", NULL};
     int rc = tree_check_keys(root, "simulation file", top_keys, l->err);
     if (rc == 0)
         rc = load_config(l, root, scheduler_name);
@@ -752,6 +964,8 @@ static int load_root(struct loader *l, const struct tree *root, const char *sche
         rc = load_list(l, root, "pods", load_pod);
     if (rc == 0)
         rc = load_list(l, root, "workload", load_workload);
+    if (rc == 0)
+        rc = load_list(l, root, "podGroups", load_podgroup);
     if (rc == 0)
         rc = load_list(l, root, "objects", load_object);
     if (rc == 0)
@@ -785,6 +999,7 @@ int simfile_load(const char *path, const char *scheduler_name, struct sim_spec *
     free(l.node_at);
     free(l.pod_at);
     free(l.arrival_at);
+    free(l.object_at);
     tree_free(root);
     if (rc < 0)
         simfile_free(spec);

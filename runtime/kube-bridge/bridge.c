@@ -173,6 +173,130 @@ static int pack_change(const Kcycle__V1__ClusterChange *c, uint8_t **out, size_t
     return 0;
 }
 
+/* ---- bindings this bridge sent ---- */
+
+static void binding_free(struct bridge_binding *e)
+{
+    if (e == NULL)
+        return;
+    free(e->key);
+    free(e->uid);
+    free(e->node);
+    free(e);
+}
+
+/* A scheduler may decide on a view older than the watch: a landed binding is remembered for
+ * this long after the watch showed it, so that a second one is refused here, not by the API
+ * server (lock held). */
+#define BINDING_MEMORY_MS 60000
+
+static void bindings_sweep(struct bridge *b)
+{
+    int64_t now = bridge_monotonic_ms();
+    if (now - b->bindings_swept_ms < 5000)
+        return;
+    b->bindings_swept_ms = now;
+    for (uint32_t i = 0; i < b->bindings.capacity; i++) {
+        struct bridge_binding *e = b->bindings.entries[i].value;
+        if (e != NULL && e->seen && now - e->landed_ms > BINDING_MEMORY_MS)
+            binding_free(strmap_remove(&b->bindings, e->key));
+    }
+}
+
+/* Claim the pod for a binding: -EEXIST when this bridge is binding it or bound it. */
+static int binding_claim(struct bridge *b, const struct bridge_work *w)
+{
+    struct bridge_binding *e = calloc(1, sizeof(*e));
+    if (e == NULL || asprintf(&e->key, "%s/%s", w->namespace, w->name) < 0) {
+        free(e);
+        return -ENOMEM;
+    }
+    e->uid = strdup(w->uid);
+    e->node = strdup(w->node);
+    if (e->uid == NULL || e->node == NULL) {
+        binding_free(e);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&b->binding_lock);
+    bindings_sweep(b);
+    int rc =
+        strmap_get(&b->bindings, e->key) != NULL ? -EEXIST : strmap_put(&b->bindings, e->key, e);
+    pthread_mutex_unlock(&b->binding_lock);
+    if (rc < 0)
+        binding_free(e);
+    return rc;
+}
+
+/* The answer came: kept as landed on 201, forgotten otherwise (also when the outcome is
+ * unknown: a sync must never show a pod bound that may not be). */
+static void binding_settle(struct bridge *b, const struct bridge_work *w, bool landed)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", w->namespace, w->name);
+    pthread_mutex_lock(&b->binding_lock);
+    struct bridge_binding *e = strmap_get(&b->bindings, key);
+    if (e != NULL && strcmp(e->uid, w->uid) == 0) {
+        if (landed) {
+            e->landed = true;
+            e->landed_ms = bridge_monotonic_ms();
+        } else
+            binding_free(strmap_remove(&b->bindings, key));
+    }
+    pthread_mutex_unlock(&b->binding_lock);
+}
+
+/* The watch showed the pod: bound (the record is kept a while, see bindings_sweep), gone or
+ * another pod of that name (the record is done). */
+static void binding_seen(struct bridge *b, const char *key, const char *uid, bool bound)
+{
+    pthread_mutex_lock(&b->binding_lock);
+    struct bridge_binding *e = b->bindings.count > 0 ? strmap_get(&b->bindings, key) : NULL;
+    if (e != NULL && e->landed) {
+        if (uid == NULL || strcmp(e->uid, uid) != 0)
+            binding_free(strmap_remove(&b->bindings, key));
+        else if (bound)
+            e->seen = true;
+    }
+    pthread_mutex_unlock(&b->binding_lock);
+}
+
+/* The kept change of a pod as the scheduler must see it: bound when this bridge's binding
+ * landed and the watch has not shown it yet. malloc'd into *out, or 0 with *out NULL when the
+ * kept change is right as it is (lock held). */
+static int synced_pod_change(struct bridge *b, const struct bridge_item *item, uint8_t **out,
+                             size_t *len)
+{
+    *out = NULL;
+    pthread_mutex_lock(&b->binding_lock);
+    const struct bridge_binding *e =
+        b->bindings.count > 0 ? strmap_get(&b->bindings, item->key) : NULL;
+    char node[256] = "";
+    if (e != NULL && e->landed)
+        snprintf(node, sizeof(node), "%s", e->node);
+    char uid[128] = "";
+    if (e != NULL)
+        snprintf(uid, sizeof(uid), "%s", e->uid);
+    pthread_mutex_unlock(&b->binding_lock);
+    if (node[0] == '\0')
+        return 0;
+    Kcycle__V1__ClusterChange *c =
+        kcycle__v1__cluster_change__unpack(NULL, item->len, item->change);
+    int rc = 0;
+    if (c != NULL && c->change_case == KCYCLE__V1__CLUSTER_CHANGE__CHANGE_POD_PUT &&
+        strcmp(c->pod_put->uid, uid) == 0 && c->pod_put->node_name[0] == '\0') {
+        char *copy = strdup(node);
+        if (copy == NULL) {
+            rc = -ENOMEM;
+        } else {
+            c->pod_put->node_name = copy; /* freed with the message (default allocator) */
+            rc = pack_change(c, out, len);
+        }
+    }
+    if (c != NULL)
+        kcycle__v1__cluster_change__free_unpacked(c, NULL);
+    return rc;
+}
+
 /* The put change of an object, or a negative code with err saying why it was skipped. */
 static int encode_put(struct bridge_watch *w, const char *namespace, const char *name,
                       const struct tree *object, uint8_t **out, size_t *len, struct kc_error *err)
@@ -183,6 +307,9 @@ static int encode_put(struct bridge_watch *w, const char *namespace, const char 
         struct pod *pod;
         if ((rc = pod_from_tree(object, &pod, err)) < 0)
             return rc;
+        char key[512];
+        snprintf(key, sizeof(key), "%s/%s", namespace, name);
+        binding_seen(w->bridge, key, pod->uid, pod->node_name != NULL);
         c.change_case = KCYCLE__V1__CLUSTER_CHANGE__CHANGE_POD_PUT;
         c.pod_put = pod_to_proto(pod);
         rc = c.pod_put != NULL ? pack_change(&c, out, len) : -EINVAL;
@@ -340,8 +467,11 @@ void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namesp
     pthread_mutex_unlock(&b->lock);
     if (!kept)
         free(change);
-    if (type == KUBE_DELETED && w->kind == 'p' && uid != NULL)
-        forget_reported(b, uid);
+    if (type == KUBE_DELETED && w->kind == 'p') {
+        binding_seen(b, key, NULL, false);
+        if (uid != NULL)
+            forget_reported(b, uid);
+    }
 }
 
 static void on_synced(void *ctx)
@@ -398,10 +528,18 @@ static void sync_locked(struct bridge *b)
                 continue;
             for (uint32_t j = 0; j < w->items.capacity && b->session_active; j++) {
                 const struct bridge_item *item = w->items.entries[j].value;
-                if (item != NULL) {
+                if (item == NULL)
+                    continue;
+                uint8_t *bound = NULL;
+                size_t len = 0;
+                if (w->kind == 'p' && synced_pod_change(b, item, &bound, &len) < 0)
+                    return lose_session(b, "out of memory preparing the sync");
+                if (bound != NULL)
+                    queue_field(b, FIELD_CHANGES, bound, len);
+                else
                     queue_field(b, FIELD_CHANGES, item->change, item->len);
-                    count++;
-                }
+                free(bound);
+                count++;
             }
         }
     if (b->session_active)
@@ -556,6 +694,18 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         if (w != NULL)
             work_push(b, w);
     }
+    for (size_t i = 0; i < m->n_group_status; i++) {
+        const Kcycle__V1__GroupStatus *in = m->group_status[i];
+        struct bridge_work *w = work_new(WORK_GROUP_STATUS, in->namespace_, in->name, "");
+        json_t *status = json_pack("{s:s, s:i, s:i}", "phase", in->phase, "scheduled",
+                                   (int)in->scheduled, "running", (int)in->running);
+        if (w != NULL && status != NULL &&
+            (w->annotations_json = json_dumps(status, JSON_COMPACT)) != NULL)
+            work_push(b, w);
+        else if (w != NULL)
+            work_free(w);
+        json_decref(status);
+    }
     kcycle__v1__to_bridge__free_unpacked(m, NULL);
 }
 
@@ -665,6 +815,14 @@ static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_
         bind_result(b, w->id, w->uid, 0, "this replica does not hold the lease");
         return;
     }
+    int claimed = binding_claim(b, w);
+    if (claimed < 0) {
+        atomic_fetch_add(&b->stats.bindings_refused, 1);
+        bind_result(b, w->id, w->uid, claimed == -EEXIST ? 409 : 0,
+                    claimed == -EEXIST ? "this bridge already bound the pod or is binding it"
+                                       : "the bridge ran out of memory");
+        return;
+    }
     json_t *annotations = json_loads(w->annotations_json, 0, NULL);
     json_t *binding =
         json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:o}, s:{s:s, s:s, s:s}}", "apiVersion", "v1",
@@ -685,6 +843,7 @@ static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_
                           &res, &err);
     free(body);
     char text[512] = "";
+    binding_settle(b, w, rc >= 0 && (res.status == 201 || res.status == 200));
     if (rc < 0) {
         bind_result(b, w->id, w->uid, 0, err.message);
         atomic_fetch_add(&b->stats.binding_failures, 1);
@@ -774,6 +933,31 @@ static void do_scheduled(struct bridge *b, struct kube_client *client, struct br
     post_event(b, client, w, "Scheduled", "Normal", "Binding", note);
 }
 
+/* PodGroup status as scheduler-plugins keeps it: phase, scheduled and running counts (a
+ * merge patch of the status subresource). A group without a PodGroup object is left alone. */
+static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    char path[768];
+    snprintf(path, sizeof(path),
+             "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", w->namespace,
+             w->name);
+    size_t len = strlen(w->annotations_json) + 16;
+    char *body = malloc(len);
+    if (body == NULL)
+        return;
+    snprintf(body, len, "{\"status\":%s}", w->annotations_json);
+    struct kube_response res = {0};
+    struct kc_error err = {{0}};
+    int rc = kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
+                          API_TIMEOUT_MS, &res, &err);
+    free(body);
+    if (rc >= 0 && res.status < 300)
+        atomic_fetch_add(&b->stats.group_statuses, 1);
+    else if (rc < 0 || res.status != 404)
+        api_error(b, "the PodGroup status", w->name, rc < 0 ? 0 : res.status, res.body, &err);
+    kube_response_free(&res);
+}
+
 static bool session_current(struct bridge *b, uint64_t session)
 {
     pthread_mutex_lock(&b->lock);
@@ -815,6 +999,8 @@ static void *writer_main(void *arg)
             do_bind(b, client, w);
         } else if (w->type == WORK_UNSCHEDULABLE) {
             do_unschedulable(b, client, w);
+        } else if (w->type == WORK_GROUP_STATUS) {
+            do_group_status(b, client, w);
         } else {
             do_scheduled(b, client, w);
         }
@@ -853,6 +1039,7 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     pthread_mutex_init(&b->work_lock, NULL);
     pthread_cond_init(&b->work_cond, NULL);
     pthread_mutex_init(&b->reported_lock, NULL);
+    pthread_mutex_init(&b->binding_lock, NULL);
     b->start_ms = bridge_monotonic_ms();
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -1043,5 +1230,9 @@ void bridge_close(struct bridge *b)
     pthread_mutex_destroy(&b->work_lock);
     pthread_cond_destroy(&b->work_cond);
     pthread_mutex_destroy(&b->reported_lock);
+    for (uint32_t i = 0; i < b->bindings.capacity; i++)
+        binding_free(b->bindings.entries[i].value);
+    strmap_free(&b->bindings);
+    pthread_mutex_destroy(&b->binding_lock);
     memset(b, 0, sizeof(*b));
 }

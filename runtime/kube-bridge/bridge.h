@@ -52,19 +52,30 @@ struct bridge_item {
     size_t len;
 };
 
+/* A binding this bridge sent: in flight, or accepted and not yet seen in the watch. A second
+ * binding of the pod is refused here, and a sync shows the pod bound meanwhile. */
+struct bridge_binding {
+    char *key; /* "namespace/name", as the pods' items */
+    char *uid;
+    char *node;
+    bool landed; /* 201: the API server set spec.nodeName */
+    bool seen;   /* the watch showed it bound: kept a while for decisions made before that */
+    int64_t landed_ms;
+};
+
 /* Work for the API writers. */
 struct bridge_work {
-    enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED } type;
+    enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED, WORK_GROUP_STATUS } type;
     uint64_t id;
     uint64_t session; /* the scheduler session that asked: work of an ended one is dropped */
     char *namespace, *name, *uid, *node, *reason, *message;
-    char *annotations_json; /* bindings: {"k":"v",...} */
+    char *annotations_json; /* bindings: {"k":"v",...}; group status: the status object */
     struct bridge_work *next;
 };
 
 struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
-        events, api_errors, leader_changes, skipped_objects;
+        events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses;
 };
 
 struct bridge {
@@ -100,6 +111,9 @@ struct bridge {
     uint32_t work_count;
     pthread_t *writers;
     uint32_t writer_count;
+    pthread_mutex_t binding_lock; /* taken after lock, never before it */
+    struct strmap bindings;       /* key -> struct bridge_binding */
+    int64_t bindings_swept_ms;
     pthread_mutex_t reported_lock;
     struct strmap reported; /* uid -> last unschedulable message sent (owned, key inside) */
     pthread_t receiver;

@@ -93,7 +93,15 @@ static void clear_out(struct bridge_client *b)
         free(m->node);
         free(m);
     }
-    out->n_bindings = out->n_unschedulable = out->n_scheduled = 0;
+    for (size_t i = 0; i < out->n_group_status; i++) {
+        Kcycle__V1__GroupStatus *m = out->group_status[i];
+        free(m->namespace_);
+        free(m->name);
+        free(m->phase);
+        free(m->message);
+        free(m);
+    }
+    out->n_bindings = out->n_unschedulable = out->n_scheduled = out->n_group_status = 0;
     out->hello = false;
 }
 
@@ -255,6 +263,27 @@ static void sink_bound(void *ctx, const struct pod *pod, const char *node)
     b->out.scheduled[b->out.n_scheduled++] = m;
 }
 
+static void sink_group_status(void *ctx, const char *namespace, const char *name, const char *phase,
+                              uint32_t scheduled, uint32_t running, const char *message)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected ||
+        !reserve_slot((void ***)&b->group_status, &b->group_status_capacity, b->out.n_group_status))
+        return; /* the next change reports the whole status again */
+    Kcycle__V1__GroupStatus *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return;
+    kcycle__v1__group_status__init(m);
+    m->namespace_ = strdup(namespace != NULL ? namespace : "");
+    m->name = strdup(name);
+    m->phase = strdup(phase);
+    m->message = strdup(message != NULL ? message : "");
+    m->scheduled = scheduled;
+    m->running = running;
+    b->out.group_status = b->group_status;
+    b->out.group_status[b->out.n_group_status++] = m;
+}
+
 /* A packed ToBridge that could not be sent: its bindings will never be answered. */
 static void fail_unsent_bindings(struct bridge_client *b, const char *why)
 {
@@ -267,7 +296,8 @@ static void fail_unsent_bindings(struct bridge_client *b, const char *why)
 static void flush(struct bridge_client *b)
 {
     Kcycle__V1__ToBridge *out = &b->out;
-    if (!out->hello && out->n_bindings == 0 && out->n_unschedulable == 0 && out->n_scheduled == 0)
+    if (!out->hello && out->n_bindings == 0 && out->n_unschedulable == 0 && out->n_scheduled == 0 &&
+        out->n_group_status == 0)
         return;
     size_t len = kcycle__v1__to_bridge__get_packed_size(out);
     nng_msg *msg;
@@ -577,8 +607,11 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
     if (rc < 0)
         return rc;
     b->cfg.binder_elsewhere = false;
-    struct scheduler_sink sink = {
-        .ctx = b, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
+    struct scheduler_sink sink = {.ctx = b,
+                                  .bind = sink_bind,
+                                  .unschedulable = sink_unschedulable,
+                                  .bound = sink_bound,
+                                  .group_status = sink_group_status};
     b->next_bind_id = random_u64() & 0xffffffff00000000ull;
     /* the scheduler's own clock (monotonic): timers do not jump with the wall clock */
     if ((rc = scheduler_open(&b->sched, &b->cfg, opt->plugin_dir, &sink, NULL, err)) < 0)
@@ -661,6 +694,7 @@ void bridge_client_close(struct bridge_client *b)
     free(b->bindings);
     free(b->unschedulable);
     free(b->scheduled);
+    free(b->group_status);
     seen_clear(b);
     if (b->sched_open)
         scheduler_close(&b->sched);

@@ -50,7 +50,8 @@ struct bridge_client {
     Kcycle__V1__Binding **bindings;
     Kcycle__V1__Unschedulable **unschedulable;
     Kcycle__V1__Scheduled **scheduled;
-    uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity;
+    Kcycle__V1__GroupStatus **group_status;
+    uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity, group_status_capacity;
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */

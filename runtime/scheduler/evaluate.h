@@ -49,4 +49,33 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
 int scheduler_assume(struct scheduler *s, const struct pod *pod, const char *node);
 int scheduler_forget(struct scheduler *s, const struct pod *pod);
 
+/* ---- one pod's attempt in pieces, for the group cycle (group.c) ---- */
+
+/* What placing one pod came to. */
+struct placement {
+    bool placed;          /* assumed on cycle->node_name; Reserve and Permit passed */
+    bool error;           /* not placed because of an error (backoff), not a rejection (park) */
+    char *message;        /* not placed: why (malloc'd, may be NULL) */
+    kc_status permit;     /* placed: KC_SUCCESS or KC_WAIT */
+    uint64_t waiting;     /* KC_WAIT: the plugins that wait */
+    uint32_t timeout_ms;  /* KC_WAIT: the shortest wait */
+    uint32_t wait_plugin; /* KC_WAIT: the plugin that asked for it */
+};
+
+/* The scheduling cycle without its ending: evaluation, node selection, assume, Reserve, Permit
+ * (PostFilter after a rejection). A pod that is not placed holds nothing (its Reserve is undone)
+ * and cycle->rejectors says who rejected it; the queue is not touched either way. */
+void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placement *out);
+/* A placed pod goes on: to WaitOnPermit or to its binding cycle. Takes the cycle. */
+void scheduler_commit(struct scheduler *s, struct kc_cycle *cycle, const struct placement *p);
+/* Undo a placed pod (Unreserve in reverse plugin order, forget) without requeueing parked
+ * pods: a rolled-back group frees nothing that was free before its group cycle. */
+void scheduler_rollback(struct scheduler *s, struct kc_cycle *cycle);
+/* A pending pod's attempt failed (its cycle already freed): tell the sink, keep the message,
+ * then park it (or back it off, when error) until at least backoff_until_ms (0: its own). */
+void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, const char *message,
+                        int64_t backoff_until_ms);
+/* Into the queue again: gated, held by its group, or active. */
+int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp);
+
 #endif

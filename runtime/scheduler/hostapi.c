@@ -253,6 +253,23 @@ static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
     return rc > 0 ? 0 : rc;
 }
 
+static int cycle_group(kc_cycle *cycle, kc_group_cycle *out)
+{
+    const struct pod_group *g = cycle != NULL ? cycle->group : NULL;
+    if (g == NULL || out == NULL || out->struct_size < sizeof(uint32_t))
+        return 0;
+    kc_group_cycle full = {
+        .struct_size = out->struct_size,
+        .index = cycle->group_index,
+        .count = cycle->group_count,
+        .needed = cycle->group_needed,
+        .namespace_name = g->namespace_name,
+        .name = g->name,
+    };
+    memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+    return 1;
+}
+
 void hostapi_fill(kc_host_api *api)
 {
     memset(api, 0, sizeof(*api));
@@ -309,4 +326,5 @@ void hostapi_fill(kc_host_api *api)
     api->waiting_pod_reject = waiting_pod_reject;
     api->bind = bind;
     api->now_ms = now_ms;
+    api->cycle_group = cycle_group;
 }

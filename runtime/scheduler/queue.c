@@ -171,25 +171,37 @@ int queue_push_active(struct queue *q, struct sched_pod *sp)
     return rc;
 }
 
-static void set_backoff_expiry(const struct queue *q, struct sched_pod *sp)
+static void set_backoff_expiry(const struct queue *q, struct sched_pod *sp, int64_t until_ms)
 {
     uint32_t n = sp->backoff_attempts == 0 ? 1 : sp->backoff_attempts;
     sp->backoff_until_ms = sp->last_attempt_ms + queue_backoff_ms(q, n);
+    if (until_ms > sp->backoff_until_ms)
+        sp->backoff_until_ms = until_ms;
 }
 
-int queue_push_backoff(struct queue *q, struct sched_pod *sp, int64_t now_ms)
+int queue_push_backoff_until(struct queue *q, struct sched_pod *sp, int64_t until_ms)
 {
-    (void)now_ms;
-    set_backoff_expiry(q, sp);
+    set_backoff_expiry(q, sp, until_ms);
     int rc = heap_push(q, &q->backoff, sp, backoff_before);
     if (rc == 0)
         sp->state = SP_BACKOFF;
     return rc;
 }
 
+int queue_push_backoff(struct queue *q, struct sched_pod *sp, int64_t now_ms)
+{
+    (void)now_ms;
+    return queue_push_backoff_until(q, sp, 0);
+}
+
 int queue_park(struct queue *q, struct sched_pod *sp, int64_t now_ms)
 {
-    set_backoff_expiry(q, sp);
+    return queue_park_until(q, sp, now_ms, 0);
+}
+
+int queue_park_until(struct queue *q, struct sched_pod *sp, int64_t now_ms, int64_t until_ms)
+{
+    set_backoff_expiry(q, sp, until_ms);
     sp->parked_ms = now_ms;
     if (q->unschedulable.count == 0 || now_ms < q->earliest_parked_ms)
         q->earliest_parked_ms = now_ms;
@@ -205,6 +217,11 @@ int queue_push_gated(struct queue *q, struct sched_pod *sp)
     if (rc == 0)
         sp->state = SP_GATED;
     return rc;
+}
+
+bool queue_before(const struct queue *q, const struct sched_pod *a, const struct sched_pod *b)
+{
+    return active_before(q, a, b);
 }
 
 struct sched_pod *queue_pop(struct queue *q)

@@ -8,6 +8,7 @@
 
 struct pod;
 struct plugin;
+struct pod_group;
 
 enum sched_pod_state {
     SP_NONE, /* not in any queue (being scheduled) */
@@ -35,6 +36,10 @@ struct sched_pod {
     uint32_t list_index; /* position in the unschedulable or gated list */
     char *reason;        /* last failure message, or NULL */
     bool deleted;        /* deleted while in flight: freed when the attempt ends */
+    /* pod groups (group.c) */
+    struct pod_group *group; /* the group a plugin's group_of put it in, or NULL */
+    uint32_t group_index;    /* position in the group's member list */
+    bool group_held;         /* gated until its group has a quorum of members */
 };
 
 struct sched_pod_heap {
@@ -75,8 +80,14 @@ int queue_push_active(struct queue *q, struct sched_pod *sp);
 int queue_push_backoff(struct queue *q, struct sched_pod *sp, int64_t now_ms);
 /* Unschedulable: parked until an event that one of its rejectors cares about. */
 int queue_park(struct queue *q, struct sched_pod *sp, int64_t now_ms);
+/* As queue_push_backoff and queue_park, with the backoff lasting at least until until_ms (a pod
+ * group's backoff; 0: the pod's own). */
+int queue_push_backoff_until(struct queue *q, struct sched_pod *sp, int64_t until_ms);
+int queue_park_until(struct queue *q, struct sched_pod *sp, int64_t now_ms, int64_t until_ms);
 int queue_push_gated(struct queue *q, struct sched_pod *sp);
 struct sched_pod *queue_pop(struct queue *q);
+/* The active queue's order (the QueueSort plugin, else FIFO): true when a goes before b. */
+bool queue_before(const struct queue *q, const struct sched_pod *a, const struct sched_pod *b);
 /* Take sp out of whichever queue holds it. */
 void queue_remove(struct queue *q, struct sched_pod *sp);
 

@@ -125,6 +125,20 @@ void report_print_summary(const struct simulator *sim, FILE *out)
             (unsigned long long)st->attempts, (unsigned long long)st->unschedulable_attempts,
             (unsigned long long)st->error_attempts, (unsigned long long)st->permit_waits,
             (unsigned long long)st->permit_timeouts);
+    const struct group_table *groups = &sim->sched.groups;
+    if (sim->group_count > 0)
+        fprintf(out,
+                "  pod groups: %u (group cycles %llu: %llu admitted, %llu rolled back; %llu "
+                "timeouts)\n",
+                sim->group_count, (unsigned long long)groups->cycles,
+                (unsigned long long)groups->admitted, (unsigned long long)groups->rollbacks,
+                (unsigned long long)groups->timeouts);
+    for (uint32_t i = 0; i < sim->group_count; i++) {
+        const struct sim_group_record *g = &sim->groups[i];
+        fprintf(out, "    %s/%s: %s, %u scheduled, %u running%s%s\n", g->namespace_name, g->name,
+                g->phase, g->scheduled, g->running, g->message != NULL ? "; " : "",
+                g->message != NULL ? g->message : "");
+    }
     const struct remote *r = &sim->sched.remote;
     for (uint32_t i = 0; i < r->host_count; i++) {
         const struct remote_host *h = &r->hosts[i];
@@ -205,6 +219,22 @@ static json_t *hosts_json(const struct simulator *sim)
     return hosts;
 }
 
+/* The PodGroup status the scheduler last reported for each group. */
+static json_t *groups_json(const struct simulator *sim)
+{
+    json_t *groups = json_array();
+    for (uint32_t i = 0; groups != NULL && i < sim->group_count; i++) {
+        const struct sim_group_record *g = &sim->groups[i];
+        json_array_append_new(
+            groups,
+            json_pack("{s:s, s:s, s:s, s:I, s:I, s:o}", "namespace", g->namespace_name, "name",
+                      g->name, "phase", g->phase, "scheduled", (json_int_t)g->scheduled, "running",
+                      (json_int_t)g->running, "message",
+                      g->message != NULL ? json_string(g->message) : json_null()));
+    }
+    return groups;
+}
+
 static json_t *summary_json(const struct simulator *sim)
 {
     const struct scheduler_stats *st = &sim->sched.stats;
@@ -229,8 +259,13 @@ static json_t *summary_json(const struct simulator *sim)
 
 int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err)
 {
-    json_t *root = json_pack("{s:o, s:o, s:o}", "pods", pods_json(sim), "nodes", nodes_json(sim),
-                             "summary", summary_json(sim));
+    json_t *summary = summary_json(sim);
+    const struct group_table *groups = &sim->sched.groups;
+    json_object_set_new(summary, "group_cycles", json_integer((json_int_t)groups->cycles));
+    json_object_set_new(summary, "group_rollbacks", json_integer((json_int_t)groups->rollbacks));
+    json_object_set_new(summary, "group_timeouts", json_integer((json_int_t)groups->timeouts));
+    json_t *root = json_pack("{s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
+                             nodes_json(sim), "podGroups", groups_json(sim), "summary", summary);
     if (root == NULL)
         return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -89,8 +89,6 @@ static void deliver(struct scheduler *s, kc_event_type type, const struct pod *p
     deliver_update(s, type, pod, NULL, node);
 }
 
-static int enqueue(struct scheduler *s, struct sched_pod *sp);
-
 /* A cluster event: parked pods whose rejectors care go back to the queue, and pods held by
  * a PreEnqueue plugin (not by schedulingGates, which only a pod update lifts) are asked
  * again. */
@@ -118,7 +116,7 @@ static void requeue_on(struct scheduler *s, kc_event_type type)
         if (held[i]->pod->scheduling_gate_count > 0)
             continue;
         queue_remove(&s->queue, held[i]);
-        enqueue(s, held[i]);
+        scheduler_enqueue(s, held[i]);
     }
     free(held);
 }
@@ -183,6 +181,7 @@ int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *
     };
     dispatch(s, &ev);
     requeue_on(s, type);
+    group_recheck(s); /* a PodGroup may have changed its quorum */
     return 0;
 }
 
@@ -218,6 +217,7 @@ static void sched_pod_free(struct sched_pod *sp)
 {
     if (sp == NULL)
         return;
+    group_leave(sp);
     pod_free(sp->pod);
     pod_free(sp->newer);
     free(sp->reason);
@@ -251,8 +251,9 @@ static const char *gate_reason(const struct pod *pod, char *buf, size_t size)
     return buf;
 }
 
-/* Into the queue: gated by schedulingGates or PreEnqueue, else active. */
-static int enqueue(struct scheduler *s, struct sched_pod *sp)
+/* Into the queue: gated by schedulingGates or PreEnqueue, held until its group has a quorum,
+ * else active. */
+int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
 {
     char buf[512];
     const char *why = NULL;
@@ -266,7 +267,7 @@ static int enqueue(struct scheduler *s, struct sched_pod *sp)
         }
     }
     if (why == NULL)
-        return queue_push_active(&s->queue, sp);
+        return group_hold(s, sp) ? 0 : queue_push_active(&s->queue, sp);
     free(sp->reason);
     sp->reason = strdup(why);
     return queue_push_gated(&s->queue, sp);
@@ -294,6 +295,7 @@ static int add_assigned(struct scheduler *s, struct pod *pod)
     }
     kc_event_type type = old != NULL ? KC_EVENT_POD_UPDATE : KC_EVENT_POD_ADD;
     deliver_update(s, type, pod, old, cache_node(&s->cache, pod->node_name));
+    group_assigned(s, pod, old);
     pod_free(old);
     requeue_on(s, type);
     return 0;
@@ -318,12 +320,13 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
         deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
         pod_free(old);
+        group_join(s, sp);
         /* an update never skips backoff (the scheduler's own status patch comes back as one):
          * a pod still backing off goes back to backoffQ, as in kube-scheduler */
         if ((was == SP_BACKOFF || was == SP_UNSCHEDULABLE) && pod->scheduling_gate_count == 0 &&
             sp->backoff_until_ms > scheduler_now(s))
             return queue_push_backoff(&s->queue, sp, scheduler_now(s));
-        return enqueue(s, sp);
+        return scheduler_enqueue(s, sp);
     }
     sp = calloc(1, sizeof(*sp));
     if (sp == NULL) {
@@ -337,7 +340,8 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         return -ENOMEM; /* the caller hears of it: the pod is not silently dropped */
     }
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
-    return enqueue(s, sp);
+    group_join(s, sp);
+    return scheduler_enqueue(s, sp);
 }
 
 int scheduler_pod_add(struct scheduler *s, struct pod *pod)
@@ -368,6 +372,7 @@ int scheduler_pod_delete(struct scheduler *s, const char *uid)
         deliver(s, KC_EVENT_POD_DELETE, pod, cache_node(&s->cache, pod->node_name));
         cache_remove_pod(&s->cache, uid);
         strmap_remove(&s->assigned, uid);
+        group_assigned(s, NULL, pod);
         pod_free(pod);
         requeue_on(s, KC_EVENT_POD_DELETE);
         return 0;
@@ -401,27 +406,24 @@ int scheduler_pod_status(const struct scheduler *s, const char *uid, const char 
 
 enum outcome { OUTCOME_UNSCHEDULABLE, OUTCOME_ERROR };
 
-/* The attempt failed: tell the sink, then park (unschedulable) or back off (error). */
-static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outcome outcome,
-                         const char *message)
+void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, const char *message,
+                        int64_t backoff_until_ms)
 {
-    struct sched_pod *sp = cycle->sp;
     int64_t now = scheduler_now(s);
-    if (outcome == OUTCOME_ERROR)
+    if (error)
         s->stats.error_attempts++;
     else
         s->stats.unschedulable_attempts++;
-    /* message may live in the cycle: copy it before the cycle goes */
-    char *reason = strdup(message != NULL ? message : "scheduling failed");
-    cycle_free(cycle);
     if (sp->deleted) {
-        free(reason);
         strmap_remove(&s->pods, sp->pod->uid);
         sched_pod_free(sp);
         return;
     }
-    free(sp->reason);
-    sp->reason = reason;
+    char *reason = strdup(message != NULL ? message : "scheduling failed");
+    if (reason != NULL) {
+        free(sp->reason);
+        sp->reason = reason;
+    }
     if (sp->newer != NULL) {
         /* the pod changed during the attempt: the next one uses the new version */
         struct pod *old = sp->pod;
@@ -433,25 +435,70 @@ static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outco
         pod_free(old);
     }
     if (s->sink.unschedulable != NULL)
-        s->sink.unschedulable(s->sink.ctx, sp->pod,
-                              outcome == OUTCOME_ERROR ? "SchedulerError" : "Unschedulable",
+        s->sink.unschedulable(s->sink.ctx, sp->pod, error ? "SchedulerError" : "Unschedulable",
                               sp->reason);
     sp->backoff_attempts = sp->attempts;
     sp->pod->enqueue_ms = now; /* kube's queue timestamp: when it last entered the queue */
-    if (outcome == OUTCOME_ERROR)
-        queue_push_backoff(&s->queue, sp, now);
+    if (error)
+        queue_push_backoff_until(&s->queue, sp, backoff_until_ms);
     else
-        queue_park(&s->queue, sp, now);
+        queue_park_until(&s->queue, sp, now, backoff_until_ms);
 }
 
-/* Undo Reserve: Unreserve on every reserve plugin in reverse order, then forget the pod. */
-static void unreserve(struct scheduler *s, struct kc_cycle *cycle)
+/* The attempt failed: tell the sink, then park (unschedulable) or back off (error). */
+static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outcome outcome,
+                         const char *message)
+{
+    struct sched_pod *sp = cycle->sp;
+    /* message may live in the cycle: copy it before the cycle goes */
+    char *reason = message != NULL ? strdup(message) : NULL;
+    cycle_free(cycle);
+    scheduler_fail_pod(s, sp, outcome == OUTCOME_ERROR, reason, 0);
+    free(reason);
+}
+
+static int forget(struct scheduler *s, const struct pod *pod, bool requeue);
+
+/* Undo Reserve: Unreserve on every reserve plugin in reverse order, then forget the pod; the
+ * freed room may let parked pods fit (requeue), unless it was only held within this cycle. */
+static void unreserve_pod(struct scheduler *s, struct kc_cycle *cycle, bool requeue)
 {
     /* plugin hosts reserved after the in-process plugins: they unreserve first */
     remote_phase(s, cycle, PHASE_UNRESERVE, cycle->node_name, NULL, NULL, NULL, NULL);
     scheduler_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), NULL, NULL,
                     NULL);
-    scheduler_forget(s, cycle->sp->pod);
+    forget(s, cycle->sp->pod, requeue);
+}
+
+static void unreserve(struct scheduler *s, struct kc_cycle *cycle)
+{
+    unreserve_pod(s, cycle, true);
+}
+
+void scheduler_rollback(struct scheduler *s, struct kc_cycle *cycle)
+{
+    unreserve_pod(s, cycle, false);
+}
+
+/* Why a plugin failed the attempt in a phase other than Filter (malloc'd); a rejection (not an
+ * error) makes the plugin one of the attempt's rejectors. */
+static char *phase_failure(struct kc_cycle *cycle, struct plugin *p, const char *phase,
+                           kc_status st, bool *error_out)
+{
+    bool error = st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE;
+    char *message;
+    *error_out = error;
+    if (error)
+        message = text_format("plugin %s failed in %s (status %d)%s%s", p->name, phase, (int)st,
+                              cycle->message != NULL ? ": " : "",
+                              cycle->message != NULL ? cycle->message : "");
+    else
+        message = text_format("%s", cycle->message != NULL
+                                        ? cycle->message
+                                        : "rejected by a plugin after a node was chosen");
+    if (!error)
+        cycle->rejectors |= 1ull << p->index;
+    return message;
 }
 
 /* A plugin failed the attempt in a phase other than Filter. */
@@ -460,21 +507,8 @@ static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct pl
 {
     if (reserved)
         unreserve(s, cycle);
-    bool error = st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE;
-    char *message;
-    if (error)
-        message = text_format("plugin %s failed in %s (status %d)%s%s", p->name, phase, (int)st,
-                              cycle->message != NULL ? ": " : "",
-                              cycle->message != NULL ? cycle->message : "");
-    else if (strcmp(phase, "PreFilter") == 0)
-        message = text_format("0/%u nodes are available: %s.", s->cache.node_count,
-                              cycle->message != NULL ? cycle->message : p->name);
-    else
-        message = text_format("%s", cycle->message != NULL
-                                        ? cycle->message
-                                        : "rejected by a plugin after a node was chosen");
-    if (!error)
-        cycle->rejectors |= 1ull << p->index;
+    bool error;
+    char *message = phase_failure(cycle, p, phase, st, &error);
     cycle->sp->rejectors = cycle->rejectors;
     fail_attempt(s, cycle, error ? OUTCOME_ERROR : OUTCOME_UNSCHEDULABLE, message);
     free(message);
@@ -555,7 +589,7 @@ int scheduler_assume(struct scheduler *s, const struct pod *pod, const char *nod
     return rc;
 }
 
-int scheduler_forget(struct scheduler *s, const struct pod *pod)
+static int forget(struct scheduler *s, const struct pod *pod, bool requeue)
 {
     const struct cache_pod *cp = cache_pod(&s->cache, pod->uid);
     if (cp == NULL || !cp->assumed)
@@ -565,9 +599,15 @@ int scheduler_forget(struct scheduler *s, const struct pod *pod)
     int rc = cache_forget(&s->cache, pod->uid);
     if (rc == 0) {
         deliver(s, KC_EVENT_POD_FORGET, pod, cache_node(&s->cache, node));
-        requeue_on(s, KC_EVENT_POD_FORGET);
+        if (requeue)
+            requeue_on(s, KC_EVENT_POD_FORGET);
     }
     return rc;
+}
+
+int scheduler_forget(struct scheduler *s, const struct pod *pod)
+{
+    return forget(s, pod, true);
 }
 
 struct kc_cycle *evaluation_cycle_new(struct scheduler *s, struct pod *pod)
@@ -890,7 +930,6 @@ static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored
     return best;
 }
 
-/* PostFilter after no node fit; then the pod is unschedulable with the reason histogram. */
 /* PostFilter (preemption, group rejection) after any unschedulable evaluation, as kube runs it
  * on every FitError; its status is no verdict. */
 static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
@@ -902,13 +941,28 @@ static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
     remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
 }
 
-static void fail_no_fit(struct scheduler *s, struct kc_cycle *cycle)
+/* The pod is not placed: message (owned, may be NULL) says why. */
+static void not_placed(struct placement *out, bool error, char *message)
+{
+    out->placed = false;
+    out->error = error;
+    free(out->message);
+    out->message = message;
+}
+
+/* No node fit: PostFilter, then the kube-style reason histogram. */
+static void no_fit(struct scheduler *s, struct kc_cycle *cycle, struct placement *out)
 {
     run_post_filters(s, cycle);
-    char *message = reasons_message(s->reasons, s->reason_count, s->cache.node_count);
-    cycle->sp->rejectors = cycle->rejectors;
-    fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
-    free(message);
+    not_placed(out, false, reasons_message(s->reasons, s->reason_count, s->cache.node_count));
+}
+
+/* PreFilter rejected the pod (in process or in a plugin host). */
+static void pre_filter_rejected(struct scheduler *s, struct kc_cycle *cycle, const char *why,
+                                struct placement *out)
+{
+    run_post_filters(s, cycle);
+    not_placed(out, false, text_format("0/%u nodes are available: %s.", s->cache.node_count, why));
 }
 
 static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pending,
@@ -951,38 +1005,42 @@ static int push_binding(struct scheduler *s, struct kc_cycle *cycle)
     return 0;
 }
 
-/* Reserve and Permit on the chosen node. */
+/* Assume, Reserve and Permit on the chosen node. A failure undoes Reserve (requeueing parked
+ * pods only outside a group cycle, whose rollback frees nothing that was free before). */
 static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
-                               const struct cache_node *cn)
+                               const struct cache_node *cn, struct placement *out)
 {
     struct framework *fw = &s->fw;
     cycle->node_name = strdup(cn->node->name);
-    if (cycle->node_name == NULL || scheduler_assume(s, cycle->sp->pod, cn->node->name) < 0) {
-        fail_attempt(s, cycle, OUTCOME_ERROR, "could not assume the pod in the cache");
-        return;
-    }
+    if (cycle->node_name == NULL || scheduler_assume(s, cycle->sp->pod, cn->node->name) < 0)
+        return not_placed(out, true, strdup("could not assume the pod in the cache"));
     cn = cache_node(&s->cache, cycle->node_name);
     uint32_t failed = 0, timeout = 0;
     uint64_t waiting = 0;
+    const char *phase = "Reserve";
     kc_status st = scheduler_phase(s, cycle, PHASE_RESERVE, cn, &failed, NULL, NULL);
     if (st == KC_SUCCESS)
         st = remote_phase(s, cycle, PHASE_RESERVE, cycle->node_name, &failed, NULL, NULL, NULL);
-    if (st != KC_SUCCESS)
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "Reserve", st, true);
-    st = scheduler_phase(s, cycle, PHASE_PERMIT, cn, &failed, &timeout, &waiting);
-    if (st == KC_SUCCESS || st == KC_WAIT) {
-        kc_status remote = remote_phase(s, cycle, PHASE_PERMIT, cycle->node_name, &failed, &timeout,
-                                        &waiting, NULL);
-        st = remote == KC_SUCCESS ? st : remote;
+    if (st == KC_SUCCESS) {
+        phase = "Permit";
+        st = scheduler_phase(s, cycle, PHASE_PERMIT, cn, &failed, &timeout, &waiting);
+        if (st == KC_SUCCESS || st == KC_WAIT) {
+            kc_status remote = remote_phase(s, cycle, PHASE_PERMIT, cycle->node_name, &failed,
+                                            &timeout, &waiting, NULL);
+            st = remote == KC_SUCCESS ? st : remote;
+        }
     }
-    if (st != KC_SUCCESS && st != KC_WAIT)
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "Permit", st, true);
-    int rc = st == KC_WAIT ? add_waiting(s, cycle, waiting, timeout, fw->plugins[failed].name)
-                           : push_binding(s, cycle);
-    if (rc < 0) {
-        unreserve(s, cycle);
-        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory holding the pod after Permit");
+    if (st != KC_SUCCESS && st != KC_WAIT) {
+        unreserve_pod(s, cycle, cycle->group == NULL);
+        bool error;
+        char *message = phase_failure(cycle, &fw->plugins[failed], phase, st, &error);
+        return not_placed(out, error, message);
     }
+    out->placed = true;
+    out->permit = st;
+    out->waiting = waiting;
+    out->timeout_ms = timeout;
+    out->wait_plugin = failed;
 }
 
 /* PreFilter on the in-process plugins; the plugin that rejected is in *failed. */
@@ -1053,8 +1111,10 @@ void evaluation_clear(struct evaluation *e)
 }
 
 /* With plugin hosts: the in-process plugins filter every node (in rotated order), the hosts
- * evaluate what is left in one round trip each, and the results are merged. */
-static void schedule_cycle_remote(struct scheduler *s, struct kc_cycle *cycle)
+ * evaluate what is left in one round trip each, and the results are merged. Returns the chosen
+ * node, or NULL with out saying why not. */
+static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cycle *cycle,
+                                              struct placement *out)
 {
     uint32_t n = s->cache.node_count;
     uint32_t want = nodes_to_find(s, n);
@@ -1063,6 +1123,7 @@ static void schedule_cycle_remote(struct scheduler *s, struct kc_cycle *cycle)
     cycle->rejectors |= e.rejectors;
     char *message = NULL;
     uint32_t found = 0, processed = 0;
+    const struct cache_node *chosen = NULL;
     kc_status st = e.status;
     if (st == KC_SUCCESS) {
         for (uint32_t i = 0; i < e.found; i++)
@@ -1076,58 +1137,78 @@ static void schedule_cycle_remote(struct scheduler *s, struct kc_cycle *cycle)
         e.message = NULL;
     }
     evaluation_clear(&e);
-    cycle->sp->rejectors = cycle->rejectors;
     if (st == KC_ERROR) {
-        fail_attempt(s, cycle, OUTCOME_ERROR, message);
-    } else if (st != KC_SUCCESS) {
-        run_post_filters(s, cycle);
-        char *text = text_format("0/%u nodes are available: %s.", n, message);
-        fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, text);
-        free(text);
-    } else if (found == 0) {
-        fail_no_fit(s, cycle);
-    } else {
+        not_placed(out, true, message);
+        return NULL;
+    }
+    if (st != KC_SUCCESS)
+        pre_filter_rejected(s, cycle, message, out);
+    else if (found == 0)
+        no_fit(s, cycle, out);
+    else {
         uint64_t scored = 0;
-        if (found > 1 && compute_scores(s, cycle, found, &scored) < 0) {
-            fail_attempt(s, cycle, OUTCOME_ERROR, cycle->message);
-        } else {
-            uint32_t chosen = found > 1 ? select_node(s, found, scored) : 0;
-            reserve_and_permit(s, cycle, s->feasible[chosen]);
-        }
+        if (found > 1 && compute_scores(s, cycle, found, &scored) < 0)
+            not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
+        else
+            chosen = s->feasible[found > 1 ? select_node(s, found, scored) : 0];
     }
     free(message);
+    return chosen;
 }
 
-static void schedule_cycle(struct scheduler *s, struct kc_cycle *cycle)
+/* In process: PreFilter, Filter on a sample of the nodes from the rotating start index, Score,
+ * then the best node. Returns it, or NULL with out saying why not. */
+static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycle *cycle,
+                                             struct placement *out)
 {
     uint32_t n = s->cache.node_count;
-    if (n == 0)
-        return fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE,
-                            "0/0 nodes are available: no nodes available to schedule pods.");
-    if (s->remote.host_count > 0)
-        return schedule_cycle_remote(s, cycle);
+    const struct cache_node *chosen = NULL;
     struct evaluation e;
     scheduler_evaluate(s, cycle, NULL, 0, nodes_to_find(s, n), true, &e);
     cycle->rejectors |= e.rejectors;
-    cycle->sp->rejectors = cycle->rejectors;
     if (e.status == KC_ERROR) {
-        fail_attempt(s, cycle, OUTCOME_ERROR, e.message);
+        not_placed(out, true, e.message);
+        e.message = NULL;
     } else if (e.status != KC_SUCCESS) {
-        run_post_filters(s, cycle);
-        char *message = text_format("0/%u nodes are available: %s.", n, e.message);
-        fail_attempt(s, cycle, OUTCOME_UNSCHEDULABLE, message);
-        free(message);
+        pre_filter_rejected(s, cycle, e.message, out);
     } else {
         s->next_start_node = (s->next_start_node + e.processed) % n;
         if (e.found == 0) {
-            fail_no_fit(s, cycle);
+            no_fit(s, cycle, out);
         } else {
             memset(s->totals, 0, e.found * sizeof(*s->totals));
-            uint32_t chosen = e.found > 1 ? select_node(s, e.found, e.scored) : 0;
-            reserve_and_permit(s, cycle, s->feasible[chosen]);
+            chosen = s->feasible[e.found > 1 ? select_node(s, e.found, e.scored) : 0];
         }
     }
     evaluation_clear(&e);
+    return chosen;
+}
+
+void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placement *out)
+{
+    memset(out, 0, sizeof(*out));
+    current_scheduler = s;
+    if (s->cache.node_count == 0) {
+        not_placed(out, false,
+                   strdup("0/0 nodes are available: no nodes available to schedule pods."));
+    } else {
+        const struct cache_node *chosen =
+            s->remote.host_count > 0 ? choose_remote(s, cycle, out) : choose_local(s, cycle, out);
+        if (chosen != NULL)
+            reserve_and_permit(s, cycle, chosen, out);
+    }
+    cycle->sp->rejectors = cycle->rejectors;
+}
+
+void scheduler_commit(struct scheduler *s, struct kc_cycle *cycle, const struct placement *p)
+{
+    int rc = p->permit == KC_WAIT ? add_waiting(s, cycle, p->waiting, p->timeout_ms,
+                                                s->fw.plugins[p->wait_plugin].name)
+                                  : push_binding(s, cycle);
+    if (rc < 0) {
+        unreserve(s, cycle);
+        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory holding the pod after Permit");
+    }
 }
 
 int scheduler_schedule_one(struct scheduler *s)
@@ -1136,6 +1217,13 @@ int scheduler_schedule_one(struct scheduler *s)
     if (sp == NULL)
         return 0;
     int64_t start = monotonic_us();
+    current_scheduler = s;
+    if (group_schedule(s, sp)) {
+        /* its group's cycle ran (or the pod waits for its group) */
+        group_flush_status(s);
+        s->last_attempt_us = monotonic_us() - start;
+        return 1;
+    }
     sp->attempts++;
     sp->last_attempt_ms = scheduler_now(s);
     s->stats.attempts++;
@@ -1145,8 +1233,14 @@ int scheduler_schedule_one(struct scheduler *s)
         queue_push_backoff(&s->queue, sp, sp->last_attempt_ms);
         return -ENOMEM;
     }
-    current_scheduler = s;
-    schedule_cycle(s, cycle);
+    struct placement p;
+    scheduler_place(s, cycle, &p);
+    if (p.placed)
+        scheduler_commit(s, cycle, &p);
+    else
+        fail_attempt(s, cycle, p.error ? OUTCOME_ERROR : OUTCOME_UNSCHEDULABLE, p.message);
+    free(p.message);
+    group_flush_status(s);
     s->last_attempt_us = monotonic_us() - start;
     return 1;
 }
@@ -1427,6 +1521,7 @@ int scheduler_tick(struct scheduler *s)
     current_scheduler = s;
     int64_t now = scheduler_now(s);
     queue_flush(&s->queue, now);
+    group_tick(s, now);
     process_waiting(s, now);
     int bound = 0;
     /* binding cycles started while running these (none today) wait for the next tick */
@@ -1444,12 +1539,16 @@ int scheduler_tick(struct scheduler *s)
     uint64_t before = s->stats.scheduled;
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);
+    group_flush_status(s);
     return bound;
 }
 
 int64_t scheduler_next_due(const struct scheduler *s)
 {
     int64_t due = queue_next_due(&s->queue);
+    int64_t group_due = group_next_due(s);
+    if (group_due < due)
+        due = group_due;
     for (uint32_t i = 0; i < s->waiting_count; i++)
         if (s->waiting[i]->deadline_ms < due)
             due = s->waiting[i]->deadline_ms;
@@ -1481,6 +1580,7 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     s->rng = cfg->seed;
     hostapi_fill(&s->host);
     cache_init(&s->cache);
+    group_table_init(&s->groups);
     current_scheduler = s;
     int rc = framework_open(&s->fw, cfg, plugin_dir, &s->host, err);
     if (rc < 0)
@@ -1555,6 +1655,7 @@ void scheduler_close(struct scheduler *s)
         if (s->pods.entries[i].value != NULL)
             sched_pod_free(s->pods.entries[i].value);
     strmap_free(&s->pods);
+    group_table_fini(&s->groups); /* after the pods, which leave their groups */
     for (uint32_t i = 0; i < s->assigned.capacity; i++)
         if (s->assigned.entries[i].value != NULL)
             pod_free(s->assigned.entries[i].value);

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "error.h"
 #include "framework.h"
+#include "group.h"
 #include "queue.h"
 #include "remote.h"
 #include "simfile.h"
@@ -38,6 +39,11 @@ struct scheduler_sink {
                           const char *message);
     /* The pod was bound (Scheduled event). */
     void (*bound)(void *ctx, const struct pod *pod, const char *node);
+    /* A pod group's status changed (PodGroup status): phase "Pending", "Scheduling",
+     * "Scheduled", "Running" or "Failed"; scheduled: members bound; running: of those, the
+     * running ones; message: why the group is not placed, or NULL. Optional. */
+    void (*group_status)(void *ctx, const char *namespace_name, const char *name, const char *phase,
+                         uint32_t scheduled, uint32_t running, const char *message);
 };
 
 /* The scheduler clock; the simulator supplies a virtual one. */
@@ -73,6 +79,9 @@ struct kc_cycle {
     uint64_t rejectors; /* plugins that rejected in this attempt */
     bool bind_pending;  /* the sink sent the binding; scheduler_bind_result ends the cycle */
     bool remote_post_bind_done; /* plugin hosts already ran PostBind (batched binding) */
+    /* in a group cycle (group.c): the group, this member's position and the cycle's size */
+    const struct pod_group *group;
+    uint32_t group_index, group_count, group_needed;
 };
 
 struct kc_waiting_pod {
@@ -148,7 +157,8 @@ struct scheduler {
     uint64_t filter_runs;
     bool force_parallel; /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
-    int64_t last_attempt_us; /* latency of the last attempt, for benchmarks */
+    int64_t last_attempt_us;   /* latency of the last attempt, for benchmarks */
+    struct group_table groups; /* pod groups (group.c) */
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's

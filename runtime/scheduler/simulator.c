@@ -77,6 +77,55 @@ static void sim_bound(void *ctx, const struct pod *pod, const char *node)
     count_bound_now(sim);
 }
 
+static struct sim_group_record *group_record(struct simulator *sim, const char *namespace_name,
+                                             const char *name)
+{
+    for (uint32_t i = 0; i < sim->group_count; i++) {
+        struct sim_group_record *r = &sim->groups[i];
+        if (strcmp(r->name, name) == 0 && strcmp(r->namespace_name, namespace_name) == 0)
+            return r;
+    }
+    struct sim_group_record *grown =
+        array_grow(sim->groups, &sim->group_capacity, sim->group_count + 1, sizeof(*grown));
+    if (grown == NULL)
+        return NULL;
+    sim->groups = grown;
+    struct sim_group_record *r = &sim->groups[sim->group_count];
+    memset(r, 0, sizeof(*r));
+    r->namespace_name = strdup(namespace_name);
+    r->name = strdup(name);
+    if (r->namespace_name == NULL || r->name == NULL) {
+        free(r->namespace_name);
+        free(r->name);
+        return NULL;
+    }
+    sim->group_count++;
+    return r;
+}
+
+/* The PodGroup status a bridge would write; the report shows the last one. */
+static void sim_group_status(void *ctx, const char *namespace_name, const char *name,
+                             const char *phase, uint32_t scheduled, uint32_t running,
+                             const char *message)
+{
+    struct simulator *sim = ctx;
+    struct sim_group_record *r = group_record(sim, namespace_name, name);
+    char *phase_copy = strdup(phase);
+    char *message_copy = message != NULL ? strdup(message) : NULL;
+    if (r == NULL || phase_copy == NULL || (message != NULL && message_copy == NULL)) {
+        free(phase_copy);
+        free(message_copy);
+        return;
+    }
+    free(r->phase);
+    free(r->message);
+    r->phase = phase_copy;
+    r->message = message_copy;
+    r->scheduled = scheduled;
+    r->running = running;
+    r->reports++;
+}
+
 static int add_record(struct simulator *sim, const struct pod *pod)
 {
     /* the index borrows uid strings owned by the records: a move of the array keeps them */
@@ -130,11 +179,13 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
         memset(&sim->spec.config, 0, sizeof(sim->spec.config));
         sim->spec.has_config = false;
     }
-    struct scheduler_sink sink = {sim, sim_bind, NULL, sim_bound};
+    struct scheduler_sink sink = {
+        .ctx = sim, .bind = sim_bind, .bound = sim_bound, .group_status = sim_group_status};
     struct scheduler_clock clock = {sim, sim_now};
     rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
     if (rc < 0)
         return rc;
+    sim->sched.groups.bound_pods_run = true; /* no kubelets: a bound pod runs at once */
     for (uint32_t i = 0; i < sim->spec.node_count; i++) {
         struct node *node = sim->spec.nodes[i];
         sim->spec.nodes[i] = NULL;
@@ -203,7 +254,8 @@ int simulator_run(struct simulator *sim, bool progress)
             next = sim->spec.arrivals[sim->next_arrival].at_ms;
         if (next == INT64_MAX)
             break;
-        if (!arrivals_left && s->waiting_count == 0 && s->queue.backoff.count == 0)
+        if (!arrivals_left && s->waiting_count == 0 && s->queue.backoff.count == 0 &&
+            group_next_due(s) == INT64_MAX)
             break; /* only parked pods are left and nothing can change the cluster now */
         if (!arrivals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
             break;
@@ -228,5 +280,12 @@ void simulator_close(struct simulator *sim)
     free(sim->records);
     strmap_free(&sim->record_index);
     free(sim->bound_per_second);
+    for (uint32_t i = 0; i < sim->group_count; i++) {
+        free(sim->groups[i].namespace_name);
+        free(sim->groups[i].name);
+        free(sim->groups[i].phase);
+        free(sim->groups[i].message);
+    }
+    free(sim->groups);
     memset(sim, 0, sizeof(*sim));
 }

@@ -20,6 +20,16 @@ struct sim_record {
     int64_t bound_ms; /* simulated time of binding */
 };
 
+/* The last status the scheduler reported for a pod group. */
+struct sim_group_record {
+    char *namespace_name;
+    char *name;
+    char *phase;
+    uint32_t scheduled, running;
+    char *message; /* or NULL */
+    uint32_t reports;
+};
+
 struct sim_options {
     const char *sim_path;
     const char *config_path; /* overrides the file's config section */
@@ -42,6 +52,8 @@ struct simulator {
     int64_t wall_start_us, wall_end_us;
     uint32_t *bound_per_second; /* wall-clock seconds since start */
     uint32_t seconds, seconds_capacity;
+    struct sim_group_record *groups; /* in the order they were first reported */
+    uint32_t group_count, group_capacity;
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */

@@ -174,7 +174,10 @@ static void test_decisions_of_a_1_0_plugin_take_effect(void **state)
     };
     struct recorder r;
     memset(&r, 0, sizeof(r));
-    struct scheduler_sink sink = {&r, record_bind, record_unschedulable, record_bound};
+    struct scheduler_sink sink = {.ctx = &r,
+                                  .bind = record_bind,
+                                  .unschedulable = record_unschedulable,
+                                  .bound = record_bound};
     struct scheduler_clock clock = {&r, recorder_now};
     struct scheduler s;
     struct kc_error err = {{0}};

@@ -5,6 +5,8 @@ Scenarios (one per meson test, so they run apart):
   basic   200 nodes, 2,000 kcycle pods (some that can never fit), 500 default-scheduler pods:
           every kcycle pod that fits gets exactly one Binding, the others PodScheduled=False
           with the kube-style message and a FailedScheduling event; no other pod is touched.
+          Also two PodGroups (coscheduling): the whole one bound with its status written, the
+          short one holding nothing; and an unreadable pod that is told why.
   faults  the same with watches cut every 2 s, events split across chunks, a compaction (410
           on watch resume), 409 and 503 on some bindings, the bridge killed and restarted once
           and then the scheduler: the same outcome, no second Binding of any pod, no pod lost.
@@ -78,8 +80,9 @@ class Process:
 class Replica:
     """One scheduler and its bridge, as the two containers of the deployment's pod."""
 
-    def __init__(self, api, workdir, identity, leader_elect):
+    def __init__(self, api, workdir, identity, leader_elect, config=None):
         self.identity = identity
+        self.config = config
         self.workdir = workdir
         self.socket = f"ipc://{workdir}/{identity}.sock"
         self.kubeconfig = api.kubeconfig(os.path.join(workdir, "kubeconfig"))
@@ -97,6 +100,8 @@ class Replica:
 
     def start_scheduler(self):
         argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port", "0", "-v"]
+        if self.config:
+            argv += ["--config", self.config]
         self.scheduler = Process(f"scheduler-{self.identity}", argv, self.workdir)
 
     def start(self):
@@ -174,7 +179,8 @@ def wait_until(what, predicate, timeout, replicas=()):
 
 
 def kcycle_bound(api, expected):
-    pods = [p for p in all_pods(api) if p["spec"].get("schedulerName") == "kcycle"]
+    pods = [p for p in all_pods(api) if p["spec"].get("schedulerName") == "kcycle" and
+            p["metadata"]["namespace"] != "ml"]
     bound = [p for p in pods if p["spec"].get("nodeName")]
     return len(bound) >= expected
 
@@ -193,7 +199,7 @@ def check_outcome(api, kcycle=2000, unfit=20, others=500, nodes=200):
     pods = all_pods(api)
     by_key = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods}
     kc = [p for p in pods if p["spec"].get("schedulerName") == "kcycle" and
-          not p["metadata"]["name"].startswith("bad-")]
+          not p["metadata"]["name"].startswith("bad-") and p["metadata"]["namespace"] != "ml"]
     check(len(kc) == kcycle, f"{len(kc)} kcycle pods exist, {kcycle} expected: none lost")
     fits = [p for p in kc if not p["metadata"]["name"].startswith("huge-")]
     huge = [p for p in kc if p["metadata"]["name"].startswith("huge-")]
@@ -204,7 +210,9 @@ def check_outcome(api, kcycle=2000, unfit=20, others=500, nodes=200):
     accepted = collections.Counter((b["ns"], b["name"]) for b in stats["bindings"])
     dupes = [k for k, n in accepted.items() if n > 1]
     check(not dupes, f"pods bound more than once: {dupes[:5]}")
-    check(len(accepted) == len(fits), f"{len(accepted)} pods got a Binding, {len(fits)} expected")
+    accepted_here = [k for k in accepted if k[0] != "ml"]  # gangs are checked on their own
+    check(len(accepted_here) == len(fits),
+          f"{len(accepted_here)} pods got a Binding, {len(fits)} expected")
     for b in stats["bindings"]:
         pod = by_key.get((b["ns"], b["name"]))
         check(pod is not None and pod["spec"].get("schedulerName") == "kcycle",
@@ -282,12 +290,43 @@ def unreadable_pod_reported(api):
     return conds and conds[0].get("reason") == "SchedulerError" and conds[0]
 
 
+GANG_CONFIG = """plugins:
+  - name: coscheduling
+  - name: noderesources
+  - name: defaultbinder
+"""
+
+
+def gang_objects(fc):
+    """Two PodGroups as scheduler-plugins users write them: one whose 3 members all exist, one
+    that asks for 4 members and has 2 (it must bind nothing)."""
+    def group(name, min_member):
+        return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": "ml"},
+                "spec": {"minMember": min_member, "scheduleTimeoutSeconds": 600}}
+
+    def member(name, group_name):
+        return fc.pod(name, namespace="ml", scheduler="kcycle", cpu="500m", memory="1Gi",
+                      labels={"scheduling.x-k8s.io/pod-group": group_name})
+    return ([group("whole", 3), group("short", 4)] +
+            [member(f"whole-{i}", "whole") for i in range(3)] +
+            [member(f"short-{i}", "short") for i in range(2)])
+
+
+def gang_status(api, name):
+    pg = api.get_object("podgroups", name, namespace="ml") or {}
+    return pg.get("status") or {}
+
+
 def scenario_basic(fc, api, workdir):
     # a pod the API server would refuse but a careless writer could store: kcycle must say so
     # on the pod instead of leaving it pending without a word
     bad = fc.pod("bad-quantity", namespace="team-0", scheduler="kcycle", cpu="lots")
-    bulk_create(api, workload(fc) + [bad])
-    r = Replica(api, workdir, "replica-a", leader_elect=False)
+    bulk_create(api, workload(fc) + [bad] + gang_objects(fc))
+    config = os.path.join(workdir, "config.yaml")
+    with open(config, "w") as f:
+        f.write(GANG_CONFIG)
+    r = Replica(api, workdir, "replica-a", leader_elect=False, config=config)
     r.start()
     try:
         start = time.monotonic()
@@ -302,6 +341,20 @@ def scenario_basic(fc, api, workdir):
             60, [r])
         wait_until("the Scheduled events", lambda: scheduled_events_done(api, 1980), 60, [r])
         check_outcome(api)
+        # gangs: the whole group bound and its PodGroup status written; the short one holds
+        # nothing
+        status = wait_until("the PodGroup status", lambda: gang_status(api, "whole").get(
+            "scheduled") == 3 and gang_status(api, "whole"), 30, [r])
+        check(status.get("phase") in ("Scheduled", "Running"), f"PodGroup whole: {status}")
+        ml = {p["metadata"]["name"]: p for p in all_pods(api)
+              if p["metadata"]["namespace"] == "ml"}
+        check(all(ml[f"whole-{i}"]["spec"].get("nodeName") for i in range(3)),
+              "every member of PodGroup whole is bound")
+        check(not any(ml[f"short-{i}"]["spec"].get("nodeName") for i in range(2)),
+              "a member of PodGroup short (2 of 4 members) was bound")
+        short = gang_status(api, "short")
+        check(short.get("scheduled", 0) == 0 and short.get("phase") in (None, "Pending"),
+              f"PodGroup short: {short}")
         print(f"basic: 1,980 pods bound in {took:.1f}s (including the first lists)")
     finally:
         codes = r.stop()

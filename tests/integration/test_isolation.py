@@ -192,6 +192,34 @@ def main():
                   [(p["name"], p["node"], p["reason"]) for p in results["process"]["pods"]],
                   "gang: the same outcome in process and in a host")
 
+        # 8. the group cycle with noderesources and defaultbinder in hosts: the same pod groups
+        # placed whole (or holding nothing) on the same nodes as in process, one evaluation
+        # round trip per member
+        groups = os.path.join(SOURCE, "examples", "sim", "gang.yaml")
+        results = {}
+        for mode in ("inprocess", "process"):
+            cfg = ("plugins:\n  - {name: coscheduling}\n"
+                   f"  - {{name: noderesources, isolation: {mode}}}\n"
+                   f"  - {{name: defaultbinder, isolation: {mode}}}\n")
+            proc, report = run(tmp, "groups-" + mode, cfg, groups)
+            check(proc.returncode == 0, f"group cycle ({mode}): exit 0 ({proc.stderr})")
+            results[mode] = report
+        if all(results.values()):
+            placed = {mode: [(p["name"], p["node"]) for p in r["pods"]]
+                      for mode, r in results.items()}
+            check(placed["inprocess"] == placed["process"],
+                  "group cycle: the same placements in process and in hosts")
+            phases = {mode: [(g["name"], g["phase"], g["scheduled"]) for g in r["podGroups"]]
+                      for mode, r in results.items()}
+            check(phases["inprocess"] == phases["process"] and
+                  ("train-a", "Running", 600) in phases["process"],
+                  f"group cycle: the same group statuses, got {phases}")
+            hosts = {h["name"]: h for h in results["process"]["summary"]["plugin_hosts"]}
+            attempts = results["process"]["summary"]["attempts"]
+            check(hosts["noderesources"]["evaluate_round_trips"] <= attempts,
+                  f"group cycle: at most one evaluation round trip per member attempt, got "
+                  f"{hosts['noderesources']['evaluate_round_trips']} for {attempts} attempts")
+
     print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0
 

@@ -12,7 +12,7 @@ import tempfile
 SCHEDULER, SOURCE = sys.argv[1], sys.argv[2]
 FAILURES = []
 PASSED = [0]
-REASON = re.compile(r"^0/\d+ nodes are available: .+\.$")
+REASON = re.compile(r"^(0/\d+ nodes are available: .+\.|pod group [^ ]+: .+)$")
 
 
 def check(condition, message):
@@ -106,6 +106,28 @@ def main():
                           "0/2 nodes are available: 2 Too many pods."],
               f"full.yaml: pods-per-node and memory reasons, got {reasons}")
         check(report["summary"]["scheduled"] == 6, "full.yaml: 6 pods fit (3 per node)")
+
+        # Gangs: the first of three interleaved 600-pod jobs is placed whole, the two others
+        # hold nothing; a short group fails after its timeout; a scheduler-plugins PodGroup runs.
+        run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", "gang.yaml"), tmp)
+        check(run.returncode == 0, f"gang.yaml: exit 0, stderr: {run.stderr}")
+        report = check_report("gang.yaml", report_path)
+        groups = {g["name"]: g for g in report["podGroups"]}
+        check(groups["train-a"]["phase"] == "Running" and groups["train-a"]["scheduled"] == 600,
+              f"gang.yaml: train-a Running with 600 scheduled, got {groups['train-a']}")
+        for name in ("train-b", "train-c"):
+            bound = [p for p in report["pods"] if p["name"].startswith(name + "-") and p["node"]]
+            check(not bound and groups[name]["scheduled"] == 0,
+                  f"gang.yaml: {name} holds nothing, got {len(bound)} bound, {groups[name]}")
+            check(groups[name]["message"].startswith(f"pod group ml/{name}: "),
+                  f"gang.yaml: {name} says why, got {groups[name]['message']!r}")
+        check(groups["eval"]["phase"] == "Failed" and
+              "scheduleTimeoutSeconds (30 s)" in groups["eval"]["message"],
+              f"gang.yaml: eval failed after its timeout, got {groups['eval']}")
+        check(groups["nginx"]["phase"] == "Running" and groups["nginx"]["scheduled"] == 3,
+              f"gang.yaml: the scheduler-plugins PodGroup runs, got {groups['nginx']}")
+        check("pod groups: 5" in run.stdout and "ml/train-a: Running, 600 scheduled" in run.stdout,
+              f"gang.yaml: the summary lists the groups, got {run.stdout[-600:]!r}")
 
         # A broken file names the file, line and column, and the key.
         bad = os.path.join(tmp, "bad.yaml")

@@ -1,5 +1,6 @@
 /* kcycle-bench: scheduler_perf shapes built in memory and scheduled with the shipped plugins
- * and an instant binder. Prints one JSON object (or a short text summary). */
+ * and an instant binder. Prints one JSON object (or a short text summary). Shapes:
+ * scheduling-basic (kube's SchedulingBasic) and gang (pod groups placed by the group cycle). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 
 struct bench {
     uint32_t nodes, existing, pods;
+    uint32_t groups, group_size, min_member; /* --shape gang */
     int32_t parallelism;
     bool process; /* --isolation process */
     const char *plugin_dir;
@@ -29,6 +31,9 @@ struct bench {
     int64_t interval_us;
     uint32_t *latency_us;
     uint32_t latency_count;
+    /* gang: per group cycle, from taking the member off the queue to its group bound */
+    uint32_t *group_us, *decision_us;
+    uint32_t group_count;
 };
 
 static int64_t now_us(void)
@@ -80,7 +85,7 @@ static struct node *make_node(uint32_t i)
     return n;
 }
 
-static struct pod *make_pod(const char *prefix, uint32_t i)
+static struct pod *make_pod(const char *prefix, uint32_t i, const char *group)
 {
     struct pod *p = pod_new();
     char name[48];
@@ -88,6 +93,8 @@ static struct pod *make_pod(const char *prefix, uint32_t i)
     p->name = strdup(name);
     p->namespace = strdup("bench");
     p->scheduler_name = strdup("kcycle");
+    if (group != NULL)
+        kv_list_set(&p->labels, "scheduling.x-k8s.io/pod-group", group);
     p->containers = calloc(1, sizeof(*p->containers));
     p->container_count = 1;
     p->containers[0].name = strdup("c");
@@ -119,42 +126,146 @@ static uint64_t peak_rss_bytes(void)
     return (uint64_t)ru.ru_maxrss * 1024;
 }
 
-/* Run the scheduler until nothing is left to do. */
+/* Run the scheduler until nothing is left to do. A group cycle's latency runs from taking
+ * its first member off the queue to the tick that binds the members it committed. */
 static void drain(struct scheduler *s, struct bench *b)
 {
     for (;;) {
+        uint64_t cycles = s->groups.cycles;
+        int64_t started = now_us();
         int rc = scheduler_schedule_one(s);
-        if (rc > 0 && b->measuring && b->latency_count < b->pods * 4)
+        bool group_cycle = s->groups.cycles != cycles;
+        if (rc > 0 && !group_cycle && b->measuring && b->latency_count < b->pods * 4)
             b->latency_us[b->latency_count++] = (uint32_t)s->last_attempt_us;
         scheduler_tick(s);
+        if (group_cycle && b->measuring && b->group_count < b->groups * 4) {
+            b->group_us[b->group_count] = (uint32_t)(now_us() - started);
+            b->decision_us[b->group_count++] = (uint32_t)s->groups.last_cycle_us;
+        }
         if (rc <= 0 && !scheduler_busy(s))
             break;
     }
 }
 
+/* The gang shape's groups: PodGroups as scheduler-plugins writes them, in arrival order. */
+static void add_podgroups(struct scheduler *s, const struct bench *b)
+{
+    for (uint32_t g = 0; g < b->groups; g++) {
+        char name[32], json[512];
+        snprintf(name, sizeof(name), "group-%u", g);
+        snprintf(json, sizeof(json),
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\", "
+                 "\"metadata\": {\"name\": \"%s\", \"namespace\": \"bench\", "
+                 "\"creationTimestamp\": \"2024-05-01T10:%02u:%02u:00Z\"}, "
+                 "\"spec\": {\"minMember\": %u}}",
+                 name, g / 60 % 60, g % 60, b->min_member);
+        scheduler_object_event(s, KC_EVENT_OBJECT_ADD, "PodGroup", "bench", name, json);
+    }
+}
+
+/* Groups with none of their members bound, and groups bound whole (at least minMember);
+ * anything else breaks all-or-nothing. */
+static bool groups_whole(const struct scheduler *s, const struct bench *b, uint32_t *placed,
+                         uint32_t *empty)
+{
+    bool whole = true;
+    *placed = *empty = 0;
+    for (uint32_t g = 0; g < b->groups; g++) {
+        uint32_t bound = 0;
+        for (uint32_t i = 0; i < b->group_size; i++) {
+            char uid[64];
+            snprintf(uid, sizeof(uid), "bench/group-%u-member-%u", g, i);
+            const struct cache_pod *cp = cache_pod(&s->cache, uid);
+            bound += cp != NULL && !cp->assumed;
+        }
+        if (bound == 0)
+            (*empty)++;
+        else if (bound >= b->min_member)
+            (*placed)++;
+        else
+            whole = false;
+    }
+    return whole;
+}
+
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic [--json] [--nodes N] "
-                    "[--existing N] [--pods N] [--plugin-dir DIR] [--seed N] [--parallelism N] "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang [--json] [--nodes N] "
+                    "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
+                    "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process]\n");
+}
+
+static void bench_free(struct scheduler *s, struct bench *b)
+{
+    free(b->bins);
+    free(b->latency_us);
+    free(b->group_us);
+    free(b->decision_us);
+    scheduler_close(s);
+}
+
+/* The gang shape's figures: per group cycle latency (to its members bound) and decision time,
+ * pods/s over the whole run, and whether every group was placed whole or not at all. */
+static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, int64_t elapsed_us,
+                       double round_trip_us)
+{
+    uint32_t placed, empty;
+    bool whole = groups_whole(s, b, &placed, &empty);
+    uint32_t cycles = b->group_count;
+    double group_p50 = percentile(b->group_us, cycles, 50) / 1000.0;
+    double group_p99 = percentile(b->group_us, cycles, 99) / 1000.0;
+    double decision_p50 = percentile(b->decision_us, cycles, 50) / 1000.0;
+    double decision_p99 = percentile(b->decision_us, cycles, 99) / 1000.0;
+    double pods_per_second = elapsed_us > 0 ? (double)measured * 1e6 / (double)elapsed_us : 0;
+    if (b->json) {
+        printf("{\"shape\": \"gang\", \"nodes\": %u, \"groups\": %u, \"group_size\": %u, "
+               "\"min_member\": %u, \"existing_pods\": %u, \"pods\": %u, "
+               "\"scheduled\": %" PRIu64 ", \"groups_placed\": %u, \"groups_unplaced\": %u, "
+               "\"all_or_nothing\": %s, \"group_cycles\": %u, \"group_rollbacks\": %" PRIu64
+               ", \"group_latency_ms_p50\": %.1f, \"group_latency_ms_p99\": %.1f, "
+               "\"group_decision_ms_p50\": %.1f, \"group_decision_ms_p99\": %.1f, "
+               "\"pods_per_second\": %.0f, \"elapsed_seconds\": %.3f, "
+               "\"peak_rss_bytes\": %" PRIu64 ", \"isolation\": \"%s\", "
+               "\"ipc_round_trip_us_p50\": %.1f}\n",
+               b->nodes, b->groups, b->group_size, b->min_member, b->existing, b->pods, measured,
+               placed, empty, whole ? "true" : "false", cycles, s->groups.rollbacks, group_p50,
+               group_p99, decision_p50, decision_p99, pods_per_second, elapsed_us / 1e6,
+               peak_rss_bytes(), b->process ? "process" : "inprocess", round_trip_us);
+    } else {
+        printf("gang: %u groups of %u (minMember %u) on %u nodes, %u existing pods: %u placed "
+               "whole, %u hold nothing%s\n"
+               "  group latency (off the queue to bound) p50 %.1f ms p99 %.1f ms; decision p50 "
+               "%.1f ms p99 %.1f ms\n"
+               "  %" PRIu64 " pods in %.3f s: %.0f pods/s; peak RSS %.1f MiB\n",
+               b->groups, b->group_size, b->min_member, b->nodes, b->existing, placed, empty,
+               whole ? "" : " (SOME GROUP IS PARTIAL)", group_p50, group_p99, decision_p50,
+               decision_p99, measured, elapsed_us / 1e6, pods_per_second,
+               peak_rss_bytes() / 1048576.0);
+    }
+    bench_free(s, b);
+    if (!whole)
+        fprintf(stderr, "kcycle-bench: a group is partially bound\n");
+    return whole ? 0 : 1;
 }
 
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"shape", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"nodes", required_argument, NULL, 'n'},
-        {"existing", required_argument, NULL, 'e'},
-        {"pods", required_argument, NULL, 'p'},
-        {"plugin-dir", required_argument, NULL, 'd'},
-        {"seed", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},
-        {"parallelism", required_argument, NULL, 'P'},
-        {"isolation", required_argument, NULL, 'I'},
-        {NULL, 0, NULL, 0},
+        {"shape", required_argument, NULL, 's'},       {"json", no_argument, NULL, 'j'},
+        {"nodes", required_argument, NULL, 'n'},       {"existing", required_argument, NULL, 'e'},
+        {"pods", required_argument, NULL, 'p'},        {"plugin-dir", required_argument, NULL, 'd'},
+        {"seed", required_argument, NULL, 'S'},        {"help", no_argument, NULL, 'h'},
+        {"parallelism", required_argument, NULL, 'P'}, {"isolation", required_argument, NULL, 'I'},
+        {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
+        {"min-member", required_argument, NULL, 'm'},  {NULL, 0, NULL, 0},
     };
-    struct bench b = {.nodes = 5000, .existing = 1000, .pods = 10000, .seed = 1};
+    struct bench b = {.nodes = 5000,
+                      .existing = 1000,
+                      .pods = 10000,
+                      .seed = 1,
+                      .groups = 10,
+                      .group_size = 1000};
     const char *shape = "scheduling-basic";
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -174,19 +285,31 @@ int main(int argc, char **argv)
             }
             b.process = strcmp(optarg, "process") == 0;
             break;
+        case 'g': b.groups = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'z': b.group_size = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'm': b.min_member = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
     }
-    if (strcmp(shape, "scheduling-basic") != 0) {
-        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic)\n", shape);
+    bool gang = strcmp(shape, "gang") == 0;
+    if (strcmp(shape, "scheduling-basic") != 0 && !gang) {
+        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang)\n",
+                shape);
         return 2;
+    }
+    if (gang) {
+        if (b.min_member == 0 || b.min_member > b.group_size)
+            b.min_member = b.group_size;
+        b.pods = b.groups * b.group_size;
     }
     static struct plugin_config plugins[3] = {
         {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
         {.name = "noderesources", .weight = 1, .required = true, .args_json = "{}"},
         {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
     };
+    if (gang)
+        plugins[0].name = "coscheduling"; /* the QueueSort plugin that declares the groups */
     if (b.process) {
         /* QueueSort runs for every queue operation and always stays in process */
         plugins[1].isolation = ISOLATION_PROCESS;
@@ -204,22 +327,37 @@ int main(int argc, char **argv)
         .plugin_timeout_ms = 5000,
     };
     struct scheduler s;
-    struct scheduler_sink sink = {&b, sink_bind, NULL, sink_bound};
+    struct scheduler_sink sink = {.ctx = &b, .bind = sink_bind, .bound = sink_bound};
     struct kc_error err = {{0}};
     if (scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err) < 0) {
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
         return 1;
     }
     b.latency_us = calloc((size_t)b.pods * 4 + 1, sizeof(*b.latency_us));
+    b.group_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.group_us));
+    b.decision_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.decision_us));
     for (uint32_t i = 0; i < b.nodes; i++)
         scheduler_node_add(&s, make_node(i));
     for (uint32_t i = 0; i < b.existing; i++)
-        scheduler_pod_add(&s, make_pod("init", i));
+        scheduler_pod_add(&s, make_pod("init", i, NULL));
     drain(&s, &b);
     uint64_t init_bound = s.stats.scheduled;
 
-    for (uint32_t i = 0; i < b.pods; i++)
-        scheduler_pod_add(&s, make_pod("measured", i));
+    if (gang) {
+        /* every member arrives before measuring, as scheduler_perf creates its pods: a group's
+         * members are held until its last one arrives */
+        add_podgroups(&s, &b);
+        for (uint32_t g = 0; g < b.groups; g++) {
+            char prefix[32], group[32];
+            snprintf(prefix, sizeof(prefix), "group-%u-member", g);
+            snprintf(group, sizeof(group), "group-%u", g);
+            for (uint32_t i = 0; i < b.group_size; i++)
+                scheduler_pod_add(&s, make_pod(prefix, i, group));
+        }
+    } else {
+        for (uint32_t i = 0; i < b.pods; i++)
+            scheduler_pod_add(&s, make_pod("measured", i, NULL));
+    }
     b.measuring = true;
     b.start_us = now_us();
     drain(&s, &b);
@@ -251,6 +389,10 @@ int main(int argc, char **argv)
     double round_trip_us = 0;
     if (b.process)
         remote_round_trip_us(&s, 2000, &round_trip_us);
+    if (gang) {
+        free(rates);
+        return report_gang(&s, &b, measured, elapsed_us, round_trip_us);
+    }
     if (b.json) {
         printf("{\"shape\": \"%s\", \"nodes\": %u, \"pods\": %u, \"existing_pods\": %u, "
                "\"scheduled\": %" PRIu64 ", \"pods_per_second_avg\": %.0f, "
@@ -274,8 +416,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcycle-bench: only %" PRIu64 " of %u pods were scheduled\n", measured,
                 b.pods);
     free(rates);
-    free(b.bins);
-    free(b.latency_us);
-    scheduler_close(&s);
+    bench_free(&s, &b);
     return rc;
 }

@@ -466,6 +466,17 @@ static int host_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
     return 0;
 }
 
+static int host_cycle_group(kc_cycle *cycle, kc_group_cycle *out)
+{
+    if (cycle == NULL || !cycle->in_group || out == NULL)
+        return 0;
+    kc_group_cycle full = cycle->group;
+    uint32_t size = out->struct_size < sizeof(full) ? out->struct_size : sizeof(full);
+    full.struct_size = out->struct_size;
+    memcpy(out, &full, size);
+    return 1;
+}
+
 static const kc_host_api api = {
     .struct_size = sizeof(kc_host_api),
     .abi_version = KC_ABI_VERSION,
@@ -520,6 +531,7 @@ static const kc_host_api api = {
     .waiting_pod_reject = host_waiting_pod_reject,
     .bind = host_bind,
     .now_ms = host_now_ms,
+    .cycle_group = host_cycle_group,
 };
 
 const kc_host_api *fake_host_api(void)

@@ -104,6 +104,9 @@ struct kc_cycle {
     uint32_t annotation_count;
     const kc_pod *bound_pod;
     const kc_node *bound_node;
+    /* kc_cycle_group: set in_group and group to make the cycle a group-cycle member */
+    int in_group;
+    kc_group_cycle group;
 };
 
 struct kc_waiting_pod {
@@ -146,7 +149,7 @@ struct fake_host_state {
 
 extern struct fake_host_state fake_host;
 
-/* The table to give a plugin's init. Full size: every ABI 1.0 member is set. */
+/* The table to give a plugin's init. Full size: every ABI 1.1 member is set. */
 const kc_host_api *fake_host_api(void);
 
 /* Clear counters, nodes, waiting pods and the log; forget interned resources beyond the

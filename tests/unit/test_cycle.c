@@ -104,7 +104,8 @@ static struct harness *harness_open(const char *a, const char *b, int nodes)
     h->cfg.pod_initial_backoff_ms = 1000;
     h->cfg.pod_max_backoff_ms = 10000;
     h->cfg.unschedulable_flush_ms = 5 * 60 * 1000;
-    struct scheduler_sink sink = {h, sink_bind, sink_unschedulable, sink_bound};
+    struct scheduler_sink sink = {
+        .ctx = h, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
     struct scheduler_clock clock = {h, fake_now};
     struct kc_error err = {{0}};
     int rc = scheduler_open(&h->sched, &h->cfg, NULL, &sink, &clock, &err);
@@ -528,7 +529,8 @@ static char **place_all(int parallelism, bool force_parallel)
                          .unschedulable_flush_ms = 300000,
                          .percentage_of_nodes_to_score = 0};
     struct harness h = {0};
-    struct scheduler_sink sink = {&h, sink_bind, sink_unschedulable, sink_bound};
+    struct scheduler_sink sink = {
+        .ctx = &h, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
     struct scheduler_clock clock = {&h, fake_now};
     struct kc_error err = {{0}};
     struct scheduler s;

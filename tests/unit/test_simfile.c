@@ -290,6 +290,71 @@ static void objects_are_kept_as_json(void **state)
     simfile_free(&spec);
 }
 
+static const struct sim_object *object_named(const struct sim_spec *spec, const char *name)
+{
+    for (uint32_t i = 0; i < spec->object_count; i++)
+        if (strcmp(spec->objects[i].name, name) == 0)
+            return &spec->objects[i];
+    fail_msg("no object %s", name);
+    return NULL;
+}
+
+static void pod_groups_and_gang_workloads_become_podgroups(void **state)
+{
+    (void)state;
+    struct sim_spec spec;
+    load_ok("podGroups:\n"
+            "- name: train\n"
+            "  namespace: ml\n"
+            "  minMember: 4\n"
+            "  minResources: {cpu: 8, nvidia.com/gpu: 4}\n"
+            "  scheduleTimeoutSeconds: 30\n"
+            "  annotations: {kcycle.io/group-cycle: \"false\"}\n"
+            "- apiVersion: scheduling.x-k8s.io/v1alpha1\n"
+            "  kind: PodGroup\n"
+            "  metadata: {name: nginx, namespace: default}\n"
+            "  spec: {minMember: 3}\n"
+            "workload:\n"
+            "- name: job\n"
+            "  namespace: ml\n"
+            "  count: 3\n"
+            "  gang: true\n"
+            "  requests: {cpu: 1}\n"
+            "- name: big\n"
+            "  count: 5\n"
+            "  gang: {minMember: 4, scheduleTimeoutSeconds: 10}\n"
+            "- name: plain\n"
+            "  count: 2\n"
+            "  gang: false\n",
+            "kcycle", &spec);
+    assert_int_equal(spec.object_count, 4);
+    const struct sim_object *o = object_named(&spec, "train");
+    assert_string_equal(o->kind, "PodGroup");
+    assert_string_equal(o->namespace, "ml");
+    assert_string_equal(o->json,
+                        "{\"apiVersion\":\"scheduling.x-k8s.io/v1alpha1\",\"kind\":\"PodGroup\","
+                        "\"metadata\":{\"name\":\"train\",\"namespace\":\"ml\",\"annotations\":"
+                        "{\"kcycle.io/group-cycle\":\"false\"}},\"spec\":{"
+                        "\"scheduleTimeoutSeconds\":30,\"minMember\":4,\"minResources\":"
+                        "{\"cpu\":\"8\",\"nvidia.com/gpu\":\"4\"}}}");
+    assert_contains(object_named(&spec, "nginx")->json, "\"minMember\":3");
+    /* gang: true is a PodGroup of all count pods, named after the entry */
+    o = object_named(&spec, "job");
+    assert_string_equal(o->namespace, "ml");
+    assert_contains(o->json, "\"minMember\":3");
+    assert_contains(object_named(&spec, "big")->json, "\"scheduleTimeoutSeconds\":10");
+    assert_contains(object_named(&spec, "big")->json, "\"minMember\":4");
+    assert_int_equal(spec.arrival_count, 10);
+    for (uint32_t i = 0; i < spec.arrival_count; i++) {
+        const struct pod *pod = spec.arrivals[i].pod;
+        if (strncmp(pod->name, "plain", 5) == 0)
+            assert_null(pod->pod_group);
+        else
+            assert_string_equal(pod->pod_group, strncmp(pod->name, "job", 3) == 0 ? "job" : "big");
+    }
+    simfile_free(&spec);
+}
+
 static void json_file_loads(void **state)
 {
     (void)state;
@@ -389,6 +454,16 @@ static const struct error_case error_cases[] = {
     {"nodes:\n- name: n\n  taints: [{key: a, effect: Sometimes}]\n", ":3:", "Sometimes", NULL},
     {"workload:\n- name: w\n  tolerations: [{key: a, operator: Maybe}]\n", ":3:", "Maybe", NULL},
     {"config: {bogus: 1}\n", ":1:", "bogus", NULL},
+    {"podGroups:\n- minMember: 2\n", ":2:3", "name", NULL},
+    {"podGroups:\n- name: g\n  minMember: 0\n", ":3:14", "minMember", NULL},
+    {"podGroups:\n- name: g\n  minMembers: 2\n", ":3:3", "minMembers", NULL},
+    {"podGroups:\n- name: g\n  minResources: {cpu: lots}\n", ":3:23", "lots", NULL},
+    {"podGroups:\n- name: g\n  scheduleTimeoutSeconds: -1\n", ":3:27", "negative", NULL},
+    {"podGroups:\n- kind: Queue\n  metadata: {name: q}\n", ":2:9", "PodGroup", NULL},
+    {"podGroups:\n- name: g\nworkload:\n- name: g\n  gang: true\n", ":4:3", "\"default/g\"",
+     ":2:3"},
+    {"workload:\n- name: w\n  gang: {minMember: 2, size: 3}\n", ":3:24", "size", NULL},
+    {"workload:\n- name: w\n  gang: maybe\n", ":3:9", "maybe", NULL},
     {"- just\n- a list\n", ":1:", "map", NULL},
 };
 
@@ -433,6 +508,7 @@ int main(void)
         cmocka_unit_test(config_section_names_the_scheduler),
         cmocka_unit_test(kube_template_gets_indexed_names_and_uids),
         cmocka_unit_test(objects_are_kept_as_json),
+        cmocka_unit_test(pod_groups_and_gang_workloads_become_podgroups),
         cmocka_unit_test(json_file_loads),
         cmocka_unit_test(taken_arrivals_are_left_to_the_taker),
         cmocka_unit_test(shipped_examples_load),

@@ -60,6 +60,14 @@ static inline int kc_waiting_pod_reject(kc_waiting_pod *waiting, const char *plu
     return kc_host->waiting_pod_reject(waiting, plugin, message);
 }
 
+/* Added in 1.1: 0 on a host without it (1.0), as outside a group cycle. */
+static inline int kc_cycle_group(kc_cycle *cycle, kc_group_cycle *out)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_group))
+        return 0;
+    return kc_host->cycle_group(cycle, out);
+}
+
 static inline int kc_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     return kc_host->bind(cycle, pod, node);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "group.h"
 #include "resource.h"
 #include "status.h"
 
@@ -125,6 +126,10 @@ typedef struct kc_host_api {
 
     /* Scheduler clock in milliseconds (simulated time under --simulate). */
     int64_t (*now_ms)(void);
+
+    /* Added in 1.1. 1 when cycle is one member's attempt in a group cycle (out filled up to
+     * its struct_size), 0 when it is not. Safe from every phase. */
+    int (*cycle_group)(kc_cycle *cycle, kc_group_cycle *out);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -5,6 +5,7 @@
 #include "version.h"
 #include "status.h"
 #include "resource.h"
+#include "group.h"
 #include "host.h"
 #include "plugin.h"
 #include "pod.h"

@@ -101,6 +101,12 @@ typedef struct kc_plugin_ops {
     void (*post_bind)(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node);
 
     void (*on_event)(void *self, const kc_event *event);
+
+    /* Added in 1.1. The group (gang) the pod belongs to: KC_SUCCESS with out filled, or
+     * KC_SKIP when the pod is in no group this plugin knows. Called on the scheduler's thread
+     * when a pod arrives, is updated or is taken from the queue; it must be cheap. The first
+     * plugin (in configuration order) that answers KC_SUCCESS decides. */
+    kc_status (*group_of)(void *self, const kc_pod *pod, kc_group_info *out);
 } kc_plugin_ops;
 
 /* What kc_plugin_query returns. Static storage: it must outlive the plugin's use. */

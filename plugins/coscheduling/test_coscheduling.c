@@ -1,0 +1,393 @@
+/* coscheduling against the fake host: PodGroup objects as scheduler-plugins writes them, the
+ * group each pod declares, the queue order, PreFilter's checks, and the permit path. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_host.h"
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
+
+static const kc_plugin_ops *ops;
+static void *self;
+
+/* As scheduler-plugins' examples write it (config/samples, README). */
+static const char *const PODGROUP_JSON =
+    "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+    " \"metadata\": {\"name\": \"nginx\", \"namespace\": \"default\","
+    "  \"creationTimestamp\": \"2024-05-01T10:00:00Z\"},"
+    " \"spec\": {\"scheduleTimeoutSeconds\": 10, \"minMember\": 3}}";
+
+static int open_plugin(const char *args)
+{
+    const kc_plugin_descriptor *descriptor = kc_plugin_query(KC_ABI_VERSION);
+    ops = descriptor->ops;
+    return ops->init(fake_host_api(), args, &self);
+}
+
+static int setup(void **state)
+{
+    fake_host_reset();
+    assert_int_equal(open_plugin("{}"), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    ops->fini(self);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    fake_host_release();
+    return 0;
+}
+
+static void object_event(kc_event_type type, const char *name, const char *json)
+{
+    kc_event ev = {.struct_size = sizeof(ev),
+                   .type = type,
+                   .object_kind = "PodGroup",
+                   .object_namespace = "default",
+                   .object_name = name,
+                   .object_json = json};
+    ops->on_event(self, &ev);
+}
+
+static void pod_event(kc_event_type type, const kc_pod *pod)
+{
+    kc_event ev = {.struct_size = sizeof(ev), .type = type, .pod = pod};
+    ops->on_event(self, &ev);
+}
+
+static void member(kc_pod *pod, const char *name, const char *group)
+{
+    fake_pod_init(pod, "default", name);
+    pod->group = group;
+}
+
+static void query_declares_group_of_in_abi_1_1(void **state)
+{
+    const kc_plugin_descriptor *descriptor = kc_plugin_query(KC_ABI_VERSION);
+    assert_string_equal(descriptor->name, "coscheduling");
+    assert_int_equal(descriptor->abi_minor, 1);
+    assert_true(descriptor->ops->struct_size >= offsetof(kc_plugin_ops, group_of) + sizeof(void *));
+    assert_non_null(descriptor->ops->group_of);
+    assert_non_null(descriptor->ops->queue_less);
+    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
+}
+
+static void args_have_defaults_and_unknown_keys_are_errors(void **state)
+{
+    ops->fini(self);
+    assert_int_equal(open_plugin("{\"permitWaitingTimeSeconds\": 30, \"podGroupBackoffSeconds\": "
+                                 "5, \"groupCycle\": false}"),
+                     0);
+    object_event(KC_EVENT_OBJECT_ADD, "nginx",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"nginx\"}, \"spec\": {\"minMember\": 2}}");
+    kc_pod pod;
+    member(&pod, "p", "nginx");
+    kc_group_info info = {.struct_size = sizeof(info)};
+    assert_int_equal(ops->group_of(self, &pod, &info), KC_SUCCESS);
+    assert_int_equal(info.flags & KC_GROUP_CYCLE, 0);  /* groupCycle: false */
+    assert_int_equal(info.schedule_timeout_ms, 30000); /* no scheduleTimeoutSeconds */
+    assert_int_equal(info.backoff_ms, 5000);
+    ops->fini(self);
+    assert_int_equal(open_plugin("{\"permitWaitingTimeSecond\": 30}"), -22);
+    assert_non_null(strstr(fake_host.last_log, "unknown key \"permitWaitingTimeSecond\""));
+    assert_int_equal(open_plugin("{\"podGroupBackoffSeconds\": -1}"), -22);
+    assert_int_equal(open_plugin("{\"groupCycle\": \"yes\"}"), -22);
+    assert_int_equal(open_plugin("[]"), -22);
+    assert_int_equal(open_plugin("{}"), 0); /* for teardown */
+}
+
+static void scheduler_plugins_podgroup_declares_the_group(void **state)
+{
+    kc_pod pod, loner;
+    member(&pod, "nginx-0", "nginx");
+    fake_pod_init(&loner, "default", "alone");
+    kc_group_info info = {.struct_size = sizeof(info)};
+    /* a pod with the label whose PodGroup is not known yet is not declared */
+    assert_int_equal(ops->group_of(self, &pod, &info), KC_SKIP);
+    object_event(KC_EVENT_OBJECT_ADD, "nginx", PODGROUP_JSON);
+    assert_int_equal(ops->group_of(self, &pod, &info), KC_SUCCESS);
+    assert_string_equal(info.namespace_name, "default");
+    assert_string_equal(info.name, "nginx");
+    assert_int_equal(info.min_member, 3);
+    assert_int_equal(info.flags, KC_GROUP_CYCLE);
+    assert_int_equal(info.schedule_timeout_ms, 10000);
+    assert_int_equal(info.backoff_ms, 0);
+    assert_int_equal(info.creation_ms, 1714557600000ll);
+    assert_int_equal(ops->group_of(self, &loner, &info), KC_SKIP);
+    /* the annotation sends one group down the permit path */
+    object_event(KC_EVENT_OBJECT_UPDATE, "nginx",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"nginx\", \"annotations\": "
+                 "{\"kcycle.io/group-cycle\": \"false\"}}, \"spec\": {\"minMember\": 4}}");
+    assert_int_equal(ops->group_of(self, &pod, &info), KC_SUCCESS);
+    assert_int_equal(info.flags, 0);
+    assert_int_equal(info.min_member, 4);
+    assert_int_equal(info.schedule_timeout_ms, 60000); /* permitWaitingTimeSeconds */
+    object_event(KC_EVENT_OBJECT_DELETE, "nginx", "{}");
+    assert_int_equal(ops->group_of(self, &pod, &info), KC_SKIP);
+}
+
+static void volcano_podgroups_are_not_ours(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "job",
+                 "{\"apiVersion\": \"scheduling.volcano.sh/v1beta1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"job\"}, \"spec\": {\"minMember\": 2}}");
+    kc_pod pod;
+    member(&pod, "job-0", "job");
+    kc_group_info info = {.struct_size = sizeof(info)};
+    assert_int_equal(ops->group_of(self, &pod, &info), KC_SKIP);
+}
+
+static void group_of_writes_only_what_the_caller_struct_holds(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "nginx", PODGROUP_JSON);
+    kc_pod pod;
+    member(&pod, "nginx-0", "nginx");
+    struct {
+        kc_group_info info;
+        char canary[8];
+    } small;
+    memset(&small, 0x5a, sizeof(small));
+    small.info.struct_size = offsetof(kc_group_info, min_member) + sizeof(uint32_t);
+    assert_int_equal(ops->group_of(self, &pod, &small.info), KC_SUCCESS);
+    assert_int_equal(small.info.min_member, 3);
+    assert_int_equal(small.info.struct_size, offsetof(kc_group_info, min_member) + 4);
+    /* beyond the caller's size nothing was written */
+    const unsigned char *rest = (const unsigned char *)&small.info + small.info.struct_size;
+    assert_int_equal(rest[0], 0x5a);
+    assert_int_equal(small.canary[0], 0x5a);
+}
+
+static void queue_orders_priority_then_group_creation_then_name(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "early",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"early\", \"creationTimestamp\": "
+                 "\"2024-05-01T10:00:00Z\"}, \"spec\": {\"minMember\": 2}}");
+    object_event(KC_EVENT_OBJECT_ADD, "late",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"late\", \"creationTimestamp\": "
+                 "\"2024-05-01T11:00:00+01:00\"}, \"spec\": {\"minMember\": 2}}");
+    object_event(KC_EVENT_OBJECT_ADD, "later",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"later\", \"creationTimestamp\": "
+                 "\"2024-05-01T10:00:00.5Z\"}, \"spec\": {\"minMember\": 2}}");
+    kc_pod early_z, early_a, late_a, later_a, urgent;
+    member(&early_z, "z", "early");
+    member(&early_a, "a", "early");
+    member(&late_a, "a0", "late"); /* 11:00+01:00 is 10:00Z: the same instant as early */
+    member(&later_a, "a1", "later");
+    member(&urgent, "u", "later");
+    urgent.priority = 10;
+    early_z.enqueue_ms = 5; /* enqueue time only breaks ties within a group */
+    assert_true(ops->queue_less(self, &urgent, &early_a));
+    assert_false(ops->queue_less(self, &early_a, &urgent));
+    assert_true(ops->queue_less(self, &early_a, &later_a));
+    /* same creation instant: by group name, so a group's members stay together */
+    assert_true(ops->queue_less(self, &early_z, &late_a));
+    assert_true(ops->queue_less(self, &early_a, &early_z));
+    assert_false(ops->queue_less(self, &early_z, &early_a));
+    assert_false(ops->queue_less(self, &early_a, &early_a));
+}
+
+static void pre_filter_rejects_unknown_group_and_missing_room(void **state)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_pod pod;
+    member(&pod, "nginx-0", "nginx");
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_UNRESOLVABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "pod group default/nginx not found"), 1);
+    fake_cycle_clear(&cycle);
+    kc_node a, b;
+    fake_node_init(&a, "a");
+    fake_node_init(&b, "b");
+    fake_node_set_allocatable(&a, "cpu", 4000);
+    fake_node_set_allocatable(&b, "cpu", 4000);
+    fake_node_set_requested(&b, "cpu", 3000);
+    fake_node_set_allocatable(&a, "pods", 110);
+    fake_node_set_allocatable(&b, "pods", 110);
+    fake_node_set_allocatable(&a, "nvidia.com/gpu", 8);
+    fake_host_add_node(&a);
+    fake_host_add_node(&b);
+    kc_pod sibling;
+    member(&sibling, "nginx-1", "nginx");
+    pod_event(KC_EVENT_POD_ADD, &pod);
+    pod_event(KC_EVENT_POD_ADD, &sibling);
+    object_event(KC_EVENT_OBJECT_ADD, "nginx",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"nginx\"}, \"spec\": {\"minMember\": 2,"
+                 " \"minResources\": {\"cpu\": \"5500m\", \"nvidia.com/gpu\": 8}}}");
+    /* 4 + 1 CPUs free: 500m short; the GPUs fit */
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_UNSCHEDULABLE);
+    assert_string_equal(cycle.reasons[0], "pod group default/nginx: minResources do not fit the "
+                                          "free room of the cluster (cpu short by 500m)");
+    fake_cycle_clear(&cycle);
+    fake_node_set_requested(&b, "cpu", 2000);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    /* quantities as the API writes them */
+    object_event(KC_EVENT_OBJECT_UPDATE, "nginx",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"nginx\"}, \"spec\": {\"minMember\": 2,"
+                 " \"minResources\": {\"cpu\": \"6.5\", \"memory\": \"1Gi\"}}}");
+    fake_node_set_allocatable(&a, "memory", 512ll << 20);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_UNSCHEDULABLE);
+    assert_string_equal(cycle.reasons[0],
+                        "pod group default/nginx: minResources do not fit the free room of the "
+                        "cluster (cpu short by 500m, memory short by 536870912)");
+    fake_cycle_clear(&cycle);
+    /* in a group cycle, member 0 checked it for the whole group */
+    cycle.in_group = 1;
+    cycle.group = (kc_group_cycle){.struct_size = sizeof(kc_group_cycle), .index = 1, .count = 2};
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    kc_pod plain;
+    fake_pod_init(&plain, "default", "plain");
+    assert_int_equal(ops->pre_filter(self, &cycle, &plain), KC_SKIP);
+}
+
+static void permit_path_waits_until_the_group_is_placed_then_allows_all(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "nginx", PODGROUP_JSON);
+    kc_pod p0, p1, p2, other;
+    member(&p0, "nginx-0", "nginx");
+    member(&p1, "nginx-1", "nginx");
+    member(&p2, "nginx-2", "nginx");
+    member(&other, "x-0", "x");
+    kc_pod *pods[] = {&p0, &p1, &p2, &other};
+    for (int i = 0; i < 4; i++)
+        pod_event(KC_EVENT_POD_ADD, pods[i]);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    uint32_t timeout = 0;
+    pod_event(KC_EVENT_POD_ASSUME, &p0);
+    assert_int_equal(ops->permit(self, &cycle, &p0, NULL, &timeout), KC_WAIT);
+    assert_int_equal(timeout, 10000); /* scheduleTimeoutSeconds */
+    kc_waiting_pod *w0 = fake_host_add_waiting(&p0, "n");
+    kc_waiting_pod *wx = fake_host_add_waiting(&other, "n");
+    pod_event(KC_EVENT_POD_ASSUME, &p1);
+    assert_int_equal(ops->permit(self, &cycle, &p1, NULL, &timeout), KC_WAIT);
+    kc_waiting_pod *w1 = fake_host_add_waiting(&p1, "n");
+    pod_event(KC_EVENT_POD_ASSUME, &p2);
+    assert_int_equal(ops->permit(self, &cycle, &p2, NULL, &timeout), KC_SUCCESS);
+    assert_int_equal(w0->allowed, 1);
+    assert_int_equal(w1->allowed, 1);
+    assert_int_equal(wx->allowed, 0); /* another group's pod */
+    /* in a group cycle the runtime commits the group: Permit never waits */
+    object_event(KC_EVENT_OBJECT_ADD, "g",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", "
+                 "\"metadata\": {\"name\": \"g\"}, \"spec\": "
+                 "{\"minMember\": 5}}");
+    kc_pod g0;
+    member(&g0, "g-0", "g");
+    pod_event(KC_EVENT_POD_ADD, &g0);
+    pod_event(KC_EVENT_POD_ASSUME, &g0);
+    cycle.in_group = 1;
+    cycle.group = (kc_group_cycle){.struct_size = sizeof(kc_group_cycle), .count = 5, .needed = 5};
+    assert_int_equal(ops->permit(self, &cycle, &g0, NULL, &timeout), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+static void unreserve_and_post_filter_release_waiting_siblings(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "nginx", PODGROUP_JSON);
+    kc_pod p0, p1, p2;
+    member(&p0, "nginx-0", "nginx");
+    member(&p1, "nginx-1", "nginx");
+    member(&p2, "nginx-2", "nginx");
+    pod_event(KC_EVENT_POD_ADD, &p0);
+    pod_event(KC_EVENT_POD_ADD, &p1);
+    pod_event(KC_EVENT_POD_ADD, &p2);
+    pod_event(KC_EVENT_POD_ASSUME, &p0);
+    kc_waiting_pod *w0 = fake_host_add_waiting(&p0, "n");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    /* a group cycle's rollback is the runtime's: nothing to release */
+    cycle.in_group = 1;
+    cycle.group = (kc_group_cycle){.struct_size = sizeof(kc_group_cycle), .count = 3, .needed = 3};
+    pod_event(KC_EVENT_POD_ASSUME, &p1);
+    ops->unreserve(self, &cycle, &p1, NULL);
+    assert_int_equal(w0->rejected, 0);
+    ops->post_filter(self, &cycle, &p2);
+    assert_int_equal(w0->rejected, 0);
+    cycle.in_group = 0;
+    ops->post_filter(self, &cycle, &p2);
+    assert_int_equal(w0->rejected, 1);
+    assert_string_equal(w0->message,
+                        "pod group default/nginx: member nginx-2 fits no node; the group is "
+                        "released");
+    ops->unreserve(self, &cycle, &p1, NULL);
+    assert_int_equal(w0->rejected, 2);
+    pod_event(KC_EVENT_POD_FORGET, &p1);
+    fake_cycle_clear(&cycle);
+}
+
+static void counts_follow_pods_through_assume_bind_and_delete(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "nginx",
+                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
+                 " \"metadata\": {\"name\": \"nginx\"}, \"spec\": {\"minMember\": 2}}");
+    kc_pod p0, p1, bound;
+    member(&p0, "nginx-0", "nginx");
+    member(&p1, "nginx-1", "nginx");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    /* one pod only: PreFilter (outside a group cycle) says the group is short */
+    pod_event(KC_EVENT_POD_ADD, &p0);
+    assert_int_equal(ops->pre_filter(self, &cycle, &p0), KC_UNRESOLVABLE);
+    assert_string_equal(cycle.reasons[0],
+                        "pod group default/nginx: 1 pods exist, fewer than minMember 2");
+    fake_cycle_clear(&cycle);
+    pod_event(KC_EVENT_POD_ADD, &p1);
+    assert_int_equal(ops->pre_filter(self, &cycle, &p0), KC_SUCCESS);
+    /* p0 assumed, then seen bound (a POD_ADD with a node): still one placed */
+    pod_event(KC_EVENT_POD_ASSUME, &p0);
+    bound = p0;
+    bound.node_name = "n";
+    pod_event(KC_EVENT_POD_ADD, &bound);
+    uint32_t timeout;
+    pod_event(KC_EVENT_POD_ASSUME, &p1);
+    assert_int_equal(ops->permit(self, &cycle, &p1, NULL, &timeout), KC_SUCCESS);
+    pod_event(KC_EVENT_POD_FORGET, &p1);
+    assert_int_equal(ops->permit(self, &cycle, &p1, NULL, &timeout), KC_WAIT);
+    pod_event(KC_EVENT_POD_DELETE, &bound);
+    pod_event(KC_EVENT_POD_DELETE, &p1);
+    assert_int_equal(ops->pre_filter(self, &cycle, &p0), KC_UNRESOLVABLE);
+    fake_cycle_clear(&cycle);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(query_declares_group_of_in_abi_1_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(args_have_defaults_and_unknown_keys_are_errors, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(scheduler_plugins_podgroup_declares_the_group, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(volcano_podgroups_are_not_ours, setup, teardown),
+        cmocka_unit_test_setup_teardown(group_of_writes_only_what_the_caller_struct_holds, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(queue_orders_priority_then_group_creation_then_name, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(pre_filter_rejects_unknown_group_and_missing_room, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(permit_path_waits_until_the_group_is_placed_then_allows_all,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(unreserve_and_post_filter_release_waiting_siblings, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(counts_follow_pods_through_assume_bind_and_delete, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, group_teardown);
+}

@@ -1,0 +1,696 @@
+/* Pod groups with the coscheduling plugin and the runtime's group cycle: no group is ever
+ * partially reserved or bound between cycles (the cache is checked after every cycle), a short
+ * group waits, times out holding nothing and is retried after backoff, members beyond a running
+ * group's quorum go one by one, and scheduler-plugins manifests work unchanged. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "scheduler.h"
+#include "tree.h"
+
+#define MAX_GROUPS 16
+#define POD_CPU 400 /* ten pods on a 4-CPU node */
+
+struct group_record {
+    char name[64];
+    char phase[16];
+    uint32_t scheduled, running;
+    char message[512];
+    uint32_t reports;
+};
+
+struct gang {
+    struct scheduler sched;
+    struct config cfg;
+    struct plugin_config plugins[4];
+    int64_t now;
+    uint32_t bound;
+    struct group_record groups[MAX_GROUPS];
+    uint32_t group_count;
+    /* what the test knows about each group, for the invariant */
+    struct {
+        char name[64];
+        uint32_t min_member, size;
+    } known[MAX_GROUPS];
+    uint32_t known_count;
+    uint64_t checks;
+};
+
+static int64_t fake_now(void *ctx)
+{
+    return ((struct gang *)ctx)->now;
+}
+
+static int sink_bind(void *ctx, const struct pod *pod, const char *node,
+                     const struct kv_list *annotations)
+{
+    return 0;
+}
+
+static void sink_bound(void *ctx, const struct pod *pod, const char *node)
+{
+    ((struct gang *)ctx)->bound++;
+}
+
+static void sink_group_status(void *ctx, const char *namespace_name, const char *name,
+                              const char *phase, uint32_t scheduled, uint32_t running,
+                              const char *message)
+{
+    struct gang *h = ctx;
+    struct group_record *r = NULL;
+    for (uint32_t i = 0; i < h->group_count && r == NULL; i++)
+        if (strcmp(h->groups[i].name, name) == 0)
+            r = &h->groups[i];
+    if (r == NULL && h->group_count < MAX_GROUPS) {
+        r = &h->groups[h->group_count++];
+        snprintf(r->name, sizeof(r->name), "%s", name);
+    }
+    if (r == NULL)
+        return;
+    snprintf(r->phase, sizeof(r->phase), "%s", phase);
+    snprintf(r->message, sizeof(r->message), "%s", message != NULL ? message : "");
+    r->scheduled = scheduled;
+    r->running = running;
+    r->reports++;
+}
+
+static const struct group_record *status_of(const struct gang *h, const char *name)
+{
+    for (uint32_t i = 0; i < h->group_count; i++)
+        if (strcmp(h->groups[i].name, name) == 0)
+            return &h->groups[i];
+    fail_msg("no status reported for group %s", name);
+    return NULL;
+}
+
+/* A scheduler with coscheduling (args), noderesources, defaultbinder and, when recorder_args is
+ * not NULL, the recorder test plugin, on `nodes` nodes of 4 CPUs each. */
+static struct gang *gang_open_with(uint32_t nodes, const char *args, const char *scheduler_name,
+                                   const char *recorder_args)
+{
+    struct gang *h = calloc(1, sizeof(*h));
+    const char *names[4] = {"coscheduling", "noderesources", "defaultbinder", "recorder"};
+    const char *paths[4] = {KC_PLUGIN_BUILD_DIR "/coscheduling/coscheduling.so",
+                            KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so",
+                            KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
+                            KC_TEST_PLUGIN_DIR "/recorder.so"};
+    for (int i = 0; i < 4; i++) {
+        h->plugins[i].name = (char *)names[i];
+        h->plugins[i].path = (char *)paths[i];
+        h->plugins[i].weight = 1;
+        h->plugins[i].required = true;
+        h->plugins[i].args_json = (char *)(i == 0 ? args : i == 3 ? recorder_args : "{}");
+    }
+    h->cfg.scheduler_name = (char *)scheduler_name;
+    h->cfg.plugins = h->plugins;
+    h->cfg.plugin_count = recorder_args != NULL ? 4 : 3;
+    h->cfg.seed = 1;
+    h->cfg.parallelism = 1;
+    h->cfg.pod_initial_backoff_ms = 1000;
+    h->cfg.pod_max_backoff_ms = 10000;
+    h->cfg.unschedulable_flush_ms = 5 * 60 * 1000;
+    struct scheduler_sink sink = {
+        .ctx = h, .bind = sink_bind, .bound = sink_bound, .group_status = sink_group_status};
+    struct scheduler_clock clock = {h, fake_now};
+    struct kc_error err = {{0}};
+    if (scheduler_open(&h->sched, &h->cfg, NULL, &sink, &clock, &err) != 0)
+        fail_msg("scheduler_open: %s", err.message);
+    for (uint32_t i = 0; i < nodes; i++) {
+        struct node *n = node_new();
+        char name[32];
+        snprintf(name, sizeof(name), "node-%u", i);
+        n->name = strdup(name);
+        res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
+        res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, 32ll << 30);
+        res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+        assert_int_equal(scheduler_node_add(&h->sched, n), 0);
+    }
+    return h;
+}
+
+static struct gang *gang_open(uint32_t nodes, const char *args, const char *scheduler_name)
+{
+    return gang_open_with(nodes, args, scheduler_name, NULL);
+}
+
+static void gang_close(struct gang *h)
+{
+    scheduler_close(&h->sched);
+    free(h);
+}
+
+/* The invariant checks this group: pods <name>-0 .. <name>-<size-1>. */
+static void know_group(struct gang *h, const char *name, uint32_t min_member, uint32_t size)
+{
+    assert_true(h->known_count < MAX_GROUPS);
+    snprintf(h->known[h->known_count].name, sizeof(h->known[0].name), "%s", name);
+    h->known[h->known_count].min_member = min_member;
+    h->known[h->known_count].size = size;
+    h->known_count++;
+}
+
+static void add_podgroup(struct gang *h, const char *name, uint32_t min_member, uint32_t size,
+                         const char *extra_spec)
+{
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\", "
+             "\"metadata\": {\"name\": \"%s\", \"namespace\": \"default\"}, "
+             "\"spec\": {\"minMember\": %u%s}}",
+             name, min_member, extra_spec != NULL ? extra_spec : "");
+    assert_int_equal(
+        scheduler_object_event(&h->sched, KC_EVENT_OBJECT_ADD, "PodGroup", "default", name, json),
+        0);
+    know_group(h, name, min_member, size);
+}
+
+static struct pod *make_pod(const char *name, const char *group, int64_t cpu)
+{
+    struct pod *p = pod_new();
+    p->name = strdup(name);
+    p->namespace = strdup("default");
+    p->scheduler_name = strdup("kcycle");
+    if (group != NULL)
+        kv_list_set(&p->labels, "scheduling.x-k8s.io/pod-group", group);
+    p->containers = calloc(1, sizeof(*p->containers));
+    p->container_count = 1;
+    p->containers[0].name = strdup("c");
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, cpu);
+    assert_int_equal(pod_finish(p), 0);
+    return p;
+}
+
+static void add_member(struct gang *h, const char *group, uint32_t i)
+{
+    char name[96];
+    snprintf(name, sizeof(name), "%s-%u", group, i);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod(name, group, POD_CPU)), 0);
+}
+
+/* Members of a group with a node in the cache: reserved (assumed) or bound. */
+static uint32_t members_holding(const struct gang *h, const char *group, uint32_t size,
+                                uint32_t *bound)
+{
+    uint32_t n = 0;
+    *bound = 0;
+    for (uint32_t i = 0; i < size; i++) {
+        char uid[128];
+        snprintf(uid, sizeof(uid), "default/%s-%u", group, i);
+        const struct cache_pod *cp = cache_pod(&h->sched.cache, uid);
+        if (cp == NULL)
+            continue;
+        n++;
+        *bound += !cp->assumed;
+    }
+    return n;
+}
+
+/* The all-or-nothing invariant: a group holds nothing, or at least its quorum. */
+static void check_invariant(struct gang *h)
+{
+    h->checks++;
+    for (uint32_t g = 0; g < h->known_count; g++) {
+        uint32_t bound;
+        uint32_t holding = members_holding(h, h->known[g].name, h->known[g].size, &bound);
+        if (holding != 0 && holding < h->known[g].min_member)
+            fail_msg("group %s holds %u members (%u bound), minMember %u: partially reserved "
+                     "after check %llu",
+                     h->known[g].name, holding, bound, h->known[g].min_member,
+                     (unsigned long long)h->checks);
+        if (bound != 0 && bound < h->known[g].min_member && bound == holding)
+            fail_msg("group %s is partially bound: %u of minMember %u", h->known[g].name, bound,
+                     h->known[g].min_member);
+    }
+}
+
+/* One scheduling cycle and one tick, checking the cache after each. Returns whether anything
+ * happened. */
+static bool step(struct gang *h)
+{
+    int rc = scheduler_schedule_one(&h->sched);
+    check_invariant(h);
+    int bound = scheduler_tick(&h->sched);
+    check_invariant(h);
+    return rc > 0 || bound > 0 || scheduler_busy(&h->sched);
+}
+
+static void run_until_idle(struct gang *h)
+{
+    while (step(h))
+        ;
+}
+
+static void delete_group_pods(struct gang *h, const char *group, uint32_t size)
+{
+    for (uint32_t i = 0; i < size; i++) {
+        char uid[128];
+        snprintf(uid, sizeof(uid), "default/%s-%u", group, i);
+        scheduler_pod_delete(&h->sched, uid); /* finishing pods may leave part of it */
+    }
+}
+
+static struct sched_pod *pending(struct gang *h, const char *group, uint32_t i)
+{
+    char uid[128];
+    snprintf(uid, sizeof(uid), "default/%s-%u", group, i);
+    return strmap_get(&h->sched.pods, uid);
+}
+
+/* Acceptance 1: a cluster that fits 1,000 pods; three groups of 600 arrive interleaved. */
+static void test_three_groups_of_600_never_hold_part_of_the_cluster(void **state)
+{
+    struct gang *h = gang_open(100, "{}", "kcycle");
+    h->sched.groups.bound_pods_run = true;
+    const char *names[3] = {"a", "b", "c"};
+    for (int g = 0; g < 3; g++)
+        add_podgroup(h, names[g], 600, 600, NULL);
+    for (uint32_t i = 0; i < 600; i++) {
+        for (int g = 0; g < 3; g++) {
+            add_member(h, names[g], i);
+            check_invariant(h);
+            step(h);
+        }
+    }
+    run_until_idle(h);
+    uint32_t bound_a, bound_b, bound_c;
+    assert_int_equal(members_holding(h, "a", 600, &bound_a), 600);
+    assert_int_equal(bound_a, 600);
+    assert_int_equal(members_holding(h, "b", 600, &bound_b), 0);
+    assert_int_equal(members_holding(h, "c", 600, &bound_c), 0);
+    assert_int_equal(h->bound, 600);
+    /* one group cycle each for a, b and c; b and c were rolled back whole */
+    assert_int_equal(h->sched.groups.admitted, 1);
+    assert_int_equal(h->sched.groups.rollbacks, 2);
+    assert_string_equal(status_of(h, "a")->phase, "Running");
+    assert_int_equal(status_of(h, "a")->scheduled, 600);
+    assert_string_equal(status_of(h, "b")->phase, "Scheduling");
+    assert_int_equal(status_of(h, "b")->scheduled, 0);
+    assert_non_null(strstr(status_of(h, "b")->message,
+                           "pod group default/b: 400 of the 600 members needed could be placed "
+                           "together (all or nothing); default/b-"));
+    struct sched_pod *sp = pending(h, "c", 17);
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_non_null(strstr(sp->reason, "Insufficient cpu"));
+    /* a's pods finish: b is placed in full, c still holds nothing */
+    delete_group_pods(h, "a", 600);
+    h->now += 2000; /* past the groups' backoff after one failure */
+    run_until_idle(h);
+    assert_int_equal(members_holding(h, "b", 600, &bound_b), 600);
+    assert_int_equal(bound_b, 600);
+    assert_int_equal(members_holding(h, "c", 600, &bound_c), 0);
+    assert_string_equal(status_of(h, "b")->phase, "Running");
+    assert_string_equal(status_of(h, "c")->phase, "Scheduling");
+    gang_close(h);
+}
+
+/* Acceptance 1, randomized: 10 groups of random sizes and quorums on a random cluster, random
+ * arrival order, groups finishing at random; the cache is checked after every cycle. */
+static uint64_t rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+struct random_totals {
+    uint64_t admitted, rollbacks, checks;
+};
+
+static void run_random_seed(uint64_t seed, struct random_totals *totals)
+{
+    uint64_t rng = seed;
+    uint32_t nodes = 3 + (uint32_t)(rng_next(&rng) % 20); /* 30 .. 220 pod slots */
+    struct gang *h = gang_open(nodes, "{}", "kcycle");
+    h->sched.groups.bound_pods_run = true;
+    uint32_t size[10], arrived[10] = {0}, total = 0;
+    bool finished[10] = {false};
+    for (int g = 0; g < 10; g++) {
+        char name[16];
+        snprintf(name, sizeof(name), "g%d", g);
+        size[g] = 2 + (uint32_t)(rng_next(&rng) % 60);
+        uint32_t min_member = size[g] - (uint32_t)(rng_next(&rng) % (size[g] / 3 + 1));
+        add_podgroup(h, name, min_member, size[g], NULL);
+        total += size[g];
+    }
+    uint32_t delivered = 0, last_bound = 0;
+    int64_t last_change = 0;
+    for (uint32_t rounds = 0; rounds < 100000; rounds++) {
+        if (h->bound != last_bound || delivered < total) {
+            last_bound = h->bound;
+            last_change = h->now;
+        } else if (h->now - last_change > 10 * 60 * 1000) {
+            break; /* the groups left cannot fit: they only time out and retry */
+        }
+        uint64_t r = rng_next(&rng) % 8;
+        if (delivered < total && r < 3) {
+            int g;
+            do
+                g = (int)(rng_next(&rng) % 10);
+            while (arrived[g] == size[g]);
+            add_member(h, h->known[g].name, arrived[g]++);
+            delivered++;
+            check_invariant(h);
+            continue;
+        }
+        if (r == 3) {
+            /* a group whose quorum is bound finishes */
+            int g = (int)(rng_next(&rng) % 10);
+            uint32_t bound;
+            members_holding(h, h->known[g].name, size[g], &bound);
+            if (!finished[g] && bound >= h->known[g].min_member && rng_next(&rng) % 4 == 0) {
+                delete_group_pods(h, h->known[g].name, size[g]);
+                finished[g] = true;
+            }
+            continue;
+        }
+        if (!step(h)) {
+            if (delivered == total) {
+                /* idle: let time pass, or let a running group finish */
+                int64_t due = scheduler_next_due(&h->sched);
+                bool any = false;
+                for (int g = 0; g < 10 && !any; g++) {
+                    uint32_t bound;
+                    members_holding(h, h->known[g].name, size[g], &bound);
+                    if (!finished[g] && bound >= h->known[g].min_member) {
+                        delete_group_pods(h, h->known[g].name, size[g]);
+                        finished[g] = any = true;
+                    }
+                }
+                if (!any && due == INT64_MAX)
+                    break;
+                if (!any)
+                    h->now = due;
+            } else {
+                h->now += 100;
+            }
+        }
+    }
+    /* every group either finished after running whole, or holds nothing */
+    for (int g = 0; g < 10; g++) {
+        uint32_t bound, holding = members_holding(h, h->known[g].name, size[g], &bound);
+        assert_true(holding == 0 || holding >= h->known[g].min_member);
+    }
+    assert_true(h->checks > 100);
+    totals->admitted += h->sched.groups.admitted;
+    totals->rollbacks += h->sched.groups.rollbacks;
+    totals->checks += h->checks;
+    fprintf(stderr, "seed %llu: %u nodes, %u pods, %llu admitted, %llu rolled back, %llu checks\n",
+            (unsigned long long)seed, nodes, total, (unsigned long long)h->sched.groups.admitted,
+            (unsigned long long)h->sched.groups.rollbacks, (unsigned long long)h->checks);
+    gang_close(h);
+}
+
+static void test_random_groups_are_never_partially_reserved_or_bound(void **state)
+{
+    struct random_totals totals = {0};
+    for (uint64_t seed = 1; seed <= 20; seed++)
+        run_random_seed(seed, &totals);
+    /* the seeds made groups both fit and compete */
+    assert_true(totals.admitted >= 20 * 5);
+    assert_true(totals.rollbacks >= 20);
+}
+
+/* Acceptance 2: too few members wait, time out as Failed holding nothing, back off, retry. */
+static void test_short_group_times_out_holding_nothing_and_retries(void **state)
+{
+    struct gang *h = gang_open(4, "{\"podGroupBackoffSeconds\": 20}", "kcycle");
+    add_podgroup(h, "short", 4, 4, ", \"scheduleTimeoutSeconds\": 10");
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "short", i);
+    run_until_idle(h);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "short", 4, &bound), 0);
+    struct sched_pod *sp = pending(h, "short", 0);
+    assert_int_equal(sp->state, SP_GATED);
+    assert_string_equal(sp->reason, "pod group default/short: fewer than minMember 4 members "
+                                    "exist; waiting for the others");
+    assert_string_equal(status_of(h, "short")->phase, "Pending");
+    assert_int_equal(scheduler_next_due(&h->sched), 10000);
+    h->now = 9999;
+    run_until_idle(h);
+    assert_int_equal(sp->state, SP_GATED);
+    h->now = 10000;
+    run_until_idle(h);
+    /* Failed with a reason, nothing held, the members back off for podGroupBackoffSeconds */
+    assert_string_equal(status_of(h, "short")->phase, "Failed");
+    assert_string_equal(status_of(h, "short")->message,
+                        "pod group default/short: its quorum of 4 members was not placed within "
+                        "scheduleTimeoutSeconds (10 s): too few members exist");
+    assert_int_equal(h->sched.groups.timeouts, 1);
+    assert_int_equal(members_holding(h, "short", 4, &bound), 0);
+    for (uint32_t i = 0; i < 3; i++) {
+        sp = pending(h, "short", i);
+        assert_int_equal(sp->state, SP_BACKOFF);
+        assert_int_equal(sp->backoff_until_ms, 30000);
+        assert_string_equal(sp->reason, status_of(h, "short")->message);
+    }
+    /* after the backoff they are tried again: still short, so held again, the clock restarted */
+    h->now = 30000;
+    run_until_idle(h);
+    assert_int_equal(pending(h, "short", 0)->state, SP_GATED);
+    assert_int_equal(scheduler_next_due(&h->sched), 40000);
+    /* the fourth member arrives: the whole group is placed at once */
+    add_member(h, "short", 3);
+    run_until_idle(h);
+    assert_int_equal(members_holding(h, "short", 4, &bound), 4);
+    assert_int_equal(bound, 4);
+    assert_string_equal(status_of(h, "short")->phase, "Scheduled"); /* no kubelet said Running */
+    assert_string_equal(status_of(h, "short")->message, "");
+    gang_close(h);
+}
+
+/* Acceptance 3: members beyond minMember of a running group are scheduled one by one. */
+static void test_members_beyond_quorum_of_running_group_go_alone(void **state)
+{
+    struct gang *h = gang_open(10, "{}", "kcycle");
+    h->sched.groups.bound_pods_run = true;
+    add_podgroup(h, "web", 3, 6, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "web", i);
+    run_until_idle(h);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "web", 3, &bound), 3);
+    assert_int_equal(h->sched.groups.cycles, 1);
+    assert_string_equal(status_of(h, "web")->phase, "Running");
+    uint64_t attempts = h->sched.stats.attempts;
+    for (uint32_t i = 3; i < 6; i++) {
+        add_member(h, "web", i);
+        assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+        assert_int_equal(scheduler_tick(&h->sched), 1); /* bound at once: Permit did not wait */
+        check_invariant(h);
+    }
+    assert_int_equal(h->sched.stats.attempts, attempts + 3);
+    assert_int_equal(h->sched.groups.cycles, 1); /* no group cycle for them */
+    assert_int_equal(members_holding(h, "web", 6, &bound), 6);
+    assert_int_equal(status_of(h, "web")->scheduled, 6);
+    assert_int_equal(status_of(h, "web")->running, 6);
+    gang_close(h);
+}
+
+/* A group may choose the permit path: members are released at quorum, held in Permit, then all
+ * allowed together. */
+static void test_permit_path_group_waits_in_permit_then_binds(void **state)
+{
+    struct gang *h = gang_open(10, "{\"groupCycle\": false}", "kcycle");
+    add_podgroup(h, "p", 3, 3, NULL);
+    add_member(h, "p", 0);
+    add_member(h, "p", 1);
+    run_until_idle(h);
+    assert_int_equal(pending(h, "p", 0)->state, SP_GATED);
+    add_member(h, "p", 2);
+    assert_int_equal(pending(h, "p", 0)->state, SP_ACTIVE); /* released at quorum */
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(h->sched.waiting_count, 2);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    run_until_idle(h);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "p", 3, &bound), 3);
+    assert_int_equal(bound, 3);
+    assert_int_equal(h->sched.groups.cycles, 0);
+    gang_close(h);
+}
+
+/* Another plugin makes members of a committed group wait in Permit: the group waits whole,
+ * then is bound whole, or released whole when one member is rejected or its wait expires. */
+static void test_members_waiting_in_permit_are_bound_or_released_together(void **state)
+{
+    struct gang *h =
+        gang_open_with(10, "{}", "kcycle", "{\"permit\": \"wait\", \"timeout_ms\": 5000}");
+    add_podgroup(h, "w", 3, 3, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "w", i);
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "w", 3, &bound), 3);
+    /* two of three allowed: still all waiting, none bound */
+    for (uint32_t i = 0; i < 2; i++) {
+        char uid[32];
+        snprintf(uid, sizeof(uid), "default/w-%u", i);
+        assert_int_equal(
+            h->sched.host.waiting_pod_allow(h->sched.host.waiting_pod_get(uid), "recorder"), 0);
+    }
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    assert_int_equal(h->bound, 0);
+    /* the third one's wait expires: all three are released in the same tick */
+    h->now = 5000;
+    scheduler_tick(&h->sched);
+    check_invariant(h);
+    assert_int_equal(h->sched.waiting_count, 0);
+    assert_int_equal(members_holding(h, "w", 3, &bound), 0);
+    assert_int_equal(h->bound, 0);
+    assert_string_equal(pending(h, "w", 0)->reason,
+                        "rejected in Permit by plugin coscheduling: pod group default/w: member "
+                        "default/w-2 was not allowed in Permit in time; the group's members are "
+                        "released together");
+    /* the room they freed brings them back (their backoff is over): all three wait again, and
+     * once all three are allowed all three are bound together */
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        char uid[32];
+        snprintf(uid, sizeof(uid), "default/w-%u", i);
+        h->sched.host.waiting_pod_allow(h->sched.host.waiting_pod_get(uid), "recorder");
+    }
+    run_until_idle(h);
+    assert_int_equal(members_holding(h, "w", 3, &bound), 3);
+    assert_int_equal(bound, 3);
+    assert_int_equal(h->bound, 3);
+    gang_close(h);
+}
+
+/* A group whose PodGroup arrives after its pods, and whose minMember changes while members are
+ * held. */
+static void test_podgroup_arriving_late_or_changing_is_picked_up(void **state)
+{
+    struct gang *h = gang_open(10, "{}", "kcycle");
+    for (uint32_t i = 0; i < 2; i++)
+        add_member(h, "late", i);
+    run_until_idle(h);
+    struct sched_pod *sp = pending(h, "late", 0);
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "0/10 nodes are available: pod group default/late not found.");
+    add_podgroup(h, "late", 3, 3, NULL); /* requeues them (OBJECT_ADD) */
+    h->now += 2000;
+    run_until_idle(h);
+    assert_int_equal(pending(h, "late", 0)->state, SP_GATED);
+    /* minMember lowered to 2: the held members are placed */
+    scheduler_object_event(&h->sched, KC_EVENT_OBJECT_UPDATE, "PodGroup", "default", "late",
+                           "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": "
+                           "\"PodGroup\", \"metadata\": {\"name\": \"late\"}, \"spec\": "
+                           "{\"minMember\": 2}}");
+    h->known[0].min_member = 2;
+    run_until_idle(h);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "late", 2, &bound), 2);
+    assert_int_equal(bound, 2);
+    gang_close(h);
+}
+
+/* Acceptance 4: PodGroup and pod manifests written for scheduler-plugins' coscheduling, as the
+ * API server returns them in JSON, work unchanged. */
+static const char PODGROUP_MANIFEST[] =
+    "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\",\n"
+    " \"metadata\": {\"name\": \"nginx\", \"namespace\": \"default\", \"uid\": "
+    "\"5c8f0a0e-1d3b-4a8e-9b53-0b6f3c2f7e11\",\n"
+    "   \"resourceVersion\": \"123456\", \"creationTimestamp\": \"2024-05-01T10:00:00Z\"},\n"
+    " \"spec\": {\"scheduleTimeoutSeconds\": 10, \"minMember\": 3,\n"
+    "   \"minResources\": {\"cpu\": \"9\", \"memory\": \"1500Mi\"}},\n"
+    " \"status\": {\"phase\": \"Pending\", \"scheduled\": 0, \"running\": 0}}";
+
+static const char POD_MANIFEST[] =
+    "{\"apiVersion\": \"v1\", \"kind\": \"Pod\",\n"
+    " \"metadata\": {\"name\": \"nginx-%d\", \"namespace\": \"default\",\n"
+    "   \"uid\": \"0d3e2a1c-77aa-4f7d-8d8e-%012d\",\n"
+    "   \"labels\": {\"app\": \"nginx\", \"scheduling.x-k8s.io/pod-group\": \"nginx\"},\n"
+    "   \"creationTimestamp\": \"2024-05-01T10:00:01Z\"},\n"
+    " \"spec\": {\"schedulerName\": \"scheduler-plugins-scheduler\",\n"
+    "   \"containers\": [{\"name\": \"nginx\", \"image\": \"nginx\",\n"
+    "     \"resources\": {\"limits\": {\"cpu\": \"3000m\", \"memory\": \"500Mi\"},\n"
+    "                   \"requests\": {\"cpu\": \"3000m\", \"memory\": \"500Mi\"}}}]},\n"
+    " \"status\": {\"phase\": \"Pending\"}}";
+
+static struct pod *pod_from_json(const char *json)
+{
+    struct tree *t;
+    struct kc_error err = {{0}};
+    if (tree_parse_buffer("pod.json", json, strlen(json), &t, &err) != 0)
+        fail_msg("%s", err.message);
+    struct pod *pod = NULL;
+    if (pod_from_tree(t, &pod, &err) != 0)
+        fail_msg("%s", err.message);
+    tree_free(t);
+    return pod;
+}
+
+static void test_scheduler_plugins_manifests_work_unchanged(void **state)
+{
+    /* the pods name the scheduler they were written for; kcycle runs under that name */
+    struct gang *h = gang_open(2, "{}", "scheduler-plugins-scheduler");
+    h->sched.groups.bound_pods_run = true;
+    assert_int_equal(scheduler_object_event(&h->sched, KC_EVENT_OBJECT_ADD, "PodGroup", "default",
+                                            "nginx", PODGROUP_MANIFEST),
+                     0);
+    know_group(h, "nginx", 3, 0); /* uids are not <name>-<i>: checked below instead */
+    char json[2048];
+    for (int i = 0; i < 2; i++) {
+        snprintf(json, sizeof(json), POD_MANIFEST, i, i);
+        assert_int_equal(scheduler_pod_add(&h->sched, pod_from_json(json)), 0);
+    }
+    run_until_idle(h);
+    assert_int_equal(h->bound, 0);
+    assert_string_equal(status_of(h, "nginx")->phase, "Pending");
+    /* the third pod: 3 x 3 CPUs do not fit 2 nodes of 4: minResources (9 CPUs) says so first */
+    snprintf(json, sizeof(json), POD_MANIFEST, 2, 2);
+    assert_int_equal(scheduler_pod_add(&h->sched, pod_from_json(json)), 0);
+    run_until_idle(h);
+    assert_int_equal(h->bound, 0);
+    assert_non_null(strstr(status_of(h, "nginx")->message,
+                           "minResources do not fit the free room of the cluster (cpu short by "
+                           "1000m)"));
+    /* a third node: the group is placed, one pod per node */
+    struct node *n = node_new();
+    n->name = strdup("node-2");
+    res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
+    res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, 32ll << 30);
+    res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+    assert_int_equal(scheduler_node_add(&h->sched, n), 0);
+    h->now += 2000; /* the group's backoff */
+    run_until_idle(h);
+    assert_int_equal(h->bound, 3);
+    for (int i = 0; i < 3; i++) {
+        char uid[64];
+        snprintf(uid, sizeof(uid), "0d3e2a1c-77aa-4f7d-8d8e-%012d", i);
+        const char *node = NULL, *reason = NULL;
+        assert_int_equal(scheduler_pod_status(&h->sched, uid, &node, &reason), 1);
+    }
+    assert_string_equal(status_of(h, "nginx")->phase, "Running");
+    assert_int_equal(status_of(h, "nginx")->scheduled, 3);
+    gang_close(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_three_groups_of_600_never_hold_part_of_the_cluster),
+        cmocka_unit_test(test_random_groups_are_never_partially_reserved_or_bound),
+        cmocka_unit_test(test_short_group_times_out_holding_nothing_and_retries),
+        cmocka_unit_test(test_members_beyond_quorum_of_running_group_go_alone),
+        cmocka_unit_test(test_permit_path_group_waits_in_permit_then_binds),
+        cmocka_unit_test(test_members_waiting_in_permit_are_bound_or_released_together),
+        cmocka_unit_test(test_podgroup_arriving_late_or_changing_is_picked_up),
+        cmocka_unit_test(test_scheduler_plugins_manifests_work_unchanged),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
