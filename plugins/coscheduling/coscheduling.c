@@ -45,6 +45,9 @@ struct tracked_pod {
     char *uid;
     struct pod_group *group;
     bool placed;
+    /* its current attempt is part of a runtime group cycle: the runtime binds or releases it with
+     * its group, this plugin never allows or rejects it */
+    bool group_cycle;
 };
 
 /* Open-addressing string map; keys belong to the values. */
@@ -318,6 +321,7 @@ static void track(struct coscheduling *c, const kc_pod *pod, bool placed)
     if (t != NULL && t->group == g) {
         g->placed += (uint32_t)placed - (uint32_t)t->placed;
         t->placed = placed;
+        t->group_cycle = false; /* a new attempt (assume) or its end (forget, bound) */
         return;
     }
     untrack(c, uid);
@@ -645,12 +649,16 @@ static bool same_group(const kc_pod *a, const kc_pod *b)
            compare_text(kc_pod_namespace(a), kc_pod_namespace(b)) == 0;
 }
 
-/* Allow (or reject, with message) every waiting sibling of pod. */
-static void settle_siblings(const kc_pod *pod, const char *message)
+/* Allow (or reject, with message) every waiting sibling of pod, except those a group cycle
+ * placed: the runtime holds them and binds or releases them with their group. */
+static void settle_siblings(const struct coscheduling *c, const kc_pod *pod, const char *message)
 {
     for (uint32_t i = kc_waiting_pod_count(); i-- > 0;) {
         kc_waiting_pod *w = kc_waiting_pod_at(i);
         if (w == NULL || !same_group(kc_waiting_pod_pod(w), pod))
+            continue;
+        const struct tracked_pod *t = map_get(&c->pods, kc_pod_uid(kc_waiting_pod_pod(w)));
+        if (t != NULL && t->group_cycle)
             continue;
         if (message == NULL)
             kc_waiting_pod_allow(w, PLUGIN_NAME);
@@ -659,12 +667,13 @@ static void settle_siblings(const kc_pod *pod, const char *message)
     }
 }
 
-static void reject_siblings(const struct pod_group *g, const kc_pod *pod, const char *why)
+static void reject_siblings(const struct coscheduling *c, const struct pod_group *g,
+                            const kc_pod *pod, const char *why)
 {
     char message[640];
     snprintf(message, sizeof(message), "pod group %s: member %s %s; the group is released", g->key,
              kc_pod_name(pod), why);
-    settle_siblings(pod, message);
+    settle_siblings(c, pod, message);
 }
 
 /* A member fit nowhere: its waiting siblings would hold their nodes for nothing. */
@@ -674,7 +683,7 @@ static kc_status coscheduling_post_filter(void *self, kc_cycle *cycle, const kc_
     const struct pod_group *g = group_of_pod(c, pod, false);
     kc_group_cycle group = {.struct_size = sizeof(group)};
     if (g != NULL && g->object && g->placed < g->min_member && !kc_cycle_group(cycle, &group))
-        reject_siblings(g, pod, "fits no node");
+        reject_siblings(c, g, pod, "fits no node");
     return KC_UNSCHEDULABLE;
 }
 
@@ -685,11 +694,18 @@ static kc_status coscheduling_permit(void *self, kc_cycle *cycle, const kc_pod *
     (void)node;
     const struct pod_group *g = group_of_pod(c, pod, false);
     kc_group_cycle group = {.struct_size = sizeof(group)};
-    if (g == NULL || !g->object || kc_cycle_group(cycle, &group))
-        return KC_SUCCESS; /* not a member, or the runtime commits the whole group */
+    if (g == NULL || !g->object)
+        return KC_SUCCESS; /* not a member */
+    if (kc_cycle_group(cycle, &group)) {
+        /* the runtime commits the whole group; the pod is assumed already, so tracked */
+        struct tracked_pod *t = map_get(&c->pods, kc_pod_uid(pod));
+        if (t != NULL)
+            t->group_cycle = true;
+        return KC_SUCCESS;
+    }
     /* the pod is assumed already: placed counts it */
     if (g->placed >= g->min_member) {
-        settle_siblings(pod, NULL);
+        settle_siblings(c, pod, NULL);
         return KC_SUCCESS;
     }
     int64_t wait = timeout_of(c, g);
@@ -708,7 +724,7 @@ static void coscheduling_unreserve(void *self, kc_cycle *cycle, const kc_pod *po
     kc_group_cycle group = {.struct_size = sizeof(group)};
     /* placed still counts this pod: without it the group is short */
     if (g != NULL && g->object && g->placed <= g->min_member && !kc_cycle_group(cycle, &group))
-        reject_siblings(g, pod, "was rejected");
+        reject_siblings(c, g, pod, "was rejected");
 }
 
 /* ---- events ---------------------------------------------------------------------------------- */

@@ -333,6 +333,46 @@ static void unreserve_and_post_filter_release_waiting_siblings(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* Members a runtime group cycle placed are held and bound or released by the runtime with their
+ * group: a later member (beyond the quorum, or failing on the permit path) never allows or
+ * rejects them. */
+static void siblings_placed_by_a_group_cycle_are_left_to_the_runtime(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "nginx", PODGROUP_JSON);
+    kc_pod p[4];
+    kc_waiting_pod *w[3];
+    const char *names[4] = {"nginx-0", "nginx-1", "nginx-2", "nginx-3"};
+    for (int i = 0; i < 4; i++) {
+        member(&p[i], names[i], "nginx");
+        pod_event(KC_EVENT_POD_ADD, &p[i]);
+    }
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    uint32_t timeout = 0;
+    cycle.in_group = 1;
+    cycle.group = (kc_group_cycle){.struct_size = sizeof(kc_group_cycle), .count = 3, .needed = 3};
+    for (int i = 0; i < 3; i++) {
+        pod_event(KC_EVENT_POD_ASSUME, &p[i]);
+        assert_int_equal(ops->permit(self, &cycle, &p[i], NULL, &timeout), KC_SUCCESS);
+        w[i] = fake_host_add_waiting(&p[i], "n"); /* another Permit plugin made them wait */
+    }
+    /* the fourth member goes alone and sees the quorum placed */
+    cycle.in_group = 0;
+    pod_event(KC_EVENT_POD_ASSUME, &p[3]);
+    assert_int_equal(ops->permit(self, &cycle, &p[3], NULL, &timeout), KC_SUCCESS);
+    /* two members go away; the fourth is undone: the group is short, still nothing released */
+    pod_event(KC_EVENT_POD_FORGET, &p[1]);
+    pod_event(KC_EVENT_POD_FORGET, &p[2]);
+    ops->unreserve(self, &cycle, &p[3], NULL);
+    ops->post_filter(self, &cycle, &p[3]);
+    assert_int_equal(w[0]->allowed, 0);
+    assert_int_equal(w[0]->rejected, 0);
+    /* nginx-1's group-cycle attempt ended (forget): were it waiting now, it is the plugin's own
+     * again (released by the Unreserve and the PostFilter above) */
+    assert_int_equal(w[1]->rejected, 2);
+    fake_cycle_clear(&cycle);
+}
+
 static void counts_follow_pods_through_assume_bind_and_delete(void **state)
 {
     object_event(KC_EVENT_OBJECT_ADD, "nginx",
@@ -386,6 +426,8 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(unreserve_and_post_filter_release_waiting_siblings, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(siblings_placed_by_a_group_cycle_are_left_to_the_runtime,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(counts_follow_pods_through_assume_bind_and_delete, setup,
                                         teardown),
     };

@@ -523,6 +523,7 @@ static uint32_t phase_bits(const kc_plugin_ops *o)
         {o->bind != NULL, KCYCLE__V1__PHASE__PHASE_BIND},
         {o->post_bind != NULL, KCYCLE__V1__PHASE__PHASE_POST_BIND},
         {o->on_event != NULL, KCYCLE__V1__PHASE__PHASE_EVENT},
+        {o->group_of != NULL, KCYCLE__V1__PHASE__PHASE_GROUP_OF},
     };
     uint32_t bits = 0;
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)

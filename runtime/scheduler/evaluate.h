@@ -60,6 +60,7 @@ struct placement {
     uint64_t waiting;     /* KC_WAIT: the plugins that wait */
     uint32_t timeout_ms;  /* KC_WAIT: the shortest wait */
     uint32_t wait_plugin; /* KC_WAIT: the plugin that asked for it */
+    bool group_hold;      /* KC_WAIT: held by the runtime with its committed group (group.c) */
 };
 
 /* The scheduling cycle without its ending: evaluation, node selection, assume, Reserve, Permit
@@ -77,5 +78,10 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
                         int64_t backoff_until_ms);
 /* Into the queue again: gated, held by its group, or active. */
 int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp);
+/* Give up a reservation held across cycles (a committed group member before its binding
+ * cycle): Unreserve and forget (parked pods may fit the freed room), then the pod backs off
+ * until at least backoff_until_ms with message. Takes the cycle. */
+void scheduler_release(struct scheduler *s, struct kc_cycle *cycle, const char *message,
+                       int64_t backoff_until_ms);
 
 #endif

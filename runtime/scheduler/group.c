@@ -110,6 +110,37 @@ static void set_message(struct pod_group *g, char *message)
     mark(g);
 }
 
+/* An attempt of the group failed with message (owned, may be NULL): its status message, and
+ * what a later timeout gives as the reason. */
+static void set_failure(struct pod_group *g, char *message)
+{
+    free(g->failure);
+    g->failure = message != NULL ? strdup(message) : NULL;
+    set_message(g, message);
+}
+
+/* The table's next deadline is no later than this group's, when its timeout runs. */
+static void note_deadline(struct pod_group *g)
+{
+    if (!g->waiting || g->timeout_ms <= 0)
+        return;
+    int64_t deadline = g->waiting_since_ms + g->timeout_ms;
+    if (deadline < g->table->next_deadline_ms)
+        g->table->next_deadline_ms = deadline;
+}
+
+/* A push of a known pod does not fail (queue_reserve holds room for every pod in each part of
+ * the queue); should one fail anyway, the pod goes wherever there is room, never nowhere. */
+static void pushed(struct scheduler *s, struct sched_pod *sp, int rc)
+{
+    if (rc == 0)
+        return;
+    log_error("pod %s/%s: out of memory queueing it; queued where there is room",
+              sp->pod->namespace, sp->pod->name);
+    if (queue_push_anywhere(&s->queue, sp, scheduler_now(s)) < 0)
+        log_error("pod %s/%s: no room in any queue", sp->pod->namespace, sp->pod->name);
+}
+
 /* ---- membership ---- */
 
 /* The first plugin (configuration order) whose group_of places the pod in a group. */
@@ -168,6 +199,7 @@ static struct pod_group *group_for(struct group_table *t, const kc_group_info *i
     g->timeout_ms = info->schedule_timeout_ms > 0 ? info->schedule_timeout_ms : 0;
     g->backoff_ms = info->backoff_ms > 0 ? info->backoff_ms : 0;
     g->creation_ms = info->creation_ms;
+    note_deadline(g); /* a shorter timeout brings a waiting group's deadline forward */
     return g;
 }
 
@@ -180,6 +212,12 @@ static void set_held(struct sched_pod *sp, bool held)
         sp->group->held++;
     else
         sp->group->held--;
+}
+
+void group_unhold(struct sched_pod *sp)
+{
+    if (sp->group != NULL)
+        set_held(sp, false);
 }
 
 void group_leave(struct sched_pod *sp)
@@ -220,6 +258,8 @@ void group_join(struct scheduler *s, struct sched_pod *sp)
     g->members[g->member_count++] = sp;
     mark(g);
 }
+
+static void release_on_quorum(struct scheduler *s, struct pod_group *g);
 
 static struct group_assignment *assignment_new(struct group_table *t, const char *uid)
 {
@@ -267,7 +307,10 @@ void group_assigned(struct scheduler *s, const struct pod *pod, const struct pod
     a->running = t->bound_pods_run || pod->phase == POD_RUNNING;
     g->assigned++;
     g->running += a->running;
+    if (g->assigned >= g->min_member)
+        g->bind_retried = false; /* complete: a later failure is retried at once again */
     mark(g);
+    release_on_quorum(s, g);
 }
 
 /* ---- counting ---- */
@@ -327,9 +370,7 @@ static void start_waiting(struct pod_group *g, int64_t now)
         return;
     g->waiting = true;
     g->waiting_since_ms = now;
-    int64_t deadline = g->timeout_ms > 0 ? now + g->timeout_ms : INT64_MAX;
-    if (deadline < g->table->next_deadline_ms)
-        g->table->next_deadline_ms = deadline;
+    note_deadline(g);
 }
 
 /* The quorum is placed (or the wait ended otherwise): the timeout stops, and the earliest
@@ -370,9 +411,27 @@ static void hold(struct scheduler *s, struct pod_group *g, struct sched_pod *sp)
         sp->reason = reason;
     }
     set_held(sp, true);
-    queue_push_gated(&s->queue, sp);
+    int rc = queue_push_gated(&s->queue, sp);
+    if (rc < 0)
+        set_held(sp, false); /* not gated: it comes back through the queue and is held then */
+    pushed(s, sp, rc);
     start_waiting(g, scheduler_now(s));
     mark(g);
+}
+
+/* A held member of g into the active queue; false when g holds none. */
+static bool release_one(struct scheduler *s, struct pod_group *g, uint32_t *from)
+{
+    for (; *from < g->member_count && g->held > 0; (*from)++) {
+        struct sched_pod *m = g->members[*from];
+        if (!m->group_held || m->state != SP_GATED)
+            continue;
+        queue_remove(&s->queue, m);
+        set_held(m, false);
+        pushed(s, m, queue_push_active(&s->queue, m));
+        return true;
+    }
+    return false;
 }
 
 /* The permit path: a group whose quorum exists lets its held members into the queue, each to
@@ -380,14 +439,25 @@ static void hold(struct scheduler *s, struct pod_group *g, struct sched_pod *sp)
 static void release_held(struct scheduler *s, struct pod_group *g)
 {
     stop_waiting(g);
-    for (uint32_t i = 0; i < g->member_count && g->held > 0; i++) {
-        struct sched_pod *m = g->members[i];
-        if (!m->group_held || m->state != SP_GATED)
-            continue;
-        queue_remove(&s->queue, m);
-        set_held(m, false);
-        queue_push_active(&s->queue, m);
+    uint32_t from = 0;
+    while (release_one(s, g, &from))
+        ;
+}
+
+/* Bound members came (after a restart or a leader failover the pending members of a group may
+ * be listed before its bound ones): when they complete the quorum of a group whose members are
+ * held, the held members go on. */
+static void release_on_quorum(struct scheduler *s, struct pod_group *g)
+{
+    if (g->held == 0 || !has_quorum(g))
+        return;
+    if (!g->transaction || g->assigned + reserved_members(g) >= g->min_member) {
+        release_held(s, g); /* the permit path, or the group runs: each goes on its own */
+        return;
     }
+    /* the group cycle: the member taken from the queue collects the others */
+    uint32_t from = 0;
+    release_one(s, g, &from);
 }
 
 bool group_hold(struct scheduler *s, struct sched_pod *sp)
@@ -431,16 +501,30 @@ static void time_out(struct scheduler *s, struct pod_group *g, int64_t now)
         }
         if (s->sink.unschedulable != NULL)
             s->sink.unschedulable(s->sink.ctx, m->pod, "Unschedulable", m->reason);
-        queue_push_backoff_until(&s->queue, m, g->backoff_until_ms);
+        pushed(s, m, queue_push_backoff_until(&s->queue, m, g->backoff_until_ms));
     }
     log_info("%s", message != NULL ? message : g->key);
     set_message(g, message);
 }
 
-/* Committed groups waiting in Permit: when a member was rejected or its wait expired, every
- * member is rejected now (in the same tick, before the waiting pods are processed, so none is
- * bound or kept alone); when no member waits for another plugin any more, the group's plugin
- * lets all of them go. */
+/* A committed member that can no longer be bound: its pod or its node was deleted. Writes what
+ * happened to why. */
+static bool gone(const struct scheduler *s, const struct kc_cycle *cycle, char *why, size_t size)
+{
+    if (cycle->sp->deleted)
+        snprintf(why, size, "was deleted");
+    else if (cache_node(&s->cache, cycle->node_name) == NULL)
+        snprintf(why, size, "lost its node %s", cycle->node_name);
+    else
+        return false;
+    return true;
+}
+
+/* Committed groups waiting in Permit, their members held by the runtime (group_hold, which no
+ * plugin's allow lifts): when a member was rejected, its wait expired or it went away (its pod
+ * or its node deleted), every member is rejected now (in the same tick, before the waiting pods
+ * are processed, so none is bound or kept alone); when no member waits for a plugin any more,
+ * the runtime lets all of them go. */
 static void settle_permit_holds(struct scheduler *s, int64_t now)
 {
     struct group_table *t = &s->groups;
@@ -448,34 +532,39 @@ static void settle_permit_holds(struct scheduler *s, int64_t now)
     for (uint32_t i = 0; i < s->waiting_count; i++) {
         struct kc_waiting_pod *w = s->waiting[i];
         struct pod_group *g = w->cycle->sp->group;
-        if (g == NULL || !g->permit_hold)
+        if (g == NULL || !w->group_hold)
             continue;
         if (g->permit_round != round) {
             g->permit_round = round;
             g->permit_failed = g->permit_pending = false;
         }
-        uint64_t others = w->pending & ~(1ull << g->declarer);
-        bool expired = others != 0 && now >= w->deadline_ms;
-        if ((w->rejected || expired) && !g->permit_failed) {
+        char why[320];
+        bool failed = true;
+        if (w->rejected)
+            snprintf(why, sizeof(why), "was rejected in Permit");
+        else if (w->pending != 0 && now >= w->deadline_ms)
+            snprintf(why, sizeof(why), "was not allowed in Permit in time");
+        else
+            failed = gone(s, w->cycle, why, sizeof(why));
+        if (failed && !g->permit_failed) {
             g->permit_failed = true;
             free(g->permit_failure);
             g->permit_failure = text_format(
                 "pod group %s: member %s/%s %s; the group's members are released together", g->key,
-                w->cycle->sp->pod->namespace, w->cycle->sp->pod->name,
-                w->rejected ? "was rejected in Permit" : "was not allowed in Permit in time");
+                w->cycle->sp->pod->namespace, w->cycle->sp->pod->name, why);
         }
-        g->permit_pending = g->permit_pending || others != 0;
+        g->permit_pending = g->permit_pending || w->pending != 0;
     }
     for (uint32_t i = 0; i < s->waiting_count; i++) {
         struct kc_waiting_pod *w = s->waiting[i];
         struct pod_group *g = w->cycle->sp->group;
-        if (g == NULL || !g->permit_hold || g->permit_round != round)
+        if (g == NULL || !w->group_hold || g->permit_round != round)
             continue;
         if (g->permit_failed)
             waiting_pod_reject(w, s->fw.plugins[g->declarer].name,
                                g->permit_failure != NULL ? g->permit_failure : g->key);
         else if (!g->permit_pending)
-            w->pending &= ~(1ull << g->declarer);
+            w->group_hold = false;
     }
     /* settled groups stop holding; the others are looked at again next tick */
     for (uint32_t i = 0; i < s->waiting_count; i++) {
@@ -486,6 +575,62 @@ static void settle_permit_holds(struct scheduler *s, int64_t now)
             t->permit_holds--;
         }
     }
+}
+
+void group_check_bindings(struct scheduler *s, struct kc_cycle **cycles, uint32_t *count)
+{
+    struct group_table *t = &s->groups;
+    uint64_t round = 0;
+    uint32_t n = *count;
+    /* the groups with a member gone; cycle->group: placed by a group cycle */
+    for (uint32_t i = 0; i < n; i++) {
+        const struct kc_cycle *c = cycles[i];
+        struct pod_group *g = c->group != NULL ? c->sp->group : NULL;
+        char why[320];
+        if (g == NULL || (round != 0 && g->release_round == round) || !gone(s, c, why, sizeof(why)))
+            continue;
+        if (round == 0)
+            round = ++t->release_round;
+        g->release_round = round;
+        set_failure(g, text_format("pod group %s: member %s/%s %s before binding; the group's "
+                                   "members are released together",
+                                   g->key, c->sp->pod->namespace, c->sp->pod->name, why));
+    }
+    if (round == 0)
+        return;
+    int64_t now = scheduler_now(s);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct kc_cycle *c = cycles[i];
+        struct pod_group *g = c->group != NULL ? c->sp->group : NULL;
+        if (g == NULL || g->release_round != round) {
+            cycles[kept++] = c;
+            continue;
+        }
+        start_waiting(g, now); /* its quorum is not placed any more */
+        scheduler_release(s, c,
+                          g->message != NULL ? g->message
+                                             : "a member of the pod group went away before binding",
+                          0);
+    }
+    *count = kept;
+}
+
+void group_binding_failed(struct scheduler *s, struct sched_pod *sp)
+{
+    struct pod_group *g = sp->group;
+    if (g == NULL || !g->transaction || sp->state != SP_BACKOFF)
+        return;
+    uint32_t holding = g->assigned + reserved_members(g);
+    if (holding == 0 || holding >= g->min_member)
+        return; /* nothing of the group holds a node, or it is still whole */
+    start_waiting(g, scheduler_now(s));
+    mark(g);
+    if (g->bind_retried)
+        return; /* failed again: the pod's backoff, as usual */
+    g->bind_retried = true;
+    queue_remove(&s->queue, sp);
+    pushed(s, sp, queue_push_active(&s->queue, sp));
 }
 
 void group_tick(struct scheduler *s, int64_t now)
@@ -577,8 +722,8 @@ static uint32_t place_members(struct scheduler *s, struct pod_group *g, struct m
 
 /* The quorum is placed: every placed member goes on to Permit's wait or its binding cycle; the
  * ones beyond the quorum that did not fit are failed on their own. When a Permit plugin made
- * some members wait, all of them wait, held by the group's plugin until every wait is over
- * (group_tick): the group is bound together or released together. */
+ * some members wait, all of them wait, held by the runtime (in the name of the group's plugin)
+ * until every wait is over (group_tick): the group is bound together or released together. */
 static void commit(struct scheduler *s, struct pod_group *g, struct member_try *tries,
                    uint32_t tried)
 {
@@ -594,8 +739,7 @@ static void commit(struct scheduler *s, struct pod_group *g, struct member_try *
                 p.timeout_ms = PERMIT_MAX_TIMEOUT_MS; /* its siblings' waits decide */
                 p.wait_plugin = g->declarer;
             }
-            if (hold)
-                p.waiting |= 1ull << g->declarer;
+            p.group_hold = hold;
             scheduler_commit(s, m->cycle, &p);
         } else {
             cycle_free(m->cycle);
@@ -653,9 +797,7 @@ static void roll_back(struct scheduler *s, struct pod_group *g, struct member_tr
         scheduler_fail_pod(s, m->sp, error, message != NULL ? message : why, g->backoff_until_ms);
     }
     start_waiting(g, now);
-    free(g->failure);
-    g->failure = message != NULL ? strdup(message) : NULL;
-    set_message(g, message);
+    set_failure(g, message);
 }
 
 static void group_cycle(struct scheduler *s, struct pod_group *g, struct sched_pod *first,
@@ -675,6 +817,8 @@ static void group_cycle(struct scheduler *s, struct pod_group *g, struct sched_p
     uint32_t count = collect(s, g, first, tries, now);
     uint32_t tried;
     uint32_t placed = place_members(s, g, tries, count, needed, &tried);
+    if (placed >= needed && g->assigned + reserved == 0)
+        g->bind_retried = false; /* the whole quorum anew */
     if (placed >= needed)
         commit(s, g, tries, tried);
     else
@@ -701,7 +845,7 @@ bool group_schedule(struct scheduler *s, struct sched_pod *sp)
     }
     int64_t now = scheduler_now(s);
     if (now < g->backoff_until_ms) {
-        queue_push_backoff_until(&s->queue, sp, g->backoff_until_ms);
+        pushed(s, sp, queue_push_backoff_until(&s->queue, sp, g->backoff_until_ms));
         return true;
     }
     if (!g->transaction) {

@@ -12,6 +12,7 @@
 struct scheduler;
 struct sched_pod;
 struct pod;
+struct kc_cycle;
 
 /* One group, as the plugin that declared it describes it and as the runtime counts it. */
 struct pod_group {
@@ -45,6 +46,10 @@ struct pod_group {
     bool permit_failed;    /* during group_tick: a member was rejected or timed out */
     bool permit_pending;   /* during group_tick: a member still waits for another plugin */
     char *permit_failure;  /* during group_tick: why */
+    /* a member's binding failed after the group was committed and the member was retried at
+     * once; later failures back off as usual until the group is complete again */
+    bool bind_retried;
+    uint64_t release_round; /* the group_check_bindings that releases its members */
     /* the status last reported through the sink */
     const char *reported_phase;
     uint32_t reported_scheduled, reported_running;
@@ -59,6 +64,7 @@ struct group_table {
     int64_t next_deadline_ms; /* earliest group timeout, INT64_MAX when none */
     uint32_t permit_holds;    /* groups with permit_hold set */
     uint64_t permit_round;
+    uint64_t release_round;
     /* no kubelets (the simulator): a bound member counts as running at once */
     bool bound_pods_run;
     /* counters for reports and benchmarks */
@@ -82,13 +88,24 @@ void group_leave(struct sched_pod *sp);
 void group_assigned(struct scheduler *s, const struct pod *pod, const struct pod *old);
 
 /* Called by enqueue for a pod that passed its gates and PreEnqueue: true when the pod's group
- * lacks its quorum and the pod was held (gated, with a reason). */
+ * lacks its quorum and the pod was held (gated, with a reason). The only place a pod is held. */
 bool group_hold(struct scheduler *s, struct sched_pod *sp);
+/* The pod is (re)enqueued or leaves the queue: it no longer counts as held by its group. */
+void group_unhold(struct sched_pod *sp);
 /* Called for a pod just taken from the active queue: true when the group logic took it (a group
  * cycle ran for its group, or it was held or deferred); false: schedule it on its own. */
 bool group_schedule(struct scheduler *s, struct sched_pod *sp);
 /* Custom objects changed (PodGroups): groups with held members are looked at again. */
 void group_recheck(struct scheduler *s);
+
+/* Before binding cycles run (cycles: the ready binding cycles, or the deferred ones; *count is
+ * updated): a committed group with a member whose node or pod went away since its commit binds
+ * none of its members there; they are released together (Unreserve) and back off. */
+void group_check_bindings(struct scheduler *s, struct kc_cycle **cycles, uint32_t *count);
+/* The binding of sp, a member placed by a group cycle, failed after the group was committed (sp
+ * is backing off). Bindings the API server accepted cannot be taken back: when the group is now
+ * short of its quorum, sp is retried at once so that a group cycle completes the group. */
+void group_binding_failed(struct scheduler *s, struct sched_pod *sp);
 
 /* Group timeouts due at now; then the earliest next one (INT64_MAX: none). Groups whose
  * members wait in Permit together are allowed together or rejected together: call it before

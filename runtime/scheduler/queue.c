@@ -219,6 +219,14 @@ int queue_push_gated(struct queue *q, struct sched_pod *sp)
     return rc;
 }
 
+int queue_push_anywhere(struct queue *q, struct sched_pod *sp, int64_t now_ms)
+{
+    if (queue_push_backoff_until(q, sp, 0) == 0 || queue_push_active(q, sp) == 0 ||
+        queue_park(q, sp, now_ms) == 0)
+        return 0;
+    return queue_push_gated(q, sp);
+}
+
 bool queue_before(const struct queue *q, const struct sched_pod *a, const struct sched_pod *b)
 {
     return active_before(q, a, b);

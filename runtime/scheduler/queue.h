@@ -85,6 +85,10 @@ int queue_park(struct queue *q, struct sched_pod *sp, int64_t now_ms);
 int queue_push_backoff_until(struct queue *q, struct sched_pod *sp, int64_t until_ms);
 int queue_park_until(struct queue *q, struct sched_pod *sp, int64_t now_ms, int64_t until_ms);
 int queue_push_gated(struct queue *q, struct sched_pod *sp);
+/* A push of sp failed (out of memory: queue_reserve makes it unlikely): into the first part of
+ * the queue that takes it (backoffQ, activeQ, the unschedulable list, the gated list), so that a
+ * pod is never in no queue. 0, or -ENOMEM when none did. */
+int queue_push_anywhere(struct queue *q, struct sched_pod *sp, int64_t now_ms);
 struct sched_pod *queue_pop(struct queue *q);
 /* The active queue's order (the QueueSort plugin, else FIFO): true when a goes before b. */
 bool queue_before(const struct queue *q, const struct sched_pod *a, const struct sched_pod *b);

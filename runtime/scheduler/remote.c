@@ -553,15 +553,20 @@ static int hello(struct scheduler *s, struct remote_host *h, struct kc_error *er
                           h->name, info->error);
             continue;
         }
+        /* they run for queue operations: a round trip each is out of the question (and a
+         * group_of in a host would silently never form a group) */
+        const char *queue_phases = NULL;
         if (info->phases &
-            (KCYCLE__V1__PHASE__PHASE_QUEUE_SORT | KCYCLE__V1__PHASE__PHASE_PRE_ENQUEUE)) {
-            /* they run for every queue operation: a round trip each is out of the question */
+            (KCYCLE__V1__PHASE__PHASE_QUEUE_SORT | KCYCLE__V1__PHASE__PHASE_PRE_ENQUEUE))
+            queue_phases = "QueueSort or PreEnqueue, which run for every queue operation";
+        else if (info->phases & KCYCLE__V1__PHASE__PHASE_GROUP_OF)
+            queue_phases = "group_of (pod groups), which runs for queue operations";
+        if (queue_phases != NULL) {
             p->disabled = true;
             rc = kc_error_set(err, -EINVAL,
-                              "plugin %s implements QueueSort or PreEnqueue, which run for every "
-                              "queue operation and cannot run in a plugin host; configure it "
-                              "with isolation: inprocess",
-                              p->name);
+                              "plugin %s implements %s and cannot run in a plugin host; "
+                              "configure it with isolation: inprocess",
+                              p->name, queue_phases);
             continue;
         }
         p->disabled = false;

@@ -90,8 +90,8 @@ static void deliver(struct scheduler *s, kc_event_type type, const struct pod *p
 }
 
 /* A cluster event: parked pods whose rejectors care go back to the queue, and pods held by
- * a PreEnqueue plugin (not by schedulingGates, which only a pod update lifts) are asked
- * again. */
+ * a PreEnqueue plugin (not by schedulingGates, which only a pod update lifts, nor by their pod
+ * group, which group.c releases) are asked again. */
 static void requeue_on(struct scheduler *s, kc_event_type type)
 {
     if (s->queue.unschedulable.count > 0) {
@@ -113,7 +113,7 @@ static void requeue_on(struct scheduler *s, kc_event_type type)
         return;
     memcpy(held, s->queue.gated.items, count * sizeof(*held));
     for (uint32_t i = 0; i < count; i++) {
-        if (held[i]->pod->scheduling_gate_count > 0)
+        if (held[i]->pod->scheduling_gate_count > 0 || held[i]->group_held)
             continue;
         queue_remove(&s->queue, held[i]);
         scheduler_enqueue(s, held[i]);
@@ -257,6 +257,7 @@ int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
 {
     char buf[512];
     const char *why = NULL;
+    group_unhold(sp); /* group_hold below holds it again if its group still lacks the quorum */
     if (sp->pod->scheduling_gate_count > 0)
         why = gate_reason(sp->pod, buf, sizeof(buf));
     for (uint32_t i = 0; why == NULL && i < s->fw.phase_count[PHASE_PRE_ENQUEUE]; i++) {
@@ -445,16 +446,23 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         queue_park_until(&s->queue, sp, now, backoff_until_ms);
 }
 
-/* The attempt failed: tell the sink, then park (unschedulable) or back off (error). */
-static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outcome outcome,
-                         const char *message)
+/* The attempt failed: tell the sink, then park (unschedulable) or back off (error), until at
+ * least backoff_until_ms (0: the pod's own backoff). */
+static void fail_attempt_until(struct scheduler *s, struct kc_cycle *cycle, enum outcome outcome,
+                               const char *message, int64_t backoff_until_ms)
 {
     struct sched_pod *sp = cycle->sp;
     /* message may live in the cycle: copy it before the cycle goes */
     char *reason = message != NULL ? strdup(message) : NULL;
     cycle_free(cycle);
-    scheduler_fail_pod(s, sp, outcome == OUTCOME_ERROR, reason, 0);
+    scheduler_fail_pod(s, sp, outcome == OUTCOME_ERROR, reason, backoff_until_ms);
     free(reason);
+}
+
+static void fail_attempt(struct scheduler *s, struct kc_cycle *cycle, enum outcome outcome,
+                         const char *message)
+{
+    fail_attempt_until(s, cycle, outcome, message, 0);
 }
 
 static int forget(struct scheduler *s, const struct pod *pod, bool requeue);
@@ -501,17 +509,38 @@ static char *phase_failure(struct kc_cycle *cycle, struct plugin *p, const char 
     return message;
 }
 
-/* A plugin failed the attempt in a phase other than Filter. */
-static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct plugin *p,
-                          const char *phase, kc_status st, bool reserved)
+/* A pod that held a reservation past its scheduling cycle (committed, waiting for its binding
+ * or binding) failed: Unreserve, then it backs off with message. A member of a committed group
+ * that this leaves short of its quorum is retried at once (group_binding_failed). */
+static void fail_binding(struct scheduler *s, struct kc_cycle *cycle, const char *message)
 {
-    if (reserved)
-        unreserve(s, cycle);
+    struct sched_pod *sp = cycle->sp;
+    bool deleted = sp->deleted; /* fail_attempt frees a deleted pod */
+    unreserve(s, cycle);
+    fail_attempt(s, cycle, OUTCOME_ERROR, message);
+    if (!deleted)
+        group_binding_failed(s, sp);
+}
+
+/* A plugin failed the binding cycle in phase (PreBind, Bind). */
+static void fail_in_phase(struct scheduler *s, struct kc_cycle *cycle, struct plugin *p,
+                          const char *phase)
+{
     bool error;
-    char *message = phase_failure(cycle, p, phase, st, &error);
+    char *message = phase_failure(cycle, p, phase, KC_ERROR, &error);
     cycle->sp->rejectors = cycle->rejectors;
-    fail_attempt(s, cycle, error ? OUTCOME_ERROR : OUTCOME_UNSCHEDULABLE, message);
+    fail_binding(s, cycle, message);
     free(message);
+}
+
+void scheduler_release(struct scheduler *s, struct kc_cycle *cycle, const char *message,
+                       int64_t backoff_until_ms)
+{
+    char *reason = strdup(message); /* Unreserve's events may change where message lives */
+    unreserve(s, cycle);
+    fail_attempt_until(s, cycle, OUTCOME_ERROR, reason != NULL ? reason : "released before binding",
+                       backoff_until_ms);
+    free(reason);
 }
 
 /* ---- phases after a node is chosen ---- */
@@ -966,7 +995,7 @@ static void pre_filter_rejected(struct scheduler *s, struct kc_cycle *cycle, con
 }
 
 static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pending,
-                       uint32_t timeout_ms, const char *wait_plugin)
+                       uint32_t timeout_ms, const char *wait_plugin, bool group_hold)
 {
     struct kc_waiting_pod *w = calloc(1, sizeof(*w));
     if (w == NULL)
@@ -980,6 +1009,7 @@ static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pen
     s->waiting = grown;
     w->cycle = cycle;
     w->pending = pending;
+    w->group_hold = group_hold;
     w->deadline_ms = scheduler_now(s) + timeout_ms;
     if (timeout_ms % 1000 == 0)
         snprintf(w->timeout_text, sizeof(w->timeout_text), "%us", timeout_ms / 1000);
@@ -1203,12 +1233,10 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
 void scheduler_commit(struct scheduler *s, struct kc_cycle *cycle, const struct placement *p)
 {
     int rc = p->permit == KC_WAIT ? add_waiting(s, cycle, p->waiting, p->timeout_ms,
-                                                s->fw.plugins[p->wait_plugin].name)
+                                                s->fw.plugins[p->wait_plugin].name, p->group_hold)
                                   : push_binding(s, cycle);
-    if (rc < 0) {
-        unreserve(s, cycle);
-        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory holding the pod after Permit");
-    }
+    if (rc < 0)
+        fail_binding(s, cycle, "out of memory holding the pod after Permit");
 }
 
 int scheduler_schedule_one(struct scheduler *s)
@@ -1304,8 +1332,7 @@ static void await_binding(struct scheduler *s, struct kc_cycle *cycle)
     if (strmap_put(&s->binds_in_flight, cycle->sp->pod->uid, cycle) < 0) {
         /* no room to wait: fail the attempt; if the binding lands anyway, the watch shows the
          * pod bound, and a retry before that is refused by the API server */
-        unreserve(s, cycle);
-        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory waiting for the binding's result");
+        fail_binding(s, cycle, "out of memory waiting for the binding's result");
     }
 }
 
@@ -1344,8 +1371,7 @@ int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const ch
     char text[768];
     snprintf(text, sizeof(text), "binding rejected: %s",
              message != NULL && message[0] != '\0' ? message : kc_strerror(rc));
-    unreserve(s, cycle);
-    fail_attempt(s, cycle, OUTCOME_ERROR, text);
+    fail_binding(s, cycle, text);
     return 0;
 }
 
@@ -1362,6 +1388,7 @@ void scheduler_bind_results_lost(struct scheduler *s, const char *why)
     }
 }
 
+#define NO_BINDER "no Bind plugin bound the pod (configure defaultbinder)"
 #define BINDING_BATCH 32
 #define BINDING_BATCH_WAIT_MS 20
 
@@ -1370,8 +1397,7 @@ static void defer_binding(struct scheduler *s, struct kc_cycle *cycle)
     void *grown =
         array_grow(s->deferred, &s->deferred_capacity, s->deferred_count + 1, sizeof(*s->deferred));
     if (grown == NULL) {
-        unreserve(s, cycle);
-        fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory before binding");
+        fail_binding(s, cycle, "out of memory before binding");
         return;
     }
     s->deferred = grown;
@@ -1404,12 +1430,10 @@ static void flush_deferred_bindings(struct scheduler *s)
             res.status = KC_ERROR;
         if (res.status == KC_SKIP) {
             s->stats.bind_failures++;
-            unreserve(s, cycle);
-            fail_attempt(s, cycle, OUTCOME_ERROR,
-                         "no Bind plugin bound the pod (configure defaultbinder)");
+            fail_binding(s, cycle, NO_BINDER);
         } else if (res.status != KC_SUCCESS) {
             s->stats.bind_failures++;
-            fail_in_phase(s, cycle, &s->fw.plugins[res.failed], "Bind", KC_ERROR, true);
+            fail_in_phase(s, cycle, &s->fw.plugins[res.failed], "Bind");
         } else {
             cycle->remote_post_bind_done = true; /* the hosts' PostBind rode in the batch */
             if (cycle->bind_pending)
@@ -1426,11 +1450,8 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
 {
     struct framework *fw = &s->fw;
     const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
-    if (node == NULL || cycle->sp->deleted) {
-        unreserve(s, cycle);
-        return fail_attempt(s, cycle, OUTCOME_ERROR,
-                            "the node or the pod went away before binding");
-    }
+    if (node == NULL || cycle->sp->deleted)
+        return fail_binding(s, cycle, "the node or the pod went away before binding");
     uint32_t failed = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
     bool deferred = st == KC_SUCCESS && s->fw.phase_count[PHASE_BIND] == 0 && remote_binds(s);
@@ -1438,7 +1459,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind", KC_ERROR, true);
+        return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind");
     }
     if (deferred) {
         /* the binder is in a plugin host: the hosts' PreBind, Bind and PostBind ride with
@@ -1456,13 +1477,11 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     }
     if (st == KC_SKIP) {
         s->stats.bind_failures++;
-        unreserve(s, cycle);
-        return fail_attempt(s, cycle, OUTCOME_ERROR,
-                            "no Bind plugin bound the pod (configure defaultbinder)");
+        return fail_binding(s, cycle, NO_BINDER);
     }
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind", KC_ERROR, true);
+        return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind");
     }
     if (cycle->bind_pending)
         await_binding(s, cycle);
@@ -1482,7 +1501,8 @@ static void remove_waiting(struct scheduler *s, uint32_t i)
     free(w);
 }
 
-/* WaitOnPermit: decided waiting pods go to binding or fail; expired ones time out. */
+/* WaitOnPermit: decided waiting pods go to binding or fail; expired ones time out. A pod the
+ * runtime holds with its group (group_hold) waits until group_tick lifts the hold. */
 static void process_waiting(struct scheduler *s, int64_t now)
 {
     for (uint32_t i = 0; i < s->waiting_count;) {
@@ -1504,12 +1524,10 @@ static void process_waiting(struct scheduler *s, int64_t now)
             free(message);
             continue;
         }
-        if (w->pending == 0) {
+        if (w->pending == 0 && !w->group_hold) {
             remove_waiting(s, i);
-            if (push_binding(s, cycle) < 0) {
-                unreserve(s, cycle);
-                fail_attempt(s, cycle, OUTCOME_ERROR, "out of memory before binding");
-            }
+            if (push_binding(s, cycle) < 0)
+                fail_binding(s, cycle, "out of memory before binding");
             continue;
         }
         i++;
@@ -1523,6 +1541,9 @@ int scheduler_tick(struct scheduler *s)
     queue_flush(&s->queue, now);
     group_tick(s, now);
     process_waiting(s, now);
+    /* a committed group whose member went away binds none of its members */
+    group_check_bindings(s, s->binding, &s->binding_count);
+    group_check_bindings(s, s->deferred, &s->deferred_count);
     int bound = 0;
     /* binding cycles started while running these (none today) wait for the next tick */
     uint32_t count = s->binding_count;
@@ -1560,7 +1581,7 @@ bool scheduler_busy(const struct scheduler *s)
     if (s->queue.active.count > 0 || s->binding_count > 0 || s->deferred_count > 0)
         return true;
     for (uint32_t i = 0; i < s->waiting_count; i++)
-        if (s->waiting[i]->rejected || s->waiting[i]->pending == 0)
+        if (s->waiting[i]->rejected || (s->waiting[i]->pending == 0 && !s->waiting[i]->group_hold))
             return true;
     return false;
 }

@@ -92,6 +92,9 @@ struct kc_waiting_pod {
     char timeout_text[24];
     bool rejected;
     char *reject_message;
+    /* held by the runtime with its committed group until no member waits for a plugin (group.c);
+     * no plugin's allow lifts it */
+    bool group_hold;
     /* plugin hosts: what was already reported of this mirror (allows, a rejection) */
     uint64_t reported_pending;
     bool reported_rejected;

@@ -3,6 +3,7 @@
  *   filter: accept | reject | error      permit: allow | wait | reject
  *   reserve: ok | fail                   timeout_ms: Permit wait timeout
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
+ *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
  *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@ struct recorder {
     char reserve[16];
     unsigned timeout_ms;
     unsigned hold_until_nodes;
+    char hold_label[64];
     unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
 };
 
@@ -70,6 +72,7 @@ static int init(const kc_host_api *host, const char *args, void **self)
     r->timeout_ms = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "hold_until_nodes", timeout, sizeof(timeout), "0");
     r->hold_until_nodes = (unsigned)strtoul(timeout, NULL, 10);
+    arg(args, "hold_label", r->hold_label, sizeof(r->hold_label), "");
     arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
     r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
     *self = r;
@@ -86,7 +89,18 @@ static kc_status pre_enqueue(void *self, const kc_pod *pod)
 {
     struct recorder *r = self;
     record(r, "PreEnqueue", pod);
+    if (r->hold_label[0] != '\0' && kc_pod_label(pod, r->hold_label) != NULL)
+        return KC_UNSCHEDULABLE;
     return kc_node_count() < r->hold_until_nodes ? KC_UNSCHEDULABLE : KC_SUCCESS;
+}
+#endif
+
+#ifdef RECORDER_GROUP_OF
+/* Declares no group: enough for a plugin host to report that the plugin implements group_of. */
+static kc_status group_of(void *self, const kc_pod *pod, kc_group_info *out)
+{
+    record(self, "GroupOf", pod);
+    return KC_SKIP;
 }
 #endif
 
@@ -208,6 +222,9 @@ static const kc_plugin_ops ops = {
     .pre_bind = pre_bind,
     .bind = bind,
     .post_bind = post_bind,
+#ifdef RECORDER_GROUP_OF
+    .group_of = group_of,
+#endif
 };
 
 static const kc_plugin_descriptor descriptor =

@@ -2,6 +2,7 @@
  * partially reserved or bound between cycles (the cache is checked after every cycle), a short
  * group waits, times out holding nothing and is retried after backoff, members beyond a running
  * group's quorum go one by one, and scheduler-plugins manifests work unchanged. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -42,6 +44,8 @@ struct gang {
     } known[MAX_GROUPS];
     uint32_t known_count;
     uint64_t checks;
+    /* the sink sends bindings and their results come later (scheduler_bind_result) */
+    bool async_bind;
 };
 
 static int64_t fake_now(void *ctx)
@@ -52,7 +56,7 @@ static int64_t fake_now(void *ctx)
 static int sink_bind(void *ctx, const struct pod *pod, const char *node,
                      const struct kv_list *annotations)
 {
-    return 0;
+    return ((struct gang *)ctx)->async_bind ? 1 : 0;
 }
 
 static void sink_bound(void *ctx, const struct pod *pod, const char *node)
@@ -520,26 +524,49 @@ static void test_permit_path_group_waits_in_permit_then_binds(void **state)
     gang_close(h);
 }
 
+/* The recorder (another Permit plugin) allows member i of group. */
+static void allow_member(struct gang *h, const char *group, uint32_t i, const char *plugin)
+{
+    char uid[128];
+    snprintf(uid, sizeof(uid), "default/%s-%u", group, i);
+    kc_waiting_pod *w = h->sched.host.waiting_pod_get(uid);
+    assert_non_null(w);
+    assert_int_equal(h->sched.host.waiting_pod_allow(w, plugin), 0);
+}
+
+/* A group of minMember 3 (size members known to the invariant) on `nodes` nodes, with the
+ * recorder waiting 5 s in Permit: its first three members are committed and wait. */
+static struct gang *open_waiting_group(uint32_t nodes, const char *name, uint32_t size)
+{
+    struct gang *h =
+        gang_open_with(nodes, "{}", "kcycle", "{\"permit\": \"wait\", \"timeout_ms\": 5000}");
+    add_podgroup(h, name, 3, size, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, name, i);
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, name, size, &bound), 3);
+    return h;
+}
+
+/* The n members of group hold a node each, and all of them are bound. */
+static void assert_bound_whole(const struct gang *h, const char *group, uint32_t n)
+{
+    uint32_t bound;
+    assert_int_equal(members_holding(h, group, n, &bound), n);
+    assert_int_equal(bound, n);
+}
+
 /* Another plugin makes members of a committed group wait in Permit: the group waits whole,
  * then is bound whole, or released whole when one member is rejected or its wait expires. */
 static void test_members_waiting_in_permit_are_bound_or_released_together(void **state)
 {
-    struct gang *h =
-        gang_open_with(10, "{}", "kcycle", "{\"permit\": \"wait\", \"timeout_ms\": 5000}");
-    add_podgroup(h, "w", 3, 3, NULL);
-    for (uint32_t i = 0; i < 3; i++)
-        add_member(h, "w", i);
-    run_until_idle(h);
-    assert_int_equal(h->sched.waiting_count, 3);
+    struct gang *h = open_waiting_group(10, "w", 3);
     uint32_t bound;
-    assert_int_equal(members_holding(h, "w", 3, &bound), 3);
     /* two of three allowed: still all waiting, none bound */
-    for (uint32_t i = 0; i < 2; i++) {
-        char uid[32];
-        snprintf(uid, sizeof(uid), "default/w-%u", i);
-        assert_int_equal(
-            h->sched.host.waiting_pod_allow(h->sched.host.waiting_pod_get(uid), "recorder"), 0);
-    }
+    for (uint32_t i = 0; i < 2; i++)
+        allow_member(h, "w", i, "recorder");
     run_until_idle(h);
     assert_int_equal(h->sched.waiting_count, 3);
     assert_int_equal(h->bound, 0);
@@ -558,14 +585,10 @@ static void test_members_waiting_in_permit_are_bound_or_released_together(void *
      * once all three are allowed all three are bound together */
     run_until_idle(h);
     assert_int_equal(h->sched.waiting_count, 3);
-    for (uint32_t i = 0; i < 3; i++) {
-        char uid[32];
-        snprintf(uid, sizeof(uid), "default/w-%u", i);
-        h->sched.host.waiting_pod_allow(h->sched.host.waiting_pod_get(uid), "recorder");
-    }
+    for (uint32_t i = 0; i < 3; i++)
+        allow_member(h, "w", i, "recorder");
     run_until_idle(h);
-    assert_int_equal(members_holding(h, "w", 3, &bound), 3);
-    assert_int_equal(bound, 3);
+    assert_bound_whole(h, "w", 3);
     assert_int_equal(h->bound, 3);
     gang_close(h);
 }
@@ -592,9 +615,7 @@ static void test_podgroup_arriving_late_or_changing_is_picked_up(void **state)
                            "{\"minMember\": 2}}");
     h->known[0].min_member = 2;
     run_until_idle(h);
-    uint32_t bound;
-    assert_int_equal(members_holding(h, "late", 2, &bound), 2);
-    assert_int_equal(bound, 2);
+    assert_bound_whole(h, "late", 2);
     gang_close(h);
 }
 
@@ -680,6 +701,309 @@ static void test_scheduler_plugins_manifests_work_unchanged(void **state)
     gang_close(h);
 }
 
+/* ---- issue 5: no group is ever partially bound or partially reserved between cycles ---- */
+
+/* A member beyond the quorum, scheduled on its own while its committed group waits for another
+ * Permit plugin, sees the quorum placed in coscheduling's Permit: that must not let the group's
+ * members go one by one (two bound, the third timing out). */
+static void test_member_beyond_quorum_does_not_release_a_waiting_group(void **state)
+{
+    struct gang *h = open_waiting_group(10, "w", 4);
+    add_member(h, "w", 3);
+    run_until_idle(h);
+    assert_int_equal(h->sched.groups.cycles, 1); /* w-3 went on its own */
+    assert_int_equal(h->sched.waiting_count, 4);
+    /* the other plugin allows two of the group's three: none of them is bound */
+    allow_member(h, "w", 0, "recorder");
+    allow_member(h, "w", 1, "recorder");
+    run_until_idle(h);
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(h->sched.waiting_count, 4);
+    /* the third one's wait expires: the group is released whole */
+    h->now = 5000;
+    scheduler_tick(&h->sched);
+    check_invariant(h);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "w", 4, &bound), 0);
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(h->sched.waiting_count, 0);
+    gang_close(h);
+}
+
+/* The runtime's hold on a committed group is its own: an allow in the declaring plugin's name
+ * (which any plugin may send) does not lift it. */
+static void test_allow_in_the_declarers_name_does_not_lift_the_group_hold(void **state)
+{
+    struct gang *h = open_waiting_group(10, "h", 3);
+    for (uint32_t i = 0; i < 3; i++)
+        allow_member(h, "h", i, "coscheduling");
+    allow_member(h, "h", 0, "recorder");
+    allow_member(h, "h", 1, "recorder");
+    run_until_idle(h);
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(h->sched.waiting_count, 3);
+    allow_member(h, "h", 2, "recorder");
+    run_until_idle(h);
+    assert_bound_whole(h, "h", 3);
+    assert_int_equal(h->bound, 3);
+    gang_close(h);
+}
+
+/* A member's node is deleted while its committed group waits in Permit: the group is released
+ * whole (not bound without that member), then placed again on the nodes left. */
+static void test_node_lost_while_group_waits_in_permit_releases_all(void **state)
+{
+    struct gang *h = open_waiting_group(3, "n", 3);
+    char node[64];
+    snprintf(node, sizeof(node), "%s", cache_pod(&h->sched.cache, "default/n-0")->node_name);
+    assert_int_equal(scheduler_node_delete(&h->sched, node), 0);
+    for (uint32_t i = 0; i < 3; i++)
+        allow_member(h, "n", i, "recorder");
+    scheduler_tick(&h->sched);
+    check_invariant(h);
+    uint32_t bound;
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(members_holding(h, "n", 3, &bound), 0);
+    assert_int_equal(h->sched.waiting_count, 0);
+    assert_non_null(strstr(pending(h, "n", 2)->reason, "member default/n-0 lost its node"));
+    /* placed again, whole, on the two nodes left */
+    h->now += 2000;
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    for (uint32_t i = 0; i < 3; i++)
+        allow_member(h, "n", i, "recorder");
+    run_until_idle(h);
+    assert_bound_whole(h, "n", 3);
+    gang_close(h);
+}
+
+/* One scheduling cycle: the group cycle that commits group (its other members are held). */
+static void commit_group(struct gang *h)
+{
+    uint64_t admitted = h->sched.groups.admitted;
+    while (h->sched.groups.admitted == admitted)
+        assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(h->sched.binding_count, 3);
+}
+
+/* A committed member's pod is deleted, or its node, before the group's binding cycles run: none
+ * of the group's members is bound. */
+static void test_member_gone_before_binding_releases_the_group(void **state)
+{
+    struct gang *h = gang_open(10, "{}", "kcycle");
+    add_podgroup(h, "d", 3, 3, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "d", i);
+    commit_group(h);
+    assert_int_equal(scheduler_pod_delete(&h->sched, "default/d-1"), 0);
+    scheduler_tick(&h->sched);
+    check_invariant(h);
+    uint32_t bound;
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(members_holding(h, "d", 3, &bound), 0);
+    assert_int_equal(pending(h, "d", 0)->state, SP_BACKOFF);
+    assert_non_null(
+        strstr(pending(h, "d", 0)->reason, "member default/d-1 was deleted before binding"));
+    /* the two left are short of the quorum: they wait for a third, holding nothing */
+    h->now += 2000;
+    run_until_idle(h);
+    assert_int_equal(pending(h, "d", 0)->state, SP_GATED);
+    /* a third member comes; then the node of a member is deleted before binding */
+    add_member(h, "d", 1);
+    commit_group(h);
+    assert_int_equal(
+        scheduler_node_delete(&h->sched, cache_pod(&h->sched.cache, "default/d-0")->node_name), 0);
+    scheduler_tick(&h->sched);
+    check_invariant(h);
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(members_holding(h, "d", 3, &bound), 0);
+    /* after the backoff the group is placed whole on the nodes left */
+    h->now += 4000;
+    run_until_idle(h);
+    assert_bound_whole(h, "d", 3);
+    assert_int_equal(h->bound, 3);
+    gang_close(h);
+}
+
+/* Bindings go out asynchronously; one member's binding is refused after the others' were
+ * accepted, which cannot be taken back: the member is retried at once (not after its backoff),
+ * and a group cycle completes the group. A second failure in a row backs off as usual. */
+static void test_failed_binding_of_a_committed_member_is_retried_at_once(void **state)
+{
+    struct gang *h = gang_open(10, "{}", "kcycle");
+    h->async_bind = true;
+    add_podgroup(h, "b", 3, 3, NULL);
+    h->known_count = 0; /* two of three stay bound for a while: checked below instead */
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "b", i);
+    run_until_idle(h);
+    assert_int_equal(h->sched.binds_in_flight.count, 3);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/b-0", 0, NULL), 0);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/b-1", -EIO, "conflict"), 0);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/b-2", 0, NULL), 0);
+    assert_int_equal(h->bound, 2);
+    struct sched_pod *sp = pending(h, "b", 1);
+    assert_int_equal(sp->state, SP_ACTIVE);
+    assert_string_equal(sp->reason, "binding rejected: conflict");
+    run_until_idle(h); /* no time passes */
+    assert_int_equal(h->sched.groups.cycles, 2);
+    assert_int_equal(h->sched.binds_in_flight.count, 1);
+    /* refused again: now it backs off */
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/b-1", -EIO, "conflict"), 0);
+    assert_int_equal(pending(h, "b", 1)->state, SP_BACKOFF);
+    h->now += 10000;
+    run_until_idle(h);
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/b-1", 0, NULL), 0);
+    assert_bound_whole(h, "b", 3);
+    assert_int_equal(h->bound, 3);
+    group_flush_status(&h->sched);
+    assert_string_equal(status_of(h, "b")->phase, "Scheduled");
+    gang_close(h);
+}
+
+/* A held member that PreEnqueue holds after an update no longer counts toward the quorum and is
+ * not placed by its group's cycle. */
+static void test_member_held_by_pre_enqueue_is_not_placed_with_its_group(void **state)
+{
+    struct gang *h = gang_open_with(10, "{}", "kcycle", "{\"hold_label\": \"blocked\"}");
+    add_podgroup(h, "g", 3, 3, NULL);
+    add_member(h, "g", 0);
+    add_member(h, "g", 1);
+    run_until_idle(h);
+    assert_true(pending(h, "g", 1)->group_held);
+    struct pod *p = make_pod("g-1", "g", POD_CPU);
+    kv_list_set(&p->labels, "blocked", "yes");
+    assert_int_equal(scheduler_pod_update(&h->sched, p), 0);
+    struct sched_pod *sp = pending(h, "g", 1);
+    assert_int_equal(sp->state, SP_GATED);
+    assert_false(sp->group_held);
+    assert_string_equal(sp->reason, "held by PreEnqueue plugin recorder");
+    add_member(h, "g", 2);
+    run_until_idle(h);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "g", 3, &bound), 0);
+    assert_int_equal(h->sched.groups.cycles, 0);
+    assert_true(pending(h, "g", 2)->group_held);
+    /* PreEnqueue lets it go: the group is placed whole */
+    assert_int_equal(scheduler_pod_update(&h->sched, make_pod("g-1", "g", POD_CPU)), 0);
+    run_until_idle(h);
+    assert_bound_whole(h, "g", 3);
+    gang_close(h);
+}
+
+/* After a restart (or a leader failover) a group's pending member may be listed before its
+ * bound members: once they are seen, the quorum exists and the held member is placed, with the
+ * group cycle and on the permit path. */
+static void test_bound_members_complete_the_quorum_of_a_held_member(void **state)
+{
+    const char *args[2] = {"{}", "{\"groupCycle\": false}"};
+    for (int k = 0; k < 2; k++) {
+        struct gang *h = gang_open(10, args[k], "kcycle");
+        add_podgroup(h, "r", 3, 3, ", \"scheduleTimeoutSeconds\": 600");
+        h->known_count = 0; /* two bound before the third: checked below instead */
+        add_member(h, "r", 2);
+        run_until_idle(h);
+        assert_int_equal(pending(h, "r", 2)->state, SP_GATED);
+        for (uint32_t i = 0; i < 2; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "r-%u", i);
+            struct pod *p = make_pod(name, "r", POD_CPU);
+            p->node_name = strdup("node-1");
+            assert_int_equal(scheduler_pod_add(&h->sched, p), 0);
+        }
+        run_until_idle(h);
+        uint32_t bound;
+        assert_int_equal(members_holding(h, "r", 3, &bound), 3);
+        assert_int_equal(bound, 3);
+        assert_int_equal(h->bound, 1);
+        assert_string_equal(status_of(h, "r")->phase, "Scheduled");
+        gang_close(h);
+    }
+}
+
+/* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
+static void test_group_of_plugin_is_refused_in_a_plugin_host(void **state)
+{
+    struct plugin_config plugins[2] = {
+        {.name = "recordergroup",
+         .path = KC_TEST_PLUGIN_DIR "/recordergroup.so",
+         .weight = 1,
+         .required = true,
+         .args_json = "{}",
+         .isolation = ISOLATION_PROCESS},
+        {.name = "defaultbinder",
+         .path = KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
+         .weight = 1,
+         .required = true,
+         .args_json = "{}"},
+    };
+    struct config cfg = {.scheduler_name = "kcycle", .plugins = plugins, .plugin_count = 2};
+    cfg.seed = 1;
+    cfg.parallelism = 1;
+    struct scheduler *s = calloc(1, sizeof(*s));
+    struct kc_error err = {{0}};
+    assert_int_not_equal(scheduler_open(s, &cfg, NULL, NULL, NULL, &err), 0);
+    if (strstr(err.message, "plugin recordergroup implements group_of") == NULL)
+        fail_msg("unexpected error: %s", err.message);
+    scheduler_close(s);
+    free(s);
+}
+
+/* Held members are not sent through PreEnqueue on every cluster event. */
+static void test_held_members_are_not_requeued_on_every_event(void **state)
+{
+    char log[] = "/tmp/kcycle-test-gang-XXXXXX";
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    close(fd);
+    char args[256];
+    snprintf(args, sizeof(args), "{\"log\": \"%s\"}", log);
+    struct gang *h = gang_open_with(2, "{}", "kcycle", args);
+    add_podgroup(h, "e", 3, 3, NULL);
+    add_member(h, "e", 0);
+    run_until_idle(h);
+    assert_true(pending(h, "e", 0)->group_held);
+    for (int i = 0; i < 5; i++) {
+        struct node *n = node_new();
+        char name[32];
+        snprintf(name, sizeof(name), "extra-%d", i);
+        n->name = strdup(name);
+        res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
+        assert_int_equal(scheduler_node_add(&h->sched, n), 0);
+    }
+    assert_true(pending(h, "e", 0)->group_held);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    char line[256];
+    uint32_t calls = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        calls += strcmp(line, "recorder PreEnqueue e-0\n") == 0;
+    fclose(f);
+    unlink(log);
+    assert_int_equal(calls, 1);
+    gang_close(h);
+}
+
+/* A PodGroup update that shortens scheduleTimeoutSeconds brings a waiting group's deadline
+ * forward. */
+static void test_shorter_schedule_timeout_moves_the_deadline(void **state)
+{
+    struct gang *h = gang_open(4, "{}", "kcycle");
+    add_podgroup(h, "t", 3, 3, ", \"scheduleTimeoutSeconds\": 600");
+    add_member(h, "t", 0);
+    run_until_idle(h);
+    assert_int_equal(scheduler_next_due(&h->sched), 600000);
+    scheduler_object_event(&h->sched, KC_EVENT_OBJECT_UPDATE, "PodGroup", "default", "t",
+                           "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": "
+                           "\"PodGroup\", \"metadata\": {\"name\": \"t\"}, \"spec\": "
+                           "{\"minMember\": 3, \"scheduleTimeoutSeconds\": 10}}");
+    assert_int_equal(scheduler_next_due(&h->sched), 10000);
+    h->now = 10000;
+    run_until_idle(h);
+    assert_string_equal(status_of(h, "t")->phase, "Failed");
+    gang_close(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -691,6 +1015,16 @@ int main(void)
         cmocka_unit_test(test_members_waiting_in_permit_are_bound_or_released_together),
         cmocka_unit_test(test_podgroup_arriving_late_or_changing_is_picked_up),
         cmocka_unit_test(test_scheduler_plugins_manifests_work_unchanged),
+        cmocka_unit_test(test_member_beyond_quorum_does_not_release_a_waiting_group),
+        cmocka_unit_test(test_allow_in_the_declarers_name_does_not_lift_the_group_hold),
+        cmocka_unit_test(test_node_lost_while_group_waits_in_permit_releases_all),
+        cmocka_unit_test(test_member_gone_before_binding_releases_the_group),
+        cmocka_unit_test(test_failed_binding_of_a_committed_member_is_retried_at_once),
+        cmocka_unit_test(test_member_held_by_pre_enqueue_is_not_placed_with_its_group),
+        cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
+        cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
+        cmocka_unit_test(test_held_members_are_not_requeued_on_every_event),
+        cmocka_unit_test(test_shorter_schedule_timeout_moves_the_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
