@@ -77,9 +77,15 @@ int watch_open(struct watch *w, const struct framework *fw, bool plugins, const 
     w->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (w->fd < 0)
         return -errno;
-    for (uint32_t i = 0; plugins && i < fw->count; i++)
-        if (fw->plugins[i].path != NULL)
-            add_file(w, fw->plugins[i].path, false);
+    for (uint32_t i = 0; plugins && i < fw->count; i++) {
+        const struct plugin *p = &fw->plugins[i];
+        if (p->remote) /* its host loads the file: a new host generation is not built yet */
+            log_warn("hot reload: plugin %s runs in a plugin host; a change of %s is used only "
+                     "when its host restarts",
+                     p->name, p->path);
+        else if (p->path != NULL)
+            add_file(w, p->path, false);
+    }
     if (config_path != NULL)
         add_file(w, config_path, true);
     return 0;

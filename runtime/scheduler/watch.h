@@ -27,7 +27,7 @@ struct watch {
 
 enum watch_change { WATCH_NONE = 0, WATCH_PLUGINS = 1, WATCH_CONFIG = 2 };
 
-/* Watch the files of fw's plugins (when plugins) and config_path (when not NULL): an atomic
+/* Watch the files of fw's in-process plugins (when plugins) and config_path (when not NULL): an atomic
  * rename into place, a copy over the file and a new file all count. Replaces what w watched. */
 int watch_open(struct watch *w, const struct framework *fw, bool plugins, const char *config_path);
 void watch_close(struct watch *w);
