@@ -167,14 +167,21 @@ def test_new_version(tmp, isolation, how):
     switch = start + gens[1]["active_wall_ms"] / 1000.0
     check(switch - replaced_at < 1.0,
           f"{label}: the switch came {switch - replaced_at:.3f} s after the file changed (< 1 s)")
-    after = [p for p in data["pods"] if p["bound_wall_ms"] > gens[1]["active_wall_ms"]]
+    # pods whose cycle was open at the switch finish on 1.0.0 just after it; every later one
+    # (from 100 ms after the switch, itself well within 1 s of the change) uses 2.0.0
+    settled = gens[1]["active_wall_ms"] + 100
+    after = [p for p in data["pods"] if p["bound_wall_ms"] > settled]
     before = [p for p in data["pods"] if p["bound_wall_ms"] < gens[1]["active_wall_ms"]]
+    in_flight = [p for p in data["pods"] if gens[1]["active_wall_ms"] <= p["bound_wall_ms"]
+                 <= settled and p["plugin_versions"]["versioned"] == "1.0.0"]
     check(after and all(p["plugin_versions"]["versioned"] == "2.0.0" for p in after),
-          f"{label}: every one of the {len(after)} pods bound after the switch used 2.0.0")
+          f"{label}: every one of the {len(after)} pods bound from 100 ms after the switch "
+          f"used 2.0.0")
     check(before and all(p["plugin_versions"]["versioned"] == "1.0.0" for p in before),
           f"{label}: the {len(before)} pods bound before it used 1.0.0")
     print(f"{label}: switch {1000 * (switch - replaced_at):.0f} ms after the change; "
-          f"{len(before)} pods on 1.0.0, {len(after)} on 2.0.0")
+          f"{len(before)} pods on 1.0.0, {len(after)} on 2.0.0, {len(in_flight)} open at the "
+          "switch finished on 1.0.0")
 
 
 BAD = [
