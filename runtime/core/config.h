@@ -49,6 +49,7 @@ struct config {
     int64_t unschedulable_flush_ms; /* 5 min */
     int64_t plugin_timeout_ms;      /* deadline of one plugin-host request, 5 s */
     bool binder_elsewhere;          /* not from files: a plugin host binds through its scheduler */
+    bool private_copies; /* not from files: load private copies of plugin files (hot reload) */
 };
 
 /* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder.

@@ -221,8 +221,8 @@ static int waiting_put(struct plugin_host *h, const Kcycle__V1__WaitingPod *msg,
         return 0; /* not assumed here: nothing a plugin could act on */
     uint64_t pending = 0;
     for (size_t n = 0; n < msg->n_plugins; n++)
-        for (uint32_t i = 0; i < s->fw.count && i < 64; i++)
-            if (strcmp(s->fw.plugins[i].name, msg->plugins[n]) == 0)
+        for (uint32_t i = 0; i < s->fw->count && i < 64; i++)
+            if (strcmp(s->fw->plugins[i].name, msg->plugins[n]) == 0)
                 pending |= 1ull << i;
     if (ev->cycle->node_name == NULL && msg->node != NULL && msg->node[0] != '\0')
         ev->cycle->node_name = strdup(msg->node);
@@ -264,12 +264,12 @@ static int collect_waiting_actions(struct plugin_host *h, Kcycle__V1__Reply *rep
     for (uint32_t i = 0; i < s->waiting_count; i++) {
         struct kc_waiting_pod *w = s->waiting[i];
         uint64_t allowed = w->reported_pending & ~w->pending;
-        for (uint32_t b = 0; b < s->fw.count && b < 64; b++) {
+        for (uint32_t b = 0; b < s->fw->count && b < 64; b++) {
             if (!(allowed & (1ull << b)))
                 continue;
             kcycle__v1__waiting_action__init(&items[n]);
             items[n].uid = w->cycle->sp->pod->uid;
-            items[n].plugin = s->fw.plugins[b].name;
+            items[n].plugin = s->fw->plugins[b].name;
             list[n] = &items[n];
             n++;
         }
@@ -347,7 +347,7 @@ static bool replica_empty(const struct plugin_host *h)
 static uint64_t hello_bits(const struct plugin_host *h, uint64_t bits)
 {
     uint64_t out = 0;
-    for (uint32_t j = 0; j < h->sched.fw.count; j++)
+    for (uint32_t j = 0; j < h->sched.fw->count; j++)
         if (bits & (1ull << j))
             out |= 1ull << h->hello_index[j];
     return out;
@@ -569,7 +569,7 @@ static int build_config(struct config *cfg, const Kcycle__V1__Hello *hello)
  * configuration order and records why the others failed. */
 static void index_plugins(struct plugin_host *h, const Kcycle__V1__Hello *hello)
 {
-    const struct framework *fw = &h->sched.fw;
+    const struct framework *fw = h->sched.fw;
     uint32_t j = 0;
     for (uint32_t i = 0; i < h->plugin_count; i++) {
         h->loaded[i] = -1;
@@ -628,11 +628,11 @@ static int serve_hello(struct plugin_host *h, const Kcycle__V1__Hello *hello,
         kcycle__v1__plugin_info__init(info);
         info->name = text_or_empty(sc, hello->plugins[i]->name);
         if (h->loaded[i] < 0) {
-            const char *why = h->sched.fw.errors[i];
+            const char *why = h->sched.fw->errors[i];
             /* framework_open has logged it */
             info->error = text_or_empty(sc, why != NULL ? why : "the plugin was not loaded");
         } else {
-            const struct plugin *p = &h->sched.fw.plugins[h->loaded[i]];
+            const struct plugin *p = &h->sched.fw->plugins[h->loaded[i]];
             info->version = text_or_empty(sc, p->version);
             info->abi_major = p->abi_major;
             info->abi_minor = p->abi_minor;
@@ -654,7 +654,7 @@ static int serve_hello(struct plugin_host *h, const Kcycle__V1__Hello *hello,
 static void fill_scores(struct plugin_host *h, const struct evaluation *e,
                         Kcycle__V1__EvaluateReply *r, struct scratch *sc)
 {
-    const struct framework *fw = &h->sched.fw;
+    const struct framework *fw = h->sched.fw;
     uint32_t scorers = fw->phase_count[PHASE_SCORE];
     if (e->scored == 0 || e->found == 0)
         return;
@@ -812,7 +812,7 @@ static int reply_unknown_pod(struct plugin_host *h, const Kcycle__V1__PhaseCall 
     if (r == NULL)
         return -1;
     kcycle__v1__phase_reply__init(r);
-    const struct framework *fw = &h->sched.fw;
+    const struct framework *fw = h->sched.fw;
     if (phase == PHASE_UNRESERVE || phase == PHASE_POST_BIND) {
         r->status = KC_SUCCESS;
         log_debug("phase %d for pod uid %s: no cycle here, nothing to do", (int)call->phase,
@@ -894,7 +894,7 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
         kcycle__v1__phase_reply__init(r);
         r->status = (int32_t)st;
         r->message = text_or_empty(sc, cycle->message);
-        if (failed < s->fw.count)
+        if (failed < s->fw->count)
             r->plugin = h->hello_index[failed];
         r->timeout_ms = st == KC_WAIT ? timeout_ms : 0;
         r->waiting = hello_bits(h, waiting);

@@ -612,11 +612,17 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
                                   .unschedulable = sink_unschedulable,
                                   .bound = sink_bound,
                                   .group_status = sink_group_status};
+    b->cfg.private_copies = opt->watch_plugins;
     b->next_bind_id = random_u64() & 0xffffffff00000000ull;
     /* the scheduler's own clock (monotonic): timers do not jump with the wall clock */
     if ((rc = scheduler_open(&b->sched, &b->cfg, opt->plugin_dir, &sink, NULL, err)) < 0)
         return rc;
     b->sched_open = true;
+    if (opt->config_path != NULL && (b->config_path = strdup(opt->config_path)) == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    if ((rc = reloader_open(&b->reload, &b->sched, b->config_path, opt->watch_plugins,
+                            opt->watch_config, err)) < 0)
+        return rc;
     const char *url = opt->url != NULL ? opt->url : b->cfg.bridge_address;
     if ((rc = nng_pair1_open(&b->sock)) != 0)
         return kc_error_set(err, -ENOMEM, "cannot open the bridge socket: %s", nng_strerror(rc));
@@ -652,6 +658,7 @@ int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
         atomic_store(&b->last_loop_ms, monotonic_ms());
         check_pipe(b);
         binds_expire(b);
+        reloader_poll(&b->reload, &b->sched);
         nng_msg *msg;
         for (int i = 0; i < 256 && nng_recvmsg(b->sock, &msg, NNG_FLAG_NONBLOCK) == 0; i++)
             handle_message(b, msg);
@@ -698,6 +705,8 @@ void bridge_client_close(struct bridge_client *b)
     seen_clear(b);
     if (b->sched_open)
         scheduler_close(&b->sched);
+    reloader_close(&b->reload); /* after the scheduler: it may use the reloaded config */
+    free(b->config_path);
     config_free(&b->cfg);
     memset(b, 0, sizeof(*b));
 }

@@ -13,6 +13,7 @@
 #include "bridge.pb-c.h"
 #include "config.h"
 #include "error.h"
+#include "reload.h"
 #include "scheduler.h"
 #include "strmap.h"
 
@@ -20,6 +21,8 @@ struct bridge_client_options {
     const char *url;         /* the bridge's listen URL; NULL: the config's bridge.address */
     const char *config_path; /* NULL: defaults */
     const char *plugin_dir;
+    bool watch_plugins; /* hot reload of changed plugin files */
+    bool watch_config;  /* hot reload of a changed config file (SIGHUP always reloads) */
 };
 
 /* A binding sent and not yet answered. */
@@ -31,8 +34,10 @@ struct bridge_bind {
 
 struct bridge_client {
     struct config cfg;
+    char *config_path; /* for reloads */
     struct scheduler sched;
     bool sched_open;
+    struct reloader reload;
     nng_socket sock;
     bool sock_open;
     atomic_uint pipe_adds, pipe_removes; /* counted by nng's pipe callback */

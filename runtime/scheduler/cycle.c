@@ -105,6 +105,8 @@ struct kc_cycle *cycle_new(struct scheduler *s, struct sched_pod *sp)
         return NULL;
     cycle->sched = s;
     cycle->sp = sp;
+    cycle->fw = s->fw;
+    cycle->fw->refs++;
     return cycle;
 }
 
@@ -118,6 +120,9 @@ void cycle_free(struct kc_cycle *cycle)
         free(cycle->state[i].key);
     }
     free(cycle->state);
+    /* after the free callbacks, which are the generation's code; scheduler_tick closes a
+     * replaced generation once no cycle holds it */
+    framework_unref(cycle->fw);
     kv_list_free(&cycle->annotations);
     free(cycle->node_name);
     free(cycle->message);
@@ -190,20 +195,13 @@ int cycle_annotate(kc_cycle *cycle, const char *key, const char *value)
     return kv_list_set(&cycle->annotations, key, value);
 }
 
-static int plugin_index(const struct scheduler *s, const char *plugin)
-{
-    for (uint32_t i = 0; plugin != NULL && i < s->fw.count; i++)
-        if (strcmp(s->fw.plugins[i].name, plugin) == 0)
-            return (int)i;
-    return -1;
-}
-
 int waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin)
 {
-    int index = plugin_index(waiting->cycle->sched, plugin);
-    if (index < 0)
+    /* the pending bits are positions in the generation the pod's cycle runs on */
+    const struct plugin *p = plugin != NULL ? framework_plugin(waiting->cycle->fw, plugin) : NULL;
+    if (p == NULL)
         return -ENOENT;
-    waiting->pending &= ~(1ull << index);
+    waiting->pending &= ~(1ull << p->index);
     return 0;
 }
 

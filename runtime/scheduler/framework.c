@@ -60,12 +60,12 @@ static int index_phases(struct framework *fw, struct kc_error *err)
 }
 
 static int open_one(struct plugin *p, const struct plugin_config *pc, const char *plugin_dir,
-                    const kc_host_api *host, struct kc_error *err)
+                    const kc_host_api *host, const struct framework_load *how, struct kc_error *err)
 {
     char *path = loader_find(pc->name, pc->path, plugin_dir);
     if (path == NULL)
         return -ENOMEM;
-    int rc = loader_open(path, p, err);
+    int rc = loader_open_as(path, p, how, err);
     free(path);
     if (rc < 0)
         return rc;
@@ -123,6 +123,13 @@ static int describe_remote(struct plugin *p, const struct plugin_config *pc, con
 int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
                    const kc_host_api *host, struct kc_error *err)
 {
+    struct framework_load how = {.generation = 1};
+    return framework_load(fw, cfg, plugin_dir, host, &how, err);
+}
+
+int framework_load(struct framework *fw, const struct config *cfg, const char *plugin_dir,
+                   const kc_host_api *host, const struct framework_load *how, struct kc_error *err)
+{
     struct kc_error local;
     if (err == NULL)
         err = &local;
@@ -138,7 +145,7 @@ int framework_open(struct framework *fw, const struct config *cfg, const char *p
         const struct plugin_config *pc = &cfg->plugins[i];
         struct plugin *p = &fw->plugins[fw->count];
         int rc = pc->isolation == ISOLATION_PROCESS ? describe_remote(p, pc, dir, err)
-                                                    : open_one(p, pc, dir, host, err);
+                                                    : open_one(p, pc, dir, host, how, err);
         if (rc < 0 && pc->required) {
             framework_close(fw);
             return rc;
@@ -155,6 +162,7 @@ int framework_open(struct framework *fw, const struct config *cfg, const char *p
     int rc = index_phases(fw, err);
     if (rc < 0)
         framework_close(fw);
+    fw->generation = how->generation;
     return rc;
 }
 
@@ -169,4 +177,42 @@ void framework_close(struct framework *fw)
     for (uint32_t i = 0; i < FRAMEWORK_MAX_PLUGINS; i++)
         free(fw->errors[i]);
     memset(fw, 0, sizeof(*fw));
+}
+
+int framework_new(const struct config *cfg, const char *plugin_dir, const kc_host_api *host,
+                  const struct framework_load *how, struct framework **out, struct kc_error *err)
+{
+    *out = NULL;
+    struct framework *fw = malloc(sizeof(*fw));
+    if (fw == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    int rc = framework_load(fw, cfg, plugin_dir, host, how, err);
+    if (rc < 0) {
+        free(fw);
+        return rc;
+    }
+    fw->refs = 1;
+    *out = fw;
+    return 0;
+}
+
+uint32_t framework_unref(struct framework *fw)
+{
+    return fw->refs > 0 ? --fw->refs : 0;
+}
+
+void framework_free(struct framework *fw)
+{
+    if (fw == NULL)
+        return;
+    framework_close(fw);
+    free(fw);
+}
+
+struct plugin *framework_plugin(const struct framework *fw, const char *name)
+{
+    for (uint32_t i = 0; i < fw->count; i++)
+        if (strcmp(fw->plugins[i].name, name) == 0)
+            return &fw->plugins[i];
+    return NULL;
 }

@@ -65,11 +65,31 @@ struct framework {
     /* Why each plugin left out (required: false) failed, by configuration position; NULL for
      * the others. Owned, freed by framework_close. The plugin host reports them per plugin. */
     char *errors[FRAMEWORK_MAX_PLUGINS];
+    /* Hot reload: each load of the plugins is a generation, numbered from 1. The scheduler
+     * holds one reference to the active generation and each open cycle one to the generation
+     * it started on; a replaced generation is closed when its last cycle ends. */
+    uint64_t generation;
+    uint32_t refs;
+    int64_t loaded_ms; /* scheduler time when it became active */
+};
+
+/* How framework_load opens the in-process plugins. */
+struct framework_load {
+    uint64_t generation;
+    /* dlopen a private copy of each file (in $TMPDIR, named after the pid, the generation and
+     * the plugin, unlinked once mapped), so the dynamic loader never hands back an image it
+     * already has and a file copied over later cannot change the code that runs. */
+    bool private_copy;
 };
 
 /* Open a plugin file and check it: a shared object with kc_plugin_query whose ABI this host
  * serves. Fills p (name from the descriptor, ops copied). The error names the file and why. */
 int loader_open(const char *path, struct plugin *p, struct kc_error *err);
+/* As loader_open; with private_copy the file is copied first to a path unique to this process,
+ * generation and plugin, which is opened and unlinked at once (the mapping stays until
+ * loader_close). Errors name path, never the copy. */
+int loader_open_as(const char *path, struct plugin *p, const struct framework_load *how,
+                   struct kc_error *err);
 void loader_close(struct plugin *p);
 /* Where the plugin called name is: explicit path, else <dir>/<name>.so, else
  * <dir>/<name>/<name>.so (the build tree), for each dir of the search list. malloc'd. */
@@ -79,6 +99,17 @@ char *loader_find(const char *name, const char *explicit_path, const char *plugi
  * logged and left out. */
 int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
                    const kc_host_api *host, struct kc_error *err);
+/* As framework_open, as generation how->generation (framework_open: generation 1, no copy). */
+int framework_load(struct framework *fw, const struct config *cfg, const char *plugin_dir,
+                   const kc_host_api *host, const struct framework_load *how, struct kc_error *err);
 void framework_close(struct framework *fw);
+/* A heap generation: framework_load into a new struct with one reference, in *out. */
+int framework_new(const struct config *cfg, const char *plugin_dir, const kc_host_api *host,
+                  const struct framework_load *how, struct framework **out, struct kc_error *err);
+/* Drop one reference; returns the count left. At zero the caller frees it (framework_free). */
+uint32_t framework_unref(struct framework *fw);
+void framework_free(struct framework *fw);
+/* The plugin called name, or NULL. */
+struct plugin *framework_plugin(const struct framework *fw, const char *name);
 
 #endif

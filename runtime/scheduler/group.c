@@ -147,7 +147,7 @@ static void pushed(struct scheduler *s, struct sched_pod *sp, int rc)
 static bool declared_group(struct scheduler *s, const struct pod *pod, kc_group_info *info,
                            uint32_t *plugin)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = s->fw;
     for (uint32_t i = 0; i < fw->count; i++) {
         struct plugin *p = &fw->plugins[i];
         if (p->ops.group_of == NULL)
@@ -561,7 +561,7 @@ static void settle_permit_holds(struct scheduler *s, int64_t now)
         if (g == NULL || !w->group_hold || g->permit_round != round)
             continue;
         if (g->permit_failed)
-            waiting_pod_reject(w, s->fw.plugins[g->declarer].name,
+            waiting_pod_reject(w, s->fw->plugins[g->declarer].name,
                                g->permit_failure != NULL ? g->permit_failure : g->key);
         else if (!g->permit_pending)
             w->group_hold = false;

@@ -3,10 +3,13 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -92,16 +95,78 @@ static int refuse(struct plugin *p, struct kc_error *err, int code, const char *
     return kc_error_set(err, code, "plugin %s: %s", path, why);
 }
 
+/* Copy path to a file of our own; the copy's name is unique to this process, generation and
+ * file. Returns the malloc'd copy path, or NULL with errno set. */
+static char *private_copy(const char *path, uint64_t generation)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *base = strrchr(path, '/');
+    base = base != NULL ? base + 1 : path;
+    char *copy;
+    if (asprintf(&copy, "%s/kcycle-%ld-g%llu-%s", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp",
+                 (long)getpid(), (unsigned long long)generation, base) < 0)
+        return NULL;
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    struct stat st;
+    bool ok = out >= 0 && fstat(in, &st) == 0;
+    for (off_t done = 0; ok && done < st.st_size;) {
+        ssize_t n = sendfile(out, in, &done, (size_t)(st.st_size - done));
+        ok = n > 0;
+    }
+    int saved = errno;
+    if (out >= 0 && close(out) != 0)
+        ok = false;
+    if (in >= 0)
+        close(in);
+    if (!ok) {
+        if (out >= 0)
+            unlink(copy);
+        free(copy);
+        errno = saved != 0 ? saved : EIO;
+        return NULL;
+    }
+    return copy;
+}
+
+/* dlerror() names the file it opened: say path instead of our copy's name. */
+static const char *without_copy_name(const char *why, const char *copy)
+{
+    size_t n = copy != NULL ? strlen(copy) : 0;
+    if (n > 0 && strncmp(why, copy, n) == 0 && why[n] == ':')
+        return why + n + 1 + (why[n + 1] == ' ');
+    return why;
+}
+
 int loader_open(const char *path, struct plugin *p, struct kc_error *err)
 {
+    return loader_open_as(path, p, NULL, err);
+}
+
+int loader_open_as(const char *path, struct plugin *p, const struct framework_load *how,
+                   struct kc_error *err)
+{
     memset(p, 0, sizeof(*p));
+    char *copy = NULL;
+    if (how != NULL && how->private_copy) {
+        copy = private_copy(path, how->generation);
+        if (copy == NULL)
+            return refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be read: %s", strerror(errno));
+    }
     dlerror();
-    p->dl_handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    p->dl_handle = dlopen(copy != NULL ? copy : path, RTLD_NOW | RTLD_LOCAL);
+    if (copy != NULL) {
+        unlink(copy); /* the mapping keeps the image; nothing is left behind on any exit */
+    }
     if (p->dl_handle == NULL) {
         const char *why = dlerror();
-        return refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be loaded as a shared object: %s",
-                      why != NULL ? why : "unknown dlopen error");
+        why = why != NULL ? without_copy_name(why, copy) : "unknown dlopen error";
+        int rc =
+            refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be loaded as a shared object: %s", why);
+        free(copy);
+        return rc;
     }
+    free(copy);
     kc_plugin_query_fn query;
     *(void **)&query = dlsym(p->dl_handle, KC_PLUGIN_QUERY_SYMBOL);
     if (query == NULL)
@@ -128,8 +193,8 @@ int loader_open(const char *path, struct plugin *p, struct kc_error *err)
         return refuse(p, err, KC_ERR_ABI, path, "%s", "descriptor without a name or ops table");
     if (desc->ops->struct_size < OPS_MIN_SIZE)
         return refuse(p, err, KC_ERR_ABI, path, "%s", "ops table too small for ABI 1.0");
-    size_t copy = desc->ops->struct_size < sizeof(p->ops) ? desc->ops->struct_size : sizeof(p->ops);
-    memcpy(&p->ops, desc->ops, copy);
+    size_t size = desc->ops->struct_size < sizeof(p->ops) ? desc->ops->struct_size : sizeof(p->ops);
+    memcpy(&p->ops, desc->ops, size);
     p->ops.struct_size = sizeof(p->ops);
     p->name = strdup(desc->name);
     p->version = strdup(desc->version != NULL ? desc->version : "");

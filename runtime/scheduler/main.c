@@ -78,6 +78,9 @@ static void usage(FILE *out)
             "  --health-port N     with --bridge: /healthz and /readyz (default 10260; 0 off)\n"
             "  --config FILE       scheduler configuration (YAML or JSON)\n"
             "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
+            "  --watch-plugins     hot reload: load a changed plugin file as a new generation\n"
+            "  --watch-config      hot reload: reload a changed --config file (SIGHUP also does)\n"
+            "  --pace N            with --simulate: at most N pod arrivals per wall-clock second\n"
             "  --quiet             no placement table, only the summary\n"
             "  --no-progress       no progress lines on stderr (runs over a second)\n"
             "  -v, --verbose       more log output (repeat for debug)\n"
@@ -98,6 +101,9 @@ int main(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"bridge", required_argument, NULL, 'b'},
         {"health-port", required_argument, NULL, 'H'},
+        {"watch-plugins", no_argument, NULL, 'W'},
+        {"watch-config", no_argument, NULL, 'C'},
+        {"pace", required_argument, NULL, 'A'},
         {NULL, 0, NULL, 0},
     };
     const char *bridge_url = NULL;
@@ -124,6 +130,20 @@ int main(int argc, char **argv)
             break;
         }
         case 'P': opt.progress = false; break;
+        case 'W': opt.watch_plugins = true; break;
+        case 'C': opt.watch_config = true; break;
+        case 'A': {
+            char *end;
+            long n = strtol(optarg, &end, 10);
+            if (*end != '\0' || n < 1 || n > 100000000) {
+                fprintf(stderr,
+                        "kcycle-scheduler: --pace '%s': expected pods per second, 1 or more\n",
+                        optarg);
+                return 2;
+            }
+            opt.pace = (uint32_t)n;
+            break;
+        }
         case 'v': verbosity++; break;
         case 'V':
             printf("kcycle-scheduler %s (SDK ABI %u.%u)\n", KC_VERSION_STRING, KC_ABI_MAJOR,
@@ -144,11 +164,16 @@ int main(int argc, char **argv)
     }
     log_set_level(verbosity >= 2 ? KC_LOG_DEBUG : verbosity == 1 ? KC_LOG_INFO : KC_LOG_WARN);
     if (bridge_url != NULL) {
-        struct bridge_client_options bopt = {
-            .url = bridge_url, .config_path = opt.config_path, .plugin_dir = opt.plugin_dir};
+        struct bridge_client_options bopt = {.url = bridge_url,
+                                             .config_path = opt.config_path,
+                                             .plugin_dir = opt.plugin_dir,
+                                             .watch_plugins = opt.watch_plugins,
+                                             .watch_config = opt.watch_config};
+        watch_install_sighup(); /* a reload, never the default: the end of the process */
         return run_bridge(&bopt, health_port);
     }
 
+    watch_install_sighup();
     struct simulator sim;
     struct kc_error err = {{0}};
     int rc = simulator_open(&sim, &opt, &err);

@@ -242,6 +242,14 @@ struct sched_pod *queue_pop(struct queue *q)
     return sp;
 }
 
+void queue_set_sort(struct queue *q, const struct plugin *sort)
+{
+    q->sort = sort;
+    /* the order changed: heapify activeQ again, bottom up */
+    for (uint32_t i = q->active.count / 2; i-- > 0;)
+        heap_down(q, &q->active, i, active_before);
+}
+
 void queue_remove(struct queue *q, struct sched_pod *sp)
 {
     switch (sp->state) {

@@ -67,6 +67,8 @@ struct queue {
 void queue_init(struct queue *q, const struct plugin *sort, int64_t initial_backoff_ms,
                 int64_t max_backoff_ms, int64_t flush_ms);
 void queue_fini(struct queue *q);
+/* Another QueueSort plugin (a new plugin generation): activeQ is reordered. */
+void queue_set_sort(struct queue *q, const struct plugin *sort);
 
 /* Backoff after backoff_attempts failures: initial * 2^(n-1), capped at max. */
 int64_t queue_backoff_ms(const struct queue *q, uint32_t backoff_attempts);

@@ -200,9 +200,9 @@ void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w,
     }
     char *names[FRAMEWORK_MAX_PLUGINS];
     size_t count = 0;
-    for (uint32_t i = 0; i < s->fw.count && i < 64; i++)
+    for (uint32_t i = 0; i < s->fw->count && i < 64; i++)
         if (w->pending & (1ull << i))
-            names[count++] = s->fw.plugins[i].name;
+            names[count++] = s->fw->plugins[i].name;
     Kcycle__V1__WaitingPod msg = KCYCLE__V1__WAITING_POD__INIT;
     msg.uid = w->cycle->sp->pod->uid;
     msg.node = w->cycle->node_name;
@@ -683,7 +683,7 @@ static int ensure_up(struct scheduler *s, struct remote_host *h)
 int remote_open(struct scheduler *s, struct kc_error *err)
 {
     struct remote *r = &s->remote;
-    struct framework *fw = &s->fw;
+    struct framework *fw = s->fw;
     r->timeout_ms = s->cfg->plugin_timeout_ms > 0 ? s->cfg->plugin_timeout_ms : DEFAULT_TIMEOUT_MS;
     uint32_t remote_plugins = 0;
     for (uint32_t i = 0; i < fw->count; i++)

@@ -151,6 +151,23 @@ void report_print_summary(const struct simulator *sim, FILE *out)
                 h->last_error != NULL ? "; last error: " : "",
                 h->last_error != NULL ? h->last_error : "");
     }
+    const struct scheduler *s = &sim->sched;
+    if (s->switches > 0 || s->reload_failures > 0) {
+        fprintf(out,
+                "  plugin generations: %llu switches, %llu reloads refused, %llu generations "
+                "closed, %u still draining\n",
+                (unsigned long long)s->switches, (unsigned long long)s->reload_failures,
+                (unsigned long long)s->generations_closed, s->retiring_count);
+        for (uint32_t i = 0; i < sim->generation_count; i++) {
+            const struct sim_generation *g = &sim->generations[i];
+            fprintf(out, "    generation %llu from %.3f s: %llu pods bound;",
+                    (unsigned long long)g->generation, (double)g->active_wall_ms / 1000.0,
+                    (unsigned long long)g->pods);
+            for (uint32_t k = 0; k < g->plugin_count; k++)
+                fprintf(out, " %s %s", g->names[k], g->versions[k]);
+            fprintf(out, "\n");
+        }
+    }
     fprintf(out, "  simulated time %.3f s; wall time %.3f s; %.0f pods/s\n",
             (double)sim->now_ms / 1000.0, seconds,
             seconds > 0 ? (double)sim->bound / seconds : 0.0);
@@ -170,18 +187,47 @@ static json_t *resources_json(const int64_t *values)
     return obj;
 }
 
+/* {"plugin": "version", ...} of a generation. */
+static json_t *versions_json(const struct sim_generation *g)
+{
+    json_t *versions = json_object();
+    for (uint32_t k = 0; versions != NULL && k < g->plugin_count; k++)
+        json_object_set_new(versions, g->names[k], json_string(g->versions[k]));
+    return versions;
+}
+
 static json_t *pods_json(const struct simulator *sim)
 {
     json_t *pods = json_array();
     for (uint32_t i = 0; pods != NULL && i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
         const char *reason = record_reason(sim, r);
-        json_array_append_new(
-            pods, json_pack("{s:s, s:s, s:o, s:o}", "namespace", r->namespace, "name", r->name,
-                            "node", r->node != NULL ? json_string(r->node) : json_null(), "reason",
-                            reason != NULL ? json_string(reason) : json_null()));
+        json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "namespace", r->namespace, "name", r->name,
+                                "node", r->node != NULL ? json_string(r->node) : json_null(),
+                                "reason", reason != NULL ? json_string(reason) : json_null());
+        if (pod != NULL && r->generation_index > 0) {
+            /* which plugins served it: its generation and their versions */
+            const struct sim_generation *g = &sim->generations[r->generation_index - 1];
+            json_object_set_new(pod, "generation", json_integer((json_int_t)g->generation));
+            json_object_set_new(pod, "plugin_versions", versions_json(g));
+            json_object_set_new(pod, "bound_wall_ms", json_integer((json_int_t)r->bound_wall_ms));
+        }
+        json_array_append_new(pods, pod);
     }
     return pods;
+}
+
+static json_t *generations_json(const struct simulator *sim)
+{
+    json_t *generations = json_array();
+    for (uint32_t i = 0; generations != NULL && i < sim->generation_count; i++) {
+        const struct sim_generation *g = &sim->generations[i];
+        json_array_append_new(
+            generations, json_pack("{s:I, s:I, s:I, s:o}", "generation", (json_int_t)g->generation,
+                                   "active_wall_ms", (json_int_t)g->active_wall_ms, "pods",
+                                   (json_int_t)g->pods, "plugin_versions", versions_json(g)));
+    }
+    return generations;
 }
 
 static json_t *nodes_json(const struct simulator *sim)
@@ -264,6 +310,13 @@ int report_write_json(const struct simulator *sim, const char *path, struct kc_e
     json_object_set_new(summary, "group_cycles", json_integer((json_int_t)groups->cycles));
     json_object_set_new(summary, "group_rollbacks", json_integer((json_int_t)groups->rollbacks));
     json_object_set_new(summary, "group_timeouts", json_integer((json_int_t)groups->timeouts));
+    const struct scheduler *s = &sim->sched;
+    json_object_set_new(summary, "plugin_generations", generations_json(sim));
+    json_object_set_new(summary, "plugin_switches", json_integer((json_int_t)s->switches));
+    json_object_set_new(summary, "plugin_reloads_refused",
+                        json_integer((json_int_t)s->reload_failures));
+    json_object_set_new(summary, "wall_start_unix_ms",
+                        json_integer((json_int_t)sim->wall_start_unix_ms));
     json_t *root = json_pack("{s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
                              nodes_json(sim), "podGroups", groups_json(sim), "summary", summary);
     if (root == NULL)

@@ -56,22 +56,29 @@ static uint64_t next_random(struct scheduler *s)
 
 /* ---- events ---- */
 
-/* Every plugin with on_event hears of the event, in plugin order. */
-static void dispatch(struct scheduler *s, const kc_event *ev)
+static void dispatch_to(const struct framework *fw, const kc_event *ev)
 {
-    struct framework *fw = &s->fw;
-    current_scheduler = s;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
         struct plugin *p = fw->phase[PHASE_EVENT][i];
         p->ops.on_event(p->self, ev);
     }
 }
 
+/* Every plugin with on_event hears of the event, in plugin order; replaced generations that
+ * cycles still use hear of it too, so their remaining phases see the cluster as it is. */
+static void dispatch(struct scheduler *s, const kc_event *ev)
+{
+    current_scheduler = s;
+    dispatch_to(s->fw, ev);
+    for (uint32_t i = 0; i < s->retiring_count; i++)
+        dispatch_to(s->retiring[i], ev);
+}
+
 static void deliver_update(struct scheduler *s, kc_event_type type, const struct pod *pod,
                            const struct pod *old_pod, const struct cache_node *node)
 {
     remote_journal(s, type, pod, node, NULL, NULL, NULL, NULL);
-    if (s->fw.phase_count[PHASE_EVENT] == 0)
+    if (s->fw->phase_count[PHASE_EVENT] == 0 && s->retiring_count == 0)
         return;
     kc_event ev = {
         .struct_size = sizeof(ev),
@@ -97,12 +104,12 @@ static void requeue_on(struct scheduler *s, kc_event_type type)
     if (s->queue.unschedulable.count > 0) {
         /* from the plugins' current masks: a restarted plugin host may report new ones */
         uint64_t interested = 0;
-        for (uint32_t i = 0; i < s->fw.count; i++)
-            if (s->fw.plugins[i].requeue_mask & KC_EVENT_MASK(type))
+        for (uint32_t i = 0; i < s->fw->count; i++)
+            if (s->fw->plugins[i].requeue_mask & KC_EVENT_MASK(type))
                 interested |= 1ull << i;
         queue_on_event(&s->queue, interested, scheduler_now(s));
     }
-    if (s->fw.phase_count[PHASE_PRE_ENQUEUE] == 0)
+    if (s->fw->phase_count[PHASE_PRE_ENQUEUE] == 0)
         return;
     uint32_t count = s->queue.gated.count;
     if (count == 0)
@@ -260,8 +267,8 @@ int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
     group_unhold(sp); /* group_hold below holds it again if its group still lacks the quorum */
     if (sp->pod->scheduling_gate_count > 0)
         why = gate_reason(sp->pod, buf, sizeof(buf));
-    for (uint32_t i = 0; why == NULL && i < s->fw.phase_count[PHASE_PRE_ENQUEUE]; i++) {
-        struct plugin *p = s->fw.phase[PHASE_PRE_ENQUEUE][i];
+    for (uint32_t i = 0; why == NULL && i < s->fw->phase_count[PHASE_PRE_ENQUEUE]; i++) {
+        struct plugin *p = s->fw->phase[PHASE_PRE_ENQUEUE][i];
         if (p->ops.pre_enqueue(p->self, (const kc_pod *)sp->pod) != KC_SUCCESS) {
             snprintf(buf, sizeof(buf), "held by PreEnqueue plugin %s", p->name);
             why = buf;
@@ -549,7 +556,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
                           const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
                           uint64_t *waiting)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
     const kc_node *n = (const kc_node *)node;
     current_scheduler = s;
@@ -668,7 +675,7 @@ static int ensure_scratch(struct scheduler *s)
     if (n <= s->scratch_capacity)
         return 0;
     uint32_t capacity = n < 64 ? 64 : n;
-    uint32_t scorers = s->fw.phase_count[PHASE_SCORE] + 1;
+    uint32_t scorers = s->fw->phase_count[PHASE_SCORE] + 1;
     free(s->feasible);
     free(s->feasible_flag);
     free(s->scores);
@@ -742,7 +749,7 @@ static void filter_worker(void *ctx, uint32_t worker)
 {
     struct filter_job *job = ctx;
     struct scheduler *s = job->s;
-    struct framework *fw = &s->fw;
+    struct framework *fw = job->cycle->fw;
     const kc_pod *pod = (const kc_pod *)job->cycle->sp->pod;
     struct worker_state *ws = &s->worker_state[worker];
     struct reject_sink sink = {ws->reasons, &ws->reason_count, 0};
@@ -876,7 +883,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
 static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
                           uint64_t *scored)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
     uint64_t skip = 0;
     *scored = 0;
@@ -936,7 +943,7 @@ int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
  * total; ties broken by reservoir sampling from the seeded generator. */
 static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = s->fw;
     for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
         struct plugin *p = fw->phase[PHASE_SCORE][k];
         if (!(scored & (1ull << p->index)))
@@ -963,8 +970,8 @@ static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored
  * on every FitError; its status is no verdict. */
 static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
 {
-    for (uint32_t i = 0; i < s->fw.phase_count[PHASE_POST_FILTER]; i++) {
-        struct plugin *p = s->fw.phase[PHASE_POST_FILTER][i];
+    for (uint32_t i = 0; i < cycle->fw->phase_count[PHASE_POST_FILTER]; i++) {
+        struct plugin *p = cycle->fw->phase[PHASE_POST_FILTER][i];
         p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod);
     }
     remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
@@ -1040,7 +1047,7 @@ static int push_binding(struct scheduler *s, struct kc_cycle *cycle)
 static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
                                const struct cache_node *cn, struct placement *out)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = cycle->fw;
     cycle->node_name = strdup(cn->node->name);
     if (cycle->node_name == NULL || scheduler_assume(s, cycle->sp->pod, cn->node->name) < 0)
         return not_placed(out, true, strdup("could not assume the pod in the cache"));
@@ -1077,7 +1084,7 @@ static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
 static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t *skip,
                                  struct plugin **failed)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
     *skip = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_FILTER]; i++) {
@@ -1233,7 +1240,8 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
 void scheduler_commit(struct scheduler *s, struct kc_cycle *cycle, const struct placement *p)
 {
     int rc = p->permit == KC_WAIT ? add_waiting(s, cycle, p->waiting, p->timeout_ms,
-                                                s->fw.plugins[p->wait_plugin].name, p->group_hold)
+                                                cycle->fw->plugins[p->wait_plugin].name,
+                                                p->group_hold)
                                   : push_binding(s, cycle);
     if (rc < 0)
         fail_binding(s, cycle, "out of memory holding the pod after Permit");
@@ -1280,8 +1288,10 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
     struct sched_pod *sp = cycle->sp;
     struct pod *pod = sp->pod;
     s->stats.scheduled++;
+    s->serving = cycle->fw;
     if (s->sink.bound != NULL)
         s->sink.bound(s->sink.ctx, pod, cycle->node_name);
+    s->serving = NULL;
     strmap_remove(&s->pods, pod->uid);
     free(pod->node_name);
     pod->node_name = strdup(cycle->node_name);
@@ -1433,7 +1443,7 @@ static void flush_deferred_bindings(struct scheduler *s)
             fail_binding(s, cycle, NO_BINDER);
         } else if (res.status != KC_SUCCESS) {
             s->stats.bind_failures++;
-            fail_in_phase(s, cycle, &s->fw.plugins[res.failed], "Bind");
+            fail_in_phase(s, cycle, &cycle->fw->plugins[res.failed], "Bind");
         } else {
             cycle->remote_post_bind_done = true; /* the hosts' PostBind rode in the batch */
             if (cycle->bind_pending)
@@ -1448,13 +1458,13 @@ static void flush_deferred_bindings(struct scheduler *s)
 
 static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
 {
-    struct framework *fw = &s->fw;
+    struct framework *fw = cycle->fw;
     const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
     if (node == NULL || cycle->sp->deleted)
         return fail_binding(s, cycle, "the node or the pod went away before binding");
     uint32_t failed = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
-    bool deferred = st == KC_SUCCESS && s->fw.phase_count[PHASE_BIND] == 0 && remote_binds(s);
+    bool deferred = st == KC_SUCCESS && s->fw->phase_count[PHASE_BIND] == 0 && remote_binds(s);
     if (st == KC_SUCCESS && !deferred)
         st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
@@ -1561,6 +1571,8 @@ int scheduler_tick(struct scheduler *s)
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);
     group_flush_status(s);
+    if (s->retiring_count > 0)
+        scheduler_reap_generations(s);
     return bound;
 }
 
@@ -1586,7 +1598,197 @@ bool scheduler_busy(const struct scheduler *s)
     return false;
 }
 
+/* ---- hot reload ---- */
+
+/* A new generation hears the cluster the scheduler keeps, as add events, before it serves:
+ * nodes, custom objects, assigned pods, pending pods, then the pods open cycles assumed. */
+static void replay_cluster(struct scheduler *s, const struct framework *fw)
+{
+    if (fw->phase_count[PHASE_EVENT] == 0)
+        return;
+    kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_NODE_ADD};
+    for (uint32_t i = 0; i < s->cache.node_count; i++) {
+        ev.node = (const kc_node *)&s->cache.nodes[i];
+        dispatch_to(fw, &ev);
+    }
+    for (uint32_t i = 0; i < s->objects.capacity; i++) {
+        const struct kept_object *k = s->objects.entries[i].value;
+        if (k == NULL)
+            continue;
+        kc_event object = {
+            .struct_size = sizeof(object),
+            .type = KC_EVENT_OBJECT_ADD,
+            .object_kind = k->object.kind,
+            .object_namespace = k->object.namespace,
+            .object_name = k->object.name,
+            .object_json = k->object.json,
+        };
+        dispatch_to(fw, &object);
+    }
+    ev.type = KC_EVENT_POD_ADD;
+    for (uint32_t i = 0; i < s->assigned.capacity; i++) {
+        const struct pod *pod = s->assigned.entries[i].value;
+        if (pod == NULL)
+            continue;
+        ev.pod = (const kc_pod *)pod;
+        ev.node = (const kc_node *)cache_node(&s->cache, pod->node_name);
+        dispatch_to(fw, &ev);
+    }
+    ev.node = NULL;
+    for (uint32_t i = 0; i < s->pods.capacity; i++) {
+        const struct sched_pod *sp = s->pods.entries[i].value;
+        if (sp == NULL)
+            continue;
+        ev.pod = (const kc_pod *)sp->pod;
+        dispatch_to(fw, &ev);
+    }
+    ev.type = KC_EVENT_POD_ASSUME;
+    for (uint32_t i = 0; i < s->pods.capacity; i++) {
+        const struct sched_pod *sp = s->pods.entries[i].value;
+        const struct cache_pod *cp = sp != NULL ? cache_pod(&s->cache, sp->pod->uid) : NULL;
+        if (cp == NULL || !cp->assumed)
+            continue;
+        ev.pod = (const kc_pod *)sp->pod;
+        ev.node = (const kc_node *)cache_node(&s->cache, cp->node_name);
+        dispatch_to(fw, &ev);
+    }
+}
+
+/* Plugins in plugin hosts keep their hosts across a reload of the in-process plugins: the
+ * configuration must name the same ones, with the same host, file and args. */
+static int check_remote(const struct scheduler *s, const struct framework *fw, struct kc_error *err)
+{
+    uint32_t old_remote = 0, new_remote = 0;
+    for (uint32_t i = 0; i < s->fw->count; i++)
+        old_remote += s->fw->plugins[i].remote;
+    for (uint32_t i = 0; i < fw->count; i++) {
+        const struct plugin *p = &fw->plugins[i];
+        if (!p->remote)
+            continue;
+        new_remote++;
+        const struct plugin *old = framework_plugin(s->fw, p->name);
+        if (old == NULL || !old->remote || strcmp(old->host_group, p->host_group) != 0 ||
+            strcmp(old->path, p->path) != 0 || strcmp(old->args_json, p->args_json) != 0)
+            return kc_error_set(err, -ENOTSUP,
+                                "plugin %s: a reload cannot change which plugins run in plugin "
+                                "hosts, nor their host, file or args; restart the scheduler",
+                                p->name);
+    }
+    if (new_remote != old_remote)
+        return kc_error_set(err, -ENOTSUP,
+                            "a reload cannot remove a plugin that runs in a plugin host; "
+                            "restart the scheduler");
+    return 0;
+}
+
+/* The new generation's entries for plugins in hosts take the old ones' places in the hosts. */
+static void adopt_remote(struct scheduler *s, struct framework *fw)
+{
+    for (uint32_t i = 0; i < fw->count; i++) {
+        struct plugin *p = &fw->plugins[i];
+        struct plugin *old = p->remote ? framework_plugin(s->fw, p->name) : NULL;
+        if (old == NULL)
+            continue;
+        char *version = strdup(old->version);
+        if (version != NULL) {
+            free(p->version);
+            p->version = version;
+        }
+        p->host = old->host;
+        p->remote_index = old->remote_index;
+        p->remote_phases = old->remote_phases;
+        p->disabled = old->disabled;
+        p->requeue_mask = old->requeue_mask;
+        if (p->host != NULL)
+            p->host->plugins[p->remote_index] = p;
+    }
+}
+
+static bool binds(const struct scheduler *s, const struct framework *fw, const struct config *cfg)
+{
+    bool remote_bind = false;
+    for (uint32_t i = 0; i < s->remote.host_count; i++)
+        remote_bind |= (s->remote.hosts[i].phases & KCYCLE__V1__PHASE__PHASE_BIND) != 0;
+    return fw->phase_count[PHASE_BIND] > 0 || remote_bind || cfg->binder_elsewhere;
+}
+
+int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *err)
+{
+    struct config *use = cfg != NULL ? cfg : s->cfg;
+    current_scheduler = s;
+    /* numbers are never reused, not even after a failure: a private copy's name stays unique */
+    struct framework_load how = {.generation = ++s->generations, .private_copy = true};
+    struct framework *fw = NULL;
+    int rc = framework_new(use, s->plugin_dir, &s->host, &how, &fw, err);
+    if (rc == 0)
+        rc = check_remote(s, fw, err);
+    if (rc == 0 && !binds(s, fw, use))
+        rc = kc_error_set(err, -EINVAL,
+                          "no Bind plugin is configured: pods could never be "
+                          "bound; add defaultbinder to the plugins list");
+    void *grown = rc < 0 ? NULL
+                         : array_grow(s->retiring, &s->retiring_capacity, s->retiring_count + 1,
+                                      sizeof(*s->retiring));
+    if (rc == 0 && grown == NULL)
+        rc = kc_error_set(err, -ENOMEM, "out of memory");
+    if (rc < 0) {
+        framework_free(fw);
+        s->reload_failures++;
+        return rc;
+    }
+    s->retiring = grown;
+    replay_cluster(s, fw);
+    adopt_remote(s, fw);
+    struct framework *old = s->fw;
+    framework_unref(old); /* the scheduler's reference: open cycles keep theirs */
+    s->retiring[s->retiring_count++] = old;
+    s->fw = fw;
+    fw->loaded_ms = scheduler_now(s);
+    s->cfg = use;
+    queue_set_sort(&s->queue, fw->queue_sort);
+    s->queue.initial_backoff_ms = use->pod_initial_backoff_ms;
+    s->queue.max_backoff_ms = use->pod_max_backoff_ms;
+    s->queue.flush_ms = use->unschedulable_flush_ms;
+    s->scratch_capacity = 0; /* the number of Score plugins may have changed */
+    s->switches++;
+    /* the new plugins may judge parked pods differently: every one may try again */
+    queue_on_event(&s->queue, ~0ull, scheduler_now(s));
+    log_info("plugins: generation %llu serves new cycles; generation %llu retires once its %u "
+             "open cycles end",
+             (unsigned long long)fw->generation, (unsigned long long)old->generation, old->refs);
+    scheduler_reap_generations(s);
+    return 0;
+}
+
+void scheduler_reap_generations(struct scheduler *s)
+{
+    for (uint32_t i = 0; i < s->retiring_count;) {
+        struct framework *fw = s->retiring[i];
+        if (fw->refs > 0) {
+            i++;
+            continue;
+        }
+        memmove(&s->retiring[i], &s->retiring[i + 1],
+                (s->retiring_count - i - 1) * sizeof(*s->retiring));
+        s->retiring_count--;
+        current_scheduler = s;
+        log_info("plugins: generation %llu closed", (unsigned long long)fw->generation);
+        framework_free(fw);
+        s->generations_closed++;
+    }
+}
+
 /* ---- open and close ---- */
+
+static int open_failed(struct scheduler *s, int rc)
+{
+    remote_close(s);
+    framework_free(s->fw);
+    s->fw = NULL;
+    free(s->plugin_dir);
+    s->plugin_dir = NULL;
+    return rc;
+}
 
 int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_dir,
                    const struct scheduler_sink *sink, const struct scheduler_clock *clock,
@@ -1603,24 +1805,20 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     cache_init(&s->cache);
     group_table_init(&s->groups);
     current_scheduler = s;
-    int rc = framework_open(&s->fw, cfg, plugin_dir, &s->host, err);
+    if (plugin_dir != NULL && (s->plugin_dir = strdup(plugin_dir)) == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    struct framework_load how = {.generation = 1, .private_copy = cfg->private_copies};
+    int rc = framework_new(cfg, plugin_dir, &s->host, &how, &s->fw, err);
     if (rc < 0)
-        return rc;
+        return open_failed(s, rc);
+    s->generations = 1;
     rc = remote_open(s, err);
-    if (rc < 0) {
-        remote_close(s);
-        framework_close(&s->fw);
-        return rc;
-    }
-    bool remote_bind = false;
-    for (uint32_t i = 0; i < s->remote.host_count; i++)
-        remote_bind |= (s->remote.hosts[i].phases & KCYCLE__V1__PHASE__PHASE_BIND) != 0;
-    if (s->fw.phase_count[PHASE_BIND] == 0 && !remote_bind && !cfg->binder_elsewhere) {
-        remote_close(s);
-        framework_close(&s->fw);
-        return kc_error_set(err, -EINVAL,
-                            "no Bind plugin is configured: pods could never be bound; add "
-                            "defaultbinder to the plugins list");
+    if (rc < 0)
+        return open_failed(s, rc);
+    if (!binds(s, s->fw, cfg)) {
+        return open_failed(s, kc_error_set(err, -EINVAL,
+                                           "no Bind plugin is configured: pods could never be "
+                                           "bound; add defaultbinder to the plugins list"));
     }
     rc = workers_start(&s->workers, cfg->parallelism > 0 ? (uint32_t)cfg->parallelism : 0);
     s->worker_state = calloc(s->workers.count + 1, sizeof(*s->worker_state));
@@ -1628,10 +1826,10 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
         workers_stop(&s->workers);
         free(s->worker_state);
         s->worker_state = NULL;
-        framework_close(&s->fw);
-        return kc_error_set(err, rc < 0 ? rc : -ENOMEM, "could not start Filter threads");
+        return open_failed(
+            s, kc_error_set(err, rc < 0 ? rc : -ENOMEM, "could not start Filter threads"));
     }
-    queue_init(&s->queue, s->fw.queue_sort, cfg->pod_initial_backoff_ms, cfg->pod_max_backoff_ms,
+    queue_init(&s->queue, s->fw->queue_sort, cfg->pod_initial_backoff_ms, cfg->pod_max_backoff_ms,
                cfg->unschedulable_flush_ms);
     return 0;
 }
@@ -1692,7 +1890,11 @@ void scheduler_close(struct scheduler *s)
             reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
         free(s->worker_state);
     }
-    framework_close(&s->fw);
+    for (uint32_t i = 0; i < s->retiring_count; i++)
+        framework_free(s->retiring[i]);
+    free(s->retiring);
+    framework_free(s->fw);
+    free(s->plugin_dir);
     queue_fini(&s->queue);
     cache_fini(&s->cache);
     reasons_clear(s->reasons, &s->reason_count);

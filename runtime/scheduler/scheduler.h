@@ -67,6 +67,7 @@ struct reason_count {
 struct kc_cycle {
     struct scheduler *sched;
     struct sched_pod *sp;
+    struct framework *fw; /* the generation it started on (a reference): its phases run there */
     struct {
         char *key;
         void *data;
@@ -120,8 +121,8 @@ struct worker_state {
 };
 
 struct scheduler {
-    struct config *cfg; /* borrowed */
-    struct framework fw;
+    struct config *cfg;   /* borrowed */
+    struct framework *fw; /* the active generation */
     struct cache cache;
     struct queue queue;
     struct scheduler_sink sink;
@@ -162,6 +163,14 @@ struct scheduler {
     struct scheduler_stats stats;
     int64_t last_attempt_us;   /* latency of the last attempt, for benchmarks */
     struct group_table groups; /* pod groups (group.c) */
+    /* hot reload: replaced generations that cycles still use, closed when the last one ends */
+    char *plugin_dir;
+    struct framework **retiring;
+    uint32_t retiring_count, retiring_capacity;
+    uint64_t generations; /* the number of the newest generation loaded */
+    uint64_t switches, reload_failures, generations_closed;
+    /* the generation of the cycle whose pod the sink is told about (bound), or NULL */
+    const struct framework *serving;
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's
@@ -196,6 +205,16 @@ int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const ch
 /* The binder restarted and its results are lost: every binding in flight fails with why and
  * is retried after backoff (the API server refuses a second binding of a bound pod). */
 void scheduler_bind_results_lost(struct scheduler *s, const char *why);
+
+/* Hot reload: load the plugins again as a new generation, from cfg (which then replaces the
+ * scheduler's; NULL: the current configuration) with private copies of the files, check and
+ * init them, tell the stateful ones the cluster (nodes, objects, pods, assumed pods, as add
+ * events), then make new cycles use it. Cycles already open finish on the generation they
+ * started on, which is closed (fini, dlclose) once its last cycle ends. On failure nothing
+ * changes and err names the file and why. */
+int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *err);
+/* Close the replaced generations no cycle uses any more (scheduler_tick calls it). */
+void scheduler_reap_generations(struct scheduler *s);
 
 /* Earliest time a timer (backoff, flush, Permit) fires, or INT64_MAX. */
 int64_t scheduler_next_due(const struct scheduler *s);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "array.h"
 #include "log.h"
@@ -68,13 +69,51 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     return 0;
 }
 
+/* The generation record of fw (created the first time it is seen). Returns its index + 1, or 0. */
+static uint32_t generation_record(struct simulator *sim, const struct framework *fw)
+{
+    for (uint32_t i = sim->generation_count; i-- > 0;)
+        if (sim->generations[i].generation == fw->generation)
+            return i + 1;
+    struct sim_generation *grown = array_grow(sim->generations, &sim->generation_capacity,
+                                              sim->generation_count + 1, sizeof(*grown));
+    if (grown == NULL)
+        return 0;
+    sim->generations = grown;
+    struct sim_generation *g = &grown[sim->generation_count];
+    memset(g, 0, sizeof(*g));
+    g->generation = fw->generation;
+    g->active_wall_ms = sim->wall_start_us != 0 ? (wall_us() - sim->wall_start_us) / 1000 : 0;
+    g->names = calloc(fw->count + 1, sizeof(*g->names));
+    g->versions = calloc(fw->count + 1, sizeof(*g->versions));
+    if (g->names == NULL || g->versions == NULL) {
+        free(g->names);
+        free(g->versions);
+        return 0;
+    }
+    for (uint32_t i = 0; i < fw->count; i++) {
+        g->names[i] = strdup(fw->plugins[i].name);
+        g->versions[i] = strdup(fw->plugins[i].version);
+        g->plugin_count = i + 1;
+        if (g->names[i] == NULL || g->versions[i] == NULL)
+            break;
+    }
+    return ++sim->generation_count;
+}
+
 static void sim_bound(void *ctx, const struct pod *pod, const char *node)
 {
-    (void)pod;
     (void)node;
     struct simulator *sim = ctx;
     sim->bound++;
     count_bound_now(sim);
+    struct sim_record *r = record_of(sim, pod->uid);
+    if (r == NULL)
+        return;
+    r->bound_wall_ms = (wall_us() - sim->wall_start_us) / 1000;
+    if (sim->sched.serving != NULL &&
+        (r->generation_index = generation_record(sim, sim->sched.serving)) > 0)
+        sim->generations[r->generation_index - 1].pods++;
 }
 
 static struct sim_group_record *group_record(struct simulator *sim, const char *namespace_name,
@@ -149,7 +188,8 @@ static int add_record(struct simulator *sim, const struct pod *pod)
 /* Hand a pod to the scheduler; pending pods of ours are recorded for the report. */
 static int submit_pod(struct simulator *sim, struct pod *pod)
 {
-    if (pod->node_name == NULL && strcmp(pod->scheduler_name, sim->cfg.scheduler_name) == 0) {
+    if (pod->node_name == NULL &&
+        strcmp(pod->scheduler_name, sim->sched.cfg->scheduler_name) == 0) {
         int rc = add_record(sim, pod);
         if (rc < 0) {
             pod_free(pod);
@@ -162,6 +202,8 @@ static int submit_pod(struct simulator *sim, struct pod *pod)
 int simulator_open(struct simulator *sim, const struct sim_options *opt, struct kc_error *err)
 {
     memset(sim, 0, sizeof(*sim));
+    sim->opt = *opt;
+    sim->reload.watch.fd = -1;
     int rc = config_default(&sim->cfg);
     if (rc < 0)
         return kc_error_set(err, rc, "out of memory");
@@ -182,7 +224,13 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
     struct scheduler_sink sink = {
         .ctx = sim, .bind = sim_bind, .bound = sim_bound, .group_status = sim_group_status};
     struct scheduler_clock clock = {sim, sim_now};
+    sim->cfg.private_copies = opt->watch_plugins;
     rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
+    if (rc < 0)
+        return rc;
+    generation_record(sim, sim->sched.fw);
+    rc = reloader_open(&sim->reload, &sim->sched, opt->config_path, opt->watch_plugins,
+                       opt->watch_config, err);
     if (rc < 0)
         return rc;
     sim->sched.groups.bound_pods_run = true; /* no kubelets: a bound pod runs at once */
@@ -209,9 +257,19 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
     return 0;
 }
 
+/* With --pace, how many arrivals wall time allows by now. */
+static uint32_t paced_arrivals(const struct simulator *sim)
+{
+    if (sim->opt.pace == 0)
+        return sim->spec.arrival_count;
+    int64_t allowed = (wall_us() - sim->wall_start_us) * sim->opt.pace / 1000000 + 1;
+    return allowed < sim->spec.arrival_count ? (uint32_t)allowed : sim->spec.arrival_count;
+}
+
 static void deliver_arrivals(struct simulator *sim)
 {
-    while (sim->next_arrival < sim->spec.arrival_count &&
+    uint32_t limit = paced_arrivals(sim);
+    while (sim->next_arrival < limit &&
            sim->spec.arrivals[sim->next_arrival].at_ms <= sim->now_ms) {
         struct sim_arrival *a = &sim->spec.arrivals[sim->next_arrival++];
         struct pod *pod = a->pod;
@@ -240,7 +298,13 @@ int simulator_run(struct simulator *sim, bool progress)
     sim->wall_start_us = wall_us();
     int64_t last_arrival =
         sim->spec.arrival_count > 0 ? sim->spec.arrivals[sim->spec.arrival_count - 1].at_ms : 0;
+    sim->wall_start_unix_ms = (int64_t)time(NULL) * 1000;
+    struct timespec real;
+    if (clock_gettime(CLOCK_REALTIME, &real) == 0)
+        sim->wall_start_unix_ms = (int64_t)real.tv_sec * 1000 + real.tv_nsec / 1000000;
     for (;;) {
+        if (reloader_poll(&sim->reload, s))
+            generation_record(sim, s->fw);
         deliver_arrivals(sim);
         scheduler_tick(s);
         if (scheduler_schedule_one(s) > 0 || scheduler_busy(s)) {
@@ -250,6 +314,11 @@ int simulator_run(struct simulator *sim, bool progress)
         }
         int64_t next = scheduler_next_due(s);
         bool arrivals_left = sim->next_arrival < sim->spec.arrival_count;
+        if (arrivals_left && sim->next_arrival >= paced_arrivals(sim) &&
+            sim->spec.arrivals[sim->next_arrival].at_ms <= sim->now_ms) {
+            usleep(200); /* --pace: the next arrival is due in wall time, not yet */
+            continue;
+        }
         if (arrivals_left && sim->spec.arrivals[sim->next_arrival].at_ms < next)
             next = sim->spec.arrivals[sim->next_arrival].at_ms;
         if (next == INT64_MAX)
@@ -269,6 +338,16 @@ int simulator_run(struct simulator *sim, bool progress)
 void simulator_close(struct simulator *sim)
 {
     scheduler_close(&sim->sched);
+    reloader_close(&sim->reload);
+    for (uint32_t i = 0; i < sim->generation_count; i++) {
+        for (uint32_t k = 0; k < sim->generations[i].plugin_count; k++) {
+            free(sim->generations[i].names[k]);
+            free(sim->generations[i].versions[k]);
+        }
+        free(sim->generations[i].names);
+        free(sim->generations[i].versions);
+    }
+    free(sim->generations);
     simfile_free(&sim->spec);
     config_free(&sim->cfg);
     for (uint32_t i = 0; i < sim->record_count; i++) {

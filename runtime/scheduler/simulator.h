@@ -10,6 +10,7 @@
 #include "error.h"
 #include "scheduler.h"
 #include "simfile.h"
+#include "reload.h"
 
 struct sim_record {
     char *namespace;
@@ -17,7 +18,19 @@ struct sim_record {
     char *uid;
     char *node; /* bound node, or NULL */
     int64_t arrival_ms;
-    int64_t bound_ms; /* simulated time of binding */
+    int64_t bound_ms;          /* simulated time of binding */
+    int64_t bound_wall_ms;     /* wall time of binding, from the start of the run */
+    uint32_t generation_index; /* + 1, into simulator.generations: the plugins that served it */
+};
+
+/* A plugin generation that served pods: its plugins' names and versions. */
+struct sim_generation {
+    uint64_t generation;
+    uint32_t plugin_count;
+    char **names;
+    char **versions;
+    int64_t active_wall_ms; /* when new cycles started to use it, from the start of the run */
+    uint64_t pods;          /* pods it bound */
 };
 
 /* The last status the scheduler reported for a pod group. */
@@ -37,6 +50,9 @@ struct sim_options {
     const char *report_path; /* JSON report, or NULL */
     bool quiet;              /* no placement table */
     bool progress;           /* progress lines on stderr for long runs */
+    bool watch_plugins;      /* hot reload of changed plugin files */
+    bool watch_config;       /* hot reload of a changed --config file (SIGHUP always reloads) */
+    uint32_t pace;           /* at most this many arrivals per wall second (0: no pacing) */
 };
 
 struct simulator {
@@ -54,6 +70,12 @@ struct simulator {
     uint32_t seconds, seconds_capacity;
     struct sim_group_record *groups; /* in the order they were first reported */
     uint32_t group_count, group_capacity;
+    /* hot reload */
+    struct sim_options opt;
+    struct reloader reload;
+    struct sim_generation *generations;
+    uint32_t generation_count, generation_capacity;
+    int64_t wall_start_unix_ms;
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */

@@ -184,7 +184,7 @@ static void test_decisions_of_a_1_0_plugin_take_effect(void **state)
     int rc = scheduler_open(&s, &cfg, NULL, &sink, &clock, &err);
     if (rc != 0)
         fail_msg("scheduler_open: %s", err.message);
-    assert_int_equal(s.fw.count, 2);
+    assert_int_equal(s.fw->count, 2);
 
     /* Plenty of CPU everywhere: only the plugin's own rules limit placement. */
     assert_int_equal(scheduler_node_add(&s, make_node("n-reject", "abi.kcycle.io/reject", 8000)),

@@ -355,6 +355,15 @@ def scenario_basic(fc, api, workdir):
         short = gang_status(api, "short")
         check(short.get("scheduled", 0) == 0 and short.get("phase") in (None, "Pending"),
               f"PodGroup short: {short}")
+        # SIGHUP reloads the configuration (never the default: the end of the process)
+        r.scheduler.proc.send_signal(signal.SIGHUP)
+        wait_until("the configuration reloaded", lambda: "reloaded: plugin generation" in open(
+            r.scheduler.log_path, errors="replace").read(), 20, [r])
+        bulk_create(api, [fc.pod("after-reload", namespace="team-1", scheduler="kcycle",
+                                 cpu="100m", memory="100Mi")])
+        wait_until("a pod bound after the reload", lambda: (api.get_object(
+            "pods", "after-reload", namespace="team-1") or {}).get("spec", {}).get("nodeName"),
+            30, [r])
         print(f"basic: 1,980 pods bound in {took:.1f}s (including the first lists)")
     finally:
         codes = r.stop()

@@ -36,7 +36,7 @@ BRIDGE_VALUE_FLAGS = {"--listen", "--config", "--kubeconfig", "--context", "--sc
                       "--retry-period", "--workers", "--health-port"}
 BRIDGE_BARE_FLAGS = {"--leader-elect", "--no-leader-elect", "-v"}
 SCHEDULER_VALUE_FLAGS = {"--bridge", "--config", "--plugin-dir", "--health-port"}
-SCHEDULER_BARE_FLAGS = {"-v"}
+SCHEDULER_BARE_FLAGS = {"-v", "--watch-plugins", "--watch-config"}
 
 # (API group, resource) -> verbs: what the scheduler's account must be granted, and all it may be.
 REQUIRED_RULES = {

@@ -420,7 +420,7 @@ static void test_scheduler_open_refuses_a_required_bad_plugin_and_can_open_again
     int rc = scheduler_open(&s, &tc.cfg, NULL, NULL, NULL, &err);
     if (rc != 0)
         fail_msg("scheduler_open: %s", err.message);
-    assert_int_equal(s.fw.count, 3);
+    assert_int_equal(s.fw->count, 3);
     scheduler_close(&s);
 }
 

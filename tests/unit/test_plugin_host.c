@@ -161,8 +161,8 @@ static void evaluate_in_process(struct expected *x)
         x->counts[i] = s.reasons[i].count;
     }
     x->reason_count = s.reason_count;
-    for (uint32_t k = 0; k < s.fw.phase_count[PHASE_SCORE]; k++) {
-        if (!(e.scored & (1ull << s.fw.phase[PHASE_SCORE][k]->index)))
+    for (uint32_t k = 0; k < s.fw->phase_count[PHASE_SCORE]; k++) {
+        if (!(e.scored & (1ull << s.fw->phase[PHASE_SCORE][k]->index)))
             continue;
         assert_true(x->scored < 4);
         for (uint32_t i = 0; i < e.found; i++)

@@ -1,0 +1,332 @@
+#!/usr/bin/env python3
+"""Hot reload end to end, on a simulated workload paced to wall time (--pace):
+1. a plugin file replaced by a new build (rename into place, or a copy over it) serves the pods
+   scheduled after the switch within one second, with no pod failed or lost;
+2. each kind of bad file (not a shared object, another ABI, a newer minor, no entry point, init
+   failing) leaves the old version serving, with a log line naming the file and the reason;
+3. a configuration reload (SIGHUP) that changes a weight changes later placements; an invalid
+   one is refused with file:line:column and changes nothing;
+4. fifty reloads in a row under load leave no file descriptors, mapped copies, copies on disk
+   or processes behind."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SCHEDULER, TEST_PLUGINS = sys.argv[1], sys.argv[2]
+FAILURES = []
+PASSED = [0]
+
+
+def check(condition, message):
+    if condition:
+        PASSED[0] += 1
+        return
+    FAILURES.append(message)
+    print("FAIL: " + message)
+
+
+def plugin(name):
+    return os.path.join(TEST_PLUGINS, name + ".so")
+
+
+def replace(src, dst, how):
+    """Put src at dst the way a developer's build would."""
+    if how == "rename":
+        tmp = dst + ".new"
+        shutil.copyfile(src, tmp)
+        os.rename(tmp, dst)
+    elif how == "new file":  # removed, then written again: a new inode
+        os.unlink(dst)
+        shutil.copyfile(src, dst)
+    else:  # a copy over the file, in place
+        with open(src, "rb") as f:
+            data = f.read()
+        with open(dst, "r+b" if os.path.exists(dst) else "wb") as f:
+            f.truncate(0)
+            f.write(data)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def workload(tmp, pods):
+    return write(os.path.join(tmp, "sim.yaml"),
+                 "nodes:\n"
+                 "  - {name: a, count: 100, allocatable: {cpu: 64, memory: 256Gi, pods: 250}}\n"
+                 "  - {name: b, count: 100, allocatable: {cpu: 64, memory: 256Gi, pods: 250}}\n"
+                 "workload:\n"
+                 f"  - {{name: w, count: {pods}, interval: 0ms, "
+                 "requests: {cpu: 100m, memory: 128Mi}}\n")
+
+
+def config(tmp, isolation="inprocess", versioned_weight=1, resources_weight=1, extra=""):
+    so = os.path.join(tmp, "versioned.so")
+    return write(os.path.join(tmp, "config.yaml"),
+                 "percentageOfNodesToScore: 100\n"
+                 "plugins:\n"
+                 "  - {name: prioritysort}\n"
+                 f"  - {{name: noderesources, weight: {resources_weight}}}\n"
+                 f"  - {{name: versioned, path: {json.dumps(so)}, weight: {versioned_weight}, "
+                 f"isolation: {isolation}, args: {{prefer: a-}}}}\n"
+                 "  - {name: defaultbinder}\n" + extra)
+
+
+class Run:
+    """The scheduler in the background; its stderr collected."""
+
+    def __init__(self, tmp, cfg, sim, pace, extra=()):
+        self.report = os.path.join(tmp, "report.json")
+        if os.path.exists(self.report):
+            os.unlink(self.report)
+        self.copies = os.path.join(tmp, "copies")
+        os.makedirs(self.copies, exist_ok=True)
+        env = dict(os.environ, TMPDIR=self.copies)
+        self.proc = subprocess.Popen(
+            [SCHEDULER, "--config", cfg, "--simulate", sim, "--report", self.report, "--quiet",
+             "--no-progress", "--pace", str(pace), *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.started = time.time()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line)
+
+    def wait_for(self, text, timeout=3.0):
+        """Wait until a log line contains text."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if any(text in line for line in self.lines):
+                return True
+            time.sleep(0.01)
+        return False
+
+    def wait(self, timeout=120):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=10)
+        self.stderr = "".join(self.lines)
+        data = None
+        if self.proc.returncode == 0 and os.path.exists(self.report):
+            with open(self.report) as f:
+                data = json.load(f)
+        return data
+
+
+def nothing_lost(label, data, pods):
+    s = data["summary"]
+    check(s["pods"] == pods and s["scheduled"] == pods,
+          f"{label}: all {pods} pods bound ({s['scheduled']} of {s['pods']})")
+    check(s["error_attempts"] == 0 and s["unschedulable_attempts"] == 0,
+          f"{label}: no attempt failed (errors {s['error_attempts']}, "
+          f"unschedulable {s['unschedulable_attempts']})")
+
+
+def scheduling_went_on(label, data):
+    """Pods were bound in every second of the run: scheduling never stopped."""
+    times = sorted(p["bound_wall_ms"] for p in data["pods"] if p.get("bound_wall_ms") is not None)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    check(times and max(gaps) < 1000, f"{label}: scheduling never stopped "
+                                     f"(longest gap {max(gaps) if gaps else None} ms)")
+
+
+def test_new_version(tmp, isolation, how):
+    label = f"new version ({isolation}, {how})"
+    pods = 20000
+    shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
+    cfg = config(tmp, isolation)
+    run = Run(tmp, cfg, workload(tmp, pods), pace=10000, extra=["--watch-plugins"])
+    time.sleep(0.8)
+    replaced_at = time.time()
+    replace(plugin("versioned2"), os.path.join(tmp, "versioned.so"), how)
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    gens = data["summary"]["plugin_generations"]
+    check(len(gens) == 2 and gens[1]["plugin_versions"]["versioned"] == "2.0.0",
+          f"{label}: a second generation serves versioned 2.0.0 ({gens})")
+    if len(gens) < 2:
+        return
+    start = data["summary"]["wall_start_unix_ms"] / 1000.0
+    switch = start + gens[1]["active_wall_ms"] / 1000.0
+    check(switch - replaced_at < 1.0,
+          f"{label}: the switch came {switch - replaced_at:.3f} s after the file changed (< 1 s)")
+    # pods whose cycle was open at the switch finish on 1.0.0 just after it; every later one
+    # (from 100 ms after the switch, itself well within 1 s of the change) uses 2.0.0
+    settled = gens[1]["active_wall_ms"] + 100
+    after = [p for p in data["pods"] if p["bound_wall_ms"] > settled]
+    before = [p for p in data["pods"] if p["bound_wall_ms"] < gens[1]["active_wall_ms"]]
+    in_flight = [p for p in data["pods"] if gens[1]["active_wall_ms"] <= p["bound_wall_ms"]
+                 <= settled and p["plugin_versions"]["versioned"] == "1.0.0"]
+    check(after and all(p["plugin_versions"]["versioned"] == "2.0.0" for p in after),
+          f"{label}: every one of the {len(after)} pods bound from 100 ms after the switch "
+          f"used 2.0.0")
+    check(before and all(p["plugin_versions"]["versioned"] == "1.0.0" for p in before),
+          f"{label}: the {len(before)} pods bound before it used 1.0.0")
+    print(f"{label}: switch {1000 * (switch - replaced_at):.0f} ms after the change; "
+          f"{len(before)} pods on 1.0.0, {len(after)} on 2.0.0, {len(in_flight)} open at the "
+          "switch finished on 1.0.0")
+
+
+BAD = [
+    ("a text file", None, "cannot be loaded as a shared object"),
+    ("another ABI major", "abi2", "built for SDK ABI 2."),
+    ("a newer ABI minor", "newerminor", "this host serves ABI"),
+    ("no entry point", "noquery", "does not export kc_plugin_query"),
+    ("init failing", "versionedinitfail", "init failed"),
+]
+
+
+def test_bad_files(tmp, isolation):
+    label = f"bad files ({isolation})"
+    pods = 20000
+    so = os.path.join(tmp, "versioned.so")
+    shutil.copyfile(plugin("versioned1"), so)
+    run = Run(tmp, config(tmp, isolation), workload(tmp, pods), pace=5000,
+              extra=["--watch-plugins"])
+    for kind, name, _ in BAD:
+        time.sleep(0.5)
+        if name is None:
+            write(so + ".new", "this is not a shared object\n")
+            os.rename(so + ".new", so)
+        else:
+            replace(plugin(name), so, "rename")
+    time.sleep(0.5)
+    replace(plugin("versioned2"), so, "rename")  # the watch still works afterwards
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    scheduling_went_on(label, data)
+    for kind, name, needle in BAD:
+        lines = [l for l in run.stderr.splitlines() if so in l and needle in l]
+        check(lines, f"{label}: {kind}: a log line names {so} and says '{needle}'")
+    gens = data["summary"]["plugin_generations"]
+    check([g["plugin_versions"]["versioned"] for g in gens] == ["1.0.0", "2.0.0"],
+          f"{label}: 1.0.0 served until the good file came, then 2.0.0 ({gens})")
+    check(data["summary"]["plugin_reloads_refused"] == len(BAD),
+          f"{label}: {len(BAD)} reloads refused ({data['summary']['plugin_reloads_refused']})")
+
+
+def test_config_reload(tmp):
+    label = "config reload"
+    pods = 20000
+    shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
+    cfg = config(tmp, versioned_weight=1, resources_weight=1)
+    run = Run(tmp, cfg, workload(tmp, pods), pace=10000)
+    time.sleep(0.5)
+    # an invalid configuration: refused whole, with the position of the bad key
+    bad = config(tmp, versioned_weight=1000, resources_weight=1000,
+                 extra="percentageOfNodeToScore: 50\n")
+    with open(bad) as f:
+        bad_line = 1 + f.read().splitlines().index("percentageOfNodeToScore: 50")
+    run.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    # noderesources weight 1 -> 1000: LeastAllocated now outweighs versioned's preference
+    config(tmp, versioned_weight=1, resources_weight=1000)
+    run.proc.send_signal(signal.SIGHUP)
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    check(f"{bad}:{bad_line}:1" in run.stderr and "rejected" in run.stderr,
+          f"{label}: the invalid file is rejected with {bad}:{bad_line}:1 ({run.stderr[-600:]})")
+    gens = data["summary"]["plugin_generations"]
+    check(len(gens) == 2, f"{label}: one switch, for the valid file only ({len(gens)} generations)")
+    if len(gens) != 2:
+        return
+    switch = gens[1]["active_wall_ms"]
+    before = [p for p in data["pods"] if p["bound_wall_ms"] < switch]
+    after = [p for p in data["pods"] if p["bound_wall_ms"] > switch]
+    on_a = lambda ps: sum(p["node"].startswith("a-") for p in ps) / max(1, len(ps))
+    check(before and on_a(before) > 0.99,
+          f"{label}: weight 1: versioned's preferred nodes take the pods ({on_a(before):.3f})")
+    check(after and on_a(after) < 0.5,
+          f"{label}: noderesources weight 1000: later pods spread to the emptier nodes "
+          f"({on_a(after):.3f} on a-)")
+    print(f"{label}: {len(before)} pods before the switch, {100 * on_a(before):.1f}% on a-; "
+          f"{len(after)} after, {100 * on_a(after):.1f}% on a-")
+
+
+def children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def resources(pid):
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    with open(f"/proc/{pid}/maps") as f:
+        copies = {l.split()[-2] if l.rstrip().endswith("(deleted)") else l.split()[-1]
+                  for l in f if f"kcycle-{pid}-g" in l}
+    return fds, len(copies), len(children(pid))
+
+
+def test_fifty_reloads(tmp, isolation):
+    label = f"fifty reloads ({isolation})"
+    pods = 20000
+    so = os.path.join(tmp, "versioned.so")
+    shutil.copyfile(plugin("versioned1"), so)
+    run = Run(tmp, config(tmp, isolation), workload(tmp, pods), pace=1000,
+              extra=["--watch-plugins"])
+    time.sleep(0.5)
+    first = resources(run.proc.pid)
+    for i in range(50):
+        replace(plugin("versioned2" if i % 2 == 0 else "versioned1"), so, "rename")
+        # one change at a time: two within the debounce window are one reload
+        check(run.wait_for(f"plugin generation {i + 2} serves"), f"{label}: reload {i + 1} done")
+    time.sleep(0.1)
+    last = resources(run.proc.pid) if run.proc.poll() is None else None
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    check(last is not None, f"{label}: the run still went on after 50 reloads")
+    if data is None or last is None:
+        return
+    nothing_lost(label, data, pods)
+    check(data["summary"]["plugin_switches"] == 50,
+          f"{label}: 50 switches ({data['summary']['plugin_switches']})")
+    check(last == first, f"{label}: fds, mapped copies and child processes "
+                         f"{last} equal those before the reloads {first}")
+    check(os.listdir(run.copies) == [], f"{label}: no copy left on disk "
+                                        f"({os.listdir(run.copies)})")
+    print(f"{label}: before (fds, mapped copies, children) {first}, after 50 reloads {last}")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        for how in ("rename", "copy", "new file"):
+            test_new_version(tmp, "inprocess", how)
+        test_bad_files(tmp, "inprocess")
+        test_config_reload(tmp)
+        test_fifty_reloads(tmp, "inprocess")
+    print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
