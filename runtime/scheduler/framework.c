@@ -146,7 +146,17 @@ int framework_load(struct framework *fw, const struct config *cfg, const char *p
         struct plugin *p = &fw->plugins[fw->count];
         int rc = pc->isolation == ISOLATION_PROCESS ? describe_remote(p, pc, dir, err)
                                                     : open_one(p, pc, dir, host, how, err);
-        if (rc < 0 && pc->required) {
+        if (rc < 0 && (pc->required || how->strict)) {
+            if (!pc->required) {
+                /* err names the file and why; say why that refuses the whole load */
+                char why[sizeof(err->message)];
+                snprintf(why, sizeof(why), "%s",
+                         err->message[0] != '\0' ? err->message : kc_strerror(rc));
+                kc_error_set(err, rc,
+                             "%s (plugin %s is required: false, but a reload loads every "
+                             "configured plugin or changes nothing)",
+                             why, pc->name);
+            }
             framework_close(fw);
             return rc;
         }

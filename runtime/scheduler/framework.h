@@ -23,6 +23,8 @@ struct plugin {
     kc_plugin_ops ops; /* the plugin's table copied up to its struct_size, the rest NULL */
     void *self;
     void *dl_handle;
+    int copy_fd; /* the private copy (memfd) while mapped, else 0: the dynamic loader knows
+                  * images by name, so /proc/self/fd/N must not be reused while loaded */
     uint32_t requeue_mask;
     bool initialized;
     char default_reason[160]; /* Filter rejected without kc_cycle_reject: "node(s) were ..." */
@@ -80,6 +82,10 @@ struct framework_load {
      * the plugin, unlinked once mapped), so the dynamic loader never hands back an image it
      * already has and a file copied over later cannot change the code that runs. */
     bool private_copy;
+    /* A reload: any configured in-process plugin that fails to load or init fails the whole
+     * load, required or not, so that a bad new file changes nothing (the old generation keeps
+     * serving). Without it a plugin with required: false is logged and left out. */
+    bool strict;
 };
 
 /* Open a plugin file and check it: a shared object with kc_plugin_query whose ABI this host
@@ -96,7 +102,7 @@ void loader_close(struct plugin *p);
 char *loader_find(const char *name, const char *explicit_path, const char *plugin_dir);
 
 /* Load and init every plugin of cfg. A required plugin that fails is an error; others are
- * logged and left out. */
+ * logged and left out (with how->strict: an error too). */
 int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
                    const kc_host_api *host, struct kc_error *err);
 /* As framework_open, as generation how->generation (framework_open: generation 1, no copy). */

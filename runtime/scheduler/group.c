@@ -63,6 +63,7 @@ static void group_free(struct pod_group *g)
     free(g->key);
     free(g->namespace_name);
     free(g->name);
+    free(g->declarer);
     free(g->members);
     free(g->message);
     free(g->failure);
@@ -145,7 +146,7 @@ static void pushed(struct scheduler *s, struct sched_pod *sp, int rc)
 
 /* The first plugin (configuration order) whose group_of places the pod in a group. */
 static bool declared_group(struct scheduler *s, const struct pod *pod, kc_group_info *info,
-                           uint32_t *plugin)
+                           const char **plugin)
 {
     struct framework *fw = s->fw;
     for (uint32_t i = 0; i < fw->count; i++) {
@@ -156,7 +157,7 @@ static bool declared_group(struct scheduler *s, const struct pod *pod, kc_group_
         info->struct_size = sizeof(*info);
         kc_status st = p->ops.group_of(p->self, (const kc_pod *)pod, info);
         if (st == KC_SUCCESS && info->name != NULL && info->name[0] != '\0') {
-            *plugin = p->index;
+            *plugin = p->name;
             return true;
         }
     }
@@ -165,7 +166,7 @@ static bool declared_group(struct scheduler *s, const struct pod *pod, kc_group_
 
 /* The group a declaration names, created on first use with its description. */
 static struct pod_group *group_for(struct group_table *t, const kc_group_info *info,
-                                   uint32_t plugin)
+                                   const char *plugin)
 {
     const char *ns = info->namespace_name != NULL ? info->namespace_name : "";
     char key[GROUP_KEY_MAX];
@@ -193,7 +194,13 @@ static struct pod_group *group_for(struct group_table *t, const kc_group_info *i
     uint32_t min_member = info->min_member > 0 ? info->min_member : 1;
     if (g->min_member != min_member)
         mark(g);
-    g->declarer = plugin;
+    if (g->declarer == NULL || strcmp(g->declarer, plugin) != 0) {
+        char *name = strdup(plugin);
+        if (name != NULL) {
+            free(g->declarer);
+            g->declarer = name;
+        }
+    }
     g->min_member = min_member;
     g->transaction = (info->flags & KC_GROUP_CYCLE) != 0;
     g->timeout_ms = info->schedule_timeout_ms > 0 ? info->schedule_timeout_ms : 0;
@@ -236,7 +243,7 @@ void group_leave(struct sched_pod *sp)
 void group_join(struct scheduler *s, struct sched_pod *sp)
 {
     kc_group_info info;
-    uint32_t plugin = 0;
+    const char *plugin = NULL;
     struct pod_group *g = NULL;
     if (declared_group(s, sp->pod, &info, &plugin))
         g = group_for(&s->groups, &info, plugin);
@@ -286,7 +293,7 @@ void group_assigned(struct scheduler *s, const struct pod *pod, const struct pod
         mark(a->group);
     }
     kc_group_info info;
-    uint32_t plugin = 0;
+    const char *plugin = NULL;
     struct pod_group *g = NULL;
     if (pod != NULL && declared_group(s, pod, &info, &plugin))
         g = group_for(t, &info, plugin);
@@ -561,7 +568,8 @@ static void settle_permit_holds(struct scheduler *s, int64_t now)
         if (g == NULL || !w->group_hold || g->permit_round != round)
             continue;
         if (g->permit_failed)
-            waiting_pod_reject(w, s->fw->plugins[g->declarer].name,
+            /* by name: the member's cycle may run on an older generation than s->fw */
+            waiting_pod_reject(w, g->declarer,
                                g->permit_failure != NULL ? g->permit_failure : g->key);
         else if (!g->permit_pending)
             w->group_hold = false;
@@ -737,7 +745,11 @@ static void commit(struct scheduler *s, struct pod_group *g, struct member_try *
             if (hold && p.permit != KC_WAIT) {
                 p.permit = KC_WAIT;
                 p.timeout_ms = PERMIT_MAX_TIMEOUT_MS; /* its siblings' waits decide */
-                p.wait_plugin = g->declarer;
+                /* the position of the group's plugin in the member's own generation; none
+                 * (it left the configuration): scheduler_commit names the group's plugin */
+                const struct plugin *declarer =
+                    g->declarer != NULL ? framework_plugin(m->cycle->fw, g->declarer) : NULL;
+                p.wait_plugin = declarer != NULL ? declarer->index : UINT32_MAX;
             }
             p.group_hold = hold;
             scheduler_commit(s, m->cycle, &p);

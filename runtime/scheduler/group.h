@@ -20,7 +20,9 @@ struct pod_group {
     char *key; /* "namespace/name", the table's key */
     char *namespace_name;
     char *name;
-    uint32_t declarer; /* framework index of the plugin whose group_of named it */
+    /* the plugin whose group_of named it (owned): a name, not an index, as plugin indices differ
+     * between generations (hot reload) */
+    char *declarer;
     uint32_t min_member;
     bool transaction; /* KC_GROUP_CYCLE: the quorum is placed in one group cycle */
     int64_t timeout_ms;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,38 +96,36 @@ static int refuse(struct plugin *p, struct kc_error *err, int code, const char *
     return kc_error_set(err, code, "plugin %s: %s", path, why);
 }
 
-/* Copy path to a file of our own; the copy's name is unique to this process, generation and
- * file. Returns the malloc'd copy path, or NULL with errno set. */
-static char *private_copy(const char *path, uint64_t generation)
+/* Copy path into an anonymous memory file (memfd) of our own, so that the dynamic loader
+ * cannot hand back an image it already has for the path, nothing lands in a shared or noexec
+ * temporary directory, and nothing is left behind on any exit. Its name,
+ * "kcycle-PID-gN-FILE", is what /proc/PID/maps shows. Returns the fd (the caller closes it
+ * once the image is mapped) with its /proc/self/fd path in proc_path, or -errno. */
+static int private_copy(const char *path, uint64_t generation, char *proc_path, size_t size)
 {
-    const char *tmp = getenv("TMPDIR");
     const char *base = strrchr(path, '/');
     base = base != NULL ? base + 1 : path;
-    char *copy;
-    if (asprintf(&copy, "%s/kcycle-%ld-g%llu-%s", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp",
-                 (long)getpid(), (unsigned long long)generation, base) < 0)
-        return NULL;
+    char name[256];
+    snprintf(name, sizeof(name), "kcycle-%ld-g%llu-%s", (long)getpid(),
+             (unsigned long long)generation, base);
     int in = open(path, O_RDONLY | O_CLOEXEC);
-    int out = in < 0 ? -1 : open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0700);
+    int out = in < 0 ? -1 : memfd_create(name, MFD_CLOEXEC);
     struct stat st;
     bool ok = out >= 0 && fstat(in, &st) == 0;
     for (off_t done = 0; ok && done < st.st_size;) {
         ssize_t n = sendfile(out, in, &done, (size_t)(st.st_size - done));
         ok = n > 0;
     }
-    int saved = errno;
-    if (out >= 0 && close(out) != 0)
-        ok = false;
+    int saved = errno != 0 ? errno : EIO;
     if (in >= 0)
         close(in);
     if (!ok) {
         if (out >= 0)
-            unlink(copy);
-        free(copy);
-        errno = saved != 0 ? saved : EIO;
-        return NULL;
+            close(out);
+        return -saved;
     }
-    return copy;
+    snprintf(proc_path, size, "/proc/self/fd/%d", out);
+    return out;
 }
 
 /* dlerror() names the file it opened: say path instead of our copy's name. */
@@ -147,26 +146,28 @@ int loader_open_as(const char *path, struct plugin *p, const struct framework_lo
                    struct kc_error *err)
 {
     memset(p, 0, sizeof(*p));
-    char *copy = NULL;
+    char proc_path[64] = "";
+    const char *copy = NULL;
+    int copy_fd = -1;
     if (how != NULL && how->private_copy) {
-        copy = private_copy(path, how->generation);
-        if (copy == NULL)
-            return refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be read: %s", strerror(errno));
+        copy_fd = private_copy(path, how->generation, proc_path, sizeof(proc_path));
+        if (copy_fd < 0)
+            return refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be copied: %s",
+                          strerror(-copy_fd));
+        copy = proc_path;
     }
     dlerror();
     p->dl_handle = dlopen(copy != NULL ? copy : path, RTLD_NOW | RTLD_LOCAL);
-    if (copy != NULL) {
-        unlink(copy); /* the mapping keeps the image; nothing is left behind on any exit */
-    }
+    if (p->dl_handle == NULL && copy_fd >= 0)
+        close(copy_fd);
+    else if (copy_fd >= 0)
+        p->copy_fd = copy_fd; /* closed after dlclose (loader_close) */
     if (p->dl_handle == NULL) {
         const char *why = dlerror();
         why = why != NULL ? without_copy_name(why, copy) : "unknown dlopen error";
-        int rc =
-            refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be loaded as a shared object: %s", why);
-        free(copy);
-        return rc;
+        return refuse(p, err, KC_ERR_NOT_PLUGIN, path, "cannot be loaded as a shared object: %s",
+                      why);
     }
-    free(copy);
     kc_plugin_query_fn query;
     *(void **)&query = dlsym(p->dl_handle, KC_PLUGIN_QUERY_SYMBOL);
     if (query == NULL)
@@ -212,6 +213,8 @@ void loader_close(struct plugin *p)
         p->ops.fini(p->self);
     if (p->dl_handle != NULL)
         dlclose(p->dl_handle);
+    if (p->copy_fd > 0)
+        close(p->copy_fd);
     free(p->name);
     free(p->path);
     free(p->version);

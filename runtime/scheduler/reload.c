@@ -77,7 +77,11 @@ static bool reload_config(struct reloader *r, struct scheduler *s)
     }
     r->reloaded_cfg = cfg;
     /* the plugin files may have moved with the configuration */
-    watch_open(&r->watch, s->fw, r->watch_plugins, r->watch_config ? r->config_path : NULL);
+    int wrc =
+        watch_open(&r->watch, s->fw, r->watch_plugins, r->watch_config ? r->config_path : NULL);
+    if (wrc < 0)
+        log_error("hot reload: watching the files stopped: %s; SIGHUP still reloads",
+                  kc_strerror(wrc));
     log_warn("configuration %s reloaded: plugin generation %llu", r->config_path,
              (unsigned long long)s->fw->generation);
     return true;

@@ -198,11 +198,13 @@ void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w,
         journal_append(r, &delta);
         return;
     }
+    /* the pending bits are positions in the generation the pod's cycle runs on */
+    const struct framework *fw = w->cycle->fw;
     char *names[FRAMEWORK_MAX_PLUGINS];
     size_t count = 0;
-    for (uint32_t i = 0; i < s->fw->count && i < 64; i++)
+    for (uint32_t i = 0; i < fw->count && i < 64; i++)
         if (w->pending & (1ull << i))
-            names[count++] = s->fw->plugins[i].name;
+            names[count++] = fw->plugins[i].name;
     Kcycle__V1__WaitingPod msg = KCYCLE__V1__WAITING_POD__INIT;
     msg.uid = w->cycle->sp->pod->uid;
     msg.node = w->cycle->node_name;
@@ -680,6 +682,11 @@ static int ensure_up(struct scheduler *s, struct remote_host *h)
     return 0;
 }
 
+void remote_set_timeout(struct scheduler *s, int64_t timeout_ms)
+{
+    s->remote.timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
+}
+
 int remote_open(struct scheduler *s, struct kc_error *err)
 {
     struct remote *r = &s->remote;
@@ -765,12 +772,28 @@ static bool host_fails_pods(const struct remote_host *h)
     return false;
 }
 
-static uint64_t map_plugins(const struct remote_host *h, uint64_t host_bits)
+/* The position in fw (the generation a cycle runs on) of the host's plugin i. h->plugins[]
+ * are the active generation's entries (a reload adopts the hosts): an older generation's cycle
+ * numbers its plugins differently, so the plugin is looked up by name there. Every generation
+ * has the same plugins in hosts (a reload cannot change them); 0 should one be missing. */
+static uint32_t plugin_in(const struct remote_host *h, uint32_t i, const struct framework *fw)
+{
+    const struct plugin *p = i < h->plugin_count ? h->plugins[i] : NULL;
+    if (p == NULL)
+        return 0;
+    if (p->index < fw->count && &fw->plugins[p->index] == p)
+        return p->index;
+    const struct plugin *same = framework_plugin(fw, p->name);
+    return same != NULL ? same->index : 0;
+}
+
+static uint64_t map_plugins(const struct remote_host *h, const struct framework *fw,
+                            uint64_t host_bits)
 {
     uint64_t bits = 0;
     for (uint32_t i = 0; i < h->plugin_count && i < 64; i++)
         if (host_bits & (1ull << i))
-            bits |= 1ull << h->plugins[i]->index;
+            bits |= 1ull << plugin_in(h, i, fw);
     return bits;
 }
 
@@ -869,7 +892,7 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
         }
         h->consecutive_failures = 0;
         const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
-        cycle->rejectors |= map_plugins(h, e->rejectors);
+        cycle->rejectors |= map_plugins(h, cycle->fw, e->rejectors);
         if (result != KC_SUCCESS)
             continue;
         if (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE) {
@@ -982,14 +1005,14 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
             if (phase != PHASE_UNRESERVE && phase != PHASE_POST_BIND &&
                 phase != PHASE_POST_FILTER && host_fails_pods(h)) {
                 if (failed != NULL)
-                    *failed = h->plugins[0]->index;
+                    *failed = plugin_in(h, 0, cycle->fw);
                 return KC_ERROR;
             }
             continue;
         }
         const Kcycle__V1__PhaseReply *pr = reply->phase;
         kc_status st = (kc_status)pr->status;
-        uint32_t plugin = pr->plugin < h->plugin_count ? h->plugins[pr->plugin]->index : 0;
+        uint32_t plugin = plugin_in(h, pr->plugin, cycle->fw);
         if (pr->status > KC_STATUS_MAX)
             st = KC_ERROR;
         if (phase == PHASE_PERMIT && st == KC_WAIT && waiting != NULL && timeout_ms != NULL) {
@@ -998,7 +1021,7 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
                 if (failed != NULL)
                     *failed = plugin;
             }
-            *waiting |= map_plugins(h, pr->waiting);
+            *waiting |= map_plugins(h, cycle->fw, pr->waiting);
             result = KC_WAIT;
         } else if (phase == PHASE_BIND && st == KC_SKIP) {
             /* the next host may bind */
@@ -1101,7 +1124,8 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
             active[n_active++] = h;
         } else if (host_fails_pods(h)) {
             for (uint32_t i = 0; i < count; i++)
-                results[i] = (struct remote_binding){KC_ERROR, h->plugins[0]->index, false};
+                results[i] =
+                    (struct remote_binding){KC_ERROR, plugin_in(h, 0, cycles[i]->fw), false};
             return;
         }
     }
@@ -1148,7 +1172,8 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
                 continue;
             for (uint32_t i = 0; i < count; i++)
                 if (results[i].status == KC_SKIP || results[i].status == KC_SUCCESS)
-                    results[i] = (struct remote_binding){KC_ERROR, h->plugins[0]->index, false};
+                    results[i] =
+                        (struct remote_binding){KC_ERROR, plugin_in(h, 0, cycles[i]->fw), false};
             continue;
         }
         h->consecutive_failures = 0;
@@ -1159,7 +1184,7 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
                 continue; /* already failed on another host */
             if (pr->status == KC_SKIP)
                 continue;
-            uint32_t plugin = pr->plugin < h->plugin_count ? h->plugins[pr->plugin]->index : 0;
+            uint32_t plugin = plugin_in(h, pr->plugin, cycles[i]->fw);
             if (pr->status != KC_SUCCESS) {
                 *res = (struct remote_binding){KC_ERROR, plugin, false};
                 if (pr->message != NULL && pr->message[0] != '\0')

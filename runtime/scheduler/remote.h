@@ -85,6 +85,10 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message);
 
+/* A new pluginTimeout (a configuration reload): the deadline of each later request; <= 0: the
+ * default. */
+void remote_set_timeout(struct scheduler *s, int64_t timeout_ms);
+
 /* A later phase on every host that implements it. Same contract as scheduler_phase; Bind also
  * reports whether a remote Bind plugin asked for the binding (*bind_requested). */
 kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,

@@ -461,6 +461,10 @@ static void fail_attempt_until(struct scheduler *s, struct kc_cycle *cycle, enum
     struct sched_pod *sp = cycle->sp;
     /* message may live in the cycle: copy it before the cycle goes */
     char *reason = message != NULL ? strdup(message) : NULL;
+    /* a cycle of a replaced generation recorded its rejectors as positions in that generation,
+     * which mean other plugins in the active one (requeue_on): let any event wake the pod */
+    if (cycle->fw != s->fw)
+        sp->rejectors = 0;
     cycle_free(cycle);
     scheduler_fail_pod(s, sp, outcome == OUTCOME_ERROR, reason, backoff_until_ms);
     free(reason);
@@ -941,9 +945,9 @@ int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
 
 /* Weighted sum of the scores in s->totals (plus what the caller added), then the highest
  * total; ties broken by reservoir sampling from the seeded generator. */
-static uint32_t select_node(struct scheduler *s, uint32_t found, uint64_t scored)
+static uint32_t select_node(struct scheduler *s, const struct framework *fw, uint32_t found,
+                            uint64_t scored)
 {
-    struct framework *fw = s->fw;
     for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
         struct plugin *p = fw->phase[PHASE_SCORE][k];
         if (!(scored & (1ull << p->index)))
@@ -1187,7 +1191,7 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
         if (found > 1 && compute_scores(s, cycle, found, &scored) < 0)
             not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
         else
-            chosen = s->feasible[found > 1 ? select_node(s, found, scored) : 0];
+            chosen = s->feasible[found > 1 ? select_node(s, cycle->fw, found, scored) : 0];
     }
     free(message);
     return chosen;
@@ -1214,7 +1218,7 @@ static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycl
             no_fit(s, cycle, out);
         } else {
             memset(s->totals, 0, e.found * sizeof(*s->totals));
-            chosen = s->feasible[e.found > 1 ? select_node(s, e.found, e.scored) : 0];
+            chosen = s->feasible[e.found > 1 ? select_node(s, cycle->fw, e.found, e.scored) : 0];
         }
     }
     evaluation_clear(&e);
@@ -1239,10 +1243,16 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
 
 void scheduler_commit(struct scheduler *s, struct kc_cycle *cycle, const struct placement *p)
 {
-    int rc = p->permit == KC_WAIT ? add_waiting(s, cycle, p->waiting, p->timeout_ms,
-                                                cycle->fw->plugins[p->wait_plugin].name,
-                                                p->group_hold)
-                                  : push_binding(s, cycle);
+    /* wait_plugin is a position in the cycle's own generation; a group member held for its
+     * group whose plugin is not in that generation has none (UINT32_MAX) */
+    const char *wait_plugin = "?";
+    if (p->wait_plugin < cycle->fw->count)
+        wait_plugin = cycle->fw->plugins[p->wait_plugin].name;
+    else if (cycle->group != NULL && cycle->group->declarer != NULL)
+        wait_plugin = cycle->group->declarer;
+    int rc = p->permit == KC_WAIT
+                 ? add_waiting(s, cycle, p->waiting, p->timeout_ms, wait_plugin, p->group_hold)
+                 : push_binding(s, cycle);
     if (rc < 0)
         fail_binding(s, cycle, "out of memory holding the pod after Permit");
 }
@@ -1464,7 +1474,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         return fail_binding(s, cycle, "the node or the pod went away before binding");
     uint32_t failed = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
-    bool deferred = st == KC_SUCCESS && s->fw->phase_count[PHASE_BIND] == 0 && remote_binds(s);
+    bool deferred = st == KC_SUCCESS && fw->phase_count[PHASE_BIND] == 0 && remote_binds(s);
     if (st == KC_SUCCESS && !deferred)
         st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
@@ -1600,6 +1610,14 @@ bool scheduler_busy(const struct scheduler *s)
 
 /* ---- hot reload ---- */
 
+/* A pending pod a new generation hears of: not one whose open cycle only waits to end because
+ * the pod was deleted or bound elsewhere (the old generations heard of that; to the new one it
+ * would be a ghost). */
+static bool replayed(const struct scheduler *s, const struct sched_pod *sp)
+{
+    return !sp->deleted && strmap_get(&s->assigned, sp->pod->uid) == NULL;
+}
+
 /* A new generation hears the cluster the scheduler keeps, as add events, before it serves:
  * nodes, custom objects, assigned pods, pending pods, then the pods open cycles assumed. */
 static void replay_cluster(struct scheduler *s, const struct framework *fw)
@@ -1637,7 +1655,7 @@ static void replay_cluster(struct scheduler *s, const struct framework *fw)
     ev.node = NULL;
     for (uint32_t i = 0; i < s->pods.capacity; i++) {
         const struct sched_pod *sp = s->pods.entries[i].value;
-        if (sp == NULL)
+        if (sp == NULL || !replayed(s, sp))
             continue;
         ev.pod = (const kc_pod *)sp->pod;
         dispatch_to(fw, &ev);
@@ -1645,7 +1663,8 @@ static void replay_cluster(struct scheduler *s, const struct framework *fw)
     ev.type = KC_EVENT_POD_ASSUME;
     for (uint32_t i = 0; i < s->pods.capacity; i++) {
         const struct sched_pod *sp = s->pods.entries[i].value;
-        const struct cache_pod *cp = sp != NULL ? cache_pod(&s->cache, sp->pod->uid) : NULL;
+        const struct cache_pod *cp =
+            sp != NULL && replayed(s, sp) ? cache_pod(&s->cache, sp->pod->uid) : NULL;
         if (cp == NULL || !cp->assumed)
             continue;
         ev.pod = (const kc_pod *)sp->pod;
@@ -1712,12 +1731,73 @@ static bool binds(const struct scheduler *s, const struct framework *fw, const s
     return fw->phase_count[PHASE_BIND] > 0 || remote_bind || cfg->binder_elsewhere;
 }
 
+/* The settings a reload takes from the new configuration besides the plugins: the seed and
+ * pluginTimeout apply at once; the Filter threads (parallelism) start only with the scheduler,
+ * which the log says. */
+static void apply_settings(struct scheduler *s, const struct config *use)
+{
+    const struct config *was = s->cfg;
+    if (use == was)
+        return;
+    if (use->parallelism != was->parallelism)
+        log_warn("configuration: parallelism changed from %d to %d; it takes effect only at a "
+                 "restart of the scheduler (its Filter threads and plugin hosts keep %d)",
+                 (int)was->parallelism, (int)use->parallelism, (int)was->parallelism);
+    if (use->seed != was->seed) {
+        log_info("configuration: seed changed from %llu to %llu; tie-breaking restarts from it",
+                 (unsigned long long)was->seed, (unsigned long long)use->seed);
+        s->rng = use->seed;
+    }
+    if (use->plugin_timeout_ms != was->plugin_timeout_ms) {
+        log_info("configuration: pluginTimeout changed from %lld ms to %lld ms",
+                 (long long)was->plugin_timeout_ms, (long long)use->plugin_timeout_ms);
+        remote_set_timeout(s, use->plugin_timeout_ms);
+    }
+}
+
+/* After a switch: the pods a PreEnqueue or group_of of the replaced generation held would stay
+ * held until an event that the new generation may not care about (or never, when it has no
+ * PreEnqueue plugin). Queued pods are filed under the groups the new generation declares, then
+ * every gated pod but those held by spec.schedulingGates (which only a pod update lifts) goes
+ * through the queue again: the new PreEnqueue plugins, then its group's quorum. */
+static void requeue_held(struct scheduler *s)
+{
+    for (uint32_t i = 0; i < s->pods.capacity; i++) {
+        struct sched_pod *sp = s->pods.entries[i].value;
+        if (sp != NULL && !sp->deleted &&
+            (sp->state == SP_ACTIVE || sp->state == SP_BACKOFF || sp->state == SP_UNSCHEDULABLE ||
+             sp->state == SP_GATED))
+            group_join(s, sp);
+    }
+    uint32_t count = s->queue.gated.count;
+    if (count == 0)
+        return;
+    /* enqueue may put a pod back on the list: walk a copy */
+    struct sched_pod **held = malloc(count * sizeof(*held));
+    if (held == NULL) {
+        log_error("hot reload: out of memory asking the held pods again; they are asked at the "
+                  "next event");
+        return;
+    }
+    memcpy(held, s->queue.gated.items, count * sizeof(*held));
+    for (uint32_t i = 0; i < count; i++) {
+        if (held[i]->state != SP_GATED || held[i]->pod->scheduling_gate_count > 0)
+            continue;
+        queue_remove(&s->queue, held[i]);
+        scheduler_enqueue(s, held[i]);
+    }
+    free(held);
+}
+
 int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *err)
 {
     struct config *use = cfg != NULL ? cfg : s->cfg;
     current_scheduler = s;
     /* numbers are never reused, not even after a failure: a private copy's name stays unique */
-    struct framework_load how = {.generation = ++s->generations, .private_copy = true};
+    /* strict: a plugin that fails to load refuses the reload even when required: false, so a
+     * bad new file changes nothing (the old generation keeps serving) */
+    struct framework_load how = {
+        .generation = ++s->generations, .private_copy = true, .strict = true};
     struct framework *fw = NULL;
     int rc = framework_new(use, s->plugin_dir, &s->host, &how, &fw, err);
     if (rc == 0)
@@ -1737,6 +1817,7 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
         return rc;
     }
     s->retiring = grown;
+    apply_settings(s, use);
     replay_cluster(s, fw);
     adopt_remote(s, fw);
     struct framework *old = s->fw;
@@ -1753,6 +1834,8 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
     s->switches++;
     /* the new plugins may judge parked pods differently: every one may try again */
     queue_on_event(&s->queue, ~0ull, scheduler_now(s));
+    /* and the pods the old ones held (PreEnqueue, group_of) are asked again */
+    requeue_held(s);
     log_info("plugins: generation %llu serves new cycles; generation %llu retires once its %u "
              "open cycles end",
              (unsigned long long)fw->generation, (unsigned long long)old->generation, old->refs);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +39,35 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The content path names now, following symlinks (a Kubernetes ConfigMap volume swaps a
+ * "..data" symlink and never touches the file's own name): its size and an FNV-1a hash. */
+static void identify(struct watch_file *f)
+{
+    f->present = false;
+    f->size = 0;
+    f->hash = 0xcbf29ce484222325ull;
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    unsigned char buf[65536];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        f->size += (uint64_t)n;
+        for (ssize_t i = 0; i < n; i++)
+            f->hash = (f->hash ^ buf[i]) * 0x100000001b3ull;
+    }
+    f->present = n == 0;
+    close(fd);
+}
+
+/* Look again; true when the content is not what it was. */
+static bool changed(struct watch_file *f)
+{
+    struct watch_file before = *f;
+    identify(f);
+    return f->present != before.present || f->size != before.size || f->hash != before.hash;
+}
+
 static int add_file(struct watch *w, const char *path, bool config)
 {
     const char *slash = strrchr(path, '/');
@@ -58,14 +89,18 @@ static int add_file(struct watch *w, const char *path, bool config)
     int wd = dir == NULL ? -1
                          : inotify_add_watch(w->fd, dir,
                                              IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_ONLYDIR);
-    if (wd < 0) {
-        int rc = dir == NULL ? -ENOMEM : -errno;
+    char *copy = strdup(path);
+    if (wd < 0 || copy == NULL) {
+        int rc = dir == NULL || copy == NULL ? -ENOMEM : -errno;
         log_warn("hot reload: cannot watch %s: %s", path, strerror(-rc));
         free(dir);
         free(base);
+        free(copy);
         return rc;
     }
-    w->files[w->file_count++] = (struct watch_file){wd, dir, base, config};
+    struct watch_file *f = &w->files[w->file_count++];
+    *f = (struct watch_file){.wd = wd, .dir = dir, .base = base, .path = copy, .config = config};
+    identify(f);
     return 0;
 }
 
@@ -98,25 +133,48 @@ void watch_close(struct watch *w)
     for (uint32_t i = 0; i < w->file_count; i++) {
         free(w->files[i].dir);
         free(w->files[i].base);
+        free(w->files[i].path);
     }
     free(w->files);
     memset(w, 0, sizeof(*w));
     w->fd = -1;
 }
 
+/* Any write finished or rename into a watched directory (ours, or a symlink's target swapped
+ * by a rename, as the kubelet does) restarts the quiet period of the files watched there; a
+ * file created by open is only done once closed, so its IN_CREATE alone does not (a new
+ * symlink in place of the file does). An overflowed queue may have lost anything. Whether a
+ * file really changed is decided when the quiet period ends (changed()). */
 static void note(struct watch *w, const struct inotify_event *ev, int64_t now)
 {
-    if (ev->len == 0)
+    int64_t due = now + WATCH_DEBOUNCE_MS * 1000;
+    if (ev->mask & IN_Q_OVERFLOW) {
+        w->plugins_due_us = w->config_due_us = due;
         return;
+    }
     for (uint32_t i = 0; i < w->file_count; i++) {
         const struct watch_file *f = &w->files[i];
-        if (f->wd != ev->wd || strcmp(f->base, ev->name) != 0)
+        if (f->wd != ev->wd)
+            continue;
+        if ((ev->mask & IN_CREATE) &&
+            !(ev->len > 0 && strcmp(f->base, ev->name) == 0 && !(ev->mask & IN_ISDIR)))
             continue;
         if (f->config)
-            w->config_due_us = now + WATCH_DEBOUNCE_MS * 1000;
+            w->config_due_us = due;
         else
-            w->plugins_due_us = now + WATCH_DEBOUNCE_MS * 1000;
+            w->plugins_due_us = due;
     }
+}
+
+/* The files of one kind (config or plugins) that name something new; their identity is
+ * taken anew. */
+static bool any_changed(struct watch *w, bool config)
+{
+    bool any = false;
+    for (uint32_t i = 0; i < w->file_count; i++)
+        if (w->files[i].config == config && changed(&w->files[i]))
+            any = true;
+    return any;
 }
 
 int watch_poll(struct watch *w)
@@ -139,11 +197,13 @@ int watch_poll(struct watch *w)
     }
     if (w->plugins_due_us != 0 && now >= w->plugins_due_us) {
         w->plugins_due_us = 0;
-        changes |= WATCH_PLUGINS;
+        if (any_changed(w, false))
+            changes |= WATCH_PLUGINS;
     }
     if (w->config_due_us != 0 && now >= w->config_due_us) {
         w->config_due_us = 0;
-        changes |= WATCH_CONFIG;
+        if (any_changed(w, true))
+            changes |= WATCH_CONFIG;
     }
     return changes;
 }

@@ -15,7 +15,12 @@ struct watch_file {
     int wd; /* the watch on the file's directory */
     char *dir;
     char *base;
+    char *path;
     bool config; /* the configuration file, not a plugin */
+    /* the content the path (through symlinks) had when last looked at: a file published
+     * again unchanged is no change */
+    uint64_t size, hash;
+    bool present;
 };
 
 struct watch {

@@ -225,6 +225,39 @@ def test_bad_files(tmp, isolation):
           f"{label}: {len(BAD)} reloads refused ({data['summary']['plugin_reloads_refused']})")
 
 
+def test_bad_file_of_optional_plugin(tmp):
+    """A bad new file of a plugin with required: false refuses the reload too: no generation
+    runs without the plugin."""
+    label = "bad file of a required: false plugin"
+    pods = 20000
+    so = os.path.join(tmp, "versioned.so")
+    shutil.copyfile(plugin("versioned1"), so)
+    cfg = config(tmp)
+    with open(cfg) as f:
+        text = f.read().replace("args: {prefer: a-}}", "args: {prefer: a-}, required: false}")
+    check("required: false" in text, f"{label}: the configuration marks it optional")
+    write(cfg, text)
+    run = Run(tmp, cfg, workload(tmp, pods), pace=5000, extra=["--watch-plugins"])
+    time.sleep(0.5)
+    write(so + ".new", "this is not a shared object\n")
+    os.rename(so + ".new", so)
+    time.sleep(0.5)
+    replace(plugin("versioned2"), so, "rename")
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    check([l for l in run.stderr.splitlines() if "refused" in l and so in l],
+          f"{label}: the refusal names {so} ({run.stderr[-1000:]})")
+    gens = data["summary"]["plugin_generations"]
+    versions = [g["plugin_versions"].get("versioned") for g in gens]
+    check(versions == ["1.0.0", "2.0.0"],
+          f"{label}: 1.0.0 served until the good file came, then 2.0.0 ({versions})")
+    check(data["summary"]["plugin_reloads_refused"] == 1,
+          f"{label}: one reload refused ({data['summary']['plugin_reloads_refused']})")
+
+
 def test_config_reload(tmp):
     label = "config reload"
     pods = 20000
@@ -322,6 +355,7 @@ def main():
         for how in ("rename", "copy", "new file"):
             test_new_version(tmp, "inprocess", how)
         test_bad_files(tmp, "inprocess")
+        test_bad_file_of_optional_plugin(tmp)
         test_config_reload(tmp)
         test_fifty_reloads(tmp, "inprocess")
     print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")

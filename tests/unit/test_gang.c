@@ -46,6 +46,9 @@ struct gang {
     uint64_t checks;
     /* the sink sends bindings and their results come later (scheduler_bind_result) */
     bool async_bind;
+    /* configurations for hot reloads (scheduler_reload borrows them) */
+    struct config next[2];
+    struct plugin_config next_plugins[2][4];
 };
 
 static int64_t fake_now(void *ctx)
@@ -266,6 +269,210 @@ static struct sched_pod *pending(struct gang *h, const char *group, uint32_t i)
     char uid[128];
     snprintf(uid, sizeof(uid), "default/%s-%u", group, i);
     return strmap_get(&h->sched.pods, uid);
+}
+
+/* ---- hot reload ---- */
+
+/* Configuration k for a reload: the opening one with the plugins given as name, args pairs
+ * (NULL ends; NULL args: "{}"), from those gang_open_with knows. */
+static struct config *reload_config(struct gang *h, int k, ...)
+{
+    static const char *names[4] = {"coscheduling", "noderesources", "defaultbinder", "recorder"};
+    static const char *paths[4] = {KC_PLUGIN_BUILD_DIR "/coscheduling/coscheduling.so",
+                                   KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so",
+                                   KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so",
+                                   KC_TEST_PLUGIN_DIR "/recorder.so"};
+    struct config *cfg = &h->next[k];
+    *cfg = h->cfg;
+    cfg->plugins = h->next_plugins[k];
+    cfg->plugin_count = 0;
+    va_list ap;
+    va_start(ap, k);
+    for (const char *name; (name = va_arg(ap, const char *)) != NULL;) {
+        const char *args = va_arg(ap, const char *);
+        assert_true(cfg->plugin_count < 4);
+        struct plugin_config *pc = &cfg->plugins[cfg->plugin_count++];
+        memset(pc, 0, sizeof(*pc));
+        pc->name = (char *)name;
+        for (int i = 0; i < 4; i++)
+            if (strcmp(names[i], name) == 0)
+                pc->path = (char *)paths[i];
+        assert_non_null(pc->path);
+        pc->weight = 1;
+        pc->required = true;
+        pc->args_json = (char *)(args != NULL ? args : "{}");
+    }
+    va_end(ap);
+    return cfg;
+}
+
+static void reload(struct gang *h, struct config *cfg)
+{
+    struct kc_error err = {{0}};
+    if (scheduler_reload(&h->sched, cfg, &err) != 0)
+        fail_msg("scheduler_reload: %s", err.message);
+}
+
+/* Steps without the all-or-nothing check (after a reload that drops the group plugin, the
+ * members are pods of their own). */
+static void run_until_idle_unchecked(struct gang *h)
+{
+    for (int i = 0; i < 100000; i++) {
+        int rc = scheduler_schedule_one(&h->sched);
+        int bound = scheduler_tick(&h->sched);
+        if (rc <= 0 && bound == 0 && !scheduler_busy(&h->sched))
+            return;
+    }
+    fail_msg("the scheduler never went idle");
+}
+
+/* A committed group waits in Permit on a generation where its plugin comes last; a reload
+ * shrinks the plugin list; the wait expires: the group's members are rejected in the name of the
+ * group's plugin (not a position in the new, shorter list), and as their cycles ran on the old
+ * generation any event wakes them (their rejector bits meant other plugins). */
+static void test_reload_under_a_waiting_group_names_the_groups_plugin(void **state)
+{
+    struct gang *h = gang_open(10, "{}", "kcycle");
+    const char *wait = "{\"permit\": \"wait\", \"timeout_ms\": 5000}";
+    reload(h, reload_config(h, 0, "noderesources", NULL, "defaultbinder", NULL, "recorder", wait,
+                            "coscheduling", NULL, NULL));
+    add_podgroup(h, "w", 3, 3, NULL);
+    for (uint32_t i = 0; i < 3; i++)
+        add_member(h, "w", i);
+    run_until_idle(h);
+    assert_int_equal(h->sched.waiting_count, 3);
+    /* the group's plugin is the fourth of generation 2; generation 3 has two plugins */
+    reload(h, reload_config(h, 1, "noderesources", NULL, "defaultbinder", NULL, NULL));
+    assert_int_equal(h->sched.fw->count, 2);
+    assert_int_equal(h->sched.retiring_count, 1); /* generation 2 serves the waiting pods */
+    h->now = 5000;
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->sched.waiting_count, 0);
+    uint32_t bound;
+    assert_int_equal(members_holding(h, "w", 3, &bound), 0);
+    const char *prefix = "rejected in Permit by plugin coscheduling: pod group default/w: member ";
+    for (uint32_t i = 0; i < 3; i++) {
+        struct sched_pod *sp = pending(h, "w", i);
+        assert_non_null(sp);
+        if (strncmp(sp->reason, prefix, strlen(prefix)) != 0)
+            fail_msg("w-%u: %s", i, sp->reason);
+        assert_int_equal(sp->rejectors, 0);
+    }
+    assert_int_equal(h->sched.retiring_count, 0); /* its last cycles ended: closed */
+    /* generation 3 has no group plugin: each member is placed on its own */
+    h->known_count = 0;
+    h->now = 60000;
+    run_until_idle_unchecked(h);
+    assert_int_equal(h->bound, 3);
+    gang_close(h);
+}
+
+static struct pod *make_blocked_pod(const char *name)
+{
+    struct pod *p = make_pod(name, NULL, POD_CPU);
+    kv_list_set(&p->labels, "blocked", "yes");
+    return p;
+}
+
+/* Pods the old generation's PreEnqueue plugin held are asked again after a reload: one without
+ * that plugin lets them go; pods held by spec.schedulingGates stay held. */
+static void test_reload_releases_pods_held_by_a_removed_pre_enqueue_plugin(void **state)
+{
+    struct gang *h = gang_open_with(10, "{}", "kcycle", "{\"hold_label\": \"blocked\"}");
+    for (uint32_t i = 0; i < 5; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "held-%u", i);
+        assert_int_equal(scheduler_pod_add(&h->sched, make_blocked_pod(name)), 0);
+    }
+    struct pod *gated = make_blocked_pod("gated");
+    gated->scheduling_gates = calloc(1, sizeof(*gated->scheduling_gates));
+    gated->scheduling_gates[0] = strdup("example.com/wait");
+    gated->scheduling_gate_count = 1;
+    assert_int_equal(scheduler_pod_add(&h->sched, gated), 0);
+    run_until_idle(h);
+    assert_int_equal(h->bound, 0);
+    const struct sched_pod *sp = strmap_get(&h->sched.pods, "default/held-0");
+    assert_int_equal(sp->state, SP_GATED);
+    assert_string_equal(sp->reason, "held by PreEnqueue plugin recorder");
+    /* the same plugin, still holding the label: nothing changes */
+    reload(h, reload_config(h, 0, "recorder", "{\"hold_label\": \"blocked\"}", "coscheduling", NULL,
+                            "noderesources", NULL, "defaultbinder", NULL, NULL));
+    run_until_idle(h);
+    assert_int_equal(h->bound, 0);
+    assert_int_equal(h->sched.queue.gated.count, 6);
+    /* without it: the five are scheduled; the one with a scheduling gate waits for it */
+    reload(h, reload_config(h, 1, "coscheduling", NULL, "noderesources", NULL, "defaultbinder",
+                            NULL, NULL));
+    run_until_idle(h);
+    assert_int_equal(h->bound, 5);
+    sp = strmap_get(&h->sched.pods, "default/gated");
+    assert_non_null(sp);
+    assert_int_equal(sp->state, SP_GATED);
+    assert_string_equal(sp->reason, "waiting for scheduling gates: example.com/wait");
+    gang_close(h);
+}
+
+/* Members held until their group has its quorum stay held after a reload that keeps the group
+ * plugin, and are scheduled on their own after one that removes it. */
+static void test_reload_releases_members_held_by_a_removed_group_plugin(void **state)
+{
+    struct gang *h = gang_open(10, "{}", "kcycle");
+    add_podgroup(h, "g", 3, 3, NULL);
+    add_member(h, "g", 0);
+    add_member(h, "g", 1);
+    run_until_idle(h);
+    assert_true(pending(h, "g", 0)->group_held);
+    reload(h, reload_config(h, 0, "noderesources", NULL, "coscheduling", NULL, "defaultbinder",
+                            NULL, NULL));
+    run_until_idle(h);
+    for (uint32_t i = 0; i < 2; i++) {
+        assert_int_equal(pending(h, "g", i)->state, SP_GATED);
+        assert_true(pending(h, "g", i)->group_held);
+    }
+    assert_int_equal(h->bound, 0);
+    reload(h, reload_config(h, 1, "noderesources", NULL, "defaultbinder", NULL, NULL));
+    h->known_count = 0;
+    run_until_idle_unchecked(h);
+    assert_int_equal(h->bound, 2);
+    assert_int_equal(h->sched.queue.gated.count, 0);
+    gang_close(h);
+}
+
+/* A bad new file for a plugin with required: false refuses the reload: the old generation keeps
+ * serving with every plugin, and the error names the file. */
+static void test_reload_with_a_bad_file_for_an_optional_plugin_changes_nothing(void **state)
+{
+    struct gang *h = gang_open_with(10, "{}", "kcycle", "{}");
+    char bad[] = "/tmp/kcycle-test-bad-XXXXXX";
+    int fd = mkstemp(bad);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "not a shared object\n", 20), 20);
+    close(fd);
+    struct config *cfg = reload_config(h, 0, "coscheduling", NULL, "noderesources", NULL,
+                                       "defaultbinder", NULL, "recorder", NULL, NULL);
+    cfg->plugins[3].path = bad;
+    cfg->plugins[3].required = false;
+    struct kc_error err = {{0}};
+    assert_true(scheduler_reload(&h->sched, cfg, &err) < 0);
+    unlink(bad);
+    if (strstr(err.message, bad) == NULL)
+        fail_msg("the error does not name the file: %s", err.message);
+    assert_ptr_equal(h->sched.cfg, &h->cfg);
+    assert_int_equal(h->sched.fw->generation, 1);
+    assert_int_equal(h->sched.fw->count, 4);
+    assert_non_null(framework_plugin(h->sched.fw, "recorder"));
+    assert_int_equal(h->sched.reload_failures, 1);
+    assert_int_equal(h->sched.retiring_count, 0);
+    /* a missing file too */
+    cfg->plugins[3].path = "/nonexistent/kcycle/recorder.so";
+    assert_true(scheduler_reload(&h->sched, cfg, &err) < 0);
+    assert_int_equal(h->sched.fw->generation, 1);
+    /* the good files still reload */
+    cfg->plugins[3].path = KC_TEST_PLUGIN_DIR "/recorder.so";
+    reload(h, cfg);
+    assert_int_equal(h->sched.fw->count, 4);
+    assert_true(h->sched.fw->generation > 1);
+    gang_close(h);
 }
 
 /* Acceptance 1: a cluster that fits 1,000 pods; three groups of 600 arrive interleaved. */
@@ -1025,6 +1232,10 @@ int main(void)
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
         cmocka_unit_test(test_held_members_are_not_requeued_on_every_event),
         cmocka_unit_test(test_shorter_schedule_timeout_moves_the_deadline),
+        cmocka_unit_test(test_reload_under_a_waiting_group_names_the_groups_plugin),
+        cmocka_unit_test(test_reload_releases_pods_held_by_a_removed_pre_enqueue_plugin),
+        cmocka_unit_test(test_reload_releases_members_held_by_a_removed_group_plugin),
+        cmocka_unit_test(test_reload_with_a_bad_file_for_an_optional_plugin_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
