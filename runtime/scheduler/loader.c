@@ -103,6 +103,8 @@ static int refuse(struct plugin *p, struct kc_error *err, int code, const char *
  * once the image is mapped) with its /proc/self/fd path in proc_path, or -errno. */
 static int private_copy(const char *path, uint64_t generation, char *proc_path, size_t size)
 {
+    if (path == NULL)
+        return -EINVAL;
     const char *base = strrchr(path, '/');
     base = base != NULL ? base + 1 : path;
     char name[256];
