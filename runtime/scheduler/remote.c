@@ -371,6 +371,15 @@ static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1_
         return -ENOMEM;
     kcycle__v1__request__pack(req, nng_msg_body(msg));
     uint64_t end = r->journal_base + r->journal_count;
+    /* room for every delta at once: appending them one by one to a message grown piece by
+     * piece costs a copy of the whole message again and again (a snapshot is thousands) */
+    size_t total = len;
+    for (uint64_t seq = h->cursor; seq < end; seq++)
+        total += r->journal[seq - r->journal_base].len + 6;
+    if (total > len && nng_msg_reserve(msg, total) != 0) {
+        nng_msg_free(msg);
+        return -ENOMEM;
+    }
     for (uint64_t seq = h->cursor; seq < end; seq++) {
         const struct journal_entry *e = &r->journal[seq - r->journal_base];
         uint8_t head[12];
