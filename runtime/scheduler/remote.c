@@ -902,8 +902,17 @@ int remote_build(struct scheduler *s, struct framework *fw, struct kc_error *err
     for (uint32_t k = 0; rc == 0 && k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
         rc = start_host(s, h, err);
-        if (rc < 0 && rc != KC_ERR_PLUGIN)
+        if (rc < 0 && rc != KC_ERR_PLUGIN) {
+            /* it died or hung loading them (a crash in init): name the files */
+            char files[512] = "";
+            for (uint32_t i = 0; i < h->plugin_count; i++)
+                snprintf(files + strlen(files), sizeof(files) - strlen(files), "%s%s",
+                         i > 0 ? ", " : "", h->plugins[i]->path);
+            char why[sizeof(err->message)];
+            snprintf(why, sizeof(why), "%s", err->message);
+            kc_error_set(err, rc, "%s (loading %s)", why, files);
             break;
+        }
         /* a plugin the host could not load: refused, unless the serving generation runs
          * without it too (required: false, left out before) */
         rc = 0;

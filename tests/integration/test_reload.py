@@ -266,6 +266,49 @@ def test_config_reload(tmp):
           f"{len(after)} after, {100 * on_a(after):.1f}% on a-")
 
 
+def test_config_reload_process(tmp):
+    """isolation: process: a configuration reload that changes a host plugin's args starts a
+    new host generation; one whose new plugin crashes in init is refused, the old hosts serve."""
+    label = "config reload (process)"
+    pods = 20000
+    shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
+    cfg = config(tmp, "process", versioned_weight=10)
+    run = Run(tmp, cfg, workload(tmp, pods), pace=10000)
+    time.sleep(0.5)
+    crash = (f"  - {{name: misbehave, path: {json.dumps(plugin('misbehave'))}, "
+             "isolation: process, args: {crash_in_init: true}}\n")
+    config(tmp, "process", versioned_weight=10, extra=crash)
+    run.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    config(tmp, "process", versioned_weight=10)
+    with open(cfg) as f:
+        text = f.read().replace("prefer: a-", "prefer: b-")
+    write(cfg, text)
+    run.proc.send_signal(signal.SIGHUP)
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    scheduling_went_on(label, data)
+    refused = [l for l in run.stderr.splitlines()
+               if "rejected, the running one stays" in l and plugin("misbehave") in l]
+    check(refused, f"{label}: the crash in init is refused naming the file ({run.stderr[-1500:]})")
+    gens = data["summary"]["plugin_generations"]
+    check(len(gens) == 2, f"{label}: one switch, for the good file only ({len(gens)} generations)")
+    if len(gens) != 2:
+        return
+    switch = gens[1]["active_wall_ms"]
+    before = [p for p in data["pods"] if p["bound_wall_ms"] < switch]
+    after = [p for p in data["pods"] if p["bound_wall_ms"] > switch + 100]
+    on_b = lambda ps: sum(p["node"].startswith("b-") for p in ps) / max(1, len(ps))
+    check(before and on_b(before) < 0.01, f"{label}: prefer a- before ({on_b(before):.3f} on b-)")
+    check(after and on_b(after) > 0.99, f"{label}: the new host's args prefer b- after "
+                                        f"({on_b(after):.3f} on b-)")
+    print(f"{label}: {len(before)} pods before the switch, {100 * on_b(before):.1f}% on b-; "
+          f"{len(after)} after, {100 * on_b(after):.1f}% on b-")
+
+
 def children(pid):
     out = []
     for entry in os.listdir("/proc"):
@@ -335,6 +378,7 @@ def main():
         for how in ("rename", "copy", "new file"):
             test_new_version(tmp, "process", how)
         test_bad_files(tmp, "process")
+        test_config_reload_process(tmp)
         test_fifty_reloads(tmp, "process")
     print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0
