@@ -136,6 +136,15 @@ def nothing_lost(label, data, pods):
           f"unschedulable {s['unschedulable_attempts']})")
 
 
+def finish(label, run, pods):
+    """The run's report, with every pod bound and no attempt failed; None without one."""
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is not None:
+        nothing_lost(label, data, pods)
+    return data
+
+
 def scheduling_went_on(label, data):
     """Pods were bound in every second of the run: scheduling never stopped."""
     times = sorted(p["bound_wall_ms"] for p in data["pods"] if p.get("bound_wall_ms") is not None)
@@ -242,11 +251,9 @@ def test_config_reload(tmp):
     # noderesources weight 1 -> 1000: LeastAllocated now outweighs versioned's preference
     config(tmp, versioned_weight=1, resources_weight=1000)
     run.proc.send_signal(signal.SIGHUP)
-    data = run.wait()
-    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    data = finish(label, run, pods)
     if data is None:
         return
-    nothing_lost(label, data, pods)
     check(f"{bad}:{bad_line}:1" in run.stderr and "rejected" in run.stderr,
           f"{label}: the invalid file is rejected with {bad}:{bad_line}:1 ({run.stderr[-600:]})")
     gens = data["summary"]["plugin_generations"]
@@ -285,11 +292,9 @@ def test_config_reload_process(tmp):
         text = f.read().replace("prefer: a-", "prefer: b-")
     write(cfg, text)
     run.proc.send_signal(signal.SIGHUP)
-    data = run.wait()
-    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    data = finish(label, run, pods)
     if data is None:
         return
-    nothing_lost(label, data, pods)
     scheduling_went_on(label, data)
     refused = [l for l in run.stderr.splitlines()
                if "rejected, the running one stays" in l and plugin("misbehave") in l]
