@@ -278,8 +278,10 @@ static void host_stop_gently(struct remote *r, struct remote_host *h)
         nng_close(host_socket(h));
         h->socket_open = false;
     }
-    if (h->pid <= 0)
+    if (h->pid <= 0) {
+        unlink_socket_file(h);
         return;
+    }
     void *grown =
         array_grow(r->stopping, &r->stopping_capacity, r->stopping_count + 1, sizeof(*r->stopping));
     if (grown == NULL) {
@@ -338,6 +340,7 @@ static void host_fail(struct scheduler *s, struct remote_host *h)
             host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
     }
     host_stop(h);
+    unlink_socket_file(h); /* it is dead: a crash leaves its listener's file behind */
     h->state = REMOTE_DOWN;
     h->consecutive_failures++;
     int64_t backoff = RESTART_BACKOFF_MIN_MS;

@@ -347,7 +347,9 @@ def test_fifty_reloads(tmp, isolation):
     for i in range(50):
         replace(plugin("versioned2" if i % 2 == 0 else "versioned1"), so, "rename")
         # one change at a time: two within the debounce window are one reload
-        check(run.wait_for(f"plugin generation {i + 2} serves"), f"{label}: reload {i + 1} done")
+        done = run.wait_for(f"plugin generation {i + 2} serves")
+        check(done, f"{label}: reload {i + 1} done" +
+              ("" if done else f" (last lines: {''.join(run.lines[-3:])!r})"))
     # a replaced generation closes when its last open cycle ends; its plugin hosts (process)
     # take a moment to stop after SIGTERM: a leak never settles back
     last, deadline = None, time.time() + 3.0
