@@ -596,6 +596,9 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
                             KC_ABI_VERSION_MAJOR(hello->abi_version),
                             KC_ABI_VERSION_MINOR(hello->abi_version), KC_ABI_MAJOR, KC_ABI_MINOR);
     int rc = build_config(&h->cfg, hello);
+    /* a private copy of each file: a build copied over it in place while this host runs (a
+     * hot reload starts a new host for it) never changes the code mapped here */
+    h->cfg.private_copies = true;
     if (rc < 0) {
         config_free(&h->cfg);
         return kc_error_set(err, rc, "hello: out of memory");

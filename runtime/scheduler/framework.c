@@ -186,6 +186,7 @@ void framework_close(struct framework *fw)
     free(fw->reserve_all);
     for (uint32_t i = 0; i < FRAMEWORK_MAX_PLUGINS; i++)
         free(fw->errors[i]);
+    free(fw->hosts);
     memset(fw, 0, sizeof(*fw));
 }
 

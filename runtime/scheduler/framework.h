@@ -73,6 +73,10 @@ struct framework {
     uint64_t generation;
     uint32_t refs;
     int64_t loaded_ms; /* scheduler time when it became active */
+    /* The plugin hosts that serve this generation's isolation: process plugins (owned by
+     * struct remote; the array is freed by framework_free). */
+    struct remote_host **hosts;
+    uint32_t host_count;
 };
 
 /* How framework_load opens the in-process plugins. */

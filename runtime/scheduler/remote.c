@@ -73,8 +73,8 @@ static void journal_trim(struct remote *r)
 {
     uint64_t end = r->journal_base + r->journal_count, low = end;
     for (uint32_t i = 0; i < r->host_count; i++)
-        if (r->hosts[i].state == REMOTE_UP && r->hosts[i].cursor < low)
-            low = r->hosts[i].cursor;
+        if (r->hosts[i]->state == REMOTE_UP && r->hosts[i]->cursor < low)
+            low = r->hosts[i]->cursor;
     uint32_t drop = (uint32_t)(low - r->journal_base);
     if (drop == 0)
         return;
@@ -88,7 +88,7 @@ static void journal_trim(struct remote *r)
 static bool host_wants_events(const struct remote *r)
 {
     for (uint32_t i = 0; i < r->host_count; i++)
-        if (r->hosts[i].state == REMOTE_UP)
+        if (r->hosts[i]->state == REMOTE_UP)
             return true;
     return false;
 }
@@ -248,6 +248,13 @@ static void host_set_error(struct remote_host *h, const char *fmt, ...)
     h->last_error = strdup(text);
 }
 
+/* The socket file of the host's listener: a host that was killed leaves it behind. */
+static void unlink_socket_file(const struct remote_host *h)
+{
+    if (strncmp(h->url, "ipc://", 6) == 0)
+        unlink(h->url + 6);
+}
+
 static void host_stop(struct remote_host *h)
 {
     if (h->socket_open) {
@@ -258,6 +265,69 @@ static void host_stop(struct remote_host *h)
         kill(h->pid, SIGKILL);
         waitpid(h->pid, NULL, 0);
         h->pid = 0;
+        unlink_socket_file(h);
+    }
+}
+
+/* A host that is no longer needed: asked to stop (SIGTERM: it closes its plugins and its
+ * listener) without waiting, so the scheduler thread goes on; remote_reap_stopped reaps it,
+ * and kills it if it has not stopped within the grace period. */
+#define STOP_GRACE_MS 2000
+static void host_stop_gently(struct remote *r, struct remote_host *h)
+{
+    if (h->socket_open) {
+        nng_close(host_socket(h));
+        h->socket_open = false;
+    }
+    if (h->pid <= 0) {
+        unlink_socket_file(h);
+        return;
+    }
+    void *grown =
+        array_grow(r->stopping, &r->stopping_capacity, r->stopping_count + 1, sizeof(*r->stopping));
+    if (grown == NULL) {
+        host_stop(h);
+        return;
+    }
+    r->stopping = grown;
+    struct stopping_host *st = &r->stopping[r->stopping_count++];
+    st->pid = h->pid;
+    st->since_ms = now_ms();
+    snprintf(st->url, sizeof(st->url), "%s", h->url);
+    kill(h->pid, SIGTERM);
+    h->pid = 0;
+}
+
+static void stopped(struct remote *r, uint32_t i)
+{
+    if (strncmp(r->stopping[i].url, "ipc://", 6) == 0)
+        unlink(r->stopping[i].url + 6);
+    memmove(&r->stopping[i], &r->stopping[i + 1],
+            (r->stopping_count - i - 1) * sizeof(*r->stopping));
+    r->stopping_count--;
+}
+
+void remote_reap_stopped(struct scheduler *s, bool wait)
+{
+    struct remote *r = &s->remote;
+    for (uint32_t i = 0; i < r->stopping_count;) {
+        struct stopping_host *st = &r->stopping[i];
+        if (waitpid(st->pid, NULL, WNOHANG) != 0) { /* reaped, or not ours any more */
+            stopped(r, i);
+            continue;
+        }
+        if (now_ms() - st->since_ms >= STOP_GRACE_MS) {
+            log_warn("plugin host (pid %d) did not stop within %d ms of SIGTERM: killed",
+                     (int)st->pid, STOP_GRACE_MS);
+            kill(st->pid, SIGKILL);
+            waitpid(st->pid, NULL, 0);
+            stopped(r, i);
+            continue;
+        }
+        if (wait)
+            usleep(1000);
+        else
+            i++;
     }
 }
 
@@ -271,6 +341,7 @@ static void host_fail(struct scheduler *s, struct remote_host *h)
             host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
     }
     host_stop(h);
+    unlink_socket_file(h); /* it is dead: a crash leaves its listener's file behind */
     h->state = REMOTE_DOWN;
     h->consecutive_failures++;
     int64_t backoff = RESTART_BACKOFF_MIN_MS;
@@ -304,6 +375,15 @@ static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1_
         return -ENOMEM;
     kcycle__v1__request__pack(req, nng_msg_body(msg));
     uint64_t end = r->journal_base + r->journal_count;
+    /* room for every delta at once: appending them one by one to a message grown piece by
+     * piece costs a copy of the whole message again and again (a snapshot is thousands) */
+    size_t total = len;
+    for (uint64_t seq = h->cursor; seq < end; seq++)
+        total += r->journal[seq - r->journal_base].len + 6;
+    if (total > len && nng_msg_reserve(msg, total) != 0) {
+        nng_msg_free(msg);
+        return -ENOMEM;
+    }
     for (uint64_t seq = h->cursor; seq < end; seq++) {
         const struct journal_entry *e = &r->journal[seq - r->journal_base];
         uint8_t head[12];
@@ -547,6 +627,7 @@ static int hello(struct scheduler *s, struct remote_host *h, struct kc_error *er
         struct plugin *p = h->plugins[i];
         if (info->error != NULL && info->error[0] != '\0') {
             p->disabled = true;
+            host_set_error(h, "plugin %s (in plugin host %s): %s", p->name, h->name, info->error);
             if (p->required)
                 rc = kc_error_set(err, KC_ERR_PLUGIN, "plugin %s (in plugin host %s): %s", p->name,
                                   h->name, info->error);
@@ -615,6 +696,10 @@ static int64_t snapshot_into_journal(struct scheduler *s)
             ops++;
         }
     }
+    /* the pods held in Permit, so this host's plugins may allow them too (a host started by
+     * a reload sees the pods that wait on the replaced generation) */
+    for (uint32_t i = 0; i < s->waiting_count; i++)
+        remote_journal_waiting(s, s->waiting[i], true);
     return ops;
 }
 
@@ -669,7 +754,7 @@ static int ensure_up(struct scheduler *s, struct remote_host *h)
 {
     if (h->state == REMOTE_UP)
         return 0;
-    if (h->state == REMOTE_BROKEN || now_ms() < h->next_start_ms)
+    if (h->state == REMOTE_BROKEN || h->retiring || now_ms() < h->next_start_ms)
         return -EAGAIN;
     h->restarts++;
     struct kc_error err;
@@ -687,45 +772,122 @@ void remote_set_timeout(struct scheduler *s, int64_t timeout_ms)
     s->remote.timeout_ms = timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS;
 }
 
-int remote_open(struct scheduler *s, struct kc_error *err)
+/* A host for fw's plugins of host group name, added to the live hosts. */
+static struct remote_host *host_new(struct remote *r, const char *name, uint32_t plugins,
+                                    uint64_t generation)
+{
+    void *grown = array_grow(r->hosts, &r->host_capacity, r->host_count + 1, sizeof(*r->hosts));
+    struct remote_host *h = calloc(1, sizeof(*h));
+    if (grown != NULL)
+        r->hosts = grown;
+    if (grown == NULL || h == NULL) {
+        free(h);
+        return NULL;
+    }
+    h->name = strdup(name);
+    h->plugins = calloc(plugins, sizeof(*h->plugins));
+    if (h->name == NULL || h->plugins == NULL) {
+        free(h->name);
+        free(h->plugins);
+        free(h);
+        return NULL;
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    h->generation = generation;
+    r->hosts[r->host_count++] = h;
+    return h;
+}
+
+static void host_free(struct remote *r, struct remote_host *h)
+{
+    host_stop_gently(r, h);
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        if (r->hosts[k] == h) {
+            memmove(&r->hosts[k], &r->hosts[k + 1], (r->host_count - k - 1) * sizeof(*r->hosts));
+            r->host_count--;
+            break;
+        }
+    }
+    if (h->aio != NULL)
+        nng_aio_free(h->aio);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    free(h->name);
+    free(h->plugins);
+    free(h->last_error);
+    free(h);
+}
+
+/* Group fw's isolation: process plugins into hosts (fw->hosts), not started yet. */
+static int group_hosts(struct scheduler *s, struct framework *fw, struct kc_error *err)
 {
     struct remote *r = &s->remote;
-    struct framework *fw = s->fw;
-    r->timeout_ms = s->cfg->plugin_timeout_ms > 0 ? s->cfg->plugin_timeout_ms : DEFAULT_TIMEOUT_MS;
     uint32_t remote_plugins = 0;
     for (uint32_t i = 0; i < fw->count; i++)
         remote_plugins += fw->plugins[i].remote;
     if (remote_plugins == 0)
         return 0;
-    signal(SIGPIPE, SIG_IGN);
-    r->hosts = calloc(remote_plugins, sizeof(*r->hosts));
-    r->host_binary = find_host_binary();
-    if (r->hosts == NULL || r->host_binary == NULL)
+    fw->hosts = calloc(remote_plugins, sizeof(*fw->hosts));
+    if (fw->hosts == NULL)
         return kc_error_set(err, -ENOMEM, "out of memory");
     for (uint32_t i = 0; i < fw->count; i++) {
         struct plugin *p = &fw->plugins[i];
         if (!p->remote)
             continue;
         struct remote_host *h = NULL;
-        for (uint32_t k = 0; k < r->host_count && h == NULL; k++)
-            if (strcmp(r->hosts[k].name, p->host_group) == 0)
-                h = &r->hosts[k];
+        for (uint32_t k = 0; k < fw->host_count && h == NULL; k++)
+            if (strcmp(fw->hosts[k]->name, p->host_group) == 0)
+                h = fw->hosts[k];
         if (h == NULL) {
-            h = &r->hosts[r->host_count++];
-            pthread_mutex_init(&h->lock, NULL);
-            pthread_cond_init(&h->cond, NULL);
-            h->name = strdup(p->host_group);
-            h->plugins = calloc(remote_plugins, sizeof(*h->plugins));
-            if (h->name == NULL || h->plugins == NULL)
+            h = host_new(r, p->host_group, remote_plugins, fw->generation);
+            if (h == NULL)
                 return kc_error_set(err, -ENOMEM, "out of memory");
+            fw->hosts[fw->host_count++] = h;
         }
         p->host = h;
         p->remote_index = h->plugin_count;
         h->plugins[h->plugin_count++] = p;
     }
-    for (uint32_t k = 0; k < r->host_count; k++) {
-        struct remote_host *h = &r->hosts[k];
-        int rc = start_host(s, h, err);
+    return 0;
+}
+
+static int remote_setup(struct scheduler *s, struct kc_error *err)
+{
+    struct remote *r = &s->remote;
+    if (r->host_binary != NULL)
+        return 0;
+    r->timeout_ms = s->cfg->plugin_timeout_ms > 0 ? s->cfg->plugin_timeout_ms : DEFAULT_TIMEOUT_MS;
+    signal(SIGPIPE, SIG_IGN);
+    r->host_binary = find_host_binary();
+    if (r->host_binary == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The hosts of fw, not started: 0 (none), 1 (some) or an error. */
+static int prepare_hosts(struct scheduler *s, struct framework *fw, struct kc_error *err)
+{
+    uint32_t remote_plugins = 0;
+    for (uint32_t i = 0; i < fw->count; i++)
+        remote_plugins += fw->plugins[i].remote;
+    if (remote_plugins == 0)
+        return 0;
+    int rc = remote_setup(s, err);
+    if (rc == 0)
+        rc = group_hosts(s, fw, err);
+    return rc < 0 ? rc : 1;
+}
+
+int remote_open(struct scheduler *s, struct kc_error *err)
+{
+    struct framework *fw = s->fw;
+    int rc = prepare_hosts(s, fw, err);
+    if (rc <= 0)
+        return rc;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        rc = start_host(s, h, err);
         if (rc == 0)
             continue;
         bool required = false;
@@ -740,20 +902,65 @@ int remote_open(struct scheduler *s, struct kc_error *err)
     return 0;
 }
 
+int remote_build(struct scheduler *s, struct framework *fw, struct kc_error *err)
+{
+    int rc = prepare_hosts(s, fw, err);
+    if (rc == 0)
+        return 0;
+    rc = rc < 0 ? rc : 0;
+    for (uint32_t k = 0; rc == 0 && k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        rc = start_host(s, h, err);
+        if (rc < 0 && rc != KC_ERR_PLUGIN) {
+            /* it died or hung loading them (a crash in init): name the files */
+            char files[512] = "";
+            for (uint32_t i = 0; i < h->plugin_count; i++)
+                snprintf(files + strlen(files), sizeof(files) - strlen(files), "%s%s",
+                         i > 0 ? ", " : "", h->plugins[i]->path);
+            char why[sizeof(err->message)];
+            snprintf(why, sizeof(why), "%s", err->message);
+            kc_error_set(err, rc, "%s (loading %s)", why, files);
+            break;
+        }
+        /* a plugin the host could not load: refused, unless the serving generation runs
+         * without it too (required: false, left out before) */
+        rc = 0;
+        for (uint32_t i = 0; i < h->plugin_count && rc == 0; i++) {
+            const struct plugin *p = h->plugins[i];
+            const struct plugin *old = s->fw != NULL ? framework_plugin(s->fw, p->name) : NULL;
+            if (p->disabled && (p->required || old == NULL || !old->disabled))
+                rc = kc_error_set(err, KC_ERR_PLUGIN, "%s",
+                                  h->last_error != NULL ? h->last_error : "a plugin not loaded");
+        }
+    }
+    if (rc < 0)
+        remote_release(s, fw);
+    return rc;
+}
+
+void remote_retire(struct framework *fw)
+{
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        fw->hosts[k]->retiring = true;
+}
+
+void remote_release(struct scheduler *s, struct framework *fw)
+{
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        host_free(&s->remote, fw->hosts[k]);
+    free(fw->hosts);
+    fw->hosts = NULL;
+    fw->host_count = 0;
+    journal_trim(&s->remote);
+}
+
 void remote_close(struct scheduler *s)
 {
     struct remote *r = &s->remote;
-    for (uint32_t k = 0; k < r->host_count; k++) {
-        struct remote_host *h = &r->hosts[k];
-        host_stop(h);
-        if (h->aio != NULL)
-            nng_aio_free(h->aio);
-        pthread_mutex_destroy(&h->lock);
-        pthread_cond_destroy(&h->cond);
-        free(h->name);
-        free(h->plugins);
-        free(h->last_error);
-    }
+    while (r->host_count > 0)
+        host_free(r, r->hosts[r->host_count - 1]);
+    remote_reap_stopped(s, true);
+    free(r->stopping);
     free(r->hosts);
     for (uint32_t i = 0; i < r->journal_count; i++)
         free(r->journal[i].data);
@@ -832,8 +1039,9 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     uint32_t n_active = 0;
     kc_status result = KC_SUCCESS;
     *message = NULL;
-    for (uint32_t k = 0; k < r->host_count; k++) {
-        struct remote_host *h = &r->hosts[k];
+    const struct framework *fw = cycle->fw;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
         if (!(h->phases & EVALUATE_PHASES) && h->state == REMOTE_UP)
             continue;
         if (ensure_up(s, h) == 0) {
@@ -977,12 +1185,13 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
                        const char *node, uint32_t *failed, uint32_t *timeout_ms, uint64_t *waiting,
                        bool *bind_requested)
 {
-    struct remote *r = &s->remote;
+    /* an open cycle finishes on the hosts of the generation it started on */
+    const struct framework *fw = cycle->fw;
     uint32_t bits = phase_bits(phase);
     kc_status result = KC_SUCCESS;
     bool skipped_all = true;
-    for (uint32_t k = 0; k < r->host_count; k++) {
-        struct remote_host *h = &r->hosts[k];
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
         if (!(h->phases & bits))
             continue;
         skipped_all = skipped_all && phase == PHASE_BIND;
@@ -1060,11 +1269,10 @@ static int compare_int64(const void *a, const void *b)
 
 int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
 {
-    struct remote *r = &s->remote;
     struct remote_host *h = NULL;
-    for (uint32_t k = 0; k < r->host_count && h == NULL; k++)
-        if (r->hosts[k].state == REMOTE_UP)
-            h = &r->hosts[k];
+    for (uint32_t k = 0; k < s->fw->host_count && h == NULL; k++)
+        if (s->fw->hosts[k]->state == REMOTE_UP)
+            h = s->fw->hosts[k];
     if (h == NULL || samples == 0)
         return -ENOENT;
     int64_t *times = calloc(samples, sizeof(*times));
@@ -1098,17 +1306,17 @@ int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
     (KCYCLE__V1__PHASE__PHASE_PRE_BIND | KCYCLE__V1__PHASE__PHASE_BIND |                           \
      KCYCLE__V1__PHASE__PHASE_POST_BIND)
 
-bool remote_binds(const struct scheduler *s)
+bool remote_binds(const struct framework *fw)
 {
-    const struct remote *r = &s->remote;
-    for (uint32_t k = 0; k < r->host_count; k++)
-        if (r->hosts[k].phases & BINDING_PHASES)
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (fw->hosts[k]->phases & BINDING_PHASES)
             return true;
     return false;
 }
 
-void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
-                       struct remote_binding *results)
+/* One batch of cycles that all started on generation fw, on fw's hosts. */
+static void bind_batch(struct scheduler *s, const struct framework *fw, struct kc_cycle **cycles,
+                       uint32_t count, struct remote_binding *results)
 {
     struct remote *r = &s->remote;
     struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
@@ -1116,8 +1324,8 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
     uint32_t n_active = 0;
     for (uint32_t i = 0; i < count; i++)
         results[i] = (struct remote_binding){.status = KC_SKIP};
-    for (uint32_t k = 0; k < r->host_count; k++) {
-        struct remote_host *h = &r->hosts[k];
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
         if (!(h->phases & BINDING_PHASES))
             continue;
         if (ensure_up(s, h) == 0) {
@@ -1205,6 +1413,41 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
     journal_trim(r);
 }
 
+/* Cycles of several generations may wait together: each generation's go to its own hosts. */
+void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
+                       struct remote_binding *results)
+{
+    struct kc_cycle **group = calloc(count, sizeof(*group));
+    struct remote_binding *out = calloc(count, sizeof(*out));
+    uint32_t *at = calloc(count, sizeof(*at));
+    bool *done = calloc(count, sizeof(*done));
+    if (group == NULL || out == NULL || at == NULL || done == NULL) {
+        for (uint32_t i = 0; i < count; i++)
+            results[i] = (struct remote_binding){KC_ERROR, 0, false};
+    } else {
+        for (uint32_t first = 0; first < count; first++) {
+            if (done[first])
+                continue;
+            const struct framework *fw = cycles[first]->fw;
+            uint32_t n = 0;
+            for (uint32_t i = first; i < count; i++) {
+                if (!done[i] && cycles[i]->fw == fw) {
+                    done[i] = true;
+                    at[n] = i;
+                    group[n++] = cycles[i];
+                }
+            }
+            bind_batch(s, fw, group, n, out);
+            for (uint32_t k = 0; k < n; k++)
+                results[at[k]] = out[k];
+        }
+    }
+    free(group);
+    free(out);
+    free(at);
+    free(done);
+}
+
 /* A scheduler with nothing to schedule still journals every cluster change: past a size, send
  * them so neither the journal nor the next request grows without bound. */
 void remote_sync_if_large(struct scheduler *s)
@@ -1213,7 +1456,7 @@ void remote_sync_if_large(struct scheduler *s)
     if (r->journal_count < 4096)
         return;
     for (uint32_t k = 0; k < r->host_count; k++) {
-        struct remote_host *h = &r->hosts[k];
+        struct remote_host *h = r->hosts[k];
         if (h->state != REMOTE_UP || h->cursor == r->journal_base + r->journal_count)
             continue;
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;

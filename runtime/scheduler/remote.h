@@ -42,6 +42,10 @@ struct remote_host {
     uint32_t starts, restarts, consecutive_failures;
     int64_t next_start_ms;
     char *last_error;
+    /* hot reload: each generation of the plugins has hosts of its own; a replaced generation's
+     * hosts serve its open cycles (retiring: never restarted) and stop when it closes */
+    uint64_t generation;
+    bool retiring;
     /* per attempt */
     bool in_evaluation;
     uint64_t evaluate_round_trips;
@@ -53,20 +57,43 @@ struct journal_entry {
     uint32_t len;
 };
 
+struct stopping_host {
+    pid_t pid;
+    int64_t since_ms; /* when it was sent SIGTERM */
+    char url[160];
+};
+
 struct remote {
-    struct remote_host *hosts;
-    uint32_t host_count;
+    struct remote_host **hosts; /* every live host: the active generation's and retiring ones */
+    uint32_t host_count, host_capacity;
     struct journal_entry *journal;
     uint32_t journal_count, journal_capacity;
     uint64_t journal_base; /* sequence number of journal[0] */
     int64_t timeout_ms;    /* deadline of one request */
     char *host_binary;
+    struct stopping_host *stopping; /* hosts asked to stop, not reaped yet */
+    uint32_t stopping_count, stopping_capacity;
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required
  * plugin whose host cannot start is an error; others are reported and left out. */
 int remote_open(struct scheduler *s, struct kc_error *err);
 void remote_close(struct scheduler *s);
+
+/* Hot reload: start and handshake new hosts for fw's isolation: process plugins beside the
+ * serving ones (fw->hosts). Any host or plugin that does not start (a plugin left out before
+ * excepted) refuses the reload: the new hosts are stopped and err says why; the serving hosts
+ * and their circuit breakers are untouched. */
+int remote_build(struct scheduler *s, struct framework *fw, struct kc_error *err);
+/* The hosts of a generation no cycle uses any more (or of one refused): ask them to stop
+ * (SIGTERM; remote_reap_stopped reaps them, or kills them after a grace period, and removes
+ * their socket files) and free them. */
+void remote_release(struct scheduler *s, struct framework *fw);
+/* Reap the hosts remote_release asked to stop (called every tick); wait: until all are gone
+ * (at close). */
+void remote_reap_stopped(struct scheduler *s, bool wait);
+/* A replaced generation's hosts: they serve its open cycles only, and are not restarted. */
+void remote_retire(struct framework *fw);
 
 /* Record a cluster change for the hosts (called for every cache change, in order). */
 void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
@@ -104,7 +131,7 @@ struct remote_binding {
     uint32_t failed;
     bool requested;
 };
-bool remote_binds(const struct scheduler *s);
+bool remote_binds(const struct framework *fw);
 void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
                        struct remote_binding *results);
 

@@ -141,7 +141,7 @@ void report_print_summary(const struct simulator *sim, FILE *out)
     }
     const struct remote *r = &sim->sched.remote;
     for (uint32_t i = 0; i < r->host_count; i++) {
-        const struct remote_host *h = &r->hosts[i];
+        const struct remote_host *h = r->hosts[i];
         fprintf(out, "  plugin host %s: %s, %u restarts, %llu evaluation round trips%s%s\n",
                 h->name,
                 h->state == REMOTE_UP       ? "up"
@@ -251,7 +251,7 @@ static json_t *hosts_json(const struct simulator *sim)
     json_t *hosts = json_array();
     const struct remote *r = &sim->sched.remote;
     for (uint32_t i = 0; hosts != NULL && i < r->host_count; i++) {
-        const struct remote_host *h = &r->hosts[i];
+        const struct remote_host *h = r->hosts[i];
         const char *state = h->state == REMOTE_UP       ? "up"
                             : h->state == REMOTE_BROKEN ? "circuit-broken"
                                                         : "down";

@@ -1234,7 +1234,7 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
                    strdup("0/0 nodes are available: no nodes available to schedule pods."));
     } else {
         const struct cache_node *chosen =
-            s->remote.host_count > 0 ? choose_remote(s, cycle, out) : choose_local(s, cycle, out);
+            cycle->fw->host_count > 0 ? choose_remote(s, cycle, out) : choose_local(s, cycle, out);
         if (chosen != NULL)
             reserve_and_permit(s, cycle, chosen, out);
     }
@@ -1474,7 +1474,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         return fail_binding(s, cycle, "the node or the pod went away before binding");
     uint32_t failed = 0;
     kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
-    bool deferred = st == KC_SUCCESS && fw->phase_count[PHASE_BIND] == 0 && remote_binds(s);
+    bool deferred = st == KC_SUCCESS && fw->phase_count[PHASE_BIND] == 0 && remote_binds(fw);
     if (st == KC_SUCCESS && !deferred)
         st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
@@ -1488,7 +1488,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         return;
     }
     st = scheduler_phase(s, cycle, PHASE_BIND, node, &failed, NULL, NULL);
-    if (st == KC_SKIP && s->remote.host_count > 0) {
+    if (st == KC_SKIP && fw->host_count > 0) {
         /* a Bind plugin in a plugin host asks for the binding; the binder is here */
         bool requested = false;
         st = remote_phase(s, cycle, PHASE_BIND, cycle->node_name, &failed, NULL, NULL, &requested);
@@ -1583,6 +1583,8 @@ int scheduler_tick(struct scheduler *s)
     group_flush_status(s);
     if (s->retiring_count > 0)
         scheduler_reap_generations(s);
+    if (s->remote.stopping_count > 0)
+        remote_reap_stopped(s, false);
     return bound;
 }
 
@@ -1673,61 +1675,11 @@ static void replay_cluster(struct scheduler *s, const struct framework *fw)
     }
 }
 
-/* Plugins in plugin hosts keep their hosts across a reload of the in-process plugins: the
- * configuration must name the same ones, with the same host, file and args. */
-static int check_remote(const struct scheduler *s, const struct framework *fw, struct kc_error *err)
-{
-    uint32_t old_remote = 0, new_remote = 0;
-    for (uint32_t i = 0; i < s->fw->count; i++)
-        old_remote += s->fw->plugins[i].remote;
-    for (uint32_t i = 0; i < fw->count; i++) {
-        const struct plugin *p = &fw->plugins[i];
-        if (!p->remote)
-            continue;
-        new_remote++;
-        const struct plugin *old = framework_plugin(s->fw, p->name);
-        if (old == NULL || !old->remote || strcmp(old->host_group, p->host_group) != 0 ||
-            strcmp(old->path, p->path) != 0 || strcmp(old->args_json, p->args_json) != 0)
-            return kc_error_set(err, -ENOTSUP,
-                                "plugin %s: a reload cannot change which plugins run in plugin "
-                                "hosts, nor their host, file or args; restart the scheduler",
-                                p->name);
-    }
-    if (new_remote != old_remote)
-        return kc_error_set(err, -ENOTSUP,
-                            "a reload cannot remove a plugin that runs in a plugin host; "
-                            "restart the scheduler");
-    return 0;
-}
-
-/* The new generation's entries for plugins in hosts take the old ones' places in the hosts. */
-static void adopt_remote(struct scheduler *s, struct framework *fw)
-{
-    for (uint32_t i = 0; i < fw->count; i++) {
-        struct plugin *p = &fw->plugins[i];
-        struct plugin *old = p->remote ? framework_plugin(s->fw, p->name) : NULL;
-        if (old == NULL)
-            continue;
-        char *version = strdup(old->version);
-        if (version != NULL) {
-            free(p->version);
-            p->version = version;
-        }
-        p->host = old->host;
-        p->remote_index = old->remote_index;
-        p->remote_phases = old->remote_phases;
-        p->disabled = old->disabled;
-        p->requeue_mask = old->requeue_mask;
-        if (p->host != NULL)
-            p->host->plugins[p->remote_index] = p;
-    }
-}
-
-static bool binds(const struct scheduler *s, const struct framework *fw, const struct config *cfg)
+static bool binds(const struct framework *fw, const struct config *cfg)
 {
     bool remote_bind = false;
-    for (uint32_t i = 0; i < s->remote.host_count; i++)
-        remote_bind |= (s->remote.hosts[i].phases & KCYCLE__V1__PHASE__PHASE_BIND) != 0;
+    for (uint32_t i = 0; i < fw->host_count; i++)
+        remote_bind |= (fw->hosts[i]->phases & KCYCLE__V1__PHASE__PHASE_BIND) != 0;
     return fw->phase_count[PHASE_BIND] > 0 || remote_bind || cfg->binder_elsewhere;
 }
 
@@ -1800,9 +1752,11 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
         .generation = ++s->generations, .private_copy = true, .strict = true};
     struct framework *fw = NULL;
     int rc = framework_new(use, s->plugin_dir, &s->host, &how, &fw, err);
+    /* isolation: process: a new host generation beside the serving one, handshaken and given
+     * the snapshot before it serves; the serving hosts stay with the open cycles */
     if (rc == 0)
-        rc = check_remote(s, fw, err);
-    if (rc == 0 && !binds(s, fw, use))
+        rc = remote_build(s, fw, err);
+    if (rc == 0 && !binds(fw, use))
         rc = kc_error_set(err, -EINVAL,
                           "no Bind plugin is configured: pods could never be "
                           "bound; add defaultbinder to the plugins list");
@@ -1812,6 +1766,8 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
     if (rc == 0 && grown == NULL)
         rc = kc_error_set(err, -ENOMEM, "out of memory");
     if (rc < 0) {
+        if (fw != NULL)
+            remote_release(s, fw);
         framework_free(fw);
         s->reload_failures++;
         return rc;
@@ -1819,8 +1775,8 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
     s->retiring = grown;
     apply_settings(s, use);
     replay_cluster(s, fw);
-    adopt_remote(s, fw);
     struct framework *old = s->fw;
+    remote_retire(old);
     framework_unref(old); /* the scheduler's reference: open cycles keep theirs */
     s->retiring[s->retiring_count++] = old;
     s->fw = fw;
@@ -1856,6 +1812,7 @@ void scheduler_reap_generations(struct scheduler *s)
         s->retiring_count--;
         current_scheduler = s;
         log_info("plugins: generation %llu closed", (unsigned long long)fw->generation);
+        remote_release(s, fw); /* its plugin hosts: no cycle calls them any more */
         framework_free(fw);
         s->generations_closed++;
     }
@@ -1898,7 +1855,7 @@ int scheduler_open(struct scheduler *s, struct config *cfg, const char *plugin_d
     rc = remote_open(s, err);
     if (rc < 0)
         return open_failed(s, rc);
-    if (!binds(s, s->fw, cfg)) {
+    if (!binds(s->fw, cfg)) {
         return open_failed(s, kc_error_set(err, -EINVAL,
                                            "no Bind plugin is configured: pods could never be "
                                            "bound; add defaultbinder to the plugins list"));

@@ -114,11 +114,8 @@ int watch_open(struct watch *w, const struct framework *fw, bool plugins, const 
         return -errno;
     for (uint32_t i = 0; plugins && i < fw->count; i++) {
         const struct plugin *p = &fw->plugins[i];
-        if (p->remote) /* its host loads the file: a new host generation is not built yet */
-            log_warn("hot reload: plugin %s runs in a plugin host; a change of %s is used only "
-                     "when its host restarts",
-                     p->name, p->path);
-        else if (p->path != NULL)
+        /* in process or in a plugin host (a reload starts a new host generation) alike */
+        if (p->path != NULL)
             add_file(w, p->path, false);
     }
     if (config_path != NULL)
