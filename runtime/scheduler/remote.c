@@ -902,6 +902,68 @@ int remote_open(struct scheduler *s, struct kc_error *err)
     return 0;
 }
 
+int remote_trial(struct scheduler *s, const struct config *cfg, const char *plugin_dir,
+                 struct kc_error *err)
+{
+    struct remote *r = &s->remote;
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < cfg->plugin_count; i++)
+        count += cfg->plugins[i].isolation == ISOLATION_INPROCESS;
+    if (count == 0)
+        return 0;
+    int rc = remote_setup(s, err);
+    if (rc < 0)
+        return rc;
+    struct plugin *trial = calloc(count, sizeof(*trial));
+    struct remote_host *h = trial != NULL ? host_new(r, "reload-trial", count, 0) : NULL;
+    if (h == NULL) {
+        free(trial);
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    }
+    char files[512] = "";
+    for (uint32_t i = 0; i < cfg->plugin_count; i++) {
+        const struct plugin_config *pc = &cfg->plugins[i];
+        if (pc->isolation != ISOLATION_INPROCESS)
+            continue;
+        struct plugin *p = &trial[h->plugin_count];
+        p->name = pc->name;
+        p->args_json = pc->args_json;
+        p->path = loader_find(pc->name, pc->path, plugin_dir);
+        h->plugins[h->plugin_count++] = p;
+        snprintf(files + strlen(files), sizeof(files) - strlen(files), "%s%s",
+                 files[0] != '\0' ? ", " : "", p->path != NULL ? p->path : pc->name);
+    }
+    /* the host loads and inits the files as the scheduler would: one that dies or hangs there
+     * would take the scheduler with it in process. Anything else (a file that fails to load,
+     * a QueueSort plugin a host may not serve) is the in-process load's to report. */
+    struct kc_error ignored = {{0}};
+    rc = spawn(r, h);
+    if (rc < 0) {
+        /* no plugin host to try them in (not installed?): load them directly, as at start */
+        log_warn("hot reload: cannot try the new plugins in a plugin host first (%s): a crash "
+                 "in their init would end the scheduler",
+                 h->last_error != NULL ? h->last_error : strerror(-rc));
+        rc = 0;
+    } else {
+        h->state = REMOTE_UP;
+        rc = hello(s, h, &ignored);
+    }
+    if (rc == -EIO)
+        rc = kc_error_set(err, -EIO,
+                          "a plugin crashed or hung in init when tried in a throwaway plugin "
+                          "host (loading %s): %s",
+                          files, h->last_error != NULL ? h->last_error : "no answer");
+    else
+        rc = 0;
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        free(trial[i].path);
+        free(trial[i].version);
+    }
+    host_free(r, h);
+    free(trial);
+    return rc;
+}
+
 int remote_build(struct scheduler *s, struct framework *fw, struct kc_error *err)
 {
     int rc = prepare_hosts(s, fw, err);

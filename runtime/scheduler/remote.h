@@ -84,6 +84,11 @@ void remote_close(struct scheduler *s);
  * serving ones (fw->hosts). Any host or plugin that does not start (a plugin left out before
  * excepted) refuses the reload: the new hosts are stopped and err says why; the serving hosts
  * and their circuit breakers are untouched. */
+/* Before a reload loads in-process plugins: load and init them first in a throwaway plugin
+ * host, so that a new build which crashes or hangs in init is refused (-EIO, err naming the
+ * files) instead of taking the scheduler down. Other failures are left to the real load. */
+int remote_trial(struct scheduler *s, const struct config *cfg, const char *plugin_dir,
+                 struct kc_error *err);
 int remote_build(struct scheduler *s, struct framework *fw, struct kc_error *err);
 /* The hosts of a generation no cycle uses any more (or of one refused): ask them to stop
  * (SIGTERM; remote_reap_stopped reaps them, or kills them after a grace period, and removes

@@ -1751,7 +1751,9 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
     struct framework_load how = {
         .generation = ++s->generations, .private_copy = true, .strict = true};
     struct framework *fw = NULL;
-    int rc = framework_new(use, s->plugin_dir, &s->host, &how, &fw, err);
+    int rc = remote_trial(s, use, s->plugin_dir, err);
+    if (rc == 0)
+        rc = framework_new(use, s->plugin_dir, &s->host, &how, &fw, err);
     /* isolation: process: a new host generation beside the serving one, handshaken and given
      * the snapshot before it serves; the serving hosts stay with the open cycles */
     if (rc == 0)
