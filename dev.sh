@@ -61,6 +61,7 @@ sanitize() {
     configure build-asan -Db_sanitize=address,undefined -Db_lundef=false
     meson compile -C build-asan
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
         meson test -C build-asan --print-errorlogs --suite unit --suite integration "$@"
 }
 
@@ -101,6 +102,7 @@ fuzz() {
         log "fuzz: $name for ${seconds}s (log: $artifacts.log)"
         local rc=0
         ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
             "build-fuzz/tests/fuzz/$name-fuzzer" "${args[@]}" "$corpus" >"$artifacts.log" 2>&1 \
             || rc=$?
         grep -E '^(stat::number_of_executed_units|stat::new_units_added|Done )' \
