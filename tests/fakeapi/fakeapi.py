@@ -139,6 +139,28 @@ def conflict(qualified, name, why, res=None):
     return ApiError(409, "Conflict", message, details)
 
 
+def written(res, name, sub, old, body, want_rv):
+    """What an update or patch of res/name (sub "status" or None) stores: the status
+    subresource changes only status, the main resource everything else (when the resource
+    has a status subresource); a stale resourceVersion is a 409."""
+    if want_rv and want_rv != old["metadata"]["resourceVersion"]:
+        raise modified_conflict(res, name)
+    if sub == "status":
+        new = dict(old)
+        if body.get("status") is not None:
+            new["status"] = body["status"]
+        else:
+            new.pop("status", None)
+        return new
+    if "status" in res.subresources:
+        new = dict(body)
+        new.pop("status", None)
+        if "status" in old:
+            new["status"] = old["status"]
+        return new
+    return body
+
+
 def modified_conflict(res, name):
     return conflict(res.qualified, name, "the object has been modified; please apply your "
                     "changes to the latest version and try again", res)
@@ -1141,22 +1163,8 @@ class Handler(BaseHTTPRequestHandler):
                 old = res.objects.get(key)
                 if old is None:
                     raise not_found(res, name)
-                want = meta.get("resourceVersion")
-                if want and want != old["metadata"]["resourceVersion"]:
-                    raise modified_conflict(res, name)
-                if sub == "status":
-                    new = dict(old)
-                    new["status"] = body.get("status")
-                    if new["status"] is None:
-                        new.pop("status")
-                elif "status" in res.subresources:
-                    new = dict(body)
-                    new.pop("status", None)
-                    if "status" in old:
-                        new["status"] = old["status"]
-                else:
-                    new = body
-                obj = store.replace(res, key, old, new)
+                obj = store.replace(res, key, old,
+                                    written(res, name, sub, old, body, meta.get("resourceVersion")))
                 if sub == "status":
                     self.record_status_patch(res, namespace, name, "update", body, 200)
                 store.changed.notify_all()
@@ -1200,22 +1208,7 @@ class Handler(BaseHTTPRequestHandler):
                 if not isinstance(patched, dict):
                     raise bad_request("the patch did not produce an object")
                 want = (patched.get("metadata") or {}).get("resourceVersion")
-                if want and want != old["metadata"]["resourceVersion"]:
-                    raise modified_conflict(res, name)
-                if sub == "status":
-                    new = dict(old)
-                    if "status" in patched:
-                        new["status"] = patched["status"]
-                    else:
-                        new.pop("status", None)
-                elif "status" in res.subresources:
-                    new = dict(patched)
-                    new.pop("status", None)
-                    if "status" in old:
-                        new["status"] = old["status"]
-                else:
-                    new = patched
-                obj = store.replace(res, key, old, new)
+                obj = store.replace(res, key, old, written(res, name, sub, old, patched, want))
                 if sub == "status":
                     self.record_status_patch(res, namespace, name, "patch", body, 200)
                 store.changed.notify_all()

@@ -586,9 +586,9 @@ static void test_parallel_filter_places_pods_as_sequential_filter(void **state)
     free(parallel);
 }
 
-/* A binder that answers later (the bridge): the binding cycle stays open, the pod assumed, and
- * PostBind waits for the result. */
-static void test_async_binding_waits_for_its_result(void **state)
+/* One pod "p" scheduled on a one-node cluster whose binder answers later: its binding is in
+ * flight (the log cleared before the binding cycle ran). */
+static struct harness *binding_in_flight(void)
 {
     struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
     h->async_bind = true;
@@ -596,6 +596,14 @@ static void test_async_binding_waits_for_its_result(void **state)
     assert_int_equal(scheduler_schedule_one(&h->sched), 1);
     clear_log(h);
     assert_int_equal(scheduler_tick(&h->sched), 0);
+    return h;
+}
+
+/* A binder that answers later (the bridge): the binding cycle stays open, the pod assumed, and
+ * PostBind waits for the result. */
+static void test_async_binding_waits_for_its_result(void **state)
+{
+    struct harness *h = binding_in_flight();
     assert_string_equal(read_log(h), "recorder:PreBind, recorder2:PreBind, recorder:Bind, "
                                      "recorder2:Bind");
     assert_int_equal(h->bound_count, 0);
@@ -617,11 +625,7 @@ static void test_async_binding_waits_for_its_result(void **state)
 
 static void test_rejected_binding_unreserves_and_backs_off(void **state)
 {
-    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
-    h->async_bind = true;
-    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
-    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct harness *h = binding_in_flight();
     clear_log(h);
     assert_int_equal(scheduler_bind_result(&h->sched, "default/p", -EEXIST,
                                            "the API server answered 409: conflict"),
@@ -647,11 +651,7 @@ static void test_rejected_binding_unreserves_and_backs_off(void **state)
 /* The watch may show the binding before its answer arrives: the pod is counted once. */
 static void test_watch_confirms_binding_before_its_result(void **state)
 {
-    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
-    h->async_bind = true;
-    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
-    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct harness *h = binding_in_flight();
     struct pod *bound = make_pod("p");
     bound->node_name = strdup("node-0");
     assert_int_equal(scheduler_pod_update(&h->sched, bound), 0);
@@ -691,11 +691,7 @@ static void test_lost_binding_results_are_retried(void **state)
  * Unreserve runs for a pod that holds its node. */
 static void test_failure_after_the_watch_showed_the_binding_is_ignored(void **state)
 {
-    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
-    h->async_bind = true;
-    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
-    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct harness *h = binding_in_flight();
     struct pod *bound = make_pod("p");
     bound->node_name = strdup("node-0");
     assert_int_equal(scheduler_pod_update(&h->sched, bound), 0);
@@ -711,11 +707,7 @@ static void test_failure_after_the_watch_showed_the_binding_is_ignored(void **st
 /* The node went away while the binding was in flight: PostBind is not called with no node. */
 static void test_node_deleted_during_binding_gets_no_post_bind(void **state)
 {
-    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
-    h->async_bind = true;
-    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
-    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct harness *h = binding_in_flight();
     assert_int_equal(scheduler_node_delete(&h->sched, "node-0"), 0);
     clear_log(h);
     assert_int_equal(scheduler_bind_result(&h->sched, "default/p", 0, NULL), 0);
@@ -727,11 +719,7 @@ static void test_node_deleted_during_binding_gets_no_post_bind(void **state)
 /* An update that arrives while the binding is in flight is kept: the retry uses it. */
 static void test_update_during_binding_is_used_by_the_retry(void **state)
 {
-    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
-    h->async_bind = true;
-    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
-    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_int_equal(scheduler_tick(&h->sched), 0);
+    struct harness *h = binding_in_flight();
     struct pod *updated = make_pod("p");
     assert_int_equal(kv_list_set(&updated->labels, "version", "2"), 0);
     assert_int_equal(scheduler_pod_update(&h->sched, updated), 0);
