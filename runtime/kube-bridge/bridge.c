@@ -697,6 +697,8 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     for (size_t i = 0; i < m->n_group_status; i++) {
         const Kcycle__V1__GroupStatus *in = m->group_status[i];
         struct bridge_work *w = work_new(WORK_GROUP_STATUS, in->namespace_, in->name, "");
+        if (w != NULL)
+            w->seq = ++b->group_status_next;
         json_t *status = json_pack("{s:s, s:i, s:i}", "phase", in->phase, "scheduled",
                                    (int)in->scheduled, "running", (int)in->running);
         if (w != NULL && status != NULL &&
@@ -935,7 +937,8 @@ static void do_scheduled(struct bridge *b, struct kube_client *client, struct br
 
 /* PodGroup status as scheduler-plugins keeps it: phase, scheduled and running counts (a
  * merge patch of the status subresource). A group without a PodGroup object is left alone. */
-static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+static void write_group_status(struct bridge *b, struct kube_client *client,
+                               struct bridge_work *w)
 {
     char path[768];
     snprintf(path, sizeof(path),
@@ -956,6 +959,28 @@ static void do_group_status(struct bridge *b, struct kube_client *client, struct
     else if (rc < 0 || res.status != 404)
         api_error(b, "the PodGroup status", w->name, rc < 0 ? 0 : res.status, res.body, &err);
     kube_response_free(&res);
+}
+
+/* Statuses of one group are written one at a time, newest wins (see bridge.h). */
+static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", w->namespace, w->name);
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_seq *last = strmap_get(&b->group_status_seq, key);
+    if (last == NULL || last->seq < w->seq)
+        write_group_status(b, client, w);
+    if (last == NULL && (last = malloc(sizeof(*last) + strlen(key) + 1)) != NULL) {
+        strcpy(last->key, key);
+        last->seq = 0;
+        if (strmap_put(&b->group_status_seq, last->key, last) < 0) {
+            free(last);
+            last = NULL;
+        }
+    }
+    if (last != NULL && last->seq < w->seq)
+        last->seq = w->seq;
+    pthread_mutex_unlock(&b->group_status_lock);
 }
 
 static bool session_current(struct bridge *b, uint64_t session)
@@ -1039,6 +1064,7 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     pthread_mutex_init(&b->work_lock, NULL);
     pthread_cond_init(&b->work_cond, NULL);
     pthread_mutex_init(&b->reported_lock, NULL);
+    pthread_mutex_init(&b->group_status_lock, NULL);
     pthread_mutex_init(&b->binding_lock, NULL);
     b->start_ms = bridge_monotonic_ms();
     struct timespec ts;
@@ -1224,6 +1250,10 @@ void bridge_close(struct bridge *b)
     for (uint32_t i = 0; i < b->reported.capacity; i++)
         free(b->reported.entries[i].value);
     strmap_free(&b->reported);
+    for (uint32_t i = 0; i < b->group_status_seq.capacity; i++)
+        free(b->group_status_seq.entries[i].value);
+    strmap_free(&b->group_status_seq);
+    pthread_mutex_destroy(&b->group_status_lock);
     kube_config_free(&b->kube);
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->cond);

@@ -63,11 +63,18 @@ struct bridge_binding {
     int64_t landed_ms;
 };
 
+/* The newest PodGroup status written for a group. */
+struct bridge_group_seq {
+    uint64_t seq;
+    char key[]; /* "namespace/name" */
+};
+
 /* Work for the API writers. */
 struct bridge_work {
     enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED, WORK_GROUP_STATUS } type;
     uint64_t id;
     uint64_t session; /* the scheduler session that asked: work of an ended one is dropped */
+    uint64_t seq;     /* group status: order of arrival, so an older one never lands last */
     char *namespace, *name, *uid, *node, *reason, *message;
     char *annotations_json; /* bindings: {"k":"v",...}; group status: the status object */
     struct bridge_work *next;
@@ -116,6 +123,12 @@ struct bridge {
     int64_t bindings_swept_ms;
     pthread_mutex_t reported_lock;
     struct strmap reported; /* uid -> last unschedulable message sent (owned, key inside) */
+    /* PodGroup status writes: several writers run at once, so two statuses of one group could
+     * land out of order and leave an old one. They are written one at a time, and one older
+     * than the last written for its group is dropped. */
+    pthread_mutex_t group_status_lock;
+    struct strmap group_status_seq; /* "ns/name" -> struct bridge_group_seq (owned) */
+    uint64_t group_status_next;     /* the receiver thread only */
     pthread_t receiver;
     bool receiver_started;
     struct health_server *health;
