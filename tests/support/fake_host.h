@@ -149,7 +149,7 @@ struct fake_host_state {
 
 extern struct fake_host_state fake_host;
 
-/* The table to give a plugin's init. Full size: every ABI 1.1 member is set. */
+/* The table to give a plugin's init. Full size: every ABI 1.2 member is set. */
 const kc_host_api *fake_host_api(void);
 
 /* Clear counters, nodes, waiting pods and the log; forget interned resources beyond the
