@@ -1,6 +1,7 @@
 /* noderesources: kube-scheduler's NodeResourcesFit (Filter plus LeastAllocated, MostAllocated or
- * RequestedToCapacityRatio scoring) and NodeResourcesBalancedAllocation in one plugin. PreFilter reads the pod's
- * requests once into cycle state; Filter and Score then only do integer work per node. */
+ * RequestedToCapacityRatio scoring) and NodeResourcesBalancedAllocation in one plugin. PreFilter
+ * reads the pod's requests once into cycle state; Filter and Score then only do integer work per
+ * node. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -278,8 +279,9 @@ static int parse_shape(struct plugin *plugin, const json_t *ratio)
     static const char where[] = "scoringStrategy.requestedToCapacityRatio";
     if (ratio == NULL)
         return args_error("%s is required when scoringStrategy.type is "
-                          "\"RequestedToCapacityRatio\"; expected {\"shape\": [{\"utilization\": 0, "
-                          "\"score\": 0}, {\"utilization\": 100, \"score\": 10}]}",
+                          "\"RequestedToCapacityRatio\"; expected {\"shape\": "
+                          "[{\"utilization\": 0, \"score\": 0}, {\"utilization\": 100, "
+                          "\"score\": 10}]}",
                           where);
     if (!json_is_object(ratio) || check_keys(ratio, where, known) != 0)
         return args_error("%s must be an object {\"shape\": [...]}", where);

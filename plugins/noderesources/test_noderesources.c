@@ -1,6 +1,6 @@
 /* noderesources against the fake host: fit reasons as kube-scheduler reports them, the
- * LeastAllocated/MostAllocated/RequestedToCapacityRatio/BalancedAllocation scores on hand-computed nodes, args
- * checking, and a per-node path that never reads the pod again. */
+ * LeastAllocated/MostAllocated/RequestedToCapacityRatio/BalancedAllocation scores on
+ * hand-computed nodes, args checking, and a per-node path that never reads the pod again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -18,7 +18,7 @@
 #define ABI_FROZEN_MINOR 0
 #endif
 #if KC_ABI_MAJOR != 1 || KC_ABI_MINOR != ABI_FROZEN_MINOR
-#error "abi_plugin must be built against the frozen SDK 1.ABI_FROZEN_MINOR headers, not the current ones"
+#error "abi_plugin must be built against the frozen headers of ABI_FROZEN_MINOR, not the current ones"
 #endif
 
 KC_PLUGIN_DEFINE_HOST;

@@ -47,8 +47,8 @@ def check_layout(frozen_exe, current_exe):
         elif kind == 'growing' and new[0] < old[0]:
             problems.append(f'{name} went down from {old[0]} to {new[0]}: it may only grow')
         elif kind in ('constant', 'type', 'string') and new != old:
-            problems.append(f'{kind} {name}: the frozen SDK has {old}, now {new}: a value plugins compile '
-                            'in must never change')
+            problems.append(f'{kind} {name}: the frozen SDK has {old}, now {new}: a value '
+                            'plugins compile in must never change')
     checked = len(frozen)
     if problems:
         print(f'ABI check failed ({len(problems)} of {checked} facts):')

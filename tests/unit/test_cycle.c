@@ -825,8 +825,8 @@ static void test_ignored_declared_or_unchecked_fields_are_scheduled(void **state
         if (h->bound_count != 1)
             fail_msg("configuration %zu: the pod was not bound", i);
         /* another field is still refused when the check is on */
-        assert_int_equal(scheduler_pod_add(&h->sched, pod_using("claims", POD_FIELD_RESOURCE_CLAIMS)),
-                         0);
+        struct pod *claims = pod_using("claims", POD_FIELD_RESOURCE_CLAIMS);
+        assert_int_equal(scheduler_pod_add(&h->sched, claims), 0);
         assert_int_equal(scheduler_schedule_one(&h->sched), 1);
         scheduler_tick(&h->sched);
         assert_int_equal(h->bound_count, tunes[i] == NULL ? 2 : 1);

@@ -646,7 +646,8 @@ static void host_ports_of_containers_and_sidecars_with_defaults(void **state)
                                "  - {name: setup, ports: [{containerPort: 9, hostPort: 9}]}\n"
                                "  - name: proxy\n"
                                "    restartPolicy: Always\n"
-                               "    ports: [{containerPort: 15001, hostPort: 15001, protocol: UDP}]\n"
+                               "    ports: [{containerPort: 15001, hostPort: 15001, "
+                               "protocol: UDP}]\n"
                                "  containers:\n"
                                "  - name: app\n"
                                "    ports:\n"
@@ -713,7 +714,8 @@ static const struct field_case field_cases[] = {
     {"affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: "
      "zone}]}}",
      POD_FIELD_POD_AFFINITY},
-    {"affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1}]}}",
+    {"affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: "
+     "[{weight: 1}]}}",
      POD_FIELD_POD_ANTI_AFFINITY},
     /* empty stanzas ask for nothing */
     {"affinity: {podAffinity: {}, podAntiAffinity: {}}\ntopologySpreadConstraints: []", 0},
