@@ -26,29 +26,39 @@ struct port {
     char *host_ip;
 };
 
-/* A pod holding host ports on a node: bound there, or assumed by this scheduler. */
+/* A link of a chained string-keyed table; the key is owned by the struct that embeds it. */
+struct link {
+    const char *key;
+    struct link *next;
+};
+
+/* Bucket counts are powers of two and double at load 1. */
+struct table {
+    struct link **buckets;
+    uint32_t bucket_count, count;
+};
+
+/* A pod holding host ports on a node: bound there, or assumed by this scheduler. Kept in the
+ * ledger's by_uid table (link first: a link is its holder) and in its node's list. */
 struct holder {
+    struct link by_uid; /* key: uid */
     char *uid;
     char *node;
     struct port *ports;
     uint32_t port_count;
-    struct holder *next_by_uid;
     struct holder *next_on_node;
 };
 
-/* The holders of one node, a singly linked list through next_on_node. */
+/* The holders of one node, a list through next_on_node. */
 struct node_ports {
+    struct link by_name; /* key: name */
     char *name;
     struct holder *holders;
-    struct node_ports *next;
 };
 
-/* Chained string-keyed tables; bucket counts are powers of two and grow at load 1. */
 struct ledger {
-    struct holder **by_uid;
-    uint32_t uid_buckets, holder_count;
-    struct node_ports **by_node;
-    uint32_t node_buckets, node_count;
+    struct table by_uid;  /* struct holder */
+    struct table by_node; /* struct node_ports */
 };
 
 /* on_event writes the ledger on the scheduler's thread, between cycles; Filter reads it, maybe
@@ -87,62 +97,77 @@ static uint32_t hash(const char *key)
     return h;
 }
 
-static struct holder **uid_slot(struct ledger *l, const char *uid)
+/* Where key's link is, or the empty slot at the end of its chain; NULL for an empty table. */
+static struct link **table_slot(const struct table *t, const char *key)
 {
-    struct holder **slot = &l->by_uid[hash(uid) & (l->uid_buckets - 1)];
-    while (*slot != NULL && strcmp((*slot)->uid, uid) != 0)
-        slot = &(*slot)->next_by_uid;
+    if (t->bucket_count == 0)
+        return NULL;
+    struct link **slot = &t->buckets[hash(key) & (t->bucket_count - 1)];
+    while (*slot != NULL && strcmp((*slot)->key, key) != 0)
+        slot = &(*slot)->next;
     return slot;
+}
+
+static struct link *table_find(const struct table *t, const char *key)
+{
+    struct link **slot = table_slot(t, key);
+    return slot != NULL ? *slot : NULL;
+}
+
+/* Adds a link whose key the table does not hold yet. 0, or ENOMEM_CODE. */
+static int table_add(struct table *t, struct link *link)
+{
+    if (t->count >= t->bucket_count) {
+        uint32_t count = t->bucket_count == 0 ? MIN_BUCKETS : t->bucket_count * 2;
+        struct link **buckets = calloc(count, sizeof(*buckets));
+        if (buckets == NULL)
+            return ENOMEM_CODE;
+        for (uint32_t b = 0; b < t->bucket_count; b++) {
+            for (struct link *l = t->buckets[b], *next; l != NULL; l = next) {
+                next = l->next;
+                uint32_t at = hash(l->key) & (count - 1);
+                l->next = buckets[at];
+                buckets[at] = l;
+            }
+        }
+        free(t->buckets);
+        t->buckets = buckets;
+        t->bucket_count = count;
+    }
+    struct link **slot = &t->buckets[hash(link->key) & (t->bucket_count - 1)];
+    link->next = *slot;
+    *slot = link;
+    t->count++;
+    return 0;
+}
+
+/* Unlinks and returns key's link, NULL when absent. */
+static struct link *table_take(struct table *t, const char *key)
+{
+    struct link **slot = table_slot(t, key);
+    struct link *link = slot != NULL ? *slot : NULL;
+    if (link != NULL) {
+        *slot = link->next;
+        t->count--;
+    }
+    return link;
+}
+
+/* Calls free_fn on every link, then frees the buckets. */
+static void table_free(struct table *t, void (*free_fn)(struct link *))
+{
+    for (uint32_t b = 0; b < t->bucket_count; b++)
+        for (struct link *l = t->buckets[b], *next; l != NULL; l = next) {
+            next = l->next;
+            free_fn(l);
+        }
+    free(t->buckets);
+    memset(t, 0, sizeof(*t));
 }
 
 static struct node_ports *node_find(const struct ledger *l, const char *name)
 {
-    if (l->node_buckets == 0)
-        return NULL;
-    struct node_ports *n = l->by_node[hash(name) & (l->node_buckets - 1)];
-    while (n != NULL && strcmp(n->name, name) != 0)
-        n = n->next;
-    return n;
-}
-
-static int grow_uids(struct ledger *l)
-{
-    uint32_t buckets = l->uid_buckets == 0 ? MIN_BUCKETS : l->uid_buckets * 2;
-    struct holder **table = calloc(buckets, sizeof(*table));
-    if (table == NULL)
-        return ENOMEM_CODE;
-    for (uint32_t b = 0; b < l->uid_buckets; b++) {
-        for (struct holder *h = l->by_uid[b], *next; h != NULL; h = next) {
-            next = h->next_by_uid;
-            uint32_t at = hash(h->uid) & (buckets - 1);
-            h->next_by_uid = table[at];
-            table[at] = h;
-        }
-    }
-    free(l->by_uid);
-    l->by_uid = table;
-    l->uid_buckets = buckets;
-    return 0;
-}
-
-static int grow_nodes(struct ledger *l)
-{
-    uint32_t buckets = l->node_buckets == 0 ? MIN_BUCKETS : l->node_buckets * 2;
-    struct node_ports **table = calloc(buckets, sizeof(*table));
-    if (table == NULL)
-        return ENOMEM_CODE;
-    for (uint32_t b = 0; b < l->node_buckets; b++) {
-        for (struct node_ports *n = l->by_node[b], *next; n != NULL; n = next) {
-            next = n->next;
-            uint32_t at = hash(n->name) & (buckets - 1);
-            n->next = table[at];
-            table[at] = n;
-        }
-    }
-    free(l->by_node);
-    l->by_node = table;
-    l->node_buckets = buckets;
-    return 0;
+    return (struct node_ports *)table_find(&l->by_node, name);
 }
 
 /* The node's entry, created when absent; NULL when out of memory. */
@@ -151,18 +176,25 @@ static struct node_ports *node_get(struct ledger *l, const char *name)
     struct node_ports *n = node_find(l, name);
     if (n != NULL)
         return n;
-    if (l->node_count >= l->node_buckets && grow_nodes(l) != 0)
-        return NULL;
     n = calloc(1, sizeof(*n));
     if (n == NULL || (n->name = copy_string(name)) == NULL) {
         free(n);
         return NULL;
     }
-    uint32_t at = hash(name) & (l->node_buckets - 1);
-    n->next = l->by_node[at];
-    l->by_node[at] = n;
-    l->node_count++;
+    n->by_name.key = n->name;
+    if (table_add(&l->by_node, &n->by_name) != 0) {
+        free(n->name);
+        free(n);
+        return NULL;
+    }
     return n;
+}
+
+static void node_free(struct link *link)
+{
+    struct node_ports *n = (struct node_ports *)link;
+    free(n->name);
+    free(n);
 }
 
 static void holder_free(struct holder *h)
@@ -177,19 +209,20 @@ static void holder_free(struct holder *h)
     free(h);
 }
 
+static void holder_link_free(struct link *link)
+{
+    holder_free((struct holder *)link);
+}
+
 /* The ledger ---------------------------------------------------------------------------- */
 
 /* Drops what the ledger holds for uid (nothing when it holds nothing). A node's entry stays
  * once created: nodes are few and come back with their name. */
 static void ledger_remove(struct ledger *l, const char *uid)
 {
-    if (l->uid_buckets == 0)
-        return;
-    struct holder **slot = uid_slot(l, uid);
-    struct holder *h = *slot;
+    struct holder *h = (struct holder *)table_take(&l->by_uid, uid);
     if (h == NULL)
         return;
-    *slot = h->next_by_uid;
     struct node_ports *n = node_find(l, h->node);
     for (struct holder **on = n != NULL ? &n->holders : NULL; on != NULL && *on != NULL;
          on = &(*on)->next_on_node) {
@@ -198,7 +231,6 @@ static void ledger_remove(struct ledger *l, const char *uid)
             break;
         }
     }
-    l->holder_count--;
     holder_free(h);
 }
 
@@ -214,6 +246,7 @@ static struct holder *holder_new(const kc_pod *pod, const char *node, uint32_t c
         holder_free(h);
         return NULL;
     }
+    h->by_uid.key = h->uid;
     for (uint32_t i = 0; i < count; i++) {
         kc_host_port hp = {.struct_size = sizeof(hp)};
         if (kc_pod_host_port_at(pod, i, &hp) != 0)
@@ -235,41 +268,29 @@ static struct holder *holder_new(const kc_pod *pod, const char *node, uint32_t c
 static int ledger_put(struct ledger *l, const kc_pod *pod, const char *node)
 {
     const char *uid = kc_pod_uid(pod);
+    if (uid == NULL)
+        return 0;
     ledger_remove(l, uid);
     uint32_t count = kc_pod_host_port_count(pod);
-    if (count == 0 || node == NULL || uid == NULL)
+    if (count == 0 || node == NULL)
         return 0;
-    if (l->holder_count >= l->uid_buckets && grow_uids(l) != 0)
-        return ENOMEM_CODE;
     struct node_ports *n = node_get(l, node);
     struct holder *h = n != NULL ? holder_new(pod, node, count) : NULL;
     if (h == NULL)
         return ENOMEM_CODE;
-    struct holder **slot = uid_slot(l, uid);
-    h->next_by_uid = *slot;
-    *slot = h;
+    if (table_add(&l->by_uid, &h->by_uid) != 0) {
+        holder_free(h);
+        return ENOMEM_CODE;
+    }
     h->next_on_node = n->holders;
     n->holders = h;
-    l->holder_count++;
     return 0;
 }
 
 static void ledger_free(struct ledger *l)
 {
-    for (uint32_t b = 0; b < l->uid_buckets; b++)
-        for (struct holder *h = l->by_uid[b], *next; h != NULL; h = next) {
-            next = h->next_by_uid;
-            holder_free(h);
-        }
-    for (uint32_t b = 0; b < l->node_buckets; b++)
-        for (struct node_ports *n = l->by_node[b], *next; n != NULL; n = next) {
-            next = n->next;
-            free(n->name);
-            free(n);
-        }
-    free(l->by_uid);
-    free(l->by_node);
-    memset(l, 0, sizeof(*l));
+    table_free(&l->by_uid, holder_link_free);
+    table_free(&l->by_node, node_free);
 }
 
 /* kube's HostPortInfo.CheckConflict: same protocol and port, and either side binding every

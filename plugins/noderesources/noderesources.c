@@ -707,11 +707,23 @@ static int64_t scaled_utilization(int64_t requested, int64_t capacity)
     return (int64_t)((long double)requested * MAX_UTILIZATION / (long double)capacity);
 }
 
-/* kube's requestedToCapacityRatio scorer: a resource whose shape score is 0 leaves both sums;
- * the weighted mean is rounded half away from zero (math.Round). */
-static int64_t ratio_score(const struct plugin *plugin, const struct score_requests *requests,
-                           const kc_node *node)
+/* One resource's score under the plugin's strategy, 0..100. */
+static int64_t resource_score(const struct plugin *plugin, int64_t requested, int64_t allocatable)
 {
+    switch (plugin->strategy) {
+    case STRATEGY_MOST_ALLOCATED: return most_requested_score(requested, allocatable);
+    case STRATEGY_REQUESTED_TO_CAPACITY_RATIO:
+        return broken_linear(plugin, requested > allocatable
+                                         ? MAX_UTILIZATION
+                                         : scaled_utilization(requested, allocatable));
+    default: return least_requested_score(requested, allocatable);
+    }
+}
+
+static int64_t strategy_score(const struct plugin *plugin, const struct score_requests *requests,
+                              const kc_node *node)
+{
+    bool ratio = plugin->strategy == STRATEGY_REQUESTED_TO_CAPACITY_RATIO;
     int64_t node_score = 0;
     int64_t weight_sum = 0;
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
@@ -720,40 +732,17 @@ static int64_t ratio_score(const struct plugin *plugin, const struct score_reque
         if (!allocation_of(node, plugin->scoring[i].id, requests->strategy[i], &allocatable,
                            &requested))
             continue;
-        int64_t utilization = requested > allocatable
-                                  ? MAX_UTILIZATION
-                                  : scaled_utilization(requested, allocatable);
-        int64_t score = broken_linear(plugin, utilization);
-        if (score <= 0)
+        int64_t score = resource_score(plugin, requested, allocatable);
+        /* kube's RequestedToCapacityRatio scorer leaves a resource scoring 0 out of both sums */
+        if (ratio && score <= 0)
             continue;
         node_score += score * plugin->scoring[i].weight;
         weight_sum += plugin->scoring[i].weight;
     }
     if (weight_sum == 0)
         return 0;
-    return (node_score * 2 + weight_sum) / (weight_sum * 2);
-}
-
-static int64_t strategy_score(const struct plugin *plugin, const struct score_requests *requests,
-                              const kc_node *node)
-{
-    if (plugin->strategy == STRATEGY_REQUESTED_TO_CAPACITY_RATIO)
-        return ratio_score(plugin, requests, node);
-    int64_t node_score = 0;
-    int64_t weight_sum = 0;
-    for (uint32_t i = 0; i < plugin->scoring_count; i++) {
-        int64_t allocatable;
-        int64_t requested;
-        if (!allocation_of(node, plugin->scoring[i].id, requests->strategy[i], &allocatable,
-                           &requested))
-            continue;
-        int64_t score = plugin->strategy == STRATEGY_MOST_ALLOCATED
-                            ? most_requested_score(requested, allocatable)
-                            : least_requested_score(requested, allocatable);
-        node_score += score * plugin->scoring[i].weight;
-        weight_sum += plugin->scoring[i].weight;
-    }
-    return weight_sum == 0 ? 0 : node_score / weight_sum;
+    /* RequestedToCapacityRatio rounds half away from zero (math.Round); the others truncate */
+    return ratio ? (node_score * 2 + weight_sum) / (weight_sum * 2) : node_score / weight_sum;
 }
 
 /* kube's balancedResourceScorer: 100 * (1 - standard deviation of the requested fractions),

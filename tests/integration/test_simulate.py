@@ -103,6 +103,13 @@ def check_no_port_shared(name, report):
             held.setdefault(p["node"], []).append((p["name"], port))
 
 
+def simulated_report(label, tmp, path):
+    """The checked report of a run that must succeed, or None (the failure recorded)."""
+    run, report_path = simulate(path, tmp)
+    check(run.returncode == 0, f"{label}: exit 0, stderr: {run.stderr}")
+    return check_report(label, report_path) if run.returncode == 0 else None
+
+
 def with_config(tmp, source, config, name):
     """The simulation file source with a config: section added."""
     with open(source) as f:
@@ -123,11 +130,9 @@ def check_host_ports(tmp):
                           "hostports-process.yaml")
     placements = []
     for label, path in (("hostports.yaml", source), ("hostports.yaml in a plugin host", process)):
-        run, report_path = simulate(path, tmp)
-        check(run.returncode == 0, f"{label}: exit 0, stderr: {run.stderr}")
-        if run.returncode != 0:
+        report = simulated_report(label, tmp, path)
+        if report is None:
             continue
-        report = check_report(label, report_path)
         pods = {p["name"]: p for p in report["pods"]}
         placements.append({n: p["node"] for n, p in pods.items()})
         check_no_port_shared(label, report)
@@ -152,28 +157,21 @@ def check_host_ports(tmp):
     check(len(placements) == 2 and placements[0] == placements[1],
           "hostports.yaml: the same placements in process and in a plugin host")
 
-    without = with_config(tmp, source, "  plugins:\n    - {name: prioritysort}\n"
-                          "    - {name: noderesources}\n    - {name: defaultbinder}\n",
-                          "hostports-without.yaml")
-    run, report_path = simulate(without, tmp)
-    check(run.returncode == 0, f"hostports without nodeports: exit 0, stderr: {run.stderr}")
-    if run.returncode == 0:
-        report = check_report("hostports without nodeports", report_path)
+    no_nodeports = ("  plugins:\n    - {name: prioritysort}\n"
+                    "    - {name: noderesources}\n    - {name: defaultbinder}\n")
+    report = simulated_report("hostports without nodeports", tmp, with_config(
+        tmp, source, no_nodeports, "hostports-without.yaml"))
+    if report is not None:
         pending = [p for p in report["pods"] if p["node"] is None]
         want = ("0/4 nodes are available: pod uses spec.containers[].ports[].hostPort, which no "
                 "enabled plugin handles.")
         check(len(pending) == 15 and all(p["reason"] == want for p in pending),
               f"hostports without nodeports: every host-port pod refused naming the field, "
               f"got {[(p['name'], p['reason']) for p in pending]}")
-    ignored = with_config(tmp, source, "  plugins:\n    - {name: prioritysort}\n"
-                          "    - {name: noderesources}\n    - {name: defaultbinder}\n"
-                          "  unhandledPodFields:\n"
-                          "    ignore: [\"spec.containers[].ports[].hostPort\"]\n",
-                          "hostports-ignored.yaml")
-    run, report_path = simulate(ignored, tmp)
-    check(run.returncode == 0, f"hostports ignored: exit 0, stderr: {run.stderr}")
-    if run.returncode == 0:
-        report = check_report("hostports ignored", report_path)
+    report = simulated_report("hostports ignored", tmp, with_config(
+        tmp, source, no_nodeports + "  unhandledPodFields:\n"
+        "    ignore: [\"spec.containers[].ports[].hostPort\"]\n", "hostports-ignored.yaml"))
+    if report is not None:
         check(report["summary"]["scheduled"] == 15,
               f"hostports ignored: the operator's opt-out schedules all 15 (ports unchecked), "
               f"got {report['summary']}")
@@ -199,10 +197,8 @@ def check_unhandled_fields(tmp):
             "      containers: [{name: c}]\n")
     with open(spread, "w") as f:
         f.write(body)
-    run, report_path = simulate(spread, tmp)
-    check(run.returncode == 0, f"spread.yaml: exit 0, stderr: {run.stderr}")
-    if run.returncode == 0:
-        report = check_report("spread.yaml", report_path)
+    report = simulated_report("spread.yaml", tmp, spread)
+    if report is not None:
         pods = {p["name"]: p for p in report["pods"]}
         check(pods["plain"]["node"] is not None, "spread.yaml: the plain pod is bound")
         check(pods["spread"]["reason"] == "0/2 nodes are available: pod uses "
@@ -220,10 +216,8 @@ def check_unhandled_fields(tmp):
         path = os.path.join(tmp, "spread-off.yaml")
         with open(path, "w") as f:
             f.write(body + "config:\n" + config)
-        run, report_path = simulate(path, tmp)
-        check(run.returncode == 0, f"spread.yaml, {label}: exit 0, stderr: {run.stderr}")
-        if run.returncode == 0:
-            report = check_report(f"spread.yaml, {label}", report_path)
+        report = simulated_report(f"spread.yaml, {label}", tmp, path)
+        if report is not None:
             check(report["summary"]["scheduled"] == 3,
                   f"spread.yaml, {label}: all three bound, got {report['summary']}")
     bad = os.path.join(tmp, "spread-bad.yaml")
