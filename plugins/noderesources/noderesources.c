@@ -1,6 +1,7 @@
-/* noderesources: kube-scheduler's NodeResourcesFit (Filter plus LeastAllocated or MostAllocated
- * scoring) and NodeResourcesBalancedAllocation in one plugin. PreFilter reads the pod's
- * requests once into cycle state; Filter and Score then only do integer work per node. */
+/* noderesources: kube-scheduler's NodeResourcesFit (Filter plus LeastAllocated, MostAllocated or
+ * RequestedToCapacityRatio scoring) and NodeResourcesBalancedAllocation in one plugin. PreFilter
+ * reads the pod's requests once into cycle state; Filter and Score then only do integer work per
+ * node. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -28,7 +29,22 @@ KC_PLUGIN_DEFINE_HOST;
 #define REASON_TOO_MANY_PODS "Too many pods"
 #define REASON_PREFIX "Insufficient "
 
-enum strategy { STRATEGY_LEAST_ALLOCATED, STRATEGY_MOST_ALLOCATED };
+enum strategy {
+    STRATEGY_LEAST_ALLOCATED,
+    STRATEGY_MOST_ALLOCATED,
+    STRATEGY_REQUESTED_TO_CAPACITY_RATIO
+};
+
+/* RequestedToCapacityRatio's shape: utilization 0..100 strictly increasing, so at most 101
+ * points; scores are given 0..10 (kube's MaxCustomPriorityScore) and kept scaled to 0..100. */
+#define MAX_UTILIZATION 100
+#define MAX_SHAPE_POINTS (MAX_UTILIZATION + 1)
+#define MAX_CUSTOM_SCORE 10
+
+struct shape_point {
+    int64_t utilization;
+    int64_t score;
+};
 
 struct scored_resource {
     kc_resource id;
@@ -42,6 +58,8 @@ struct name_list {
 
 struct plugin {
     enum strategy strategy;
+    struct shape_point shape[MAX_SHAPE_POINTS];
+    uint32_t shape_count;
     struct scored_resource scoring[KC_RESOURCE_MAX];
     uint32_t scoring_count;
     bool balanced_enabled;
@@ -217,14 +235,83 @@ static int parse_strategy_type(const json_t *type, enum strategy *strategy)
         *strategy = STRATEGY_MOST_ALLOCATED;
         return 0;
     }
+    if (text != NULL && strcmp(text, "RequestedToCapacityRatio") == 0) {
+        *strategy = STRATEGY_REQUESTED_TO_CAPACITY_RATIO;
+        return 0;
+    }
     return args_error("scoringStrategy.type \"%s\" is not supported; expected "
-                      "\"LeastAllocated\" or \"MostAllocated\"",
+                      "\"LeastAllocated\", \"MostAllocated\" or \"RequestedToCapacityRatio\"",
                       text != NULL ? text : "(not a string)");
+}
+
+static int parse_shape_point(const json_t *point, size_t index, struct shape_point *out)
+{
+    static const char *const known[] = {"utilization", "score", NULL};
+    static const char where[] = "scoringStrategy.requestedToCapacityRatio.shape";
+    if (!json_is_object(point))
+        return args_error("%s[%zu] must be an object {\"utilization\": ..., \"score\": ...}",
+                          where, index);
+    if (check_keys(point, where, known) != 0)
+        return EINVAL_CODE;
+    const json_t *utilization = json_object_get(point, "utilization");
+    const json_t *score = json_object_get(point, "score");
+    if ((utilization != NULL && !json_is_integer(utilization)) ||
+        (score != NULL && !json_is_integer(score)))
+        return args_error("%s[%zu]: utilization and score must be integers", where, index);
+    /* absent means 0, as kube's int32 fields */
+    out->utilization = utilization != NULL ? json_integer_value(utilization) : 0;
+    out->score = score != NULL ? json_integer_value(score) : 0;
+    if (out->utilization < 0 || out->utilization > MAX_UTILIZATION)
+        return args_error("%s[%zu].utilization: %lld not in valid range [0, %d]", where, index,
+                          (long long)out->utilization, MAX_UTILIZATION);
+    if (out->score < 0 || out->score > MAX_CUSTOM_SCORE)
+        return args_error("%s[%zu].score: %lld not in valid range [0, %d]", where, index,
+                          (long long)out->score, MAX_CUSTOM_SCORE);
+    out->score *= MAX_SCORE / MAX_CUSTOM_SCORE;
+    return 0;
+}
+
+/* kube's validateFunctionShape: at least one point, utilization strictly increasing, each
+ * utilization 0..100 and score 0..10. */
+static int parse_shape(struct plugin *plugin, const json_t *ratio)
+{
+    static const char *const known[] = {"shape", NULL};
+    static const char where[] = "scoringStrategy.requestedToCapacityRatio";
+    if (ratio == NULL)
+        return args_error("%s is required when scoringStrategy.type is "
+                          "\"RequestedToCapacityRatio\"; expected {\"shape\": "
+                          "[{\"utilization\": 0, \"score\": 0}, {\"utilization\": 100, "
+                          "\"score\": 10}]}",
+                          where);
+    if (!json_is_object(ratio) || check_keys(ratio, where, known) != 0)
+        return args_error("%s must be an object {\"shape\": [...]}", where);
+    const json_t *shape = json_object_get(ratio, "shape");
+    if (shape != NULL && !json_is_array(shape))
+        return args_error("%s.shape must be a list of points", where);
+    if (shape == NULL || json_array_size(shape) == 0)
+        return args_error("%s.shape: at least one point must be specified", where);
+    if (json_array_size(shape) > MAX_SHAPE_POINTS)
+        return args_error("%s.shape has %zu points; utilization values must be sorted in "
+                          "increasing order within [0, %d]",
+                          where, json_array_size(shape), MAX_UTILIZATION);
+    size_t index;
+    const json_t *point;
+    json_array_foreach(shape, index, point)
+    {
+        if (parse_shape_point(point, index, &plugin->shape[index]) != 0)
+            return EINVAL_CODE;
+        if (index > 0 && plugin->shape[index - 1].utilization >= plugin->shape[index].utilization)
+            return args_error("%s.shape[%zu].utilization: utilization values must be sorted in "
+                              "increasing order",
+                              where, index);
+    }
+    plugin->shape_count = (uint32_t)json_array_size(shape);
+    return 0;
 }
 
 static int parse_scoring_strategy(struct plugin *plugin, const json_t *strategy)
 {
-    static const char *const known[] = {"type", "resources", NULL};
+    static const char *const known[] = {"type", "resources", "requestedToCapacityRatio", NULL};
     kc_resource ids[KC_RESOURCE_MAX];
     int64_t weights[KC_RESOURCE_MAX];
     if (strategy == NULL) {
@@ -236,6 +323,9 @@ static int parse_scoring_strategy(struct plugin *plugin, const json_t *strategy)
                parse_strategy_type(json_object_get(strategy, "type"), &plugin->strategy) != 0 ||
                parse_resources(json_object_get(strategy, "resources"), "scoringStrategy.resources",
                                false, MAX_WEIGHT, ids, weights, &plugin->scoring_count) != 0) {
+        return EINVAL_CODE;
+    } else if (plugin->strategy == STRATEGY_REQUESTED_TO_CAPACITY_RATIO &&
+               parse_shape(plugin, json_object_get(strategy, "requestedToCapacityRatio")) != 0) {
         return EINVAL_CODE;
     }
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
@@ -440,9 +530,11 @@ static int64_t non_zero_request(kc_resource id, int64_t value)
 static void fill_score_requests(const struct plugin *plugin, const int64_t by_id[KC_RESOURCE_MAX],
                                 struct score_requests *out)
 {
+    /* RequestedToCapacityRatio scores what is really requested (kube's useRequested) */
+    bool actual = plugin->strategy == STRATEGY_REQUESTED_TO_CAPACITY_RATIO;
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
         kc_resource id = plugin->scoring[i].id;
-        out->strategy[i] = non_zero_request(id, by_id[id]);
+        out->strategy[i] = actual ? by_id[id] : non_zero_request(id, by_id[id]);
     }
     out->balanced_best_effort = true;
     for (uint32_t i = 0; i < plugin->balanced_count; i++) {
@@ -586,9 +678,52 @@ static int64_t most_requested_score(int64_t requested, int64_t capacity)
     return requested * MAX_SCORE / capacity;
 }
 
+/* kube's helper.BuildBrokenLinearFunction: the shape's score at p, linear between points
+ * (integer division, toward zero), flat before the first point and after the last. */
+static int64_t broken_linear(const struct plugin *plugin, int64_t p)
+{
+    const struct shape_point *shape = plugin->shape;
+    for (uint32_t i = 0; i < plugin->shape_count; i++) {
+        if (p > shape[i].utilization)
+            continue;
+        if (i == 0)
+            return shape[0].score;
+        return shape[i - 1].score + (shape[i].score - shape[i - 1].score) *
+                                        (p - shape[i - 1].utilization) /
+                                        (shape[i].utilization - shape[i - 1].utilization);
+    }
+    return shape[plugin->shape_count - 1].score;
+}
+
+/* requested * 100 / capacity in integers, exact even where the product would overflow. */
+static int64_t scaled_utilization(int64_t requested, int64_t capacity)
+{
+    if (capacity <= 0 || requested <= 0)
+        return 0;
+    if (requested >= capacity)
+        return MAX_UTILIZATION;
+    if (requested <= INT64_MAX / MAX_UTILIZATION)
+        return requested * MAX_UTILIZATION / capacity;
+    return (int64_t)((long double)requested * MAX_UTILIZATION / (long double)capacity);
+}
+
+/* One resource's score under the plugin's strategy, 0..100. */
+static int64_t resource_score(const struct plugin *plugin, int64_t requested, int64_t allocatable)
+{
+    switch (plugin->strategy) {
+    case STRATEGY_MOST_ALLOCATED: return most_requested_score(requested, allocatable);
+    case STRATEGY_REQUESTED_TO_CAPACITY_RATIO:
+        return broken_linear(plugin, requested > allocatable
+                                         ? MAX_UTILIZATION
+                                         : scaled_utilization(requested, allocatable));
+    default: return least_requested_score(requested, allocatable);
+    }
+}
+
 static int64_t strategy_score(const struct plugin *plugin, const struct score_requests *requests,
                               const kc_node *node)
 {
+    bool ratio = plugin->strategy == STRATEGY_REQUESTED_TO_CAPACITY_RATIO;
     int64_t node_score = 0;
     int64_t weight_sum = 0;
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
@@ -597,13 +732,17 @@ static int64_t strategy_score(const struct plugin *plugin, const struct score_re
         if (!allocation_of(node, plugin->scoring[i].id, requests->strategy[i], &allocatable,
                            &requested))
             continue;
-        int64_t score = plugin->strategy == STRATEGY_MOST_ALLOCATED
-                            ? most_requested_score(requested, allocatable)
-                            : least_requested_score(requested, allocatable);
+        int64_t score = resource_score(plugin, requested, allocatable);
+        /* kube's RequestedToCapacityRatio scorer leaves a resource scoring 0 out of both sums */
+        if (ratio && score <= 0)
+            continue;
         node_score += score * plugin->scoring[i].weight;
         weight_sum += plugin->scoring[i].weight;
     }
-    return weight_sum == 0 ? 0 : node_score / weight_sum;
+    if (weight_sum == 0)
+        return 0;
+    /* RequestedToCapacityRatio rounds half away from zero (math.Round); the others truncate */
+    return ratio ? (node_score * 2 + weight_sum) / (weight_sum * 2) : node_score / weight_sum;
 }
 
 /* kube's balancedResourceScorer: 100 * (1 - standard deviation of the requested fractions),

@@ -1,10 +1,11 @@
 /* noderesources against the fake host: fit reasons as kube-scheduler reports them, the
- * LeastAllocated/MostAllocated/BalancedAllocation scores on hand-computed nodes, args
- * checking, and a per-node path that never reads the pod again. */
+ * LeastAllocated/MostAllocated/RequestedToCapacityRatio/BalancedAllocation scores on
+ * hand-computed nodes, args checking, and a per-node path that never reads the pod again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -622,9 +623,9 @@ static void expect_rejected(const char *args, const char *fragment)
 
 static void args_unknown_strategy_rejected_with_message(void **state)
 {
-    expect_rejected("{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\"}}",
-                    "scoringStrategy.type \"RequestedToCapacityRatio\" is not supported; "
-                    "expected \"LeastAllocated\" or \"MostAllocated\"");
+    expect_rejected("{\"scoringStrategy\": {\"type\": \"Balanced\"}}",
+                    "scoringStrategy.type \"Balanced\" is not supported; expected "
+                    "\"LeastAllocated\", \"MostAllocated\" or \"RequestedToCapacityRatio\"");
     expect_rejected("{\"scoringStrategy\": {\"type\": 3}}", "scoringStrategy.type");
 }
 
@@ -688,6 +689,243 @@ static void args_malformed_rejected_with_message(void **state)
                     "resource group is the part before '/'");
 }
 
+
+/* RequestedToCapacityRatio ---------------------------------------------------------------- */
+
+#define RTCR_LEAST "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", "            \
+                   "\"requestedToCapacityRatio\": {\"shape\": [{\"utilization\": 0, \"score\": " \
+                   "10}, {\"utilization\": 100, \"score\": 0}]}}}"
+#define RTCR_FOO "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", \"resources\": " \
+                 "[{\"name\": \"intel.com/foo\", \"weight\": 1}], \"requestedToCapacityRatio\": " \
+                 "{\"shape\": [{\"utilization\": 0, \"score\": 0}, {\"utilization\": 100, "      \
+                 "\"score\": 1}]}}}"
+#define RTCR_FOO_BAR                                                                           \
+    "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", \"resources\": [{\"name\": " \
+    "\"intel.com/foo\", \"weight\": 3}, {\"name\": \"intel.com/bar\", \"weight\": 5}], "        \
+    "\"requestedToCapacityRatio\": {\"shape\": [{\"utilization\": 0, \"score\": 0}, "           \
+    "{\"utilization\": 100, \"score\": 1}]}}}"
+
+/* One row of kube's requested_to_capacity_ratio_test.go and of hand-computed edge cases. */
+struct ratio_case {
+    const char *name;
+    const char *args;
+    int64_t node_cpu, node_memory, used_cpu, used_memory; /* allocatable and requested */
+    const char *ext;                                      /* extended resource on node/pod */
+    int64_t node_ext, used_ext, pod_ext;
+    const char *ext2;
+    int64_t node_ext2, pod_ext2;
+    int64_t pod_cpu, pod_memory;
+    int64_t want;
+};
+
+static const struct ratio_case ratio_cases[] = {
+    /* kube: nothing scheduled, nothing requested: utilization 0 scores the shape's 10 -> 100 */
+    {"nothing_requested_scores_max", RTCR_LEAST, 4000, 10000, 0, 0, NULL, 0, 0, 0, NULL, 0, 0, 0,
+     0, 100},
+    /* kube: cpu 3000/4000 = 75 -> 25, memory 5000/10000 = 50 -> 50; round(37.5) = 38 */
+    {"differently_sized_nodes_small", RTCR_LEAST, 4000, 10000, 0, 0, NULL, 0, 0, 0, NULL, 0, 0,
+     3000, 5000, 38},
+    {"differently_sized_nodes_big", RTCR_LEAST, 6000, 10000, 0, 0, NULL, 0, 0, 0, NULL, 0, 0,
+     3000, 5000, 50},
+    /* kube: no request from the pod, existing pods hold the same amounts: 38 and 50 again (no
+     * non-zero defaults under this strategy) */
+    {"existing_pods_count", RTCR_LEAST, 4000, 10000, 3000, 5000, NULL, 0, 0, 0, NULL, 0, 0, 0, 0,
+     38},
+    /* over capacity reads as utilization 100: shape score 0 drops cpu from the mean */
+    {"overcommitted_resource_leaves_the_mean", RTCR_LEAST, 4000, 10000, 5000, 5000, NULL, 0, 0,
+     0, NULL, 0, 0, 0, 0, 50},
+    /* kube single extended: pod without foo scores 0 on every node */
+    {"extended_not_requested_scores_zero", RTCR_FOO, 4000, 10000, 0, 0, "intel.com/foo", 8, 0, 0,
+     NULL, 0, 0, 0, 0, 0},
+    /* foo 2 of 8 = 25% -> 10*25/100 = 2; 2 of 4 = 50% -> 5; with 2 used on 4: 100% -> 10 */
+    {"extended_quarter", RTCR_FOO, 4000, 10000, 0, 0, "intel.com/foo", 8, 0, 2, NULL, 0, 0, 0, 0,
+     2},
+    {"extended_half", RTCR_FOO, 4000, 10000, 0, 0, "intel.com/foo", 4, 0, 2, NULL, 0, 0, 0, 0, 5},
+    {"extended_full_with_running_pod", RTCR_FOO, 4000, 10000, 0, 0, "intel.com/foo", 4, 2, 2,
+     NULL, 0, 0, 0, 0, 10},
+    {"extended_four_of_eight", RTCR_FOO, 4000, 10000, 0, 0, "intel.com/foo", 8, 0, 4, NULL, 0, 0,
+     0, 0, 5},
+    /* kube multiple extended, weights 3 and 5: foo 2/8 -> 2, bar 2/4 -> 5: (6+25)/8 = 3.875 ->
+     * 4; the mirrored node: foo 2/4 -> 5, bar 2/8 -> 2: (15+10)/8 = 3.125 -> 3 */
+    {"two_extended_weighted_node1", RTCR_FOO_BAR, 4000, 10000, 0, 0, "intel.com/foo", 8, 0, 2,
+     "intel.com/bar", 4, 2, 0, 0, 4},
+    {"two_extended_weighted_node2", RTCR_FOO_BAR, 4000, 10000, 0, 0, "intel.com/foo", 4, 0, 2,
+     "intel.com/bar", 8, 2, 0, 0, 3},
+};
+
+static void requested_to_capacity_ratio_table(void **state)
+{
+    for (size_t i = 0; i < sizeof(ratio_cases) / sizeof(ratio_cases[0]); i++) {
+        const struct ratio_case *c = &ratio_cases[i];
+        kc_pod pod;
+        kc_node node;
+        fake_host_reset();
+        assert_int_equal(start(c->args), 0);
+        fake_node_init(&node, "n");
+        fake_node_set_allocatable(&node, "cpu", c->node_cpu);
+        fake_node_set_allocatable(&node, "memory", c->node_memory);
+        fake_node_set_allocatable(&node, "pods", 110);
+        fake_node_set_requested(&node, "cpu", c->used_cpu);
+        fake_node_set_requested(&node, "memory", c->used_memory);
+        fake_pod_init(&pod, "default", "p");
+        fake_pod_set_request(&pod, "cpu", c->pod_cpu);
+        fake_pod_set_request(&pod, "memory", c->pod_memory);
+        if (c->ext != NULL) {
+            fake_node_set_allocatable(&node, c->ext, c->node_ext);
+            fake_node_set_requested(&node, c->ext, c->used_ext);
+            fake_pod_set_request(&pod, c->ext, c->pod_ext);
+        }
+        if (c->ext2 != NULL) {
+            fake_node_set_allocatable(&node, c->ext2, c->node_ext2);
+            fake_pod_set_request(&pod, c->ext2, c->pod_ext2);
+        }
+        int64_t got = score_on(&pod, &node);
+        if (got != c->want)
+            fail_msg("case %s: score %lld, want %lld", c->name, (long long)got,
+                     (long long)c->want);
+        ops->fini(self);
+        self = NULL;
+    }
+}
+
+/* kube's TestBrokenLinearFunction, read through whole-node scores: a one-resource shape whose
+ * utilization is set by the node's requested cpu (pod requests nothing). */
+static void requested_to_capacity_ratio_broken_linear_function(void **state)
+{
+    static const struct {
+        const char *shape;
+        int64_t utilization, want; /* want: the 0..10 score, scaled by 10 */
+    } cases[] = {
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 0, 10},
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 15, 15},
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 89, 89},
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 100, 90},
+        {"[{\"utilization\": 0, \"score\": 2}, {\"utilization\": 40, \"score\": 10}, "
+         "{\"utilization\": 100, \"score\": 0}]",
+         20, 60},
+        {"[{\"utilization\": 0, \"score\": 2}, {\"utilization\": 40, \"score\": 10}, "
+         "{\"utilization\": 100, \"score\": 0}]",
+         70, 50},
+        /* 100% scores 0: cpu leaves the mean, nothing is left */
+        {"[{\"utilization\": 0, \"score\": 2}, {\"utilization\": 40, \"score\": 10}, "
+         "{\"utilization\": 100, \"score\": 0}]",
+         100, 0},
+        {"[{\"utilization\": 50, \"score\": 7}]", 10, 70},
+        {"[{\"utilization\": 50, \"score\": 7}]", 90, 70},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char args[512];
+        snprintf(args, sizeof(args),
+                 "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", \"resources\": "
+                 "[{\"name\": \"cpu\"}], \"requestedToCapacityRatio\": {\"shape\": %s}}}",
+                 cases[i].shape);
+        kc_pod pod;
+        kc_node node;
+        fake_host_reset();
+        assert_int_equal(start(args), 0);
+        fake_node_init(&node, "n");
+        fake_node_set_allocatable(&node, "cpu", 1000);
+        fake_node_set_requested(&node, "cpu", cases[i].utilization * 10);
+        fake_pod_init(&pod, "default", "p");
+        int64_t got = score_on(&pod, &node);
+        if (got != cases[i].want)
+            fail_msg("case %zu (utilization %lld): score %lld, want %lld", i,
+                     (long long)cases[i].utilization, (long long)got, (long long)cases[i].want);
+        ops->fini(self);
+        self = NULL;
+    }
+}
+
+static void requested_to_capacity_ratio_args_checked_like_kube(void **state)
+{
+    static const struct {
+        const char *ratio; /* the requestedToCapacityRatio value, or NULL for none */
+        const char *fragment;
+    } cases[] = {
+        {NULL, "requestedToCapacityRatio is required"},
+        {"{\"shape\": []}", "at least one point must be specified"},
+        {"{}", "at least one point must be specified"},
+        {"{\"shape\": [{\"utilization\": 50, \"score\": 1}, {\"utilization\": 50, \"score\": 2}]}",
+         "shape[1].utilization: utilization values must be sorted in increasing order"},
+        {"{\"shape\": [{\"utilization\": 60, \"score\": 1}, {\"utilization\": 50, \"score\": 2}]}",
+         "must be sorted"},
+        {"{\"shape\": [{\"utilization\": 101, \"score\": 1}]}", "not in valid range [0, 100]"},
+        {"{\"shape\": [{\"utilization\": -1, \"score\": 1}]}", "not in valid range [0, 100]"},
+        {"{\"shape\": [{\"utilization\": 10, \"score\": 11}]}",
+         "shape[0].score: 11 not in valid range [0, 10]"},
+        {"{\"shape\": [{\"utilization\": 10, \"weight\": 1}]}", "unknown key \"weight\""},
+        {"{\"shape\": [{\"utilization\": \"10\", \"score\": 1}]}", "must be integers"},
+        {"{\"curve\": []}", "must be an object {\"shape\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char args[512];
+        if (cases[i].ratio != NULL)
+            snprintf(args, sizeof(args),
+                     "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", "
+                     "\"requestedToCapacityRatio\": %s}}",
+                     cases[i].ratio);
+        else
+            snprintf(args, sizeof(args),
+                     "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\"}}");
+        fake_host_reset();
+        self = NULL;
+        assert_int_equal(start(args), -22);
+        assert_null(self);
+        if (strstr(fake_host.last_log, cases[i].fragment) == NULL)
+            fail_msg("case %zu: expected \"%s\" in: %s", i, cases[i].fragment, fake_host.last_log);
+    }
+}
+
+/* kube's fit_test.go cases for ignoredResources / ignoredResourceGroups. */
+static void fit_ignored_resources_table(void **state)
+{
+    static const struct {
+        const char *args;
+        const char *resource; /* the pod asks for 1; the node has none */
+        kc_status want;
+        const char *reason;
+    } cases[] = {
+        {"{\"ignoredResources\": [\"example.com/aaa\"]}", "example.com/aaa", KC_SUCCESS, NULL},
+        {"{\"ignoredResources\": [\"example.com/aaa\"]}", "example.com/bbb", KC_UNRESOLVABLE,
+         "Insufficient example.com/bbb"},
+        {"{\"ignoredResourceGroups\": [\"example.com\"]}", "example.com/aaa", KC_SUCCESS, NULL},
+        {"{\"ignoredResourceGroups\": [\"example.com\"]}", "example.org/aaa", KC_UNRESOLVABLE,
+         "Insufficient example.org/aaa"},
+        /* a group is the whole part before '/': no prefix matching */
+        {"{\"ignoredResourceGroups\": [\"example\"]}", "example.com/aaa", KC_UNRESOLVABLE,
+         "Insufficient example.com/aaa"},
+        /* kubernetes.io resources are native, never ignored */
+        {"{\"ignoredResourceGroups\": [\"hugepages.kubernetes.io\"]}",
+         "hugepages.kubernetes.io/x", KC_UNRESOLVABLE, "Insufficient hugepages.kubernetes.io/x"},
+        {"{\"ignoredResources\": [\"hugepages-2Mi\"]}", "hugepages-2Mi", KC_UNRESOLVABLE,
+         "Insufficient hugepages-2Mi"},
+        {"{}", "example.com/aaa", KC_UNRESOLVABLE, "Insufficient example.com/aaa"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        kc_pod pod;
+        kc_node node;
+        kc_cycle cycle;
+        fake_host_reset();
+        assert_int_equal(start(cases[i].args), 0);
+        busy_node(&node, "n1");
+        pod_with(&pod, 100, 1 * GIB);
+        fake_pod_set_request(&pod, cases[i].resource, 1);
+        kc_status got = filter_on(&cycle, &pod, &node);
+        if (got != cases[i].want)
+            fail_msg("case %zu (%s, %s): status %d, want %d", i, cases[i].args, cases[i].resource,
+                     got, cases[i].want);
+        if (cases[i].reason != NULL) {
+            assert_int_equal(cycle.reason_count, 1);
+            assert_string_equal(cycle.reasons[0], cases[i].reason);
+        } else {
+            assert_int_equal(cycle.reason_count, 0);
+        }
+        fake_cycle_clear(&cycle);
+        ops->fini(self);
+        self = NULL;
+    }
+}
+
 static void query_refuses_other_abi_major(void **state)
 {
     const kc_plugin_descriptor *descriptor = kc_plugin_query(KC_ABI_VERSION);
@@ -717,6 +955,10 @@ int main(void)
         TEST(fit_reasons_accumulate_per_node_for_histogram),
         TEST(fit_ignored_resources_skip_extended_only),
         TEST(fit_ignored_resource_groups_skip_by_prefix),
+        TEST(fit_ignored_resources_table),
+        TEST(requested_to_capacity_ratio_table),
+        TEST(requested_to_capacity_ratio_broken_linear_function),
+        TEST(requested_to_capacity_ratio_args_checked_like_kube),
         TEST(filter_without_prefilter_state_is_error),
         TEST(prefilter_reads_requests_once_and_nodes_never_read_pod),
         TEST(prescore_stores_state_when_prefilter_did_not_run),

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pod_fields.h"
 #include "tree.h"
 
 #define CONFIG_API_VERSION "kcycle.io/v1alpha1"
@@ -30,10 +31,12 @@ static const char *const top_keys[] = {
     "plugins",
     "leaderElection",
     "bridge",
+    "unhandledPodFields",
     NULL,
 };
 static const char *const plugin_keys[] = {
-    "name", "path", "weight", "isolation", "host", "failurePolicy", "required", "args", NULL,
+    "name", "path", "weight", "isolation", "host", "failurePolicy", "required", "args", "handles",
+    NULL,
 };
 static const char *const leader_keys[] = {
     "leaderElect", "leaseDuration", "renewDeadline",
@@ -41,9 +44,12 @@ static const char *const leader_keys[] = {
     NULL,
 };
 static const char *const bridge_keys[] = {"address", NULL};
+static const char *const unhandled_keys[] = {"refuse", "ignore", NULL};
 static const char *const isolation_names[] = {"inprocess", "process", NULL};
 static const char *const failure_policy_names[] = {"Fail", "Ignore", NULL};
-static const char *const default_plugins[] = {"prioritysort", "noderesources", "defaultbinder"};
+/* kube-scheduler's default profile, in its order, as far as kcycle ships the plugins. */
+static const char *const default_plugins[] = {"prioritysort", "nodeports", "noderesources",
+                                              "defaultbinder"};
 
 /* ---- defaults and freeing ---- */
 
@@ -118,6 +124,7 @@ int config_default(struct config *cfg)
     cfg->pod_max_backoff_ms = 10000;
     cfg->unschedulable_flush_ms = 5 * 60 * 1000;
     cfg->plugin_timeout_ms = 5000;
+    cfg->refuse_unhandled_fields = true; /* a field silently ignored is a wrong placement */
     cfg->leader_election.enabled = true; /* as kube-scheduler: replicas must never both bind */
     cfg->leader_election.lease_duration_ms = 15000;
     cfg->leader_election.renew_deadline_ms = 10000;
@@ -323,6 +330,36 @@ static int read_plugin_name(const struct tree *entry, uint32_t index, struct plu
     return replace_string(&p->name, name, err);
 }
 
+/* A list of pod field names (pod_fields.c) into a pod_field mask. */
+static int read_field_list(const struct tree *map, const char *key, uint32_t *mask,
+                           struct kc_error *err)
+{
+    const struct tree *seq = value_of(map, key);
+    if (seq == NULL)
+        return 0;
+    if (seq->type != TREE_SEQ)
+        return tree_error(seq, err, -EINVAL, key,
+                          "got %s; expected a list of pod fields such as "
+                          "[spec.topologySpreadConstraints]",
+                          seq->type == TREE_MAP ? "a map" : "a single value");
+    for (uint32_t i = 0; i < seq->count; i++) {
+        const char *name;
+        int rc = tree_string(seq->items[i], key, &name, err);
+        if (rc != 0)
+            return rc;
+        uint32_t bit = pod_field_by_name(name);
+        if (bit == 0) {
+            char known[1024];
+            pod_fields_format(pod_fields_all(), known, sizeof(known));
+            return tree_error(seq->items[i], err, -EINVAL, key,
+                              "'%.*s' is not a pod field kcycle checks; expected one of %s",
+                              QUOTE_MAX, name, known);
+        }
+        *mask |= bit;
+    }
+    return 0;
+}
+
 static int read_plugin_args(const struct tree *entry, struct plugin_config *p, struct kc_error *err)
 {
     const struct tree *v = value_of(entry, "args");
@@ -365,6 +402,8 @@ static int read_plugin(const struct tree *entry, uint32_t index, struct plugin_c
         rc = read_bool(entry, "required", &p->required, err);
     if (rc == 0)
         rc = read_plugin_args(entry, p, err);
+    if (rc == 0)
+        rc = read_field_list(entry, "handles", &p->handles, err);
     p->isolation = (enum plugin_isolation)isolation;
     p->failure_policy = (enum failure_policy)failure_policy;
     p->line = entry->line;
@@ -500,6 +539,19 @@ static int read_bridge(const struct tree *root, struct config *cfg, struct kc_er
     return rc;
 }
 
+/* unhandledPodFields: {refuse: true|false, ignore: [field, ...]} (docs/configuration.md). */
+static int read_unhandled_fields(const struct tree *root, struct config *cfg, struct kc_error *err)
+{
+    const struct tree *section;
+    int rc = read_section(root, "unhandledPodFields", unhandled_keys, &section, err);
+    if (rc != 0 || section == NULL)
+        return rc;
+    rc = read_bool(section, "refuse", &cfg->refuse_unhandled_fields, err);
+    if (rc == 0)
+        rc = read_field_list(section, "ignore", &cfg->ignored_unhandled_fields, err);
+    return rc;
+}
+
 static int check_backoff(const struct tree *root, const struct config *cfg, struct kc_error *err)
 {
     if (cfg->pod_max_backoff_ms >= cfg->pod_initial_backoff_ms)
@@ -563,6 +615,8 @@ static int apply_tree(const struct tree *root, struct config *cfg, struct kc_err
         rc = read_leader_election(root, &cfg->leader_election, err);
     if (rc == 0)
         rc = read_bridge(root, cfg, err);
+    if (rc == 0)
+        rc = read_unhandled_fields(root, cfg, err);
     return rc;
 }
 

@@ -21,6 +21,7 @@ struct plugin_config {
     enum failure_policy failure_policy;
     bool required;         /* refuse to start without it (default true for in-process) */
     char *args_json;       /* the args object as JSON, "{}" when absent */
+    uint32_t handles;      /* pod_field bits the entry declares it handles (`handles:`) */
     uint32_t line, column; /* where the entry is, for messages */
 };
 
@@ -48,11 +49,16 @@ struct config {
     int64_t pod_max_backoff_ms;     /* 10 s */
     int64_t unschedulable_flush_ms; /* 5 min */
     int64_t plugin_timeout_ms;      /* deadline of one plugin-host request, 5 s */
+    /* unhandledPodFields: refuse a pod that uses a field no enabled plugin handles (true),
+     * except the pod_field bits in ignored */
+    bool refuse_unhandled_fields;
+    uint32_t ignored_unhandled_fields;
     bool binder_elsewhere;          /* not from files: a plugin host binds through its scheduler */
     bool private_copies; /* not from files: load private copies of plugin files (hot reload) */
 };
 
-/* The default configuration: plugins prioritysort, noderesources (LeastAllocated), defaultbinder.
+/* The default configuration: plugins prioritysort, nodeports, noderesources (LeastAllocated),
+ * defaultbinder.
  * 0 or -ENOMEM. cfg is output only; the caller releases it with config_free. */
 int config_default(struct config *cfg);
 /* Load from a file (YAML or JSON) over the defaults. Unknown keys and bad values are -EINVAL

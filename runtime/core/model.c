@@ -228,6 +228,7 @@ void pod_free(struct pod *pod)
     containers_free(pod->init_containers, pod->init_container_count);
     res_list_free(&pod->overhead);
     res_list_free(&pod->request);
+    host_ports_free(pod->host_ports, pod->host_port_count);
     free(pod);
 }
 
@@ -373,10 +374,22 @@ static int pod_finish_names(struct pod *pod)
     return 0;
 }
 
+/* The fields a pod's own model shows; the others come from the pod's source (tree, proto). */
+static void derive_fields(struct pod *pod)
+{
+    if (pod->host_port_count > 0)
+        pod->fields |= POD_FIELD_HOST_PORTS;
+    if (pod->node_selector.count > 0)
+        pod->fields |= POD_FIELD_NODE_SELECTOR;
+    if (pod->affinity.has_required || pod->affinity.preferred_count > 0)
+        pod->fields |= POD_FIELD_NODE_AFFINITY;
+}
+
 int pod_finish(struct pod *pod)
 {
     if (pod == NULL || pod->name == NULL || pod->name[0] == '\0')
         return -EINVAL;
+    derive_fields(pod);
     int rc = pod_finish_names(pod);
     if (rc == 0)
         rc = default_requests(pod->containers, pod->container_count);
@@ -995,6 +1008,164 @@ static int read_gates(const struct tree *spec, struct pod *pod, struct kc_error 
     return rc;
 }
 
+/* ---- host ports -------------------------------------------------------------------------- */
+
+int host_port_append(struct host_port **ports, uint32_t *count, const char *host_ip,
+                     const char *protocol, int32_t port, int32_t container_port)
+{
+    struct host_port *grown = realloc(*ports, (*count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return -ENOMEM;
+    *ports = grown;
+    struct host_port *hp = &grown[*count];
+    hp->host_ip = strdup(host_ip != NULL && host_ip[0] != '\0' ? host_ip : "0.0.0.0");
+    hp->protocol = strdup(protocol != NULL && protocol[0] != '\0' ? protocol : "TCP");
+    hp->port = port;
+    hp->container_port = container_port;
+    if (hp->host_ip == NULL || hp->protocol == NULL) {
+        free(hp->host_ip);
+        free(hp->protocol);
+        return -ENOMEM;
+    }
+    (*count)++;
+    return 0;
+}
+
+void host_ports_free(struct host_port *ports, uint32_t count)
+{
+    for (uint32_t i = 0; ports != NULL && i < count; i++) {
+        free(ports[i].host_ip);
+        free(ports[i].protocol);
+    }
+    free(ports);
+}
+
+static int read_port_protocol(const struct tree *port, const char **out, struct kc_error *err)
+{
+    static const char *const protocols[] = {"TCP", "UDP", "SCTP"};
+    const struct tree *t = field(port, "protocol");
+    *out = NULL;
+    if (t == NULL)
+        return 0;
+    int rc = tree_string(t, "protocol", out, err);
+    for (size_t i = 0; rc == 0 && i < sizeof(protocols) / sizeof(protocols[0]); i++)
+        if (strcmp(*out, protocols[i]) == 0)
+            return 0;
+    return rc < 0 ? rc
+                  : tree_error(t, err, -EINVAL, "protocol",
+                               "unknown protocol \"%s\" (TCP, UDP or SCTP)", *out);
+}
+
+/* One entry of a container's ports; only those with a host port are kept. With hostNetwork
+ * the API server defaults hostPort to containerPort, as the pod really binds it on the node. */
+static int read_port(const struct tree *t, bool host_network, struct pod *pod,
+                     struct kc_error *err)
+{
+    int32_t host_port = 0, container_port = 0;
+    const char *host_ip = NULL, *protocol = NULL;
+    int rc = expect(t, TREE_MAP, "ports", err);
+    const struct tree *v;
+    if (rc == 0 && (v = field(t, "containerPort")) != NULL)
+        rc = read_int32(v, "containerPort", 1, 65535, &container_port, err);
+    if (rc == 0 && (v = field(t, "hostPort")) != NULL)
+        rc = read_int32(v, "hostPort", 0, 65535, &host_port, err);
+    if (rc == 0 && (v = field(t, "hostIP")) != NULL)
+        rc = tree_string(v, "hostIP", &host_ip, err);
+    if (rc == 0)
+        rc = read_port_protocol(t, &protocol, err);
+    if (rc < 0)
+        return rc;
+    if (host_port == 0 && host_network)
+        host_port = container_port;
+    if (host_port == 0)
+        return 0;
+    if (host_port_append(&pod->host_ports, &pod->host_port_count, host_ip, protocol, host_port,
+                         container_port) < 0)
+        return no_memory(t, err, "ports");
+    return 0;
+}
+
+/* App containers and sidecars (init containers with restartPolicy Always) hold their ports for
+ * the pod's whole life; other init containers have exited before the app starts. */
+static int read_host_ports(const struct tree *spec, struct pod *pod, struct kc_error *err)
+{
+    bool host_network = false;
+    int rc = read_bool(spec, "hostNetwork", "hostNetwork", &host_network, err);
+    static const char *const lists[] = {"containers", "initContainers"};
+    for (size_t l = 0; rc == 0 && l < 2; l++) {
+        const struct tree *list = field(spec, lists[l]);
+        for (uint32_t i = 0; rc == 0 && list != NULL && i < list->count; i++) {
+            const struct tree *c = list->items[i];
+            if (l == 1 && !pod->init_containers[i].restartable)
+                continue;
+            const struct tree *ports = field(c, "ports");
+            if (ports != NULL)
+                rc = expect(ports, TREE_SEQ, "ports", err);
+            for (uint32_t j = 0; rc == 0 && ports != NULL && j < ports->count; j++)
+                rc = read_port(ports->items[j], host_network, pod, err);
+        }
+    }
+    return rc;
+}
+
+/* ---- fields kcycle may not handle -------------------------------------------------------- */
+
+/* A key present with a non-empty value (an empty list or map asks for nothing). */
+static bool present(const struct tree *map, const char *key)
+{
+    const struct tree *t = map != NULL ? field(map, key) : NULL;
+    return t != NULL && (t->type == TREE_SCALAR || t->count > 0);
+}
+
+/* Volume sources a scheduling plugin reads (VolumeBinding, VolumeRestrictions,
+ * NodeVolumeLimits). Other sources (emptyDir, configMap, hostPath, ...) need no node. */
+static uint32_t volume_fields(const struct tree *spec)
+{
+    static const struct {
+        const char *key;
+        uint32_t bit;
+    } sources[] = {
+        {"persistentVolumeClaim", POD_FIELD_PVC_VOLUMES},
+        {"ephemeral", POD_FIELD_EPHEMERAL_VOLUMES},
+        {"csi", POD_FIELD_CSI_VOLUMES},
+        {"gcePersistentDisk", POD_FIELD_GCE_PD_VOLUMES},
+        {"awsElasticBlockStore", POD_FIELD_AWS_EBS_VOLUMES},
+        {"rbd", POD_FIELD_RBD_VOLUMES},
+        {"iscsi", POD_FIELD_ISCSI_VOLUMES},
+    };
+    const struct tree *volumes = field(spec, "volumes");
+    uint32_t fields = 0;
+    for (uint32_t i = 0; volumes != NULL && volumes->type == TREE_SEQ && i < volumes->count; i++) {
+        const struct tree *v = volumes->items[i];
+        for (size_t k = 0; v->type == TREE_MAP && k < sizeof(sources) / sizeof(sources[0]); k++)
+            if (field(v, sources[k].key) != NULL)
+                fields |= sources[k].bit;
+    }
+    return fields;
+}
+
+/* Fields kube-scheduler's default plugins read that the model does not carry: the pod records
+ * that it uses them, so the runtime can refuse it when no enabled plugin handles them. */
+static void read_pod_fields(const struct tree *spec, struct pod *pod)
+{
+    const struct tree *affinity = field(spec, "affinity");
+    if (affinity != NULL && affinity->type == TREE_MAP) {
+        if (present(affinity, "podAffinity"))
+            pod->fields |= POD_FIELD_POD_AFFINITY;
+        if (present(affinity, "podAntiAffinity"))
+            pod->fields |= POD_FIELD_POD_ANTI_AFFINITY;
+    }
+    if (present(spec, "topologySpreadConstraints"))
+        pod->fields |= POD_FIELD_TOPOLOGY_SPREAD;
+    if (present(spec, "resourceClaims"))
+        pod->fields |= POD_FIELD_RESOURCE_CLAIMS;
+    const struct tree *resources = field(spec, "resources");
+    if (resources != NULL && resources->type == TREE_MAP &&
+        (present(resources, "requests") || present(resources, "limits")))
+        pod->fields |= POD_FIELD_POD_RESOURCES;
+    pod->fields |= volume_fields(spec);
+}
+
 /* ---- pods -------------------------------------------------------------------------------- */
 
 /* metadata.name: required and non-empty for pods and nodes alike. */
@@ -1065,6 +1236,10 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
         rc = read_containers(spec, true, &pod->init_containers, &pod->init_container_count, err);
     if (rc == 0)
         rc = read_res_field(spec, "overhead", "overhead", &pod->overhead, err);
+    if (rc == 0)
+        rc = read_host_ports(spec, pod, err);
+    if (rc == 0)
+        read_pod_fields(spec, pod);
     if (rc == 0 && pod->node_name != NULL && pod->node_name[0] == '\0') {
         free(pod->node_name);
         pod->node_name = NULL;

@@ -95,6 +95,36 @@ struct container {
     bool restartable; /* init container with restartPolicy Always (a sidecar) */
 };
 
+/* A container port that takes a port on the node (hostPort > 0): of an app container or of a
+ * sidecar (restartable init container), the ports kube-scheduler's NodePorts counts. */
+struct host_port {
+    char *host_ip;  /* "0.0.0.0" when absent: every address of the node */
+    char *protocol; /* "TCP" when absent; "UDP", "SCTP" */
+    int32_t port;   /* hostPort, 1..65535 */
+    int32_t container_port;
+};
+
+/* Scheduling-relevant pod fields a pod uses (pod->fields). Each needs an enabled plugin that
+ * handles it, or the runtime refuses the pod (runtime/core/pod_fields.c maps them). Values
+ * never change: add new bits at the end. */
+enum pod_field {
+    POD_FIELD_HOST_PORTS = 1u << 0,          /* spec.containers[].ports[].hostPort */
+    POD_FIELD_NODE_SELECTOR = 1u << 1,       /* spec.nodeSelector */
+    POD_FIELD_NODE_AFFINITY = 1u << 2,       /* spec.affinity.nodeAffinity */
+    POD_FIELD_POD_AFFINITY = 1u << 3,        /* spec.affinity.podAffinity */
+    POD_FIELD_POD_ANTI_AFFINITY = 1u << 4,   /* spec.affinity.podAntiAffinity */
+    POD_FIELD_TOPOLOGY_SPREAD = 1u << 5,     /* spec.topologySpreadConstraints */
+    POD_FIELD_RESOURCE_CLAIMS = 1u << 6,     /* spec.resourceClaims */
+    POD_FIELD_PVC_VOLUMES = 1u << 7,         /* spec.volumes[].persistentVolumeClaim */
+    POD_FIELD_EPHEMERAL_VOLUMES = 1u << 8,   /* spec.volumes[].ephemeral */
+    POD_FIELD_CSI_VOLUMES = 1u << 9,         /* spec.volumes[].csi */
+    POD_FIELD_GCE_PD_VOLUMES = 1u << 10,     /* spec.volumes[].gcePersistentDisk */
+    POD_FIELD_AWS_EBS_VOLUMES = 1u << 11,    /* spec.volumes[].awsElasticBlockStore */
+    POD_FIELD_RBD_VOLUMES = 1u << 12,        /* spec.volumes[].rbd */
+    POD_FIELD_ISCSI_VOLUMES = 1u << 13,      /* spec.volumes[].iscsi */
+    POD_FIELD_POD_RESOURCES = 1u << 14,      /* spec.resources (pod-level requests/limits) */
+};
+
 enum pod_phase { POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED, POD_UNKNOWN };
 
 struct pod {
@@ -125,6 +155,11 @@ struct pod {
     struct res_list request;
     /* Set by the scheduler's queue when the pod is first queued (ms); 0 before. */
     int64_t enqueue_ms;
+    /* Host ports of app containers, then sidecars; the pod_field bits of what the pod uses
+     * (pod_finish adds those it can derive: host ports, nodeSelector, node affinity). */
+    struct host_port *host_ports;
+    uint32_t host_port_count;
+    uint32_t fields;
 };
 
 struct node {
@@ -162,6 +197,12 @@ void node_free(struct node *node);
  * the file:line:column of the bad field. The result is finished (pod_finish called). */
 int pod_from_tree(const struct tree *t, struct pod **out, struct kc_error *err);
 int node_from_tree(const struct tree *t, struct node **out, struct kc_error *err);
+
+/* Host ports: append one (copies the strings; NULL ip/protocol take the defaults), and free
+ * a list. 0 or -ENOMEM. */
+int host_port_append(struct host_port **ports, uint32_t *count, const char *host_ip,
+                     const char *protocol, int32_t port, int32_t container_port);
+void host_ports_free(struct host_port *ports, uint32_t count);
 
 /* kube-scheduler's predicates on the object model. */
 bool pod_matches_node_selector_and_affinity(const struct pod *pod, const struct node *node);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pod_fields.h"
 #include "resource_table.h"
 
 /* ---- encoding: arena --------------------------------------------------------------------- */
@@ -356,6 +357,50 @@ static int encode_containers(struct proto_holder *h, const struct container *con
     return 0;
 }
 
+static int encode_host_ports(struct proto_holder *h, const struct pod *pod, Kcycle__V1__Pod *msg)
+{
+    uint32_t count = pod->host_port_count;
+    if (count == 0)
+        return 0;
+    Kcycle__V1__HostPort **ptrs = arena_alloc(h, count, sizeof(*ptrs));
+    Kcycle__V1__HostPort *items = arena_alloc(h, count, sizeof(*items));
+    if (ptrs == NULL || items == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < count; i++) {
+        const struct host_port *hp = &pod->host_ports[i];
+        kcycle__v1__host_port__init(&items[i]);
+        items[i].host_port = hp->port;
+        items[i].container_port = hp->container_port;
+        items[i].protocol = borrow(hp->protocol);
+        items[i].host_ip = borrow(hp->host_ip);
+        ptrs[i] = &items[i];
+    }
+    msg->host_ports = ptrs;
+    msg->n_host_ports = count;
+    return 0;
+}
+
+/* Only the fields the pod's model cannot show again (pod_finish derives the others). */
+static int encode_used_fields(struct proto_holder *h, const struct pod *pod, Kcycle__V1__Pod *msg)
+{
+    uint32_t derived = POD_FIELD_HOST_PORTS | POD_FIELD_NODE_SELECTOR | POD_FIELD_NODE_AFFINITY;
+    uint32_t fields = pod->fields & ~derived, count = 0;
+    for (uint32_t bit = 1; bit != 0; bit <<= 1)
+        count += (fields & bit) != 0 && pod_field_name(bit) != NULL;
+    if (count == 0)
+        return 0;
+    char **names = arena_alloc(h, count, sizeof(*names));
+    if (names == NULL)
+        return -ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t bit = 1; bit != 0; bit <<= 1)
+        if ((fields & bit) != 0 && pod_field_name(bit) != NULL)
+            names[n++] = (char *)pod_field_name(bit);
+    msg->fields = names;
+    msg->n_fields = n;
+    return 0;
+}
+
 static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcycle__V1__Pod *msg)
 {
     msg->namespace_ = borrow(pod->namespace);
@@ -388,6 +433,10 @@ static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcyc
                                &msg->n_init_containers, &msg->init_containers);
     if (rc == 0)
         rc = encode_resources(h, &pod->overhead, &msg->n_overhead, &msg->overhead);
+    if (rc == 0)
+        rc = encode_host_ports(h, pod, msg);
+    if (rc == 0)
+        rc = encode_used_fields(h, pod, msg);
     return rc;
 }
 
@@ -1001,6 +1050,31 @@ static int decode_containers(const struct decoder *d, const char *field,
     return rc;
 }
 
+static int decode_host_ports(const struct decoder *d, const Kcycle__V1__Pod *in, struct pod *pod)
+{
+    uint32_t count;
+    int rc = decode_count(d, "host_ports", in->n_host_ports, in->host_ports, &count);
+    for (uint32_t i = 0; rc == 0 && i < count; i++) {
+        const Kcycle__V1__HostPort *hp = in->host_ports[i];
+        char path[PATH_SIZE];
+        if (hp == NULL)
+            return missing_entry(d, "", "host_ports", i);
+        if (hp->host_port < 1 || hp->host_port > 65535)
+            return decode_error(d, -EINVAL, path_join(path, "", "host_ports", i),
+                                "host_port %d is out of range 1..65535", hp->host_port);
+        if (host_port_append(&pod->host_ports, &pod->host_port_count, hp->host_ip,
+                             hp->protocol, hp->host_port, hp->container_port) < 0)
+            return no_memory(d, "host_ports");
+    }
+    return rc;
+}
+
+static void decode_used_fields(const Kcycle__V1__Pod *in, struct pod *pod)
+{
+    for (size_t i = 0; i < in->n_fields; i++)
+        pod->fields |= pod_field_by_name(in->fields[i]);
+}
+
 static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in, struct pod *pod)
 {
     /* Empty namespace, uid and scheduler name are left NULL for pod_finish to default. */
@@ -1039,6 +1113,10 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
                                &pod->init_containers, &pod->init_container_count);
     if (rc == 0)
         rc = decode_resources(d, "overhead", in->overhead, in->n_overhead, &pod->overhead);
+    if (rc == 0)
+        rc = decode_host_ports(d, in, pod);
+    if (rc == 0)
+        decode_used_fields(in, pod);
     return rc;
 }
 

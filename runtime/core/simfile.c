@@ -105,7 +105,8 @@ struct pod_synth {
 static const char *const pod_keys[] = {
     "name",        "namespace",  "labels",          "annotations",   "priority", "requests",
     "limits",      "containers", "initContainers",  "overhead",      "nodeName", "nodeSelector",
-    "tolerations", "affinity",   "schedulingGates", "schedulerName", NULL,
+    "tolerations", "affinity",   "schedulingGates", "schedulerName", "ports",    "hostNetwork",
+    NULL,
 };
 
 static const char *const workload_keys[] = {
@@ -115,10 +116,11 @@ static const char *const workload_keys[] = {
     "overhead",      "nodeName",   "nodeSelector",
     "tolerations",   "affinity",   "schedulingGates",
     "schedulerName", "count",      "at",
-    "interval",      "gang",       NULL,
+    "interval",      "gang",       "ports",
+    "hostNetwork",   NULL,
 };
 
-/* requests/limits become one container named "main". */
+/* requests/limits (and ports, the container's port list) become one container named "main". */
 static void synth_main_container(struct pod_synth *s, const struct tree *entry)
 {
     synth_init(&s->resources, entry);
@@ -133,6 +135,7 @@ static void synth_main_container(struct pod_synth *s, const struct tree *entry)
     synth_init(&s->container, entry);
     synth_put(&s->container, "name", &s->main_name);
     synth_put(&s->container, "resources", &s->resources.node);
+    synth_copy(&s->container, entry, "ports");
     s->container_items[0] = &s->container.node;
     s->containers = (struct tree){.type = TREE_SEQ,
                                   .line = entry->line,
@@ -146,12 +149,13 @@ static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
 {
     static const char *const copied[] = {
         "priority",        "nodeName",      "nodeSelector", "tolerations",    "affinity",
-        "schedulingGates", "schedulerName", "overhead",     "initContainers",
+        "schedulingGates", "schedulerName", "overhead",     "initContainers", "hostNetwork",
     };
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
         synth_copy(&s->spec, entry, copied[i]);
-    if (field(entry, "requests") == NULL && field(entry, "limits") == NULL) {
+    if (field(entry, "requests") == NULL && field(entry, "limits") == NULL &&
+        field(entry, "ports") == NULL) {
         synth_copy(&s->spec, entry, "containers");
         return;
     }
@@ -169,9 +173,10 @@ static int synth_pod(struct pod_synth *s, const struct tree *entry, bool workloa
     if (field(entry, "name") == NULL)
         return tree_error(entry, err, -EINVAL, what, "name is required");
     const struct tree *containers = field(entry, "containers");
-    if (containers != NULL && (field(entry, "requests") != NULL || field(entry, "limits") != NULL))
+    if (containers != NULL && (field(entry, "requests") != NULL || field(entry, "limits") != NULL ||
+                               field(entry, "ports") != NULL))
         return tree_error(containers, err, -EINVAL, what,
-                          "give either requests/limits (one "
+                          "give either requests/limits/ports (one "
                           "container) or containers, not both");
     synth_init(&s->metadata, entry);
     synth_copy(&s->metadata, entry, "name");

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "pod_fields.h"
 
 static bool implements(const struct plugin *p, enum phase phase)
 {
@@ -120,6 +121,24 @@ static int describe_remote(struct plugin *p, const struct plugin_config *pc, con
     return 0;
 }
 
+/* The fields a pod may not use with this generation: those whose shipped plugin is not among
+ * the loaded ones, less those a loaded plugin declares (`handles:`) and those the configuration
+ * ignores; none when the check is off. */
+static uint32_t refused_fields(const struct framework *fw, const struct config *cfg)
+{
+    if (!cfg->refuse_unhandled_fields)
+        return 0;
+    const char *names[FRAMEWORK_MAX_PLUGINS];
+    uint32_t declared = 0;
+    for (uint32_t i = 0; i < fw->count; i++) {
+        names[i] = fw->plugins[i].name;
+        for (uint32_t c = 0; c < cfg->plugin_count; c++)
+            if (strcmp(cfg->plugins[c].name, names[i]) == 0)
+                declared |= cfg->plugins[c].handles;
+    }
+    return pod_fields_unhandled_by(names, fw->count) & ~declared & ~cfg->ignored_unhandled_fields;
+}
+
 int framework_open(struct framework *fw, const struct config *cfg, const char *plugin_dir,
                    const kc_host_api *host, struct kc_error *err)
 {
@@ -173,6 +192,7 @@ int framework_load(struct framework *fw, const struct config *cfg, const char *p
     if (rc < 0)
         framework_close(fw);
     fw->generation = how->generation;
+    fw->refused_fields = rc < 0 ? 0 : refused_fields(fw, cfg);
     return rc;
 }
 

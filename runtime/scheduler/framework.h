@@ -77,6 +77,9 @@ struct framework {
      * struct remote; the array is freed by framework_free). */
     struct remote_host **hosts;
     uint32_t host_count;
+    /* pod_field bits no plugin of this generation handles (nor declares with `handles:`) and
+     * the configuration does not ignore: a pod using one is refused before PreFilter. */
+    uint32_t refused_fields;
 };
 
 /* How framework_load opens the in-process plugins. */

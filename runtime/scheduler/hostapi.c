@@ -270,6 +270,28 @@ static int cycle_group(kc_cycle *cycle, kc_group_cycle *out)
     return 1;
 }
 
+static uint32_t pod_host_port_count(const kc_pod *p)
+{
+    return POD(p)->host_port_count;
+}
+
+static int pod_host_port_at(const kc_pod *p, uint32_t index, kc_host_port *out)
+{
+    const struct pod *pod = POD(p);
+    if (index >= pod->host_port_count || out == NULL || out->struct_size < sizeof(uint32_t))
+        return -1;
+    const struct host_port *hp = &pod->host_ports[index];
+    kc_host_port full = {
+        .struct_size = out->struct_size,
+        .host_port = hp->port,
+        .container_port = hp->container_port,
+        .protocol = hp->protocol,
+        .host_ip = hp->host_ip,
+    };
+    memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+    return 0;
+}
+
 void hostapi_fill(kc_host_api *api)
 {
     memset(api, 0, sizeof(*api));
@@ -327,4 +349,7 @@ void hostapi_fill(kc_host_api *api)
     api->bind = bind;
     api->now_ms = now_ms;
     api->cycle_group = cycle_group;
+    /* Added in 1.2 */
+    api->pod_host_port_count = pod_host_port_count;
+    api->pod_host_port_at = pod_host_port_at;
 }

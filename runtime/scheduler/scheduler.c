@@ -18,6 +18,7 @@
 #include "plugin.pb-c.h"
 #include "log.h"
 #include "model.h"
+#include "pod_fields.h"
 
 static struct scheduler *current_scheduler;
 
@@ -1225,11 +1226,35 @@ static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycl
     return chosen;
 }
 
+/* No plugin of this generation reads these fields (pod_fields.c): placing the pod as if they
+ * were absent could put it where kube-scheduler would not. No rejector's event can change that
+ * (a reload starts a new generation and wakes every parked pod), so the attempt names one that
+ * no plugin's events match. */
+#define UNHANDLED_FIELD_REJECTOR (1ull << 63)
+
+static bool refuse_unhandled_fields(struct scheduler *s, struct kc_cycle *cycle,
+                                    struct placement *out)
+{
+    uint32_t refused = cycle->sp->pod->fields & cycle->fw->refused_fields;
+    if (refused == 0)
+        return false;
+    char fields[1024];
+    pod_fields_format(refused, fields, sizeof(fields));
+    not_placed(out, false,
+               text_format("0/%u nodes are available: pod uses %s, which no enabled plugin "
+                           "handles.",
+                           s->cache.node_count, fields));
+    cycle->rejectors |= UNHANDLED_FIELD_REJECTOR;
+    return true;
+}
+
 void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placement *out)
 {
     memset(out, 0, sizeof(*out));
     current_scheduler = s;
-    if (s->cache.node_count == 0) {
+    if (refuse_unhandled_fields(s, cycle, out)) {
+        /* before PreFilter: no plugin ran, nothing to undo */
+    } else if (s->cache.node_count == 0) {
         not_placed(out, false,
                    strdup("0/0 nodes are available: no nodes available to schedule pods."));
     } else {

@@ -1,30 +1,41 @@
-/* A plugin built only against the frozen SDK 1.0 headers (tests/abi/sdk-1.0), loaded into the
- * current host by test_abi_load: if the host breaks a 1.0 promise, its decisions go wrong.
+/* A plugin built only against one frozen copy of released SDK headers (tests/abi/sdk-1.0, or
+ * sdk-1.1 with ABI_FROZEN_MINOR=1), loaded into the current host by test_abi_load: if the host
+ * breaks a promise of that release, its decisions go wrong.
  * Its policy is made so every decision depends on a different part of the ABI:
  * - on_event: only nodes announced by NODE_ADD (and not deleted since) are acceptable, and
  *   POD_ASSUME / POD_FORGET keep a per-node count of the pods this scheduler placed;
  * - filter: rejects unannounced nodes, nodes labelled abi.kcycle.io/reject=true, and nodes
  *   holding ABI_MAX_PER_NODE assumed pods, each with its own reason;
- * - score: 100 for nodes labelled abi.kcycle.io/preferred=true, else 0. */
+ * - score: 100 for nodes labelled abi.kcycle.io/preferred=true, else 0;
+ * - built against 1.1, filter also asks kc_cycle_group() (a 1.1 member) and rejects when the
+ *   host claims a group cycle where there is none. */
 #include <stdlib.h>
 #include <string.h>
 
 #include <kcycle/kcycle.h>
 
-#if KC_ABI_MAJOR != 1 || KC_ABI_MINOR != 0
-#error "abi_plugin must be built against the frozen SDK 1.0 headers, not the current ones"
+#ifndef ABI_FROZEN_MINOR
+#define ABI_FROZEN_MINOR 0
+#endif
+#if KC_ABI_MAJOR != 1 || KC_ABI_MINOR != ABI_FROZEN_MINOR
+#error "abi_plugin must be built against the frozen headers of ABI_FROZEN_MINOR, not the current ones"
 #endif
 
 KC_PLUGIN_DEFINE_HOST;
 
+#if ABI_FROZEN_MINOR == 0
 #define PLUGIN_NAME "abi10"
+#else
+#define PLUGIN_NAME "abi11"
+#endif
 #define ABI_MAX_NODES 32
 #define ABI_NAME_MAX 64
 #define ABI_MAX_PER_NODE 2
 
-#define REASON_UNANNOUNCED "abi10: node was not announced by a NODE_ADD event"
-#define REASON_LABELLED "abi10: node labelled abi.kcycle.io/reject"
-#define REASON_FULL "abi10: node holds enough pods"
+#define REASON_UNANNOUNCED PLUGIN_NAME ": node was not announced by a NODE_ADD event"
+#define REASON_LABELLED PLUGIN_NAME ": node labelled abi.kcycle.io/reject"
+#define REASON_FULL PLUGIN_NAME ": node holds enough pods"
+#define REASON_GROUP PLUGIN_NAME ": the host reports a group cycle for a lone pod"
 
 struct known_node {
     char name[ABI_NAME_MAX];
@@ -128,6 +139,11 @@ static kc_status abi_filter(void *self, kc_cycle *cycle, const kc_pod *pod, cons
         reason = REASON_LABELLED;
     else if (known->assumed >= ABI_MAX_PER_NODE)
         reason = REASON_FULL;
+#if ABI_FROZEN_MINOR >= 1
+    kc_group_cycle group = {.struct_size = sizeof(group)};
+    if (reason == NULL && kc_cycle_group(cycle, &group) != 0)
+        reason = REASON_GROUP;
+#endif
     if (reason == NULL)
         return KC_SUCCESS;
     kc_cycle_reject(cycle, reason);

@@ -2,10 +2,10 @@
 """ABI checks run by meson test (suite 'abi').
 
   check_abi.py layout FROZEN_EXE CURRENT_EXE
-      Runs tests/abi/layout.c built against the frozen SDK 1.0 headers and against the
-      current ones, and checks the current SDK kept every 1.0 promise: each 1.0 member at the
-      same offset with the same size, each struct the same size or larger, each ABI constant
-      unchanged (or only raised, for the few that may grow).
+      Runs tests/abi/layout.c built against a frozen copy of released headers (SDK 1.0,
+      1.1) and against the current ones, and checks the current SDK kept every promise of
+      that release: each member at the same offset with the same size, each struct the same
+      size or larger, each ABI constant unchanged (or only raised, for the few that may grow).
 
   check_abi.py frozen DIR
       Checks DIR/kcycle/*.h still match DIR/SHA256SUMS: the frozen copy is only useful while
@@ -35,26 +35,27 @@ def check_layout(frozen_exe, current_exe):
         kind, name = key
         new = current.get(key)
         if new is None:
-            problems.append(f'{kind} {name}: present in SDK 1.0, missing now')
+            problems.append(f'{kind} {name}: present in the frozen SDK, missing now')
         elif kind == 'struct' and new[0] < old[0]:
             problems.append(f'struct {name} shrank from {old[0]} to {new[0]} bytes: structs may '
                             'only grow at the end')
         elif kind == 'member' and new != old:
-            problems.append(f'member {name}: 1.0 has offset {old[0]} size {old[1]}, now offset '
-                            f'{new[0]} size {new[1]}: 1.0 members must not move or change type; '
+            problems.append(f'member {name}: the frozen SDK has offset {old[0]} size {old[1]}, now '
+                            f'offset {new[0]} size {new[1]}: released members must not move or '
+                            'change type; '
                             'append new members at the end instead')
         elif kind == 'growing' and new[0] < old[0]:
             problems.append(f'{name} went down from {old[0]} to {new[0]}: it may only grow')
         elif kind in ('constant', 'type', 'string') and new != old:
-            problems.append(f'{kind} {name}: 1.0 has {old}, now {new}: a value plugins compile '
-                            'in must never change')
+            problems.append(f'{kind} {name}: the frozen SDK has {old}, now {new}: a value '
+                            'plugins compile in must never change')
     checked = len(frozen)
     if problems:
         print(f'ABI check failed ({len(problems)} of {checked} facts):')
         for problem in problems:
             print('  ' + problem)
         return 1
-    print(f'ABI layout: all {checked} SDK 1.0 facts hold in the current headers')
+    print(f'ABI layout: all {checked} facts of the frozen SDK hold in the current headers')
     return 0
 
 
@@ -70,16 +71,16 @@ def check_frozen(directory):
         if name not in present:
             problems.append(f'{name}: listed in SHA256SUMS but missing')
         elif name not in sums:
-            problems.append(f'{name}: not part of the frozen SDK 1.0 (not in SHA256SUMS)')
+            problems.append(f'{name}: not part of the frozen SDK (not in SHA256SUMS)')
         elif hashlib.sha256((root / name).read_bytes()).hexdigest() != sums[name]:
-            problems.append(f'{name}: edited; the frozen 1.0 headers must stay byte-for-byte '
+            problems.append(f'{name}: edited; frozen headers must stay byte-for-byte '
                             'as released (change sdk/include/kcycle instead)')
     if problems:
-        print('frozen SDK 1.0 copy changed:')
+        print(f'frozen SDK copy {directory} changed:')
         for problem in problems:
             print('  ' + problem)
         return 1
-    print(f'frozen SDK 1.0 copy intact ({len(sums)} headers)')
+    print(f'frozen SDK copy {root.name} intact ({len(sums)} headers)')
     return 0
 
 

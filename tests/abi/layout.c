@@ -1,7 +1,8 @@
 /* Prints the layout of every public SDK struct and the value of every ABI constant, one fact
- * per line. Built twice, against the frozen 1.0 headers and against the current ones;
- * check_abi.py compares the two outputs. The member lists are the 1.0 members: a member added
- * later is not listed here and is covered by the "only grew" check on the struct's size. */
+ * per line. Built against each frozen copy (1.0, 1.1) and against the current headers;
+ * check_abi.py compares the outputs. The member lists are those of the minor the headers
+ * declare (1.1 members only when KC_ABI_MINOR >= 1): a member added later is not listed here
+ * and is covered by the "only grew" check on the struct's size. */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -164,6 +165,27 @@
 #define PRINT_GROWING(name) printf("growing %s %lld\n", #name, (long long)(name));
 #define PRINT_TYPE(type) printf("type %s %zu\n", #type, sizeof(type));
 
+/* Added in 1.1: pod groups. */
+#if KC_ABI_MINOR >= 1
+#define MEMBERS_1_1(X)                                                                             \
+    X(kc_host_api, cycle_group)                                                                    \
+    X(kc_plugin_ops, group_of)                                                                     \
+    X(kc_group_info, struct_size)                                                                  \
+    X(kc_group_info, flags)                                                                        \
+    X(kc_group_info, namespace_name)                                                               \
+    X(kc_group_info, name)                                                                         \
+    X(kc_group_info, min_member)                                                                   \
+    X(kc_group_info, schedule_timeout_ms)                                                          \
+    X(kc_group_info, backoff_ms)                                                                   \
+    X(kc_group_info, creation_ms)                                                                  \
+    X(kc_group_cycle, struct_size)                                                                 \
+    X(kc_group_cycle, index)                                                                       \
+    X(kc_group_cycle, count)                                                                       \
+    X(kc_group_cycle, needed)                                                                      \
+    X(kc_group_cycle, namespace_name)                                                              \
+    X(kc_group_cycle, name)
+#endif
+
 int main(void)
 {
     printf("struct kc_host_api %zu\n", sizeof(kc_host_api));
@@ -176,6 +198,12 @@ int main(void)
     EVENT_MEMBERS(PRINT_MEMBER)
     printf("struct kc_taint %zu\n", sizeof(kc_taint));
     TAINT_MEMBERS(PRINT_MEMBER)
+#if KC_ABI_MINOR >= 1
+    printf("struct kc_group_info %zu\n", sizeof(kc_group_info));
+    printf("struct kc_group_cycle %zu\n", sizeof(kc_group_cycle));
+    MEMBERS_1_1(PRINT_MEMBER)
+    printf("constant KC_GROUP_CYCLE %u\n", KC_GROUP_CYCLE);
+#endif
     CONSTANTS(PRINT_CONSTANT)
     GROWING_CONSTANTS(PRINT_GROWING)
     SCALAR_TYPES(PRINT_TYPE)

@@ -12,6 +12,10 @@ Scenarios (one per meson test, so they run apart):
           and then the scheduler: the same outcome, no second Binding of any pod, no pod lost.
   leader  two scheduler+bridge replicas with leader election: only the lease holder binds;
           after it is killed the other takes over within 20 s and finishes the workload.
+  ports   the default profile: pods asking for host ports (containers and sidecars, TCP and
+          UDP, 0.0.0.0 and one address) never share a node's port (the test's own checker),
+          the ones left over get kube's message; a pod using a field no enabled plugin
+          handles (topologySpreadConstraints) is refused with a reason naming it.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
@@ -494,10 +498,156 @@ def scenario_bench(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
+
+# ---- ports: host ports and fields no enabled plugin handles ----
+
+PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
+
+
+def with_ports(body, ports, sidecar=None):
+    """ports: [(protocol or None, hostIP or None, hostPort)] on the app container; sidecar:
+    the same on a restartable init container."""
+    def entries(spec):
+        out = []
+        for protocol, ip, port in spec:
+            entry = {"containerPort": port, "hostPort": port}
+            if protocol:
+                entry["protocol"] = protocol
+            if ip:
+                entry["hostIP"] = ip
+            out.append(entry)
+        return out
+    if ports:
+        body["spec"]["containers"][0]["ports"] = entries(ports)
+    if sidecar:
+        body["spec"]["initContainers"] = [{"name": "proxy", "image": "registry.k8s.io/pause:3.10",
+                                           "restartPolicy": "Always",
+                                           "ports": entries(sidecar)}]
+    return body
+
+
+def host_ports(pod):
+    """kube's GetHostPorts with the API defaults, written here independently of kcycle:
+    (protocol, hostIP, hostPort) of app containers and restartable init containers."""
+    spec = pod["spec"]
+    containers = list(spec.get("containers") or [])
+    containers += [c for c in spec.get("initContainers") or []
+                   if c.get("restartPolicy") == "Always"]
+    out = []
+    for c in containers:
+        for p in c.get("ports") or []:
+            port = p.get("hostPort") or (p.get("containerPort") if spec.get("hostNetwork")
+                                         else 0)
+            if port:
+                out.append((p.get("protocol") or "TCP", p.get("hostIP") or "0.0.0.0", port))
+    return out
+
+
+def port_conflicts(pods):
+    """Every pair of pods on one node whose host ports conflict by kube's rule."""
+    held, found = collections.defaultdict(list), []
+    for p in pods:
+        node = p["spec"].get("nodeName")
+        if not node:
+            continue
+        for mine in host_ports(p):
+            for other, theirs in held[node]:
+                if mine[0] == theirs[0] and mine[2] == theirs[2] and \
+                        ("0.0.0.0" in (mine[1], theirs[1]) or mine[1] == theirs[1]):
+                    found.append((node, p["metadata"]["name"], other, mine))
+            held[node].append((p["metadata"]["name"], mine))
+    return found
+
+
+def pod_condition(api, name, namespace="web"):
+    pod = api.get_object("pods", name, namespace=namespace) or {}
+    conds = [c for c in (pod.get("status") or {}).get("conditions") or []
+             if c.get("type") == "PodScheduled"]
+    return conds[0] if conds else None
+
+
+def scenario_ports(fc, api, workdir):
+    nodes = 6
+    items = [fc.node(f"node-{i:03d}") for i in range(nodes)]
+    # another scheduler's pod already holds TCP 8080 on node-000
+    items.append(with_ports(fc.pod("legacy", namespace="apps", cpu="100m",
+                                   node="node-000"), [(None, None, 8080)]))
+
+    def kc(name, **kw):
+        return fc.pod(name, namespace="web", scheduler="kcycle", cpu="100m", memory="64Mi", **kw)
+    items += [with_ports(kc(f"ingress-{i}"), [(None, None, 8080)]) for i in range(8)]
+    items += [with_ports(kc(f"dns-{i}"), [("UDP", None, 8080)]) for i in range(nodes)]
+    # TCP 9000: some ask through a sidecar, some through the app container, one on an address
+    items += [with_ports(kc(f"mesh-{i}"), [], sidecar=[("TCP", None, 9000)]) for i in range(3)]
+    items += [with_ports(kc(f"app-{i}"), [("TCP", "0.0.0.0", 9000)]) for i in range(4)]
+    items.append(kc("spread", labels={"app": "spread"}, topologySpreadConstraints=[
+        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+         "whenUnsatisfiable": "DoNotSchedule",
+         "labelSelector": {"matchLabels": {"app": "spread"}}}]))
+    items.append(kc("plain"))
+    bulk_create(api, items)
+    r = Replica(api, workdir, "replica-ports", leader_elect=False)
+    r.start()
+    try:
+        expect_bound = (nodes - 1) + nodes + nodes + 1  # ingress, dns, 9000 (mesh+app), plain
+
+        def bound_count():
+            return sum(1 for p in all_pods(api)
+                       if p["metadata"]["namespace"] == "web" and p["spec"].get("nodeName"))
+        wait_until(f"{expect_bound} web pods bound", lambda: bound_count() >= expect_bound, 120,
+                   [r])
+        message = f"0/{nodes} nodes are available: {nodes} {PORTS_REASON}."
+        wait_until("the pods left over told why", lambda: sum(
+            1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >= 4,
+            60, [r])
+        spread = wait_until("the spread pod's condition", lambda: pod_condition(api, "spread"),
+                            60, [r])
+        pods = all_pods(api)
+        web = {p["metadata"]["name"]: p for p in pods if p["metadata"]["namespace"] == "web"}
+        check(not port_conflicts(pods), f"host ports shared on a node: {port_conflicts(pods)}")
+        ingress = [web[f"ingress-{i}"]["spec"].get("nodeName") for i in range(8)]
+        check(sorted(n for n in ingress if n) == [f"node-{i:03d}" for i in range(1, nodes)],
+              f"TCP 8080 once per node, never on node-000 (legacy holds it): {ingress}")
+        dns = sorted(web[f"dns-{i}"]["spec"].get("nodeName") or "-" for i in range(nodes))
+        check(dns == [f"node-{i:03d}" for i in range(nodes)], f"UDP 8080 once per node: {dns}")
+        nine = [web[n]["spec"].get("nodeName") for n in web if n.startswith(("mesh-", "app-"))]
+        check(len([n for n in nine if n]) == nodes and len(set(n for n in nine if n)) == nodes,
+              f"TCP 9000 (sidecars and containers) once per node: {nine}")
+        pending = sorted(n for n, p in web.items() if not p["spec"].get("nodeName"))
+        leftover = [f"ingress-{i}" for i in range(8) if not ingress[i]]
+        check(len(leftover) == 8 - (nodes - 1), f"ingress pods left over: {leftover}")
+        unplaced_nine = [n for n in web if n.startswith(("mesh-", "app-")) and
+                         not web[n]["spec"].get("nodeName")]
+        check(pending == sorted(leftover + unplaced_nine + ["spread"]),
+              f"pending pods: {pending}")
+        for name in leftover + unplaced_nine:
+            cond = wait_until(f"{name}'s condition", lambda n=name: pod_condition(api, n), 30, [r])
+            check(cond.get("status") == "False" and cond.get("reason") == "Unschedulable" and
+                  cond.get("message") == message,
+                  f"{name}: condition {cond}, expected message {message!r}")
+        want = (f"0/{nodes} nodes are available: pod uses spec.topologySpreadConstraints, which "
+                "no enabled plugin handles.")
+        check(spread.get("status") == "False" and spread.get("reason") == "Unschedulable" and
+              spread.get("message") == want, f"spread: condition {spread}, expected {want!r}")
+        notes = [e.get("note") for e in api.stats()["events"]
+                 if e.get("reason") == "FailedScheduling" and
+                 (e.get("regarding") or {}).get("name") == "spread"]
+        check(want in notes, f"spread: FailedScheduling event with the reason, got {notes}")
+        check(web["plain"]["spec"].get("nodeName"), "the plain pod is bound")
+        bindings = collections.Counter((b["ns"], b["name"]) for b in api.stats()["bindings"])
+        check(all(n == 1 for n in bindings.values()), f"a pod bound twice: {bindings}")
+        check(("apps", "legacy") not in bindings, "the other scheduler's pod was bound")
+        print(f"ports: {sum(bindings.values())} pods bound, no host port shared; "
+              f"{len(pending)} pending with kube's reasons")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["basic", "faults", "leader", "bench"])
+    parser.add_argument("scenario", choices=["basic", "faults", "leader", "bench", "ports"])
     parser.add_argument("--pods", type=int, default=5000, help="bench: pods to bind")
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
@@ -510,7 +660,7 @@ def main():
     try:
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
-             "bench": scenario_bench}[ARGS.scenario](fc, api, workdir)
+             "bench": scenario_bench, "ports": scenario_ports}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

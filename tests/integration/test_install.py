@@ -190,7 +190,7 @@ def main():
                         env=sdk_env(stage, pc)).stdout.strip()
         # pkg-config leaves variables other than the standard paths un-sysrooted
         staged_plugins = plugindir if plugindir.startswith(stage) else stage + plugindir
-        for name in ("prioritysort", "noderesources", "defaultbinder"):
+        for name in ("prioritysort", "nodeports", "noderesources", "defaultbinder"):
             check(os.path.exists(os.path.join(staged_plugins, name + ".so")),
                   f"{name}.so installed into the plugindir the .pc names ({plugindir})")
         hello = build_hello(args, tmp, stage, pc)

@@ -63,6 +63,172 @@ def check_report(name, report_path):
     return report
 
 
+
+PORTS_REASON = ("0/4 nodes are available: 4 node(s) didn't have free ports for the requested "
+                "pod ports.")
+# The host ports each pod of examples/sim/hostports.yaml asks for, by name prefix:
+# (protocol, hostIP, port).
+HOSTPORTS = {
+    "legacy-proxy": [("TCP", "0.0.0.0", 8080)],
+    "ingress": [("TCP", "0.0.0.0", 8080)],
+    "dns": [("UDP", "0.0.0.0", 8080)],
+    "agent-a": [("TCP", "10.0.0.1", 9100)],
+    "agent-b": [("TCP", "10.0.0.2", 9100)],
+    "exporter": [("TCP", "0.0.0.0", 9100)],
+}
+
+
+def ports_of(name):
+    for prefix, ports in HOSTPORTS.items():
+        if name == prefix or name.startswith(prefix + "-"):
+            return ports
+    return []
+
+
+def ports_conflict(a, b):
+    """kube-scheduler's rule, written here independently of the plugin."""
+    return (a[0] == b[0] and a[2] == b[2] and
+            ("0.0.0.0" in (a[1], b[1]) or a[1] == b[1]))
+
+
+def check_no_port_shared(name, report):
+    held = {}
+    for p in report["pods"]:
+        if p["node"] is None:
+            continue
+        for port in ports_of(p["name"]):
+            for other, other_port in held.get(p["node"], []):
+                check(not ports_conflict(port, other_port),
+                      f"{name}: {p['name']} and {other} share {port} on {p['node']}")
+            held.setdefault(p["node"], []).append((p["name"], port))
+
+
+def simulated_report(label, tmp, path):
+    """The checked report of a run that must succeed, or None (the failure recorded)."""
+    run, report_path = simulate(path, tmp)
+    check(run.returncode == 0, f"{label}: exit 0, stderr: {run.stderr}")
+    return check_report(label, report_path) if run.returncode == 0 else None
+
+
+def with_config(tmp, source, config, name):
+    """The simulation file source with a config: section added."""
+    with open(source) as f:
+        text = f.read()
+    path = os.path.join(tmp, name)
+    with open(path, "w") as f:
+        f.write(text + "\nconfig:\n" + config)
+    return path
+
+
+def check_host_ports(tmp):
+    """examples/sim/hostports.yaml: host-port pods one per node, the rest refused with kube's
+    message; the same in a plugin host; refused by name without nodeports, unless ignored."""
+    source = os.path.join(SOURCE, "examples", "sim", "hostports.yaml")
+    process = with_config(tmp, source, "  plugins:\n    - {name: prioritysort}\n"
+                          "    - {name: nodeports, isolation: process}\n"
+                          "    - {name: noderesources}\n    - {name: defaultbinder}\n",
+                          "hostports-process.yaml")
+    placements = []
+    for label, path in (("hostports.yaml", source), ("hostports.yaml in a plugin host", process)):
+        report = simulated_report(label, tmp, path)
+        if report is None:
+            continue
+        pods = {p["name"]: p for p in report["pods"]}
+        placements.append({n: p["node"] for n, p in pods.items()})
+        check_no_port_shared(label, report)
+        ingress = [pods[f"ingress-{i}"] for i in range(5)]
+        bound = [p["node"] for p in ingress if p["node"]]
+        check(sorted(bound) == ["web-1", "web-2", "web-3"],
+              f"{label}: ingress one per free node (web-0 holds 8080), got {bound}")
+        check([p["reason"] for p in ingress if not p["node"]] == [PORTS_REASON] * 2,
+              f"{label}: two ingress pods refused with kube's reason, got {ingress}")
+        dns = sorted(pods[f"dns-{i}"]["node"] or "-" for i in range(4))
+        check(dns == ["web-0", "web-1", "web-2", "web-3"],
+              f"{label}: UDP 8080 is not TCP 8080: one dns pod per node, got {dns}")
+        agents = {pods["agent-a"]["node"], pods["agent-b"]["node"]}
+        check(None not in agents, f"{label}: both agents bound, got {agents}")
+        exporters = [pods[f"exporter-{i}"] for i in range(4)]
+        placed = [p["node"] for p in exporters if p["node"]]
+        check(len(placed) == 4 - len(agents) and not set(placed) & agents,
+              f"{label}: exporters (0.0.0.0:9100) only where no agent is, agents on {agents}, "
+              f"got {placed}")
+        check(all(p["reason"] == PORTS_REASON for p in exporters if not p["node"]),
+              f"{label}: the other exporters carry kube's reason, got {exporters}")
+    check(len(placements) == 2 and placements[0] == placements[1],
+          "hostports.yaml: the same placements in process and in a plugin host")
+
+    no_nodeports = ("  plugins:\n    - {name: prioritysort}\n"
+                    "    - {name: noderesources}\n    - {name: defaultbinder}\n")
+    report = simulated_report("hostports without nodeports", tmp, with_config(
+        tmp, source, no_nodeports, "hostports-without.yaml"))
+    if report is not None:
+        pending = [p for p in report["pods"] if p["node"] is None]
+        want = ("0/4 nodes are available: pod uses spec.containers[].ports[].hostPort, which no "
+                "enabled plugin handles.")
+        check(len(pending) == 15 and all(p["reason"] == want for p in pending),
+              f"hostports without nodeports: every host-port pod refused naming the field, "
+              f"got {[(p['name'], p['reason']) for p in pending]}")
+    report = simulated_report("hostports ignored", tmp, with_config(
+        tmp, source, no_nodeports + "  unhandledPodFields:\n"
+        "    ignore: [\"spec.containers[].ports[].hostPort\"]\n", "hostports-ignored.yaml"))
+    if report is not None:
+        check(report["summary"]["scheduled"] == 15,
+              f"hostports ignored: the operator's opt-out schedules all 15 (ports unchecked), "
+              f"got {report['summary']}")
+
+
+def check_unhandled_fields(tmp):
+    """A pod with a field no enabled plugin handles is refused naming it; the others run."""
+    spread = os.path.join(tmp, "spread.yaml")
+    body = ("nodes:\n  - {name: n, count: 2, allocatable: {cpu: 4, memory: 8Gi}}\n"
+            "workload:\n"
+            "  - {name: plain, requests: {cpu: 100m}}\n"
+            "  - metadata: {name: spread, labels: {app: web}}\n"
+            "    spec:\n"
+            "      topologySpreadConstraints:\n"
+            "        - {maxSkew: 1, topologyKey: kubernetes.io/hostname,"
+            " whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}\n"
+            "      containers: [{name: c, resources: {requests: {cpu: 100m}}}]\n"
+            "  - metadata: {name: claim}\n"
+            "    spec:\n"
+            "      volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]\n"
+            "      affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution:"
+            " [{topologyKey: zone, labelSelector: {matchLabels: {app: db}}}]}}\n"
+            "      containers: [{name: c}]\n")
+    with open(spread, "w") as f:
+        f.write(body)
+    report = simulated_report("spread.yaml", tmp, spread)
+    if report is not None:
+        pods = {p["name"]: p for p in report["pods"]}
+        check(pods["plain"]["node"] is not None, "spread.yaml: the plain pod is bound")
+        check(pods["spread"]["reason"] == "0/2 nodes are available: pod uses "
+              "spec.topologySpreadConstraints, which no enabled plugin handles.",
+              f"spread.yaml: the spread pod names its field, got {pods['spread']}")
+        check(pods["claim"]["reason"] == "0/2 nodes are available: pod uses "
+              "spec.affinity.podAntiAffinity, spec.volumes[].persistentVolumeClaim, which no "
+              "enabled plugin handles.",
+              f"spread.yaml: every unhandled field is named, got {pods['claim']}")
+    for config, label in (("  unhandledPodFields: {refuse: false}\n", "check off"),
+                          ("  unhandledPodFields:\n    ignore: [spec.topologySpreadConstraints,"
+                           " spec.affinity.podAntiAffinity,"
+                           " \"spec.volumes[].persistentVolumeClaim\"]\n",
+                           "fields ignored")):
+        path = os.path.join(tmp, "spread-off.yaml")
+        with open(path, "w") as f:
+            f.write(body + "config:\n" + config)
+        report = simulated_report(f"spread.yaml, {label}", tmp, path)
+        if report is not None:
+            check(report["summary"]["scheduled"] == 3,
+                  f"spread.yaml, {label}: all three bound, got {report['summary']}")
+    bad = os.path.join(tmp, "spread-bad.yaml")
+    with open(bad, "w") as f:
+        f.write(body + "config:\n  unhandledPodFields:\n    ignore: [spec.topologySpread]\n")
+    run, _ = simulate(bad, tmp)
+    check(run.returncode == 1 and "spread-bad.yaml:" in run.stderr and
+          "'spec.topologySpread' is not a pod field kcycle checks" in run.stderr,
+          f"spread-bad.yaml: a misspelt field is an error with its position, got {run.stderr!r}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for example in ("small.yaml", "small.json"):
@@ -128,6 +294,9 @@ def main():
               f"gang.yaml: the scheduler-plugins PodGroup runs, got {groups['nginx']}")
         check("pod groups: 5" in run.stdout and "ml/train-a: Running, 600 scheduled" in run.stdout,
               f"gang.yaml: the summary lists the groups, got {run.stdout[-600:]!r}")
+
+        check_host_ports(tmp)
+        check_unhandled_fields(tmp)
 
         # A broken file names the file, line and column, and the key.
         bad = os.path.join(tmp, "bad.yaml")

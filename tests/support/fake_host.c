@@ -477,6 +477,27 @@ static int host_cycle_group(kc_cycle *cycle, kc_group_cycle *out)
     return 1;
 }
 
+/* Host ports (1.2) ---------------------------------------------------------------------- */
+
+static uint32_t host_pod_host_port_count(const kc_pod *pod)
+{
+    return pod->host_port_count;
+}
+
+static int host_pod_host_port_at(const kc_pod *pod, uint32_t index, kc_host_port *out)
+{
+    if (index >= pod->host_port_count || out == NULL)
+        return -1;
+    kc_host_port full = pod->host_ports[index];
+    full.struct_size = out->struct_size;
+    if (full.protocol == NULL)
+        full.protocol = "TCP";
+    if (full.host_ip == NULL)
+        full.host_ip = "0.0.0.0";
+    memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+    return 0;
+}
+
 static const kc_host_api api = {
     .struct_size = sizeof(kc_host_api),
     .abi_version = KC_ABI_VERSION,
@@ -532,6 +553,8 @@ static const kc_host_api api = {
     .bind = host_bind,
     .now_ms = host_now_ms,
     .cycle_group = host_cycle_group,
+    .pod_host_port_count = host_pod_host_port_count,
+    .pod_host_port_at = host_pod_host_port_at,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -566,6 +589,19 @@ void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value)
     kc_resource id = intern(resource);
     if (id >= 0)
         pod->request[id] = value;
+}
+
+void fake_pod_add_host_port(kc_pod *pod, const char *host_ip, const char *protocol, int32_t port)
+{
+    if (pod->host_port_count == FAKE_MAX_HOST_PORTS)
+        return;
+    pod->host_ports[pod->host_port_count++] = (kc_host_port){
+        .struct_size = sizeof(kc_host_port),
+        .host_port = port,
+        .container_port = port,
+        .protocol = protocol,
+        .host_ip = host_ip,
+    };
 }
 
 void fake_node_init(kc_node *node, const char *name)

@@ -17,6 +17,7 @@
 #define FAKE_MAX_NODES 64
 #define FAKE_MAX_WAITING 16
 #define FAKE_LOG_SIZE 512
+#define FAKE_MAX_HOST_PORTS 8
 
 struct fake_kv {
     const char *key;
@@ -72,6 +73,9 @@ struct kc_pod {
     uint32_t preferred_count;
     struct fake_toleration tolerations[FAKE_MAX_TOLERATIONS];
     uint32_t toleration_count;
+    /* host ports (1.2): protocol and host_ip NULL read as "TCP" and "0.0.0.0" */
+    kc_host_port host_ports[FAKE_MAX_HOST_PORTS];
+    uint32_t host_port_count;
 };
 
 struct kc_node {
@@ -149,7 +153,7 @@ struct fake_host_state {
 
 extern struct fake_host_state fake_host;
 
-/* The table to give a plugin's init. Full size: every ABI 1.1 member is set. */
+/* The table to give a plugin's init. Full size: every ABI 1.2 member is set. */
 const kc_host_api *fake_host_api(void);
 
 /* Clear counters, nodes, waiting pods and the log; forget interned resources beyond the
@@ -163,6 +167,9 @@ void fake_host_release(void);
 void fake_pod_init(kc_pod *pod, const char *namespace_name, const char *name);
 /* Set the pod's effective request for a resource by name (interning it). */
 void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value);
+
+/* Add a host port to the pod; NULL protocol or host_ip take the API defaults (TCP, 0.0.0.0). */
+void fake_pod_add_host_port(kc_pod *pod, const char *host_ip, const char *protocol, int32_t port);
 
 void fake_node_init(kc_node *node, const char *name);
 void fake_node_set_allocatable(kc_node *node, const char *resource, int64_t value);

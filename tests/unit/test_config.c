@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "pod_fields.h"
 #include "tree.h"
 
 static char tmp_dir[64];
@@ -89,10 +90,13 @@ static void assert_default_values(const struct config *cfg)
     assert_string_equal(cfg->leader_election.lease_name, "kcycle");
     assert_string_equal(cfg->leader_election.lease_namespace, "");
     assert_string_equal(cfg->bridge_address, "ipc:///tmp/kcycle-bridge.ipc");
-    assert_int_equal(cfg->plugin_count, 3);
+    assert_true(cfg->refuse_unhandled_fields);
+    assert_int_equal(cfg->ignored_unhandled_fields, 0);
+    assert_int_equal(cfg->plugin_count, 4);
     assert_default_plugin(&cfg->plugins[0], "prioritysort");
-    assert_default_plugin(&cfg->plugins[1], "noderesources");
-    assert_default_plugin(&cfg->plugins[2], "defaultbinder");
+    assert_default_plugin(&cfg->plugins[1], "nodeports");
+    assert_default_plugin(&cfg->plugins[2], "noderesources");
+    assert_default_plugin(&cfg->plugins[3], "defaultbinder");
 }
 
 /* ---- defaults ---- */
@@ -255,7 +259,7 @@ static void empty_plugin_list_replaces_the_defaults(void **state)
     assert_int_equal(cfg.plugin_count, 0);
     config_free(&cfg);
     assert_int_equal(load_text("null.yaml", "plugins:\npluginDir: ~\n", &cfg, &err), 0);
-    assert_int_equal(cfg.plugin_count, 3); /* null is the same as absent */
+    assert_int_equal(cfg.plugin_count, 4); /* null is the same as absent */
     assert_null(cfg.plugin_dir);
     config_free(&cfg);
 }
@@ -278,7 +282,8 @@ static void a_parsed_subtree_loads_with_its_file_name(void **state)
                                      "schedulerName, percentageOfNodesToScore, pluginDir, "
                                      "parallelism, seed, podInitialBackoffSeconds, "
                                      "podMaxBackoffSeconds, podMaxInUnschedulablePodsDuration, "
-                                     "pluginTimeout, plugins, leaderElection, bridge");
+                                     "pluginTimeout, plugins, leaderElection, bridge, "
+                                     "unhandledPodFields");
     tree_free(root);
 }
 
@@ -291,14 +296,16 @@ static void unknown_top_level_key_names_its_position(void **state)
                       "expected one of: apiVersion, kind, schedulerName, "
                       "percentageOfNodesToScore, pluginDir, parallelism, seed, "
                       "podInitialBackoffSeconds, podMaxBackoffSeconds, "
-                      "podMaxInUnschedulablePodsDuration, pluginTimeout, plugins, leaderElection, bridge");
+                      "podMaxInUnschedulablePodsDuration, pluginTimeout, plugins, "
+                      "leaderElection, bridge, unhandledPodFields");
 }
 
 static void unknown_keys_in_sections_are_errors_but_not_inside_args(void **state)
 {
     assert_load_error("plugin-key.yaml", "plugins:\n  - name: a\n    wieght: 2\n",
                       "3:5: key 'wieght': unknown key in a plugin entry; expected one of: name, "
-                      "path, weight, isolation, host, failurePolicy, required, args");
+                      "path, weight, isolation, host, failurePolicy, required, args, "
+                      "handles");
     assert_load_error("leader-key.json", "{\"leaderElection\": {\"leaseDuraton\": \"15s\"}}",
                       "1:21: key 'leaseDuraton': unknown key in leaderElection; expected one of: "
                       "leaderElect, leaseDuration, renewDeadline, retryPeriod, resourceName, "
@@ -403,6 +410,61 @@ static void bad_values_of_other_types_are_errors(void **state)
                       "such as schedulerName");
 }
 
+
+/* ---- unhandledPodFields and handles ---- */
+
+static void unhandled_pod_fields_turn_off_whole_or_per_field(void **state)
+{
+    struct config cfg;
+    struct kc_error err = {{0}};
+    assert_int_equal(load_text("off.yaml", "unhandledPodFields: {refuse: false}\n", &cfg, &err), 0);
+    assert_false(cfg.refuse_unhandled_fields);
+    config_free(&cfg);
+    assert_int_equal(load_text("some.yaml",
+                               "unhandledPodFields:\n"
+                               "  ignore: [spec.topologySpreadConstraints, spec.resources]\n",
+                               &cfg, &err),
+                     0);
+    assert_true(cfg.refuse_unhandled_fields);
+    assert_int_equal(cfg.ignored_unhandled_fields,
+                     POD_FIELD_TOPOLOGY_SPREAD | POD_FIELD_POD_RESOURCES);
+    config_free(&cfg);
+    assert_int_equal(load_text("handles.json",
+                               "{\"plugins\": [{\"name\": \"myaffinity\", \"handles\": "
+                               "[\"spec.affinity.podAffinity\", "
+                               "\"spec.affinity.podAntiAffinity\"]}, {\"name\": \"other\"}]}\n",
+                               &cfg, &err),
+                     0);
+    assert_int_equal(cfg.plugins[0].handles,
+                     POD_FIELD_POD_AFFINITY | POD_FIELD_POD_ANTI_AFFINITY);
+    assert_int_equal(cfg.plugins[1].handles, 0);
+    config_free(&cfg);
+}
+
+static void unhandled_pod_fields_mistakes_name_their_position(void **state)
+{
+    char known[1024], expected[1400];
+    pod_fields_format(pod_fields_all(), known, sizeof(known));
+    snprintf(expected, sizeof(expected),
+             "2:31: key 'ignore': 'spec.topologySpread' is not a pod field kcycle checks; "
+             "expected one of %s",
+             known);
+    assert_load_error("typo.yaml", "unhandledPodFields:\n  ignore: [spec.nodeSelector, "
+                                   "spec.topologySpread]\n",
+                      expected + 0);
+    assert_load_error("key.yaml", "unhandledPodFields:\n  refuse: true\n  skip: []\n",
+                      "3:3: key 'skip': unknown key in unhandledPodFields; expected one of: "
+                      "refuse, ignore");
+    assert_load_error("bool.yaml", "unhandledPodFields: {refuse: \"no\"}\n",
+                      "1:30: key 'refuse': \"no\" is quoted; expected true or false, without "
+                      "quotes");
+    assert_load_error("map.yaml", "plugins:\n  - name: a\n    handles: {x: 1}\n",
+                      "3:14: key 'handles': got a map; expected a list of pod fields such as "
+                      "[spec.topologySpreadConstraints]");
+    assert_load_error("section.yaml", "unhandledPodFields: false\n",
+                      "1:21: key 'unhandledPodFields': got a single value; expected a map");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +484,8 @@ int main(void)
         cmocka_unit_test(wrong_api_version_and_kind_are_errors),
         cmocka_unit_test(relations_between_keys_are_checked),
         cmocka_unit_test(bad_values_of_other_types_are_errors),
+        cmocka_unit_test(unhandled_pod_fields_turn_off_whole_or_per_field),
+        cmocka_unit_test(unhandled_pod_fields_mistakes_name_their_position),
     };
     return cmocka_run_group_tests_name("config", tests, make_tmp_dir, remove_tmp_dir);
 }

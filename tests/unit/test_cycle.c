@@ -77,6 +77,9 @@ static struct pod *make_pod(const char *name)
     return p;
 }
 
+/* When set, called on the harness's configuration before the scheduler opens. */
+static void (*tune_config)(struct config *cfg);
+
 /* Opens a scheduler with recorder (args a), recorder2 (args b) and defaultbinder. */
 static struct harness *harness_open(const char *a, const char *b, int nodes)
 {
@@ -108,6 +111,8 @@ static struct harness *harness_open(const char *a, const char *b, int nodes)
         .ctx = h, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
     struct scheduler_clock clock = {h, fake_now};
     struct kc_error err = {{0}};
+    if (tune_config != NULL)
+        tune_config(&h->cfg);
     int rc = scheduler_open(&h->sched, &h->cfg, NULL, &sink, &clock, &err);
     if (rc != 0)
         fail_msg("scheduler_open: %s", err.message);
@@ -732,6 +737,103 @@ static void test_update_during_binding_is_used_by_the_retry(void **state)
     harness_close(h);
 }
 
+
+/* ---- fields no enabled plugin handles ---- */
+
+static void refuse_fields(struct config *cfg)
+{
+    cfg->refuse_unhandled_fields = true;
+}
+
+static void refuse_fields_but_ignore_spread(struct config *cfg)
+{
+    cfg->refuse_unhandled_fields = true;
+    cfg->ignored_unhandled_fields = POD_FIELD_TOPOLOGY_SPREAD;
+}
+
+static void refuse_fields_recorder_handles_spread(struct config *cfg)
+{
+    cfg->refuse_unhandled_fields = true;
+    cfg->plugins[0].handles = POD_FIELD_TOPOLOGY_SPREAD;
+}
+
+static struct pod *pod_using(const char *name, uint32_t fields)
+{
+    struct pod *p = make_pod(name);
+    p->fields |= fields;
+    return p;
+}
+
+static void test_pod_using_an_unhandled_field_is_refused_before_prefilter(void **state)
+{
+    tune_config = refuse_fields;
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 2);
+    tune_config = NULL;
+    assert_int_equal(scheduler_pod_add(&h->sched, pod_using("spread", POD_FIELD_TOPOLOGY_SPREAD)),
+                     0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "spread");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "0/2 nodes are available: pod uses "
+                                    "spec.topologySpreadConstraints, which no enabled plugin "
+                                    "handles.");
+    assert_int_equal(h->unschedulable_count, 1);
+    assert_string_equal(h->last_reason, "Unschedulable");
+    /* no plugin ran a phase for it, nothing was reserved */
+    assert_string_equal(read_log(h), "recorder:PreEnqueue, recorder2:PreEnqueue");
+    assert_null(cache_pod(&h->sched.cache, "default/spread"));
+    /* no cluster event can change the verdict: a new node does not wake it */
+    h->now = 60 * 1000;
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-new")), 0);
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    /* a pod without such fields is placed as usual meanwhile */
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("plain")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->bound_count, 1);
+    harness_close(h);
+}
+
+static void test_every_unhandled_field_is_named(void **state)
+{
+    tune_config = refuse_fields;
+    struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+    tune_config = NULL;
+    uint32_t fields = POD_FIELD_HOST_PORTS | POD_FIELD_POD_ANTI_AFFINITY | POD_FIELD_PVC_VOLUMES;
+    assert_int_equal(scheduler_pod_add(&h->sched, pod_using("many", fields)), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_string_equal(pending(h, "many")->reason,
+                        "0/1 nodes are available: pod uses spec.containers[].ports[].hostPort, "
+                        "spec.affinity.podAntiAffinity, spec.volumes[].persistentVolumeClaim, "
+                        "which no enabled plugin handles.");
+    harness_close(h);
+}
+
+static void test_ignored_declared_or_unchecked_fields_are_scheduled(void **state)
+{
+    void (*tunes[])(struct config *) = {refuse_fields_but_ignore_spread,
+                                        refuse_fields_recorder_handles_spread, NULL};
+    for (size_t i = 0; i < sizeof(tunes) / sizeof(tunes[0]); i++) {
+        /* NULL: the configuration the harness builds by hand, where the check is off */
+        tune_config = tunes[i];
+        struct harness *h = harness_open("\"filter\": \"accept\"", "\"filter\": \"accept\"", 1);
+        tune_config = NULL;
+        assert_int_equal(
+            scheduler_pod_add(&h->sched, pod_using("spread", POD_FIELD_TOPOLOGY_SPREAD)), 0);
+        assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+        scheduler_tick(&h->sched);
+        if (h->bound_count != 1)
+            fail_msg("configuration %zu: the pod was not bound", i);
+        /* another field is still refused when the check is on */
+        struct pod *claims = pod_using("claims", POD_FIELD_RESOURCE_CLAIMS);
+        assert_int_equal(scheduler_pod_add(&h->sched, claims), 0);
+        assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+        scheduler_tick(&h->sched);
+        assert_int_equal(h->bound_count, tunes[i] == NULL ? 2 : 1);
+        harness_close(h);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -759,6 +861,9 @@ int main(void)
         cmocka_unit_test(test_failure_after_the_watch_showed_the_binding_is_ignored),
         cmocka_unit_test(test_node_deleted_during_binding_gets_no_post_bind),
         cmocka_unit_test(test_update_during_binding_is_used_by_the_retry),
+        cmocka_unit_test(test_pod_using_an_unhandled_field_is_refused_before_prefilter),
+        cmocka_unit_test(test_every_unhandled_field_is_named),
+        cmocka_unit_test(test_ignored_declared_or_unchecked_fields_are_scheduled),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "model.h"
+#include "pod_fields.h"
 #include "resource_table.h"
 #include "tree.h"
 
@@ -633,6 +634,150 @@ static void pod_tolerates_when_any_toleration_does(void **state)
     pod_free(bare);
 }
 
+
+/* ---- host ports and the fields a pod uses ---- */
+
+static void host_ports_of_containers_and_sidecars_with_defaults(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml("metadata: {name: web}\n"
+                               "spec:\n"
+                               "  initContainers:\n"
+                               "  - {name: setup, ports: [{containerPort: 9, hostPort: 9}]}\n"
+                               "  - name: proxy\n"
+                               "    restartPolicy: Always\n"
+                               "    ports: [{containerPort: 15001, hostPort: 15001, "
+                               "protocol: UDP}]\n"
+                               "  containers:\n"
+                               "  - name: app\n"
+                               "    ports:\n"
+                               "    - {containerPort: 80, hostPort: 8080}\n"
+                               "    - {containerPort: 81}\n"
+                               "    - {containerPort: 53, hostPort: 53, hostIP: 10.0.0.1, "
+                               "protocol: SCTP}\n");
+    /* the plain init container has exited before the app binds; a port without hostPort
+     * takes nothing on the node */
+    assert_int_equal(pod->host_port_count, 3);
+    assert_int_equal(pod->host_ports[0].port, 8080);
+    assert_int_equal(pod->host_ports[0].container_port, 80);
+    assert_string_equal(pod->host_ports[0].protocol, "TCP");
+    assert_string_equal(pod->host_ports[0].host_ip, "0.0.0.0");
+    assert_int_equal(pod->host_ports[1].port, 53);
+    assert_string_equal(pod->host_ports[1].protocol, "SCTP");
+    assert_string_equal(pod->host_ports[1].host_ip, "10.0.0.1");
+    assert_int_equal(pod->host_ports[2].port, 15001);
+    assert_string_equal(pod->host_ports[2].protocol, "UDP");
+    assert_int_equal(pod->fields, POD_FIELD_HOST_PORTS);
+    pod_free(pod);
+}
+
+static void host_network_defaults_host_port_to_container_port(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml("metadata: {name: agent}\n"
+                               "spec:\n"
+                               "  hostNetwork: true\n"
+                               "  containers: [{name: a, ports: [{containerPort: 9100}]}]\n");
+    assert_int_equal(pod->host_port_count, 1);
+    assert_int_equal(pod->host_ports[0].port, 9100);
+    pod_free(pod);
+}
+
+static void bad_ports_are_errors_with_position(void **state)
+{
+    (void)state;
+    struct kc_error err = {{0}};
+    pod_error("metadata: {name: p}\n"
+              "spec:\n"
+              "  containers: [{name: a, ports: [{containerPort: 80, hostPort: 70000}]}]\n",
+              &err);
+    assert_contains(err.message, "pod.yaml:3:");
+    assert_contains(err.message, "hostPort");
+    pod_error("metadata: {name: p}\n"
+              "spec:\n"
+              "  containers: [{name: a, ports: [{hostPort: 80, protocol: tcp}]}]\n",
+              &err);
+    assert_contains(err.message, "unknown protocol \"tcp\"");
+}
+
+struct field_case {
+    const char *spec; /* YAML of spec */
+    uint32_t fields;
+};
+
+static const struct field_case field_cases[] = {
+    {"{}", 0},
+    {"nodeSelector: {zone: a}", POD_FIELD_NODE_SELECTOR},
+    {"affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, "
+     "preference: {matchExpressions: [{key: a, operator: Exists}]}}]}}",
+     POD_FIELD_NODE_AFFINITY},
+    {"affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: "
+     "zone}]}}",
+     POD_FIELD_POD_AFFINITY},
+    {"affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: "
+     "[{weight: 1}]}}",
+     POD_FIELD_POD_ANTI_AFFINITY},
+    /* empty stanzas ask for nothing */
+    {"affinity: {podAffinity: {}, podAntiAffinity: {}}\ntopologySpreadConstraints: []", 0},
+    {"topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: "
+     "DoNotSchedule}]",
+     POD_FIELD_TOPOLOGY_SPREAD},
+    {"resourceClaims: [{name: gpu, resourceClaimName: gpu-0}]", POD_FIELD_RESOURCE_CLAIMS},
+    {"volumes: [{name: d, persistentVolumeClaim: {claimName: data}}, {name: c, configMap: "
+     "{name: x}}]",
+     POD_FIELD_PVC_VOLUMES},
+    {"volumes: [{name: e, ephemeral: {volumeClaimTemplate: {spec: {}}}}, {name: i, csi: "
+     "{driver: x}}]",
+     POD_FIELD_EPHEMERAL_VOLUMES | POD_FIELD_CSI_VOLUMES},
+    {"volumes: [{name: a, gcePersistentDisk: {pdName: a}}, {name: b, awsElasticBlockStore: "
+     "{volumeID: b}}, {name: c, rbd: {image: c}}, {name: d, iscsi: {iqn: d}}]",
+     POD_FIELD_GCE_PD_VOLUMES | POD_FIELD_AWS_EBS_VOLUMES | POD_FIELD_RBD_VOLUMES |
+         POD_FIELD_ISCSI_VOLUMES},
+    {"volumes: [{name: t, emptyDir: {}}, {name: h, hostPath: {path: /x}}]", 0},
+    {"resources: {requests: {cpu: 1}}", POD_FIELD_POD_RESOURCES},
+    {"resources: {}", 0},
+};
+
+static void pod_records_the_scheduling_fields_it_uses(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(field_cases) / sizeof(field_cases[0]); i++) {
+        char yaml[1024];
+        snprintf(yaml, sizeof(yaml), "metadata: {name: p}\nspec:\n  %s\n", field_cases[i].spec);
+        struct pod *pod = pod_yaml(yaml);
+        if (pod->fields != field_cases[i].fields)
+            fail_msg("case %zu (%s): fields 0x%x, want 0x%x", i, field_cases[i].spec,
+                     pod->fields, field_cases[i].fields);
+        pod_free(pod);
+    }
+}
+
+static void pod_field_table_names_every_bit_and_its_plugin(void **state)
+{
+    (void)state;
+    uint32_t all = pod_fields_all();
+    assert_int_equal(all, (POD_FIELD_POD_RESOURCES << 1) - 1);
+    for (uint32_t bit = 1; bit != 0 && (all & bit); bit <<= 1) {
+        const char *name = pod_field_name(bit);
+        assert_non_null(name);
+        assert_int_equal(pod_field_by_name(name), bit);
+    }
+    assert_int_equal(pod_field_by_name("spec.nope"), 0);
+    assert_string_equal(pod_field_handlers(POD_FIELD_HOST_PORTS), "nodeports");
+    assert_string_equal(pod_field_handlers(POD_FIELD_TOPOLOGY_SPREAD), "podtopologyspread");
+    assert_string_equal(pod_field_handlers(POD_FIELD_POD_RESOURCES), "");
+    const char *names[] = {"prioritysort", "nodeports", "volumebinding"};
+    uint32_t unhandled = pod_fields_unhandled_by(names, 3);
+    assert_false(unhandled & POD_FIELD_HOST_PORTS);
+    assert_false(unhandled & POD_FIELD_PVC_VOLUMES);
+    assert_false(unhandled & POD_FIELD_EPHEMERAL_VOLUMES);
+    assert_true(unhandled & POD_FIELD_TOPOLOGY_SPREAD);
+    assert_true(unhandled & POD_FIELD_POD_RESOURCES);
+    char text[256];
+    pod_fields_format(POD_FIELD_TOPOLOGY_SPREAD | POD_FIELD_POD_AFFINITY, text, sizeof(text));
+    assert_string_equal(text, "spec.affinity.podAffinity, spec.topologySpreadConstraints");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -651,6 +796,11 @@ int main(void)
         cmocka_unit_test(preferred_weights_add_up_for_matching_terms),
         cmocka_unit_test(toleration_truth_table),
         cmocka_unit_test(pod_tolerates_when_any_toleration_does),
+        cmocka_unit_test(host_ports_of_containers_and_sidecars_with_defaults),
+        cmocka_unit_test(host_network_defaults_host_port_to_container_port),
+        cmocka_unit_test(bad_ports_are_errors_with_position),
+        cmocka_unit_test(pod_records_the_scheduling_fields_it_uses),
+        cmocka_unit_test(pod_field_table_names_every_bit_and_its_plugin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -327,6 +327,36 @@ static void pod_with_every_field_round_trips(void **state)
     pod_free(copy);
 }
 
+
+static void host_ports_and_used_fields_round_trip(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml("metadata: {name: web}\n"
+                               "spec:\n"
+                               "  topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone}]\n"
+                               "  volumes: [{name: d, persistentVolumeClaim: {claimName: c}}]\n"
+                               "  nodeSelector: {zone: a}\n"
+                               "  containers:\n"
+                               "  - name: app\n"
+                               "    ports: [{containerPort: 80, hostPort: 8080, hostIP: 10.0.0.1,"
+                               " protocol: UDP}, {containerPort: 443, hostPort: 443}]\n");
+    uint32_t want = POD_FIELD_TOPOLOGY_SPREAD | POD_FIELD_PVC_VOLUMES | POD_FIELD_NODE_SELECTOR |
+                    POD_FIELD_HOST_PORTS;
+    assert_int_equal(pod->fields, want);
+    struct pod *copy = pod_round_trip(pod);
+    assert_int_equal(copy->fields, want);
+    assert_int_equal(copy->host_port_count, 2);
+    assert_int_equal(copy->host_ports[0].port, 8080);
+    assert_int_equal(copy->host_ports[0].container_port, 80);
+    assert_string_equal(copy->host_ports[0].protocol, "UDP");
+    assert_string_equal(copy->host_ports[0].host_ip, "10.0.0.1");
+    assert_int_equal(copy->host_ports[1].port, 443);
+    assert_string_equal(copy->host_ports[1].protocol, "TCP");
+    assert_string_equal(copy->host_ports[1].host_ip, "0.0.0.0");
+    pod_free(pod);
+    pod_free(copy);
+}
+
 static void pod_with_only_a_name_round_trips_with_defaults(void **state)
 {
     (void)state;
@@ -739,6 +769,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pod_with_every_field_round_trips),
         cmocka_unit_test(pod_with_only_a_name_round_trips_with_defaults),
+        cmocka_unit_test(host_ports_and_used_fields_round_trip),
         cmocka_unit_test(required_affinity_without_terms_survives),
         cmocka_unit_test(node_with_taints_labels_and_extended_resources_round_trips),
         cmocka_unit_test(node_without_uid_is_known_by_its_name),

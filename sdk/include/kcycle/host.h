@@ -41,6 +41,18 @@ typedef struct kc_taint {
     const char *value; /* "" when the taint has no value */
 } kc_taint;
 
+/* A container port bound on the node (hostPort), filled by kc_pod_host_port_at(). Strings live
+ * as long as the pod handle in the current call. The caller sets struct_size; the host fills
+ * only what that size covers. Added in 1.2. */
+typedef struct kc_host_port {
+    uint32_t struct_size;
+    int32_t host_port;      /* 1..65535 */
+    int32_t container_port; /* 0 when the pod does not give one */
+    uint32_t reserved0;     /* padding, zero */
+    const char *protocol;   /* "TCP", "UDP" or "SCTP" (the API default is TCP) */
+    const char *host_ip;    /* "0.0.0.0" (the default) binds every address of the node */
+} kc_host_port;
+
 /* The host's function table, given to the plugin's init. Members are only ever appended:
  * before calling a member added after ABI 1.0, check KC_HOST_HAS(host, member). */
 typedef struct kc_host_api {
@@ -130,6 +142,12 @@ typedef struct kc_host_api {
     /* Added in 1.1. 1 when cycle is one member's attempt in a group cycle (out filled up to
      * its struct_size), 0 when it is not. Safe from every phase. */
     int (*cycle_group)(kc_cycle *cycle, kc_group_cycle *out);
+
+    /* Added in 1.2: host ports. The pod's container ports with a hostPort, app containers
+     * first, then sidecars (init containers with restartPolicy Always), as kube-scheduler's
+     * NodePorts counts them. pod_host_port_at: 0, or -1 when index is out of range. */
+    uint32_t (*pod_host_port_count)(const kc_pod *pod);
+    int (*pod_host_port_at)(const kc_pod *pod, uint32_t index, kc_host_port *out);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

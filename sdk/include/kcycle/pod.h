@@ -115,4 +115,20 @@ static inline int kc_pod_tolerates_taint(const kc_pod *pod, const kc_taint *tain
     return kc_host->pod_tolerates_taint(pod, taint);
 }
 
+/* Added in 1.2: 0 on an older host, which does not know host ports. */
+static inline uint32_t kc_pod_host_port_count(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_host_port_count))
+        return 0;
+    return kc_host->pod_host_port_count(pod);
+}
+
+/* Added in 1.2: -1 on an older host, as for an index out of range. */
+static inline int kc_pod_host_port_at(const kc_pod *pod, uint32_t index, kc_host_port *out)
+{
+    if (!KC_HOST_HAS(kc_host, pod_host_port_at))
+        return -1;
+    return kc_host->pod_host_port_at(pod, index, out);
+}
+
 #endif

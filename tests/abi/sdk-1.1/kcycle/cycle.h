@@ -1,0 +1,76 @@
+/* Cycle state, rejection reasons, binding annotations, waiting pods and binding. */
+#ifndef KCYCLE_CYCLE_H
+#define KCYCLE_CYCLE_H
+
+#include "plugin.h"
+
+
+static inline void kc_cycle_reject(kc_cycle *cycle, const char *reason)
+{
+    kc_host->cycle_reject(cycle, reason);
+}
+
+static inline int kc_cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *))
+{
+    return kc_host->cycle_set(cycle, key, data, free_fn);
+}
+
+static inline void *kc_cycle_get(kc_cycle *cycle, const char *key)
+{
+    return kc_host->cycle_get(cycle, key);
+}
+
+static inline int kc_cycle_annotate(kc_cycle *cycle, const char *key, const char *value)
+{
+    return kc_host->cycle_annotate(cycle, key, value);
+}
+
+static inline uint32_t kc_waiting_pod_count(void)
+{
+    return kc_host->waiting_pod_count();
+}
+
+static inline kc_waiting_pod *kc_waiting_pod_at(uint32_t index)
+{
+    return kc_host->waiting_pod_at(index);
+}
+
+static inline kc_waiting_pod *kc_waiting_pod_get(const char *uid)
+{
+    return kc_host->waiting_pod_get(uid);
+}
+
+static inline const kc_pod *kc_waiting_pod_pod(const kc_waiting_pod *waiting)
+{
+    return kc_host->waiting_pod_pod(waiting);
+}
+
+static inline const char *kc_waiting_pod_node(const kc_waiting_pod *waiting)
+{
+    return kc_host->waiting_pod_node(waiting);
+}
+
+static inline int kc_waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin)
+{
+    return kc_host->waiting_pod_allow(waiting, plugin);
+}
+
+static inline int kc_waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *message)
+{
+    return kc_host->waiting_pod_reject(waiting, plugin, message);
+}
+
+/* Added in 1.1: 0 on a host without it (1.0), as outside a group cycle. */
+static inline int kc_cycle_group(kc_cycle *cycle, kc_group_cycle *out)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_group))
+        return 0;
+    return kc_host->cycle_group(cycle, out);
+}
+
+static inline int kc_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    return kc_host->bind(cycle, pod, node);
+}
+
+#endif

@@ -1,0 +1,143 @@
+/* The host API table: the only way a plugin reaches the runtime. Append-only (docs/ABI.md). */
+#ifndef KCYCLE_HOST_H
+#define KCYCLE_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "group.h"
+#include "resource.h"
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque handles. Their layout is never public; reach them through the accessors. */
+typedef struct kc_pod kc_pod;
+typedef struct kc_node kc_node;
+typedef struct kc_cycle kc_cycle;
+typedef struct kc_waiting_pod kc_waiting_pod;
+
+typedef enum kc_log_level {
+    KC_LOG_ERROR = 0,
+    KC_LOG_WARN = 1,
+    KC_LOG_INFO = 2,
+    KC_LOG_DEBUG = 3
+} kc_log_level;
+
+typedef enum kc_taint_effect {
+    KC_TAINT_NO_SCHEDULE = 1,
+    KC_TAINT_PREFER_NO_SCHEDULE = 2,
+    KC_TAINT_NO_EXECUTE = 3
+} kc_taint_effect;
+
+/* A node taint, filled by kc_node_taint_at(). Strings live as long as the node handle in the
+ * current call. The caller sets struct_size; the host fills only what that size covers. */
+typedef struct kc_taint {
+    uint32_t struct_size;
+    kc_taint_effect effect;
+    const char *key;
+    const char *value; /* "" when the taint has no value */
+} kc_taint;
+
+/* The host's function table, given to the plugin's init. Members are only ever appended:
+ * before calling a member added after ABI 1.0, check KC_HOST_HAS(host, member). */
+typedef struct kc_host_api {
+    uint32_t struct_size;
+    uint32_t abi_version; /* KC_ABI_VERSION of the host */
+
+    /* Logging: one line, attributed to the plugin. */
+    void (*log)(kc_log_level level, const char *plugin, const char *message);
+
+    /* Resources: id of a name (interned on first use; -1 when the table is full), and back. */
+    kc_resource (*resource_id)(const char *name);
+    const char *(*resource_name)(kc_resource id);
+
+    /* Pods. Strings live as long as the pod handle in the current call; NULL when absent. */
+    const char *(*pod_namespace)(const kc_pod *pod);
+    const char *(*pod_name)(const kc_pod *pod);
+    const char *(*pod_uid)(const kc_pod *pod);
+    const char *(*pod_node_name)(const kc_pod *pod);
+    const char *(*pod_scheduler_name)(const kc_pod *pod);
+    int32_t (*pod_priority)(const kc_pod *pod);
+    int64_t (*pod_creation_ms)(const kc_pod *pod);
+    int64_t (*pod_enqueue_ms)(const kc_pod *pod);
+    const char *(*pod_label)(const kc_pod *pod, const char *key);
+    const char *(*pod_annotation)(const kc_pod *pod, const char *key);
+    /* Effective request (max of app containers' sum and each init container, sidecars
+     * accumulated, plus overhead), as kube-scheduler computes it. */
+    int64_t (*pod_request)(const kc_pod *pod, kc_resource id);
+    uint32_t (*pod_request_count)(const kc_pod *pod);
+    /* 0, or -1 when index is out of range. */
+    int (*pod_request_at)(const kc_pod *pod, uint32_t index, kc_resource *id, int64_t *value);
+    uint32_t (*pod_container_count)(const kc_pod *pod, int init);
+    const char *(*pod_container_name)(const kc_pod *pod, int init, uint32_t index);
+    int64_t (*pod_container_request)(const kc_pod *pod, int init, uint32_t index, kc_resource id);
+    int64_t (*pod_container_limit)(const kc_pod *pod, int init, uint32_t index, kc_resource id);
+    const char *(*pod_group)(const kc_pod *pod);
+    uint32_t (*pod_scheduling_gate_count)(const kc_pod *pod);
+    /* 1 when the node passes the pod's nodeSelector and required node affinity. */
+    int (*pod_matches_node_affinity)(const kc_pod *pod, const kc_node *node);
+    /* Sum of the weights of the pod's preferred node-affinity terms that the node matches. */
+    int64_t (*pod_preferred_affinity_score)(const kc_pod *pod, const kc_node *node);
+    /* 1 when one of the pod's tolerations tolerates the taint. */
+    int (*pod_tolerates_taint)(const kc_pod *pod, const kc_taint *taint);
+
+    /* Nodes. Strings live as long as the node handle in the current call. */
+    const char *(*node_name)(const kc_node *node);
+    const char *(*node_label)(const kc_node *node, const char *key);
+    const char *(*node_annotation)(const kc_node *node, const char *key);
+    int (*node_unschedulable)(const kc_node *node);
+    uint32_t (*node_taint_count)(const kc_node *node);
+    int (*node_taint_at)(const kc_node *node, uint32_t index, kc_taint *out);
+    int64_t (*node_allocatable)(const kc_node *node, kc_resource id);
+    /* Sum over assigned and assumed pods, in the resource's base unit. */
+    int64_t (*node_requested)(const kc_node *node, kc_resource id);
+    uint32_t (*node_pod_count)(const kc_node *node);
+    /* Dense index of the node in the current snapshot, 0 .. kc_node_count()-1. */
+    uint32_t (*node_index)(const kc_node *node);
+    uint32_t (*node_count)(void);
+    const kc_node *(*node_at)(uint32_t index);
+    const kc_node *(*node_by_name)(const char *name);
+
+    /* The cycle: a pod's scheduling attempt, from PreFilter to PostBind. cycle_reject copies
+     * the reason; in Filter each call counts one node for that reason in the
+     * "0/N nodes are available" message; elsewhere it becomes the attempt's message. */
+    void (*cycle_reject)(kc_cycle *cycle, const char *reason);
+    /* cycle_set: not from Filter or Score, which may run on several threads at once (set the
+     * state in PreFilter or PreScore); cycle_get is safe everywhere. */
+    int (*cycle_set)(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
+    void *(*cycle_get)(kc_cycle *cycle, const char *key);
+    /* Annotations written on the Binding (merged into the pod with spec.nodeName). */
+    int (*cycle_annotate)(kc_cycle *cycle, const char *key, const char *value);
+
+    /* Pods held in Permit. */
+    uint32_t (*waiting_pod_count)(void);
+    kc_waiting_pod *(*waiting_pod_at)(uint32_t index);
+    kc_waiting_pod *(*waiting_pod_get)(const char *uid);
+    const kc_pod *(*waiting_pod_pod)(const kc_waiting_pod *waiting);
+    const char *(*waiting_pod_node)(const kc_waiting_pod *waiting);
+    int (*waiting_pod_allow)(kc_waiting_pod *waiting, const char *plugin);
+    int (*waiting_pod_reject)(kc_waiting_pod *waiting, const char *plugin, const char *message);
+
+    /* Bind the pod through the runtime's binder (the API server or the simulator). */
+    int (*bind)(kc_cycle *cycle, const kc_pod *pod, const kc_node *node);
+
+    /* Scheduler clock in milliseconds (simulated time under --simulate). */
+    int64_t (*now_ms)(void);
+
+    /* Added in 1.1. 1 when cycle is one member's attempt in a group cycle (out filled up to
+     * its struct_size), 0 when it is not. Safe from every phase. */
+    int (*cycle_group)(kc_cycle *cycle, kc_group_cycle *out);
+} kc_host_api;
+
+/* True when the host's table is large enough to hold member. */
+#define KC_HOST_HAS(host, member) \
+    ((host)->struct_size >= offsetof(kc_host_api, member) + sizeof((host)->member))
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,73 @@
+/* Node accessors. Strings live as long as the node handle in the current call; NULL when absent. */
+#ifndef KCYCLE_NODE_H
+#define KCYCLE_NODE_H
+
+#include "plugin.h"
+
+
+static inline const char *kc_node_name(const kc_node *node)
+{
+    return kc_host->node_name(node);
+}
+
+static inline const char *kc_node_label(const kc_node *node, const char *key)
+{
+    return kc_host->node_label(node, key);
+}
+
+static inline const char *kc_node_annotation(const kc_node *node, const char *key)
+{
+    return kc_host->node_annotation(node, key);
+}
+
+static inline int kc_node_unschedulable(const kc_node *node)
+{
+    return kc_host->node_unschedulable(node);
+}
+
+static inline uint32_t kc_node_taint_count(const kc_node *node)
+{
+    return kc_host->node_taint_count(node);
+}
+
+static inline int kc_node_taint_at(const kc_node *node, uint32_t index, kc_taint *out)
+{
+    return kc_host->node_taint_at(node, index, out);
+}
+
+static inline int64_t kc_node_allocatable(const kc_node *node, kc_resource id)
+{
+    return kc_host->node_allocatable(node, id);
+}
+
+static inline int64_t kc_node_requested(const kc_node *node, kc_resource id)
+{
+    return kc_host->node_requested(node, id);
+}
+
+static inline uint32_t kc_node_pod_count(const kc_node *node)
+{
+    return kc_host->node_pod_count(node);
+}
+
+static inline uint32_t kc_node_index(const kc_node *node)
+{
+    return kc_host->node_index(node);
+}
+
+static inline uint32_t kc_node_count(void)
+{
+    return kc_host->node_count();
+}
+
+static inline const kc_node *kc_node_at(uint32_t index)
+{
+    return kc_host->node_at(index);
+}
+
+static inline const kc_node *kc_node_by_name(const char *name)
+{
+    return kc_host->node_by_name(name);
+}
+
+#endif

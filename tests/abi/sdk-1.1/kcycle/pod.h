@@ -1,0 +1,118 @@
+/* Pod accessors. Strings live as long as the pod handle in the current call; NULL when absent. */
+#ifndef KCYCLE_POD_H
+#define KCYCLE_POD_H
+
+#include "plugin.h"
+
+
+static inline const char *kc_pod_namespace(const kc_pod *pod)
+{
+    return kc_host->pod_namespace(pod);
+}
+
+static inline const char *kc_pod_name(const kc_pod *pod)
+{
+    return kc_host->pod_name(pod);
+}
+
+static inline const char *kc_pod_uid(const kc_pod *pod)
+{
+    return kc_host->pod_uid(pod);
+}
+
+static inline const char *kc_pod_node_name(const kc_pod *pod)
+{
+    return kc_host->pod_node_name(pod);
+}
+
+static inline const char *kc_pod_scheduler_name(const kc_pod *pod)
+{
+    return kc_host->pod_scheduler_name(pod);
+}
+
+static inline int32_t kc_pod_priority(const kc_pod *pod)
+{
+    return kc_host->pod_priority(pod);
+}
+
+static inline int64_t kc_pod_creation_ms(const kc_pod *pod)
+{
+    return kc_host->pod_creation_ms(pod);
+}
+
+static inline int64_t kc_pod_enqueue_ms(const kc_pod *pod)
+{
+    return kc_host->pod_enqueue_ms(pod);
+}
+
+static inline const char *kc_pod_label(const kc_pod *pod, const char *key)
+{
+    return kc_host->pod_label(pod, key);
+}
+
+static inline const char *kc_pod_annotation(const kc_pod *pod, const char *key)
+{
+    return kc_host->pod_annotation(pod, key);
+}
+
+static inline int64_t kc_pod_request(const kc_pod *pod, kc_resource id)
+{
+    return kc_host->pod_request(pod, id);
+}
+
+static inline uint32_t kc_pod_request_count(const kc_pod *pod)
+{
+    return kc_host->pod_request_count(pod);
+}
+
+static inline int kc_pod_request_at(const kc_pod *pod, uint32_t index, kc_resource *id, int64_t *value)
+{
+    return kc_host->pod_request_at(pod, index, id, value);
+}
+
+static inline uint32_t kc_pod_container_count(const kc_pod *pod, int init)
+{
+    return kc_host->pod_container_count(pod, init);
+}
+
+static inline const char *kc_pod_container_name(const kc_pod *pod, int init, uint32_t index)
+{
+    return kc_host->pod_container_name(pod, init, index);
+}
+
+static inline int64_t kc_pod_container_request(const kc_pod *pod, int init, uint32_t index, kc_resource id)
+{
+    return kc_host->pod_container_request(pod, init, index, id);
+}
+
+static inline int64_t kc_pod_container_limit(const kc_pod *pod, int init, uint32_t index, kc_resource id)
+{
+    return kc_host->pod_container_limit(pod, init, index, id);
+}
+
+static inline const char *kc_pod_group(const kc_pod *pod)
+{
+    return kc_host->pod_group(pod);
+}
+
+static inline uint32_t kc_pod_scheduling_gate_count(const kc_pod *pod)
+{
+    return kc_host->pod_scheduling_gate_count(pod);
+}
+
+static inline int kc_pod_matches_node_affinity(const kc_pod *pod, const kc_node *node)
+{
+    return kc_host->pod_matches_node_affinity(pod, node);
+}
+
+static inline int64_t kc_pod_preferred_affinity_score(const kc_pod *pod, const kc_node *node)
+{
+    return kc_host->pod_preferred_affinity_score(pod, node);
+}
+
+static inline int kc_pod_tolerates_taint(const kc_pod *pod, const kc_taint *taint)
+{
+    return kc_host->pod_tolerates_taint(pod, taint);
+}
+
+#endif
