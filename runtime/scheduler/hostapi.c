@@ -140,6 +140,11 @@ static int pod_tolerates_taint(const kc_pod *p, const kc_taint *taint)
     return pod_tolerates(POD(p), taint->key, taint->value, taint->effect);
 }
 
+static int32_t pod_affinity_names(const kc_pod *p, const char **names, uint32_t capacity)
+{
+    return pod_affinity_node_names(POD(p), names, capacity);
+}
+
 static const char *node_name(const kc_node *n)
 {
     return NODE(n)->node->name;
@@ -327,4 +332,5 @@ void hostapi_fill(kc_host_api *api)
     api->bind = bind;
     api->now_ms = now_ms;
     api->cycle_group = cycle_group;
+    api->pod_affinity_node_names = pod_affinity_names;
 }

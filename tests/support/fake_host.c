@@ -223,11 +223,26 @@ static int node_has_label(const kc_node *node, const char *key, const char *valu
 
 static int host_pod_matches_node_affinity(const kc_pod *pod, const kc_node *node)
 {
+    if (pod->affinity_node_name_count >= 0) {
+        int named = 0;
+        for (int32_t i = 0; i < pod->affinity_node_name_count && !named; i++)
+            named = strcmp(pod->affinity_node_names[i], node->name) == 0;
+        if (!named)
+            return 0;
+    }
     for (uint32_t i = 0; i < pod->node_selector_count; i++) {
         if (!node_has_label(node, pod->node_selector[i].key, pod->node_selector[i].value))
             return 0;
     }
     return 1;
+}
+
+static int32_t host_pod_affinity_node_names(const kc_pod *pod, const char **names,
+                                            uint32_t capacity)
+{
+    for (int32_t i = 0; i < pod->affinity_node_name_count && (uint32_t)i < capacity; i++)
+        names[i] = pod->affinity_node_names[i];
+    return pod->affinity_node_name_count;
 }
 
 static int64_t host_pod_preferred_affinity_score(const kc_pod *pod, const kc_node *node)
@@ -532,6 +547,7 @@ static const kc_host_api api = {
     .bind = host_bind,
     .now_ms = host_now_ms,
     .cycle_group = host_cycle_group,
+    .pod_affinity_node_names = host_pod_affinity_node_names,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -559,6 +575,7 @@ void fake_pod_init(kc_pod *pod, const char *namespace_name, const char *name)
     pod->name = name;
     pod->uid = name;
     pod->scheduler_name = "kcycle";
+    pod->affinity_node_name_count = -1;
 }
 
 void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value)
@@ -634,4 +651,38 @@ uint32_t fake_cycle_reason_count(const kc_cycle *cycle, const char *reason)
     for (uint32_t i = 0; i < cycle->reason_count; i++)
         count += strcmp(cycle->reasons[i], reason) == 0;
     return count;
+}
+
+static void room_left(uint32_t used, uint32_t room, const char *what)
+{
+    if (used >= room) {
+        fprintf(stderr, "fake host: no room for another %s (%u)\n", what, room);
+        abort();
+    }
+}
+
+void fake_node_add_label(kc_node *node, const char *key, const char *value)
+{
+    room_left(node->label_count, FAKE_MAX_KV, "node label");
+    node->labels[node->label_count++] = (struct fake_kv){key, value};
+}
+
+void fake_node_add_taint(kc_node *node, const char *key, const char *value, kc_taint_effect effect)
+{
+    room_left(node->taint_count, FAKE_MAX_TAINTS, "taint");
+    node->taints[node->taint_count++] = (kc_taint){
+        .struct_size = sizeof(kc_taint), .effect = effect, .key = key,
+        .value = value != NULL ? value : ""};
+}
+
+void fake_pod_add_node_selector(kc_pod *pod, const char *key, const char *value)
+{
+    room_left(pod->node_selector_count, FAKE_MAX_KV, "nodeSelector pair");
+    pod->node_selector[pod->node_selector_count++] = (struct fake_kv){key, value};
+}
+
+void fake_pod_add_toleration(kc_pod *pod, struct fake_toleration toleration)
+{
+    room_left(pod->toleration_count, FAKE_MAX_TOLERATIONS, "toleration");
+    pod->tolerations[pod->toleration_count++] = toleration;
 }

@@ -72,6 +72,11 @@ struct kc_pod {
     uint32_t preferred_count;
     struct fake_toleration tolerations[FAKE_MAX_TOLERATIONS];
     uint32_t toleration_count;
+    /* Required affinity by matchFields metadata.name In, already reduced to the distinct
+     * names (kc_pod_affinity_node_names); -1 (fake_pod_init's default): none. A node must be
+     * one of them to match the pod's affinity. */
+    const char *affinity_node_names[FAKE_MAX_KV];
+    int32_t affinity_node_name_count;
 };
 
 struct kc_node {
@@ -149,7 +154,7 @@ struct fake_host_state {
 
 extern struct fake_host_state fake_host;
 
-/* The table to give a plugin's init. Full size: every ABI 1.1 member is set. */
+/* The table to give a plugin's init. Full size: every ABI 1.2 member is set. */
 const kc_host_api *fake_host_api(void);
 
 /* Clear counters, nodes, waiting pods and the log; forget interned resources beyond the
@@ -167,6 +172,13 @@ void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value);
 void fake_node_init(kc_node *node, const char *name);
 void fake_node_set_allocatable(kc_node *node, const char *resource, int64_t value);
 void fake_node_set_requested(kc_node *node, const char *resource, int64_t value);
+/* Append a label, a taint (key, value "" when NULL, effect) or a toleration; the strings are
+ * not copied and must outlive the object. Aborts the test when the fixed room is full. */
+void fake_node_add_label(kc_node *node, const char *key, const char *value);
+void fake_node_add_taint(kc_node *node, const char *key, const char *value, kc_taint_effect effect);
+void fake_pod_add_node_selector(kc_pod *pod, const char *key, const char *value);
+void fake_pod_add_toleration(kc_pod *pod, struct fake_toleration toleration);
+
 /* Register node so node_count/node_at/node_by_name see it; sets node->index. */
 void fake_host_add_node(kc_node *node);
 

@@ -130,6 +130,14 @@ typedef struct kc_host_api {
     /* Added in 1.1. 1 when cycle is one member's attempt in a group cycle (out filled up to
      * its struct_size), 0 when it is not. Safe from every phase. */
     int (*cycle_group)(kc_cycle *cycle, kc_group_cycle *out);
+
+    /* Added in 1.2. The node names the pod's required node affinity admits through matchFields
+     * metadata.name In (what kube-scheduler's NodeAffinity PreFilter narrows to): per required
+     * term the names every such requirement allows, united over the terms. -1 when the
+     * affinity does not restrict by name (no required affinity, or one term without such a
+     * requirement); else the number of distinct names, 0 when the terms conflict. The first
+     * `capacity` names are stored in names; they live as long as the pod handle. */
+    int32_t (*pod_affinity_node_names)(const kc_pod *pod, const char **names, uint32_t capacity);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

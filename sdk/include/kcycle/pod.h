@@ -115,4 +115,14 @@ static inline int kc_pod_tolerates_taint(const kc_pod *pod, const kc_taint *tain
     return kc_host->pod_tolerates_taint(pod, taint);
 }
 
+/* Added in 1.2: -1 (no restriction by name) on an older host, where Filter still applies the
+ * whole affinity through kc_pod_matches_node_affinity(). */
+static inline int32_t kc_pod_affinity_node_names(const kc_pod *pod, const char **names,
+                                                 uint32_t capacity)
+{
+    if (!KC_HOST_HAS(kc_host, pod_affinity_node_names))
+        return -1;
+    return kc_host->pod_affinity_node_names(pod, names, capacity);
+}
+
 #endif

@@ -1,0 +1,354 @@
+/* nodeaffinity against the fake host: the Filter, PreFilter and Score cases of kube-scheduler's
+ * NodeAffinity unit tests (node_affinity_test.go) with kube's reasons and normalized scores.
+ * The pod's own expressions are evaluated by the host (runtime/core's truth table covers
+ * them); the scheduler-enforced addedAffinity is evaluated here, so its cases go through
+ * every operator. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_host.h"
+
+#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define POD_REASON "node(s) didn't match Pod's node affinity/selector"
+#define ENFORCED "node(s) didn't match scheduler-enforced node affinity"
+#define NARROWED "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+#define CONFLICT "pod affinity terms conflict"
+#define MAX_LABELS 3
+
+static const kc_plugin_ops *ops;
+static void *self;
+
+static int setup(void **state)
+{
+    (void)state;
+    fake_host_reset();
+    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
+    self = NULL;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (self != NULL)
+        ops->fini(self);
+    self = NULL;
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    fake_host_release();
+    return 0;
+}
+
+static void start(const char *args)
+{
+    if (self != NULL)
+        ops->fini(self);
+    self = NULL;
+    assert_int_equal(ops->init(fake_host_api(), args, &self), 0);
+}
+
+static void add_labels(kc_node *node, const struct fake_kv *labels)
+{
+    for (int i = 0; i < MAX_LABELS && labels[i].key != NULL; i++)
+        fake_node_add_label(node, labels[i].key, labels[i].value);
+}
+
+/* PreFilter then, unless it rejected, Filter; reason "" when none was given. */
+static kc_status run_filter(const kc_pod *pod, const kc_node *node, char *reason, size_t size)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status st = ops->pre_filter(self, &cycle, pod);
+    if (st == KC_SUCCESS || st == KC_SKIP)
+        st = ops->filter(self, &cycle, pod, node);
+    snprintf(reason, size, "%s", cycle.reason_count > 0 ? cycle.reasons[0] : "");
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+/* Filter ---------------------------------------------------------------------------------- */
+
+struct filter_case {
+    const char *name;
+    const char *args; /* NULL: "{}" */
+    struct fake_kv selector[MAX_LABELS];
+    const char *node_names[2]; /* the pod's matchFields metadata.name In, reduced */
+    int32_t node_name_count;   /* -1: none */
+    const char *node;
+    struct fake_kv labels[MAX_LABELS];
+    kc_status status;
+    const char *reason; /* "" for none */
+};
+
+#define ADDED_REQUIRED(terms) \
+    "{\"addedAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": " \
+    "{\"nodeSelectorTerms\": " terms "}}}"
+
+static const struct filter_case filter_cases[] = {
+    {"no selector and no affinity", NULL, {{0}}, {0}, -1, "n1", {{0}}, KC_SUCCESS, ""},
+    {"nodeSelector, node without labels", NULL, {{"foo", "bar"}}, {0}, -1, "n1", {{0}},
+     KC_UNRESOLVABLE, POD_REASON},
+    {"nodeSelector matches the node label", NULL, {{"foo", "bar"}}, {0}, -1, "n1",
+     {{"foo", "bar"}}, KC_SUCCESS, ""},
+    {"nodeSelector with another value", NULL, {{"foo", "bar"}}, {0}, -1, "n1", {{"foo", "baz"}},
+     KC_UNRESOLVABLE, POD_REASON},
+    {"nodeSelector pairs are ANDed: all present", NULL, {{"foo", "bar"}, {"baz", "blah"}}, {0},
+     -1, "n1", {{"foo", "bar"}, {"baz", "blah"}}, KC_SUCCESS, ""},
+    {"nodeSelector pairs are ANDed: one missing", NULL, {{"foo", "bar"}, {"baz", "blah"}}, {0},
+     -1, "n1", {{"foo", "bar"}}, KC_UNRESOLVABLE, POD_REASON},
+    {"matchFields metadata.name names this node", NULL, {{0}}, {"node1"}, 1, "node1", {{0}},
+     KC_SUCCESS, ""},
+    {"matchFields metadata.name names another node", NULL, {{0}}, {"node1"}, 1, "node2", {{0}},
+     KC_UNRESOLVABLE, NARROWED},
+    {"matchFields over two terms, second name", NULL, {{0}}, {"node1", "node2"}, 2, "node2",
+     {{0}}, KC_SUCCESS, ""},
+    {"matchFields terms conflict: PreFilter refuses", NULL, {{0}}, {0}, 0, "node1", {{0}},
+     KC_UNRESOLVABLE, CONFLICT},
+    {"matchFields name plus a nodeSelector the node fails", NULL, {{"foo", "bar"}}, {"node1"},
+     1, "node1", {{0}}, KC_UNRESOLVABLE, POD_REASON},
+    {"added In: node has the value", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+         "[\"a\", \"b\"]}]}]"), {{0}}, {0}, -1, "n1", {{"zone", "b"}}, KC_SUCCESS, ""},
+    {"added In: node lacks the label", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+         "[\"a\"]}]}]"), {{0}}, {0}, -1, "n1", {{0}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added NotIn: absent label passes", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+         "[\"a\"]}]}]"), {{0}}, {0}, -1, "n1", {{0}}, KC_SUCCESS, ""},
+    {"added NotIn: listed value refused", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+         "[\"a\"]}]}]"), {{0}}, {0}, -1, "n1", {{"zone", "a"}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added Exists", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"gpu\", \"operator\": \"Exists\"}]}]"), {{0}}, {0},
+     -1, "n1", {{"gpu", ""}}, KC_SUCCESS, ""},
+    {"added DoesNotExist", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"gpu\", \"operator\": \"DoesNotExist\"}]}]"),
+     {{0}}, {0}, -1, "n1", {{"gpu", "true"}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added Gt: larger integer label", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Gt\", \"values\": "
+         "[\"8\"]}]}]"), {{0}}, {0}, -1, "n1", {{"cores", "16"}}, KC_SUCCESS, ""},
+    {"added Gt: equal is not greater", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Gt\", \"values\": "
+         "[\"8\"]}]}]"), {{0}}, {0}, -1, "n1", {{"cores", "8"}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added Lt: label that is no integer never matches", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Lt\", \"values\": "
+         "[\"8\"]}]}]"), {{0}}, {0}, -1, "n1", {{"cores", "four"}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added Lt: negative label", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"t\", \"operator\": \"Lt\", \"values\": "
+         "[\"0\"]}]}]"), {{0}}, {0}, -1, "n1", {{"t", "-3"}}, KC_SUCCESS, ""},
+    {"added terms are ORed", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}]}, "
+         "{\"matchExpressions\": [{\"key\": \"b\", \"operator\": \"Exists\"}]}]"), {{0}}, {0}, -1,
+     "n1", {{"b", "1"}}, KC_SUCCESS, ""},
+    {"added expressions are ANDed", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}, "
+         "{\"key\": \"b\", \"operator\": \"Exists\"}]}]"), {{0}}, {0}, -1, "n1", {{"b", "1"}},
+     KC_UNRESOLVABLE, ENFORCED},
+    {"added empty term matches nothing", ADDED_REQUIRED("[{}]"), {{0}}, {0}, -1, "n1",
+     {{"a", "1"}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added matchFields metadata.name", ADDED_REQUIRED(
+         "[{\"matchFields\": [{\"key\": \"metadata.name\", \"operator\": \"NotIn\", \"values\": "
+         "[\"n1\"]}]}]"), {{0}}, {0}, -1, "n1", {{0}}, KC_UNRESOLVABLE, ENFORCED},
+    {"added affinity is checked before the pod's", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+         "[\"a\"]}]}]"), {{"foo", "bar"}}, {0}, -1, "n1", {{"zone", "b"}}, KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added affinity passes, the pod's fails", ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+         "[\"a\"]}]}]"), {{"foo", "bar"}}, {0}, -1, "n1", {{"zone", "a"}}, KC_UNRESOLVABLE,
+     POD_REASON},
+};
+
+static void filter_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(filter_cases) / sizeof(filter_cases[0]); i++) {
+        const struct filter_case *c = &filter_cases[i];
+        start(c->args != NULL ? c->args : "{}");
+        kc_pod pod;
+        kc_node node;
+        fake_pod_init(&pod, "default", "p");
+        for (int k = 0; k < MAX_LABELS && c->selector[k].key != NULL; k++)
+            fake_pod_add_node_selector(&pod, c->selector[k].key, c->selector[k].value);
+        pod.affinity_node_name_count = c->node_name_count;
+        for (int32_t k = 0; k < c->node_name_count; k++)
+            pod.affinity_node_names[k] = c->node_names[k];
+        fake_node_init(&node, c->node);
+        add_labels(&node, c->labels);
+        char reason[256];
+        kc_status st = run_filter(&pod, &node, reason, sizeof(reason));
+        if (st != c->status)
+            fail_msg("%s: status %d, want %d", c->name, st, c->status);
+        if (strcmp(reason, c->reason) != 0)
+            fail_msg("%s: reason \"%s\", want \"%s\"", c->name, reason, c->reason);
+    }
+}
+
+/* Score ----------------------------------------------------------------------------------- */
+
+struct score_case {
+    const char *name;
+    const char *args;
+    struct fake_preferred preferred[3];
+    struct fake_kv labels[3][MAX_LABELS]; /* three nodes */
+    int64_t scores[3];
+};
+
+#define ADDED_PREFERRED(terms) \
+    "{\"addedAffinity\": {\"preferredDuringSchedulingIgnoredDuringExecution\": " terms "}}"
+
+static const struct score_case score_cases[] = {
+    {"no preferred terms: every node 0", NULL, {{0}}, {{{"foo", "bar"}}, {{0}}, {{0}}}, {0, 0, 0}},
+    {"no node matches: every node 0", NULL, {{"foo", "bar", 2}},
+     {{{"foo", "baz"}}, {{0}}, {{"x", "bar"}}}, {0, 0, 0}},
+    {"only one node matches", NULL, {{"foo", "bar", 2}},
+     {{{"foo", "bar"}}, {{0}}, {{"x", "bar"}}}, {100, 0, 0}},
+    {"weights add up; the best scores 100", NULL,
+     {{"foo", "bar", 2}, {"key", "value", 5}, {"az", "az1", 3}},
+     {{{"foo", "bar"}}, {{"foo", "bar"}, {"key", "value"}, {"az", "az1"}}, {{"key", "value"}}},
+     {20, 100, 50}},
+    {"normalization truncates like kube", NULL, {{"a", "1", 1}, {"b", "1", 2}},
+     {{{"a", "1"}}, {{"b", "1"}}, {{"a", "1"}, {"b", "1"}}}, {33, 66, 100}},
+    {"added preferred term alone", ADDED_PREFERRED(
+         "[{\"weight\": 5, \"preference\": {\"matchExpressions\": [{\"key\": \"zone\", "
+         "\"operator\": \"In\", \"values\": [\"a\"]}]}}]"),
+     {{0}}, {{{"zone", "a"}}, {{"zone", "b"}}, {{0}}}, {100, 0, 0}},
+    {"added and pod terms add up", ADDED_PREFERRED(
+         "[{\"weight\": 3, \"preference\": {\"matchExpressions\": [{\"key\": \"zone\", "
+         "\"operator\": \"Exists\"}]}}]"),
+     {{"disk", "ssd", 1}}, {{{"zone", "a"}, {"disk", "ssd"}}, {{"zone", "b"}}, {{"disk", "ssd"}}},
+     {100, 75, 25}},
+};
+
+static void score_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(score_cases) / sizeof(score_cases[0]); i++) {
+        const struct score_case *c = &score_cases[i];
+        start(c->args != NULL ? c->args : "{}");
+        kc_pod pod;
+        kc_node nodes[3];
+        const kc_node *handles[3];
+        int64_t scores[3];
+        kc_cycle cycle;
+        fake_pod_init(&pod, "default", "p");
+        for (int k = 0; k < 3 && c->preferred[k].key != NULL; k++)
+            pod.preferred[pod.preferred_count++] = c->preferred[k];
+        fake_cycle_init(&cycle);
+        for (int n = 0; n < 3; n++) {
+            fake_node_init(&nodes[n], n == 0 ? "a" : n == 1 ? "b" : "c");
+            add_labels(&nodes[n], c->labels[n]);
+            handles[n] = &nodes[n];
+            assert_int_equal(ops->score(self, &cycle, &pod, &nodes[n], &scores[n]), KC_SUCCESS);
+        }
+        assert_int_equal(ops->normalize_score(self, &cycle, &pod, handles, scores, 3), KC_SUCCESS);
+        for (int n = 0; n < 3; n++)
+            if (scores[n] != c->scores[n])
+                fail_msg("%s: node %d scores %lld, want %lld", c->name, n, (long long)scores[n],
+                         (long long)c->scores[n]);
+        fake_cycle_clear(&cycle);
+    }
+}
+
+/* Args ------------------------------------------------------------------------------------ */
+
+static const char *const bad_args[] = {
+    "[]",
+    "{\"addedAfinity\": {}}",
+    "{\"addedAffinity\": {\"requiredDuringSchedulingRequiredDuringExecution\": {}}}",
+    ADDED_REQUIRED("[]"),
+    ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Near\"}]}]"),
+    ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\"}]}]"),
+    ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\", "
+                   "\"values\": [\"x\"]}]}]"),
+    ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Gt\", "
+                   "\"values\": [\"x\"]}]}]"),
+    ADDED_REQUIRED("[{\"matchFields\": [{\"key\": \"metadata.uid\", \"operator\": \"In\", "
+                   "\"values\": [\"x\"]}]}]"),
+    ADDED_REQUIRED("[{\"matchFields\": [{\"key\": \"metadata.name\", \"operator\": \"Exists\"}]}]"),
+    ADDED_PREFERRED("[{\"weight\": 0, \"preference\": {}}]"),
+    ADDED_PREFERRED("[{\"weight\": 101, \"preference\": {}}]"),
+    ADDED_PREFERRED("[{\"weight\": 1}]"),
+    "{not json",
+};
+
+static void bad_args_are_refused_with_a_logged_reason(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
+        void *plugin = NULL;
+        uint32_t logs = fake_host.log_count;
+        if (ops->init(fake_host_api(), bad_args[i], &plugin) != -22)
+            fail_msg("args %s: accepted", bad_args[i]);
+        assert_int_equal(fake_host.log_count, logs + 1);
+        assert_non_null(strstr(fake_host.last_log, "args"));
+    }
+}
+
+static void good_args_are_accepted(void **state)
+{
+    (void)state;
+    start("{}");
+    start("{\"addedAffinity\": {}}");
+    start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\", "
+                         "\"values\": [\"x\"]}], \"matchFields\": [{\"key\": \"metadata.name\", "
+                         "\"operator\": \"In\", \"values\": [\"n1\"]}]}]"));
+}
+
+/* PreFilter -------------------------------------------------------------------------------- */
+
+/* The names are read once: Filter on many nodes never asks the host for them again. */
+static void prefilter_state_serves_every_node(void **state)
+{
+    (void)state;
+    start("{}");
+    kc_pod pod;
+    kc_node nodes[6];
+    kc_cycle cycle;
+    static const char *const names[] = {"n0", "n1", "n2", "n3", "n4", "n5"};
+    fake_pod_init(&pod, "default", "p");
+    pod.affinity_node_name_count = 2;
+    pod.affinity_node_names[0] = "n4";
+    pod.affinity_node_names[1] = "n1";
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    pod.affinity_node_name_count = -1; /* only PreFilter's copy may decide now */
+    int passed = 0;
+    for (int i = 0; i < 6; i++) {
+        fake_node_init(&nodes[i], names[i]);
+        passed += ops->filter(self, &cycle, &pod, &nodes[i]) == KC_SUCCESS;
+    }
+    assert_int_equal(passed, 2);
+    assert_int_equal(fake_cycle_reason_count(&cycle, NARROWED), 4);
+    fake_cycle_clear(&cycle);
+}
+
+static void query_refuses_other_abi_major(void **state)
+{
+    (void)state;
+    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
+    assert_string_equal(kc_plugin_query(KC_ABI_VERSION)->name, "nodeaffinity");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TEST(filter_table),
+        TEST(score_table),
+        TEST(bad_args_are_refused_with_a_logged_reason),
+        TEST(good_args_are_accepted),
+        TEST(prefilter_state_serves_every_node),
+        TEST(query_refuses_other_abi_major),
+    };
+    return cmocka_run_group_tests(tests, NULL, group_teardown);
+}
