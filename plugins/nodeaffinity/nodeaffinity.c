@@ -387,10 +387,15 @@ static int compare_names(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The names are read once per pod here, so Filter only does a binary search per node. */
+/* A pod without nodeSelector or required affinity skips Filter when the args add none, as in
+ * kube. The names are read once per pod here, so Filter only does a binary search per node. */
 static kc_status nodeaffinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
-    (void)self;
+    const struct plugin *p = self;
+    uint32_t constraints = kc_pod_node_constraints(pod);
+    if (!p->has_required &&
+        (constraints & (KC_POD_NODE_SELECTOR | KC_POD_REQUIRED_NODE_AFFINITY)) == 0)
+        return KC_SKIP;
     int32_t count = kc_pod_affinity_node_names(pod, NULL, 0);
     if (count < 0)
         return KC_SUCCESS;
@@ -431,6 +436,16 @@ static kc_status nodeaffinity_filter(void *self, kc_cycle *cycle, const kc_pod *
         kc_cycle_reject(cycle, REASON_POD);
         return KC_UNRESOLVABLE;
     }
+    return KC_SUCCESS;
+}
+
+/* Nothing to score without preferred terms (the pod's or the args'): skipped, as in kube. */
+static kc_status nodeaffinity_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    const struct plugin *p = self;
+    (void)cycle;
+    if (p->preferred_count == 0 && (kc_pod_node_constraints(pod) & KC_POD_PREFERRED_NODE_AFFINITY) == 0)
+        return KC_SKIP;
     return KC_SUCCESS;
 }
 
@@ -481,6 +496,7 @@ static const kc_plugin_ops nodeaffinity_ops = {
     .requeue_events = nodeaffinity_requeue_events,
     .pre_filter = nodeaffinity_pre_filter,
     .filter = nodeaffinity_filter,
+    .pre_score = nodeaffinity_pre_score,
     .score = nodeaffinity_score,
     .normalize_score = nodeaffinity_normalize_score,
 };

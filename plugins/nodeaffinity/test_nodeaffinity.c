@@ -333,6 +333,37 @@ static void prefilter_state_serves_every_node(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* kube's Skip: no nodeSelector, no required affinity and no addedAffinity means no Filter;
+ * no preferred term anywhere means no Score. */
+static void pods_without_constraints_skip_filter_and_score(void **state)
+{
+    (void)state;
+    kc_pod pod;
+    kc_cycle cycle;
+    start("{}");
+    fake_pod_init(&pod, "default", "p");
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SKIP);
+    fake_pod_add_node_selector(&pod, "foo", "bar");
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SKIP);
+    pod.preferred[pod.preferred_count++] = (struct fake_preferred){"a", "b", 1};
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    /* the args' affinity applies to every pod, so nothing is skipped */
+    start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}]}]"));
+    fake_pod_init(&pod, "default", "q");
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    start(ADDED_PREFERRED("[{\"weight\": 1, \"preference\": {\"matchExpressions\": "
+                          "[{\"key\": \"a\", \"operator\": \"Exists\"}]}}]"));
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
 static void query_refuses_other_abi_major(void **state)
 {
     (void)state;
@@ -348,6 +379,7 @@ int main(void)
         TEST(bad_args_are_refused_with_a_logged_reason),
         TEST(good_args_are_accepted),
         TEST(prefilter_state_serves_every_node),
+        TEST(pods_without_constraints_skip_filter_and_score),
         TEST(query_refuses_other_abi_major),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);

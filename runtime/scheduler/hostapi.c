@@ -145,6 +145,14 @@ static int32_t pod_affinity_names(const kc_pod *p, const char **names, uint32_t 
     return pod_affinity_node_names(POD(p), names, capacity);
 }
 
+static uint32_t pod_node_constraints(const kc_pod *p)
+{
+    const struct pod *pod = POD(p);
+    return (pod->node_selector.count > 0 ? KC_POD_NODE_SELECTOR : 0) |
+           (pod->affinity.has_required ? KC_POD_REQUIRED_NODE_AFFINITY : 0) |
+           (pod->affinity.preferred_count > 0 ? KC_POD_PREFERRED_NODE_AFFINITY : 0);
+}
+
 static const char *node_name(const kc_node *n)
 {
     return NODE(n)->node->name;
@@ -333,4 +341,5 @@ void hostapi_fill(kc_host_api *api)
     api->now_ms = now_ms;
     api->cycle_group = cycle_group;
     api->pod_affinity_node_names = pod_affinity_names;
+    api->pod_node_constraints = pod_node_constraints;
 }

@@ -245,6 +245,13 @@ static int32_t host_pod_affinity_node_names(const kc_pod *pod, const char **name
     return pod->affinity_node_name_count;
 }
 
+static uint32_t host_pod_node_constraints(const kc_pod *pod)
+{
+    return (pod->node_selector_count > 0 ? KC_POD_NODE_SELECTOR : 0) |
+           (pod->affinity_node_name_count >= 0 ? KC_POD_REQUIRED_NODE_AFFINITY : 0) |
+           (pod->preferred_count > 0 ? KC_POD_PREFERRED_NODE_AFFINITY : 0);
+}
+
 static int64_t host_pod_preferred_affinity_score(const kc_pod *pod, const kc_node *node)
 {
     int64_t sum = 0;
@@ -548,6 +555,7 @@ static const kc_host_api api = {
     .now_ms = host_now_ms,
     .cycle_group = host_cycle_group,
     .pod_affinity_node_names = host_pod_affinity_node_names,
+    .pod_node_constraints = host_pod_node_constraints,
 };
 
 const kc_host_api *fake_host_api(void)

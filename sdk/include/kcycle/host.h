@@ -41,6 +41,11 @@ typedef struct kc_taint {
     const char *value; /* "" when the taint has no value */
 } kc_taint;
 
+/* Bits of kc_pod_node_constraints() (added in 1.2): what the pod's spec asks of its node. */
+#define KC_POD_NODE_SELECTOR 0x1u           /* spec.nodeSelector has a pair */
+#define KC_POD_REQUIRED_NODE_AFFINITY 0x2u  /* requiredDuringSchedulingIgnoredDuringExecution */
+#define KC_POD_PREFERRED_NODE_AFFINITY 0x4u /* preferredDuringSchedulingIgnoredDuringExecution */
+
 /* The host's function table, given to the plugin's init. Members are only ever appended:
  * before calling a member added after ABI 1.0, check KC_HOST_HAS(host, member). */
 typedef struct kc_host_api {
@@ -138,6 +143,9 @@ typedef struct kc_host_api {
      * requirement); else the number of distinct names, 0 when the terms conflict. The first
      * `capacity` names are stored in names; they live as long as the pod handle. */
     int32_t (*pod_affinity_node_names)(const kc_pod *pod, const char **names, uint32_t capacity);
+    /* Added in 1.2. KC_POD_* bits: which node constraints the pod carries, so a plugin can
+     * skip a pod without any (kube's NodeAffinity PreFilter and PreScore do). */
+    uint32_t (*pod_node_constraints)(const kc_pod *pod);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -125,4 +125,13 @@ static inline int32_t kc_pod_affinity_node_names(const kc_pod *pod, const char *
     return kc_host->pod_affinity_node_names(pod, names, capacity);
 }
 
+/* Added in 1.2: every bit on an older host, so a plugin never skips a pod it cannot see into. */
+static inline uint32_t kc_pod_node_constraints(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_node_constraints))
+        return KC_POD_NODE_SELECTOR | KC_POD_REQUIRED_NODE_AFFINITY |
+               KC_POD_PREFERRED_NODE_AFFINITY;
+    return kc_host->pod_node_constraints(pod);
+}
+
 #endif
