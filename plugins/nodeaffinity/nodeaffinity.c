@@ -1,6 +1,6 @@
 /* nodeaffinity: kube-scheduler's NodeAffinity. Filter keeps the nodes that pass the pod's
  * nodeSelector and required node affinity (terms ORed, expressions ANDed) and the
- * scheduler-enforced `addedAffinity` of the args; PreFilter narrows the candidates to the node
+ * scheduler-enforced `addedAffinity` of the args; PreFilter restricts the attempt to the node
  * names the required terms pin with matchFields metadata.name, as kube's PreFilterResult does;
  * Score sums the weights of the preferred terms a node matches (the pod's and the args'), and
  * NormalizeScore scales them so the best node scores 100. */
@@ -17,14 +17,14 @@
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "nodeaffinity"
-#define STATE_KEY "nodeaffinity/prefilter"
 #define MAX_SCORE 100
 
 #define REASON_POD "node(s) didn't match Pod's node affinity/selector"
 #define REASON_ENFORCED "node(s) didn't match scheduler-enforced node affinity"
 #define REASON_CONFLICT "pod affinity terms conflict"
-/* kube's reason for the nodes a PreFilter result leaves out, with kube's plugin name. */
-#define REASON_NARROWED "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+/* kube's name for the plugin: the runtime names it in the reason for the nodes the PreFilter
+ * restriction leaves out, "node(s) didn't satisfy plugin(s) [NodeAffinity]". */
+#define KUBE_NAME "NodeAffinity"
 
 enum op { OP_IN, OP_NOT_IN, OP_EXISTS, OP_DOES_NOT_EXIST, OP_GT, OP_LT };
 
@@ -61,13 +61,6 @@ struct plugin {
     size_t required_count;
     struct preferred *preferred;
     size_t preferred_count;
-};
-
-/* Per-cycle: the node names the pod's required terms pin, sorted for bsearch. The strings
- * belong to the pod, which outlives its cycle. */
-struct pod_state {
-    uint32_t count;
-    const char *names[];
 };
 
 /* Args ---------------------------------------------------------------------------------- */
@@ -382,13 +375,10 @@ static void nodeaffinity_fini(void *self)
     plugin_free(self);
 }
 
-static int compare_names(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 /* A pod without nodeSelector or required affinity skips Filter when the args add none, as in
- * kube. The names are read once per pod here, so Filter only does a binary search per node. */
+ * kube. Node names pinned with matchFields restrict the attempt to those nodes
+ * (kc_cycle_restrict_nodes): the runtime leaves the others out of Filter and counts them under
+ * kube's reason for them. */
 static kc_status nodeaffinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     const struct plugin *p = self;
@@ -403,16 +393,13 @@ static kc_status nodeaffinity_pre_filter(void *self, kc_cycle *cycle, const kc_p
         kc_cycle_reject(cycle, REASON_CONFLICT);
         return KC_UNRESOLVABLE;
     }
-    struct pod_state *st = malloc(sizeof(*st) + (size_t)count * sizeof(st->names[0]));
-    if (st == NULL)
+    const char **names = malloc((size_t)count * sizeof(*names));
+    if (names == NULL)
         return KC_ERROR;
-    st->count = (uint32_t)kc_pod_affinity_node_names(pod, st->names, (uint32_t)count);
-    qsort(st->names, st->count, sizeof(st->names[0]), compare_names);
-    if (kc_cycle_set(cycle, STATE_KEY, st, free) != 0) {
-        free(st);
-        return KC_ERROR;
-    }
-    return KC_SUCCESS;
+    count = kc_pod_affinity_node_names(pod, names, (uint32_t)count);
+    int rc = kc_cycle_restrict_nodes(cycle, KUBE_NAME, names, (uint32_t)count);
+    free(names);
+    return rc == 0 ? KC_SUCCESS : KC_ERROR;
 }
 
 /* Node labels change only when an administrator edits them: unresolvable for preemption. */
@@ -420,14 +407,6 @@ static kc_status nodeaffinity_filter(void *self, kc_cycle *cycle, const kc_pod *
                                      const kc_node *node)
 {
     const struct plugin *p = self;
-    const struct pod_state *st = kc_cycle_get(cycle, STATE_KEY);
-    if (st != NULL) {
-        const char *name = kc_node_name(node);
-        if (bsearch(&name, st->names, st->count, sizeof(st->names[0]), compare_names) == NULL) {
-            kc_cycle_reject(cycle, REASON_NARROWED);
-            return KC_UNRESOLVABLE;
-        }
-    }
     if (!added_required_matches(p, node)) {
         kc_cycle_reject(cycle, REASON_ENFORCED);
         return KC_UNRESOLVABLE;

@@ -63,12 +63,28 @@ static void add_labels(kc_node *node, const struct fake_kv *labels)
         fake_node_add_label(node, labels[i].key, labels[i].value);
 }
 
-/* PreFilter then, unless it rejected, Filter; reason "" when none was given. */
+/* Whether the runtime would run Filter on node after PreFilter's restriction. */
+static int restriction_allows(const kc_cycle *cycle, const kc_node *node)
+{
+    for (uint32_t i = 0; i < cycle->restricted_count; i++)
+        if (strcmp(cycle->restricted_names[i], node->name) == 0)
+            return 1;
+    return !cycle->restricted;
+}
+
+/* PreFilter then, unless it rejected, Filter as the runtime runs it: a node PreFilter's
+ * restriction leaves out gets the runtime's reason for it instead (what kube reports).
+ * reason "" when none was given. */
 static kc_status run_filter(const kc_pod *pod, const kc_node *node, char *reason, size_t size)
 {
     kc_cycle cycle;
     fake_cycle_init(&cycle);
     kc_status st = ops->pre_filter(self, &cycle, pod);
+    if ((st == KC_SUCCESS || st == KC_SKIP) && !restriction_allows(&cycle, node)) {
+        snprintf(reason, size, "node(s) didn't satisfy plugin(s) [%s]", cycle.restrict_label);
+        fake_cycle_clear(&cycle);
+        return KC_UNRESOLVABLE;
+    }
     if (st == KC_SUCCESS || st == KC_SKIP)
         st = ops->filter(self, &cycle, pod, node);
     snprintf(reason, size, "%s", cycle.reason_count > 0 ? cycle.reasons[0] : "");
@@ -307,30 +323,59 @@ static void good_args_are_accepted(void **state)
 
 /* PreFilter -------------------------------------------------------------------------------- */
 
-/* The names are read once: Filter on many nodes never asks the host for them again. */
-static void prefilter_state_serves_every_node(void **state)
+/* PreFilter hands the pinned names to the runtime once, under kube's plugin name; no
+ * restriction without names. */
+static void prefilter_restricts_the_attempt_to_the_pinned_names(void **state)
 {
     (void)state;
     start("{}");
     kc_pod pod;
-    kc_node nodes[6];
     kc_cycle cycle;
-    static const char *const names[] = {"n0", "n1", "n2", "n3", "n4", "n5"};
     fake_pod_init(&pod, "default", "p");
     pod.affinity_node_name_count = 2;
     pod.affinity_node_names[0] = "n4";
     pod.affinity_node_names[1] = "n1";
     fake_cycle_init(&cycle);
     assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
-    pod.affinity_node_name_count = -1; /* only PreFilter's copy may decide now */
-    int passed = 0;
-    for (int i = 0; i < 6; i++) {
-        fake_node_init(&nodes[i], names[i]);
-        passed += ops->filter(self, &cycle, &pod, &nodes[i]) == KC_SUCCESS;
-    }
-    assert_int_equal(passed, 2);
-    assert_int_equal(fake_cycle_reason_count(&cycle, NARROWED), 4);
+    assert_true(cycle.restricted);
+    assert_int_equal(cycle.restricted_count, 2);
+    assert_string_equal(cycle.restricted_names[0], "n4");
+    assert_string_equal(cycle.restricted_names[1], "n1");
+    assert_string_equal(cycle.restrict_label, "NodeAffinity");
     fake_cycle_clear(&cycle);
+
+    fake_pod_init(&pod, "default", "q");
+    fake_pod_add_node_selector(&pod, "foo", "bar");
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_false(cycle.restricted);
+    fake_cycle_clear(&cycle);
+}
+
+/* On a 1.1 host (no names, no restriction) the affinity still decides every node in Filter. */
+static void older_host_still_filters_by_the_whole_affinity(void **state)
+{
+    (void)state;
+    static kc_host_api older;
+    older = *fake_host_api();
+    older.struct_size = offsetof(kc_host_api, pod_affinity_node_names);
+    assert_int_equal(ops->init(&older, "{}", &self), 0);
+    kc_pod pod;
+    kc_node node;
+    kc_cycle cycle;
+    fake_pod_init(&pod, "default", "p");
+    pod.affinity_node_name_count = 1;
+    pod.affinity_node_names[0] = "n1";
+    fake_node_init(&node, "n2");
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_false(cycle.restricted);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &node), KC_UNRESOLVABLE);
+    assert_string_equal(cycle.reasons[0], POD_REASON);
+    fake_cycle_clear(&cycle);
+    ops->fini(self);
+    self = NULL;
+    kc_plugin_attach(fake_host_api());
 }
 
 /* kube's Skip: no nodeSelector, no required affinity and no addedAffinity means no Filter;
@@ -378,7 +423,8 @@ int main(void)
         TEST(score_table),
         TEST(bad_args_are_refused_with_a_logged_reason),
         TEST(good_args_are_accepted),
-        TEST(prefilter_state_serves_every_node),
+        TEST(prefilter_restricts_the_attempt_to_the_pinned_names),
+        TEST(older_host_still_filters_by_the_whole_affinity),
         TEST(pods_without_constraints_skip_filter_and_score),
         TEST(query_refuses_other_abi_major),
     };

@@ -342,4 +342,5 @@ void hostapi_fill(kc_host_api *api)
     api->cycle_group = cycle_group;
     api->pod_affinity_node_names = pod_affinity_names;
     api->pod_node_constraints = pod_node_constraints;
+    api->cycle_restrict_nodes = cycle_restrict_nodes;
 }

@@ -371,6 +371,26 @@ static void host_cycle_reject(kc_cycle *cycle, const char *reason)
         cycle->reasons[cycle->reason_count++] = copy_string(reason);
 }
 
+/* Keeps the names both this call and the earlier ones allow, as the runtime does. */
+static int host_cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,
+                                     uint32_t count)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < count && kept < FAKE_MAX_NODES; i++) {
+        int allowed = !cycle->restricted;
+        for (uint32_t j = 0; j < cycle->restricted_count && !allowed; j++)
+            allowed = strcmp(cycle->restricted_names[j], names[i]) == 0;
+        for (uint32_t j = 0; j < kept && allowed; j++)
+            allowed = strcmp(cycle->restricted_names[j], names[i]) != 0;
+        if (allowed)
+            cycle->restricted_names[kept++] = names[i];
+    }
+    cycle->restricted_count = kept;
+    cycle->restricted = 1;
+    snprintf(cycle->restrict_label, sizeof(cycle->restrict_label), "%s", label);
+    return 0;
+}
+
 static struct fake_cycle_entry *cycle_find(kc_cycle *cycle, const char *key)
 {
     for (uint32_t i = 0; i < cycle->entry_count; i++) {
@@ -556,6 +576,7 @@ static const kc_host_api api = {
     .cycle_group = host_cycle_group,
     .pod_affinity_node_names = host_pod_affinity_node_names,
     .pod_node_constraints = host_pod_node_constraints,
+    .cycle_restrict_nodes = host_cycle_restrict_nodes,
 };
 
 const kc_host_api *fake_host_api(void)

@@ -112,6 +112,12 @@ struct kc_cycle {
     /* kc_cycle_group: set in_group and group to make the cycle a group-cycle member */
     int in_group;
     kc_group_cycle group;
+    /* kc_cycle_restrict_nodes: restricted is set by the first call; the allowed names (the
+     * caller's pointers, intersected over calls) and the last label */
+    int restricted;
+    const char *restricted_names[FAKE_MAX_NODES];
+    uint32_t restricted_count;
+    char restrict_label[64];
 };
 
 struct kc_waiting_pod {

@@ -146,6 +146,13 @@ typedef struct kc_host_api {
     /* Added in 1.2. KC_POD_* bits: which node constraints the pod carries, so a plugin can
      * skip a pod without any (kube's NodeAffinity PreFilter and PreScore do). */
     uint32_t (*pod_node_constraints)(const kc_pod *pod);
+    /* Added in 1.2. PreFilter only: this attempt considers only the named nodes (kube's
+     * PreFilterResult); calls from several plugins intersect, unknown names are ignored. The
+     * nodes left out count as "node(s) didn't satisfy plugin(s) [<label>]" in the message,
+     * label being the caller's (kube's plugin name, e.g. "NodeAffinity"). 0, or -22 (EINVAL)
+     * from Filter or Score, -12 (ENOMEM). */
+    int (*cycle_restrict_nodes)(kc_cycle *cycle, const char *label, const char *const *names,
+                                uint32_t count);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */
