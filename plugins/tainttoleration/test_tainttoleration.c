@@ -32,6 +32,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
+    ops->fini(self);
+    self = NULL;
     return 0;
 }
 
@@ -243,6 +245,56 @@ static void each_rejected_node_gives_one_reason(void **state)
     fake_cycle_clear(&cycle);
 }
 
+static void node_event(kc_event_type type, const kc_node *node)
+{
+    kc_event event = {.struct_size = sizeof(event), .type = type, .node = node};
+    ops->on_event(self, &event);
+}
+
+/* Filter and Score would answer the same for every node of a cluster without taints of their
+ * kind: PreFilter and PreScore skip them until a node carries one, and again once none does. */
+static void skips_follow_the_taints_of_the_cluster(void **state)
+{
+    (void)state;
+    kc_pod pod;
+    kc_node plain, hard, soft;
+    kc_cycle cycle;
+    fake_pod_init(&pod, "default", "p");
+    fake_node_init(&plain, "plain");
+    fake_node_init(&hard, "hard");
+    fake_node_add_taint(&hard, "gpu", "true", NS);
+    fake_node_init(&soft, "soft");
+    fake_node_add_taint(&soft, "spot", "true", PNS);
+    fake_cycle_init(&cycle);
+    node_event(KC_EVENT_NODE_ADD, &plain);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SKIP);
+    node_event(KC_EVENT_NODE_ADD, &hard);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SKIP);
+    node_event(KC_EVENT_NODE_ADD, &soft);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
+    /* the hard taint is removed by an update, the soft node is deleted */
+    hard.taint_count = 0;
+    node_event(KC_EVENT_NODE_UPDATE, &hard);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    node_event(KC_EVENT_NODE_DELETE, &soft);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SKIP);
+    /* an update that adds a NoExecute taint counts once however often it repeats */
+    fake_node_add_taint(&plain, "evict", NULL, NE);
+    node_event(KC_EVENT_NODE_UPDATE, &plain);
+    node_event(KC_EVENT_NODE_UPDATE, &plain);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    plain.taint_count = 0;
+    node_event(KC_EVENT_NODE_UPDATE, &plain);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    /* pod events are not node events */
+    kc_event added = {.struct_size = sizeof(added), .type = KC_EVENT_POD_ADD, .pod = &pod};
+    ops->on_event(self, &added);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    fake_cycle_clear(&cycle);
+}
+
 static void requeues_on_node_and_pod_changes_only(void **state)
 {
     (void)state;
@@ -266,6 +318,7 @@ int main(void)
         TEST(score_table),
         TEST(score_is_untolerated_prefer_count_before_normalize),
         TEST(each_rejected_node_gives_one_reason),
+        TEST(skips_follow_the_taints_of_the_cluster),
         TEST(requeues_on_node_and_pod_changes_only),
         TEST(query_refuses_other_abi_major),
     };

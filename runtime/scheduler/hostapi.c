@@ -159,11 +159,11 @@ static const char *node_name(const kc_node *n)
 }
 static int node_unschedulable(const kc_node *n)
 {
-    return NODE(n)->node->unschedulable;
+    return NODE(n)->unschedulable;
 }
 static uint32_t node_taint_count(const kc_node *n)
 {
-    return NODE(n)->node->taint_count;
+    return NODE(n)->taint_count;
 }
 static uint32_t node_pod_count(const kc_node *n)
 {
