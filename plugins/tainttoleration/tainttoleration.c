@@ -167,6 +167,31 @@ static kc_status tainttoleration_pre_score(void *self, kc_cycle *cycle, const kc
     return ((struct plugin *)self)->preferring == 0 ? KC_SKIP : KC_SUCCESS;
 }
 
+/* The reason for one taint, formatted once per thread for as long as consecutive rejected
+ * nodes carry the same taint (a tainted pool repeats it thousands of times per pod). */
+struct reason_cache {
+    char key[256], value[128];
+    char text[REASON_SIZE];
+};
+
+static _Thread_local struct reason_cache last_reason;
+
+static const char *untolerated_reason(const kc_taint *taint)
+{
+    const char *value = taint->value != NULL ? taint->value : "";
+    struct reason_cache *c = &last_reason;
+    if (c->text[0] != '\0' && strcmp(c->key, taint->key) == 0 && strcmp(c->value, value) == 0)
+        return c->text;
+    snprintf(c->text, sizeof(c->text), "node(s) had untolerated taint {%s: %s}", taint->key,
+             value);
+    bool fits = strlen(taint->key) < sizeof(c->key) && strlen(value) < sizeof(c->value);
+    snprintf(c->key, sizeof(c->key), "%s", fits ? taint->key : "");
+    snprintf(c->value, sizeof(c->value), "%s", value);
+    if (!fits)
+        c->text[0] = '\0'; /* too long to remember: format it again next time */
+    return fits ? c->text : NULL;
+}
+
 /* Removing pods cannot remove a taint: unresolvable, so preemption skips the node. */
 static kc_status tainttoleration_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
                                         const kc_node *node)
@@ -181,10 +206,15 @@ static kc_status tainttoleration_filter(void *self, kc_cycle *cycle, const kc_po
             continue;
         if (kc_pod_tolerates_taint(pod, &taint))
             continue;
-        char reason[REASON_SIZE];
-        snprintf(reason, sizeof(reason), "node(s) had untolerated taint {%s: %s}", taint.key,
+        const char *reason = untolerated_reason(&taint);
+        if (reason != NULL) {
+            kc_cycle_reject(cycle, reason);
+            return KC_UNRESOLVABLE;
+        }
+        char text[REASON_SIZE];
+        snprintf(text, sizeof(text), "node(s) had untolerated taint {%s: %s}", taint.key,
                  taint.value != NULL ? taint.value : "");
-        kc_cycle_reject(cycle, reason);
+        kc_cycle_reject(cycle, text);
         return KC_UNRESOLVABLE;
     }
     return KC_SUCCESS;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -245,6 +246,31 @@ static void each_rejected_node_gives_one_reason(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* Consecutive nodes with the same taint, then another, then a key too long to remember: each
+ * reason names its own node's taint. */
+static void reasons_name_each_node_s_own_taint(void **state)
+{
+    (void)state;
+    static char long_key[301];
+    memset(long_key, 'k', sizeof(long_key) - 1);
+    const char *keys[] = {"a", "a", "b", long_key, long_key, "a"};
+    const char *values[] = {"1", "1", "1", "x", "y", "2"};
+    kc_pod pod;
+    kc_cycle cycle;
+    fake_pod_init(&pod, "default", "p");
+    fake_cycle_init(&cycle);
+    for (int i = 0; i < 6; i++) {
+        kc_node node;
+        fake_node_init(&node, "n");
+        fake_node_add_taint(&node, keys[i], values[i], NS);
+        assert_int_equal(ops->filter(self, &cycle, &pod, &node), KC_UNRESOLVABLE);
+        char want[512];
+        snprintf(want, sizeof(want), "node(s) had untolerated taint {%s: %s}", keys[i], values[i]);
+        assert_string_equal(cycle.reasons[i], want);
+    }
+    fake_cycle_clear(&cycle);
+}
+
 static void node_event(kc_event_type type, const kc_node *node)
 {
     kc_event event = {.struct_size = sizeof(event), .type = type, .node = node};
@@ -318,6 +344,7 @@ int main(void)
         TEST(score_table),
         TEST(score_is_untolerated_prefer_count_before_normalize),
         TEST(each_rejected_node_gives_one_reason),
+        TEST(reasons_name_each_node_s_own_taint),
         TEST(skips_follow_the_taints_of_the_cluster),
         TEST(requeues_on_node_and_pod_changes_only),
         TEST(query_refuses_other_abi_major),
