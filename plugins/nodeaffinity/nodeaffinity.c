@@ -17,7 +17,6 @@
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "nodeaffinity"
-#define MAX_SCORE 100
 
 #define REASON_POD "node(s) didn't match Pod's node affinity/selector"
 #define REASON_ENFORCED "node(s) didn't match scheduler-enforced node affinity"
@@ -441,8 +440,8 @@ static kc_status nodeaffinity_score(void *self, kc_cycle *cycle, const kc_pod *p
     return KC_SUCCESS;
 }
 
-/* kube's DefaultNormalizeScore(100, not reversed): 100 * weight / max, all 0 when no node
- * matched a preferred term. */
+/* kube's DefaultNormalizeScore: 100 * weight / max, all 0 when no node matched a preferred
+ * term. */
 static kc_status nodeaffinity_normalize_score(void *self, kc_cycle *cycle, const kc_pod *pod,
                                               const kc_node *const *nodes, int64_t *scores,
                                               uint32_t count)
@@ -451,12 +450,7 @@ static kc_status nodeaffinity_normalize_score(void *self, kc_cycle *cycle, const
     (void)cycle;
     (void)pod;
     (void)nodes;
-    int64_t max = 0;
-    for (uint32_t i = 0; i < count; i++)
-        if (scores[i] > max)
-            max = scores[i];
-    for (uint32_t i = 0; max > 0 && i < count; i++)
-        scores[i] = MAX_SCORE * scores[i] / max;
+    kc_normalize_scores(scores, count, 0);
     return KC_SUCCESS;
 }
 

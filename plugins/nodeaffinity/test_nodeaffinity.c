@@ -12,50 +12,14 @@
 
 #include <cmocka.h>
 
-#include "fake_host.h"
+#define PLUGIN_TEST_NAME "nodeaffinity"
+#include "plugin_test.h"
 
-#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 #define POD_REASON "node(s) didn't match Pod's node affinity/selector"
 #define ENFORCED "node(s) didn't match scheduler-enforced node affinity"
 #define NARROWED "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 #define CONFLICT "pod affinity terms conflict"
 #define MAX_LABELS 3
-
-static const kc_plugin_ops *ops;
-static void *self;
-
-static int setup(void **state)
-{
-    (void)state;
-    fake_host_reset();
-    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
-    self = NULL;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (self != NULL)
-        ops->fini(self);
-    self = NULL;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    fake_host_release();
-    return 0;
-}
-
-static void start(const char *args)
-{
-    if (self != NULL)
-        ops->fini(self);
-    self = NULL;
-    assert_int_equal(ops->init(fake_host_api(), args, &self), 0);
-}
 
 static void add_labels(kc_node *node, const struct fake_kv *labels)
 {
@@ -190,7 +154,7 @@ static void filter_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(filter_cases) / sizeof(filter_cases[0]); i++) {
         const struct filter_case *c = &filter_cases[i];
-        start(c->args != NULL ? c->args : "{}");
+        plugin_start(c->args != NULL ? c->args : "{}");
         kc_pod pod;
         kc_node node;
         fake_pod_init(&pod, "default", "p");
@@ -251,7 +215,7 @@ static void score_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(score_cases) / sizeof(score_cases[0]); i++) {
         const struct score_case *c = &score_cases[i];
-        start(c->args != NULL ? c->args : "{}");
+        plugin_start(c->args != NULL ? c->args : "{}");
         kc_pod pod;
         kc_node nodes[3];
         const kc_node *handles[3];
@@ -314,9 +278,9 @@ static void bad_args_are_refused_with_a_logged_reason(void **state)
 static void good_args_are_accepted(void **state)
 {
     (void)state;
-    start("{}");
-    start("{\"addedAffinity\": {}}");
-    start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\", "
+    plugin_start("{}");
+    plugin_start("{\"addedAffinity\": {}}");
+    plugin_start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\", "
                          "\"values\": [\"x\"]}], \"matchFields\": [{\"key\": \"metadata.name\", "
                          "\"operator\": \"In\", \"values\": [\"n1\"]}]}]"));
 }
@@ -328,7 +292,7 @@ static void good_args_are_accepted(void **state)
 static void prefilter_restricts_the_attempt_to_the_pinned_names(void **state)
 {
     (void)state;
-    start("{}");
+    plugin_start("{}");
     kc_pod pod;
     kc_cycle cycle;
     fake_pod_init(&pod, "default", "p");
@@ -385,7 +349,7 @@ static void pods_without_constraints_skip_filter_and_score(void **state)
     (void)state;
     kc_pod pod;
     kc_cycle cycle;
-    start("{}");
+    plugin_start("{}");
     fake_pod_init(&pod, "default", "p");
     fake_cycle_init(&cycle);
     assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
@@ -397,24 +361,18 @@ static void pods_without_constraints_skip_filter_and_score(void **state)
     assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
     fake_cycle_clear(&cycle);
     /* the args' affinity applies to every pod, so nothing is skipped */
-    start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}]}]"));
+    plugin_start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}]}]"));
     fake_pod_init(&pod, "default", "q");
     fake_cycle_init(&cycle);
     assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
     fake_cycle_clear(&cycle);
-    start(ADDED_PREFERRED("[{\"weight\": 1, \"preference\": {\"matchExpressions\": "
+    plugin_start(ADDED_PREFERRED("[{\"weight\": 1, \"preference\": {\"matchExpressions\": "
                           "[{\"key\": \"a\", \"operator\": \"Exists\"}]}}]"));
     fake_cycle_init(&cycle);
     assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
     fake_cycle_clear(&cycle);
 }
 
-static void query_refuses_other_abi_major(void **state)
-{
-    (void)state;
-    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
-    assert_string_equal(kc_plugin_query(KC_ABI_VERSION)->name, "nodeaffinity");
-}
 
 int main(void)
 {
@@ -428,5 +386,5 @@ int main(void)
         TEST(pods_without_constraints_skip_filter_and_score),
         TEST(query_refuses_other_abi_major),
     };
-    return cmocka_run_group_tests(tests, NULL, group_teardown);
+    return cmocka_run_group_tests(tests, NULL, plugin_group_teardown);
 }

@@ -8,35 +8,10 @@
 
 #include <cmocka.h>
 
-#include "fake_host.h"
+#define PLUGIN_TEST_NAME "nodename"
+#include "plugin_test.h"
 
-#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 #define REASON "node(s) didn't match the requested node name"
-
-static const kc_plugin_ops *ops;
-static void *self;
-
-static int setup(void **state)
-{
-    (void)state;
-    fake_host_reset();
-    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
-    assert_int_equal(ops->init(fake_host_api(), "{}", &self), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    fake_host_release();
-    return 0;
-}
 
 struct filter_case {
     const char *name;
@@ -150,12 +125,6 @@ static void requeues_only_on_node_events(void **state)
     assert_int_equal(mask, KC_EVENT_MASK(KC_EVENT_NODE_ADD) | KC_EVENT_MASK(KC_EVENT_NODE_UPDATE));
 }
 
-static void query_refuses_other_abi_major(void **state)
-{
-    (void)state;
-    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
-    assert_string_equal(kc_plugin_query(KC_ABI_VERSION)->name, "nodename");
-}
 
 int main(void)
 {
@@ -167,5 +136,5 @@ int main(void)
         TEST(requeues_only_on_node_events),
         TEST(query_refuses_other_abi_major),
     };
-    return cmocka_run_group_tests(tests, NULL, group_teardown);
+    return cmocka_run_group_tests(tests, NULL, plugin_group_teardown);
 }

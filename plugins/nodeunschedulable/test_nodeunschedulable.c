@@ -9,37 +9,12 @@
 
 #include <cmocka.h>
 
-#include "fake_host.h"
+#define PLUGIN_TEST_NAME "nodeunschedulable"
+#include "plugin_test.h"
 
-#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 #define REASON "node(s) were unschedulable"
 #define KEY "node.kubernetes.io/unschedulable"
 #define NS KC_TAINT_NO_SCHEDULE
-
-static const kc_plugin_ops *ops;
-static void *self;
-
-static int setup(void **state)
-{
-    (void)state;
-    fake_host_reset();
-    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
-    assert_int_equal(ops->init(fake_host_api(), "{}", &self), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    fake_host_release();
-    return 0;
-}
 
 struct filter_case {
     const char *name;
@@ -138,12 +113,6 @@ static void filter_only(void **state)
     assert_true(ops->requeue_events(self) & KC_EVENT_MASK(KC_EVENT_NODE_UPDATE));
 }
 
-static void query_refuses_other_abi_major(void **state)
-{
-    (void)state;
-    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
-    assert_string_equal(kc_plugin_query(KC_ABI_VERSION)->name, "nodeunschedulable");
-}
 
 int main(void)
 {
@@ -154,5 +123,5 @@ int main(void)
         TEST(filter_only),
         TEST(query_refuses_other_abi_major),
     };
-    return cmocka_run_group_tests(tests, NULL, group_teardown);
+    return cmocka_run_group_tests(tests, NULL, plugin_group_teardown);
 }

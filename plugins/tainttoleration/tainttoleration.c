@@ -15,7 +15,6 @@
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "tainttoleration"
-#define MAX_SCORE 100
 /* Enough for a 253-character key, a 63-character value and the words around them; a longer
  * (invalid) taint is cut, still naming its key. */
 #define REASON_SIZE 512
@@ -240,8 +239,8 @@ static kc_status tainttoleration_score(void *self, kc_cycle *cycle, const kc_pod
     return KC_SUCCESS;
 }
 
-/* kube's DefaultNormalizeScore(100, reverse): 100 - 100 * count / max; all 100 when no node
- * has an untolerated PreferNoSchedule taint. */
+/* kube's DefaultNormalizeScore, reversed: 100 - 100 * count / max (integer division before
+ * the reversal); every node 100 when no node has an untolerated PreferNoSchedule taint. */
 static kc_status tainttoleration_normalize_score(void *self, kc_cycle *cycle, const kc_pod *pod,
                                                  const kc_node *const *nodes, int64_t *scores,
                                                  uint32_t count)
@@ -250,12 +249,7 @@ static kc_status tainttoleration_normalize_score(void *self, kc_cycle *cycle, co
     (void)cycle;
     (void)pod;
     (void)nodes;
-    int64_t max = 0;
-    for (uint32_t i = 0; i < count; i++)
-        if (scores[i] > max)
-            max = scores[i];
-    for (uint32_t i = 0; i < count; i++)
-        scores[i] = max == 0 ? MAX_SCORE : MAX_SCORE - MAX_SCORE * scores[i] / max;
+    kc_normalize_scores(scores, count, 1);
     return KC_SUCCESS;
 }
 

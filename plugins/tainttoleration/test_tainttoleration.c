@@ -10,40 +10,13 @@
 
 #include <cmocka.h>
 
-#include "fake_host.h"
+#define PLUGIN_TEST_NAME "tainttoleration"
+#include "plugin_test.h"
 
-#define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 #define NS KC_TAINT_NO_SCHEDULE
 #define PNS KC_TAINT_PREFER_NO_SCHEDULE
 #define NE KC_TAINT_NO_EXECUTE
 #define MAX_ITEMS 3
-
-static const kc_plugin_ops *ops;
-static void *self;
-
-static int setup(void **state)
-{
-    (void)state;
-    fake_host_reset();
-    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
-    assert_int_equal(ops->init(fake_host_api(), "{}", &self), 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    ops->fini(self);
-    self = NULL;
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    fake_host_release();
-    return 0;
-}
 
 struct taint_spec {
     const char *key, *value;
@@ -330,12 +303,6 @@ static void requeues_on_node_and_pod_changes_only(void **state)
     assert_false(mask & KC_EVENT_MASK(KC_EVENT_POD_DELETE));
 }
 
-static void query_refuses_other_abi_major(void **state)
-{
-    (void)state;
-    assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
-    assert_string_equal(kc_plugin_query(KC_ABI_VERSION)->name, "tainttoleration");
-}
 
 int main(void)
 {
@@ -349,5 +316,5 @@ int main(void)
         TEST(requeues_on_node_and_pod_changes_only),
         TEST(query_refuses_other_abi_major),
     };
-    return cmocka_run_group_tests(tests, NULL, group_teardown);
+    return cmocka_run_group_tests(tests, NULL, plugin_group_teardown);
 }
