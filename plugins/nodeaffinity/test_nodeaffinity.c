@@ -218,25 +218,14 @@ static void score_table(void **state)
         plugin_start(c->args != NULL ? c->args : "{}");
         kc_pod pod;
         kc_node nodes[3];
-        const kc_node *handles[3];
-        int64_t scores[3];
-        kc_cycle cycle;
         fake_pod_init(&pod, "default", "p");
         for (int k = 0; k < 3 && c->preferred[k].key != NULL; k++)
             pod.preferred[pod.preferred_count++] = c->preferred[k];
-        fake_cycle_init(&cycle);
         for (int n = 0; n < 3; n++) {
             fake_node_init(&nodes[n], n == 0 ? "a" : n == 1 ? "b" : "c");
             add_labels(&nodes[n], c->labels[n]);
-            handles[n] = &nodes[n];
-            assert_int_equal(ops->score(self, &cycle, &pod, &nodes[n], &scores[n]), KC_SUCCESS);
         }
-        assert_int_equal(ops->normalize_score(self, &cycle, &pod, handles, scores, 3), KC_SUCCESS);
-        for (int n = 0; n < 3; n++)
-            if (scores[n] != c->scores[n])
-                fail_msg("%s: node %d scores %lld, want %lld", c->name, n, (long long)scores[n],
-                         (long long)c->scores[n]);
-        fake_cycle_clear(&cycle);
+        plugin_check_scores(c->name, &pod, nodes, 3, c->scores);
     }
 }
 

@@ -157,24 +157,13 @@ static void score_table(void **state)
         const struct score_case *c = &score_cases[i];
         kc_pod pod;
         kc_node nodes[3];
-        const kc_node *handles[3];
-        int64_t scores[3];
-        kc_cycle cycle;
         fake_pod_init(&pod, "default", "p");
         add_tolerations(&pod, c->tolerations);
-        fake_cycle_init(&cycle);
         for (int n = 0; n < 3; n++) {
             fake_node_init(&nodes[n], n == 0 ? "a" : n == 1 ? "b" : "c");
             add_taints(&nodes[n], c->nodes[n]);
-            handles[n] = &nodes[n];
-            assert_int_equal(ops->score(self, &cycle, &pod, &nodes[n], &scores[n]), KC_SUCCESS);
         }
-        assert_int_equal(ops->normalize_score(self, &cycle, &pod, handles, scores, 3), KC_SUCCESS);
-        for (int n = 0; n < 3; n++)
-            if (scores[n] != c->scores[n])
-                fail_msg("%s: node %d scores %lld, want %lld", c->name, n, (long long)scores[n],
-                         (long long)c->scores[n]);
-        fake_cycle_clear(&cycle);
+        plugin_check_scores(c->name, &pod, nodes, 3, c->scores);
     }
 }
 

@@ -52,6 +52,28 @@ static inline void query_refuses_other_abi_major(void **state)
     assert_string_equal(kc_plugin_query(KC_ABI_VERSION)->name, PLUGIN_TEST_NAME);
 }
 
+/* Score then NormalizeScore over count nodes in one cycle, as the runtime runs them for the
+ * feasible nodes; the normalized scores must equal want (case names the failing case). */
+static inline void plugin_check_scores(const char *name, const kc_pod *pod, const kc_node *nodes,
+                                       uint32_t count, const int64_t *want)
+{
+    const kc_node *handles[FAKE_MAX_NODES];
+    int64_t scores[FAKE_MAX_NODES];
+    kc_cycle cycle;
+    assert_true(count <= FAKE_MAX_NODES);
+    fake_cycle_init(&cycle);
+    for (uint32_t n = 0; n < count; n++) {
+        handles[n] = &nodes[n];
+        assert_int_equal(ops->score(self, &cycle, pod, &nodes[n], &scores[n]), KC_SUCCESS);
+    }
+    assert_int_equal(ops->normalize_score(self, &cycle, pod, handles, scores, count), KC_SUCCESS);
+    for (uint32_t n = 0; n < count; n++)
+        if (scores[n] != want[n])
+            fail_msg("%s: node %u scores %lld, want %lld", name, n, (long long)scores[n],
+                     (long long)want[n]);
+    fake_cycle_clear(&cycle);
+}
+
 #define TEST(name) cmocka_unit_test_setup_teardown(name, plugin_setup, plugin_teardown)
 
 #endif
