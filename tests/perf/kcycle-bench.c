@@ -438,9 +438,16 @@ int main(int argc, char **argv)
     }
     if (gang)
         plugins[0].name = "coscheduling"; /* the QueueSort plugin that declares the groups */
-    /* QueueSort runs for every queue operation and always stays in process */
-    for (uint32_t i = 1; b.process && i < plugin_count; i++)
+    /* QueueSort runs for every queue operation and always stays in process. With the default
+     * profile the Filter/Score plugins share one host and the binder has its own: two hosts,
+     * as the three plugins have (noderesources, defaultbinder). */
+    for (uint32_t i = 1; b.process && i < plugin_count; i++) {
         plugins[i].isolation = ISOLATION_PROCESS;
+        if (plugins == defaults.plugins && strcmp(plugins[i].name, "defaultbinder") != 0) {
+            free(plugins[i].host);
+            plugins[i].host = strdup("evaluate");
+        }
+    }
     struct config cfg = {
         .scheduler_name = "kcycle",
         .plugins = plugins,
