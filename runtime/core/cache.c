@@ -60,8 +60,10 @@ static void count_pods_of(struct cache *cache, struct cache_node *cn)
     }
 }
 
-static void set_allocatable(struct cache_node *cn)
+static void set_node_copies(struct cache_node *cn)
 {
+    cn->unschedulable = cn->node->unschedulable;
+    cn->taint_count = cn->node->taint_count;
     memset(cn->allocatable, 0, sizeof(cn->allocatable));
     const struct res_list *alloc = &cn->node->allocatable;
     for (uint32_t i = 0; i < alloc->count; i++)
@@ -78,7 +80,7 @@ int cache_put_node(struct cache *cache, struct node *node)
         /* the map's key borrows the node's name: re-point it before freeing the old node */
         strmap_put(&cache->node_index, node->name, (void *)(uintptr_t)(cn->index + 1));
         node_free(old);
-        set_allocatable(cn);
+        set_node_copies(cn);
         return 0;
     }
     struct cache_node *nodes =
@@ -93,7 +95,7 @@ int cache_put_node(struct cache *cache, struct node *node)
     if (strmap_put(&cache->node_index, node->name, (void *)(uintptr_t)(cn->index + 1)) < 0)
         return -ENOMEM;
     cache->node_count++;
-    set_allocatable(cn);
+    set_node_copies(cn);
     count_pods_of(cache, cn);
     return 0;
 }

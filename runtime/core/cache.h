@@ -17,6 +17,10 @@ struct cache_node {
     struct node *node; /* owned */
     uint32_t index;    /* dense, 0 .. count-1 */
     uint32_t pod_count;
+    /* copies of node->unschedulable and node->taint_count: Filter reads them for every node,
+     * and here they share the cache line of index and the first allocatable amounts */
+    bool unschedulable;
+    uint32_t taint_count;
     int64_t allocatable[KC_RESOURCE_MAX];
     int64_t requested[KC_RESOURCE_MAX];
 };

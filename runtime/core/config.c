@@ -47,9 +47,15 @@ static const char *const bridge_keys[] = {"address", NULL};
 static const char *const unhandled_keys[] = {"refuse", "ignore", NULL};
 static const char *const isolation_names[] = {"inprocess", "process", NULL};
 static const char *const failure_policy_names[] = {"Fail", "Ignore", NULL};
-/* kube-scheduler's default profile, in its order, as far as kcycle ships the plugins. */
-static const char *const default_plugins[] = {"prioritysort", "nodeports", "noderesources",
-                                              "defaultbinder"};
+/* kube-scheduler's default profile, in its order and with its score weights, for the plugins
+ * kcycle ships (docs/configuration.md). coscheduling stays opt-in. */
+static const struct {
+    const char *name;
+    int32_t weight;
+} default_plugins[] = {
+    {"prioritysort", 1},    {"nodeunschedulable", 1}, {"nodename", 1},      {"tainttoleration", 3},
+    {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},     {"defaultbinder", 1},
+};
 
 /* ---- defaults and freeing ---- */
 
@@ -107,8 +113,9 @@ static int default_plugin_list(struct config *cfg)
     if (cfg->plugins == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < count; i++) {
-        if (plugin_config_init(&cfg->plugins[i], default_plugins[i]) != 0)
+        if (plugin_config_init(&cfg->plugins[i], default_plugins[i].name) != 0)
             return -ENOMEM;
+        cfg->plugins[i].weight = default_plugins[i].weight;
         cfg->plugin_count = i + 1;
     }
     return 0;

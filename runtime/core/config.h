@@ -57,8 +57,8 @@ struct config {
     bool private_copies; /* not from files: load private copies of plugin files (hot reload) */
 };
 
-/* The default configuration: plugins prioritysort, nodeports, noderesources (LeastAllocated),
- * defaultbinder.
+/* The default configuration: kube-scheduler's default profile of the shipped plugins
+ * (docs/configuration.md), in its order and with its weights.
  * 0 or -ENOMEM. cfg is output only; the caller releases it with config_free. */
 int config_default(struct config *cfg);
 /* Load from a file (YAML or JSON) over the defaults. Unknown keys and bad values are -EINVAL

@@ -1468,3 +1468,66 @@ bool pod_tolerates(const struct pod *pod, const char *key, const char *value,
             return true;
     return false;
 }
+
+/* ---- node names of the required affinity ------------------------------------------------- */
+
+/* The name one matchFields requirement pins the node to, or NULL when it is not
+ * "metadata.name In" (the API server allows exactly one value there). */
+static const char *name_in(const struct selector_requirement *req)
+{
+    if (req->op != SELECTOR_IN || strcmp(req->key, "metadata.name") != 0 || req->value_count == 0)
+        return NULL;
+    return req->values[0];
+}
+
+/* Whether every "metadata.name In" requirement of term admits name; *restricts says whether
+ * the term has one at all. */
+static bool term_admits_name(const struct node_selector_term *term, const char *name,
+                             bool *restricts)
+{
+    *restricts = false;
+    for (uint32_t i = 0; i < term->field_count; i++) {
+        const struct selector_requirement *req = &term->fields[i];
+        if (name_in(req) == NULL)
+            continue;
+        *restricts = true;
+        if (!value_in(req, name))
+            return false;
+    }
+    return true;
+}
+
+int32_t pod_affinity_node_names(const struct pod *pod, const char **names, uint32_t capacity)
+{
+    const struct node_affinity *a = &pod->affinity;
+    if (!a->has_required || a->required_count == 0)
+        return -1;
+    bool restricts;
+    for (uint32_t t = 0; t < a->required_count; t++) {
+        term_admits_name(&a->required[t], "", &restricts);
+        if (!restricts) /* terms are ORed: one term open to every node opens them all */
+            return -1;
+    }
+    int32_t count = 0;
+    for (uint32_t t = 0; t < a->required_count; t++) {
+        const struct node_selector_term *term = &a->required[t];
+        for (uint32_t i = 0; i < term->field_count; i++) {
+            const char *name = name_in(&term->fields[i]);
+            if (name == NULL || !term_admits_name(term, name, &restricts))
+                continue;
+            /* distinct: count a name only where it first appears (earlier field, earlier term) */
+            bool seen = false;
+            for (uint32_t j = 0; j < i && !seen; j++)
+                seen = name_in(&term->fields[j]) != NULL &&
+                       strcmp(name_in(&term->fields[j]), name) == 0;
+            for (uint32_t u = 0; u < t && !seen; u++)
+                seen = term_admits_name(&a->required[u], name, &restricts);
+            if (seen)
+                continue;
+            if ((uint32_t)count < capacity)
+                names[count] = name;
+            count++;
+        }
+    }
+    return count;
+}

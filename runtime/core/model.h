@@ -211,5 +211,9 @@ bool toleration_tolerates(const struct toleration *tol, const char *key, const c
                           kc_taint_effect effect);
 bool pod_tolerates(const struct pod *pod, const char *key, const char *value,
                    kc_taint_effect effect);
+/* kube-scheduler's NodeAffinity PreFilter narrowing (kc_pod_affinity_node_names): -1 when the
+ * required affinity does not restrict by name, else the distinct names (the first capacity
+ * of them stored in names, pointing into the pod). */
+int32_t pod_affinity_node_names(const struct pod *pod, const char **names, uint32_t capacity);
 
 #endif

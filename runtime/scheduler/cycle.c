@@ -123,6 +123,7 @@ void cycle_free(struct kc_cycle *cycle)
     /* after the free callbacks, which are the generation's code; scheduler_tick closes a
      * replaced generation once no cycle holds it */
     framework_unref(cycle->fw);
+    cycle_restrict_clear(cycle);
     kv_list_free(&cycle->annotations);
     free(cycle->node_name);
     free(cycle->message);
@@ -214,5 +215,78 @@ int waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *
     if (asprintf(&text, "rejected in Permit by plugin %s: %s", plugin != NULL ? plugin : "?",
                  message != NULL ? message : "no reason given") >= 0)
         waiting->reject_message = text;
+    return 0;
+}
+
+/* ---- PreFilter's node restriction (kube's PreFilterResult) ---- */
+
+static int compare_index(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+void cycle_restrict_clear(struct kc_cycle *cycle)
+{
+    free(cycle->restricted_nodes);
+    free(cycle->narrowed);
+    cycle->restricted_nodes = cycle->narrowed = NULL;
+    cycle->restricted_count = 0;
+    cycle->restricted = false;
+    cycle->restrict_label[0] = '\0';
+}
+
+/* kube lists the plugins sorted, separated by spaces: "[NodeAffinity VolumeBinding]". */
+static void label_add(char *label, size_t size, const char *name)
+{
+    char copy[sizeof(((struct kc_cycle *)0)->restrict_label)];
+    snprintf(copy, sizeof(copy), "%s", label);
+    const char *parts[16];
+    uint32_t n = 0;
+    for (char *save = NULL, *p = strtok_r(copy, " ", &save); p != NULL && n < 15;
+         p = strtok_r(NULL, " ", &save)) {
+        if (strcmp(p, name) == 0)
+            return;
+        parts[n++] = p;
+    }
+    parts[n++] = name;
+    qsort(parts, n, sizeof(parts[0]), compare_strings);
+    size_t used = 0;
+    label[0] = '\0';
+    for (uint32_t i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(label + used, size - used, "%s%s", i > 0 ? " " : "", parts[i]);
+}
+
+int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,
+                         uint32_t count)
+{
+    if (cycle_filter_sink != NULL)
+        return -EINVAL; /* Filter runs on the nodes the restriction already chose */
+    const struct cache *cache = &cycle->sched->cache;
+    uint32_t *nodes = malloc(((size_t)count + 1) * sizeof(*nodes));
+    if (nodes == NULL)
+        return -ENOMEM;
+    uint32_t found = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const struct cache_node *cn = names[i] != NULL ? cache_node(cache, names[i]) : NULL;
+        if (cn != NULL)
+            nodes[found++] = cn->index;
+    }
+    qsort(nodes, found, sizeof(*nodes), compare_index);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < found; i++) {
+        bool duplicate = kept > 0 && nodes[kept - 1] == nodes[i];
+        bool allowed = !cycle->restricted ||
+                       bsearch(&nodes[i], cycle->restricted_nodes, cycle->restricted_count,
+                               sizeof(*nodes), compare_index) != NULL;
+        if (!duplicate && allowed)
+            nodes[kept++] = nodes[i];
+    }
+    free(cycle->restricted_nodes);
+    cycle->restricted_nodes = nodes;
+    cycle->restricted_count = kept;
+    cycle->restricted = true;
+    label_add(cycle->restrict_label, sizeof(cycle->restrict_label),
+              label != NULL && label[0] != '\0' ? label : "?");
     return 0;
 }

@@ -36,6 +36,11 @@ void cycle_reject(kc_cycle *cycle, const char *reason);
 int cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
 void *cycle_get(kc_cycle *cycle, const char *key);
 int cycle_annotate(kc_cycle *cycle, const char *key, const char *value);
+/* kc_cycle_restrict_nodes: intersect the cycle's allowed nodes with names. */
+int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,
+                         uint32_t count);
+/* Forget the restriction (a new evaluation of the cycle's pod starts without one). */
+void cycle_restrict_clear(struct kc_cycle *cycle);
 int waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin);
 int waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *message);
 

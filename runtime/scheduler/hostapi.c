@@ -140,17 +140,30 @@ static int pod_tolerates_taint(const kc_pod *p, const kc_taint *taint)
     return pod_tolerates(POD(p), taint->key, taint->value, taint->effect);
 }
 
+static int32_t pod_affinity_names(const kc_pod *p, const char **names, uint32_t capacity)
+{
+    return pod_affinity_node_names(POD(p), names, capacity);
+}
+
+static uint32_t pod_node_constraints(const kc_pod *p)
+{
+    const struct pod *pod = POD(p);
+    return (pod->node_selector.count > 0 ? KC_POD_NODE_SELECTOR : 0) |
+           (pod->affinity.has_required ? KC_POD_REQUIRED_NODE_AFFINITY : 0) |
+           (pod->affinity.preferred_count > 0 ? KC_POD_PREFERRED_NODE_AFFINITY : 0);
+}
+
 static const char *node_name(const kc_node *n)
 {
     return NODE(n)->node->name;
 }
 static int node_unschedulable(const kc_node *n)
 {
-    return NODE(n)->node->unschedulable;
+    return NODE(n)->unschedulable;
 }
 static uint32_t node_taint_count(const kc_node *n)
 {
-    return NODE(n)->node->taint_count;
+    return NODE(n)->taint_count;
 }
 static uint32_t node_pod_count(const kc_node *n)
 {
@@ -352,4 +365,7 @@ void hostapi_fill(kc_host_api *api)
     /* Added in 1.2 */
     api->pod_host_port_count = pod_host_port_count;
     api->pod_host_port_at = pod_host_port_at;
+    api->pod_affinity_node_names = pod_affinity_names;
+    api->pod_node_constraints = pod_node_constraints;
+    api->cycle_restrict_nodes = cycle_restrict_nodes;
 }

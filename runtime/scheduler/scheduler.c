@@ -1105,6 +1105,44 @@ static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, ui
     return KC_SUCCESS;
 }
 
+static int compare_node_index(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* PreFilter restricted the nodes (kube's PreFilterResult): Filter sees only the allowed
+ * candidates, in their order, and the others count once each under kube's reason for them.
+ * Returns the candidates left (the cycle's narrowed list), with *count updated, or NULL
+ * when out of memory. */
+static const uint32_t *restrict_candidates(struct scheduler *s, struct kc_cycle *cycle,
+                                           const uint32_t *candidates, uint32_t *count)
+{
+    uint32_t n = *count, kept = 0;
+    free(cycle->narrowed);
+    cycle->narrowed = malloc(((size_t)n + 1) * sizeof(*cycle->narrowed));
+    if (cycle->narrowed == NULL)
+        return NULL;
+    if (candidates == NULL) {
+        memcpy(cycle->narrowed, cycle->restricted_nodes,
+               cycle->restricted_count * sizeof(*cycle->narrowed));
+        kept = cycle->restricted_count;
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            if (bsearch(&candidates[i], cycle->restricted_nodes, cycle->restricted_count,
+                        sizeof(*candidates), compare_node_index) != NULL)
+                cycle->narrowed[kept++] = candidates[i];
+    }
+    if (n > kept) {
+        char reason[sizeof(cycle->restrict_label) + 48];
+        snprintf(reason, sizeof(reason), "node(s) didn't satisfy plugin(s) [%s]",
+                 cycle->restrict_label);
+        reasons_add_count(s->reasons, &s->reason_count, reason, n - kept);
+    }
+    *count = kept;
+    return cycle->narrowed;
+}
+
 int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                        uint32_t candidate_count, uint32_t want, bool score, struct evaluation *out)
 {
@@ -1118,6 +1156,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     }
     uint64_t skip;
     struct plugin *failed = NULL;
+    cycle_restrict_clear(cycle);
     kc_status st = run_pre_filters(s, cycle, &skip, &failed);
     if (st != KC_SUCCESS) {
         out->status = st == KC_UNSCHEDULABLE || st == KC_UNRESOLVABLE ? st : KC_ERROR;
@@ -1131,6 +1170,12 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         return 0;
     }
     uint32_t count = candidates != NULL ? candidate_count : s->cache.node_count;
+    if (cycle->restricted && (candidates = restrict_candidates(s, cycle, candidates, &count)) ==
+                                 NULL) {
+        out->status = KC_ERROR;
+        out->message = strdup("out of memory");
+        return -ENOMEM;
+    }
     int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
     out->rejectors = cycle->rejectors;
     if (found < 0) {

@@ -83,6 +83,13 @@ struct kc_cycle {
     /* in a group cycle (group.c): the group, this member's position and the cycle's size */
     const struct pod_group *group;
     uint32_t group_index, group_count, group_needed;
+    /* PreFilter's node restriction (kc_cycle_restrict_nodes, cycle.c): when restricted, the
+     * allowed node indices, sorted; label names the restricting plugins for the message;
+     * narrowed holds the candidates the restriction leaves (scheduler_evaluate). */
+    bool restricted;
+    uint32_t *restricted_nodes, restricted_count;
+    char restrict_label[160];
+    uint32_t *narrowed;
 };
 
 struct kc_waiting_pod {

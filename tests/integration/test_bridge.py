@@ -16,6 +16,11 @@ Scenarios (one per meson test, so they run apart):
           UDP, 0.0.0.0 and one address) never share a node's port (the test's own checker),
           the ones left over get kube's message; a pod using a field no enabled plugin
           handles (topologySpreadConstraints) is refused with a reason naming it.
+  constraints  node constraints with the default profile: labelled, tainted (NoSchedule,
+          NoExecute, PreferNoSchedule) and cordoned nodes, pods with nodeSelector, required and
+          preferred node affinity and tolerations; an independent checker written from
+          Kubernetes' documented rules says where each pod may go and what a refused pod must
+          be told (kube-scheduler's aggregated message), and every placement is checked.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
@@ -465,6 +470,265 @@ def scenario_leader(fc, api, workdir):
     check(leases, "replica-b released the lease when it stopped")
 
 
+# ---- constraints: an independent checker of kube-scheduler's node rules -------------------
+# Written from the Kubernetes documentation (taints and tolerations, node affinity, cordon),
+# not from kcycle's code: the default profile's Filter order is NodeUnschedulable, NodeName,
+# TaintToleration, NodeAffinity, NodeResourcesFit, and a refused node counts once, under the
+# first rule it breaks, in "0/N nodes are available: <count> <reason>, ..." (sorted).
+
+CORDON_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+def toleration_tolerates(tol, taint):
+    if tol.get("effect") and tol["effect"] != taint["effect"]:
+        return False
+    if tol.get("key") and tol["key"] != taint["key"]:
+        return False
+    if tol.get("operator") == "Exists":
+        return True
+    return tol.get("value", "") == taint.get("value", "")
+
+
+def pod_tolerates(pod, taint):
+    return any(toleration_tolerates(t, taint) for t in pod["spec"].get("tolerations") or [])
+
+
+def requirement_holds(req, labels, name):
+    value = name if req.get("_field") else labels.get(req["key"])
+    op, values = req["operator"], req.get("values") or []
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    try:
+        have, want = int(value), int(values[0])
+    except (TypeError, ValueError):
+        return False
+    return have > want if op == "Gt" else have < want
+
+
+def term_holds(term, labels, name):
+    reqs = list(term.get("matchExpressions") or []) + \
+        [dict(r, _field=True) for r in term.get("matchFields") or []]
+    return bool(reqs) and all(requirement_holds(r, labels, name) for r in reqs)
+
+
+def affinity_holds(pod, node):
+    labels, name = node["metadata"].get("labels") or {}, node["metadata"]["name"]
+    if any(labels.get(k) != v for k, v in (pod["spec"].get("nodeSelector") or {}).items()):
+        return False
+    required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if required is None:
+        return True
+    return any(term_holds(t, labels, name) for t in required.get("nodeSelectorTerms") or [])
+
+
+def refusal(pod, node):
+    """The reason the first rule that refuses node gives, or None when the pod may go there."""
+    if node["spec"].get("unschedulable") and not pod_tolerates(pod, CORDON_TAINT):
+        return "node(s) were unschedulable"
+    for taint in node["spec"].get("taints") or []:
+        if taint["effect"] in ("NoSchedule", "NoExecute") and not pod_tolerates(pod, taint):
+            return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
+    if not affinity_holds(pod, node):
+        return "node(s) didn't match Pod's node affinity/selector"
+    return None
+
+
+def pinned_names(pod):
+    """NodeAffinity's PreFilter: the node names the required terms pin with matchFields
+    metadata.name In (per term the intersection, over terms the union), or None when a term
+    pins none. kube-scheduler filters only those nodes and counts the others under
+    "node(s) didn't satisfy plugin(s) [NodeAffinity]"."""
+    required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution"))
+    if not required or not required.get("nodeSelectorTerms"):
+        return None
+    union = set()
+    for term in required["nodeSelectorTerms"]:
+        sets = [set(r.get("values") or []) for r in term.get("matchFields") or []
+                if r["key"] == "metadata.name" and r["operator"] == "In"]
+        if not sets:
+            return None
+        union |= set.intersection(*sets)
+    return union
+
+
+def expected_message(pod, nodes):
+    names = pinned_names(pod)
+    reasons = collections.Counter(
+        "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+        if names is not None and n["metadata"]["name"] not in names else refusal(pod, n)
+        for n in nodes)
+    parts = sorted(f"{count} {reason}" for reason, count in reasons.items())
+    return f"0/{len(nodes)} nodes are available: {', '.join(parts)}."
+
+
+def constraint_nodes(fc):
+    nodes = []
+    for i in range(4):
+        nodes.append(fc.node(f"gpu-{i}", cpu="32", labels={"pool": "gpu", "cores": "32"},
+                             taints=[{"key": "nvidia.com/gpu", "value": "present",
+                                      "effect": "NoSchedule"}]))
+    for zone, extra in (("a", {"disk": "ssd"}), ("b", {})):
+        for i in range(6):
+            nodes.append(fc.node(f"zone-{zone}-{i}", labels={"pool": "general", "zone": zone,
+                                                              "cores": "8", **extra}))
+    for i in range(4):
+        nodes.append(fc.node(f"spot-{i}", labels={"pool": "general", "zone": "b", "cores": "8"},
+                             taints=[{"key": "spot", "value": "true",
+                                      "effect": "PreferNoSchedule"}]))
+    for i in range(2):
+        cordoned = fc.node(f"cordoned-{i}", labels={"pool": "general", "zone": "a"})
+        cordoned["spec"]["unschedulable"] = True
+        nodes.append(cordoned)
+        nodes.append(fc.node(f"draining-{i}", labels={"pool": "general", "zone": "a"},
+                             taints=[{"key": "maintenance", "effect": "NoExecute"}]))
+    return nodes
+
+
+def required(*terms):
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": list(terms)}}}
+
+
+def expr(key, op, *values):
+    return {"key": key, "operator": op, **({"values": list(values)} if values else {})}
+
+
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+# name: (spec fields, the node-name prefix the pod must land on, or None: anywhere allowed)
+CONSTRAINT_TEMPLATES = {
+    "plain": ({}, None),
+    "gpu": ({"nodeSelector": {"pool": "gpu"}, "tolerations": [GPU_TOLERATION]}, "gpu-"),
+    "gpu-untolerated": ({"nodeSelector": {"pool": "gpu"}}, None),
+    "zone-b": ({"affinity": required({"matchExpressions": [expr("zone", "In", "b")]})}, None),
+    "not-zone-a": ({"affinity": required({"matchExpressions": [expr("zone", "NotIn", "a")]})},
+                   None),
+    "big-cores": ({"affinity": required({"matchExpressions": [expr("cores", "Gt", "16")]}),
+                   "tolerations": [GPU_TOLERATION]}, "gpu-"),
+    "small-cores": ({"affinity": required({"matchExpressions": [expr("cores", "Lt", "16")]})},
+                    None),
+    "ssd": ({"affinity": required({"matchExpressions": [expr("disk", "Exists")]})}, "zone-a-"),
+    "no-disk-zone-a": ({"affinity": required({"matchExpressions": [
+        expr("disk", "DoesNotExist"), expr("zone", "In", "a")]})}, None),
+    "by-name": ({"affinity": required({"matchFields": [
+        expr("metadata.name", "In", "zone-b-3")]})}, "zone-b-3"),
+    "tolerate-all": ({"tolerations": [{"operator": "Exists"}]}, None),
+    "prefer-zone-b": ({"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "preference": {"matchExpressions": [expr("zone", "In", "b")]}}]}}},
+        "zone-b-"),
+    "daemon-on-cordoned": ({"tolerations": [{"key": "node.kubernetes.io/unschedulable",
+                                             "operator": "Exists", "effect": "NoSchedule"}],
+                            "affinity": required({"matchFields": [
+                                expr("metadata.name", "In", "cordoned-1")]})}, "cordoned-1"),
+    "pinned-cordoned": ({"affinity": required({"matchFields": [
+        expr("metadata.name", "In", "cordoned-0")]})}, None),
+    "drain-tolerant": ({"tolerations": [{"key": "maintenance", "operator": "Exists",
+                                         "effect": "NoExecute"}],
+                        "affinity": required({"matchFields": [
+                            expr("metadata.name", "In", "draining-0")]})}, "draining-0"),
+    "drain-wrong-effect": ({"tolerations": [{"key": "maintenance", "operator": "Exists",
+                                             "effect": "NoSchedule"}],
+                            "affinity": required({"matchExpressions": [
+                                expr("zone", "In", "a"), expr("disk", "DoesNotExist")]})}, None),
+    "ored-terms": ({"affinity": required(
+        {"matchExpressions": [expr("zone", "In", "a"), expr("disk", "Exists")]},
+        {"matchExpressions": [expr("pool", "In", "gpu")]})}, "zone-a-"),
+}
+
+
+def constraint_pods(fc, per_template=6):
+    pods = []
+    for name, (spec, _) in CONSTRAINT_TEMPLATES.items():
+        for i in range(per_template):
+            pods.append(fc.pod(f"{name}-{i}", namespace="constraints", scheduler="kcycle",
+                               cpu="100m", memory="100Mi", **spec))
+    return pods
+
+
+def pod_condition(pod):
+    conds = [c for c in (pod.get("status") or {}).get("conditions") or []
+             if c.get("type") == "PodScheduled"]
+    return conds[0] if conds else None
+
+
+def constraints_settled(api, total):
+    """Every pod bound or told why not: what happens next is for the checker to judge."""
+    pods = [p for p in all_pods(api) if p["metadata"]["namespace"] == "constraints"]
+    return sum(1 for p in pods if p["spec"].get("nodeName") or pod_condition(p)) >= total
+
+
+def message_matches(message, expected):
+    """kube-scheduler's FitError, possibly followed by its PostFilter's preemption part."""
+    return message == expected or (message or "").startswith(expected + " preemption: ")
+
+
+def check_constraints(api, nodes):
+    pods = [p for p in all_pods(api) if p["metadata"]["namespace"] == "constraints"]
+    check(len(pods) == 6 * len(CONSTRAINT_TEMPLATES), f"{len(pods)} constraint pods exist")
+    by_node = {n["metadata"]["name"]: n for n in nodes}
+    events = {(e["regarding"]["namespace"], e["regarding"]["name"]): e.get("note")
+              for e in api.stats()["events"]
+              if e.get("reason") == "FailedScheduling" and e.get("regarding")}
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        template = name.rsplit("-", 1)[0]
+        allowed = [n for n in nodes if refusal(pod, n) is None]
+        where = pod["spec"].get("nodeName")
+        if where:
+            reason = refusal(pod, by_node[where])
+            check(reason is None, f"{name} bound to {where}, which kube refuses: {reason}")
+            prefix = CONSTRAINT_TEMPLATES[template][1]
+            check(prefix is None or where.startswith(prefix),
+                  f"{name} bound to {where}, expected a node {prefix}*")
+            continue
+        check(not allowed, f"{name} left unbound though {len(allowed)} nodes allow it, e.g. "
+              f"{[n['metadata']['name'] for n in allowed[:3]]}")
+        expected = expected_message(pod, nodes)
+        cond = pod_condition(pod)
+        check(cond and cond.get("reason") == "Unschedulable" and
+              message_matches(cond.get("message"), expected),
+              f"{name}: condition {cond}, expected message {expected!r}")
+        note = events.get(("constraints", name))
+        check(message_matches(note, expected), f"{name}: FailedScheduling event {note!r}")
+    refused = sorted({p["metadata"]["name"].rsplit("-", 1)[0] for p in pods
+                      if not p["spec"].get("nodeName")})
+    check(refused == ["drain-wrong-effect", "gpu-untolerated", "no-disk-zone-a",
+                      "pinned-cordoned"],
+          f"exactly the impossible templates are refused, got {refused}")
+    return len(pods) - 6 * len(refused)
+
+
+def scenario_constraints(fc, api, workdir):
+    nodes = constraint_nodes(fc)
+    pods = constraint_pods(fc)
+    bulk_create(api, nodes + pods)
+    r = Replica(api, workdir, "replica-a", leader_elect=False)  # the default profile
+    r.start()
+    try:
+        wait_until("every constraint pod bound or told why",
+                   lambda: constraints_settled(api, len(pods)), 120, [r])
+        told = [p for p in all_pods(api) if p["metadata"]["namespace"] == "constraints" and
+                not p["spec"].get("nodeName")]
+        wait_until("the FailedScheduling events", lambda: sum(
+            1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >=
+            len(told), 60, [r])
+        bound = check_constraints(api, nodes)
+        print(f"constraints: {bound} pods placed where kube's rules allow, {len(told)} "
+              f"refused with kube's message, on {len(nodes)} nodes")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 def scenario_bench(fc, api, workdir):
     items = workload(fc, kcycle=ARGS.pods, unfit=0, others=0, nodes=500, existing=0)
     nodes = [i for i in items if i["kind"] == "Node"]
@@ -559,11 +823,8 @@ def port_conflicts(pods):
     return found
 
 
-def pod_condition(api, name, namespace="web"):
-    pod = api.get_object("pods", name, namespace=namespace) or {}
-    conds = [c for c in (pod.get("status") or {}).get("conditions") or []
-             if c.get("type") == "PodScheduled"]
-    return conds[0] if conds else None
+def named_pod_condition(api, name, namespace="web"):
+    return pod_condition(api.get_object("pods", name, namespace=namespace) or {})
 
 
 def scenario_ports(fc, api, workdir):
@@ -600,7 +861,7 @@ def scenario_ports(fc, api, workdir):
         wait_until("the pods left over told why", lambda: sum(
             1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >= 4,
             60, [r])
-        spread = wait_until("the spread pod's condition", lambda: pod_condition(api, "spread"),
+        spread = wait_until("the spread pod's condition", lambda: named_pod_condition(api, "spread"),
                             60, [r])
         pods = all_pods(api)
         web = {p["metadata"]["name"]: p for p in pods if p["metadata"]["namespace"] == "web"}
@@ -621,7 +882,7 @@ def scenario_ports(fc, api, workdir):
         check(pending == sorted(leftover + unplaced_nine + ["spread"]),
               f"pending pods: {pending}")
         for name in leftover + unplaced_nine:
-            cond = wait_until(f"{name}'s condition", lambda n=name: pod_condition(api, n), 30, [r])
+            cond = wait_until(f"{name}'s condition", lambda n=name: named_pod_condition(api, n), 30, [r])
             check(cond.get("status") == "False" and cond.get("reason") == "Unschedulable" and
                   cond.get("message") == message,
                   f"{name}: condition {cond}, expected message {message!r}")
@@ -647,7 +908,8 @@ def scenario_ports(fc, api, workdir):
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["basic", "faults", "leader", "bench", "ports"])
+    parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
+                                             "ports", "bench"])
     parser.add_argument("--pods", type=int, default=5000, help="bench: pods to bind")
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
@@ -660,7 +922,8 @@ def main():
     try:
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
-             "bench": scenario_bench, "ports": scenario_ports}[ARGS.scenario](fc, api, workdir)
+             "constraints": scenario_constraints, "ports": scenario_ports,
+             "bench": scenario_bench}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

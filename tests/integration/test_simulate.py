@@ -227,6 +227,54 @@ def check_unhandled_fields(tmp):
     check(run.returncode == 1 and "spread-bad.yaml:" in run.stderr and
           "'spec.topologySpread' is not a pod field kcycle checks" in run.stderr,
           f"spread-bad.yaml: a misspelt field is an error with its position, got {run.stderr!r}")
+GPU_REFUSED = ("0/6 nodes are available: 1 node(s) had untolerated taint {maintenance: }, "
+               "1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector, "
+               "2 node(s) had untolerated taint {nvidia.com/gpu: present}.")
+
+
+def check_node_constraints(tmp):
+    """examples/sim/node-constraints.yaml with the default profile: the tainted GPU pool takes
+    only pods with its toleration and selector, the cordoned and draining nodes take nothing
+    but the pod tolerating the cordon, and required and preferred affinity place as kube."""
+    name = "node-constraints.yaml"
+    run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", name), tmp)
+    check(run.returncode == 0, f"{name}: exit 0, stderr: {run.stderr}")
+    if run.returncode != 0:
+        return
+    report = check_report(name, report_path)
+    where = {p["name"]: p["node"] for p in report["pods"]}
+    reason = {p["name"]: p["reason"] for p in report["pods"]}
+    gpu = {"gpu-0", "gpu-1"}
+    trains = [where[f"train-{i}"] for i in range(4)]
+    check(all(n in gpu for n in trains), f"{name}: train pods on the GPU pool, got {trains}")
+    check(sorted(trains) == ["gpu-0", "gpu-0", "gpu-1", "gpu-1"],
+          f"{name}: train pods spread over the pool, got {trains}")
+    on_gpu = sorted(p for p, n in where.items() if n in gpu)
+    check(on_gpu == [f"train-{i}" for i in range(4)],
+          f"{name}: nothing but train pods on the GPU pool, got {on_gpu}")
+    for pod in ("no-toleration-0", "no-toleration-1"):
+        check(where[pod] is None and reason[pod] == GPU_REFUSED,
+              f"{name}: {pod} refused with kube's message, got {where[pod]} {reason[pod]!r}")
+    check(all(where[f"web-{i}"] == "general-a" for i in range(6)),
+          f"{name}: web pods avoid the untolerated PreferNoSchedule node, "
+          f"got {[where[f'web-{i}'] for i in range(6)]}")
+    check(where["batch-0"] == where["batch-1"] == "general-b",
+          f"{name}: preferred zone b wins, got {where['batch-0']}, {where['batch-1']}")
+    check(where["ssd"] == "general-a", f"{name}: required affinity -> general-a, got {where['ssd']}")
+    check(where["pinned"] == "general-b", f"{name}: matchFields pin, got {where['pinned']}")
+    check(where["node-agent"] == "cordoned",
+          f"{name}: the cordon-tolerating pod reaches the cordoned node, got {where['node-agent']}")
+    others = sorted(p for p, n in where.items() if n in ("cordoned", "draining"))
+    check(others == ["node-agent"], f"{name}: cordoned/draining nodes take nothing else: {others}")
+    # matchFields metadata.name restricts the attempt in PreFilter: the other nodes are left
+    # out under kube's reason for them, whatever else they would fail
+    expected = ("0/6 nodes are available: 1 node(s) were unschedulable, "
+                "5 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+    check(where["pinned-cordoned"] is None and reason["pinned-cordoned"] == expected,
+          f"{name}: pinned to the cordoned node, got {reason['pinned-cordoned']!r}")
+    expected = "0/6 nodes are available: 6 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    check(where["lost"] is None and reason["lost"] == expected,
+          f"{name}: a pod pinned to a missing node is refused, got {reason['lost']!r}")
 
 
 def main():
@@ -297,6 +345,7 @@ def main():
 
         check_host_ports(tmp)
         check_unhandled_fields(tmp)
+        check_node_constraints(tmp)
 
         # A broken file names the file, line and column, and the key.
         bad = os.path.join(tmp, "bad.yaml")

@@ -1,6 +1,7 @@
 /* kcycle-bench: scheduler_perf shapes built in memory and scheduled with the shipped plugins
  * and an instant binder. Prints one JSON object (or a short text summary). Shapes:
- * scheduling-basic (kube's SchedulingBasic) and gang (pod groups placed by the group cycle). */
+ * scheduling-basic (kube's SchedulingBasic), gang (pod groups placed by the group cycle),
+ * node-affinity (SchedulingNodeAffinity) and taints (tainted nodes, half the pods tolerating). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "config.h"
 #include "log.h"
 #include "model.h"
 #include "resource_table.h"
@@ -34,6 +36,103 @@ struct bench {
     /* gang: per group cycle, from taking the member off the queue to its group bound */
     uint32_t *group_us, *decision_us;
     uint32_t group_count;
+    /* node-affinity and taints (node_shapes below) */
+    int node_shape;
+    bool minimal_profile; /* --profile minimal: the three plugins of SDK 1.1's default */
+    uint64_t violations;  /* taints: pods bound where a taint they do not tolerate forbids */
+};
+
+/* ---- node-affinity and taints ------------------------------------------------------------- *
+ * node-affinity copies scheduler_perf's SchedulingNodeAffinity (affinity/performance-config.yaml,
+ * 5000Nodes_10000Pods): every node labelled topology.kubernetes.io/zone=zone1, 5,000 existing
+ * and 10,000 measured pods, all requiring zone In [zone1, zone2]. taints uses scheduler_perf's
+ * node-with-taint template (taint foo:NoSchedule, no value) on every second node and a
+ * PreferNoSchedule taint on every fourth, with SchedulingBasic's pod counts; every second
+ * measured pod tolerates foo. */
+
+enum { SHAPE_PLAIN = 0, SHAPE_NODE_AFFINITY = 1, SHAPE_TAINTS = 2 };
+
+static char *copy_text(const char *text)
+{
+    char *copy = strdup(text);
+    if (copy == NULL) {
+        fprintf(stderr, "kcycle-bench: out of memory\n");
+        exit(1);
+    }
+    return copy;
+}
+
+static void shape_node(const struct bench *b, struct node *n, uint32_t i)
+{
+    if (b->node_shape == SHAPE_NODE_AFFINITY)
+        kv_list_set(&n->labels, "topology.kubernetes.io/zone", "zone1");
+    if (b->node_shape != SHAPE_TAINTS || i % 2 != 0)
+        return;
+    n->taint_count = i % 4 == 0 ? 2 : 1;
+    n->taints = calloc(n->taint_count, sizeof(*n->taints));
+    n->taints[0] = (struct taint){copy_text("foo"), copy_text(""), KC_TAINT_NO_SCHEDULE};
+    if (n->taint_count == 2)
+        n->taints[1] = (struct taint){copy_text("bar"), copy_text("x"), KC_TAINT_PREFER_NO_SCHEDULE};
+}
+
+static void shape_pod(const struct bench *b, struct pod *p, uint32_t i, bool measured)
+{
+    if (b->node_shape == SHAPE_NODE_AFFINITY) {
+        struct node_affinity *a = &p->affinity;
+        a->has_required = true;
+        a->required_count = 1;
+        a->required = calloc(1, sizeof(*a->required));
+        struct selector_requirement *r = calloc(1, sizeof(*r));
+        r->key = copy_text("topology.kubernetes.io/zone");
+        r->op = SELECTOR_IN;
+        r->value_count = 2;
+        r->values = calloc(2, sizeof(*r->values));
+        r->values[0] = copy_text("zone1");
+        r->values[1] = copy_text("zone2");
+        a->required[0].expressions = r;
+        a->required[0].expression_count = 1;
+    }
+    if (b->node_shape == SHAPE_TAINTS && measured && i % 2 == 0) {
+        p->toleration_count = 1;
+        p->tolerations = calloc(1, sizeof(*p->tolerations));
+        p->tolerations[0] = (struct toleration){.key = copy_text("foo"), .value = copy_text(""),
+                                                .op = TOLERATION_EXISTS,
+                                                .effect = KC_TAINT_NO_SCHEDULE};
+    }
+}
+
+/* taints: a pod without the toleration bound to a node with foo:NoSchedule (even index). */
+static void count_violation(struct bench *b, const struct pod *pod, const char *node)
+{
+    unsigned index;
+    if (b->node_shape != SHAPE_TAINTS || pod->toleration_count > 0 ||
+        sscanf(node, "node-%u", &index) != 1)
+        return;
+    if (index % 2 == 0)
+        b->violations++;
+}
+
+static int shape_of(const char *name, struct bench *b)
+{
+    if (strcmp(name, "node-affinity") == 0) {
+        b->node_shape = SHAPE_NODE_AFFINITY;
+        if (b->existing == 1000) /* scheduler_perf's 5000Nodes_10000Pods */
+            b->existing = 5000;
+        return 0;
+    }
+    if (strcmp(name, "taints") == 0) {
+        b->node_shape = SHAPE_TAINTS;
+        return 0;
+    }
+    return strcmp(name, "scheduling-basic") == 0 || strcmp(name, "gang") == 0 ? 0 : -1;
+}
+
+/* The three plugins SDK 1.1's default profile had: the baseline the full profile is compared
+ * with (docs/benchmarks.md). */
+static struct plugin_config minimal_plugins[3] = {
+    {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
+    {.name = "noderesources", .weight = 1, .required = true, .args_json = "{}"},
+    {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
 };
 
 static int64_t now_us(void)
@@ -52,8 +151,8 @@ static int sink_bind(void *ctx, const struct pod *pod, const char *node,
 
 static void sink_bound(void *ctx, const struct pod *pod, const char *node)
 {
-    (void)pod, (void)node;
     struct bench *b = ctx;
+    count_violation(b, pod, node);
     if (!b->measuring)
         return;
     b->bound++;
@@ -73,7 +172,7 @@ static void sink_bound(void *ctx, const struct pod *pod, const char *node)
         b->bin_count = bin + 1;
 }
 
-static struct node *make_node(uint32_t i)
+static struct node *make_node(const struct bench *b, uint32_t i)
 {
     struct node *n = node_new();
     char name[32];
@@ -82,10 +181,12 @@ static struct node *make_node(uint32_t i)
     res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
     res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, 32ll << 30);
     res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+    shape_node(b, n, i);
     return n;
 }
 
-static struct pod *make_pod(const char *prefix, uint32_t i, const char *group)
+static struct pod *make_pod(const struct bench *b, const char *prefix, uint32_t i,
+                            const char *group)
 {
     struct pod *p = pod_new();
     char name[48];
@@ -100,6 +201,7 @@ static struct pod *make_pod(const char *prefix, uint32_t i, const char *group)
     p->containers[0].name = strdup("c");
     res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, 100);
     res_list_set(&p->containers[0].requests, KC_RESOURCE_MEMORY, 500ll << 20);
+    shape_pod(b, p, i, strcmp(prefix, "init") != 0);
     pod_finish(p);
     return p;
 }
@@ -117,6 +219,16 @@ static double percentile(uint32_t *values, uint32_t count, double p)
     qsort(values, count, sizeof(*values), compare_u32);
     uint32_t index = (uint32_t)(p / 100.0 * (count - 1) + 0.5);
     return values[index];
+}
+
+/* CPU time of the whole process (every thread), in microseconds: on a shared machine the
+ * pods per CPU-second of a run say more than its wall-clock rate. */
+static int64_t cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+           ru.ru_stime.tv_usec;
 }
 
 static uint64_t peak_rss_bytes(void)
@@ -190,10 +302,11 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang [--json] [--nodes N] "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints "
+                    "[--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
-                    "[--isolation inprocess|process]\n");
+                    "[--isolation inprocess|process] [--profile default|minimal]\n");
 }
 
 static void bench_free(struct scheduler *s, struct bench *b)
@@ -258,7 +371,8 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 'S'},        {"help", no_argument, NULL, 'h'},
         {"parallelism", required_argument, NULL, 'P'}, {"isolation", required_argument, NULL, 'I'},
         {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
-        {"min-member", required_argument, NULL, 'm'},  {NULL, 0, NULL, 0},
+        {"min-member", required_argument, NULL, 'm'},  {"profile", required_argument, NULL, 'r'},
+        {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000,
                       .existing = 1000,
@@ -288,13 +402,21 @@ int main(int argc, char **argv)
         case 'g': b.groups = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'z': b.group_size = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'm': b.min_member = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'r':
+            if (strcmp(optarg, "default") != 0 && strcmp(optarg, "minimal") != 0) {
+                fprintf(stderr, "kcycle-bench: --profile default|minimal\n");
+                return 2;
+            }
+            b.minimal_profile = strcmp(optarg, "minimal") == 0;
+            break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
     }
     bool gang = strcmp(shape, "gang") == 0;
-    if (strcmp(shape, "scheduling-basic") != 0 && !gang) {
-        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang)\n",
+    if (shape_of(shape, &b) < 0) {
+        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
+                        "node-affinity, taints)\n",
                 shape);
         return 2;
     }
@@ -303,22 +425,33 @@ int main(int argc, char **argv)
             b.min_member = b.group_size;
         b.pods = b.groups * b.group_size;
     }
-    static struct plugin_config plugins[3] = {
-        {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
-        {.name = "noderesources", .weight = 1, .required = true, .args_json = "{}"},
-        {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
-    };
+    /* The default profile (kube-scheduler's, docs/configuration.md) unless --profile minimal;
+     * gang keeps the minimal list with coscheduling as its QueueSort. */
+    struct config defaults;
+    if (config_default(&defaults) != 0)
+        return 1;
+    struct plugin_config *plugins = defaults.plugins;
+    uint32_t plugin_count = defaults.plugin_count;
+    if (b.minimal_profile || gang) {
+        plugins = minimal_plugins;
+        plugin_count = 3;
+    }
     if (gang)
         plugins[0].name = "coscheduling"; /* the QueueSort plugin that declares the groups */
-    if (b.process) {
-        /* QueueSort runs for every queue operation and always stays in process */
-        plugins[1].isolation = ISOLATION_PROCESS;
-        plugins[2].isolation = ISOLATION_PROCESS;
+    /* QueueSort runs for every queue operation and always stays in process. With the default
+     * profile the Filter/Score plugins share one host and the binder has its own: two hosts,
+     * as the three plugins have (noderesources, defaultbinder). */
+    for (uint32_t i = 1; b.process && i < plugin_count; i++) {
+        plugins[i].isolation = ISOLATION_PROCESS;
+        if (plugins == defaults.plugins && strcmp(plugins[i].name, "defaultbinder") != 0) {
+            free(plugins[i].host);
+            plugins[i].host = strdup("evaluate");
+        }
     }
     struct config cfg = {
         .scheduler_name = "kcycle",
         .plugins = plugins,
-        .plugin_count = 3,
+        .plugin_count = plugin_count,
         .seed = b.seed,
         .parallelism = b.parallelism,
         .pod_initial_backoff_ms = 1000,
@@ -329,7 +462,9 @@ int main(int argc, char **argv)
     struct scheduler s;
     struct scheduler_sink sink = {.ctx = &b, .bind = sink_bind, .bound = sink_bound};
     struct kc_error err = {{0}};
-    if (scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err) < 0) {
+    int opened = scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err);
+    config_free(&defaults); /* scheduler_open keeps its own copy of what it needs */
+    if (opened < 0) {
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
         return 1;
     }
@@ -337,9 +472,9 @@ int main(int argc, char **argv)
     b.group_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.group_us));
     b.decision_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.decision_us));
     for (uint32_t i = 0; i < b.nodes; i++)
-        scheduler_node_add(&s, make_node(i));
+        scheduler_node_add(&s, make_node(&b, i));
     for (uint32_t i = 0; i < b.existing; i++)
-        scheduler_pod_add(&s, make_pod("init", i, NULL));
+        scheduler_pod_add(&s, make_pod(&b, "init", i, NULL));
     drain(&s, &b);
     uint64_t init_bound = s.stats.scheduled;
 
@@ -352,16 +487,18 @@ int main(int argc, char **argv)
             snprintf(prefix, sizeof(prefix), "group-%u-member", g);
             snprintf(group, sizeof(group), "group-%u", g);
             for (uint32_t i = 0; i < b.group_size; i++)
-                scheduler_pod_add(&s, make_pod(prefix, i, group));
+                scheduler_pod_add(&s, make_pod(&b, prefix, i, group));
         }
     } else {
         for (uint32_t i = 0; i < b.pods; i++)
-            scheduler_pod_add(&s, make_pod("measured", i, NULL));
+            scheduler_pod_add(&s, make_pod(&b, "measured", i, NULL));
     }
     b.measuring = true;
+    int64_t cpu_start_us = cpu_us();
     b.start_us = now_us();
     drain(&s, &b);
     int64_t elapsed_us = now_us() - b.start_us;
+    int64_t cpu_used_us = cpu_us() - cpu_start_us;
 
     /* scheduler_perf: pods bound per interval, first interval dropped. Runs shorter than
      * 3 s use 100 ms intervals scaled to per-second rates so there is something to drop. */
@@ -400,10 +537,14 @@ int main(int argc, char **argv)
                "\"interval_ms\": %u, \"elapsed_seconds\": %.3f, "
                "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
-               "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f}\n",
+               "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f, "
+               "\"profile\": \"%s\", \"plugins\": %u, \"taint_violations\": %" PRIu64 ", "
+               "\"pods_per_cpu_second\": %.0f}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
                elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
-               b.process ? "process" : "inprocess", round_trip_us);
+               b.process ? "process" : "inprocess", round_trip_us,
+               b.minimal_profile ? "minimal" : "default", plugin_count, b.violations,
+               cpu_used_us > 0 ? (double)measured * 1e6 / (double)cpu_used_us : 0.0);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"
@@ -411,10 +552,13 @@ int main(int argc, char **argv)
                shape, b.nodes, b.existing, b.pods, measured, elapsed_us / 1e6, avg, p50, p99,
                bins_per_interval * 10, lat50, lat99, peak_rss_bytes() / 1048576.0);
     }
-    int rc = measured == b.pods ? 0 : 1;
-    if (rc != 0)
+    int rc = measured == b.pods && b.violations == 0 ? 0 : 1;
+    if (measured != b.pods)
         fprintf(stderr, "kcycle-bench: only %" PRIu64 " of %u pods were scheduled\n", measured,
                 b.pods);
+    if (b.violations > 0)
+        fprintf(stderr, "kcycle-bench: %" PRIu64 " pods bound to a node whose taint they do not "
+                        "tolerate\n", b.violations);
     free(rates);
     bench_free(&s, &b);
     return rc;

@@ -4,7 +4,8 @@
  *   reserve: ok | fail                   timeout_ms: Permit wait timeout
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
- *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all */
+ *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all
+ *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@ struct recorder {
     unsigned hold_until_nodes;
     char hold_label[64];
     unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
+    char restrict_nodes[256];
 };
 
 /* Test-only args reader: the value of "key": "value" or "key": number. */
@@ -73,6 +75,7 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "hold_until_nodes", timeout, sizeof(timeout), "0");
     r->hold_until_nodes = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "hold_label", r->hold_label, sizeof(r->hold_label), "");
+    arg(args, "restrict", r->restrict_nodes, sizeof(r->restrict_nodes), "");
     arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
     r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
     *self = r;
@@ -106,8 +109,19 @@ static kc_status group_of(void *self, const kc_pod *pod, kc_group_info *out)
 
 static kc_status pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
-    record(self, "PreFilter", pod);
-    return KC_SUCCESS;
+    struct recorder *r = self;
+    record(r, "PreFilter", pod);
+    if (r->restrict_nodes[0] == '\0')
+        return KC_SUCCESS;
+    char copy[sizeof(r->restrict_nodes)];
+    const char *names[32];
+    uint32_t count = 0;
+    snprintf(copy, sizeof(copy), "%s", r->restrict_nodes);
+    for (char *save = NULL, *p = strtok_r(copy, " ", &save); p != NULL && count < 32;
+         p = strtok_r(NULL, " ", &save))
+        names[count++] = p;
+    return kc_cycle_restrict_nodes(cycle, RECORDER_NAME, names, count) == 0 ? KC_SUCCESS
+                                                                            : KC_ERROR;
 }
 
 static kc_status filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)

@@ -223,11 +223,33 @@ static int node_has_label(const kc_node *node, const char *key, const char *valu
 
 static int host_pod_matches_node_affinity(const kc_pod *pod, const kc_node *node)
 {
+    if (pod->affinity_node_name_count >= 0) {
+        int named = 0;
+        for (int32_t i = 0; i < pod->affinity_node_name_count && !named; i++)
+            named = strcmp(pod->affinity_node_names[i], node->name) == 0;
+        if (!named)
+            return 0;
+    }
     for (uint32_t i = 0; i < pod->node_selector_count; i++) {
         if (!node_has_label(node, pod->node_selector[i].key, pod->node_selector[i].value))
             return 0;
     }
     return 1;
+}
+
+static int32_t host_pod_affinity_node_names(const kc_pod *pod, const char **names,
+                                            uint32_t capacity)
+{
+    for (int32_t i = 0; i < pod->affinity_node_name_count && (uint32_t)i < capacity; i++)
+        names[i] = pod->affinity_node_names[i];
+    return pod->affinity_node_name_count;
+}
+
+static uint32_t host_pod_node_constraints(const kc_pod *pod)
+{
+    return (pod->node_selector_count > 0 ? KC_POD_NODE_SELECTOR : 0) |
+           (pod->affinity_node_name_count >= 0 ? KC_POD_REQUIRED_NODE_AFFINITY : 0) |
+           (pod->preferred_count > 0 ? KC_POD_PREFERRED_NODE_AFFINITY : 0);
 }
 
 static int64_t host_pod_preferred_affinity_score(const kc_pod *pod, const kc_node *node)
@@ -347,6 +369,26 @@ static void host_cycle_reject(kc_cycle *cycle, const char *reason)
     fake_host.calls.cycle_reject++;
     if (cycle->reason_count < FAKE_MAX_REASONS)
         cycle->reasons[cycle->reason_count++] = copy_string(reason);
+}
+
+/* Keeps the names both this call and the earlier ones allow, as the runtime does. */
+static int host_cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,
+                                     uint32_t count)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < count && kept < FAKE_MAX_NODES; i++) {
+        int allowed = !cycle->restricted;
+        for (uint32_t j = 0; j < cycle->restricted_count && !allowed; j++)
+            allowed = strcmp(cycle->restricted_names[j], names[i]) == 0;
+        for (uint32_t j = 0; j < kept && allowed; j++)
+            allowed = strcmp(cycle->restricted_names[j], names[i]) != 0;
+        if (allowed)
+            cycle->restricted_names[kept++] = names[i];
+    }
+    cycle->restricted_count = kept;
+    cycle->restricted = 1;
+    snprintf(cycle->restrict_label, sizeof(cycle->restrict_label), "%s", label);
+    return 0;
 }
 
 static struct fake_cycle_entry *cycle_find(kc_cycle *cycle, const char *key)
@@ -555,6 +597,9 @@ static const kc_host_api api = {
     .cycle_group = host_cycle_group,
     .pod_host_port_count = host_pod_host_port_count,
     .pod_host_port_at = host_pod_host_port_at,
+    .pod_affinity_node_names = host_pod_affinity_node_names,
+    .pod_node_constraints = host_pod_node_constraints,
+    .cycle_restrict_nodes = host_cycle_restrict_nodes,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -582,6 +627,7 @@ void fake_pod_init(kc_pod *pod, const char *namespace_name, const char *name)
     pod->name = name;
     pod->uid = name;
     pod->scheduler_name = "kcycle";
+    pod->affinity_node_name_count = -1;
 }
 
 void fake_pod_set_request(kc_pod *pod, const char *resource, int64_t value)
@@ -670,4 +716,38 @@ uint32_t fake_cycle_reason_count(const kc_cycle *cycle, const char *reason)
     for (uint32_t i = 0; i < cycle->reason_count; i++)
         count += strcmp(cycle->reasons[i], reason) == 0;
     return count;
+}
+
+static void room_left(uint32_t used, uint32_t room, const char *what)
+{
+    if (used >= room) {
+        fprintf(stderr, "fake host: no room for another %s (%u)\n", what, room);
+        abort();
+    }
+}
+
+void fake_node_add_label(kc_node *node, const char *key, const char *value)
+{
+    room_left(node->label_count, FAKE_MAX_KV, "node label");
+    node->labels[node->label_count++] = (struct fake_kv){key, value};
+}
+
+void fake_node_add_taint(kc_node *node, const char *key, const char *value, kc_taint_effect effect)
+{
+    room_left(node->taint_count, FAKE_MAX_TAINTS, "taint");
+    node->taints[node->taint_count++] = (kc_taint){
+        .struct_size = sizeof(kc_taint), .effect = effect, .key = key,
+        .value = value != NULL ? value : ""};
+}
+
+void fake_pod_add_node_selector(kc_pod *pod, const char *key, const char *value)
+{
+    room_left(pod->node_selector_count, FAKE_MAX_KV, "nodeSelector pair");
+    pod->node_selector[pod->node_selector_count++] = (struct fake_kv){key, value};
+}
+
+void fake_pod_add_toleration(kc_pod *pod, struct fake_toleration toleration)
+{
+    room_left(pod->toleration_count, FAKE_MAX_TOLERATIONS, "toleration");
+    pod->tolerations[pod->toleration_count++] = toleration;
 }

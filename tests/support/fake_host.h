@@ -76,6 +76,11 @@ struct kc_pod {
     /* host ports (1.2): protocol and host_ip NULL read as "TCP" and "0.0.0.0" */
     kc_host_port host_ports[FAKE_MAX_HOST_PORTS];
     uint32_t host_port_count;
+    /* Required affinity by matchFields metadata.name In, already reduced to the distinct
+     * names (kc_pod_affinity_node_names); -1 (fake_pod_init's default): none. A node must be
+     * one of them to match the pod's affinity. */
+    const char *affinity_node_names[FAKE_MAX_KV];
+    int32_t affinity_node_name_count;
 };
 
 struct kc_node {
@@ -111,6 +116,12 @@ struct kc_cycle {
     /* kc_cycle_group: set in_group and group to make the cycle a group-cycle member */
     int in_group;
     kc_group_cycle group;
+    /* kc_cycle_restrict_nodes: restricted is set by the first call; the allowed names (the
+     * caller's pointers, intersected over calls) and the last label */
+    int restricted;
+    const char *restricted_names[FAKE_MAX_NODES];
+    uint32_t restricted_count;
+    char restrict_label[64];
 };
 
 struct kc_waiting_pod {
@@ -174,6 +185,13 @@ void fake_pod_add_host_port(kc_pod *pod, const char *host_ip, const char *protoc
 void fake_node_init(kc_node *node, const char *name);
 void fake_node_set_allocatable(kc_node *node, const char *resource, int64_t value);
 void fake_node_set_requested(kc_node *node, const char *resource, int64_t value);
+/* Append a label, a taint (key, value "" when NULL, effect) or a toleration; the strings are
+ * not copied and must outlive the object. Aborts the test when the fixed room is full. */
+void fake_node_add_label(kc_node *node, const char *key, const char *value);
+void fake_node_add_taint(kc_node *node, const char *key, const char *value, kc_taint_effect effect);
+void fake_pod_add_node_selector(kc_pod *pod, const char *key, const char *value);
+void fake_pod_add_toleration(kc_pod *pod, struct fake_toleration toleration);
+
 /* Register node so node_count/node_at/node_by_name see it; sets node->index. */
 void fake_host_add_node(kc_node *node);
 

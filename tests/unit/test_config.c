@@ -61,16 +61,22 @@ static void assert_load_error(const char *name, const char *text, const char *wh
     assert_zeroed(&cfg);
 }
 
-static void assert_default_plugin(const struct plugin_config *p, const char *name)
+static void assert_default_plugin_weighted(const struct plugin_config *p, const char *name,
+                                           int32_t weight)
 {
     assert_string_equal(p->name, name);
     assert_null(p->path);
-    assert_int_equal(p->weight, 1);
+    assert_int_equal(p->weight, weight);
     assert_int_equal(p->isolation, ISOLATION_INPROCESS);
     assert_null(p->host);
     assert_int_equal(p->failure_policy, FAILURE_FAIL);
     assert_true(p->required);
     assert_string_equal(p->args_json, "{}");
+}
+
+static void assert_default_plugin(const struct plugin_config *p, const char *name)
+{
+    assert_default_plugin_weighted(p, name, 1);
 }
 
 static void assert_default_values(const struct config *cfg)
@@ -92,11 +98,17 @@ static void assert_default_values(const struct config *cfg)
     assert_string_equal(cfg->bridge_address, "ipc:///tmp/kcycle-bridge.ipc");
     assert_true(cfg->refuse_unhandled_fields);
     assert_int_equal(cfg->ignored_unhandled_fields, 0);
-    assert_int_equal(cfg->plugin_count, 4);
-    assert_default_plugin(&cfg->plugins[0], "prioritysort");
-    assert_default_plugin(&cfg->plugins[1], "nodeports");
-    assert_default_plugin(&cfg->plugins[2], "noderesources");
-    assert_default_plugin(&cfg->plugins[3], "defaultbinder");
+    /* kube-scheduler's default profile order and weights */
+    static const struct {
+        const char *name;
+        int32_t weight;
+    } profile[] = {
+        {"prioritysort", 1},    {"nodeunschedulable", 1}, {"nodename", 1},      {"tainttoleration", 3},
+        {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},     {"defaultbinder", 1},
+    };
+    assert_int_equal(cfg->plugin_count, sizeof(profile) / sizeof(profile[0]));
+    for (size_t i = 0; i < sizeof(profile) / sizeof(profile[0]); i++)
+        assert_default_plugin_weighted(&cfg->plugins[i], profile[i].name, profile[i].weight);
 }
 
 /* ---- defaults ---- */
@@ -258,8 +270,11 @@ static void empty_plugin_list_replaces_the_defaults(void **state)
     assert_int_equal(load_text("none.yaml", "plugins: []\n", &cfg, &err), 0);
     assert_int_equal(cfg.plugin_count, 0);
     config_free(&cfg);
+    struct config defaults;
+    assert_int_equal(config_default(&defaults), 0);
     assert_int_equal(load_text("null.yaml", "plugins:\npluginDir: ~\n", &cfg, &err), 0);
-    assert_int_equal(cfg.plugin_count, 4); /* null is the same as absent */
+    assert_int_equal(cfg.plugin_count, defaults.plugin_count); /* null is the same as absent */
+    config_free(&defaults);
     assert_null(cfg.plugin_dir);
     config_free(&cfg);
 }

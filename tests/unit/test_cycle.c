@@ -287,6 +287,35 @@ static void test_filter_rejection_parks_until_node_added(void **state)
     harness_close(h);
 }
 
+/* kc_cycle_restrict_nodes (kube's PreFilterResult): two plugins' restrictions intersect,
+ * Filter runs only on what is left, and the nodes left out count under kube's reason naming
+ * both plugins. */
+static void test_prefilter_restrictions_intersect_and_name_their_plugins(void **state)
+{
+    struct harness *h = harness_open("\"restrict\": \"node-0 node-1 node-2\", \"filter\": "
+                                     "\"reject\"",
+                                     "\"restrict\": \"node-2 node-1 node-4 missing\"", 6);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "0/6 nodes are available: 2 node(s) rejected by recorder, "
+                                    "4 node(s) didn't satisfy plugin(s) [recorder recorder2].");
+    assert_string_equal(read_log(h), "recorder:PreEnqueue, recorder2:PreEnqueue, "
+                                     "recorder:PreFilter, recorder2:PreFilter, "
+                                     "recorder:Filter, recorder:Filter, "
+                                     "recorder:PostFilter, recorder2:PostFilter");
+    harness_close(h);
+
+    /* a restriction to one node places the pod there, and the next attempt starts afresh */
+    h = harness_open("\"restrict\": \"node-3\"", "\"filter\": \"accept\"", 6);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 1);
+    assert_string_equal(h->bound_node, "node-3");
+    harness_close(h);
+}
+
 static void test_parked_pod_still_in_backoff_goes_to_backoff_queue(void **state)
 {
     struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 1);
@@ -842,6 +871,7 @@ int main(void)
         cmocka_unit_test(test_permit_wait_then_allow_binds),
         cmocka_unit_test(test_permit_wait_times_out_and_unreserves),
         cmocka_unit_test(test_filter_rejection_parks_until_node_added),
+        cmocka_unit_test(test_prefilter_restrictions_intersect_and_name_their_plugins),
         cmocka_unit_test(test_parked_pod_still_in_backoff_goes_to_backoff_queue),
         cmocka_unit_test(test_unschedulable_pods_are_flushed_after_five_minutes),
         cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),

@@ -228,8 +228,9 @@ static void test_nonexistent_file_is_refused_naming_file(void **state)
 
 static void test_shipped_plugins_load_and_report_their_names(void **state)
 {
-    static const char *const names[] = {"prioritysort", "noderesources", "defaultbinder",
-                                        "nodeports"};
+    static const char *const names[] = {"prioritysort",    "noderesources",     "defaultbinder",
+                                        "nodeunschedulable", "nodename", "tainttoleration",
+                                        "nodeaffinity", "nodeports"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         char path[1024];
         snprintf(path, sizeof(path), "%s/%s/%s.so", KC_PLUGIN_BUILD_DIR, names[i], names[i]);

@@ -561,6 +561,67 @@ static void preferred_weights_add_up_for_matching_terms(void **state)
     node_free(node);
 }
 
+/* ---- node names of the required affinity (kube's NodeAffinity PreFilter) ----------------- */
+
+#define NAME_IN(n) "{key: metadata.name, operator: In, values: [" n "]}"
+
+struct affinity_names_case {
+    const char *spec;
+    int32_t count;       /* -1: no restriction by name */
+    const char *names;   /* the names in order, comma-separated */
+};
+
+static const struct affinity_names_case affinity_names_cases[] = {
+    {"{}", -1, ""},
+    {"{nodeSelector: {zone: a}}", -1, ""},
+    {REQUIRED("{matchExpressions: [{key: zone, operator: Exists}]}"), -1, ""},
+    {REQUIRED("{matchFields: [" NAME_IN("n1") "]}"), 1, "n1"},
+    /* ORed terms: the union */
+    {REQUIRED("{matchFields: [" NAME_IN("n1") "]}, {matchFields: [" NAME_IN("n2") "]}"), 2,
+     "n1,n2"},
+    /* one term without a name requirement opens every node */
+    {REQUIRED("{matchFields: [" NAME_IN("n1") "]}, {matchExpressions: [{key: a, operator: "
+              "Exists}]}"),
+     -1, ""},
+    /* ANDed requirements in one term: the intersection, here empty: a conflict */
+    {REQUIRED("{matchFields: [" NAME_IN("n1") ", " NAME_IN("n2") "]}"), 0, ""},
+    {REQUIRED("{matchFields: [" NAME_IN("n1") ", " NAME_IN("n1") "]}"), 1, "n1"},
+    /* the same name from two terms counts once */
+    {REQUIRED("{matchFields: [" NAME_IN("n1") "]}, {matchFields: [" NAME_IN("n1") "]}"), 1, "n1"},
+    /* NotIn does not narrow; it leaves the term restricted only by its In */
+    {REQUIRED("{matchFields: [" NAME_IN("n1") ", {key: metadata.name, operator: NotIn, "
+              "values: [n2]}]}"),
+     1, "n1"},
+    {REQUIRED("{matchFields: [{key: metadata.name, operator: NotIn, values: [n2]}]}"), -1, ""},
+    /* a label expression beside the name keeps the name list */
+    {REQUIRED("{matchExpressions: [{key: a, operator: Exists}], matchFields: [" NAME_IN("n3") "]}"),
+     1, "n3"},
+};
+
+static void affinity_node_names_follow_kube_prefilter(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(affinity_names_cases) / sizeof(affinity_names_cases[0]); i++) {
+        const struct affinity_names_case *c = &affinity_names_cases[i];
+        char yaml[1024];
+        snprintf(yaml, sizeof(yaml), "{metadata: {name: p}, spec: %s}", c->spec);
+        struct pod *pod = pod_yaml(yaml);
+        const char *names[4] = {0};
+        int32_t count = pod_affinity_node_names(pod, names, 4);
+        if (count != c->count)
+            fail_msg("case %zu (%s): %d names, want %d", i, c->spec, count, c->count);
+        char joined[128] = "";
+        for (int32_t k = 0; k < count && k < 4; k++)
+            snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
+                     k > 0 ? "," : "", names[k]);
+        if (strcmp(joined, c->names) != 0)
+            fail_msg("case %zu (%s): names \"%s\", want \"%s\"", i, c->spec, joined, c->names);
+        /* the count does not depend on the room given */
+        assert_int_equal(pod_affinity_node_names(pod, NULL, 0), c->count);
+        pod_free(pod);
+    }
+}
+
 /* ---- tolerations ------------------------------------------------------------------------- */
 
 struct toleration_case {
@@ -794,6 +855,7 @@ int main(void)
         cmocka_unit_test(bad_values_are_errors_with_position),
         cmocka_unit_test(node_affinity_truth_table),
         cmocka_unit_test(preferred_weights_add_up_for_matching_terms),
+        cmocka_unit_test(affinity_node_names_follow_kube_prefilter),
         cmocka_unit_test(toleration_truth_table),
         cmocka_unit_test(pod_tolerates_when_any_toleration_does),
         cmocka_unit_test(host_ports_of_containers_and_sidecars_with_defaults),

@@ -68,6 +68,16 @@ static inline int kc_cycle_group(kc_cycle *cycle, kc_group_cycle *out)
     return kc_host->cycle_group(cycle, out);
 }
 
+/* Added in 1.2: -38 (ENOSYS) on an older host, where the plugin's Filter must leave the
+ * other nodes out itself. */
+static inline int kc_cycle_restrict_nodes(kc_cycle *cycle, const char *label,
+                                          const char *const *names, uint32_t count)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_restrict_nodes))
+        return -38;
+    return kc_host->cycle_restrict_nodes(cycle, label, names, count);
+}
+
 static inline int kc_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     return kc_host->bind(cycle, pod, node);

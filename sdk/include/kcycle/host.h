@@ -53,6 +53,11 @@ typedef struct kc_host_port {
     const char *host_ip;    /* "0.0.0.0" (the default) binds every address of the node */
 } kc_host_port;
 
+/* Bits of kc_pod_node_constraints() (added in 1.2): what the pod's spec asks of its node. */
+#define KC_POD_NODE_SELECTOR 0x1u           /* spec.nodeSelector has a pair */
+#define KC_POD_REQUIRED_NODE_AFFINITY 0x2u  /* requiredDuringSchedulingIgnoredDuringExecution */
+#define KC_POD_PREFERRED_NODE_AFFINITY 0x4u /* preferredDuringSchedulingIgnoredDuringExecution */
+
 /* The host's function table, given to the plugin's init. Members are only ever appended:
  * before calling a member added after ABI 1.0, check KC_HOST_HAS(host, member). */
 typedef struct kc_host_api {
@@ -148,6 +153,23 @@ typedef struct kc_host_api {
      * NodePorts counts them. pod_host_port_at: 0, or -1 when index is out of range. */
     uint32_t (*pod_host_port_count)(const kc_pod *pod);
     int (*pod_host_port_at)(const kc_pod *pod, uint32_t index, kc_host_port *out);
+    /* Added in 1.2. The node names the pod's required node affinity admits through matchFields
+     * metadata.name In (what kube-scheduler's NodeAffinity PreFilter narrows to): per required
+     * term the names every such requirement allows, united over the terms. -1 when the
+     * affinity does not restrict by name (no required affinity, or one term without such a
+     * requirement); else the number of distinct names, 0 when the terms conflict. The first
+     * `capacity` names are stored in names; they live as long as the pod handle. */
+    int32_t (*pod_affinity_node_names)(const kc_pod *pod, const char **names, uint32_t capacity);
+    /* Added in 1.2. KC_POD_* bits: which node constraints the pod carries, so a plugin can
+     * skip a pod without any (kube's NodeAffinity PreFilter and PreScore do). */
+    uint32_t (*pod_node_constraints)(const kc_pod *pod);
+    /* Added in 1.2. PreFilter only: this attempt considers only the named nodes (kube's
+     * PreFilterResult); calls from several plugins intersect, unknown names are ignored. The
+     * nodes left out count as "node(s) didn't satisfy plugin(s) [<label>]" in the message,
+     * label being the caller's (kube's plugin name, e.g. "NodeAffinity"). 0, or -22 (EINVAL)
+     * from Filter or Score, -12 (ENOMEM). */
+    int (*cycle_restrict_nodes)(kc_cycle *cycle, const char *label, const char *const *names,
+                                uint32_t count);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

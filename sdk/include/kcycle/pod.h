@@ -131,4 +131,23 @@ static inline int kc_pod_host_port_at(const kc_pod *pod, uint32_t index, kc_host
     return kc_host->pod_host_port_at(pod, index, out);
 }
 
+/* Added in 1.2: -1 (no restriction by name) on an older host, where Filter still applies the
+ * whole affinity through kc_pod_matches_node_affinity(). */
+static inline int32_t kc_pod_affinity_node_names(const kc_pod *pod, const char **names,
+                                                 uint32_t capacity)
+{
+    if (!KC_HOST_HAS(kc_host, pod_affinity_node_names))
+        return -1;
+    return kc_host->pod_affinity_node_names(pod, names, capacity);
+}
+
+/* Added in 1.2: every bit on an older host, so a plugin never skips a pod it cannot see into. */
+static inline uint32_t kc_pod_node_constraints(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_node_constraints))
+        return KC_POD_NODE_SELECTOR | KC_POD_REQUIRED_NODE_AFFINITY |
+               KC_POD_PREFERRED_NODE_AFFINITY;
+    return kc_host->pod_node_constraints(pod);
+}
+
 #endif
