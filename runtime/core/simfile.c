@@ -105,7 +105,7 @@ struct pod_synth {
 static const char *const pod_keys[] = {
     "name",        "namespace",  "labels",          "annotations",   "priority", "requests",
     "limits",      "containers", "initContainers",  "overhead",      "nodeName", "nodeSelector",
-    "tolerations", "affinity",   "schedulingGates", "schedulerName", NULL,
+    "tolerations", "affinity",   "schedulingGates", "schedulerName", "volumes",  NULL,
 };
 
 static const char *const workload_keys[] = {
@@ -115,7 +115,8 @@ static const char *const workload_keys[] = {
     "overhead",      "nodeName",   "nodeSelector",
     "tolerations",   "affinity",   "schedulingGates",
     "schedulerName", "count",      "at",
-    "interval",      "gang",       NULL,
+    "interval",      "gang",       "volumes",
+    NULL,
 };
 
 /* requests/limits become one container named "main". */
@@ -146,7 +147,7 @@ static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
 {
     static const char *const copied[] = {
         "priority",        "nodeName",      "nodeSelector", "tolerations",    "affinity",
-        "schedulingGates", "schedulerName", "overhead",     "initContainers",
+        "schedulingGates", "schedulerName", "overhead",     "initContainers", "volumes",
     };
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
@@ -402,7 +403,7 @@ static int rename_pod(struct pod *pod, const struct tree *tree, int64_t i)
     free(pod->uid);
     pod->name = name;
     pod->uid = uid;
-    return 0;
+    return pod_finish_volumes(pod); /* ephemeral claims are named after the pod */
 }
 
 /* Build one pod from a Kubernetes-shaped tree: copy i of a counted entry (i < 0: uncounted). */

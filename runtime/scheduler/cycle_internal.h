@@ -36,6 +36,12 @@ void cycle_reject(kc_cycle *cycle, const char *reason);
 int cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
 void *cycle_get(kc_cycle *cycle, const char *key);
 int cycle_annotate(kc_cycle *cycle, const char *key, const char *value);
+/* Keep an object update for the binder (copies everything). 0, -EINVAL or -ENOMEM. */
+int cycle_write_object(kc_cycle *cycle, const char *kind, const char *namespace_name,
+                       const char *name, const char *merge_patch_json);
+/* Hand the cycle's object updates to the sink, in the order asked, before its bind: 0, or the
+ * first failure (the binding fails). Without a sink writer they stay on the cycle. */
+int cycle_flush_writes(struct kc_cycle *cycle);
 int waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin);
 int waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *message);
 

@@ -115,4 +115,20 @@ static inline int kc_pod_tolerates_taint(const kc_pod *pod, const kc_taint *tain
     return kc_host->pod_tolerates_taint(pod, taint);
 }
 
+/* Added in 1.2: 0 volumes on an older host. */
+static inline uint32_t kc_pod_volume_count(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_volume_count))
+        return 0;
+    return kc_host->pod_volume_count(pod);
+}
+
+/* Added in 1.2: -1 on an older host. */
+static inline int kc_pod_volume_at(const kc_pod *pod, uint32_t index, kc_volume *out)
+{
+    if (!KC_HOST_HAS(kc_host, pod_volume_at))
+        return -1;
+    return kc_host->pod_volume_at(pod, index, out);
+}
+
 #endif
