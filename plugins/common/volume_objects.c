@@ -407,3 +407,150 @@ bool vo_volume_bound_to_claim(const json_t *volume, const json_t *claim)
         return false;
     return uid == NULL || uid[0] == '\0' || (claim_uid != NULL && strcmp(uid, claim_uid) == 0);
 }
+
+/* ---- volumes of placed pods -------------------------------------------------------------- */
+
+int placed_volumes_init(struct placed_volumes *pv)
+{
+    pv->pods = json_object();
+    pv->nodes = json_object();
+    pv->claims = json_object();
+    if (pv->pods == NULL || pv->nodes == NULL || pv->claims == NULL) {
+        placed_volumes_fini(pv);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void placed_volumes_fini(struct placed_volumes *pv)
+{
+    json_decref(pv->pods);
+    json_decref(pv->nodes);
+    json_decref(pv->claims);
+    memset(pv, 0, sizeof(*pv));
+}
+
+static void claim_users_add(struct placed_volumes *pv, const char *key, json_int_t delta)
+{
+    json_int_t now = json_integer_value(json_object_get(pv->claims, key)) + delta;
+    if (now <= 0)
+        json_object_del(pv->claims, key);
+    else
+        json_object_set_new(pv->claims, key, json_integer(now));
+}
+
+static void forget_pod(struct placed_volumes *pv, const char *uid)
+{
+    json_t *record = json_object_get(pv->pods, uid);
+    if (record == NULL)
+        return;
+    const char *node = json_string_value(json_object_get(record, "node"));
+    const char *ns = json_string_value(json_object_get(record, "namespace"));
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(record, "volumes"), i, v)
+    {
+        const char *claim = json_string_value(json_object_get(v, "claim"));
+        char key[KEY_MAX];
+        if (claim != NULL)
+            claim_users_add(pv, object_key(ns, claim, key, sizeof(key)), -1);
+    }
+    json_t *on_node = node != NULL ? json_object_get(pv->nodes, node) : NULL;
+    if (on_node != NULL) {
+        json_object_del(on_node, uid);
+        if (json_object_size(on_node) == 0)
+            json_object_del(pv->nodes, node);
+    }
+    json_object_del(pv->pods, uid);
+}
+
+static json_t *volume_record(const kc_volume *v)
+{
+    json_t *r = json_pack("{s:i, s:b}", "source", (int)v->source, "read_only", v->read_only != 0);
+    if (r == NULL)
+        return NULL;
+    if (v->claim_name != NULL)
+        json_object_set_new(r, "claim", json_string(v->claim_name));
+    if (v->disk != NULL)
+        json_object_set_new(r, "disk", json_string(v->disk));
+    if (v->pool != NULL)
+        json_object_set_new(r, "pool", json_string(v->pool));
+    if (v->monitors != NULL)
+        json_object_set_new(r, "monitors", json_string(v->monitors));
+    return r;
+}
+
+static void place_pod(struct placed_volumes *pv, const kc_pod *pod, const char *node)
+{
+    const char *uid = kc_pod_uid(pod);
+    const char *ns = kc_pod_namespace(pod);
+    uint32_t count = kc_pod_volume_count(pod);
+    if (uid == NULL || node == NULL || count == 0)
+        return; /* a pod without volumes never matters here */
+    json_t *volumes = json_array();
+    for (uint32_t i = 0; volumes != NULL && i < count; i++) {
+        kc_volume v = {.struct_size = sizeof(v)};
+        if (kc_pod_volume_at(pod, i, &v) == 0 && v.source != KC_VOLUME_OTHER) {
+            json_array_append_new(volumes, volume_record(&v));
+            char key[KEY_MAX];
+            if (v.claim_name != NULL)
+                claim_users_add(pv, object_key(ns != NULL ? ns : "default", v.claim_name, key,
+                                               sizeof(key)),
+                                1);
+        }
+    }
+    json_t *record = json_pack("{s:s, s:s, s:o}", "node", node, "namespace",
+                               ns != NULL ? ns : "default", "volumes", volumes);
+    json_t *on_node = json_object_get(pv->nodes, node);
+    if (on_node == NULL) {
+        on_node = json_object();
+        json_object_set_new(pv->nodes, node, on_node);
+    }
+    json_object_set_new(pv->pods, uid, record);
+    json_object_set_new(on_node, uid, json_true());
+}
+
+void placed_volumes_event(struct placed_volumes *pv, const kc_event *ev)
+{
+    if (ev->pod == NULL || kc_pod_uid(ev->pod) == NULL)
+        return;
+    const char *uid = kc_pod_uid(ev->pod);
+    switch (ev->type) {
+    case KC_EVENT_POD_ADD:
+    case KC_EVENT_POD_UPDATE:
+        forget_pod(pv, uid);
+        place_pod(pv, ev->pod, kc_pod_node_name(ev->pod));
+        break;
+    case KC_EVENT_POD_ASSUME:
+        forget_pod(pv, uid);
+        place_pod(pv, ev->pod, ev->node != NULL ? kc_node_name(ev->node) : NULL);
+        break;
+    case KC_EVENT_POD_DELETE:
+    case KC_EVENT_POD_FORGET:
+        forget_pod(pv, uid);
+        break;
+    default:
+        break;
+    }
+}
+
+const json_t *placed_volumes_on(const struct placed_volumes *pv, const char *node)
+{
+    return node != NULL ? json_object_get(pv->nodes, node) : NULL;
+}
+
+const json_t *placed_volumes_pod(const struct placed_volumes *pv, const char *uid)
+{
+    return uid != NULL ? json_object_get(pv->pods, uid) : NULL;
+}
+
+uint32_t placed_volumes_claim_users(const struct placed_volumes *pv, const char *namespace_name,
+                                    const char *claim)
+{
+    char key[KEY_MAX];
+    if (claim == NULL)
+        return 0;
+    return (uint32_t)json_integer_value(json_object_get(
+        pv->claims, object_key(namespace_name != NULL ? namespace_name : "default", claim, key,
+                               sizeof(key))));
+}

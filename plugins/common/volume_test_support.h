@@ -17,7 +17,7 @@
 /* node-a: zone a; node-b: zone b; node-c: zone a, disk ssd. Each has its hostname label. */
 static kc_node vt_nodes[VT_NODES];
 
-static void vt_nodes_init(void)
+static inline void vt_nodes_init(void)
 {
     static const char *const names[VT_NODES] = {"node-a", "node-b", "node-c"};
     static const char *const zones[VT_NODES] = {"a", "b", "a"};
@@ -33,7 +33,7 @@ static void vt_nodes_init(void)
 }
 
 /* Deliver one object ('-quoted JSON) to the plugin as an event of type. */
-static void vt_object_event(const kc_plugin_ops *ops, void *self, kc_event_type type,
+static inline void vt_object_event(const kc_plugin_ops *ops, void *self, kc_event_type type,
                             const char *quoted)
 {
     char *json = strdup(quoted);
@@ -57,10 +57,37 @@ static void vt_object_event(const kc_plugin_ops *ops, void *self, kc_event_type 
     free(json);
 }
 
-static void vt_objects(const kc_plugin_ops *ops, void *self, const char *const *objects)
+static inline void vt_objects(const kc_plugin_ops *ops, void *self, const char *const *objects)
 {
     for (int i = 0; i < VT_MAX_OBJECTS && objects[i] != NULL; i++)
         vt_object_event(ops, self, KC_EVENT_OBJECT_ADD, objects[i]);
+}
+
+/* A pod already placed on a node, delivered as a pod event (POD_ADD with spec.nodeName). */
+struct vt_placed {
+    const char *name;
+    const char *node;
+    const char *namespace_name; /* NULL: default */
+    kc_volume volumes[3];       /* source 0 ends the list */
+};
+
+static kc_pod vt_placed_pods[4];
+
+static inline void vt_place(const kc_plugin_ops *ops, void *self, const struct vt_placed *placed)
+{
+    for (int i = 0; i < 4 && placed[i].name != NULL; i++) {
+        kc_pod *pod = &vt_placed_pods[i];
+        fake_pod_init(pod, placed[i].namespace_name != NULL ? placed[i].namespace_name : "default",
+                      placed[i].name);
+        pod->node_name = placed[i].node;
+        for (int k = 0; k < 3 && placed[i].volumes[k].source != KC_VOLUME_OTHER; k++) {
+            pod->volumes[k] = placed[i].volumes[k];
+            pod->volumes[k].struct_size = sizeof(kc_volume);
+            pod->volume_count = k + 1;
+        }
+        kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_ADD, .pod = pod};
+        ops->on_event(self, &ev);
+    }
 }
 
 /* Common objects. */
