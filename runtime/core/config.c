@@ -43,7 +43,16 @@ static const char *const leader_keys[] = {
 static const char *const bridge_keys[] = {"address", NULL};
 static const char *const isolation_names[] = {"inprocess", "process", NULL};
 static const char *const failure_policy_names[] = {"Fail", "Ignore", NULL};
-static const char *const default_plugins[] = {"prioritysort", "noderesources", "defaultbinder"};
+/* kube-scheduler's default profile, in its order (volumes after resource fit, as kube). */
+static const char *const default_plugins[] = {
+    "prioritysort",
+    "noderesources",
+    /* volumes */
+    "volumerestrictions",
+    "nodevolumelimits",
+    "volumebinding",
+    "defaultbinder",
+};
 
 /* ---- defaults and freeing ---- */
 
