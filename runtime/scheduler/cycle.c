@@ -110,7 +110,7 @@ struct kc_cycle *cycle_new(struct scheduler *s, struct sched_pod *sp)
     return cycle;
 }
 
-static void cycle_drop_writes(struct kc_cycle *cycle)
+void cycle_drop_writes(struct kc_cycle *cycle)
 {
     for (uint32_t i = 0; i < cycle->write_count; i++) {
         free(cycle->writes[i].kind);

@@ -24,9 +24,11 @@ def check(condition, message):
     print("FAIL: " + message)
 
 
-def simulate(path, tmp):
+def simulate(path, tmp, config=None):
     report = os.path.join(tmp, "report.json")
     extra = ["--plugin-dir", PLUGIN_DIR] if PLUGIN_DIR else []
+    if config is not None:
+        extra += ["--config", config]
     run = subprocess.run([SCHEDULER, "--simulate", path, "--report", report, *extra],
                          capture_output=True, text=True, timeout=60)
     check(run.returncode == 0, f"{os.path.basename(path)}: exit 0, stderr: {run.stderr[-2000:]}")
@@ -138,10 +140,40 @@ def attach_limits(tmp):
           f"the fourth pod gets kube's reason, got {refused}")
 
 
+ISOLATED = """
+plugins:
+  - {name: prioritysort}
+  - {name: noderesources}
+  - {name: volumerestrictions, isolation: process, host: volumes}
+  - {name: nodevolumelimits, isolation: process, host: volumes}
+  - {name: volumebinding, isolation: process, host: volumes}
+  - {name: defaultbinder}
+"""
+
+
+def isolated_same_result(tmp):
+    """The volume plugins in a plugin host: their PreBind writes come back to the scheduler's
+    binder, so the placements, messages and writes are those of the in-process run."""
+    example = os.path.join(SOURCE, "examples", "sim", "volumes.yaml")
+    inprocess = simulate(example, tmp)
+    config = os.path.join(tmp, "isolated.yaml")
+    with open(config, "w") as f:
+        f.write(ISOLATED)
+    isolated = simulate(example, tmp, config)
+    if inprocess is None or isolated is None:
+        return
+    check([(p["name"], p["node"], p["reason"]) for p in inprocess["pods"]] ==
+          [(p["name"], p["node"], p["reason"]) for p in isolated["pods"]],
+          f"same placements and reasons in a plugin host, got {isolated['pods']}")
+    check(isolated["summary"]["object_writes"] == inprocess["summary"]["object_writes"] == 3,
+          f"the host's writes reach the binder, got {isolated['summary']['object_writes']}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         volumes_example(tmp)
         attach_limits(tmp)
+        isolated_same_result(tmp)
     print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
     return 1 if FAILURES else 0
 
