@@ -68,6 +68,16 @@ RESOURCE_DEFS = [
     dict(group="topology.node.k8s.io", version="v1alpha2", plural="noderesourcetopologies",
          singular="noderesourcetopology", kind="NodeResourceTopology", namespaced=False,
          short=["node-res-topo"], builtin=False),
+    # storage: what the volume plugins read and volume binding writes
+    dict(group="", version="v1", plural="persistentvolumeclaims",
+         singular="persistentvolumeclaim", kind="PersistentVolumeClaim", namespaced=True,
+         short=["pvc"], subresources=["status"]),
+    dict(group="", version="v1", plural="persistentvolumes", singular="persistentvolume",
+         kind="PersistentVolume", namespaced=False, short=["pv"], subresources=["status"]),
+    dict(group="storage.k8s.io", version="v1", plural="storageclasses", singular="storageclass",
+         kind="StorageClass", namespaced=False, short=["sc"]),
+    dict(group="storage.k8s.io", version="v1", plural="csinodes", singular="csinode",
+         kind="CSINode", namespaced=False),
 ]
 
 # Strategic merge patch: list fields merged by a key instead of replaced (by field name; the
