@@ -640,6 +640,8 @@ def pod_message(pod):
 
 def scenario_volumes(fc, api, workdir):
     objects, pods = storage_objects(fc)
+    # every second claim or volume write is refused: that binding fails, the pod is retried
+    api.faults(volume_patch_conflict_every=2)
     bulk_create(api, objects + pods)
     r = Replica(api, workdir, "replica-v", leader_elect=False)  # the default profile
     r.start()
@@ -670,6 +672,20 @@ def scenario_volumes(fc, api, workdir):
               f"second ReadWriteOncePod user: {[pod_message(p) for p in loser]}")
         check(not any(by_name[f"cache-{i}"]["spec"]["nodeName"] == "node-0" for i in range(4)),
               "no fast-class pod on node-0 (CSINode count 0)")
+        # the refused writes: no Binding was sent for them, and each such pod bound later
+        stats = api.stats()
+        refused = stats["requests"].get("patch persistentvolumeclaims", 0) + \
+            stats["requests"].get("patch persistentvolumes", 0)
+        written = sum(1 for c in api.list_objects("persistentvolumeclaims")["items"]
+                      if "volume.kubernetes.io/selected-node" in
+                      (c["metadata"].get("annotations") or {}))
+        written += sum(1 for v in api.list_objects("persistentvolumes")["items"]
+                       if v["metadata"]["name"].startswith("local-") and v["spec"].get("claimRef"))
+        check(written == 7 and refused >= 2 * written - 1,
+              f"7 objects written ({written}) in {refused} patches: the refused ones retried")
+        attempts = collections.Counter((a["ns"], a["name"]) for a in stats["binding_attempts"])
+        check(all(n == 1 for n in attempts.values()),
+              f"one Binding per pod even when its writes were refused first: {attempts}")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
