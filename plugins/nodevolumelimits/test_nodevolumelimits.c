@@ -228,7 +228,7 @@ static void deleted_pod_frees_its_attachment(void **state)
     const char *const objects[] = {TWO_ATTACHED, VT_BOUND_CLAIM("data", "pv-n", "ReadWriteOnce"),
                                    CSI_PV("pv-n", "csi.example.com", "hn"), NULL};
     vt_objects(ops, self, objects);
-    const struct vt_placed placed[] = ON_A_TWO;
+    const struct vt_placed placed[4] = ON_A_TWO;
     vt_place(ops, self, placed);
     kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_DELETE,
                    .pod = &vt_placed_pods[1]};
