@@ -686,6 +686,17 @@ def scenario_volumes(fc, api, workdir):
         attempts = collections.Counter((a["ns"], a["name"]) for a in stats["binding_attempts"])
         check(all(n == 1 for n in attempts.values()),
               f"one Binding per pod even when its writes were refused first: {attempts}")
+        # the missing claim appears: the parked pod is tried again and provisioned for
+        api.bulk([{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                   "metadata": {"name": "nope", "namespace": "vol"},
+                   "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}}}}])
+        node = wait_until("the pod of the new claim bound", lambda: (api.get_object(
+            "pods", "missing", namespace="vol") or {}).get("spec", {}).get("nodeName"), 60, [r])
+        claim = api.get_object("persistentvolumeclaims", "nope", namespace="vol")
+        check(claim["metadata"].get("annotations", {}).get(
+            "volume.kubernetes.io/selected-node") == node,
+              f"the new claim is provisioned on {node}: {claim['metadata']}")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
