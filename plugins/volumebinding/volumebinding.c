@@ -336,10 +336,11 @@ static bool chosen_contains(const char *const *chosen, uint32_t count, const cha
     return false;
 }
 
-/* kube's FindMatchingVolume on the scheduler's path: a volume already promised to this claim
- * wins when it fits the node (else nothing does); otherwise the smallest Available volume of
- * the claim's class, big enough, with the claim's access modes, volume mode and selector, not
- * being deleted, not chosen for another claim of the pod, whose node affinity fits. */
+/* kube's FindMatchingVolume on the scheduler's path, over the volumes of the claim's class: a
+ * volume already promised to this claim wins when it fits the node (else nothing does);
+ * otherwise the smallest Available volume, big enough, with the claim's access modes, volume
+ * mode and selector, not being deleted, not chosen for another claim of the pod, whose node
+ * affinity fits. */
 static const char *find_matching_volume(struct volumebinding *vb, const json_t *claim,
                                         const kc_node *node, const char *const *chosen,
                                         uint32_t chosen_count)
@@ -355,6 +356,9 @@ static const char *find_matching_volume(struct volumebinding *vb, const json_t *
     json_object_foreach(vb->vo.volumes, name, volume)
     {
         bool own;
+        /* kube lists only the volumes of the claim's class: the cheap test first */
+        if (strcmp(vo_volume_class(volume), klass) != 0)
+            continue;
         if (chosen_contains(chosen, chosen_count, name) ||
             volume_taken_by_other(vb, name, volume, claim, &own))
             continue;
@@ -373,7 +377,7 @@ static const char *find_matching_volume(struct volumebinding *vb, const json_t *
         const char *phase = vo_string(volume, "status.phase");
         if (phase == NULL || strcmp(phase, "Available") != 0 || !vo_selector_matches(claim, volume))
             continue;
-        if (strcmp(vo_volume_class(volume), klass) != 0 || !fits)
+        if (!fits)
             continue;
         if ((vo_access_modes(volume) & modes) != modes)
             continue;
