@@ -205,6 +205,21 @@ bool vo_claim_delays_binding(const struct volume_objects *vo, const json_t *clai
     return mode != NULL && strcmp(mode, "WaitForFirstConsumer") == 0;
 }
 
+bool vo_claim_owned_by_pod(const json_t *claim, const kc_pod *pod)
+{
+    const char *uid = kc_pod_uid(pod);
+    size_t i;
+    json_t *ref;
+    json_array_foreach(path_get(claim, "metadata.ownerReferences"), i, ref)
+    {
+        const char *ref_uid = json_string_value(json_object_get(ref, "uid"));
+        if (json_is_true(json_object_get(ref, "controller")) && ref_uid != NULL && uid != NULL &&
+            strcmp(ref_uid, uid) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* ---- quantities -------------------------------------------------------------------------- */
 
 static int64_t scale_up(double value, double factor)

@@ -70,6 +70,10 @@ bool vo_claim_fully_bound(const json_t *claim);
 /* The claim's class has volumeBindingMode WaitForFirstConsumer (a missing class: no). */
 bool vo_claim_delays_binding(const struct volume_objects *vo, const json_t *claim);
 
+/* The claim of an ephemeral volume must be the pod's own: a controller owner reference with
+ * the pod's uid (kube's ephemeral.VolumeIsForPod). */
+bool vo_claim_owned_by_pod(const json_t *claim, const kc_pod *pod);
+
 /* A Kubernetes quantity in units, rounded up (storage sizes); -1 when it does not parse. */
 int64_t vo_quantity(const json_t *value);
 

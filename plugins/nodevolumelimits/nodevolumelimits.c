@@ -108,8 +108,8 @@ static const char *driver_of(struct nodevolumelimits *nvl, const json_t *claim, 
             return driver;
         }
     }
-    const char *class_name = vo_string(claim, "spec.storageClassName");
-    const json_t *klass = class_name != NULL ? vo_class(&nvl->vo, class_name) : NULL;
+    const char *class_name = vo_claim_class(claim);
+    const json_t *klass = class_name[0] != '\0' ? vo_class(&nvl->vo, class_name) : NULL;
     const char *provisioner = klass != NULL ? vo_string(klass, "provisioner") : NULL;
     if (provisioner == NULL || provisioner[0] == '\0')
         return NULL;
@@ -129,7 +129,8 @@ static void add_volume(struct nodevolumelimits *nvl, json_t *volumes, const char
         json_object_set_new(volumes, handle, json_string(driver));
 }
 
-/* The new pod's volumes; -1 with text when a claim is missing (the pod cannot run anywhere). */
+/* The new pod's volumes; -1 with text when a claim is missing (the pod cannot run anywhere),
+ * -2 with text when an ephemeral claim is not the pod's (an error, as kube reports it). */
 static int new_volumes(struct nodevolumelimits *nvl, const kc_pod *pod, json_t *volumes,
                        char *text, size_t size)
 {
@@ -139,10 +140,16 @@ static int new_volumes(struct nodevolumelimits *nvl, const kc_pod *pod, json_t *
         if (kc_pod_volume_at(pod, i, &v) < 0 || v.claim_name == NULL ||
             (v.source != KC_VOLUME_PVC && v.source != KC_VOLUME_EPHEMERAL))
             continue;
-        if (vo_claim(&nvl->vo, ns, v.claim_name) == NULL) {
+        const json_t *claim = vo_claim(&nvl->vo, ns, v.claim_name);
+        if (claim == NULL) {
             snprintf(text, size, "looking up PVC %s/%s: persistentvolumeclaim \"%s\" not found", ns,
                      v.claim_name, v.claim_name);
             return -1;
+        }
+        if (v.source == KC_VOLUME_EPHEMERAL && !vo_claim_owned_by_pod(claim, pod)) {
+            snprintf(text, size, "PVC %s/%s was not created for pod %s/%s (pod is not owner)", ns,
+                     v.claim_name, ns, kc_pod_name(pod));
+            return -2;
         }
         add_volume(nvl, volumes, ns, v.claim_name);
     }
@@ -225,9 +232,10 @@ static kc_status nvl_filter(void *self, kc_cycle *cycle, const kc_pod *pod, cons
     char text[TEXT_MAX];
     if (mine == NULL || attached == NULL)
         goto done;
-    if (new_volumes(nvl, pod, mine, text, sizeof(text)) < 0) {
+    int found = new_volumes(nvl, pod, mine, text, sizeof(text));
+    if (found < 0) {
         kc_cycle_reject(cycle, text);
-        st = KC_UNRESOLVABLE;
+        st = found == -1 ? KC_UNRESOLVABLE : KC_ERROR;
         goto done;
     }
     const json_t *csinode = vo_csinode(&nvl->vo, kc_node_name(node));

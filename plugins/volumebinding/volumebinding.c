@@ -157,23 +157,6 @@ static uint32_t vb_requeue_events(void *self)
 
 /* ---- PreFilter --------------------------------------------------------------------------- */
 
-/* The ephemeral claim must be the pod's own: a controller owner reference with its uid. */
-static bool owned_by_pod(const json_t *claim, const kc_pod *pod)
-{
-    const char *uid = kc_pod_uid(pod);
-    size_t i;
-    json_t *ref;
-    json_array_foreach(json_object_get(json_object_get(claim, "metadata"), "ownerReferences"), i,
-                       ref)
-    {
-        const char *ref_uid = json_string_value(json_object_get(ref, "uid"));
-        if (json_is_true(json_object_get(ref, "controller")) && ref_uid != NULL && uid != NULL &&
-            strcmp(ref_uid, uid) == 0)
-            return true;
-    }
-    return false;
-}
-
 /* kube's podHasPVCs: every claim exists, is not lost, not being deleted, and an ephemeral one
  * belongs to the pod. 1 when the pod has claims, 0 when none, -1 with why in text. */
 static int check_claims_exist(struct volumebinding *vb, const kc_pod *pod, char *text, size_t size)
@@ -209,7 +192,7 @@ static int check_claims_exist(struct volumebinding *vb, const kc_pod *pod, char 
             snprintf(text, size, "persistentvolumeclaim \"%s\" is being deleted", v.claim_name);
             return -1;
         }
-        if (v.source == KC_VOLUME_EPHEMERAL && !owned_by_pod(claim, pod)) {
+        if (v.source == KC_VOLUME_EPHEMERAL && !vo_claim_owned_by_pod(claim, pod)) {
             snprintf(text, size, "PVC %s/%s was not created for pod %s/%s (pod is not owner)", ns,
                      v.claim_name, ns, kc_pod_name(pod));
             return -1;
