@@ -14,7 +14,9 @@ int volume_objects_init(struct volume_objects *vo)
     vo->volumes = json_object();
     vo->classes = json_object();
     vo->csinodes = json_object();
-    if (vo->claims == NULL || vo->volumes == NULL || vo->classes == NULL || vo->csinodes == NULL) {
+    vo->volumes_by_class = json_object();
+    if (vo->claims == NULL || vo->volumes == NULL || vo->classes == NULL || vo->csinodes == NULL ||
+        vo->volumes_by_class == NULL) {
         volume_objects_fini(vo);
         return -ENOMEM;
     }
@@ -27,6 +29,7 @@ void volume_objects_fini(struct volume_objects *vo)
     json_decref(vo->volumes);
     json_decref(vo->classes);
     json_decref(vo->csinodes);
+    json_decref(vo->volumes_by_class);
     memset(vo, 0, sizeof(*vo));
 }
 
@@ -53,6 +56,29 @@ static const char *object_key(const char *namespace_name, const char *name, char
     return buf;
 }
 
+/* Keep volumes_by_class in step with the volume index: drop name from the class of its old
+ * version, add the new version (NULL on delete) under its class. */
+static void class_index_update(struct volume_objects *vo, const char *name, json_t *volume)
+{
+    json_t *old = json_object_get(vo->volumes, name);
+    if (old != NULL) {
+        const char *old_class = vo_volume_class(old);
+        json_t *bucket = json_object_get(vo->volumes_by_class, old_class);
+        json_object_del(bucket, name);
+        if (bucket != NULL && json_object_size(bucket) == 0)
+            json_object_del(vo->volumes_by_class, old_class);
+    }
+    if (volume == NULL)
+        return;
+    const char *klass = vo_volume_class(volume);
+    json_t *bucket = json_object_get(vo->volumes_by_class, klass);
+    if (bucket == NULL) {
+        bucket = json_object();
+        json_object_set_new(vo->volumes_by_class, klass, bucket);
+    }
+    json_object_set(bucket, name, volume);
+}
+
 int volume_objects_event(struct volume_objects *vo, const kc_event *ev)
 {
     if (ev->type != KC_EVENT_OBJECT_ADD && ev->type != KC_EVENT_OBJECT_UPDATE &&
@@ -66,6 +92,8 @@ int volume_objects_event(struct volume_objects *vo, const kc_event *ev)
     const char *key = object_key(index == vo->claims ? ev->object_namespace : NULL,
                                  ev->object_name, buf, sizeof(buf));
     if (ev->type == KC_EVENT_OBJECT_DELETE) {
+        if (index == vo->volumes)
+            class_index_update(vo, key, NULL);
         json_object_del(index, key);
         return 1;
     }
@@ -74,6 +102,8 @@ int volume_objects_event(struct volume_objects *vo, const kc_event *ev)
         json_decref(object);
         return 1; /* unreadable: keep what was known */
     }
+    if (index == vo->volumes)
+        class_index_update(vo, key, object);
     json_object_set_new(index, key, object);
     return 1;
 }
@@ -101,6 +131,11 @@ json_t *vo_class(const struct volume_objects *vo, const char *name)
 json_t *vo_csinode(const struct volume_objects *vo, const char *name)
 {
     return name != NULL ? json_object_get(vo->csinodes, name) : NULL;
+}
+
+json_t *vo_volumes_of_class(const struct volume_objects *vo, const char *class_name)
+{
+    return class_name != NULL ? json_object_get(vo->volumes_by_class, class_name) : NULL;
 }
 
 /* The value at a dotted path of object fields. */

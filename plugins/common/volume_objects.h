@@ -39,6 +39,7 @@ struct volume_objects {
     json_t *volumes;
     json_t *classes;
     json_t *csinodes;
+    json_t *volumes_by_class; /* class -> {volume name: volume}: kube lists volumes by class */
 };
 
 int volume_objects_init(struct volume_objects *vo);
@@ -51,6 +52,8 @@ json_t *vo_claim(const struct volume_objects *vo, const char *namespace_name, co
 json_t *vo_volume(const struct volume_objects *vo, const char *name);
 json_t *vo_class(const struct volume_objects *vo, const char *name);
 json_t *vo_csinode(const struct volume_objects *vo, const char *name);
+/* The volumes of a class as {name: volume}, or NULL when it has none. */
+json_t *vo_volumes_of_class(const struct volume_objects *vo, const char *class_name);
 
 /* Field helpers: NULL, "" or 0 when absent. */
 const char *vo_string(const json_t *object, const char *path); /* "spec.volumeName" */

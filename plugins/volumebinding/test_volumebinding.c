@@ -521,6 +521,29 @@ static void deleted_claim_is_missing_again(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* A volume whose class changes is looked up under its new class only; a deleted one is gone. */
+static void volume_class_change_and_delete_are_followed(void **state)
+{
+    (void)state;
+    const char *const objects[] = {VT_CLASS_LOCAL, VT_CLAIM("data", "local", "1Gi", "ReadWriteOnce"),
+                                   VT_VOLUME("pv-a", "other", "1Gi", "ReadWriteOnce", ""), NULL};
+    vt_objects(ops, self, objects);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "web-0");
+    fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNRESOLVABLE);
+    vt_object_event(ops, self, KC_EVENT_OBJECT_UPDATE,
+                    VT_VOLUME("pv-a", "local", "1Gi", "ReadWriteOnce", ""));
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_SUCCESS);
+    vt_object_event(ops, self, KC_EVENT_OBJECT_DELETE,
+                    VT_VOLUME("pv-a", "local", "1Gi", "ReadWriteOnce", ""));
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNRESOLVABLE);
+    fake_cycle_clear(&cycle);
+}
+
 static int group_teardown(void **state)
 {
     (void)state;
@@ -531,7 +554,7 @@ static int group_teardown(void **state)
 int main(void)
 {
     enum { COUNT = sizeof(cases) / sizeof(cases[0]) };
-    struct CMUnitTest tests[COUNT + 4];
+    struct CMUnitTest tests[COUNT + 5];
     for (int i = 0; i < COUNT; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, run_case, setup, teardown, (void *)&cases[i]};
     tests[COUNT] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
@@ -542,5 +565,7 @@ int main(void)
         failed_write_fails_pre_bind, setup, teardown);
     tests[COUNT + 3] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         deleted_claim_is_missing_again, setup, teardown);
-    return _cmocka_run_group_tests("volumebinding", tests, COUNT + 4, NULL, group_teardown);
+    tests[COUNT + 4] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+        volume_class_change_and_delete_are_followed, setup, teardown);
+    return _cmocka_run_group_tests("volumebinding", tests, COUNT + 5, NULL, group_teardown);
 }

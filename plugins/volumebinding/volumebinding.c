@@ -336,12 +336,9 @@ static const char *find_matching_volume(struct volumebinding *vb, const json_t *
     const char *claim_mode = vo_string(claim, "spec.volumeMode");
     const char *name;
     json_t *volume;
-    json_object_foreach(vb->vo.volumes, name, volume)
+    json_object_foreach(vo_volumes_of_class(&vb->vo, klass), name, volume)
     {
         bool own;
-        /* kube lists only the volumes of the claim's class: the cheap test first */
-        if (strcmp(vo_volume_class(volume), klass) != 0)
-            continue;
         if (chosen_contains(chosen, chosen_count, name) ||
             volume_taken_by_other(vb, name, volume, claim, &own))
             continue;
