@@ -54,7 +54,9 @@ static const struct {
     int32_t weight;
 } default_plugins[] = {
     {"prioritysort", 1},    {"nodeunschedulable", 1}, {"nodename", 1},      {"tainttoleration", 3},
-    {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},     {"defaultbinder", 1},
+    {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},
+    {"volumerestrictions", 1}, {"nodevolumelimits", 1}, {"volumebinding", 1},
+    {"defaultbinder", 1},
 };
 
 /* ---- defaults and freeing ---- */

@@ -229,6 +229,7 @@ void pod_free(struct pod *pod)
     res_list_free(&pod->overhead);
     res_list_free(&pod->request);
     host_ports_free(pod->host_ports, pod->host_port_count);
+    volumes_free(pod->volumes, pod->volume_count);
     free(pod);
 }
 
@@ -397,6 +398,8 @@ int pod_finish(struct pod *pod)
         rc = default_requests(pod->init_containers, pod->init_container_count);
     if (rc == 0)
         rc = compute_request(pod);
+    if (rc == 0)
+        rc = pod_finish_volumes(pod);
     return rc;
 }
 
@@ -1108,6 +1111,110 @@ static int read_host_ports(const struct tree *spec, struct pod *pod, struct kc_e
     return rc;
 }
 
+/* ---- volumes ----------------------------------------------------------------------------- */
+
+void volumes_free(struct volume *volumes, uint32_t count)
+{
+    for (uint32_t i = 0; volumes != NULL && i < count; i++) {
+        free(volumes[i].name);
+        free(volumes[i].claim_name);
+        free(volumes[i].disk);
+        free(volumes[i].pool);
+        free(volumes[i].monitors);
+    }
+    free(volumes);
+}
+
+int pod_finish_volumes(struct pod *pod)
+{
+    for (uint32_t i = 0; i < pod->volume_count; i++) {
+        struct volume *v = &pod->volumes[i];
+        if (v->source != KC_VOLUME_EPHEMERAL)
+            continue;
+        char *claim;
+        if (asprintf(&claim, "%s-%s", pod->name, v->name != NULL ? v->name : "") < 0)
+            return -ENOMEM;
+        free(v->claim_name);
+        v->claim_name = claim;
+    }
+    return 0;
+}
+
+/* RBD monitors as one comma-separated string: the conflict check compares them as sets. */
+static int read_monitors(const struct tree *source, struct volume *v, struct kc_error *err)
+{
+    const struct tree *list = field(source, "monitors");
+    if (list == NULL)
+        return 0;
+    int rc = expect(list, TREE_SEQ, "monitors", err);
+    size_t len = 1;
+    for (uint32_t i = 0; rc == 0 && i < list->count; i++) {
+        const char *s;
+        rc = tree_string(list->items[i], "monitors", &s, err);
+        len += strlen(s) + 1;
+    }
+    if (rc < 0)
+        return rc;
+    if ((v->monitors = calloc(1, len)) == NULL)
+        return no_memory(list, err, "monitors");
+    for (uint32_t i = 0; i < list->count; i++) {
+        if (i > 0)
+            strcat(v->monitors, ",");
+        strcat(v->monitors, list->items[i]->scalar);
+    }
+    return 0;
+}
+
+/* The volume sources a scheduling rule reads, with the field naming the disk in each. */
+static const struct {
+    const char *key;
+    kc_volume_source source;
+    const char *disk_key;
+} volume_kinds[] = {
+    {"persistentVolumeClaim", KC_VOLUME_PVC, NULL},
+    {"ephemeral", KC_VOLUME_EPHEMERAL, NULL},
+    {"gcePersistentDisk", KC_VOLUME_GCE_PD, "pdName"},
+    {"awsElasticBlockStore", KC_VOLUME_AWS_EBS, "volumeID"},
+    {"iscsi", KC_VOLUME_ISCSI, "iqn"},
+    {"rbd", KC_VOLUME_RBD, "image"},
+    {"csi", KC_VOLUME_CSI, "driver"},
+};
+
+static int read_volume(const struct tree *t, struct volume *v, struct kc_error *err)
+{
+    int rc = expect(t, TREE_MAP, "volumes", err);
+    if (rc == 0)
+        rc = read_string(t, "name", "name", &v->name, err);
+    v->source = KC_VOLUME_OTHER;
+    for (size_t k = 0; rc == 0 && k < sizeof(volume_kinds) / sizeof(volume_kinds[0]); k++) {
+        const struct tree *source = field(t, volume_kinds[k].key);
+        if (source == NULL)
+            continue;
+        if ((rc = expect(source, TREE_MAP, volume_kinds[k].key, err)) < 0)
+            return rc;
+        v->source = volume_kinds[k].source;
+        rc = read_bool(source, "readOnly", "readOnly", &v->read_only, err);
+        if (rc == 0 && v->source == KC_VOLUME_PVC) {
+            if (field(source, "claimName") == NULL)
+                return tree_error(source, err, -EINVAL, "persistentVolumeClaim",
+                                  "claimName is required");
+            rc = read_string(source, "claimName", "claimName", &v->claim_name, err);
+        }
+        if (rc == 0 && volume_kinds[k].disk_key != NULL)
+            rc = read_string(source, volume_kinds[k].disk_key, volume_kinds[k].disk_key, &v->disk,
+                             err);
+        if (rc == 0 && v->source == KC_VOLUME_RBD) {
+            rc = read_string(source, "pool", "pool", &v->pool, err);
+            if (rc == 0 && v->pool == NULL && (v->pool = strdup("rbd")) == NULL)
+                rc = no_memory(source, err, "pool");
+            if (rc == 0)
+                rc = read_monitors(source, v, err);
+        }
+        break;
+    }
+    return rc;
+}
+
 /* ---- fields kcycle may not handle -------------------------------------------------------- */
 
 /* A key present with a non-empty value (an empty list or map asks for nothing). */
@@ -1164,6 +1271,18 @@ static void read_pod_fields(const struct tree *spec, struct pod *pod)
         (present(resources, "requests") || present(resources, "limits")))
         pod->fields |= POD_FIELD_POD_RESOURCES;
     pod->fields |= volume_fields(spec);
+}
+
+static int read_volumes(const struct tree *spec, struct pod *pod, struct kc_error *err)
+{
+    const struct tree *list = field(spec, "volumes");
+    if (list == NULL)
+        return 0;
+    int rc = alloc_list(list, "volumes", sizeof(*pod->volumes), (void **)&pod->volumes,
+                        &pod->volume_count, err);
+    for (uint32_t i = 0; rc == 0 && i < pod->volume_count; i++)
+        rc = read_volume(list->items[i], &pod->volumes[i], err);
+    return rc;
 }
 
 /* ---- pods -------------------------------------------------------------------------------- */
@@ -1240,6 +1359,8 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
         rc = read_host_ports(spec, pod, err);
     if (rc == 0)
         read_pod_fields(spec, pod);
+    if (rc == 0)
+        rc = read_volumes(spec, pod, err);
     if (rc == 0 && pod->node_name != NULL && pod->node_name[0] == '\0') {
         free(pod->node_name);
         pod->node_name = NULL;

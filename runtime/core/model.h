@@ -125,6 +125,17 @@ enum pod_field {
     POD_FIELD_POD_RESOURCES = 1u << 14,      /* spec.resources (pod-level requests/limits) */
 };
 
+/* One entry of spec.volumes: what the volume plugins read (docs/simulation.md lists the kinds). */
+struct volume {
+    char *name;
+    kc_volume_source source;
+    char *claim_name; /* PVC claimName; ephemeral: "<pod>-<volume>" (set by pod_finish) */
+    bool read_only;
+    char *disk;     /* GCE pdName, AWS volumeID, iSCSI iqn, RBD image, CSI driver */
+    char *pool;     /* RBD pool, "rbd" by default */
+    char *monitors; /* RBD monitors, comma-separated */
+};
+
 enum pod_phase { POD_PENDING, POD_RUNNING, POD_SUCCEEDED, POD_FAILED, POD_UNKNOWN };
 
 struct pod {
@@ -160,6 +171,9 @@ struct pod {
     struct host_port *host_ports;
     uint32_t host_port_count;
     uint32_t fields;
+    /* spec.volumes */
+    struct volume *volumes;
+    uint32_t volume_count;
 };
 
 struct node {
@@ -190,6 +204,10 @@ void res_list_free(struct res_list *list);
 struct pod *pod_new(void);
 int pod_finish(struct pod *pod);
 void pod_free(struct pod *pod);
+/* Recompute what volumes derive from the pod's name (the claims of ephemeral volumes); called
+ * by pod_finish and after a rename. 0 or -ENOMEM. */
+int pod_finish_volumes(struct pod *pod);
+void volumes_free(struct volume *volumes, uint32_t count);
 struct node *node_new(void);
 void node_free(struct node *node);
 

@@ -401,6 +401,33 @@ static int encode_used_fields(struct proto_holder *h, const struct pod *pod, Kcy
     return 0;
 }
 
+static int encode_volumes(struct proto_holder *h, const struct pod *pod, Kcycle__V1__Pod *out)
+{
+    uint32_t count = pod->volume_count;
+    if (count == 0)
+        return 0;
+    Kcycle__V1__Volume **ptrs = arena_alloc(h, count, sizeof(*ptrs));
+    Kcycle__V1__Volume *items = arena_alloc(h, count, sizeof(*items));
+    if (ptrs == NULL || items == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < count; i++) {
+        const struct volume *v = &pod->volumes[i];
+        kcycle__v1__volume__init(&items[i]);
+        items[i].name = borrow(v->name);
+        items[i].source = (Kcycle__V1__VolumeSource)v->source;
+        /* an ephemeral volume's claim is derived from the pod's name on the other side */
+        items[i].claim_name = borrow(v->source == KC_VOLUME_PVC ? v->claim_name : NULL);
+        items[i].read_only = v->read_only;
+        items[i].disk = borrow(v->disk);
+        items[i].pool = borrow(v->pool);
+        items[i].monitors = borrow(v->monitors);
+        ptrs[i] = &items[i];
+    }
+    out->volumes = ptrs;
+    out->n_volumes = count;
+    return 0;
+}
+
 static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcycle__V1__Pod *msg)
 {
     msg->namespace_ = borrow(pod->namespace);
@@ -437,6 +464,8 @@ static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcyc
         rc = encode_host_ports(h, pod, msg);
     if (rc == 0)
         rc = encode_used_fields(h, pod, msg);
+    if (rc == 0)
+        rc = encode_volumes(h, pod, msg);
     return rc;
 }
 
@@ -1069,6 +1098,44 @@ static int decode_host_ports(const struct decoder *d, const Kcycle__V1__Pod *in,
     return rc;
 }
 
+static int decode_volume(const struct decoder *d, const char *path, const Kcycle__V1__Volume *in,
+                         struct volume *out)
+{
+    if ((int)in->source < KC_VOLUME_OTHER || (int)in->source > KC_VOLUME_CSI)
+        return decode_error(d, -EINVAL, path, "unknown volume source %d", (int)in->source);
+    out->source = (kc_volume_source)in->source;
+    out->read_only = in->read_only != 0;
+    int rc = copy_optional_string(d, path, in->name, &out->name);
+    if (rc == 0 && out->source == KC_VOLUME_PVC)
+        rc = copy_optional_string(d, path, in->claim_name, &out->claim_name);
+    if (rc == 0)
+        rc = copy_optional_string(d, path, in->disk, &out->disk);
+    if (rc == 0)
+        rc = copy_optional_string(d, path, in->pool, &out->pool);
+    if (rc == 0)
+        rc = copy_optional_string(d, path, in->monitors, &out->monitors);
+    return rc;
+}
+
+static int decode_volumes(const struct decoder *d, const Kcycle__V1__Pod *in, struct pod *pod)
+{
+    uint32_t count;
+    int rc = decode_count(d, "volumes", in->n_volumes, in->volumes, &count);
+    if (rc < 0 || count == 0)
+        return rc;
+    pod->volumes = calloc(count, sizeof(*pod->volumes));
+    if (pod->volumes == NULL)
+        return no_memory(d, "volumes");
+    pod->volume_count = count;
+    for (uint32_t i = 0; rc == 0 && i < count; i++) {
+        char path[PATH_SIZE];
+        if (in->volumes[i] == NULL)
+            return missing_entry(d, "", "volumes", i);
+        rc = decode_volume(d, path_join(path, "", "volumes", i), in->volumes[i], &pod->volumes[i]);
+    }
+    return rc;
+}
+
 static void decode_used_fields(const Kcycle__V1__Pod *in, struct pod *pod)
 {
     for (size_t i = 0; i < in->n_fields; i++)
@@ -1117,6 +1184,8 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
         rc = decode_host_ports(d, in, pod);
     if (rc == 0)
         decode_used_fields(in, pod);
+    if (rc == 0)
+        rc = decode_volumes(d, in, pod);
     return rc;
 }
 

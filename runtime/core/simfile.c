@@ -106,7 +106,7 @@ static const char *const pod_keys[] = {
     "name",        "namespace",  "labels",          "annotations",   "priority", "requests",
     "limits",      "containers", "initContainers",  "overhead",      "nodeName", "nodeSelector",
     "tolerations", "affinity",   "schedulingGates", "schedulerName", "ports",    "hostNetwork",
-    NULL,
+    "volumes",     NULL,
 };
 
 static const char *const workload_keys[] = {
@@ -117,7 +117,7 @@ static const char *const workload_keys[] = {
     "tolerations",   "affinity",   "schedulingGates",
     "schedulerName", "count",      "at",
     "interval",      "gang",       "ports",
-    "hostNetwork",   NULL,
+    "hostNetwork",   "volumes",    NULL,
 };
 
 /* requests/limits (and ports, the container's port list) become one container named "main". */
@@ -150,6 +150,7 @@ static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
     static const char *const copied[] = {
         "priority",        "nodeName",      "nodeSelector", "tolerations",    "affinity",
         "schedulingGates", "schedulerName", "overhead",     "initContainers", "hostNetwork",
+        "volumes",
     };
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
@@ -407,7 +408,7 @@ static int rename_pod(struct pod *pod, const struct tree *tree, int64_t i)
     free(pod->uid);
     pod->name = name;
     pod->uid = uid;
-    return 0;
+    return pod_finish_volumes(pod); /* ephemeral claims are named after the pod */
 }
 
 /* Build one pod from a Kubernetes-shaped tree: copy i of a counted entry (i < 0: uncounted). */

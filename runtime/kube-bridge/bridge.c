@@ -573,6 +573,7 @@ static void work_free(struct bridge_work *w)
     free(w->reason);
     free(w->message);
     free(w->annotations_json);
+    free(w->writes_json);
     free(w);
 }
 
@@ -629,6 +630,25 @@ static void bind_result(struct bridge *b, uint64_t id, const char *uid, int code
     free(buf);
 }
 
+/* The object writes that precede the binding of uid, as a JSON array (NULL when none). */
+static char *writes_for(const Kcycle__V1__ToBridge *m, const char *uid)
+{
+    json_t *writes = NULL;
+    for (size_t i = 0; i < m->n_object_writes; i++) {
+        const Kcycle__V1__ObjectWrite *in = m->object_writes[i];
+        if (strcmp(in->pod_uid, uid) != 0)
+            continue;
+        if (writes == NULL && (writes = json_array()) == NULL)
+            return NULL;
+        json_array_append_new(writes, json_pack("{s:s, s:s, s:s, s:s}", "kind", in->kind,
+                                                "namespace", in->namespace_, "name", in->name,
+                                                "patch", in->patch));
+    }
+    char *text = writes != NULL ? json_dumps(writes, JSON_COMPACT) : NULL;
+    json_decref(writes);
+    return text;
+}
+
 static void handle_command(struct bridge *b, nng_msg *msg)
 {
     Kcycle__V1__ToBridge *m =
@@ -663,6 +683,7 @@ static void handle_command(struct bridge *b, nng_msg *msg)
             w->node = strdup(in->node);
             w->annotations_json =
                 annotations != NULL ? json_dumps(annotations, JSON_COMPACT) : NULL;
+            w->writes_json = writes_for(m, in->uid);
         }
         json_decref(annotations);
         if (w == NULL || w->node == NULL || w->annotations_json == NULL) {
@@ -803,6 +824,69 @@ static void post_event(struct bridge *b, struct kube_client *client, const struc
     free(body);
 }
 
+/* The API path of an object kind the scheduler may write; 0 or -EINVAL for another kind. */
+static int object_path(const char *kind, const char *namespace_name, const char *name, char *out,
+                       size_t size)
+{
+    if (strcmp(kind, "PersistentVolumeClaim") == 0 && namespace_name[0] != '\0')
+        snprintf(out, size, "/api/v1/namespaces/%s/persistentvolumeclaims/%s", namespace_name,
+                 name);
+    else if (strcmp(kind, "PersistentVolume") == 0)
+        snprintf(out, size, "/api/v1/persistentvolumes/%s", name);
+    else
+        return -EINVAL;
+    return 0;
+}
+
+/* The writes a binding needs first (kube's binder: the volume's claimRef, the claim's
+ * selected-node), as merge patches, in order. A failure answers the binding with the write's
+ * status and message, and the Binding is not sent: the pod is retried. */
+static int write_objects(struct bridge *b, struct kube_client *client, struct bridge_work *w,
+                         long timeout)
+{
+    json_t *writes = json_loads(w->writes_json, 0, NULL);
+    size_t i;
+    json_t *write;
+    int result = 0;
+    json_array_foreach(writes, i, write)
+    {
+        const char *kind = json_string_value(json_object_get(write, "kind"));
+        const char *ns = json_string_value(json_object_get(write, "namespace"));
+        const char *name = json_string_value(json_object_get(write, "name"));
+        const char *patch = json_string_value(json_object_get(write, "patch"));
+        char path[768], text[640] = "", message[2400];
+        if (kind == NULL || name == NULL || patch == NULL ||
+            object_path(kind, ns != NULL ? ns : "", name, path, sizeof(path)) < 0) {
+            snprintf(message, sizeof(message), "the bridge cannot write %s %s",
+                     kind != NULL ? kind : "(no kind)", name != NULL ? name : "(no name)");
+            bind_result(b, w->id, w->uid, 0, message);
+            result = -EINVAL;
+            break;
+        }
+        struct kube_response res = {0};
+        struct kc_error err = {{0}};
+        int rc = kube_request(client, "PATCH", path, "application/merge-patch+json", patch,
+                              strlen(patch), timeout, &res, &err);
+        if (rc >= 0 && res.status < 300) {
+            atomic_fetch_add(&b->stats.object_writes, 1);
+            kube_response_free(&res);
+            continue;
+        }
+        if (rc >= 0)
+            kube_status_text(res.body, text, sizeof(text));
+        snprintf(message, sizeof(message), "writing %s %s%s%s before the binding: %s", kind,
+                 ns != NULL && ns[0] != '\0' ? ns : "", ns != NULL && ns[0] != '\0' ? "/" : "",
+                 name, rc < 0 ? err.message : text);
+        log_info("bridge: binding %s/%s: %s", w->namespace, w->name, message);
+        bind_result(b, w->id, w->uid, rc < 0 ? 0 : (int)res.status, message);
+        kube_response_free(&res);
+        result = rc < 0 ? rc : -EIO;
+        break;
+    }
+    json_decref(writes);
+    return result;
+}
+
 static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_work *w)
 {
     /* the request must end while the lease is ours: no binding lands after another replica
@@ -823,6 +907,11 @@ static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_
         bind_result(b, w->id, w->uid, claimed == -EEXIST ? 409 : 0,
                     claimed == -EEXIST ? "this bridge already bound the pod or is binding it"
                                        : "the bridge ran out of memory");
+        return;
+    }
+    if (w->writes_json != NULL && write_objects(b, client, w, timeout) < 0) {
+        binding_settle(b, w, false);
+        atomic_fetch_add(&b->stats.binding_failures, 1);
         return;
     }
     json_t *annotations = json_loads(w->annotations_json, 0, NULL);
@@ -1092,6 +1181,11 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
               false);
     add_watch(b, "NodeResourceTopology",
               "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies", NULL, 'o', false);
+    /* what the volume plugins read (volumebinding, volumerestrictions, nodevolumelimits) */
+    add_watch(b, "PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", NULL, 'o', false);
+    add_watch(b, "PersistentVolume", "/api/v1/persistentvolumes", NULL, 'o', false);
+    add_watch(b, "StorageClass", "/apis/storage.k8s.io/v1/storageclasses", NULL, 'o', false);
+    add_watch(b, "CSINode", "/apis/storage.k8s.io/v1/csinodes", NULL, 'o', false);
     if ((rc = nng_pair1_open(&b->sock)) != 0)
         return kc_error_set(err, -ENOMEM, "cannot open the scheduler socket: %s", nng_strerror(rc));
     b->sock_open = true;

@@ -68,6 +68,8 @@ struct bridge_group_seq {
     uint64_t seq;
     char key[]; /* "namespace/name" */
 };
+/* Lists and watches the bridge keeps: nodes, pods and the custom objects plugins read. */
+#define BRIDGE_MAX_WATCHES 16
 
 /* Work for the API writers. */
 struct bridge_work {
@@ -77,12 +79,15 @@ struct bridge_work {
     uint64_t seq;     /* group status: order of arrival, so an older one never lands last */
     char *namespace, *name, *uid, *node, *reason, *message;
     char *annotations_json; /* bindings: {"k":"v",...}; group status: the status object */
+    /* bindings: the object updates to write first, [{"kind","namespace","name","patch"}] */
+    char *writes_json;
     struct bridge_work *next;
 };
 
 struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
-        events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses;
+        events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses,
+        object_writes;
 };
 
 struct bridge {
@@ -95,7 +100,7 @@ struct bridge {
     /* everything below up to `cond` is guarded by lock */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct bridge_watch watches[5];
+    struct bridge_watch watches[BRIDGE_MAX_WATCHES];
     uint32_t watch_count;
     nng_msg **out; /* queued ToScheduler messages; the last one is still being filled */
     uint32_t out_count, out_capacity;

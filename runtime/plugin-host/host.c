@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cycle_internal.h"
 #include "evaluate.h"
 #include "log.h"
 #include "model.h"
@@ -803,6 +804,28 @@ static void fill_annotations(const struct kv_list *annotations, Kcycle__V1__Phas
     r->annotations = labels;
 }
 
+/* The object updates PreBind asked for travel back to the scheduler, whose binder writes them;
+ * taken from the cycle so a later call of the same binding does not send them twice. */
+static void fill_writes(struct kc_cycle *cycle, Kcycle__V1__PhaseReply *r, struct scratch *sc)
+{
+    if (cycle->write_count == 0)
+        return;
+    Kcycle__V1__ObjectWrite **writes = scratch_alloc(sc, cycle->write_count * sizeof(*writes));
+    for (uint32_t i = 0; writes != NULL && i < cycle->write_count; i++) {
+        Kcycle__V1__ObjectWrite *w = scratch_alloc(sc, sizeof(*w));
+        if (w == NULL)
+            break;
+        kcycle__v1__object_write__init(w);
+        w->kind = text_or_empty(sc, cycle->writes[i].kind);
+        w->namespace_ = text_or_empty(sc, cycle->writes[i].namespace);
+        w->name = text_or_empty(sc, cycle->writes[i].name);
+        w->patch = text_or_empty(sc, cycle->writes[i].patch);
+        writes[r->n_object_writes++] = w;
+    }
+    r->object_writes = writes;
+    cycle_drop_writes(cycle);
+}
+
 /* A phase call for a pod this host holds no cycle for: it restarted after the evaluation (the
  * snapshot brings the assumption, not the cycle), or the pod's attempt already ended here. Not a
  * protocol error, which would make the scheduler restart the host again: the pod's attempt fails
@@ -903,6 +926,7 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
         r->waiting = hello_bits(h, waiting);
         r->bind_requested = h->bind_requested;
         fill_annotations(&cycle->annotations, r, sc);
+        fill_writes(cycle, r, sc);
         reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
         reply->phase = r;
     }

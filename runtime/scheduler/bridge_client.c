@@ -101,7 +101,17 @@ static void clear_out(struct bridge_client *b)
         free(m->message);
         free(m);
     }
+    for (size_t i = 0; i < out->n_object_writes; i++) {
+        Kcycle__V1__ObjectWrite *m = out->object_writes[i];
+        free(m->kind);
+        free(m->namespace_);
+        free(m->name);
+        free(m->patch);
+        free(m->pod_uid);
+        free(m);
+    }
     out->n_bindings = out->n_unschedulable = out->n_scheduled = out->n_group_status = 0;
+    out->n_object_writes = 0;
     out->hello = false;
 }
 
@@ -223,6 +233,40 @@ static int sink_bind(void *ctx, const struct pod *pod, const char *node,
     b->out.bindings = b->bindings;
     b->out.bindings[b->out.n_bindings++] = m;
     return 1;
+}
+
+/* An object update goes in the same message as the binding that follows it (the scheduler
+ * hands it over right before that bind); the bridge writes it before the Binding. */
+static int sink_write_object(void *ctx, const struct pod *pod, const struct object_write *write)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected || !b->leader)
+        return -ENOTCONN;
+    if (!reserve_slot((void ***)&b->object_writes, &b->object_write_capacity,
+                      b->out.n_object_writes))
+        return -ENOMEM;
+    Kcycle__V1__ObjectWrite *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return -ENOMEM;
+    kcycle__v1__object_write__init(m);
+    m->kind = strdup(write->kind);
+    m->namespace_ = strdup(write->namespace != NULL ? write->namespace : "");
+    m->name = strdup(write->name);
+    m->patch = strdup(write->patch);
+    m->pod_uid = strdup(pod->uid);
+    if (m->kind == NULL || m->namespace_ == NULL || m->name == NULL || m->patch == NULL ||
+        m->pod_uid == NULL) {
+        free(m->kind);
+        free(m->namespace_);
+        free(m->name);
+        free(m->patch);
+        free(m->pod_uid);
+        free(m);
+        return -ENOMEM;
+    }
+    b->out.object_writes = b->object_writes;
+    b->out.object_writes[b->out.n_object_writes++] = m;
+    return 0;
 }
 
 static void sink_unschedulable(void *ctx, const struct pod *pod, const char *reason,
@@ -611,7 +655,8 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
                                   .bind = sink_bind,
                                   .unschedulable = sink_unschedulable,
                                   .bound = sink_bound,
-                                  .group_status = sink_group_status};
+                                  .group_status = sink_group_status,
+                                  .write_object = sink_write_object};
     b->cfg.private_copies = opt->watch_plugins;
     b->next_bind_id = random_u64() & 0xffffffff00000000ull;
     /* the scheduler's own clock (monotonic): timers do not jump with the wall clock */
@@ -702,6 +747,7 @@ void bridge_client_close(struct bridge_client *b)
     free(b->unschedulable);
     free(b->scheduled);
     free(b->group_status);
+    free(b->object_writes);
     seen_clear(b);
     if (b->sched_open)
         scheduler_close(&b->sched);

@@ -57,6 +57,8 @@ struct bridge_client {
     Kcycle__V1__Scheduled **scheduled;
     Kcycle__V1__GroupStatus **group_status;
     uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity, group_status_capacity;
+    Kcycle__V1__ObjectWrite **object_writes; /* each sent with its pod's binding */
+    uint32_t object_write_capacity;
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */

@@ -110,6 +110,60 @@ struct kc_cycle *cycle_new(struct scheduler *s, struct sched_pod *sp)
     return cycle;
 }
 
+void cycle_drop_writes(struct kc_cycle *cycle)
+{
+    for (uint32_t i = 0; i < cycle->write_count; i++) {
+        free(cycle->writes[i].kind);
+        free(cycle->writes[i].namespace);
+        free(cycle->writes[i].name);
+        free(cycle->writes[i].patch);
+    }
+    free(cycle->writes);
+    cycle->writes = NULL;
+    cycle->write_count = 0;
+}
+
+int cycle_write_object(kc_cycle *cycle, const char *kind, const char *namespace_name,
+                       const char *name, const char *merge_patch_json)
+{
+    if (cycle == NULL || kind == NULL || kind[0] == '\0' || name == NULL || name[0] == '\0' ||
+        merge_patch_json == NULL)
+        return -EINVAL;
+    struct object_write *grown =
+        realloc(cycle->writes, (cycle->write_count + 1) * sizeof(*cycle->writes));
+    if (grown == NULL)
+        return -ENOMEM;
+    cycle->writes = grown;
+    struct object_write *w = &grown[cycle->write_count];
+    w->kind = strdup(kind);
+    w->namespace = namespace_name != NULL && namespace_name[0] != '\0' ? strdup(namespace_name)
+                                                                       : NULL;
+    w->name = strdup(name);
+    w->patch = strdup(merge_patch_json);
+    if (w->kind == NULL || w->name == NULL || w->patch == NULL ||
+        (namespace_name != NULL && namespace_name[0] != '\0' && w->namespace == NULL)) {
+        free(w->kind);
+        free(w->namespace);
+        free(w->name);
+        free(w->patch);
+        return -ENOMEM;
+    }
+    cycle->write_count++;
+    return 0;
+}
+
+int cycle_flush_writes(struct kc_cycle *cycle)
+{
+    struct scheduler *s = cycle->sched;
+    if (cycle->write_count == 0 || s->sink.write_object == NULL)
+        return 0;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < cycle->write_count; i++)
+        rc = s->sink.write_object(s->sink.ctx, cycle->sp->pod, &cycle->writes[i]);
+    cycle_drop_writes(cycle);
+    return rc;
+}
+
 void cycle_free(struct kc_cycle *cycle)
 {
     if (cycle == NULL)
@@ -125,6 +179,7 @@ void cycle_free(struct kc_cycle *cycle)
     framework_unref(cycle->fw);
     cycle_restrict_clear(cycle);
     kv_list_free(&cycle->annotations);
+    cycle_drop_writes(cycle);
     free(cycle->node_name);
     free(cycle->message);
     free(cycle);

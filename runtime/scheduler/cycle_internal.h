@@ -41,6 +41,14 @@ int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *
                          uint32_t count);
 /* Forget the restriction (a new evaluation of the cycle's pod starts without one). */
 void cycle_restrict_clear(struct kc_cycle *cycle);
+/* Keep an object update for the binder (copies everything). 0, -EINVAL or -ENOMEM. */
+int cycle_write_object(kc_cycle *cycle, const char *kind, const char *namespace_name,
+                       const char *name, const char *merge_patch_json);
+/* Forget the cycle's object updates (a plugin host, once they are in its reply). */
+void cycle_drop_writes(struct kc_cycle *cycle);
+/* Hand the cycle's object updates to the sink, in the order asked, before its bind: 0, or the
+ * first failure (the binding fails). Without a sink writer they stay on the cycle. */
+int cycle_flush_writes(struct kc_cycle *cycle);
 int waiting_pod_allow(kc_waiting_pod *waiting, const char *plugin);
 int waiting_pod_reject(kc_waiting_pod *waiting, const char *plugin, const char *message);
 

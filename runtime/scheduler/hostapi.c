@@ -260,7 +260,10 @@ static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
     struct scheduler *s = cycle->sched;
     if (s->sink.bind == NULL)
         return -1;
-    int rc = s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
+    int rc = cycle_flush_writes(cycle);
+    if (rc < 0)
+        return rc;
+    rc = s->sink.bind(s->sink.ctx, POD(pod), NODE(node)->node->name, &cycle->annotations);
     if (rc == 1)
         cycle->bind_pending = true; /* the result comes later: the binding cycle waits */
     return rc > 0 ? 0 : rc;
@@ -302,6 +305,32 @@ static int pod_host_port_at(const kc_pod *p, uint32_t index, kc_host_port *out)
         .host_ip = hp->host_ip,
     };
     memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+    return 0;
+}
+
+static uint32_t pod_volume_count(const kc_pod *p)
+{
+    return POD(p)->volume_count;
+}
+
+static int pod_volume_at(const kc_pod *p, uint32_t index, kc_volume *out)
+{
+    const struct pod *pod = POD(p);
+    if (index >= pod->volume_count || out == NULL || out->struct_size < sizeof(uint32_t))
+        return -1;
+    const struct volume *v = &pod->volumes[index];
+    kc_volume full = {
+        .struct_size = out->struct_size,
+        .source = v->source,
+        .name = v->name,
+        .claim_name = v->claim_name,
+        .read_only = v->read_only,
+        .disk = v->disk,
+        .pool = v->pool,
+        .monitors = v->monitors,
+    };
+    size_t size = out->struct_size < sizeof(full) ? out->struct_size : sizeof(full);
+    memcpy(out, &full, size);
     return 0;
 }
 
@@ -368,4 +397,7 @@ void hostapi_fill(kc_host_api *api)
     api->pod_affinity_node_names = pod_affinity_names;
     api->pod_node_constraints = pod_node_constraints;
     api->cycle_restrict_nodes = cycle_restrict_nodes;
+    api->pod_volume_count = pod_volume_count;
+    api->pod_volume_at = pod_volume_at;
+    api->cycle_write_object = cycle_write_object;
 }

@@ -216,6 +216,18 @@ void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w,
 }
 
 /* Allows and rejections that plugins in a host gave while serving the request. */
+/* The object updates a host's PreBind asked for, kept on the cycle for this process's binder. */
+static int take_writes(struct kc_cycle *cycle, const Kcycle__V1__PhaseReply *pr)
+{
+    for (size_t i = 0; i < pr->n_object_writes; i++) {
+        const Kcycle__V1__ObjectWrite *w = pr->object_writes[i];
+        int rc = cycle_write_object(cycle, w->kind, w->namespace_, w->name, w->patch);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 static void apply_waiting_actions(struct scheduler *s, const Kcycle__V1__Reply *reply)
 {
     for (size_t i = 0; i < reply->n_waiting_actions; i++) {
@@ -1304,6 +1316,10 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
                 cycle_fail(cycle, pr->message);
             kcycle__v1__reply__free_unpacked(reply, NULL);
             return st;
+        } else if (phase == PHASE_PRE_BIND && take_writes(cycle, pr) < 0) {
+            cycle_fail(cycle, "out of memory");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            return KC_ERROR;
         } else if (phase == PHASE_BIND) {
             for (size_t i = 0; i < pr->n_annotations; i++)
                 kv_list_set(&cycle->annotations, pr->annotations[i]->key,
@@ -1464,6 +1480,8 @@ static void bind_batch(struct scheduler *s, const struct framework *fw, struct k
             if (res->status == KC_SUCCESS)
                 continue; /* an earlier host bound it */
             *res = (struct remote_binding){KC_SUCCESS, plugin, pr->bind_requested};
+            if (take_writes(cycles[i], pr) < 0)
+                *res = (struct remote_binding){KC_ERROR, plugin, false};
             for (size_t l = 0; l < pr->n_annotations; l++)
                 kv_list_set(&cycles[i]->annotations, pr->annotations[l]->key,
                             pr->annotations[l]->value);

@@ -281,6 +281,24 @@ static json_t *groups_json(const struct simulator *sim)
     return groups;
 }
 
+/* The storage objects as they stand at the end (claims, volumes, classes), with the writes and
+ * provisioning of the run applied. */
+static json_t *objects_json(const struct simulator *sim)
+{
+    static const char *const kinds[] = {"PersistentVolumeClaim", "PersistentVolume",
+                                        "StorageClass"};
+    json_t *objects = json_array();
+    for (uint32_t i = 0; objects != NULL && i < sim->spec.object_count; i++) {
+        const struct sim_object *o = &sim->spec.objects[i];
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+            json_t *value = strcmp(o->kind, kinds[k]) == 0 ? json_loads(o->json, 0, NULL) : NULL;
+            if (value != NULL)
+                json_array_append_new(objects, value);
+        }
+    }
+    return objects;
+}
+
 static json_t *summary_json(const struct simulator *sim)
 {
     const struct scheduler_stats *st = &sim->sched.stats;
@@ -317,8 +335,12 @@ int report_write_json(const struct simulator *sim, const char *path, struct kc_e
                         json_integer((json_int_t)s->reload_failures));
     json_object_set_new(summary, "wall_start_unix_ms",
                         json_integer((json_int_t)sim->wall_start_unix_ms));
-    json_t *root = json_pack("{s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
-                             nodes_json(sim), "podGroups", groups_json(sim), "summary", summary);
+    json_object_set_new(summary, "object_writes", json_integer((json_int_t)sim->storage.writes));
+    json_object_set_new(summary, "volumes_provisioned",
+                        json_integer((json_int_t)sim->storage.provisioned));
+    json_t *root = json_pack("{s:o, s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
+                             nodes_json(sim), "podGroups", groups_json(sim), "objects",
+                             objects_json(sim), "summary", summary);
     if (root == NULL)
         return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

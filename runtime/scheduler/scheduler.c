@@ -1396,7 +1396,9 @@ static bool sink_bind(struct scheduler *s, struct kc_cycle *cycle)
 {
     if (s->sink.bind == NULL)
         return false;
-    int rc = s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations);
+    int rc = cycle_flush_writes(cycle);
+    if (rc == 0)
+        rc = s->sink.bind(s->sink.ctx, cycle->sp->pod, cycle->node_name, &cycle->annotations);
     if (rc == 1)
         cycle->bind_pending = true;
     return rc >= 0;

@@ -24,6 +24,15 @@
 
 struct scheduler;
 
+/* An object update a plugin asked for from PreBind (kc_cycle_write_object): a JSON merge patch
+ * of kind namespace/name (namespace NULL when cluster-scoped), written before the Binding. */
+struct object_write {
+    char *kind;
+    char *namespace;
+    char *name;
+    char *patch;
+};
+
 /* Where decisions go: the simulator records them, the bridge sends them to the API server. */
 struct scheduler_sink {
     void *ctx;
@@ -44,6 +53,11 @@ struct scheduler_sink {
      * running ones; message: why the group is not placed, or NULL. Optional. */
     void (*group_status)(void *ctx, const char *namespace_name, const char *name, const char *phase,
                          uint32_t scheduled, uint32_t running, const char *message);
+    /* An object update of pod's binding cycle, handed over right before the pod's bind: the
+     * binder writes it before the Binding, and a failed write fails that binding (the result
+     * of bind says so). 0: taken; negative: the binding fails now. NULL: the binder cannot
+     * write; the writes stay on the cycle (a plugin host returns them to the scheduler). */
+    int (*write_object)(void *ctx, const struct pod *pod, const struct object_write *write);
 };
 
 /* The scheduler clock; the simulator supplies a virtual one. */
@@ -90,6 +104,9 @@ struct kc_cycle {
     uint32_t *restricted_nodes, restricted_count;
     char restrict_label[160];
     uint32_t *narrowed;
+    /* object updates asked for in PreBind, handed to the sink before the bind */
+    struct object_write *writes;
+    uint32_t write_count;
 };
 
 struct kc_waiting_pod {

@@ -52,6 +52,11 @@ static void count_bound_now(struct simulator *sim)
         sim->seconds = second + 1;
 }
 
+static int sim_write_object(void *ctx, const struct pod *pod, const struct object_write *write)
+{
+    return sim_storage_write(ctx, pod, write);
+}
+
 static int sim_bind(void *ctx, const struct pod *pod, const char *node,
                     const struct kv_list *annotations)
 {
@@ -221,8 +226,11 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
         memset(&sim->spec.config, 0, sizeof(sim->spec.config));
         sim->spec.has_config = false;
     }
-    struct scheduler_sink sink = {
-        .ctx = sim, .bind = sim_bind, .bound = sim_bound, .group_status = sim_group_status};
+    struct scheduler_sink sink = {.ctx = sim,
+                                  .bind = sim_bind,
+                                  .bound = sim_bound,
+                                  .group_status = sim_group_status,
+                                  .write_object = sim_write_object};
     struct scheduler_clock clock = {sim, sim_now};
     sim->cfg.private_copies = opt->watch_plugins;
     rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
@@ -307,7 +315,8 @@ int simulator_run(struct simulator *sim, bool progress)
             generation_record(sim, s->fw);
         deliver_arrivals(sim);
         scheduler_tick(s);
-        if (scheduler_schedule_one(s) > 0 || scheduler_busy(s)) {
+        sim_storage_flush(sim); /* what the binding cycles wrote, before the next attempt */
+        if (scheduler_schedule_one(s) > 0 || scheduler_busy(s) || sim->storage.pending_count > 0) {
             if (progress)
                 report_progress(sim, &last_progress);
             continue;
@@ -338,6 +347,7 @@ int simulator_run(struct simulator *sim, bool progress)
 void simulator_close(struct simulator *sim)
 {
     scheduler_close(&sim->sched);
+    sim_storage_free(&sim->storage);
     reloader_close(&sim->reload);
     for (uint32_t i = 0; i < sim->generation_count; i++) {
         for (uint32_t k = 0; k < sim->generations[i].plugin_count; k++) {

@@ -43,6 +43,24 @@ struct sim_group_record {
     uint32_t reports;
 };
 
+/* An object event the simulated cluster delivers after the current step (sim_storage.c). */
+struct sim_storage_event {
+    kc_event_type type;
+    char *kind;
+    char *namespace; /* NULL: cluster-scoped */
+    char *name;
+    char *json;
+};
+
+/* Object writes of binding cycles and what the cluster's controllers do next. */
+struct sim_storage {
+    struct sim_storage_event *pending;
+    uint32_t pending_count, pending_capacity;
+    uint64_t resource_version; /* the last one handed out */
+    uint64_t writes;           /* writes applied */
+    uint64_t provisioned;      /* volumes the simulated provisioner made */
+};
+
 struct sim_options {
     const char *sim_path;
     const char *config_path; /* overrides the file's config section */
@@ -76,6 +94,7 @@ struct simulator {
     struct sim_generation *generations;
     uint32_t generation_count, generation_capacity;
     int64_t wall_start_unix_ms;
+    struct sim_storage storage;
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */
@@ -83,6 +102,13 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
 /* Run the workload to the end: every pod bound or parked with a reason. */
 int simulator_run(struct simulator *sim, bool progress);
 void simulator_close(struct simulator *sim);
+
+/* Object writes (sim_storage.c): apply one (the sink's write_object), deliver the resulting
+ * events between steps, free what is left. */
+int sim_storage_write(struct simulator *sim, const struct pod *pod,
+                      const struct object_write *write);
+void sim_storage_flush(struct simulator *sim);
+void sim_storage_free(struct sim_storage *st);
 
 /* Output (report.c). */
 void report_print_table(const struct simulator *sim, FILE *out);

@@ -68,6 +68,16 @@ RESOURCE_DEFS = [
     dict(group="topology.node.k8s.io", version="v1alpha2", plural="noderesourcetopologies",
          singular="noderesourcetopology", kind="NodeResourceTopology", namespaced=False,
          short=["node-res-topo"], builtin=False),
+    # storage: what the volume plugins read and volume binding writes
+    dict(group="", version="v1", plural="persistentvolumeclaims",
+         singular="persistentvolumeclaim", kind="PersistentVolumeClaim", namespaced=True,
+         short=["pvc"], subresources=["status"]),
+    dict(group="", version="v1", plural="persistentvolumes", singular="persistentvolume",
+         kind="PersistentVolume", namespaced=False, short=["pv"], subresources=["status"]),
+    dict(group="storage.k8s.io", version="v1", plural="storageclasses", singular="storageclass",
+         kind="StorageClass", namespaced=False, short=["sc"]),
+    dict(group="storage.k8s.io", version="v1", plural="csinodes", singular="csinode",
+         kind="CSINode", namespaced=False),
 ]
 
 # Strategic merge patch: list fields merged by a key instead of replaced (by field name; the
@@ -84,6 +94,7 @@ MERGE_KEYS = {
 DEFAULT_FAULTS = {
     "watch_cut_after_s": None, "bind_conflict_every": 0, "bind_unavailable_every": 0,
     "slow_ms": 0, "split_chunks": False, "bookmark_interval_s": None,
+    "volume_patch_conflict_every": 0,
 }
 
 JSON_SEPARATORS = (",", ":")
@@ -1204,6 +1215,7 @@ class Handler(BaseHTTPRequestHandler):
                 old = res.objects.get(key)
                 if old is None:
                     raise not_found(res, name)
+                self.volume_patch_fault(store, res, name, sub)
                 patched = apply(old)
                 if not isinstance(patched, dict):
                     raise bad_request("the patch did not produce an object")
@@ -1218,6 +1230,16 @@ class Handler(BaseHTTPRequestHandler):
                 with store.lock:
                     self.record_status_patch(res, namespace, name, "patch", body, err.code)
             raise
+
+    def volume_patch_fault(self, store, res, name, sub):
+        """Fault volume_patch_conflict_every: every Nth patch of a claim or volume is a 409, as
+        when another writer changed it first (caller holds the lock)."""
+        every = store.faults["volume_patch_conflict_every"]
+        if not every or sub or res.path not in ("persistentvolumeclaims", "persistentvolumes"):
+            return
+        store.volume_patches = getattr(store, "volume_patches", 0) + 1
+        if store.volume_patches % every == 0:
+            raise modified_conflict(res, name)
 
     def delete(self, res, namespace, name, raw):
         store = self.server.store

@@ -38,6 +38,10 @@ KINDS = {
     "PodGroup": ("scheduling.x-k8s.io/v1alpha1", "podgroups", True),
     "CapacityQueue": ("scheduling.kcycle.io/v1alpha1", "capacityqueues", False),
     "NodeResourceTopology": ("topology.node.k8s.io/v1alpha2", "noderesourcetopologies", False),
+    "PersistentVolumeClaim": ("v1", "persistentvolumeclaims", True),
+    "PersistentVolume": ("v1", "persistentvolumes", False),
+    "StorageClass": ("storage.k8s.io/v1", "storageclasses", False),
+    "CSINode": ("storage.k8s.io/v1", "csinodes", False),
 }
 PLURALS = {plural: (api_version, plural, namespaced)
            for api_version, plural, namespaced in KINDS.values()}

@@ -21,6 +21,11 @@ Scenarios (one per meson test, so they run apart):
           preferred node affinity and tolerations; an independent checker written from
           Kubernetes' documented rules says where each pod may go and what a refused pod must
           be told (kube-scheduler's aggregated message), and every placement is checked.
+  volumes pods with claims under the default profile: an independent checker (kube's rules
+          restated here) finds no kcycle pod on a node its volumes refuse, every claim update
+          (PV claimRef, PVC selected-node) written before its pod's Binding, missing and
+          unbound Immediate claims refused with kube's messages, one user per
+          ReadWriteOncePod claim, CSI attach limits from CSINode kept.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
@@ -905,11 +910,214 @@ def scenario_ports(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
+# ---- volumes ----------------------------------------------------------------------------------
+
+def storage_objects(fc):
+    """Six nodes in zones a (0-2) and b (3-5); classes local (no provisioner), fast (a CSI
+    provisioner) and standard (Immediate); local volumes on node-1 and node-3; a bound volume
+    in zone b; node-0's CSINode allows no volume of the fast driver."""
+    nodes = [fc.node(f"node-{i}", labels={"topology.kubernetes.io/zone": "a" if i < 3 else "b"})
+             for i in range(6)]
+
+    def klass(name, provisioner, mode):
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                "metadata": {"name": name}, "provisioner": provisioner,
+                "volumeBindingMode": mode}
+
+    def claim(name, class_name, mode="ReadWriteOnce", size="1Gi", **spec):
+        return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": "vol"},
+                "spec": {"storageClassName": class_name, "accessModes": [mode],
+                         "resources": {"requests": {"storage": size}}, **spec}}
+
+    def affinity(key, values):
+        return {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": key, "operator": "In", "values": values}]}]}}
+
+    def volume(name, class_name, size, node_affinity, **spec):
+        return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+                "spec": {"storageClassName": class_name, "capacity": {"storage": size},
+                         "accessModes": ["ReadWriteOnce"], "nodeAffinity": node_affinity,
+                         **spec},
+                "status": {"phase": "Available"}}
+
+    bound = claim("zoned", "local")
+    bound["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    bound["spec"]["volumeName"] = "pv-zone-b"
+    items = nodes + [
+        klass("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer"),
+        klass("fast", "csi.example.com", "WaitForFirstConsumer"),
+        klass("standard", "csi.example.com", "Immediate"),
+        volume("local-1", "local", "10Gi", affinity("kubernetes.io/hostname", ["node-1"])),
+        volume("local-3", "local", "20Gi", affinity("kubernetes.io/hostname", ["node-3"])),
+        volume("pv-zone-b", "local", "1Gi", affinity("topology.kubernetes.io/zone", ["b"]),
+               claimRef={"namespace": "vol", "name": "zoned"}),
+        claim("db-a", "local", size="5Gi"), claim("db-b", "local", size="5Gi"),
+        claim("waiting", "standard"), claim("solo", "fast", mode="ReadWriteOncePod"), bound,
+        {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "node-0"},
+         "spec": {"drivers": [{"name": "csi.example.com", "nodeID": "node-0",
+                               "allocatable": {"count": 0}}]}},
+    ] + [claim(f"cache-{i}", "fast") for i in range(4)]
+
+    def pod(name, claim_name):
+        return fc.pod(name, namespace="vol", scheduler="kcycle", cpu="100m", memory="100Mi",
+                      volumes=[{"name": "data",
+                                "persistentVolumeClaim": {"claimName": claim_name}}])
+    pods = ([pod("db-a", "db-a"), pod("db-b", "db-b"), pod("missing", "nope"),
+             pod("waiting", "waiting"), pod("solo-0", "solo"), pod("solo-1", "solo")] +
+            [pod(f"cache-{i}", f"cache-{i}") for i in range(4)] +
+            [pod(f"zoned-{i}", "zoned") for i in range(3)])
+    return items, pods
+
+
+def terms_match(terms, labels):
+    """kube's node selector terms on labels alone: ORed terms, ANDed expressions."""
+    def expression(e):
+        have = labels.get(e["key"])
+        op, values = e["operator"], e.get("values", [])
+        return {"In": have is not None and have in values,
+                "NotIn": have is None or have not in values,
+                "Exists": have is not None, "DoesNotExist": have is None}.get(op, False)
+    return any(t.get("matchExpressions") and all(expression(e) for e in t["matchExpressions"])
+               for t in terms)
+
+
+def check_volume_placements(api):
+    """The independent checker: every bound kcycle pod against its claims and volumes."""
+    stats = api.stats()
+    bindings = {(b["ns"], b["name"]): b for b in stats["bindings"]}
+    nodes = {n["metadata"]["name"]: n for n in api.list_objects("nodes")["items"]}
+    claims = {c["metadata"]["name"]: c
+              for c in api.list_objects("persistentvolumeclaims")["items"]}
+    volumes = {v["metadata"]["name"]: v for v in api.list_objects("persistentvolumes")["items"]}
+    classes = {c["metadata"]["name"]: c for c in api.list_objects("storageclasses")["items"]}
+    pods = [p for p in all_pods(api) if p["metadata"]["namespace"] == "vol"]
+    users = collections.Counter()
+    attached = collections.defaultdict(set)
+    for p in pods:
+        node = p["spec"].get("nodeName")
+        name = p["metadata"]["name"]
+        if not node:
+            continue
+        labels = nodes[node]["metadata"].get("labels", {})
+        binding = bindings.get(("vol", name))
+        check(binding is not None, f"{name} bound without a Binding")
+        for v in p["spec"].get("volumes", []):
+            claim_name = v["persistentVolumeClaim"]["claimName"]
+            claim = claims.get(claim_name)
+            check(claim is not None, f"{name} bound on {node} with missing claim {claim_name}")
+            if claim is None:
+                continue
+            users[claim_name] += 1
+            klass = classes.get(claim["spec"].get("storageClassName"), {})
+            check(klass.get("volumeBindingMode") == "WaitForFirstConsumer" or
+                  claim["spec"].get("volumeName"),
+                  f"{name} bound with an unbound Immediate claim {claim_name}")
+            selected = claim["metadata"].get("annotations", {}).get(
+                "volume.kubernetes.io/selected-node")
+            volume = volumes.get(claim["spec"].get("volumeName") or "")
+            if volume is None:  # a volume promised by claimRef, or provisioning
+                volume = next((x for x in volumes.values()
+                               if (x["spec"].get("claimRef") or {}).get("name") == claim_name),
+                              None)
+            if volume is not None:
+                terms = volume["spec"].get("nodeAffinity", {}).get("required", {}).get(
+                    "nodeSelectorTerms")
+                check(terms is None or terms_match(terms, labels),
+                      f"{name} on {node}, which volume {volume['metadata']['name']} refuses")
+                if not claim["spec"].get("volumeName"):
+                    check(int(volume["metadata"]["resourceVersion"]) < int(binding["rv"]),
+                          f"{name}: claimRef of {volume['metadata']['name']} written after the "
+                          "Binding")
+            else:
+                check(selected == node, f"{name} on {node}, claim {claim_name} selected "
+                      f"{selected}")
+                check(int(claim["metadata"]["resourceVersion"]) < int(binding["rv"]),
+                      f"{name}: selected-node of {claim_name} written after the Binding")
+            if klass.get("provisioner") == "csi.example.com":
+                attached[node].add(claim_name)
+            if "ReadWriteOncePod" in claim["spec"].get("accessModes", []):
+                check(users[claim_name] == 1, f"ReadWriteOncePod claim {claim_name} has "
+                      f"{users[claim_name]} pods")
+    check(not attached.get("node-0"), f"node-0 allows no CSI volume, got {attached.get('node-0')}")
+    return {p["metadata"]["name"]: p for p in pods}
+
+
+def pod_message(pod):
+    conds = [c for c in (pod.get("status") or {}).get("conditions") or []
+             if c.get("type") == "PodScheduled"]
+    return conds[0].get("message") if conds else None
+
+
+def scenario_volumes(fc, api, workdir):
+    objects, pods = storage_objects(fc)
+    # every second claim or volume write is refused: that binding fails, the pod is retried
+    api.faults(volume_patch_conflict_every=2)
+    bulk_create(api, objects + pods)
+    r = Replica(api, workdir, "replica-v", leader_elect=False)  # the default profile
+    r.start()
+    try:
+        expected_bound = 2 + 1 + 4 + 3  # db-a, db-b, one solo, caches, zoned
+        wait_until("the pods with usable claims bound", lambda: sum(
+            1 for p in all_pods(api) if p["metadata"]["namespace"] == "vol" and
+            p["spec"].get("nodeName")) >= expected_bound, 120, [r])
+        wait_until("the refused pods told why", lambda: all(pod_message(p) for p in all_pods(api)
+                   if p["metadata"]["namespace"] == "vol" and not p["spec"].get("nodeName")),
+                   60, [r])
+        by_name = check_volume_placements(api)
+        check(sorted(by_name[n]["spec"].get("nodeName") for n in ("db-a", "db-b")) ==
+              ["node-1", "node-3"], "the two local volumes chose node-1 and node-3")
+        check(all(by_name[f"zoned-{i}"]["spec"]["nodeName"] in ("node-3", "node-4", "node-5")
+                  for i in range(3)), "pods of the zone-b volume run in zone b")
+        check(pod_message(by_name["missing"]) ==
+              '0/6 nodes are available: persistentvolumeclaim "nope" not found.',
+              f"missing claim: {pod_message(by_name['missing'])!r}")
+        check(pod_message(by_name["waiting"]) ==
+              "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+              f"Immediate claim: {pod_message(by_name['waiting'])!r}")
+        solo = [by_name["solo-0"], by_name["solo-1"]]
+        loser = [p for p in solo if not p["spec"].get("nodeName")]
+        check(len(loser) == 1 and pod_message(loser[0]) ==
+              "0/6 nodes are available: 6 node has pod using PersistentVolumeClaim with the "
+              "same name and ReadWriteOncePod access mode.",
+              f"second ReadWriteOncePod user: {[pod_message(p) for p in loser]}")
+        check(not any(by_name[f"cache-{i}"]["spec"]["nodeName"] == "node-0" for i in range(4)),
+              "no fast-class pod on node-0 (CSINode count 0)")
+        # the refused writes: no Binding was sent for them, and each such pod bound later
+        stats = api.stats()
+        refused = stats["requests"].get("patch persistentvolumeclaims", 0) + \
+            stats["requests"].get("patch persistentvolumes", 0)
+        written = sum(1 for c in api.list_objects("persistentvolumeclaims")["items"]
+                      if "volume.kubernetes.io/selected-node" in
+                      (c["metadata"].get("annotations") or {}))
+        written += sum(1 for v in api.list_objects("persistentvolumes")["items"]
+                       if v["metadata"]["name"].startswith("local-") and v["spec"].get("claimRef"))
+        check(written == 7 and refused >= 2 * written - 1,
+              f"7 objects written ({written}) in {refused} patches: the refused ones retried")
+        attempts = collections.Counter((a["ns"], a["name"]) for a in stats["binding_attempts"])
+        check(all(n == 1 for n in attempts.values()),
+              f"one Binding per pod even when its writes were refused first: {attempts}")
+        # the missing claim appears: the parked pod is tried again and provisioned for
+        api.bulk([{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                   "metadata": {"name": "nope", "namespace": "vol"},
+                   "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "1Gi"}}}}])
+        node = wait_until("the pod of the new claim bound", lambda: (api.get_object(
+            "pods", "missing", namespace="vol") or {}).get("spec", {}).get("nodeName"), 60, [r])
+        claim = api.get_object("persistentvolumeclaims", "nope", namespace="vol")
+        check(claim["metadata"].get("annotations", {}).get(
+            "volume.kubernetes.io/selected-node") == node,
+              f"the new claim is provisioned on {node}: {claim['metadata']}")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
-                                             "ports", "bench"])
+                                             "ports", "volumes", "bench"])
     parser.add_argument("--pods", type=int, default=5000, help="bench: pods to bind")
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
@@ -923,6 +1131,7 @@ def main():
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
              "constraints": scenario_constraints, "ports": scenario_ports,
+             "volumes": scenario_volumes,
              "bench": scenario_bench}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:

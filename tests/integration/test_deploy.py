@@ -52,6 +52,12 @@ REQUIRED_RULES = {
     ("scheduling.kcycle.io", "capacityqueues"): {"get", "list", "watch"},
     ("scheduling.kcycle.io", "capacityqueues/status"): {"update", "patch"},
     ("topology.node.k8s.io", "noderesourcetopologies"): {"get", "list", "watch"},
+    # volumes: what system:kube-scheduler reads plus the writes of system:volume-scheduler, as
+    # merge patches only (the bridge never sends an update)
+    ("", "persistentvolumeclaims"): {"get", "list", "watch", "patch"},
+    ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
+    ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
+    ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
 }
 
 

@@ -5,7 +5,9 @@
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
  *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all
- *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2) */
+ *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2)
+ *   write: PreBind writes the selected-node annotation on this PersistentVolumeClaim of the
+ *          pod's namespace (kc_cycle_write_object; empty: no write) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ struct recorder {
     char hold_label[64];
     unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
     char restrict_nodes[256];
+    char write[64];               /* PreBind: the claim to write, or "" */
 };
 
 /* Test-only args reader: the value of "key": "value" or "key": number. */
@@ -78,6 +81,7 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "restrict", r->restrict_nodes, sizeof(r->restrict_nodes), "");
     arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
     r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
+    arg(args, "write", r->write, sizeof(r->write), "");
     *self = r;
     return 0;
 }
@@ -202,8 +206,18 @@ static kc_status permit(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
 
 static kc_status pre_bind(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
+    struct recorder *r = self;
     record(self, "PreBind", pod);
-    return KC_SUCCESS;
+    if (r->write[0] == '\0')
+        return KC_SUCCESS;
+    char patch[256];
+    snprintf(patch, sizeof(patch),
+             "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":\"%s\"}}}",
+             kc_node_name(node));
+    return kc_cycle_write_object(cycle, "PersistentVolumeClaim", kc_pod_namespace(pod), r->write,
+                                 patch) == 0
+               ? KC_SUCCESS
+               : KC_ERROR;
 }
 
 static kc_status bind(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)

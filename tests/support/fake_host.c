@@ -540,6 +540,56 @@ static int host_pod_host_port_at(const kc_pod *pod, uint32_t index, kc_host_port
     return 0;
 }
 
+static uint32_t host_pod_volume_count(const kc_pod *pod)
+{
+    return pod->volume_count;
+}
+
+static int host_pod_volume_at(const kc_pod *pod, uint32_t index, kc_volume *out)
+{
+    if (index >= pod->volume_count || out == NULL)
+        return -1;
+    kc_volume full = pod->volumes[index];
+    uint32_t size = out->struct_size < sizeof(full) ? out->struct_size : sizeof(full);
+    full.struct_size = out->struct_size;
+    memcpy(out, &full, size);
+    return 0;
+}
+
+static int host_cycle_write_object(kc_cycle *cycle, const char *kind, const char *namespace_name,
+                                   const char *name, const char *patch)
+{
+    if (cycle->write_result != 0)
+        return cycle->write_result;
+    if (cycle->write_count == FAKE_MAX_WRITES)
+        return -12;
+    struct fake_write *w = &cycle->writes[cycle->write_count++];
+    w->kind = copy_string(kind);
+    w->namespace_name = namespace_name != NULL ? copy_string(namespace_name) : NULL;
+    w->name = copy_string(name);
+    w->patch = copy_string(patch);
+    return 0;
+}
+
+kc_volume *fake_pod_add_volume(kc_pod *pod, kc_volume_source source, const char *name,
+                               const char *claim_or_disk)
+{
+    if (pod->volume_count == FAKE_MAX_VOLUMES)
+        return NULL;
+    kc_volume *v = &pod->volumes[pod->volume_count++];
+    memset(v, 0, sizeof(*v));
+    v->struct_size = sizeof(*v);
+    v->source = source;
+    v->name = name;
+    if (source == KC_VOLUME_PVC || source == KC_VOLUME_EPHEMERAL)
+        v->claim_name = claim_or_disk;
+    else
+        v->disk = claim_or_disk;
+    if (source == KC_VOLUME_RBD)
+        v->pool = "rbd";
+    return v;
+}
+
 static const kc_host_api api = {
     .struct_size = sizeof(kc_host_api),
     .abi_version = KC_ABI_VERSION,
@@ -600,6 +650,9 @@ static const kc_host_api api = {
     .pod_affinity_node_names = host_pod_affinity_node_names,
     .pod_node_constraints = host_pod_node_constraints,
     .cycle_restrict_nodes = host_cycle_restrict_nodes,
+    .pod_volume_count = host_pod_volume_count,
+    .pod_volume_at = host_pod_volume_at,
+    .cycle_write_object = host_cycle_write_object,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -706,6 +759,12 @@ void fake_cycle_clear(kc_cycle *cycle)
     for (uint32_t i = 0; i < cycle->annotation_count; i++) {
         free((char *)cycle->annotations[i].key);
         free((char *)cycle->annotations[i].value);
+    }
+    for (uint32_t i = 0; i < cycle->write_count; i++) {
+        free(cycle->writes[i].kind);
+        free(cycle->writes[i].namespace_name);
+        free(cycle->writes[i].name);
+        free(cycle->writes[i].patch);
     }
     fake_cycle_init(cycle);
 }

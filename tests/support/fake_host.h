@@ -18,6 +18,8 @@
 #define FAKE_MAX_WAITING 16
 #define FAKE_LOG_SIZE 512
 #define FAKE_MAX_HOST_PORTS 8
+#define FAKE_MAX_VOLUMES 8
+#define FAKE_MAX_WRITES 8
 
 struct fake_kv {
     const char *key;
@@ -81,6 +83,9 @@ struct kc_pod {
      * one of them to match the pod's affinity. */
     const char *affinity_node_names[FAKE_MAX_KV];
     int32_t affinity_node_name_count;
+    /* spec.volumes (1.2): filled by tests, struct_size ignored */
+    kc_volume volumes[FAKE_MAX_VOLUMES];
+    uint32_t volume_count;
 };
 
 struct kc_node {
@@ -122,6 +127,15 @@ struct kc_cycle {
     const char *restricted_names[FAKE_MAX_NODES];
     uint32_t restricted_count;
     char restrict_label[64];
+    /* kc_cycle_write_object (1.2): copies, in the order written; write_result is returned */
+    struct fake_write {
+        char *kind;
+        char *namespace_name; /* NULL for cluster-scoped */
+        char *name;
+        char *patch;
+    } writes[FAKE_MAX_WRITES];
+    uint32_t write_count;
+    int write_result;
 };
 
 struct kc_waiting_pod {
@@ -194,6 +208,10 @@ void fake_pod_add_toleration(kc_pod *pod, struct fake_toleration toleration);
 
 /* Register node so node_count/node_at/node_by_name see it; sets node->index. */
 void fake_host_add_node(kc_node *node);
+
+/* Append a volume to the pod (1.2): source, name, claim (or the disk for in-tree kinds). */
+kc_volume *fake_pod_add_volume(kc_pod *pod, kc_volume_source source, const char *name,
+                               const char *claim_or_disk);
 
 /* Add a pod held in Permit on node_name; returns the handle. */
 kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name);

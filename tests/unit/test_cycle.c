@@ -29,6 +29,9 @@ struct harness {
     int unschedulable_count;
     bool async_bind;      /* the sink answers 1: the result comes later */
     char last_reason[32]; /* "Unschedulable" or "SchedulerError" */
+    /* object writes and bindings in the order the binder got them; write_result is returned */
+    char binder_log[512];
+    int write_result;
 };
 
 static int64_t fake_now(void *ctx)
@@ -36,12 +39,32 @@ static int64_t fake_now(void *ctx)
     return ((struct harness *)ctx)->now;
 }
 
+static void binder_note(struct harness *h, const char *what)
+{
+    size_t len = strlen(h->binder_log);
+    snprintf(h->binder_log + len, sizeof(h->binder_log) - len, "%s%s", len > 0 ? "; " : "",
+             what);
+}
+
 static int sink_bind(void *ctx, const struct pod *pod, const char *node,
                      const struct kv_list *annotations)
 {
     struct harness *h = ctx;
     snprintf(h->bound_node, sizeof(h->bound_node), "%s", node);
+    char line[128];
+    snprintf(line, sizeof(line), "bind %s %s", pod->name, node);
+    binder_note(h, line);
     return h->async_bind ? 1 : 0;
+}
+
+static int sink_write_object(void *ctx, const struct pod *pod, const struct object_write *write)
+{
+    struct harness *h = ctx;
+    char line[256];
+    snprintf(line, sizeof(line), "write %s %s/%s %s", write->kind,
+             write->namespace != NULL ? write->namespace : "", write->name, write->patch);
+    binder_note(h, line);
+    return h->write_result;
 }
 
 static void sink_unschedulable(void *ctx, const struct pod *pod, const char *reason,
@@ -107,8 +130,11 @@ static struct harness *harness_open(const char *a, const char *b, int nodes)
     h->cfg.pod_initial_backoff_ms = 1000;
     h->cfg.pod_max_backoff_ms = 10000;
     h->cfg.unschedulable_flush_ms = 5 * 60 * 1000;
-    struct scheduler_sink sink = {
-        .ctx = h, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
+    struct scheduler_sink sink = {.ctx = h,
+                                  .bind = sink_bind,
+                                  .unschedulable = sink_unschedulable,
+                                  .bound = sink_bound,
+                                  .write_object = sink_write_object};
     struct scheduler_clock clock = {h, fake_now};
     struct kc_error err = {{0}};
     if (tune_config != NULL)
@@ -682,6 +708,54 @@ static void test_rejected_binding_unreserves_and_backs_off(void **state)
     harness_close(h);
 }
 
+/* PreBind's object writes reach the binder in the order asked, all before the binding. */
+static void test_object_writes_reach_the_binder_before_the_binding(void **state)
+{
+    struct harness *h = harness_open("\"write\": \"claim-a\"", "\"write\": \"claim-b\"", 1);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->bound_count, 1);
+    const char *annotation = "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/"
+                             "selected-node\":\"node-0\"}}}";
+    char want[512];
+    snprintf(want, sizeof(want),
+             "write PersistentVolumeClaim default/claim-a %s; "
+             "write PersistentVolumeClaim default/claim-b %s; bind p node-0",
+             annotation, annotation);
+    assert_string_equal(h->binder_log, want);
+    harness_close(h);
+}
+
+/* A write the binder refuses fails the binding before it is sent: Unreserve, backoff, and the
+ * retry writes again and binds. */
+static void test_refused_object_write_fails_the_binding(void **state)
+{
+    struct harness *h = harness_open("\"write\": \"claim-a\"", "", 1);
+    h->write_result = -EAGAIN;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    clear_log(h);
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->bound_count, 0);
+    assert_null(strstr(h->binder_log, "bind p"));
+    assert_non_null(strstr(read_log(h), "recorder:Unreserve"));
+    struct sched_pod *sp = pending(h, "p");
+    assert_non_null(sp);
+    assert_int_equal(sp->state, SP_BACKOFF);
+    assert_null(cache_pod(&h->sched.cache, "default/p"));
+    h->write_result = 0;
+    h->binder_log[0] = '\0';
+    h->now += 1000;
+    scheduler_tick(&h->sched);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    scheduler_tick(&h->sched);
+    assert_int_equal(h->bound_count, 1);
+    assert_non_null(strstr(h->binder_log, "default/claim-a"));
+    assert_non_null(strstr(h->binder_log, "; bind p node-0"));
+    harness_close(h);
+}
+
 /* The watch may show the binding before its answer arrives: the pod is counted once. */
 static void test_watch_confirms_binding_before_its_result(void **state)
 {
@@ -894,6 +968,8 @@ int main(void)
         cmocka_unit_test(test_pod_using_an_unhandled_field_is_refused_before_prefilter),
         cmocka_unit_test(test_every_unhandled_field_is_named),
         cmocka_unit_test(test_ignored_declared_or_unchecked_fields_are_scheduled),
+        cmocka_unit_test(test_object_writes_reach_the_binder_before_the_binding),
+        cmocka_unit_test(test_refused_object_write_fails_the_binding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -74,6 +74,56 @@ static void assert_contains(const char *text, const char *part)
 
 /* ---- lists ------------------------------------------------------------------------------- */
 
+static const char *const volume_pod_yaml =
+    "metadata: {name: web-0, namespace: shop}\n"
+    "spec:\n"
+    "  volumes:\n"
+    "    - {name: data, persistentVolumeClaim: {claimName: web-data, readOnly: true}}\n"
+    "    - {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {}}}}\n"
+    "    - {name: pd, gcePersistentDisk: {pdName: disk-1}}\n"
+    "    - {name: ebs, awsElasticBlockStore: {volumeID: vol-1}}\n"
+    "    - {name: iscsi, iscsi: {iqn: iqn.2024-01.io:t, targetPortal: 10.0.0.1}}\n"
+    "    - {name: ceph, rbd: {monitors: [m1, m2], image: img}}\n"
+    "    - {name: inline, csi: {driver: csi.example.com}}\n"
+    "    - {name: cache, emptyDir: {}}\n";
+
+/* spec.volumes: each kind the volume plugins read, the ephemeral claim named after the pod,
+ * RBD's pool defaulted as the API server does; other kinds are kept as "other". */
+static void pod_reads_volumes_and_names_ephemeral_claims(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml(volume_pod_yaml);
+    assert_int_equal(pod->volume_count, 8);
+    assert_int_equal(pod->volumes[0].source, KC_VOLUME_PVC);
+    assert_string_equal(pod->volumes[0].claim_name, "web-data");
+    assert_true(pod->volumes[0].read_only);
+    assert_int_equal(pod->volumes[1].source, KC_VOLUME_EPHEMERAL);
+    assert_string_equal(pod->volumes[1].claim_name, "web-0-scratch");
+    assert_int_equal(pod->volumes[2].source, KC_VOLUME_GCE_PD);
+    assert_string_equal(pod->volumes[2].disk, "disk-1");
+    assert_int_equal(pod->volumes[3].source, KC_VOLUME_AWS_EBS);
+    assert_string_equal(pod->volumes[3].disk, "vol-1");
+    assert_int_equal(pod->volumes[4].source, KC_VOLUME_ISCSI);
+    assert_string_equal(pod->volumes[4].disk, "iqn.2024-01.io:t");
+    assert_int_equal(pod->volumes[5].source, KC_VOLUME_RBD);
+    assert_string_equal(pod->volumes[5].pool, "rbd");
+    assert_string_equal(pod->volumes[5].monitors, "m1,m2");
+    assert_int_equal(pod->volumes[6].source, KC_VOLUME_CSI);
+    assert_string_equal(pod->volumes[6].disk, "csi.example.com");
+    assert_int_equal(pod->volumes[7].source, KC_VOLUME_OTHER);
+    assert_null(pod->volumes[7].claim_name);
+    /* a rename (a counted workload entry) renames the ephemeral claim */
+    free(pod->name);
+    pod->name = strdup("web-7");
+    assert_int_equal(pod_finish_volumes(pod), 0);
+    assert_string_equal(pod->volumes[1].claim_name, "web-7-scratch");
+    pod_free(pod);
+    struct kc_error err = {{0}};
+    pod_error("metadata: {name: p}\nspec: {volumes: [{name: d, persistentVolumeClaim: {}}]}\n",
+              &err);
+    assert_contains(err.message, "claimName is required");
+}
+
 static void kv_list_keeps_keys_sorted_and_unique(void **state)
 {
     (void)state;
@@ -863,6 +913,7 @@ int main(void)
         cmocka_unit_test(bad_ports_are_errors_with_position),
         cmocka_unit_test(pod_records_the_scheduling_fields_it_uses),
         cmocka_unit_test(pod_field_table_names_every_bit_and_its_plugin),
+        cmocka_unit_test(pod_reads_volumes_and_names_ephemeral_claims),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

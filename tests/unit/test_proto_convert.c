@@ -357,6 +357,41 @@ static void host_ports_and_used_fields_round_trip(void **state)
     pod_free(copy);
 }
 
+static const char *const volume_pod_yaml =
+    "metadata: {name: web-0, namespace: shop}\n"
+    "spec:\n"
+    "  volumes:\n"
+    "    - {name: data, persistentVolumeClaim: {claimName: web-data, readOnly: true}}\n"
+    "    - {name: scratch, ephemeral: {volumeClaimTemplate: {spec: {}}}}\n"
+    "    - {name: pd, gcePersistentDisk: {pdName: disk-1}}\n"
+    "    - {name: ebs, awsElasticBlockStore: {volumeID: vol-1}}\n"
+    "    - {name: iscsi, iscsi: {iqn: iqn.2024-01.io:t, targetPortal: 10.0.0.1}}\n"
+    "    - {name: ceph, rbd: {monitors: [m1, m2], image: img}}\n"
+    "    - {name: inline, csi: {driver: csi.example.com}}\n"
+    "    - {name: cache, emptyDir: {}}\n";
+
+/* Volumes cross the wire field by field; the ephemeral claim is named again on arrival. */
+static void pod_volumes_round_trip(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml(volume_pod_yaml);
+    struct pod *copy = pod_round_trip(pod);
+    assert_int_equal(copy->volume_count, pod->volume_count);
+    for (uint32_t i = 0; i < pod->volume_count; i++) {
+        const struct volume *a = &pod->volumes[i], *b = &copy->volumes[i];
+        assert_int_equal(a->source, b->source);
+        assert_int_equal(a->read_only, b->read_only);
+        assert_optional_string_equal(a->name, b->name);
+        assert_optional_string_equal(a->claim_name, b->claim_name);
+        assert_optional_string_equal(a->disk, b->disk);
+        assert_optional_string_equal(a->pool, b->pool);
+        assert_optional_string_equal(a->monitors, b->monitors);
+    }
+    assert_string_equal(copy->volumes[1].claim_name, "web-0-scratch");
+    pod_free(pod);
+    pod_free(copy);
+}
+
 static void pod_with_only_a_name_round_trips_with_defaults(void **state)
 {
     (void)state;
@@ -770,6 +805,7 @@ int main(void)
         cmocka_unit_test(pod_with_every_field_round_trips),
         cmocka_unit_test(pod_with_only_a_name_round_trips_with_defaults),
         cmocka_unit_test(host_ports_and_used_fields_round_trip),
+        cmocka_unit_test(pod_volumes_round_trip),
         cmocka_unit_test(required_affinity_without_terms_survives),
         cmocka_unit_test(node_with_taints_labels_and_extended_resources_round_trips),
         cmocka_unit_test(node_without_uid_is_known_by_its_name),

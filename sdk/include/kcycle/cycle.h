@@ -78,6 +78,16 @@ static inline int kc_cycle_restrict_nodes(kc_cycle *cycle, const char *label,
     return kc_host->cycle_restrict_nodes(cycle, label, names, count);
 }
 
+/* Added in 1.2: -95 (EOPNOTSUPP) on an older host. */
+static inline int kc_cycle_write_object(kc_cycle *cycle, const char *kind,
+                                        const char *namespace_name, const char *name,
+                                        const char *merge_patch_json)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_write_object))
+        return -95;
+    return kc_host->cycle_write_object(cycle, kind, namespace_name, name, merge_patch_json);
+}
+
 static inline int kc_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     return kc_host->bind(cycle, pod, node);

@@ -57,6 +57,34 @@ typedef struct kc_host_port {
 #define KC_POD_NODE_SELECTOR 0x1u           /* spec.nodeSelector has a pair */
 #define KC_POD_REQUIRED_NODE_AFFINITY 0x2u  /* requiredDuringSchedulingIgnoredDuringExecution */
 #define KC_POD_PREFERRED_NODE_AFFINITY 0x4u /* preferredDuringSchedulingIgnoredDuringExecution */
+/* Where a pod volume's data lives, as far as the scheduler cares (added in 1.2). Volume kinds
+ * that no scheduling rule reads are KC_VOLUME_OTHER. */
+typedef enum kc_volume_source {
+    KC_VOLUME_OTHER = 0,
+    KC_VOLUME_PVC = 1,       /* persistentVolumeClaim */
+    KC_VOLUME_EPHEMERAL = 2, /* ephemeral (a generic ephemeral volume: a claim made for the pod) */
+    KC_VOLUME_GCE_PD = 3,    /* gcePersistentDisk */
+    KC_VOLUME_AWS_EBS = 4,   /* awsElasticBlockStore */
+    KC_VOLUME_ISCSI = 5,     /* iscsi */
+    KC_VOLUME_RBD = 6,       /* rbd */
+    KC_VOLUME_CSI = 7        /* csi (inline) */
+} kc_volume_source;
+
+/* One entry of a pod's spec.volumes, filled by kc_pod_volume_at() (added in 1.2). Strings live
+ * as long as the pod handle in the current call; NULL when the field does not apply. The
+ * caller sets struct_size; the host fills only what that size covers. */
+typedef struct kc_volume {
+    uint32_t struct_size;
+    kc_volume_source source;
+    const char *name;
+    /* PVC: claimName; ephemeral: "<pod name>-<volume name>", the claim kube creates for it */
+    const char *claim_name;
+    int read_only;
+    /* the disk's identity: GCE pdName, AWS volumeID, iSCSI iqn, RBD image, CSI driver */
+    const char *disk;
+    const char *pool;     /* RBD pool ("rbd" when absent, as the API server defaults) */
+    const char *monitors; /* RBD monitors, comma-separated */
+} kc_volume;
 
 /* The host's function table, given to the plugin's init. Members are only ever appended:
  * before calling a member added after ABI 1.0, check KC_HOST_HAS(host, member). */
@@ -170,6 +198,17 @@ typedef struct kc_host_api {
      * from Filter or Score, -12 (ENOMEM). */
     int (*cycle_restrict_nodes)(kc_cycle *cycle, const char *label, const char *const *names,
                                 uint32_t count);
+    /* Added in 1.2 (volumes). The pod's spec.volumes, in order; 0 or -1 when index is out of
+     * range. */
+    uint32_t (*pod_volume_count)(const kc_pod *pod);
+    int (*pod_volume_at)(const kc_pod *pod, uint32_t index, kc_volume *out);
+    /* Added in 1.2 (volumes). From PreBind: write an object update through the runtime's
+     * binder before the pod's Binding: a JSON merge patch (RFC 7386) of the object kind
+     * (e.g. "PersistentVolumeClaim") namespace_name/name (namespace_name NULL for
+     * cluster-scoped kinds). The patch is copied. A write that fails fails the binding and the
+     * pod is retried. 0, or a negative errno-style code. */
+    int (*cycle_write_object)(kc_cycle *cycle, const char *kind, const char *namespace_name,
+                              const char *name, const char *merge_patch_json);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

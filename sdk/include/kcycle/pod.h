@@ -150,4 +150,20 @@ static inline uint32_t kc_pod_node_constraints(const kc_pod *pod)
     return kc_host->pod_node_constraints(pod);
 }
 
+/* Added in 1.2: 0 volumes on an older host. */
+static inline uint32_t kc_pod_volume_count(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_volume_count))
+        return 0;
+    return kc_host->pod_volume_count(pod);
+}
+
+/* Added in 1.2: -1 on an older host. */
+static inline int kc_pod_volume_at(const kc_pod *pod, uint32_t index, kc_volume *out)
+{
+    if (!KC_HOST_HAS(kc_host, pod_volume_at))
+        return -1;
+    return kc_host->pod_volume_at(pod, index, out);
+}
+
 #endif

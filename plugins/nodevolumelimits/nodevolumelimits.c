@@ -1,0 +1,271 @@
+/* nodevolumelimits: kube-scheduler's NodeVolumeLimits (CSI). A node's CSINode object says how
+ * many volumes of each CSI driver it can attach (spec.drivers[].allocatable.count); a pod whose
+ * claims would take a driver past that, counting each volume once with those the node's pods
+ * already use, does not fit. Nodes without a CSINode, or drivers without a count, are unlimited. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <kcycle/kcycle.h>
+
+#include "volume_objects.h"
+
+KC_PLUGIN_DEFINE_HOST;
+
+#define PLUGIN_NAME "nodevolumelimits"
+#define ENOMEM_CODE (-12)
+#define TEXT_MAX 640
+
+#define REASON_MAX_VOLUME_COUNT "node(s) exceed max volume count"
+
+struct nodevolumelimits {
+    struct volume_objects vo;
+    struct placed_volumes placed;
+};
+
+static int nvl_init(const kc_host_api *host, const char *args_json, void **self)
+{
+    (void)args_json;
+    if (kc_plugin_attach(host) < 0)
+        return -22;
+    if (!KC_HOST_HAS(host, pod_volume_at)) {
+        kc_log(KC_LOG_ERROR, PLUGIN_NAME, "the host is older than SDK 1.2: no pod volumes");
+        return -95;
+    }
+    struct nodevolumelimits *nvl = calloc(1, sizeof(*nvl));
+    if (nvl == NULL || volume_objects_init(&nvl->vo) < 0) {
+        free(nvl);
+        return ENOMEM_CODE;
+    }
+    if (placed_volumes_init(&nvl->placed) < 0) {
+        volume_objects_fini(&nvl->vo);
+        free(nvl);
+        return ENOMEM_CODE;
+    }
+    *self = nvl;
+    return 0;
+}
+
+static void nvl_fini(void *self)
+{
+    struct nodevolumelimits *nvl = self;
+    volume_objects_fini(&nvl->vo);
+    placed_volumes_fini(&nvl->placed);
+    free(nvl);
+}
+
+static void nvl_on_event(void *self, const kc_event *ev)
+{
+    struct nodevolumelimits *nvl = self;
+    if (!volume_objects_event(&nvl->vo, ev))
+        placed_volumes_event(&nvl->placed, ev);
+}
+
+static uint32_t nvl_requeue_events(void *self)
+{
+    (void)self;
+    return KC_EVENT_MASK(KC_EVENT_POD_DELETE) | KC_EVENT_MASK(KC_EVENT_POD_FORGET) |
+           KC_EVENT_MASK(KC_EVENT_OBJECT_ADD) | KC_EVENT_MASK(KC_EVENT_OBJECT_UPDATE) |
+           KC_EVENT_MASK(KC_EVENT_NODE_ADD);
+}
+
+static bool uses_claims(const kc_pod *pod)
+{
+    for (uint32_t i = 0; i < kc_pod_volume_count(pod); i++) {
+        kc_volume v = {.struct_size = sizeof(v)};
+        if (kc_pod_volume_at(pod, i, &v) == 0 &&
+            (v.source == KC_VOLUME_PVC || v.source == KC_VOLUME_EPHEMERAL))
+            return true;
+    }
+    return false;
+}
+
+static kc_status nvl_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    (void)self;
+    (void)cycle;
+    return uses_claims(pod) ? KC_SUCCESS : KC_SKIP;
+}
+
+/* kube's getCSIDriverInfo: the bound volume's CSI driver and handle; an unbound claim (or one
+ * whose volume is not known yet) counts under its class's provisioner with a handle of its own.
+ * NULL driver: the volume is not a CSI one and is not counted. */
+static const char *driver_of(struct nodevolumelimits *nvl, const json_t *claim, const char *ns,
+                             const char *claim_name, char *handle, size_t size)
+{
+    const char *volume_name = vo_string(claim, "spec.volumeName");
+    if (volume_name != NULL && volume_name[0] != '\0') {
+        const json_t *volume = vo_volume(&nvl->vo, volume_name);
+        if (volume != NULL) {
+            const char *driver = vo_string(volume, "spec.csi.driver");
+            const char *id = vo_string(volume, "spec.csi.volumeHandle");
+            if (driver == NULL || id == NULL || driver[0] == '\0' || id[0] == '\0')
+                return NULL;
+            snprintf(handle, size, "%s/%s", driver, id);
+            return driver;
+        }
+    }
+    const char *class_name = vo_claim_class(claim);
+    const json_t *klass = class_name[0] != '\0' ? vo_class(&nvl->vo, class_name) : NULL;
+    const char *provisioner = klass != NULL ? vo_string(klass, "provisioner") : NULL;
+    if (provisioner == NULL || provisioner[0] == '\0')
+        return NULL;
+    snprintf(handle, size, "%s/claim-%s/%s", provisioner, ns, claim_name);
+    return provisioner;
+}
+
+/* Volumes as {unique handle: driver}. */
+static void add_volume(struct nodevolumelimits *nvl, json_t *volumes, const char *ns,
+                       const char *claim_name)
+{
+    const json_t *claim = vo_claim(&nvl->vo, ns, claim_name);
+    char handle[TEXT_MAX];
+    const char *driver =
+        claim != NULL ? driver_of(nvl, claim, ns, claim_name, handle, sizeof(handle)) : NULL;
+    if (driver != NULL)
+        json_object_set_new(volumes, handle, json_string(driver));
+}
+
+/* The new pod's volumes; -1 with text when a claim is missing (the pod cannot run anywhere),
+ * -2 with text when an ephemeral claim is not the pod's (an error, as kube reports it). */
+static int new_volumes(struct nodevolumelimits *nvl, const kc_pod *pod, json_t *volumes,
+                       char *text, size_t size)
+{
+    const char *ns = kc_pod_namespace(pod);
+    for (uint32_t i = 0; i < kc_pod_volume_count(pod); i++) {
+        kc_volume v = {.struct_size = sizeof(v)};
+        if (kc_pod_volume_at(pod, i, &v) < 0 || v.claim_name == NULL ||
+            (v.source != KC_VOLUME_PVC && v.source != KC_VOLUME_EPHEMERAL))
+            continue;
+        const json_t *claim = vo_claim(&nvl->vo, ns, v.claim_name);
+        if (claim == NULL) {
+            snprintf(text, size, "looking up PVC %s/%s: persistentvolumeclaim \"%s\" not found", ns,
+                     v.claim_name, v.claim_name);
+            return -1;
+        }
+        if (v.source == KC_VOLUME_EPHEMERAL && !vo_claim_owned_by_pod(claim, pod)) {
+            snprintf(text, size, "PVC %s/%s was not created for pod %s/%s (pod is not owner)", ns,
+                     v.claim_name, ns, kc_pod_name(pod));
+            return -2;
+        }
+        add_volume(nvl, volumes, ns, v.claim_name);
+    }
+    return 0;
+}
+
+static void attached_volumes(struct nodevolumelimits *nvl, const char *node, json_t *volumes)
+{
+    const json_t *on_node = placed_volumes_on(&nvl->placed, node);
+    const char *uid;
+    json_t *unused;
+    json_object_foreach((json_t *)on_node, uid, unused)
+    {
+        const json_t *record = placed_volumes_pod(&nvl->placed, uid);
+        const char *ns = json_string_value(json_object_get(record, "namespace"));
+        size_t i;
+        json_t *v;
+        json_array_foreach(json_object_get(record, "volumes"), i, v)
+        {
+            const char *claim = json_string_value(json_object_get(v, "claim"));
+            if (claim != NULL)
+                add_volume(nvl, volumes, ns, claim);
+        }
+    }
+}
+
+static int64_t driver_limit(const json_t *csinode, const char *driver)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(json_object_get(csinode, "spec"), "drivers"), i, d)
+    {
+        const char *name = json_string_value(json_object_get(d, "name"));
+        const json_t *count = json_object_get(json_object_get(d, "allocatable"), "count");
+        if (name != NULL && strcmp(name, driver) == 0 && json_is_integer(count))
+            return json_integer_value(count);
+    }
+    return -1;
+}
+
+static kc_status check_limits(const json_t *csinode, json_t *mine, json_t *attached)
+{
+    const char *handle;
+    json_t *driver;
+    json_object_foreach(attached, handle, driver)
+    {
+        json_object_del(mine, handle); /* one volume used by several pods counts once */
+    }
+    const char *key;
+    json_t *unused;
+    json_object_foreach(mine, key, unused)
+    {
+        const char *name = json_string_value(json_object_get(mine, key));
+        int64_t limit = driver_limit(csinode, name);
+        if (limit < 0)
+            continue;
+        int64_t wanted = 0, used = 0;
+        json_object_foreach(mine, handle, driver)
+        {
+            wanted += strcmp(json_string_value(driver), name) == 0;
+        }
+        json_object_foreach(attached, handle, driver)
+        {
+            used += strcmp(json_string_value(driver), name) == 0;
+        }
+        if (used + wanted > limit)
+            return KC_UNSCHEDULABLE;
+    }
+    return KC_SUCCESS;
+}
+
+static kc_status nvl_filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    struct nodevolumelimits *nvl = self;
+    if (kc_pod_volume_count(pod) == 0)
+        return KC_SUCCESS;
+    json_t *mine = json_object();
+    json_t *attached = json_object();
+    kc_status st = KC_ERROR;
+    char text[TEXT_MAX];
+    if (mine == NULL || attached == NULL)
+        goto done;
+    int found = new_volumes(nvl, pod, mine, text, sizeof(text));
+    if (found < 0) {
+        kc_cycle_reject(cycle, text);
+        st = found == -1 ? KC_UNRESOLVABLE : KC_ERROR;
+        goto done;
+    }
+    const json_t *csinode = vo_csinode(&nvl->vo, kc_node_name(node));
+    st = KC_SUCCESS;
+    if (json_object_size(mine) == 0 || csinode == NULL)
+        goto done;
+    attached_volumes(nvl, kc_node_name(node), attached);
+    st = check_limits(csinode, mine, attached);
+    if (st == KC_UNSCHEDULABLE)
+        kc_cycle_reject(cycle, REASON_MAX_VOLUME_COUNT);
+done:
+    json_decref(mine);
+    json_decref(attached);
+    return st;
+}
+
+static const kc_plugin_ops ops = {
+    .struct_size = sizeof(kc_plugin_ops),
+    .init = nvl_init,
+    .fini = nvl_fini,
+    .requeue_events = nvl_requeue_events,
+    .pre_filter = nvl_pre_filter,
+    .filter = nvl_filter,
+    .on_event = nvl_on_event,
+};
+
+static const kc_plugin_descriptor descriptor = KC_PLUGIN_DESCRIPTOR_INIT(PLUGIN_NAME, "1.0.0", &ops);
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version)
+{
+    (void)host_abi_version;
+    return &descriptor;
+}
