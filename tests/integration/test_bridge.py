@@ -16,7 +16,9 @@ Scenarios (one per meson test, so they run apart):
           NoExecute, PreferNoSchedule) and cordoned nodes, pods with nodeSelector, required and
           preferred node affinity and tolerations; an independent checker written from
           Kubernetes' documented rules says where each pod may go and what a refused pod must
-          be told (kube-scheduler's aggregated message), and every placement is checked.
+          be told (kube-scheduler's aggregated message), and every placement is checked; then
+          a node is cordoned and another tainted while the scheduler runs, and new pods avoid
+          them.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
