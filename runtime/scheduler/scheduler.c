@@ -1170,11 +1170,15 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         return 0;
     }
     uint32_t count = candidates != NULL ? candidate_count : s->cache.node_count;
-    if (cycle->restricted && (candidates = restrict_candidates(s, cycle, candidates, &count)) ==
-                                 NULL) {
-        out->status = KC_ERROR;
-        out->message = strdup("out of memory");
-        return -ENOMEM;
+    if (cycle->restricted) {
+        /* kube sizes its sample from the nodes PreFilter left, not from the whole cluster */
+        if (candidates == NULL && want != 0)
+            want = nodes_to_find(s, cycle->restricted_count);
+        if ((candidates = restrict_candidates(s, cycle, candidates, &count)) == NULL) {
+            out->status = KC_ERROR;
+            out->message = strdup("out of memory");
+            return -ENOMEM;
+        }
     }
     int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
     out->rejectors = cycle->rejectors;

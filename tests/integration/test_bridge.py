@@ -20,7 +20,9 @@ Scenarios (one per meson test, so they run apart):
           NoExecute, PreferNoSchedule) and cordoned nodes, pods with nodeSelector, required and
           preferred node affinity and tolerations; an independent checker written from
           Kubernetes' documented rules says where each pod may go and what a refused pod must
-          be told (kube-scheduler's aggregated message), and every placement is checked.
+          be told (kube-scheduler's aggregated message), and every placement is checked; then
+          a node is cordoned and another tainted while the scheduler runs, and new pods avoid
+          them.
   volumes pods with claims under the default profile: an independent checker (kube's rules
           restated here) finds no kcycle pod on a node its volumes refuse, every claim update
           (PV claimRef, PVC selected-node) written before its pod's Binding, missing and
@@ -712,6 +714,39 @@ def check_constraints(api, nodes):
     return len(pods) - 6 * len(refused)
 
 
+def change_nodes(fc, api):
+    """kubectl cordon zone-a-0; kubectl taint node zone-b-0 late=x:NoSchedule. Returns the
+    nodes as they are now."""
+    for name, change in (("zone-a-0", lambda n: n["spec"].update(unschedulable=True)),
+                         ("zone-b-0", lambda n: n["spec"].setdefault("taints", []).append(
+                             {"key": "late", "value": "x", "effect": "NoSchedule"}))):
+        node = api.get_object("nodes", name, namespace=None)
+        change(node)
+        api.expect(200, api.put(fc.resource_path("nodes", None, name), node), f"update {name}")
+    return api.list_objects("nodes")["items"]
+
+
+def check_after_node_changes(fc, api, replica):
+    """Nodes cordoned and tainted while the scheduler runs take no new pod."""
+    nodes = change_nodes(fc, api)
+    late = [fc.pod(f"late-{i}", namespace="constraints-late", scheduler="kcycle", cpu="100m",
+                   memory="100Mi") for i in range(12)]
+    bulk_create(api, late)
+    pods = wait_until("the late pods bound", lambda: [
+        p for p in all_pods(api) if p["metadata"]["namespace"] == "constraints-late" and
+        p["spec"].get("nodeName")] if sum(
+            1 for p in all_pods(api) if p["metadata"]["namespace"] == "constraints-late" and
+            p["spec"].get("nodeName")) == len(late) else None, 60, [replica])
+    by_node = {n["metadata"]["name"]: n for n in nodes}
+    for pod in pods:
+        where = pod["spec"]["nodeName"]
+        reason = refusal(pod, by_node[where])
+        check(reason is None, f"{pod['metadata']['name']} bound to {where} after the change, "
+              f"which kube refuses: {reason}")
+        check(where not in ("zone-a-0", "zone-b-0"), f"{pod['metadata']['name']} on {where}")
+    return len(pods)
+
+
 def scenario_constraints(fc, api, workdir):
     nodes = constraint_nodes(fc)
     pods = constraint_pods(fc)
@@ -727,6 +762,9 @@ def scenario_constraints(fc, api, workdir):
             1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >=
             len(told), 60, [r])
         bound = check_constraints(api, nodes)
+        late = check_after_node_changes(fc, api, r)
+        print(f"constraints: {late} later pods kept off a node cordoned and a node tainted "
+              "while the scheduler ran")
         print(f"constraints: {bound} pods placed where kube's rules allow, {len(told)} "
               f"refused with kube's message, on {len(nodes)} nodes")
     finally:

@@ -274,6 +274,9 @@ def check_node_constraints(tmp):
                 "5 node(s) didn't satisfy plugin(s) [NodeAffinity].")
     check(where["pinned-cordoned"] is None and reason["pinned-cordoned"] == expected,
           f"{name}: pinned to the cordoned node, got {reason['pinned-cordoned']!r}")
+    expected = "0/6 nodes are available: pod affinity terms conflict."
+    check(where["conflict"] is None and reason["conflict"] == expected,
+          f"{name}: a term pinning two names is refused in PreFilter, got {reason['conflict']!r}")
     expected = "0/6 nodes are available: 6 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     check(where["lost"] is None and reason["lost"] == expected,
           f"{name}: a pod pinned to a missing node is refused, got {reason['lost']!r}")
