@@ -11,6 +11,7 @@
 #include "array.h"
 #include "log.h"
 #include "model.h"
+#include "sim_numa.h"
 
 /* After the last arrival, time keeps moving only while something is due; pods that keep
  * failing with errors stop being retried this long after the last arrival. */
@@ -55,7 +56,6 @@ static void count_bound_now(struct simulator *sim)
 static int sim_bind(void *ctx, const struct pod *pod, const char *node,
                     const struct kv_list *annotations)
 {
-    (void)annotations;
     struct simulator *sim = ctx;
     struct sim_record *r = record_of(sim, pod->uid);
     if (r == NULL)
@@ -66,6 +66,8 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     free(r->node);
     r->node = copy;
     r->bound_ms = sim->now_ms;
+    r->bind_order = ++sim->bind_count;
+    sim_numa_record(r, pod, annotations);
     return 0;
 }
 
@@ -213,6 +215,8 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
             return rc;
     }
     rc = simfile_load(opt->sim_path, sim->cfg.scheduler_name, &sim->spec, err);
+    if (rc == 0)
+        rc = sim_numa_prepare(&sim->spec, err);
     if (rc < 0)
         return rc;
     if (sim->spec.has_config && opt->config_path == NULL) {
@@ -355,6 +359,7 @@ void simulator_close(struct simulator *sim)
         free(sim->records[i].name);
         free(sim->records[i].uid);
         free(sim->records[i].node);
+        free(sim->records[i].numa_zones);
     }
     free(sim->records);
     strmap_free(&sim->record_index);
