@@ -141,7 +141,54 @@ static uint32_t narrowest(const struct mask_set *s, uint32_t limit, uint32_t sta
     return best;
 }
 
+/* single-numa-node in one pass. Its filter keeps, per resource, the one-zone masks that are
+ * preferred, i.e. the zones with room when some single zone's total could hold the request
+ * (otherwise nothing, and the pod is rejected); one-zone masks AND to non-zero only when they
+ * are the same zone, so the best hint is the lowest zone that every requested resource keeps.
+ * Memory and hugepages need one zone that holds all of them together, as in their joint list.
+ * The result equals numa_merge_permutations() for this policy; test_numaalign checks that on
+ * random nodes. */
+static struct numa_hint merge_single_zone(const struct numa_zones *z, const int64_t *amount)
+{
+    uint32_t candidates = numa_all_zones(z), memory_holders = candidates;
+    bool requested = false, memory_requested = false;
+    for (uint32_t r = 0; r < z->resource_count; r++) {
+        if (amount[r] <= 0)
+            continue;
+        bool memory = z->kind[r] == NUMA_KIND_MEMORY;
+        requested = true;
+        memory_requested = memory_requested || memory;
+        uint32_t fits = 0, holds = 0;
+        for (uint32_t zone = 0; zone < z->zone_count; zone++) {
+            fits |= (uint32_t)(z->free[r][zone] >= amount[r]) << zone;
+            holds |= (uint32_t)(z->total[r][zone] >= amount[r]) << zone;
+        }
+        if (memory) {
+            /* the joint list's narrowest size is one zone only when one zone holds them all */
+            candidates &= fits;
+            memory_holders &= holds;
+            continue;
+        }
+        if (holds == 0)
+            return (struct numa_hint){numa_all_zones(z), false};
+        candidates &= fits;
+    }
+    if (!requested)
+        return (struct numa_hint){numa_all_zones(z), true}; /* no provider has a preference */
+    if ((memory_requested && memory_holders == 0) || candidates == 0)
+        return (struct numa_hint){numa_all_zones(z), false};
+    return (struct numa_hint){candidates & -candidates, true};
+}
+
 struct numa_hint numa_merge(const struct numa_zones *z, const int64_t *amount, numa_policy policy)
+{
+    if (policy == NUMA_POLICY_SINGLE_NUMA_NODE)
+        return merge_single_zone(z, amount);
+    return numa_merge_permutations(z, amount, policy);
+}
+
+struct numa_hint numa_merge_permutations(const struct numa_zones *z, const int64_t *amount,
+                                         numa_policy policy)
 {
     uint32_t all = numa_all_zones(z);
     struct merge_state st = {.limit = all + 1};

@@ -61,6 +61,11 @@ static inline uint32_t numa_all_zones(const struct numa_zones *z)
  * first). A request that asks for nothing aligned merges to all zones, preferred. */
 struct numa_hint numa_merge(const struct numa_zones *z, const int64_t *amount, numa_policy policy);
 
+/* The same by the general walk over every provider's hints (what numa_merge does for all
+ * policies but single-numa-node, which has an equivalent one-pass form). */
+struct numa_hint numa_merge_permutations(const struct numa_zones *z, const int64_t *amount,
+                                         numa_policy policy);
+
 /* Whether the policy admits a request with this merged hint (best-effort and none always do). */
 bool numa_admits(numa_policy policy, struct numa_hint hint);
 

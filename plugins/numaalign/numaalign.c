@@ -42,16 +42,26 @@ typedef enum score_strategy {
 
 struct tracked_pod;
 
-/* A node as its NodeResourceTopology describes it, plus this plugin's charges. */
-struct numa_node {
-    char *name;
+/* What Filter and Score read of a node, packed for the node's own zone and resource counts.
+ * A copy sits in the node's by_index entry, so Filter walks one array in node order instead of
+ * nodes spread over the heap: with thousands of nodes, memory latency is most of its cost. */
+struct numa_hot {
     bool has_topology; /* an object exists (deleting it keeps the charges) */
-    numa_policy policy;
-    numa_scope scope;
-    uint32_t zone_count, resource_count;
-    int zone_id[NUMA_MAX_ZONES];            /* the kubelet's NUMA id of bit z */
+    uint8_t policy;    /* numa_policy */
+    uint8_t scope;     /* numa_scope */
+    uint8_t zone_count, resource_count;
+    uint8_t kind[NUMA_MAX_RESOURCES]; /* numa_kind */
     kc_resource resource[NUMA_MAX_RESOURCES];
-    numa_kind kind[NUMA_MAX_RESOURCES];
+    /* [r * zone_count + z]: {total, available - charged}, refreshed on every change */
+    int64_t pair[NUMA_MAX_RESOURCES * NUMA_MAX_ZONES][2];
+};
+
+struct numa_node {
+    char *name; /* = name_buf, or a copy when the name is long */
+    char name_buf[48];
+    uint32_t entry; /* its by_index entry + 1 while one holds a copy of hot, else 0 */
+    struct numa_hot hot;
+    int zone_id[NUMA_MAX_ZONES]; /* the kubelet's NUMA id of bit z */
     int64_t total[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];     /* what hints.c calls total */
     int64_t allocatable[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];
     int64_t available[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES]; /* as reported */
@@ -79,14 +89,36 @@ struct tracked_pod {
     struct charge charges[NUMA_MAX_RESOURCES * NUMA_MAX_ZONES];
 };
 
-/* A string-keyed open-addressing table of pointers whose first member is the key string. */
+/* A string-keyed open-addressing table of pointers whose first member is the key string. The
+ * slot keeps the key's hash, so a lookup touches the entry only when the hashes match. */
+struct table_slot {
+    uint32_t hash;
+    void *entry;
+};
+
 struct table {
-    void **slots;
+    struct table_slot *slots;
     uint32_t capacity, count;
+};
+
+/* Per node index of the current snapshot: the node's topology and what this cycle's Filter
+ * found there. Spares Filter the lookup by name, which with thousands of nodes costs more than
+ * the alignment itself. Valid while `handle` is the node at that index: cleared whenever nodes
+ * or topologies come and go. Filter writes only its own node's entry. */
+struct index_entry {
+    const kc_node *handle;
+    struct numa_node *node; /* NULL: no topology known for it */
+    uint64_t cycle;         /* the cycle whose Filter filled the result below */
+    bool preferred;
+    uint32_t zones;
+    struct numa_hot hot; /* the node's, kept equal by refresh_hot */
 };
 
 struct numaalign {
     score_strategy strategy;
+    struct index_entry *by_index;
+    uint32_t by_index_capacity;
+    uint64_t cycles; /* PreFilter calls, to stamp Filter results */
     int64_t unlisted_grace_ms; /* unlistedPodGraceSeconds */
     struct table nodes;        /* name -> struct numa_node */
     struct table pods;         /* uid -> struct tracked_pod */
@@ -105,7 +137,9 @@ struct unit {
 struct pod_state {
     struct unit containers[MAX_UNITS]; /* init containers first, then app containers */
     uint32_t container_count;
+    bool has_init;
     struct unit pod; /* pod scope: max(sum of app containers, each init container) */
+    uint64_t cycle;  /* stamps this cycle's Filter results in by_index */
 };
 
 /* ---- table ------------------------------------------------------------------------------ */
@@ -123,35 +157,40 @@ static const char *entry_key(void *entry)
     return *(char **)entry;
 }
 
-static void **table_slot(const struct table *t, const char *key)
+static struct table_slot *table_slot(const struct table *t, const char *key, uint32_t hash)
 {
     uint32_t mask = t->capacity - 1;
-    for (uint32_t i = hash_key(key) & mask;; i = (i + 1) & mask)
-        if (t->slots[i] == NULL || strcmp(entry_key(t->slots[i]), key) == 0)
-            return &t->slots[i];
+    for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
+        struct table_slot *slot = &t->slots[i];
+        if (slot->entry == NULL ||
+            (slot->hash == hash && strcmp(entry_key(slot->entry), key) == 0))
+            return slot;
+    }
 }
 
 static void *table_get(const struct table *t, const char *key)
 {
-    return t->capacity == 0 || key == NULL ? NULL : *table_slot(t, key);
+    return t->capacity == 0 || key == NULL ? NULL : table_slot(t, key, hash_key(key))->entry;
 }
 
 static int table_put(struct table *t, void *entry)
 {
     if ((t->count + 1) * 2 > t->capacity) {
-        struct table bigger = {calloc(t->capacity ? t->capacity * 2 : 64, sizeof(void *)),
-                               t->capacity ? t->capacity * 2 : 64, t->count};
+        uint32_t capacity = t->capacity ? t->capacity * 2 : 64;
+        struct table bigger = {calloc(capacity, sizeof(struct table_slot)), capacity, t->count};
         if (bigger.slots == NULL)
             return -ENOMEM;
         for (uint32_t i = 0; i < t->capacity; i++)
-            if (t->slots[i] != NULL)
-                *table_slot(&bigger, entry_key(t->slots[i])) = t->slots[i];
+            if (t->slots[i].entry != NULL)
+                *table_slot(&bigger, entry_key(t->slots[i].entry), t->slots[i].hash) =
+                    t->slots[i];
         free(t->slots);
         *t = bigger;
     }
-    void **slot = table_slot(t, entry_key(entry));
-    t->count += *slot == NULL;
-    *slot = entry;
+    uint32_t hash = hash_key(entry_key(entry));
+    struct table_slot *slot = table_slot(t, entry_key(entry), hash);
+    t->count += slot->entry == NULL;
+    *slot = (struct table_slot){hash, entry};
     return 0;
 }
 
@@ -161,16 +200,16 @@ static void table_remove(struct table *t, const char *key)
     if (t->capacity == 0)
         return;
     uint32_t mask = t->capacity - 1;
-    void **slot = table_slot(t, key);
-    if (*slot == NULL)
+    struct table_slot *slot = table_slot(t, key, hash_key(key));
+    if (slot->entry == NULL)
         return;
     uint32_t hole = (uint32_t)(slot - t->slots);
-    t->slots[hole] = NULL;
+    t->slots[hole].entry = NULL;
     t->count--;
-    for (uint32_t i = (hole + 1) & mask; t->slots[i] != NULL; i = (i + 1) & mask) {
-        void *moving = t->slots[i];
-        t->slots[i] = NULL;
-        *table_slot(t, entry_key(moving)) = moving;
+    for (uint32_t i = (hole + 1) & mask; t->slots[i].entry != NULL; i = (i + 1) & mask) {
+        struct table_slot moving = t->slots[i];
+        t->slots[i].entry = NULL;
+        *table_slot(t, entry_key(moving.entry), moving.hash) = moving;
     }
 }
 
@@ -268,11 +307,13 @@ static bool parse_policy(const char *text, numa_policy *policy, numa_scope *scop
 static void read_attributes(struct numa_node *n, const json_t *root)
 {
     const json_t *policies = json_object_get(root, "topologyPolicies"), *item;
+    numa_policy policy = NUMA_POLICY_NONE;
+    numa_scope scope = NUMA_SCOPE_CONTAINER;
     size_t i;
     json_array_foreach(policies, i, item)
     {
         if (json_is_string(item))
-            parse_policy(json_string_value(item), &n->policy, &n->scope);
+            parse_policy(json_string_value(item), &policy, &scope);
     }
     json_array_foreach(json_object_get(root, "attributes"), i, item)
     {
@@ -281,10 +322,12 @@ static void read_attributes(struct numa_node *n, const json_t *root)
         if (name == NULL || value == NULL)
             continue;
         if (strcmp(name, "topologyManagerPolicy") == 0)
-            parse_policy(value, &n->policy, &n->scope);
+            parse_policy(value, &policy, &scope);
         else if (strcmp(name, "topologyManagerScope") == 0)
-            n->scope = strcmp(value, "pod") == 0 ? NUMA_SCOPE_POD : NUMA_SCOPE_CONTAINER;
+            scope = strcmp(value, "pod") == 0 ? NUMA_SCOPE_POD : NUMA_SCOPE_CONTAINER;
     }
+    n->hot.policy = (uint8_t)policy;
+    n->hot.scope = (uint8_t)scope;
 }
 
 /* The slot of a resource on the node, adding it when new; -1 when the node has too many. */
@@ -293,14 +336,14 @@ static int resource_slot(struct numa_node *n, const char *name)
     kc_resource id = kc_resource_id(name);
     if (id < 0)
         return -1;
-    for (uint32_t r = 0; r < n->resource_count; r++)
-        if (n->resource[r] == id)
+    for (uint32_t r = 0; r < n->hot.resource_count; r++)
+        if (n->hot.resource[r] == id)
             return (int)r;
-    if (n->resource_count == NUMA_MAX_RESOURCES)
+    if (n->hot.resource_count == NUMA_MAX_RESOURCES)
         return -1;
-    n->resource[n->resource_count] = id;
-    n->kind[n->resource_count] = kind_of(name);
-    return (int)n->resource_count++;
+    n->hot.resource[n->hot.resource_count] = id;
+    n->hot.kind[n->hot.resource_count] = (uint8_t)kind_of(name);
+    return (int)n->hot.resource_count++;
 }
 
 /* The zone's NUMA id from its name ("node-1" as the kubelet and NFD name them). */
@@ -337,7 +380,7 @@ static void read_zone_resources(struct numa_node *n, uint32_t z, const json_t *z
         n->allocatable[r][z] = allocatable;
         n->available[r][z] = available;
         /* the CPU manager measures the narrowest mask on all CPUs, reserved ones too */
-        n->total[r][z] = n->kind[r] == NUMA_KIND_CPU ? capacity : allocatable;
+        n->total[r][z] = n->hot.kind[r] == NUMA_KIND_CPU ? capacity : allocatable;
     }
 }
 
@@ -347,16 +390,16 @@ static int read_zones(struct numa_node *n, const json_t *root)
     const json_t *zones = json_object_get(root, "zones"), *zone;
     const json_t *picked[NUMA_MAX_ZONES];
     size_t i;
-    n->zone_count = 0;
+    n->hot.zone_count = 0;
     json_array_foreach(zones, i, zone)
     {
         const char *type = json_string_value(json_object_get(zone, "type"));
         if (type != NULL && strcmp(type, "Node") != 0)
             continue;
-        if (n->zone_count == NUMA_MAX_ZONES)
+        if (n->hot.zone_count == NUMA_MAX_ZONES)
             return -E2BIG;
         int id = zone_number(json_string_value(json_object_get(zone, "name")), (int)i);
-        uint32_t at = n->zone_count++;
+        uint32_t at = n->hot.zone_count++;
         for (; at > 0 && n->zone_id[at - 1] > id; at--) {
             n->zone_id[at] = n->zone_id[at - 1];
             picked[at] = picked[at - 1];
@@ -364,7 +407,7 @@ static int read_zones(struct numa_node *n, const json_t *root)
         n->zone_id[at] = id;
         picked[at] = zone;
     }
-    for (uint32_t z = 0; z < n->zone_count; z++)
+    for (uint32_t z = 0; z < n->hot.zone_count; z++)
         read_zone_resources(n, z, picked[z]);
     return 0;
 }
@@ -382,14 +425,29 @@ static bool listed(const char *list, const char *key)
     return false;
 }
 
-static void apply_charges(struct numa_node *n, const struct tracked_pod *t, int sign)
+/* Recompute the packed pairs after a report or a charge, and the entry's copy with them. */
+static void refresh_hot(struct numaalign *self, struct numa_node *n)
+{
+    for (uint32_t r = 0; r < n->hot.resource_count; r++)
+        for (uint32_t z = 0; z < n->hot.zone_count; z++) {
+            n->hot.pair[r * n->hot.zone_count + z][0] = n->total[r][z];
+            n->hot.pair[r * n->hot.zone_count + z][1] = n->available[r][z] - n->charged[r][z];
+        }
+    if (n->entry > 0 && n->entry <= self->by_index_capacity &&
+        self->by_index[n->entry - 1].node == n)
+        self->by_index[n->entry - 1].hot = n->hot;
+}
+
+static void apply_charges(struct numaalign *self, struct numa_node *n, const struct tracked_pod *t,
+                          int sign)
 {
     for (uint32_t i = 0; i < t->charge_count; i++) {
         const struct charge *c = &t->charges[i];
-        for (uint32_t r = 0; r < n->resource_count; r++)
-            if (n->resource[r] == c->resource && c->zone < n->zone_count)
+        for (uint32_t r = 0; r < n->hot.resource_count; r++)
+            if (n->hot.resource[r] == c->resource && c->zone < n->hot.zone_count)
                 n->charged[r][c->zone] += sign * c->amount;
     }
+    refresh_hot(self, n);
 }
 
 /* A new report: it accounts for the pods it lists (kcycle-topology-agent), or, from an agent
@@ -403,8 +461,16 @@ static void settle_charges(struct numaalign *self, struct numa_node *n, const ch
             t->charging = accounted != NULL ? !listed(accounted, t->key)
                                             : now - t->since_ms < self->unlisted_grace_ms;
         if (t->charging)
-            apply_charges(n, t, 1);
+            apply_charges(self, n, t, 1);
     }
+    refresh_hot(self, n);
+}
+
+static void node_free(struct numa_node *n)
+{
+    if (n != NULL && n->name != n->name_buf)
+        free(n->name);
+    free(n);
 }
 
 static struct numa_node *node_get_or_add(struct numaalign *self, const char *name)
@@ -413,10 +479,11 @@ static struct numa_node *node_get_or_add(struct numaalign *self, const char *nam
     if (n != NULL)
         return n;
     n = calloc(1, sizeof(*n));
-    if (n == NULL || (n->name = strdup(name)) == NULL || table_put(&self->nodes, n) < 0) {
-        if (n != NULL)
-            free(n->name);
-        free(n);
+    if (n == NULL)
+        return NULL;
+    n->name = strlen(name) < sizeof(n->name_buf) ? strcpy(n->name_buf, name) : strdup(name);
+    if (n->name == NULL || table_put(&self->nodes, n) < 0) {
+        node_free(n);
         return NULL;
     }
     return n;
@@ -435,9 +502,7 @@ static void topology_update(struct numaalign *self, const char *name, const char
         json_decref(root);
         return;
     }
-    n->policy = NUMA_POLICY_NONE;
-    n->scope = NUMA_SCOPE_CONTAINER;
-    n->resource_count = 0;
+    n->hot.resource_count = 0;
     memset(n->total, 0, sizeof(n->total));
     memset(n->allocatable, 0, sizeof(n->allocatable));
     memset(n->available, 0, sizeof(n->available));
@@ -445,9 +510,9 @@ static void topology_update(struct numaalign *self, const char *name, const char
     if (read_zones(n, root) < 0) {
         log_message(KC_LOG_WARN, "NodeResourceTopology %s: more than %d zones; not aligning there",
                     name, NUMA_MAX_ZONES);
-        n->zone_count = 0;
+        n->hot.zone_count = 0;
     }
-    n->has_topology = n->zone_count > 0;
+    n->hot.has_topology = n->hot.zone_count > 0;
     const json_t *annotations = json_object_get(json_object_get(root, "metadata"), "annotations");
     settle_charges(self, n, json_string_value(json_object_get(annotations, ACCOUNTED_ANNOTATION)));
     json_decref(root);
@@ -502,6 +567,7 @@ static bool read_pod(const kc_pod *pod, struct pod_state *st)
             const char *name = kc_pod_container_name(pod, init, i);
             snprintf(u->name, sizeof(u->name), "%s", name != NULL ? name : "");
             u->init = init;
+            st->has_init = st->has_init || init;
         }
     snprintf(st->pod.name, sizeof(st->pod.name), "%s", kc_pod_name(pod));
     bool any = false;
@@ -532,28 +598,29 @@ static bool read_pod(const kc_pod *pod, struct pod_state *st)
 
 /* ---- evaluation --------------------------------------------------------------------------- */
 
-static void node_zones(const struct numa_node *n, struct numa_zones *z)
+static void node_zones(const struct numa_hot *h, struct numa_zones *z)
 {
-    z->zone_count = n->zone_count;
-    z->resource_count = n->resource_count;
-    for (uint32_t r = 0; r < n->resource_count; r++) {
-        z->kind[r] = n->kind[r];
-        for (uint32_t zone = 0; zone < n->zone_count; zone++) {
-            z->total[r][zone] = n->total[r][zone];
-            z->free[r][zone] = n->available[r][zone] - n->charged[r][zone];
+    z->zone_count = h->zone_count;
+    z->resource_count = h->resource_count;
+    const int64_t(*hot)[2] = h->pair;
+    for (uint32_t r = 0; r < h->resource_count; r++) {
+        z->kind[r] = (numa_kind)h->kind[r];
+        for (uint32_t zone = 0; zone < h->zone_count; zone++, hot++) {
+            z->total[r][zone] = (*hot)[0];
+            z->free[r][zone] = (*hot)[1];
         }
     }
 }
 
 /* The unit's amounts in the node's slot order; resources the zones do not list are not
  * topology-managed there (no hint, as for a device without NUMA affinity). */
-static void unit_amounts(const struct numa_node *n, const struct unit *u, int64_t *amount)
+static void unit_amounts(const struct numa_hot *h, const struct unit *u, int64_t *amount)
 {
     for (uint32_t r = 0; r < NUMA_MAX_RESOURCES; r++)
         amount[r] = 0;
     for (uint32_t k = 0; k < u->count; k++)
-        for (uint32_t r = 0; r < n->resource_count; r++)
-            if (n->resource[r] == u->resource[k])
+        for (uint32_t r = 0; r < h->resource_count; r++)
+            if (h->resource[r] == u->resource[k])
                 amount[r] = u->amount[k];
 }
 
@@ -568,21 +635,24 @@ struct evaluation {
  * container scope merges each container in turn, app containers taking their zones before the
  * next is merged. Init containers are checked against the pod's starting state and not charged
  * (their CPUs and memory are handed on to the app containers). */
-static void evaluate(const struct numa_node *n, const struct pod_state *st, struct evaluation *ev)
+static void evaluate(const struct numa_hot *h, const struct pod_state *st, struct evaluation *ev)
 {
-    struct numa_zones z;
-    node_zones(n, &z);
-    memset(ev, 0, sizeof(*ev));
+    struct numa_zones z, start;
+    node_zones(h, &z);
     ev->admitted = ev->preferred = true;
+    ev->zones = 0;
+    ev->failed_unit = NULL;
+    memset(ev->charge, 0, h->resource_count * sizeof(ev->charge[0])); /* the rows in use */
     int64_t amount[NUMA_MAX_RESOURCES], scratch[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];
-    const struct unit *units = n->scope == NUMA_SCOPE_POD ? &st->pod : st->containers;
-    uint32_t count = n->scope == NUMA_SCOPE_POD ? 1 : st->container_count;
-    struct numa_zones start = z;
+    const struct unit *units = h->scope == NUMA_SCOPE_POD ? &st->pod : st->containers;
+    uint32_t count = h->scope == NUMA_SCOPE_POD ? 1 : st->container_count;
+    if (h->scope == NUMA_SCOPE_CONTAINER && st->has_init)
+        start = z; /* init containers are judged against the pod's starting state */
     for (uint32_t i = 0; i < count; i++) {
-        unit_amounts(n, &units[i], amount);
-        bool init = n->scope == NUMA_SCOPE_CONTAINER && units[i].init;
-        struct numa_hint hint = numa_merge(init ? &start : &z, amount, n->policy);
-        if (!numa_admits(n->policy, hint)) {
+        unit_amounts(h, &units[i], amount);
+        bool init = h->scope == NUMA_SCOPE_CONTAINER && units[i].init;
+        struct numa_hint hint = numa_merge(init ? &start : &z, amount, h->policy);
+        if (!numa_admits(h->policy, hint)) {
             ev->admitted = false;
             ev->failed_unit = units[i].name;
             return;
@@ -598,9 +668,62 @@ static void evaluate(const struct numa_node *n, const struct pod_state *st, stru
     }
 }
 
-static bool pod_admitted_by_policy(const struct numa_node *n)
+static bool pod_admitted_by_policy(const struct numa_hot *h)
 {
-    return n == NULL || !n->has_topology || n->policy == NUMA_POLICY_NONE;
+    return h == NULL || !h->has_topology || h->policy == NUMA_POLICY_NONE;
+}
+
+/* ---- node index cache ---------------------------------------------------------------------- */
+
+/* Room for count nodes; called from PreFilter, never while Filter runs. */
+static int index_reserve(struct numaalign *self, uint32_t count)
+{
+    if (count <= self->by_index_capacity)
+        return 0;
+    struct index_entry *grown = realloc(self->by_index, count * sizeof(*grown));
+    if (grown == NULL)
+        return -ENOMEM;
+    memset(grown + self->by_index_capacity, 0,
+           (count - self->by_index_capacity) * sizeof(*grown));
+    self->by_index = grown;
+    self->by_index_capacity = count;
+    return 0;
+}
+
+static void index_clear(struct numaalign *self)
+{
+    if (self->by_index != NULL)
+        memset(self->by_index, 0, self->by_index_capacity * sizeof(*self->by_index));
+}
+
+/* The node's entry, filled by name on first use; NULL when the index is out of range. */
+static struct index_entry *index_entry_of(struct numaalign *self, const kc_node *node)
+{
+    uint32_t index = kc_node_index(node);
+    if (index >= self->by_index_capacity)
+        return NULL;
+    struct index_entry *entry = &self->by_index[index];
+    if (entry->handle != node) {
+        struct numa_node *n = table_get(&self->nodes, kc_node_name(node));
+        entry->node = n;
+        entry->cycle = 0;
+        entry->handle = node;
+        if (n != NULL) {
+            entry->hot = n->hot;
+            n->entry = index + 1;
+        }
+    }
+    return entry;
+}
+
+/* The packed view of the node: its entry's copy, or the node's own out of range. */
+static const struct numa_hot *hot_of(struct numaalign *self, const struct index_entry *entry,
+                                     const kc_node *node)
+{
+    if (entry != NULL)
+        return entry->node != NULL ? &entry->hot : NULL;
+    const struct numa_node *n = table_get(&self->nodes, kc_node_name(node));
+    return n != NULL ? &n->hot : NULL;
 }
 
 /* ---- phases ------------------------------------------------------------------------------- */
@@ -614,7 +737,9 @@ static kc_status numaalign_pre_filter(void *self_, kc_cycle *cycle, const kc_pod
         free(st);
         return KC_SKIP; /* nothing the topology manager aligns: not this plugin's pod */
     }
-    if (kc_cycle_set(cycle, STATE_KEY, st, free) < 0) {
+    struct numaalign *self = self_;
+    st->cycle = ++self->cycles;
+    if (index_reserve(self, kc_node_count()) < 0 || kc_cycle_set(cycle, STATE_KEY, st, free) < 0) {
         free(st);
         return KC_ERROR;
     }
@@ -628,14 +753,20 @@ static kc_status numaalign_filter(void *self_, kc_cycle *cycle, const kc_pod *po
     struct pod_state *st = kc_cycle_get(cycle, STATE_KEY);
     if (st == NULL)
         return KC_SUCCESS;
-    const struct numa_node *n = table_get(&self->nodes, kc_node_name(node));
-    if (pod_admitted_by_policy(n))
+    struct index_entry *entry = index_entry_of(self, node);
+    const struct numa_hot *h = hot_of(self, entry, node);
+    if (pod_admitted_by_policy(h))
         return KC_SUCCESS; /* no topology known, or no policy: the kubelet admits it */
     struct evaluation ev;
-    evaluate(n, st, &ev);
+    evaluate(h, st, &ev);
+    if (entry != NULL) {
+        entry->cycle = st->cycle;
+        entry->preferred = ev.preferred;
+        entry->zones = ev.zones;
+    }
     if (ev.admitted)
         return KC_SUCCESS;
-    kc_cycle_reject(cycle, n->scope == NUMA_SCOPE_POD ? "cannot align pod"
+    kc_cycle_reject(cycle, h->scope == NUMA_SCOPE_POD ? "cannot align pod"
                                                       : "cannot align container");
     return KC_UNSCHEDULABLE;
 }
@@ -661,7 +792,7 @@ static int64_t allocation_score(const struct numaalign *self, const struct numa_
 {
     double fractions[NUMA_MAX_RESOURCES], sum = 0;
     uint32_t count = 0;
-    for (uint32_t r = 0; r < n->resource_count; r++) {
+    for (uint32_t r = 0; r < n->hot.resource_count; r++) {
         int64_t taken = zone_sum(ev->charge[r], ev->zones);
         int64_t allocatable = zone_sum(n->allocatable[r], ev->zones);
         if (taken <= 0 || allocatable <= 0)
@@ -695,12 +826,20 @@ static kc_status numaalign_score(void *self_, kc_cycle *cycle, const kc_pod *pod
 {
     struct numaalign *self = self_;
     struct pod_state *st = kc_cycle_get(cycle, STATE_KEY);
-    const struct numa_node *n = table_get(&self->nodes, kc_node_name(node));
     *score = 0;
-    if (st == NULL || pod_admitted_by_policy(n))
+    if (st == NULL)
+        return KC_SUCCESS;
+    struct index_entry *entry = index_entry_of(self, node);
+    const struct numa_hot *h = hot_of(self, entry, node);
+    if (pod_admitted_by_policy(h))
         return KC_SUCCESS;
     struct evaluation ev;
-    evaluate(n, st, &ev);
+    if (self->strategy == SCORE_LEAST_NUMA_NODES && entry != NULL && entry->cycle == st->cycle) {
+        ev.zones = entry->zones; /* what Filter found: nothing changed since */
+        ev.preferred = entry->preferred;
+    } else {
+        evaluate(h, st, &ev);
+    }
     if (self->strategy == SCORE_LEAST_NUMA_NODES) {
         /* fewest zones first, comparable across nodes of different sizes */
         uint32_t used = (uint32_t)__builtin_popcount(ev.zones);
@@ -708,6 +847,8 @@ static kc_status numaalign_score(void *self_, kc_cycle *cycle, const kc_pod *pod
             used = 1;
         *score = 100 * (int64_t)(NUMA_MAX_ZONES - used) / (NUMA_MAX_ZONES - 1);
     } else {
+        const struct numa_node *n = entry != NULL ? entry->node
+                                                  : table_get(&self->nodes, kc_node_name(node));
         *score = allocation_score(self, n, &ev);
     }
     if (!ev.preferred)
@@ -746,7 +887,7 @@ static void untrack(struct numaalign *self, const char *uid)
     if (t == NULL)
         return;
     if (t->charging)
-        apply_charges(t->node, t, -1);
+        apply_charges(self, t->node, t, -1);
     for (struct tracked_pod **p = &t->node->pods; *p != NULL; p = &(*p)->next)
         if (*p == t) {
             *p = t->next;
@@ -765,14 +906,14 @@ static int track(struct numaalign *self, const kc_pod *pod, struct numa_node *n,
             tracked_free(t);
         return -ENOMEM;
     }
-    for (uint32_t r = 0; r < n->resource_count; r++)
-        for (uint32_t z = 0; z < n->zone_count; z++)
+    for (uint32_t r = 0; r < n->hot.resource_count; r++)
+        for (uint32_t z = 0; z < n->hot.zone_count; z++)
             if (ev->charge[r][z] > 0)
                 t->charges[t->charge_count++] =
-                    (struct charge){n->resource[r], (uint8_t)z, ev->charge[r][z]};
+                    (struct charge){n->hot.resource[r], (uint8_t)z, ev->charge[r][z]};
     t->next = n->pods;
     n->pods = t;
-    apply_charges(n, t, 1);
+    apply_charges(self, n, t, 1);
     return 0;
 }
 
@@ -780,7 +921,7 @@ static void zones_text(const struct numa_node *n, uint32_t zones, char *buf, siz
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (uint32_t z = 0; z < n->zone_count; z++)
+    for (uint32_t z = 0; z < n->hot.zone_count; z++)
         if (zones & (1u << z))
             used += (size_t)snprintf(buf + used, used < size ? size - used : 0, "%s%d",
                                      used > 0 ? "," : "", n->zone_id[z]);
@@ -792,10 +933,10 @@ static kc_status numaalign_reserve(void *self_, kc_cycle *cycle, const kc_pod *p
     struct numaalign *self = self_;
     struct pod_state *st = kc_cycle_get(cycle, STATE_KEY);
     struct numa_node *n = table_get(&self->nodes, kc_node_name(node));
-    if (st == NULL || pod_admitted_by_policy(n))
+    if (st == NULL || n == NULL || pod_admitted_by_policy(&n->hot))
         return KC_SUCCESS;
     struct evaluation ev;
-    evaluate(n, st, &ev);
+    evaluate(&n->hot, st, &ev);
     if (!ev.admitted) {
         kc_cycle_reject(cycle, "cannot align pod: the node's zones changed since Filter");
         return KC_UNSCHEDULABLE;
@@ -830,21 +971,21 @@ static void adopt_bound_pod(struct numaalign *self, const kc_pod *pod)
         return;
     struct numa_node *n = table_get(&self->nodes, node_name);
     struct pod_state st = {0};
-    if (n == NULL || !n->has_topology || !read_pod(pod, &st))
+    if (n == NULL || !n->hot.has_topology || !read_pod(pod, &st))
         return;
     uint32_t mask = 0;
     for (const char *p = zones; *p != '\0'; p++)
         if (*p >= '0' && *p <= '9' && (p == zones || p[-1] == ',')) {
             int id = atoi(p);
-            for (uint32_t z = 0; z < n->zone_count; z++)
+            for (uint32_t z = 0; z < n->hot.zone_count; z++)
                 if (n->zone_id[z] == id)
                     mask |= 1u << z;
         }
     struct numa_zones z;
-    node_zones(n, &z);
+    node_zones(&n->hot, &z);
     struct evaluation ev = {.admitted = true, .preferred = true};
     int64_t amount[NUMA_MAX_RESOURCES];
-    unit_amounts(n, &st.pod, amount);
+    unit_amounts(&n->hot, &st.pod, amount);
     ev.zones = numa_take(&z, amount, mask, ev.charge);
     track(self, pod, n, &ev);
 }
@@ -853,17 +994,22 @@ static void numaalign_on_event(void *self_, const kc_event *event)
 {
     struct numaalign *self = self_;
     switch (event->type) {
+    case KC_EVENT_NODE_ADD:
+    case KC_EVENT_NODE_DELETE: index_clear(self); break;
     case KC_EVENT_OBJECT_ADD:
     case KC_EVENT_OBJECT_UPDATE:
         if (event->object_kind != NULL && strcmp(event->object_kind, NRT_KIND) == 0 &&
-            event->object_json != NULL && event->object_name != NULL)
+            event->object_json != NULL && event->object_name != NULL) {
             topology_update(self, event->object_name, event->object_json);
+            index_clear(self); /* the node may have a topology now */
+        }
         break;
     case KC_EVENT_OBJECT_DELETE:
         if (event->object_kind != NULL && strcmp(event->object_kind, NRT_KIND) == 0) {
             struct numa_node *n = table_get(&self->nodes, event->object_name);
             if (n != NULL)
-                n->has_topology = false;
+                n->hot.has_topology = false;
+            index_clear(self);
         }
         break;
     case KC_EVENT_POD_ADD:
@@ -941,17 +1087,14 @@ static void numaalign_fini(void *self_)
     if (self == NULL)
         return;
     for (uint32_t i = 0; i < self->pods.capacity; i++)
-        if (self->pods.slots[i] != NULL)
-            tracked_free(self->pods.slots[i]);
+        if (self->pods.slots[i].entry != NULL)
+            tracked_free(self->pods.slots[i].entry);
     for (uint32_t i = 0; i < self->nodes.capacity; i++) {
-        struct numa_node *n = self->nodes.slots[i];
-        if (n != NULL) {
-            free(n->name);
-            free(n);
-        }
+        node_free(self->nodes.slots[i].entry);
     }
     free(self->pods.slots);
     free(self->nodes.slots);
+    free(self->by_index);
     free(self);
 }
 

@@ -167,6 +167,37 @@ static void take_fills_hint_zones_lowest_first_then_others(void **state)
     assert_int_equal(charge2[R_CPU][0], 3);
 }
 
+/* The one-pass single-numa-node merge equals the general walk on random nodes and requests. */
+static void single_numa_node_fast_path_equals_the_general_merge(void **state)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 5000; round++) {
+        struct numa_zones z;
+        memset(&z, 0, sizeof(z));
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        z.zone_count = 1 + (uint32_t)(seed >> 60) % 4;
+        z.resource_count = R_COUNT;
+        z.kind[R_CPU] = NUMA_KIND_CPU;
+        z.kind[R_MEMORY] = z.kind[R_HUGEPAGES] = NUMA_KIND_MEMORY;
+        z.kind[R_GPU] = NUMA_KIND_DEVICE;
+        int64_t amount[NUMA_MAX_RESOURCES] = {0};
+        for (uint32_t r = 0; r < R_COUNT; r++) {
+            for (uint32_t i = 0; i < z.zone_count; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                z.total[r][i] = (int64_t)(seed >> 59);      /* 0..31 */
+                z.free[r][i] = (int64_t)((seed >> 40) % 33) % (z.total[r][i] + 1);
+            }
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            amount[r] = (seed >> 62) == 0 ? 0 : (int64_t)(seed >> 58) % 24;
+        }
+        struct numa_hint fast = numa_merge(&z, amount, NUMA_POLICY_SINGLE_NUMA_NODE);
+        struct numa_hint slow = numa_merge_permutations(&z, amount, NUMA_POLICY_SINGLE_NUMA_NODE);
+        assert_int_equal(fast.preferred, slow.preferred);
+        if (fast.preferred)
+            assert_int_equal(fast.mask, slow.mask);
+    }
+}
+
 /* ---- the plugin on the fake host ------------------------------------------------------------ */
 
 static const kc_plugin_ops *ops;
@@ -639,12 +670,14 @@ static void zone_ids_come_from_zone_names(void **state)
 
 int main(void)
 {
-    struct CMUnitTest merge_tests[sizeof(merge_cases) / sizeof(merge_cases[0]) + 1];
+    struct CMUnitTest merge_tests[sizeof(merge_cases) / sizeof(merge_cases[0]) + 2];
     size_t count = sizeof(merge_cases) / sizeof(merge_cases[0]);
     for (size_t i = 0; i < count; i++)
         merge_tests[i] = (struct CMUnitTest)MERGE_CASE(i);
     merge_tests[count] =
         (struct CMUnitTest)cmocka_unit_test(take_fills_hint_zones_lowest_first_then_others);
+    merge_tests[count + 1] =
+        (struct CMUnitTest)cmocka_unit_test(single_numa_node_fast_path_equals_the_general_merge);
     const struct CMUnitTest plugin_tests[] = {
         PLUGIN_TEST(container_scope_places_each_container_in_its_own_zone),
         PLUGIN_TEST(pod_scope_rejects_a_pod_larger_than_a_zone),
@@ -670,7 +703,7 @@ int main(void)
         PLUGIN_TEST(bad_args_are_refused),
         PLUGIN_TEST(zone_ids_come_from_zone_names),
     };
-    int failed = _cmocka_run_group_tests("numaalign_hints", merge_tests, count + 1, NULL, NULL);
+    int failed = _cmocka_run_group_tests("numaalign_hints", merge_tests, count + 2, NULL, NULL);
     failed += cmocka_run_group_tests_name("numaalign_plugin", plugin_tests, NULL, group_teardown);
     return failed;
 }
