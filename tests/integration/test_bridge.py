@@ -12,6 +12,10 @@ Scenarios (one per meson test, so they run apart):
           and then the scheduler: the same outcome, no second Binding of any pod, no pod lost.
   leader  two scheduler+bridge replicas with leader election: only the lease holder binds;
           after it is killed the other takes over within 20 s and finishes the workload.
+  numa    NodeResourceTopology objects (as kcycle-topology-agent publishes them) for nodes of 2
+          and 4 zones, Guaranteed pods scheduled with numaalign: every aligned pod's Binding
+          carries kcycle.io/numa-zones naming zones that hold it, also after an agent report
+          that arrives while pods are still being placed.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
@@ -494,10 +498,148 @@ def scenario_bench(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
+NUMA_CONFIG = """plugins:
+  - name: prioritysort
+  - name: noderesources
+  - name: numaalign
+  - name: defaultbinder
+"""
+
+
+def numa_topology(name, zones, cpus_per_zone, memory_gi_per_zone, policy, scope,
+                  used=None, accounted=None):
+    """A NodeResourceTopology as kcycle-topology-agent writes it; used: {zone: (cpus, GiB)}."""
+    used = used or {}
+    metadata = {"name": name}
+    if accounted is not None:
+        metadata["annotations"] = {"kcycle.io/accounted-pods": ",".join(accounted)}
+    zone_list = []
+    for z in range(zones):
+        cpus, gib = used.get(z, (0, 0))
+        zone_list.append({"name": f"node-{z}", "type": "Node", "resources": [
+            {"name": "cpu", "capacity": str(cpus_per_zone), "allocatable": str(cpus_per_zone),
+             "available": str(cpus_per_zone - cpus)},
+            {"name": "memory", "capacity": f"{memory_gi_per_zone}Gi",
+             "allocatable": f"{memory_gi_per_zone}Gi",
+             "available": f"{memory_gi_per_zone - gib}Gi"}]})
+    return {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+            "metadata": metadata, "topologyPolicies": ["SingleNUMANodeContainerLevel"],
+            "attributes": [{"name": "topologyManagerPolicy", "value": policy},
+                           {"name": "topologyManagerScope", "value": scope}],
+            "zones": zone_list}
+
+
+# name: (zones, CPUs per zone, GiB per zone, policy, scope)
+NUMA_NODES = {f"numa-{i}": (2, 16, 64, "single-numa-node", "container") if i % 2 == 0 else
+              (4, 8, 32, "restricted" if i % 4 == 1 else "single-numa-node",
+               "pod" if i % 4 == 1 else "container") for i in range(8)}
+
+
+def guaranteed_pod(fc, name, cpus, gib):
+    pod = fc.pod(name, namespace="numa", scheduler="kcycle", cpu=str(cpus), memory=f"{gib}Gi")
+    container = pod["spec"]["containers"][0]
+    container["resources"]["limits"] = dict(container["resources"]["requests"])
+    return pod
+
+
+def numa_placements(api):
+    """Bound Guaranteed pods of namespace numa: name -> (node, zones or None, cpus, GiB)."""
+    out = {}
+    for p in all_pods(api):
+        if p["metadata"]["namespace"] != "numa" or not p["spec"].get("nodeName"):
+            continue
+        res = p["spec"]["containers"][0]["resources"]["requests"]
+        zones = p["metadata"].get("annotations", {}).get("kcycle.io/numa-zones")
+        out[p["metadata"]["name"]] = (p["spec"]["nodeName"], zones,
+                                      quantity_milli(res["cpu"]) // 1000,
+                                      int(res["memory"].rstrip("Gi")))
+    return out
+
+
+def check_numa_fit(placements, reported=None):
+    """Every placement names zones that hold it: one zone under single-numa-node, at most the
+    narrowest number under restricted, and no zone over its CPUs or memory (the pods the
+    agent's report already accounts for are in its `available`)."""
+    used = collections.defaultdict(lambda: [0, 0])
+    for name, (node, zones, cpus, gib) in sorted(placements.items()):
+        count, per_zone, mem_zone, policy, scope = NUMA_NODES[node]
+        check(zones is not None, f"{name} on {node}: no kcycle.io/numa-zones annotation")
+        ids = [int(z) for z in zones.split(",")]
+        check(all(0 <= z < count for z in ids), f"{name}: zones {zones} not on {node}")
+        narrowest = max(-(-cpus // per_zone), -(-gib // mem_zone))
+        if policy == "single-numa-node":
+            check(len(ids) == 1, f"{name} on {node}: {len(ids)} zones under single-numa-node")
+        else:
+            check(len(ids) == narrowest, f"{name} on {node}: {zones} is not {narrowest} zone(s)")
+        left_cpu, left_gib = cpus, gib
+        for z in ids:  # the kubelet fills the hint's zones lowest first
+            take = min(left_cpu, per_zone - used[(node, z)][0])
+            used[(node, z)][0] += take
+            left_cpu -= take
+            take = min(left_gib, mem_zone - used[(node, z)][1])
+            used[(node, z)][1] += take
+            left_gib -= take
+        check(left_cpu == 0 and left_gib == 0,
+              f"{name} on {node}: zones {zones} do not hold {cpus} CPUs / {gib} GiB")
+
+
+def scenario_numa(fc, api, workdir):
+    items = []
+    for name, (zones, cpus, gib, policy, scope) in NUMA_NODES.items():
+        items.append(fc.node(name, cpu=str(zones * cpus), memory=f"{zones * gib}Gi"))
+        items.append(numa_topology(name, zones, cpus, gib, policy, scope, accounted=[]))
+    sizes = [(2, 4), (3, 6), (5, 8), (6, 16), (7, 8), (10, 20)]
+    first = [guaranteed_pod(fc, f"g-{i:03d}", *sizes[i % len(sizes)]) for i in range(48)]
+    bulk_create(api, items + first)
+    config = os.path.join(workdir, "config.yaml")
+    with open(config, "w") as f:
+        f.write(NUMA_CONFIG)
+    r = Replica(api, workdir, "replica-n", leader_elect=False, config=config)
+    r.start()
+    try:
+        placed = wait_until("the first NUMA pods bound", lambda: len(numa_placements(api)) >= 30
+                            and numa_placements(api), 120, [r])
+        # the agent reports for numa-0 now: what it accounts for is in `available`, and it
+        # lists those pods; pods bound after the report stay charged by the scheduler
+        on_node = {n: v for n, v in placed.items() if v[0] == "numa-0"}
+        used = collections.defaultdict(lambda: [0, 0])
+        for name, (node, zones, cpus, gib) in on_node.items():
+            used[int(zones.split(",")[0])][0] += cpus
+            used[int(zones.split(",")[0])][1] += gib
+        report = numa_topology("numa-0", 2, 16, 64, "single-numa-node", "container",
+                               used={z: tuple(v) for z, v in used.items()},
+                               accounted=[f"numa/{n}" for n in sorted(on_node)])
+        current = api.get_object("NodeResourceTopology", "numa-0", namespace=None)
+        report["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        status, body = api.put(fc.resource_path("NodeResourceTopology", None, "numa-0"), report)
+        check(status == 200, f"the agent's report for numa-0: {status} {body}")
+        more = [guaranteed_pod(fc, f"h-{i:03d}", *sizes[i % len(sizes)]) for i in range(40)]
+        bulk_create(api, more)
+
+        def settled():
+            pods = [p for p in all_pods(api) if p["metadata"]["namespace"] == "numa"]
+            done = [p for p in pods if p["spec"].get("nodeName") or any(
+                c.get("type") == "PodScheduled" and c.get("status") == "False"
+                for c in p.get("status", {}).get("conditions", []))]
+            return len(done) == len(pods) == 88
+        wait_until("every NUMA pod bound or unschedulable", settled, 120, [r])
+        placements = numa_placements(api)
+        check(len(placements) >= 40, f"only {len(placements)} NUMA pods bound")
+        check_numa_fit(placements)
+        unschedulable = [p for p in all_pods(api) if p["metadata"]["namespace"] == "numa" and
+                         not p["spec"].get("nodeName")]
+        check(unschedulable, "the workload saturates the NUMA zones")
+        print(f"numa: {len(placements)} Guaranteed pods bound with zones that hold them, "
+              f"{len(unschedulable)} left unschedulable")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["basic", "faults", "leader", "bench"])
+    parser.add_argument("scenario", choices=["basic", "faults", "leader", "bench", "numa"])
     parser.add_argument("--pods", type=int, default=5000, help="bench: pods to bind")
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
@@ -510,7 +652,7 @@ def main():
     try:
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
-             "bench": scenario_bench}[ARGS.scenario](fc, api, workdir)
+             "bench": scenario_bench, "numa": scenario_numa}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)
