@@ -631,18 +631,21 @@ struct evaluation {
     int64_t charge[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];
 };
 
-/* Replay the topology manager for the pod on n: pod scope merges once for the whole pod;
+/* Replay the topology manager for the pod on the node (charges: fill ev->charge, else only
+ * admission, preference and zones are needed): pod scope merges once for the whole pod;
  * container scope merges each container in turn, app containers taking their zones before the
  * next is merged. Init containers are checked against the pod's starting state and not charged
  * (their CPUs and memory are handed on to the app containers). */
-static void evaluate(const struct numa_hot *h, const struct pod_state *st, struct evaluation *ev)
+static void evaluate(const struct numa_hot *h, const struct pod_state *st, bool charges,
+                     struct evaluation *ev)
 {
     struct numa_zones z, start;
     node_zones(h, &z);
     ev->admitted = ev->preferred = true;
     ev->zones = 0;
     ev->failed_unit = NULL;
-    memset(ev->charge, 0, h->resource_count * sizeof(ev->charge[0])); /* the rows in use */
+    if (charges)
+        memset(ev->charge, 0, h->resource_count * sizeof(ev->charge[0])); /* the rows in use */
     int64_t amount[NUMA_MAX_RESOURCES], scratch[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];
     const struct unit *units = h->scope == NUMA_SCOPE_POD ? &st->pod : st->containers;
     uint32_t count = h->scope == NUMA_SCOPE_POD ? 1 : st->container_count;
@@ -658,6 +661,10 @@ static void evaluate(const struct numa_hot *h, const struct pod_state *st, struc
             return;
         }
         ev->preferred = ev->preferred && hint.preferred;
+        if (!charges && i + 1 == count && hint.preferred && (hint.mask & (hint.mask - 1)) == 0) {
+            ev->zones |= hint.mask; /* one zone that holds it all: nothing left to work out */
+            break;
+        }
         if (init) {
             memset(scratch, 0, sizeof(scratch));
             struct numa_zones copy = start;
@@ -758,7 +765,7 @@ static kc_status numaalign_filter(void *self_, kc_cycle *cycle, const kc_pod *po
     if (pod_admitted_by_policy(h))
         return KC_SUCCESS; /* no topology known, or no policy: the kubelet admits it */
     struct evaluation ev;
-    evaluate(h, st, &ev);
+    evaluate(h, st, false, &ev);
     if (entry != NULL) {
         entry->cycle = st->cycle;
         entry->preferred = ev.preferred;
@@ -838,7 +845,7 @@ static kc_status numaalign_score(void *self_, kc_cycle *cycle, const kc_pod *pod
         ev.zones = entry->zones; /* what Filter found: nothing changed since */
         ev.preferred = entry->preferred;
     } else {
-        evaluate(h, st, &ev);
+        evaluate(h, st, self->strategy != SCORE_LEAST_NUMA_NODES, &ev);
     }
     if (self->strategy == SCORE_LEAST_NUMA_NODES) {
         /* fewest zones first, comparable across nodes of different sizes */
@@ -936,7 +943,7 @@ static kc_status numaalign_reserve(void *self_, kc_cycle *cycle, const kc_pod *p
     if (st == NULL || n == NULL || pod_admitted_by_policy(&n->hot))
         return KC_SUCCESS;
     struct evaluation ev;
-    evaluate(&n->hot, st, &ev);
+    evaluate(&n->hot, st, true, &ev);
     if (!ev.admitted) {
         kc_cycle_reject(cycle, "cannot align pod: the node's zones changed since Filter");
         return KC_UNSCHEDULABLE;
