@@ -237,14 +237,15 @@ def cluster(policy, scope):
     return nodes, machines
 
 
-def run(tmp, policy, scope, with_plugin):
+def run(tmp, policy, scope, with_plugin, isolation="inprocess"):
     plugins = ["prioritysort", "noderesources"] + (["numaalign"] if with_plugin else []) + \
               ["defaultbinder"]
     nodes, machines = cluster(policy, scope)
     items, pods = workload()
-    spec = {"config": {"plugins": [{"name": p} for p in plugins]}, "nodes": nodes,
-            "workload": items}
-    path = os.path.join(tmp, f"numa-{policy}-{scope}-{with_plugin}.json")
+    entries = [{"name": p, "isolation": isolation} if p == "numaalign" else {"name": p}
+               for p in plugins]
+    spec = {"config": {"plugins": entries}, "nodes": nodes, "workload": items}
+    path = os.path.join(tmp, f"numa-{policy}-{scope}-{with_plugin}-{isolation}.json")
     with open(path, "w") as f:
         json.dump(spec, f)
     report_path = path + ".report"
@@ -303,6 +304,13 @@ def main():
                 unscheduled = sum(1 for p in report["pods"] if p["node"] is None)
                 # the workload saturates the cluster: some pods must be left over
                 check(unscheduled > 0, f"{label}: the workload saturates the cluster")
+                if (policy, scope) in (("single-numa-node", "container"), ("restricted", "pod")):
+                    # numaalign in a plugin host: the same placements and zones
+                    hosted, _, _, _ = run(tmp, policy, scope, True, "process")
+                    mine = [(p["name"], p["node"], p.get("numa_zones")) for p in report["pods"]]
+                    theirs = [(p["name"], p["node"], p.get("numa_zones")) for p in hosted["pods"]]
+                    check(mine == theirs, f"{label}: numaalign in a plugin host places and "
+                          "annotates exactly as in process")
                 base, machines, pods, _ = run(tmp, policy, scope, False)
                 base_placed, base_rejected, _, _ = replay(base, machines, pods, label, False)
                 totals[label] = (placed, rejected, base_placed, base_rejected)
