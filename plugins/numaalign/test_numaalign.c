@@ -394,6 +394,50 @@ static void best_effort_admits_misaligned_and_marks_it(void **state)
     fake_cycle_clear(&cycle);
 }
 
+static void restricted_container_scope_aligns_each_container(void **state)
+{
+    report("n0", "restricted", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "pair");
+    add_container(&pod, "a", 12000, 4 * GI, true, 0);
+    add_container(&pod, "b", 12000, 4 * GI, true, 0); /* 24 CPUs: one zone each */
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0,1");
+    kc_pod third;
+    guaranteed_pod(&third, "third", 6); /* 4 + 4 left, split: restricted refuses */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &third, &nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align container"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void best_effort_pod_scope_admits_a_split_pod(void **state)
+{
+    report("n0", "best-effort", "pod", 8, 8, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "split");
+    add_container(&pod, "a", 5000, GI, true, 0);
+    add_container(&pod, "b", 5000, GI, true, 0); /* 10 CPUs as one pod, 8 + 8 free */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_SUCCESS);
+    assert_int_equal(ops->reserve(self, &cycle, &pod, &nodes[0]), KC_SUCCESS);
+    const char *zones = NULL, *aligned = NULL;
+    for (uint32_t i = 0; i < cycle.annotation_count; i++) {
+        if (strcmp(cycle.annotations[i].key, "kcycle.io/numa-zones") == 0)
+            zones = cycle.annotations[i].value;
+        if (strcmp(cycle.annotations[i].key, "kcycle.io/numa-aligned") == 0)
+            aligned = cycle.annotations[i].value;
+    }
+    assert_non_null(zones);
+    assert_string_equal(zones, "0,1");
+    assert_non_null(aligned);
+    assert_string_equal(aligned, "false");
+    fake_cycle_clear(&cycle);
+}
+
 static void burstable_pod_without_devices_is_skipped(void **state)
 {
     report("n0", "single-numa-node", "container", 0, 0, 0, 0, NULL);
@@ -684,6 +728,8 @@ int main(void)
         PLUGIN_TEST(container_scope_rejects_a_container_larger_than_a_zone),
         PLUGIN_TEST(restricted_pod_scope_admits_two_zones),
         PLUGIN_TEST(best_effort_admits_misaligned_and_marks_it),
+        PLUGIN_TEST(restricted_container_scope_aligns_each_container),
+        PLUGIN_TEST(best_effort_pod_scope_admits_a_split_pod),
         PLUGIN_TEST(burstable_pod_without_devices_is_skipped),
         PLUGIN_TEST(guaranteed_fractional_cpu_aligns_memory_only),
         PLUGIN_TEST(burstable_pod_with_gpu_aligns_the_gpu),
