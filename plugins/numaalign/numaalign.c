@@ -250,6 +250,8 @@ static int64_t quantity(const json_t *value)
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
         if (strcmp(end, units[i].suffix) == 0) {
             double scaled = number * units[i].factor;
+            if (scaled >= 9.2e18)
+                return INT64_MAX; /* more than int64 holds: as good as unlimited */
             int64_t whole = (int64_t)scaled;
             return whole + (scaled > (double)whole);
         }

@@ -21,7 +21,7 @@ struct agent_options {
     const char *scope;         /* --topology-manager-scope */
     const char *reserved_cpus; /* --reserved-cpus (kubelet's reservedSystemCPUs) */
     struct topology_device_rule rules[AGENT_MAX_RULES];
-    uint32_t rule_count; /* 0: the default rules (NVIDIA and AMD GPUs) */
+    uint32_t rule_count; /* 0: topology_default_rules */
     const char *podresources_socket; /* NULL: none */
     bool podresources_required;      /* --podresources-socket given: failing to read is an error */
     const char *output;              /* --output FILE or "-" */

@@ -188,6 +188,10 @@ int topology_discover(const char *synthetic, const char *xml_path,
                  strerror(saved));
         rc = -saved;
     }
+    /* On the node itself the agent's own cgroup must not hide CPUs or memory: with the
+     * kubelet's static CPU manager, other containers' exclusive CPUs are outside its cpuset. */
+    if (rc == 0 && synthetic == NULL && xml_path == NULL)
+        hwloc_topology_set_flags(topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
     if (rc == 0) {
         hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
         if (hwloc_topology_load(topo) < 0) {

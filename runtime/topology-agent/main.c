@@ -56,6 +56,9 @@ int main(int argc, char **argv)
     struct agent_options opt = {.policy = "none", .scope = "container", .output = "-",
                                 .poll_seconds = 10, .publish_seconds = 60};
     bool once = false;
+    /* --device adds to the default rules (NVIDIA and AMD GPUs) */
+    for (; opt.rule_count < topology_default_rule_count; opt.rule_count++)
+        opt.rules[opt.rule_count] = topology_default_rules[opt.rule_count];
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (c) {

@@ -62,8 +62,13 @@ def this_machine():
         if os.path.isdir("/sys/devices/system/node") else ["node0"]
     check(len(zones) == len(sysfs), f"this machine: {len(zones)} zones, sysfs has {len(sysfs)}")
     cpus = sum(r["cpu"]["capacity"] for r, _ in zones.values())
-    check(cpus == len(os.sched_getaffinity(0)),
-          f"this machine: {cpus} CPUs, the process may run on {len(os.sched_getaffinity(0))}")
+    online = 0
+    with open("/sys/devices/system/cpu/online") as f:
+        for part in f.read().strip().split(","):
+            first, _, last = part.partition("-")
+            online += int(last or first) - int(first) + 1
+    # every online CPU, also those outside the agent's own cpuset (other pods' exclusive CPUs)
+    check(cpus == online, f"this machine: {cpus} CPUs, {online} online")
     total_kib = 0
     for node in sysfs:
         path = f"/sys/devices/system/node/{node}/meminfo"
