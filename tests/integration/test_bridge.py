@@ -15,7 +15,8 @@ Scenarios (one per meson test, so they run apart):
   numa    NodeResourceTopology objects (as kcycle-topology-agent publishes them) for nodes of 2
           and 4 zones, Guaranteed pods scheduled with numaalign: every aligned pod's Binding
           carries kcycle.io/numa-zones naming zones that hold it, also after an agent report
-          that arrives while pods are still being placed.
+          that arrives while pods are still being placed. With --agent, kcycle-topology-agent
+          publishes two of the nodes' topologies itself (and republishes them during the run).
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
@@ -583,14 +584,40 @@ def check_numa_fit(placements, reported=None):
               f"{name} on {node}: zones {zones} do not hold {cpus} CPUs / {gib} GiB")
 
 
+# Nodes whose topology kcycle-topology-agent publishes itself (with --agent), from the hwloc
+# synthetic description of the same shape. It has no podresources socket here: its reports
+# carry no accounted-pods list, which numaalign must survive (its own charges stay).
+AGENT_NODES = {"numa-6": "pack:2 numa:1(memory=64GiB) core:8 pu:2",
+               "numa-7": "pack:2 numa:2(memory=32GiB) core:4 pu:2"}
+
+
+def start_agents(api, workdir):
+    if not ARGS.agent:
+        return []
+    kubeconfig = api.kubeconfig(os.path.join(workdir, "kubeconfig"))
+    agents = []
+    for name, synthetic in AGENT_NODES.items():
+        policy, scope = NUMA_NODES[name][3], NUMA_NODES[name][4]
+        agents.append(Process(f"agent-{name}", [
+            ARGS.agent, "--kubeconfig", kubeconfig, "--node-name", name, "--synthetic",
+            synthetic, "--topology-manager-policy", policy, "--topology-manager-scope", scope,
+            "--poll-seconds", "1", "--publish-seconds", "2"], workdir))
+    wait_until("the agents' NodeResourceTopologies", lambda: all(
+        api.get_object("NodeResourceTopology", n, namespace=None) for n in AGENT_NODES), 30)
+    return agents
+
+
 def scenario_numa(fc, api, workdir):
     items = []
     for name, (zones, cpus, gib, policy, scope) in NUMA_NODES.items():
         items.append(fc.node(name, cpu=str(zones * cpus), memory=f"{zones * gib}Gi"))
-        items.append(numa_topology(name, zones, cpus, gib, policy, scope, accounted=[]))
+        if not (ARGS.agent and name in AGENT_NODES):
+            items.append(numa_topology(name, zones, cpus, gib, policy, scope, accounted=[]))
     sizes = [(2, 4), (3, 6), (5, 8), (6, 16), (7, 8), (10, 20)]
     first = [guaranteed_pod(fc, f"g-{i:03d}", *sizes[i % len(sizes)]) for i in range(48)]
-    bulk_create(api, items + first)
+    bulk_create(api, items)
+    agents = start_agents(api, workdir)
+    bulk_create(api, first)
     config = os.path.join(workdir, "config.yaml")
     with open(config, "w") as f:
         f.write(NUMA_CONFIG)
@@ -629,9 +656,16 @@ def scenario_numa(fc, api, workdir):
         unschedulable = [p for p in all_pods(api) if p["metadata"]["namespace"] == "numa" and
                          not p["spec"].get("nodeName")]
         check(unschedulable, "the workload saturates the NUMA zones")
-        print(f"numa: {len(placements)} Guaranteed pods bound with zones that hold them, "
+        on_agent_nodes = sum(1 for v in placements.values() if v[0] in AGENT_NODES)
+        if ARGS.agent:
+            check(on_agent_nodes > 0, "pods were placed on the nodes the agents describe")
+        print(f"numa: {len(placements)} Guaranteed pods bound with zones that hold them "
+              f"({on_agent_nodes} on nodes kcycle-topology-agent describes), "
               f"{len(unschedulable)} left unschedulable")
     finally:
+        for agent in agents:
+            codes_agent = agent.stop()
+            check(codes_agent == 0, f"{agent.name} stopped with {codes_agent}")
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
@@ -644,6 +678,7 @@ def main():
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
     parser.add_argument("--source", required=True)
+    parser.add_argument("--agent", help="numa: kcycle-topology-agent, to publish some topologies")
     ARGS = parser.parse_args()
     sys.path.insert(0, os.path.join(ARGS.source, "tests", "fakeapi"))
     import fakeclient as fc
