@@ -68,6 +68,9 @@ int agent_build(const struct agent_options *opt, json_t **out, char *error, size
             .reserved_cpus = reserved,
             .allocations = usage.allocations,
             .allocation_count = usage.allocation_count,
+            .allocatable = usage.allocatable,
+            .allocatable_count = usage.allocatable_count,
+            .without_memory = opt->without_memory,
             .accounted_pods = usage.pods,
         };
         *out = topology_nrt(m, &nrt);

@@ -20,6 +20,7 @@ struct agent_options {
     const char *policy;        /* --topology-manager-policy (kubelet's flag) */
     const char *scope;         /* --topology-manager-scope */
     const char *reserved_cpus; /* --reserved-cpus (kubelet's reservedSystemCPUs) */
+    bool without_memory;       /* --memory-manager-policy None */
     struct topology_device_rule rules[AGENT_MAX_RULES];
     uint32_t rule_count; /* 0: topology_default_rules */
     const char *podresources_socket; /* NULL: none */

@@ -16,6 +16,7 @@ static void usage(FILE *out)
             "         [--synthetic DESCRIPTION | --input-xml FILE]\n"
             "         [--topology-manager-policy none|best-effort|restricted|single-numa-node]\n"
             "         [--topology-manager-scope container|pod] [--reserved-cpus LIST]\n"
+            "         [--memory-manager-policy None|Static]\n"
             "         [--device VENDOR:CLASS=RESOURCE]... [--podresources-socket PATH]\n"
             "         [--kubeconfig FILE] [--poll-seconds N] [--publish-seconds N]\n"
             "Builds the node's NodeResourceTopology (topology.node.k8s.io/v1alpha2) from hwloc\n"
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
         {"topology-manager-policy", required_argument, NULL, 'p'},
         {"topology-manager-scope", required_argument, NULL, 'S'},
         {"reserved-cpus", required_argument, NULL, 'r'},
+        {"memory-manager-policy", required_argument, NULL, 'M'},
         {"device", required_argument, NULL, 'd'},
         {"podresources-socket", required_argument, NULL, 'P'},
         {"kubeconfig", required_argument, NULL, 'k'},
@@ -70,6 +72,14 @@ int main(int argc, char **argv)
         case 'p': opt.policy = optarg; break;
         case 'S': opt.scope = optarg; break;
         case 'r': opt.reserved_cpus = optarg; break;
+        case 'M':
+            if (strcmp(optarg, "None") != 0 && strcmp(optarg, "Static") != 0) {
+                fprintf(stderr, "kcycle-topology-agent: --memory-manager-policy None|Static\n");
+                return 2;
+            }
+            /* without the Static memory manager the kubelet aligns no memory: report none */
+            opt.without_memory = strcmp(optarg, "None") == 0;
+            break;
         case 'P':
             opt.podresources_socket = optarg;
             opt.podresources_required = true;

@@ -16,14 +16,29 @@ static uint32_t reserved_in_zone(const struct topology_zone *z, const uint64_t *
     return count;
 }
 
+/* The sum of a list's amounts for one zone and resource; -1 when the list names neither. */
+static int64_t list_sum(const struct topology_allocation *list, uint32_t count, int zone_id,
+                        const char *resource)
+{
+    int64_t sum = -1;
+    for (uint32_t i = 0; i < count; i++)
+        if (list[i].zone_id == zone_id && strcmp(list[i].resource, resource) == 0)
+            sum = (sum < 0 ? 0 : sum) + list[i].amount;
+    return sum;
+}
+
 static int64_t allocated(const struct topology_options *opt, int zone_id, const char *resource)
 {
-    int64_t sum = 0;
-    for (uint32_t i = 0; i < opt->allocation_count; i++)
-        if (opt->allocations[i].zone_id == zone_id &&
-            strcmp(opt->allocations[i].resource, resource) == 0)
-            sum += opt->allocations[i].amount;
-    return sum;
+    int64_t sum = list_sum(opt->allocations, opt->allocation_count, zone_id, resource);
+    return sum < 0 ? 0 : sum;
+}
+
+/* The kubelet's allocatable when it gives one (never above the capacity), else capacity. */
+static int64_t allocatable(const struct topology_options *opt, int zone_id, const char *resource,
+                           int64_t capacity)
+{
+    int64_t given = list_sum(opt->allocatable, opt->allocatable_count, zone_id, resource);
+    return given < 0 || given > capacity ? capacity : given;
 }
 
 /* Kubernetes' hugepage resource name for a page size: hugepages-2Mi, hugepages-1Gi. */
@@ -72,14 +87,18 @@ static json_t *zone_resources(const struct topology_zone *z, const struct topolo
     int64_t cpus = z->cpu_count, reserved = reserved_in_zone(z, opt->reserved_cpus);
     json_array_append_new(resources, resource_json("cpu", cpus, cpus - reserved,
                                                    allocated(opt, z->id, "cpu")));
-    json_array_append_new(resources, resource_json("memory", z->memory, z->memory,
-                                                   allocated(opt, z->id, "memory")));
-    for (uint32_t k = 0; k < z->hugepage_size_count; k++) {
+    if (!opt->without_memory)
+        json_array_append_new(resources,
+                              resource_json("memory", z->memory,
+                                            allocatable(opt, z->id, "memory", z->memory),
+                                            allocated(opt, z->id, "memory")));
+    for (uint32_t k = 0; k < z->hugepage_size_count && !opt->without_memory; k++) {
         char name[TOPOLOGY_NAME_MAX];
         hugepage_name(z->hugepages[k].size, name, sizeof(name));
         int64_t bytes = (int64_t)(z->hugepages[k].size * z->hugepages[k].count);
         json_array_append_new(resources,
-                              resource_json(name, bytes, bytes, allocated(opt, z->id, name)));
+                              resource_json(name, bytes, allocatable(opt, z->id, name, bytes),
+                                            allocated(opt, z->id, name)));
     }
     /* devices: one resource per name, counted */
     for (uint32_t d = 0; d < z->device_count; d++) {
@@ -91,9 +110,10 @@ static json_t *zone_resources(const struct topology_zone *z, const struct topolo
         int64_t count = 0;
         for (uint32_t e = d; e < z->device_count; e++)
             count += strcmp(z->devices[e].resource, z->devices[d].resource) == 0;
+        const char *name = z->devices[d].resource;
         json_array_append_new(resources,
-                              resource_json(z->devices[d].resource, count, count,
-                                            allocated(opt, z->id, z->devices[d].resource)));
+                              resource_json(name, count, allocatable(opt, z->id, name, count),
+                                            allocated(opt, z->id, name)));
     }
     return resources;
 }

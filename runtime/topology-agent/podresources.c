@@ -135,28 +135,50 @@ static int zone_of_cpu(const struct topology_machine *m, int64_t cpu)
     return -1;
 }
 
-static int add(struct podresources_usage *u, int zone_id, const char *resource, int64_t amount)
+/* Add amount to the list's entry for (zone, resource). */
+static int add(struct topology_allocation **list, uint32_t *count, int zone_id,
+               const char *resource, int64_t amount)
 {
-    for (uint32_t i = 0; i < u->allocation_count; i++)
-        if (u->allocations[i].zone_id == zone_id &&
-            strcmp(u->allocations[i].resource, resource) == 0) {
-            u->allocations[i].amount += amount;
+    for (uint32_t i = 0; i < *count; i++)
+        if ((*list)[i].zone_id == zone_id && strcmp((*list)[i].resource, resource) == 0) {
+            (*list)[i].amount += amount;
             return 0;
         }
-    struct topology_allocation *grown =
-        realloc(u->allocations, (u->allocation_count + 1) * sizeof(*grown));
+    struct topology_allocation *grown = realloc(*list, (*count + 1) * sizeof(*grown));
     if (grown == NULL)
         return -ENOMEM;
-    u->allocations = grown;
-    struct topology_allocation *a = &grown[u->allocation_count++];
+    *list = grown;
+    struct topology_allocation *a = &grown[(*count)++];
     a->zone_id = zone_id;
     snprintf(a->resource, sizeof(a->resource), "%s", resource);
     a->amount = amount;
     return 0;
 }
 
-/* A container's exclusive CPUs, memory and devices into their zones. Memory spread over
- * several zones is divided among them; devices go to their first zone. */
+/* Memory and devices into their zones: memory spread over several zones is divided among
+ * them, devices go to their first zone. */
+static int add_memory_and_devices(struct topology_allocation **list, uint32_t *count,
+                                  V1__ContainerMemory *const *memory, size_t n_memory,
+                                  V1__ContainerDevices *const *devices, size_t n_devices)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n_memory; i++) {
+        const V1__ContainerMemory *mem = memory[i];
+        size_t nodes = mem->topology != NULL ? mem->topology->n_nodes : 0;
+        for (size_t k = 0; rc == 0 && k < nodes && mem->memory_type != NULL; k++)
+            rc = add(list, count, (int)mem->topology->nodes[k]->id, mem->memory_type,
+                     (int64_t)(mem->size / nodes));
+    }
+    for (size_t i = 0; rc == 0 && i < n_devices; i++) {
+        const V1__ContainerDevices *d = devices[i];
+        if (d->topology != NULL && d->topology->n_nodes > 0 && d->resource_name != NULL)
+            rc = add(list, count, (int)d->topology->nodes[0]->id, d->resource_name,
+                     (int64_t)d->n_device_ids);
+    }
+    return rc;
+}
+
+/* A container's exclusive CPUs, memory and devices into their zones. */
 static int add_container(struct podresources_usage *u, const struct topology_machine *m,
                          const V1__ContainerResources *c)
 {
@@ -164,20 +186,11 @@ static int add_container(struct podresources_usage *u, const struct topology_mac
     for (size_t i = 0; rc == 0 && i < c->n_cpu_ids; i++) {
         int zone = zone_of_cpu(m, c->cpu_ids[i]);
         if (zone >= 0)
-            rc = add(u, zone, "cpu", 1);
+            rc = add(&u->allocations, &u->allocation_count, zone, "cpu", 1);
     }
-    for (size_t i = 0; rc == 0 && i < c->n_memory; i++) {
-        const V1__ContainerMemory *mem = c->memory[i];
-        size_t nodes = mem->topology != NULL ? mem->topology->n_nodes : 0;
-        for (size_t k = 0; rc == 0 && k < nodes && mem->memory_type != NULL; k++)
-            rc = add(u, (int)mem->topology->nodes[k]->id, mem->memory_type,
-                     (int64_t)(mem->size / nodes));
-    }
-    for (size_t i = 0; rc == 0 && i < c->n_devices; i++) {
-        const V1__ContainerDevices *d = c->devices[i];
-        if (d->topology != NULL && d->topology->n_nodes > 0 && d->resource_name != NULL)
-            rc = add(u, (int)d->topology->nodes[0]->id, d->resource_name, (int64_t)d->n_device_ids);
-    }
+    if (rc == 0)
+        rc = add_memory_and_devices(&u->allocations, &u->allocation_count, c->memory,
+                                    c->n_memory, c->devices, c->n_devices);
     return rc;
 }
 
@@ -222,8 +235,9 @@ static int read_list(const char *socket, const struct topology_machine *m,
     return rc;
 }
 
-/* The CPUs the kubelet may hand out exclusively (its reserved CPUs are not among them). A
- * kubelet too old for the call leaves has_allocatable_cpus false. */
+/* The CPUs the kubelet may hand out exclusively (its reserved CPUs are not among them), and
+ * its allocatable memory, hugepages and devices per zone (reserved memory and unhealthy
+ * devices left out). A kubelet too old for the call leaves everything at the capacity. */
 static void read_allocatable(const char *socket, struct podresources_usage *out)
 {
     struct call c;
@@ -240,6 +254,10 @@ static void read_allocatable(const char *socket, struct podresources_usage *out)
                 if (a->cpu_ids[i] >= 0 && a->cpu_ids[i] < TOPOLOGY_MAX_CPUS)
                     out->allocatable_cpus[a->cpu_ids[i] / 64] |= 1ull << (a->cpu_ids[i] % 64);
         }
+        /* a failure here only leaves allocatable at the capacity */
+        if (a != NULL)
+            add_memory_and_devices(&out->allocatable, &out->allocatable_count, a->memory,
+                                   a->n_memory, a->devices, a->n_devices);
         if (a != NULL)
             v1__allocatable_resources_response__free_unpacked(a, NULL);
     }
@@ -261,6 +279,7 @@ int podresources_read(const char *socket, const struct topology_machine *m,
 void podresources_free(struct podresources_usage *u)
 {
     free(u->allocations);
+    free(u->allocatable);
     free(u->pods);
     memset(u, 0, sizeof(*u));
 }

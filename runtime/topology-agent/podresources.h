@@ -18,6 +18,9 @@ struct podresources_usage {
     char *pods; /* "namespace/name,..." of every pod List returned (the report covers them) */
     bool has_allocatable_cpus;
     uint64_t allocatable_cpus[TOPOLOGY_MAX_CPUS / 64]; /* GetAllocatableResources' cpu_ids */
+    /* GetAllocatableResources' memory, hugepages and devices per zone */
+    struct topology_allocation *allocatable;
+    uint32_t allocatable_count;
 };
 
 /* List (and GetAllocatableResources, when the kubelet offers it) over socket, mapped onto m's

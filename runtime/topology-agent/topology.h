@@ -87,6 +87,11 @@ struct topology_options {
     const uint64_t *reserved_cpus; /* reservedSystemCPUs bitmap, or NULL */
     const struct topology_allocation *allocations; /* NULL: nothing handed out */
     uint32_t allocation_count;
+    /* What the kubelet may hand out per zone (memory, hugepages, devices), when it says: it
+     * replaces the capacity as allocatable. NULL: allocatable = capacity. */
+    const struct topology_allocation *allocatable;
+    uint32_t allocatable_count;
+    bool without_memory; /* the memory manager's policy is None: it aligns no memory */
     /* "namespace/name,..." of the pods the allocations cover, written as the annotation
      * kcycle.io/accounted-pods (NULL: not written) */
     const char *accounted_pods;

@@ -73,7 +73,15 @@ LIST = b"".join(message(1, p) for p in [
                                  devices=[("nvidia.com/gpu", ["GPU-5"], 1)])]),
     pod("web", "shared", [container("nginx")]),  # no exclusive resources: listed, nothing held
 ])
-ALLOCATABLE = packed(2, [c for c in range(96) if c not in (0, 1, 48)])
+# CPUs 0, 1 and 48 reserved; 10 GiB of zone 0's memory reserved (--reserved-memory); one of
+# zone 0's four GPUs unhealthy, so three may be handed out there
+ALLOCATABLE = (packed(2, [c for c in range(96) if c not in (0, 1, 48)]) +
+               message(3, text(1, "memory") + field(2, 0, 230 * GI) + topology([0])) +
+               message(3, text(1, "memory") + field(2, 0, 240 * GI) + topology([1])) +
+               message(1, text(1, "nvidia.com/gpu") +
+                       b"".join(text(2, f"GPU-{i}") for i in range(3)) + topology([0])) +
+               message(1, text(1, "nvidia.com/gpu") +
+                       b"".join(text(2, f"GPU-{i}") for i in range(4, 8)) + topology([1])))
 
 
 def fake_kubelet(socket_path):

@@ -109,6 +109,9 @@ def dgx():
     check(obj["topologyPolicies"] == ["SingleNUMANodePodLevel"], "dgx: v1alpha1 policy enum")
     without = zones_of(agent("--once", "--input-xml", path))
     check("mellanox.com/nic" not in without["node-0"][0], "dgx: NICs only with --device")
+    no_memory = zones_of(agent("--once", "--input-xml", path, "--memory-manager-policy", "None"))
+    check(not any(k == "memory" or k.startswith("hugepages-") for k in no_memory["node-0"][0]),
+          "dgx: no memory or hugepages in the zones when the memory manager aligns none")
 
 
 def epyc():
@@ -194,13 +197,18 @@ def podresources(tmp):
     check(zero["cpu"]["available"] == 42, f"podresources: 4 exclusive CPUs held in zone 0: "
           f"{zero['cpu']}")
     check(one["cpu"]["available"] == 45, f"podresources: CPUs 60-61 held in zone 1: {one['cpu']}")
-    check(zero["memory"]["available"] == 240 * GI - 8 * GI - 2 * GI,
+    check(zero["memory"]["capacity"] == 240 * GI and zero["memory"]["allocatable"] == 230 * GI,
+          f"podresources: zone 0's allocatable memory from GetAllocatableResources "
+          f"{zero['memory']}")
+    check(zero["memory"]["available"] == 230 * GI - 8 * GI - 2 * GI,
           f"podresources: 8 GiB + half of 4 GiB of memory held in zone 0: {zero['memory']}")
     check(one["memory"]["available"] == 240 * GI - 2 * GI,
           f"podresources: the other half in zone 1: {one['memory']}")
     check(zero["hugepages-1Gi"]["available"] == 14 * GI, "podresources: 2 x 1 GiB pages held")
-    check(zero["nvidia.com/gpu"]["available"] == 2 and one["nvidia.com/gpu"]["available"] == 3,
-          f"podresources: GPUs held per zone {zero['nvidia.com/gpu']} {one['nvidia.com/gpu']}")
+    check(zero["nvidia.com/gpu"] == {"capacity": 4, "allocatable": 3, "available": 1},
+          f"podresources: an unhealthy GPU and two held in zone 0 {zero['nvidia.com/gpu']}")
+    check(one["nvidia.com/gpu"] == {"capacity": 4, "allocatable": 4, "available": 3},
+          f"podresources: one GPU held in zone 1 {one['nvidia.com/gpu']}")
     accounted = obj["metadata"].get("annotations", {}).get("kcycle.io/accounted-pods", "")
     check(sorted(accounted.split(",")) == ["ml/trainer", "ml/wide", "web/shared"],
           f"podresources: kcycle.io/accounted-pods lists every pod: {accounted}")
