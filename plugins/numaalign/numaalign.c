@@ -42,18 +42,27 @@ typedef enum score_strategy {
 
 struct tracked_pod;
 
+/* Zone x resource pairs a node's packed view holds: 4 zones of 4 resources, 8 zones of 2.
+ * Larger nodes are read from the node itself (correct, only slower). */
+#define NUMA_PACKED_PAIRS 16
+
+struct numa_node;
+
 /* What Filter and Score read of a node, packed for the node's own zone and resource counts.
- * A copy sits in the node's by_index entry, so Filter walks one array in node order instead of
- * nodes spread over the heap: with thousands of nodes, memory latency is most of its cost. */
+ * A copy sits in the node's by_index entry, so Filter walks one small array in node order
+ * instead of nodes spread over the heap: with thousands of nodes, memory latency is most of
+ * its cost (and a cheap Filter keeps the runtime from handing it to worker threads). */
 struct numa_hot {
     bool has_topology; /* an object exists (deleting it keeps the charges) */
+    bool packed;       /* pair[] holds the node's zones (else read them from owner) */
     uint8_t policy;    /* numa_policy */
     uint8_t scope;     /* numa_scope */
     uint8_t zone_count, resource_count;
     uint8_t kind[NUMA_MAX_RESOURCES]; /* numa_kind */
     kc_resource resource[NUMA_MAX_RESOURCES];
+    const struct numa_node *owner;
     /* [r * zone_count + z]: {total, available - charged}, refreshed on every change */
-    int64_t pair[NUMA_MAX_RESOURCES * NUMA_MAX_ZONES][2];
+    int64_t pair[NUMA_PACKED_PAIRS][2];
 };
 
 struct numa_node {
@@ -430,7 +439,9 @@ static bool listed(const char *list, const char *key)
 /* Recompute the packed pairs after a report or a charge, and the entry's copy with them. */
 static void refresh_hot(struct numaalign *self, struct numa_node *n)
 {
-    for (uint32_t r = 0; r < n->hot.resource_count; r++)
+    n->hot.owner = n;
+    n->hot.packed = n->hot.resource_count * n->hot.zone_count <= NUMA_PACKED_PAIRS;
+    for (uint32_t r = 0; n->hot.packed && r < n->hot.resource_count; r++)
         for (uint32_t z = 0; z < n->hot.zone_count; z++) {
             n->hot.pair[r * n->hot.zone_count + z][0] = n->total[r][z];
             n->hot.pair[r * n->hot.zone_count + z][1] = n->available[r][z] - n->charged[r][z];
@@ -605,11 +616,13 @@ static void node_zones(const struct numa_hot *h, struct numa_zones *z)
     z->zone_count = h->zone_count;
     z->resource_count = h->resource_count;
     const int64_t(*hot)[2] = h->pair;
+    const struct numa_node *n = h->owner;
     for (uint32_t r = 0; r < h->resource_count; r++) {
         z->kind[r] = (numa_kind)h->kind[r];
         for (uint32_t zone = 0; zone < h->zone_count; zone++, hot++) {
-            z->total[r][zone] = (*hot)[0];
-            z->free[r][zone] = (*hot)[1];
+            z->total[r][zone] = h->packed ? (*hot)[0] : n->total[r][zone];
+            z->free[r][zone] =
+                h->packed ? (*hot)[1] : n->available[r][zone] - n->charged[r][zone];
         }
     }
 }

@@ -698,6 +698,40 @@ static void bad_args_are_refused(void **state)
     assert_null(other);
 }
 
+/* 8 zones of cpu, memory and GPUs: more than the packed view holds, read from the node. */
+static void eight_zone_node_is_read_whole(void **state)
+{
+    char json[8192];
+    size_t used = (size_t)snprintf(json, sizeof(json),
+                                   "{\"metadata\": {\"name\": \"n0\"}, \"attributes\": [{\"name\": "
+                                   "\"topologyManagerPolicy\", \"value\": \"single-numa-node\"}], "
+                                   "\"zones\": [");
+    for (int z = 0; z < 8; z++)
+        used += (size_t)snprintf(json + used, sizeof(json) - used,
+                                 "%s{\"name\": \"node-%d\", \"type\": \"Node\", \"resources\": ["
+                                 "{\"name\": \"cpu\", \"capacity\": 8, \"available\": %d},"
+                                 "{\"name\": \"memory\", \"capacity\": \"16Gi\"},"
+                                 "{\"name\": \"nvidia.com/gpu\", \"capacity\": 1, "
+                                 "\"available\": %d}]}",
+                                 z > 0 ? "," : "", z, z == 6 ? 2 : 8, z >= 5 ? 1 : 0);
+    snprintf(json + used, sizeof(json) - used, "]}");
+    object_event(KC_EVENT_OBJECT_ADD, "n0", json);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "gpu");
+    add_container(&pod, "main", 4000, 4 * GI, true, 1); /* zone 5 and 7 have room for all */
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "5");
+    kc_pod second, third;
+    fake_pod_init(&second, "default", "gpu2");
+    add_container(&second, "main", 4000, 4 * GI, true, 1);
+    assert_int_equal(place(&second, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "7"); /* zone 6 has the GPU but only 2 CPUs */
+    fake_pod_init(&third, "default", "gpu3");
+    add_container(&third, "main", 4000, 4 * GI, true, 1);
+    assert_int_equal(place(&third, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
 static void zone_ids_come_from_zone_names(void **state)
 {
     /* zones listed node-1 first: the annotation still names the kubelet's NUMA ids */
@@ -748,6 +782,7 @@ int main(void)
         PLUGIN_TEST(balanced_allocation_scores_within_range),
         PLUGIN_TEST(bad_args_are_refused),
         PLUGIN_TEST(zone_ids_come_from_zone_names),
+        PLUGIN_TEST(eight_zone_node_is_read_whole),
     };
     int failed = _cmocka_run_group_tests("numaalign_hints", merge_tests, count + 2, NULL, NULL);
     failed += cmocka_run_group_tests_name("numaalign_plugin", plugin_tests, NULL, group_teardown);

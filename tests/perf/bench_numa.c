@@ -206,9 +206,9 @@ int bench_numa(const struct bench_numa_options *o)
     printf("{\"shape\": \"numa\", \"nodes\": %u, \"pods\": %u, \"scheduled\": %" PRIu64 ", "
            "\"pods_per_second_avg\": %.0f, \"elapsed_seconds\": %.3f, \"misaligned\": %" PRIu64
            ", \"annotated\": %" PRIu64 ", \"scheduling_basic_pods_per_second_avg\": %.0f, "
-           "\"ratio_to_scheduling_basic\": %.2f}\n",
+           "\"ratio_to_scheduling_basic\": %.2f, \"parallel_filters\": %" PRIu64 "}\n",
            b.nodes, b.pods, b.bound, rate, seconds, b.misaligned, b.annotated, basic,
-           basic > 0 ? rate / basic : 0);
+           basic > 0 ? rate / basic : 0, s.stats.parallel_filters);
     int rc = b.bound == b.pods && b.misaligned == 0 ? 0 : 1;
     if (rc != 0)
         fprintf(stderr, "kcycle-bench: numa: %" PRIu64 " of %u scheduled, %" PRIu64
