@@ -133,13 +133,14 @@ static int add_nodes(struct scheduler *s, struct numa_bench *b)
     return 0;
 }
 
-/* SchedulingBasic's average pods/s from a child run of this same binary. */
-static double basic_pods_per_second(const char *self, const char *plugin_dir)
+/* SchedulingBasic's average pods/s from a child run of this same binary, with the same
+ * --parallelism. */
+static double basic_pods_per_second(const struct bench_numa_options *o)
 {
     char command[2048];
-    snprintf(command, sizeof(command), "'%s' --shape scheduling-basic --json%s%s%s", self,
-             plugin_dir != NULL ? " --plugin-dir '" : "", plugin_dir != NULL ? plugin_dir : "",
-             plugin_dir != NULL ? "'" : "");
+    snprintf(command, sizeof(command), "'%s' --shape scheduling-basic --json --parallelism %d%s%s%s",
+             o->self, (int)o->parallelism, o->plugin_dir != NULL ? " --plugin-dir '" : "",
+             o->plugin_dir != NULL ? o->plugin_dir : "", o->plugin_dir != NULL ? "'" : "");
     FILE *child = popen(command, "r");
     char line[4096] = "";
     double rate = 0;
@@ -174,7 +175,7 @@ int bench_numa(const struct bench_numa_options *o)
         .plugin_timeout_ms = 5000,
     };
     /* SchedulingBasic before and after, averaged: the machine's load drifts during a run */
-    double basic_before = basic_pods_per_second(o->self, o->plugin_dir);
+    double basic_before = basic_pods_per_second(o);
     struct numa_bench b = {.nodes = o->nodes, .pods = o->pods};
     b.zone_used = calloc(b.nodes + 1, sizeof(*b.zone_used));
     struct scheduler s;
@@ -201,7 +202,7 @@ int bench_numa(const struct bench_numa_options *o)
     }
     double seconds = (now_us() - b.start_us) / 1e6;
     double rate = seconds > 0 ? b.bound / seconds : 0;
-    double basic_after = basic_pods_per_second(o->self, o->plugin_dir);
+    double basic_after = basic_pods_per_second(o);
     double basic = (basic_before + basic_after) / 2;
     printf("{\"shape\": \"numa\", \"nodes\": %u, \"pods\": %u, \"scheduled\": %" PRIu64 ", "
            "\"pods_per_second_avg\": %.0f, \"elapsed_seconds\": %.3f, \"misaligned\": %" PRIu64
