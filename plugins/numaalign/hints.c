@@ -225,6 +225,15 @@ struct numa_hint numa_merge_permutations(const struct numa_zones *z, const int64
     return best;
 }
 
+numa_kind numa_kind_of(const char *name)
+{
+    if (strcmp(name, "cpu") == 0)
+        return NUMA_KIND_CPU;
+    if (strcmp(name, "memory") == 0 || strncmp(name, "hugepages-", 10) == 0)
+        return NUMA_KIND_MEMORY;
+    return NUMA_KIND_DEVICE;
+}
+
 bool numa_admits(numa_policy policy, struct numa_hint hint)
 {
     if (policy == NUMA_POLICY_RESTRICTED || policy == NUMA_POLICY_SINGLE_NUMA_NODE)

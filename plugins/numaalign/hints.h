@@ -33,6 +33,9 @@ typedef enum numa_kind {
     NUMA_KIND_DEVICE,
 } numa_kind;
 
+/* The manager of a resource by its name: cpu, memory and hugepages-*, anything else a device. */
+numa_kind numa_kind_of(const char *name);
+
 /* One node's zones. Row r is resource slot r; column z is the z-th zone (bit z of a mask). */
 struct numa_zones {
     uint32_t zone_count;
