@@ -3,11 +3,12 @@
  * pods of 1 to 6 whole CPUs, scheduled with numaalign. Besides throughput it counts misaligned
  * placements with a ledger of its own: a placement is misaligned when its binding names no
  * zone, more than one zone, or a zone whose CPUs the placements before it already used up.
- * SchedulingBasic runs in the same invocation (a child process, before and after) for the
+ * SchedulingBasic runs in the same invocation (child processes between the rounds) for the
  * ratio. */
 #include "bench_numa.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,13 @@ static double basic_pods_per_second(const struct bench_numa_options *o)
     return rate;
 }
 
-int bench_numa(const struct bench_numa_options *o)
+/* One measured run: a fresh scheduler, the cluster, the pods, scheduled to the end. */
+struct numa_round {
+    double rate, seconds, basic, ratio;
+    uint64_t bound, misaligned, annotated, parallel_filters;
+};
+
+static int run_round(const struct bench_numa_options *o, struct numa_round *out)
 {
     static struct plugin_config plugins[] = {
         {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
@@ -174,8 +181,6 @@ int bench_numa(const struct bench_numa_options *o)
         .unschedulable_flush_ms = 300000,
         .plugin_timeout_ms = 5000,
     };
-    /* SchedulingBasic before and after, averaged: the machine's load drifts during a run */
-    double basic_before = basic_pods_per_second(o);
     struct numa_bench b = {.nodes = o->nodes, .pods = o->pods};
     b.zone_used = calloc(b.nodes + 1, sizeof(*b.zone_used));
     struct scheduler s;
@@ -184,12 +189,12 @@ int bench_numa(const struct bench_numa_options *o)
     if (b.zone_used == NULL || scheduler_open(&s, &cfg, o->plugin_dir, &sink, NULL, &err) < 0) {
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
         free(b.zone_used);
-        return 1;
+        return -1;
     }
     if (add_nodes(&s, &b) < 0) {
         scheduler_close(&s);
         free(b.zone_used);
-        return 1;
+        return -1;
     }
     for (uint32_t i = 0; i < b.pods; i++)
         scheduler_pod_add(&s, guaranteed_pod(i));
@@ -200,21 +205,69 @@ int bench_numa(const struct bench_numa_options *o)
         if (rc <= 0 && !scheduler_busy(&s))
             break;
     }
-    double seconds = (now_us() - b.start_us) / 1e6;
-    double rate = seconds > 0 ? b.bound / seconds : 0;
-    double basic_after = basic_pods_per_second(o);
-    double basic = (basic_before + basic_after) / 2;
-    printf("{\"shape\": \"numa\", \"nodes\": %u, \"pods\": %u, \"scheduled\": %" PRIu64 ", "
-           "\"pods_per_second_avg\": %.0f, \"elapsed_seconds\": %.3f, \"misaligned\": %" PRIu64
-           ", \"annotated\": %" PRIu64 ", \"scheduling_basic_pods_per_second_avg\": %.0f, "
-           "\"ratio_to_scheduling_basic\": %.2f, \"parallel_filters\": %" PRIu64 "}\n",
-           b.nodes, b.pods, b.bound, rate, seconds, b.misaligned, b.annotated, basic,
-           basic > 0 ? rate / basic : 0, s.stats.parallel_filters);
-    int rc = b.bound == b.pods && b.misaligned == 0 ? 0 : 1;
-    if (rc != 0)
-        fprintf(stderr, "kcycle-bench: numa: %" PRIu64 " of %u scheduled, %" PRIu64
-                " misaligned\n", b.bound, b.pods, b.misaligned);
+    out->seconds = (now_us() - b.start_us) / 1e6;
+    out->rate = out->seconds > 0 ? b.bound / out->seconds : 0;
+    out->bound = b.bound;
+    out->misaligned = b.misaligned;
+    out->annotated = b.annotated;
+    out->parallel_filters = s.stats.parallel_filters;
     scheduler_close(&s);
     free(b.zone_used);
+    return 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const struct numa_round *rounds, uint32_t count, size_t offset)
+{
+    double values[BENCH_NUMA_MAX_ROUNDS];
+    for (uint32_t i = 0; i < count; i++)
+        values[i] = *(const double *)((const char *)&rounds[i] + offset);
+    qsort(values, count, sizeof(values[0]), compare_double);
+    return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
+}
+
+/* Rounds of NUMA between runs of SchedulingBasic (B N B N B ...): each round's ratio is to the
+ * mean of the two basic runs around it, and the medians are reported, because the load of a
+ * shared machine drifts within seconds. */
+int bench_numa(const struct bench_numa_options *o)
+{
+    uint32_t count = o->rounds < 1 ? 1 : o->rounds > BENCH_NUMA_MAX_ROUNDS ? BENCH_NUMA_MAX_ROUNDS
+                                                                          : o->rounds;
+    struct numa_round rounds[BENCH_NUMA_MAX_ROUNDS];
+    double basic = basic_pods_per_second(o);
+    uint64_t misaligned = 0, annotated = 0, bound = 0;
+    for (uint32_t r = 0; r < count; r++) {
+        if (run_round(o, &rounds[r]) < 0)
+            return 1;
+        double after = basic_pods_per_second(o);
+        rounds[r].basic = (basic + after) / 2;
+        rounds[r].ratio = rounds[r].basic > 0 ? rounds[r].rate / rounds[r].basic : 0;
+        basic = after;
+        misaligned += rounds[r].misaligned;
+        annotated += rounds[r].annotated;
+        bound += rounds[r].bound;
+    }
+    printf("{\"shape\": \"numa\", \"nodes\": %u, \"pods\": %u, \"rounds\": %u, "
+           "\"scheduled\": %" PRIu64 ", \"pods_per_second_avg\": %.0f, \"misaligned\": %" PRIu64
+           ", \"annotated\": %" PRIu64 ", \"scheduling_basic_pods_per_second_avg\": %.0f, "
+           "\"ratio_to_scheduling_basic\": %.2f, \"per_round\": [",
+           o->nodes, o->pods, count, bound, median(rounds, count, offsetof(struct numa_round, rate)),
+           misaligned, annotated, median(rounds, count, offsetof(struct numa_round, basic)),
+           median(rounds, count, offsetof(struct numa_round, ratio)));
+    for (uint32_t r = 0; r < count; r++)
+        printf("%s{\"pods_per_second\": %.0f, \"scheduling_basic\": %.0f, \"ratio\": %.2f, "
+               "\"elapsed_seconds\": %.3f, \"parallel_filters\": %" PRIu64 "}",
+               r > 0 ? ", " : "", rounds[r].rate, rounds[r].basic, rounds[r].ratio,
+               rounds[r].seconds, rounds[r].parallel_filters);
+    printf("]}\n");
+    int rc = bound == (uint64_t)o->pods * count && misaligned == 0 ? 0 : 1;
+    if (rc != 0)
+        fprintf(stderr, "kcycle-bench: numa: %" PRIu64 " of %u scheduled, %" PRIu64
+                " misaligned\n", bound, o->pods * count, misaligned);
     return rc;
 }

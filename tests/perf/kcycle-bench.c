@@ -194,7 +194,7 @@ static void usage(void)
     fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|numa [--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
-                    "[--isolation inprocess|process]\n");
+                    "[--isolation inprocess|process] [--rounds N (numa)]\n");
 }
 
 static void bench_free(struct scheduler *s, struct bench *b)
@@ -259,7 +259,8 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 'S'},        {"help", no_argument, NULL, 'h'},
         {"parallelism", required_argument, NULL, 'P'}, {"isolation", required_argument, NULL, 'I'},
         {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
-        {"min-member", required_argument, NULL, 'm'},  {NULL, 0, NULL, 0},
+        {"min-member", required_argument, NULL, 'm'},  {"rounds", required_argument, NULL, 'R'},
+        {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000,
                       .existing = 1000,
@@ -268,6 +269,7 @@ int main(int argc, char **argv)
                       .groups = 10,
                       .group_size = 1000};
     const char *shape = "scheduling-basic";
+    uint32_t rounds = 3; /* --shape numa */
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
@@ -289,13 +291,14 @@ int main(int argc, char **argv)
         case 'g': b.groups = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'z': b.group_size = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'm': b.min_member = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'R': rounds = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
     }
     if (strcmp(shape, "numa") == 0) {
         struct bench_numa_options numa = {argv[0], b.plugin_dir, b.nodes, b.pods, b.seed,
-                                          b.parallelism};
+                                          b.parallelism, rounds};
         return bench_numa(&numa);
     }
     bool gang = strcmp(shape, "gang") == 0;
