@@ -171,6 +171,41 @@ def wait_for(condition, seconds, what):
     return False
 
 
+def kubelet_config(tmp):
+    """--kubelet-config: the kubelet's own settings, flags still win; its defaults (memory
+    manager None) when the file does not set them."""
+    path = os.path.join(tmp, "kubelet.yaml")
+    with open(path, "w") as f:
+        f.write("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                "cpuManagerPolicy: static\ntopologyManagerPolicy: restricted\n"
+                "topologyManagerScope: pod\nreservedSystemCPUs: \"0,8\"\n"
+                "memoryManagerPolicy: Static\n")
+    machine = "pack:2 numa:1(memory=16GiB) core:4 pu:2"
+    obj = agent("--once", "--synthetic", machine, "--kubelet-config", path)
+    zones = zones_of(obj)
+    check(attribute(obj, "topologyManagerPolicy") == "restricted" and
+          attribute(obj, "topologyManagerScope") == "pod", "kubelet config: policy and scope")
+    check(zones["node-0"][0]["cpu"]["allocatable"] == 7 and
+          zones["node-1"][0]["cpu"]["allocatable"] == 7,
+          "kubelet config: reservedSystemCPUs 0 and 8, one per zone")
+    check("memory" in zones["node-0"][0], "kubelet config: Static memory manager, memory listed")
+    obj = agent("--once", "--synthetic", machine, "--kubelet-config", path,
+                "--topology-manager-policy", "single-numa-node")
+    check(attribute(obj, "topologyManagerPolicy") == "single-numa-node",
+          "kubelet config: a flag wins over the file")
+    with open(path, "w") as f:
+        f.write("kind: KubeletConfiguration\ntopologyManagerPolicy: best-effort\n")
+    zones = zones_of(agent("--once", "--synthetic", machine, "--kubelet-config", path))
+    check("memory" not in zones["node-0"][0],
+          "kubelet config: the kubelet's default memory manager (None) aligns no memory")
+    with open(path, "w") as f:
+        f.write("topologyManagerPolicy: sometimes\n")
+    bad = agent("--once", "--synthetic", machine, "--kubelet-config", path, expect=2)
+    check("sometimes" in bad.stderr, f"kubelet config: a bad policy is named: {bad.stderr}")
+    bad = agent("--once", "--kubelet-config", os.path.join(tmp, "none.yaml"), expect=1)
+    check("none.yaml" in bad.stderr, "kubelet config: a missing file is named")
+
+
 def podresources(tmp):
     python = grpc_python()
     if python is None:
@@ -262,6 +297,7 @@ def main():
     workstation()
     synthetic()
     with tempfile.TemporaryDirectory() as tmp:
+        kubelet_config(tmp)
         podresources(tmp)
         publishing(tmp)
     print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
