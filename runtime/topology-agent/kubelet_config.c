@@ -3,6 +3,7 @@
 #include "kubelet_config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,22 @@ static int read_string(const struct tree *root, const char *key, char **out,
     return rc;
 }
 
+/* The file's keys and where each goes. */
+static const struct {
+    const char *key;
+    size_t offset;
+} keys[] = {
+    {"topologyManagerPolicy", offsetof(struct kubelet_config, topology_manager_policy)},
+    {"topologyManagerScope", offsetof(struct kubelet_config, topology_manager_scope)},
+    {"reservedSystemCPUs", offsetof(struct kubelet_config, reserved_cpus)},
+    {"memoryManagerPolicy", offsetof(struct kubelet_config, memory_manager_policy)},
+};
+
+static char **field_of(struct kubelet_config *c, size_t i)
+{
+    return (char **)((char *)c + keys[i].offset);
+}
+
 int kubelet_config_read(const char *path, struct kubelet_config *out, struct kc_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -30,14 +47,8 @@ int kubelet_config_read(const char *path, struct kubelet_config *out, struct kc_
         return rc;
     if (root->type != TREE_MAP)
         rc = tree_error(root, err, -EINVAL, "kubelet configuration", "expected a map");
-    if (rc == 0)
-        rc = read_string(root, "topologyManagerPolicy", &out->topology_manager_policy, err);
-    if (rc == 0)
-        rc = read_string(root, "topologyManagerScope", &out->topology_manager_scope, err);
-    if (rc == 0)
-        rc = read_string(root, "reservedSystemCPUs", &out->reserved_cpus, err);
-    if (rc == 0)
-        rc = read_string(root, "memoryManagerPolicy", &out->memory_manager_policy, err);
+    for (size_t i = 0; rc == 0 && i < sizeof(keys) / sizeof(keys[0]); i++)
+        rc = read_string(root, keys[i].key, field_of(out, i), err);
     tree_free(root);
     if (rc < 0)
         kubelet_config_free(out);
@@ -46,9 +57,7 @@ int kubelet_config_read(const char *path, struct kubelet_config *out, struct kc_
 
 void kubelet_config_free(struct kubelet_config *c)
 {
-    free(c->topology_manager_policy);
-    free(c->topology_manager_scope);
-    free(c->reserved_cpus);
-    free(c->memory_manager_policy);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        free(*field_of(c, i));
     memset(c, 0, sizeof(*c));
 }
