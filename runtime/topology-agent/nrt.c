@@ -137,7 +137,10 @@ static json_t *zone_json(const struct topology_machine *m, const struct topology
     }
     json_object_set_new(zone, "resources", zone_resources(z, opt));
     json_t *attributes = json_array();
+    char cores[16];
+    snprintf(cores, sizeof(cores), "%u", z->core_count);
     json_array_append_new(attributes, json_pack("{s:s, s:s}", "name", "cpus", "value", cpus));
+    json_array_append_new(attributes, json_pack("{s:s, s:s}", "name", "cores", "value", cores));
     for (uint32_t d = 0; d < z->device_count; d++) {
         char key[96];
         snprintf(key, sizeof(key), "pci/%s", z->devices[d].busid);

@@ -93,6 +93,7 @@ def dgx():
         res, attrs = zones[zone]
         check(res["cpu"]["capacity"] == 48, f"dgx {zone}: 48 CPUs")
         check(attrs["cpus"] == [f"{first}-{first + 47}"], f"dgx {zone}: cpus {attrs['cpus']}")
+        check(attrs["cores"] == ["24"], f"dgx {zone}: 24 cores of 2 PUs")
         check(res["memory"]["capacity"] == 240 * GI, f"dgx {zone}: 240 GiB of normal pages")
         check(res["hugepages-1Gi"]["capacity"] == 16 * GI, f"dgx {zone}: 16 x 1 GiB hugepages")
         check(res["nvidia.com/gpu"] == {"capacity": 4, "allocatable": 4, "available": 4},
@@ -122,6 +123,7 @@ def epyc():
         res, attrs = zones[f"node-{i}"]
         check(res["cpu"]["capacity"] == 16 and attrs["cpus"] == [f"{16 * i}-{16 * i + 15}"],
               f"epyc node-{i}: CPUs {16 * i}-{16 * i + 15}")
+        check(attrs["cores"] == ["8"], f"epyc node-{i}: 8 cores")
         check(res["hugepages-2Mi"]["capacity"] == 2 * GI, f"epyc node-{i}: 1024 x 2 MiB pages")
         has_gpu = "amd.com/gpu" in res
         check(has_gpu == (i in (1, 3)), f"epyc node-{i}: AMD GPU only on zones 1 and 3")
