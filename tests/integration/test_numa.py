@@ -8,9 +8,14 @@ placement in binding order. With numaalign it must reject none, and every bindin
 kcycle.io/numa-zones must name the zones the kubelet takes; without numaalign the test prints
 how many the kubelet would reject.
 
-usage: test_numa.py SCHEDULER PLUGIN_DIR"""
+A second workload runs GPU pods (Guaranteed, and Burstable ones whose only aligned resource is
+the GPU) on nodes described by the 2-socket hwloc XML fixture (4 GPUs per socket), which the
+checker reads itself.
+
+usage: test_numa.py SCHEDULER PLUGIN_DIR [SOURCE_DIR]"""
 import itertools
 import json
+import xml.etree.ElementTree as ET
 import os
 import re
 import subprocess
@@ -18,6 +23,9 @@ import sys
 import tempfile
 
 SCHEDULER, PLUGIN_DIR = sys.argv[1], sys.argv[2]
+SOURCE = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(__file__), "..", "..")
+GPU_MACHINE = os.path.abspath(os.path.join(SOURCE, "tests", "fixtures", "topology",
+                                           "dgx-2socket-8gpu.xml"))
 FAILURES = []
 PASSED = [0]
 GI = 1 << 30
@@ -60,17 +68,48 @@ def parse_synthetic(text):
     return zones, per_zone, memory
 
 
+def parse_xml(path):
+    """Per NUMA node, in os_index order: PUs, normal memory and NVIDIA/AMD GPUs of the object
+    that holds it (its package or group), read from an hwloc XML file."""
+    root = ET.parse(path).getroot()
+    parent = {child: obj for obj in root.iter("object") for child in obj}
+    zones = []
+    for numa in root.iter("object"):
+        if numa.get("type") != "NUMANode":
+            continue
+        holder = parent[numa]
+        pus = sum(1 for o in holder.iter("object") if o.get("type") == "PU")
+        huge = sum(int(p.get("size")) * int(p.get("count")) for p in numa.iter("page_type")
+                   if int(p.get("size")) > 4096)
+        gpus = sum(1 for o in holder.iter("object") if o.get("type") == "PCIDev" and
+                   o.get("pci_type", "").startswith("03") and
+                   o.get("pci_type", "").split("[")[1][:4] in ("10de", "1002"))
+        zones.append((int(numa.get("os_index")), pus, int(numa.get("local_memory")) - huge,
+                      gpus))
+    zones.sort()
+    return [z[1] for z in zones], [z[2] for z in zones], [z[3] for z in zones]
+
+
 class Node:
-    def __init__(self, name, synthetic, policy, scope, reserved):
+    def __init__(self, name, policy, scope, reserved, synthetic=None, xml=None):
         self.name, self.policy, self.scope = name, policy, scope
-        zones, per_zone, memory = parse_synthetic(synthetic)
-        self.zones = zones
-        self.cpu_total = [per_zone] * zones  # every PU, reserved ones included
-        self.cpu_free = [per_zone] * zones
-        for cpu in reserved:  # PUs are numbered zone by zone in a synthetic topology
-            self.cpu_free[cpu // per_zone] -= 1
-        self.memory_total = [memory] * zones
-        self.memory_free = [memory] * zones
+        if synthetic is not None:
+            zones, per_zone, memory = parse_synthetic(synthetic)
+            cpus, memories, gpus = [per_zone] * zones, [memory] * zones, [0] * zones
+        else:
+            cpus, memories, gpus = parse_xml(xml)
+        self.zones = len(cpus)
+        self.cpu_total = list(cpus)  # every PU, reserved ones included
+        self.cpu_free = list(cpus)
+        for cpu in reserved:  # PUs are numbered zone by zone in these machines
+            zone = 0
+            while cpu >= sum(cpus[:zone + 1]):
+                zone += 1
+            self.cpu_free[zone] -= 1
+        self.memory_total = list(memories)
+        self.memory_free = list(memories)
+        self.gpu_total = list(gpus)
+        self.gpu_free = list(gpus)
 
 
 # ---- the kubelet's topology manager -----------------------------------------------------------
@@ -158,36 +197,42 @@ def exclusive(pod, cpu_milli):
 
 def admit(node, pod):
     """Admit pod on node as the kubelet would; on success the node's free amounts shrink.
-    Returns (admitted, zones the aligned resources were taken from)."""
-    cpu_free, memory_free = list(node.cpu_free), list(node.memory_free)
+    Returns (admitted, zones the aligned resources were taken from). The CPU manager aligns
+    whole CPUs of Guaranteed pods, the memory manager their memory, the device manager GPUs
+    of any pod."""
+    frees = [list(node.cpu_free), list(node.memory_free), list(node.gpu_free)]
+    totals = [node.cpu_total, node.memory_total, node.gpu_total]
+
+    def unit(c):
+        return (c["cpu"] // 1000 if exclusive(pod, c["cpu"]) else 0,
+                c["memory"] if pod["guaranteed"] else 0, c.get("gpu", 0))
+    units = [unit(c) for c in pod["containers"]]
     if node.scope == "pod":
-        units = [(sum(c["cpu"] // 1000 for c in pod["containers"] if exclusive(pod, c["cpu"])),
-                  sum(c["memory"] for c in pod["containers"]) if pod["guaranteed"] else 0)]
-    else:
-        units = [(c["cpu"] // 1000 if exclusive(pod, c["cpu"]) else 0,
-                  c["memory"] if pod["guaranteed"] else 0) for c in pod["containers"]]
+        units = [tuple(sum(u[k] for u in units) for k in range(3))]
     used = 0
-    for cpus, memory in units:
-        hints = [provider_hints(node.cpu_total, cpu_free, cpus, node.zones),
-                 provider_hints(node.memory_total, memory_free, memory, node.zones)]
+    for amounts in units:
+        hints = [provider_hints(totals[k], frees[k], amounts[k], node.zones) for k in range(3)]
         hint = merge(node, hints)
         if not admits(node.policy, hint):
             return False, 0
-        cpu_taken, cpu_ok = take(cpu_free, cpus, hint[0])
-        memory_taken, memory_ok = take(memory_free, memory, hint[0])
-        if not (cpu_ok and memory_ok):
-            return False, 0  # the CPU or memory manager cannot allocate at all
-        used |= sum(1 << z for z in range(node.zones) if cpu_taken[z] or memory_taken[z])
-    node.cpu_free, node.memory_free = cpu_free, memory_free
+        for k in range(3):
+            taken, ok = take(frees[k], amounts[k], hint[0])
+            if not ok:
+                return False, 0  # a manager cannot allocate at all
+            used |= sum(1 << z for z in range(node.zones) if taken[z])
+    node.cpu_free, node.memory_free, node.gpu_free = frees
     return True, used
 
 
 # ---- the workload --------------------------------------------------------------------------
 
-def container(name, cpu_milli, memory_gi, guaranteed):
+def container(name, cpu_milli, memory_gi, guaranteed, gpus=0):
     resources = {"requests": {"cpu": f"{cpu_milli}m", "memory": f"{memory_gi}Gi"}}
     if guaranteed:
         resources["limits"] = dict(resources["requests"])
+    if gpus:
+        resources["requests"]["nvidia.com/gpu"] = str(gpus)
+        resources.setdefault("limits", {})["nvidia.com/gpu"] = str(gpus)
     return {"name": name, "image": "example.com/app", "resources": resources}
 
 
@@ -204,11 +249,22 @@ TEMPLATES = [
 ]
 
 
-def workload():
+# GPU pods on the 2-socket machine: (cpu milli, memory GiB, GPUs) per container
+GPU_TEMPLATES = [
+    ("g1", 14, [(4000, 8, 1)], True),
+    ("g2", 8, [(8000, 16, 2)], True),
+    ("g4", 4, [(16000, 32, 4)], True),
+    ("gpair", 4, [(2000, 4, 1), (2000, 4, 1)], True),
+    ("gburst", 8, [(1000, 2, 1)], False),   # Burstable: only the GPU is aligned
+]
+
+
+def workload(templates=TEMPLATES):
     items, pods = [], {}
     at = 0
-    for name, number, shape, guaranteed in TEMPLATES:
-        containers = [container(f"c{i}", cpu, mem, guaranteed) for i, (cpu, mem) in
+    for name, number, shape, guaranteed in templates:
+        shape = [tuple(c) + (0,) * (3 - len(c)) for c in shape]
+        containers = [container(f"c{i}", cpu, mem, guaranteed, gpus) for i, (cpu, mem, gpus) in
                       enumerate(shape)]
         items.append({"count": number, "at": f"{at}ms", "interval": "8ms", "apiVersion": "v1",
                       "kind": "Pod", "metadata": {"name": name, "namespace": "numa"},
@@ -216,10 +272,21 @@ def workload():
         for i in range(number):
             pods[f"{name}-{i}"] = {
                 "guaranteed": guaranteed,
-                "containers": [{"cpu": cpu, "memory": mem * GI} for cpu, mem in shape]}
+                "containers": [{"cpu": cpu, "memory": mem * GI, "gpu": gpus}
+                               for cpu, mem, gpus in shape]}
         at += 1
     # interleave the templates' arrivals so sizes mix
     return items, pods
+
+
+def gpu_cluster(policy, scope):
+    nodes, machines = [], {}
+    for i in range(2):
+        name = f"dgx-{i}"
+        nodes.append({"name": name, "numaXml": GPU_MACHINE, "topologyManagerPolicy": policy,
+                      "topologyManagerScope": scope, "reservedCpus": "0"})
+        machines[name] = Node(name, policy, scope, [0], xml=GPU_MACHINE)
+    return nodes, machines
 
 
 def cluster(policy, scope):
@@ -233,19 +300,20 @@ def cluster(policy, scope):
             if reserved:
                 entry["reservedCpus"] = reserved
             nodes.append(entry)
-            machines[name] = Node(name, synthetic, policy, scope, [0] if reserved else [])
+            machines[name] = Node(name, policy, scope, [0] if reserved else [],
+                                  synthetic=synthetic)
     return nodes, machines
 
 
-def run(tmp, policy, scope, with_plugin, isolation="inprocess"):
+def run(tmp, policy, scope, with_plugin, isolation="inprocess", gpu=False):
     plugins = ["prioritysort", "noderesources"] + (["numaalign"] if with_plugin else []) + \
               ["defaultbinder"]
-    nodes, machines = cluster(policy, scope)
-    items, pods = workload()
+    nodes, machines = (gpu_cluster if gpu else cluster)(policy, scope)
+    items, pods = workload(GPU_TEMPLATES if gpu else TEMPLATES)
     entries = [{"name": p, "isolation": isolation} if p == "numaalign" else {"name": p}
                for p in plugins]
     spec = {"config": {"plugins": entries}, "nodes": nodes, "workload": items}
-    path = os.path.join(tmp, f"numa-{policy}-{scope}-{with_plugin}-{isolation}.json")
+    path = os.path.join(tmp, f"numa-{policy}-{scope}-{with_plugin}-{isolation}-{gpu}.json")
     with open(path, "w") as f:
         json.dump(spec, f)
     report_path = path + ".report"
@@ -316,6 +384,23 @@ def main():
                 totals[label] = (placed, rejected, base_placed, base_rejected)
                 print(f"{label:28s} numaalign: {placed:3d} placed, {rejected} rejected by the "
                       f"kubelet; without: {base_placed:3d} placed, {base_rejected:3d} rejected")
+        for policy, scope in (("single-numa-node", "container"), ("restricted", "pod"),
+                              ("best-effort", "container")):
+            label = f"GPU {policy}/{scope}"
+            report, machines, pods, out = run(tmp, policy, scope, True, gpu=True)
+            placed, rejected, disagreements, aligned = replay(report, machines, pods, label, True)
+            check(placed > 0 and aligned > 0, f"{label}: pods were placed and aligned")
+            check(rejected == 0, f"{label}: with numaalign the kubelet rejects {rejected} of "
+                  f"{placed} placements")
+            check(disagreements == 0, f"{label}: {disagreements} bindings whose "
+                  "kcycle.io/numa-zones differ from the zones the kubelet takes")
+            gpus_left = sum(1 for p in report["pods"] if p["node"] is None)
+            check(gpus_left > 0, f"{label}: the GPU workload saturates the GPUs")
+            base, machines, pods, _ = run(tmp, policy, scope, False, gpu=True)
+            base_placed, base_rejected, _, _ = replay(base, machines, pods, label, False)
+            totals[label] = (placed, rejected, base_placed, base_rejected)
+            print(f"{label:28s} numaalign: {placed:3d} placed, {rejected} rejected by the "
+                  f"kubelet; without: {base_placed:3d} placed, {base_rejected:3d} rejected")
     with_sum = sum(v[1] for v in totals.values())
     without_sum = sum(v[3] for v in totals.values())
     print(f"kubelet rejections over all policies and scopes: with numaalign {with_sum}, "
