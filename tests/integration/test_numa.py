@@ -251,6 +251,7 @@ TEMPLATES = [
 
 # GPU pods on the 2-socket machine: (cpu milli, memory GiB, GPUs) per container
 GPU_TEMPLATES = [
+    ("cpuheavy", 2, [(40000, 64, 0)], True),  # most of one socket's CPUs, no GPU
     ("g1", 14, [(4000, 8, 1)], True),
     ("g2", 8, [(8000, 16, 2)], True),
     ("g4", 4, [(16000, 32, 4)], True),
