@@ -205,6 +205,17 @@ static int append_pod(char **list, const char *ns, const char *name)
     return 0;
 }
 
+/* By namespace, then name: the kubelet lists pods in no fixed order, and a report that only
+ * reorders its accounted pods is no change worth publishing. */
+static int compare_pods(const void *a, const void *b)
+{
+    const V1__PodResources *x = *(V1__PodResources *const *)a, *y = *(V1__PodResources *const *)b;
+    int by_namespace = strcmp(x->namespace_ != NULL ? x->namespace_ : "",
+                              y->namespace_ != NULL ? y->namespace_ : "");
+    return by_namespace != 0 ? by_namespace
+                             : strcmp(x->name != NULL ? x->name : "", y->name != NULL ? y->name : "");
+}
+
 static int read_list(const char *socket, const struct topology_machine *m,
                      struct podresources_usage *out, char *error, size_t error_size)
 {
@@ -219,6 +230,9 @@ static int read_list(const char *socket, const struct topology_machine *m,
                  socket);
         rc = -EPROTO;
     }
+    if (rc == 0 && list->n_pod_resources > 1)
+        qsort(list->pod_resources, list->n_pod_resources, sizeof(*list->pod_resources),
+              compare_pods);
     for (size_t p = 0; rc == 0 && p < list->n_pod_resources; p++) {
         const V1__PodResources *pod = list->pod_resources[p];
         rc = append_pod(&out->pods, pod->namespace_, pod->name);

@@ -63,7 +63,8 @@ def pod(namespace, name, containers):
     return text(1, name) + text(2, namespace) + b"".join(message(3, c) for c in containers)
 
 
-LIST = b"".join(message(1, p) for p in [
+LIST = b"".join(message(1, p) for p in [  # not in order: the agent sorts them
+    pod("web", "shared", [container("nginx")]),  # no exclusive resources: listed, nothing held
     pod("ml", "trainer", [container("main", cpus=[2, 3, 4, 5],
                                     memory=[("memory", 8 * GI, [0]),
                                             ("hugepages-1Gi", 2 * GI, [0])],
@@ -71,7 +72,6 @@ LIST = b"".join(message(1, p) for p in [
     pod("ml", "wide", [container("a", cpus=[60, 61]),
                        container("b", memory=[("memory", 4 * GI, [0, 1])],
                                  devices=[("nvidia.com/gpu", ["GPU-5"], 1)])]),
-    pod("web", "shared", [container("nginx")]),  # no exclusive resources: listed, nothing held
 ])
 # CPUs 0, 1 and 48 reserved; 10 GiB of zone 0's memory reserved (--reserved-memory); one of
 # zone 0's four GPUs unhealthy, so three may be handed out there
