@@ -8,7 +8,7 @@ PACKAGES=(
     meson ninja-build pkg-config cmake gcc libc6-dev
     libprotobuf-c-dev protobuf-c-compiler libnng-dev libjansson-dev libhwloc-dev
     libcmocka-dev libcurl4-openssl-dev libyaml-dev
-    python3 clang libclang-rt-14-dev valgrind
+    python3 python3-grpcio clang libclang-rt-14-dev valgrind
 )
 BUILD=${KCYCLE_BUILD:-build}
 

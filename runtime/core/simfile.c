@@ -196,7 +196,10 @@ struct node_synth {
 };
 
 static const char *const node_keys[] = {
-    "name", "count", "allocatable", "labels", "annotations", "taints", "unschedulable", NULL,
+    "name",          "count",        "allocatable",           "labels",
+    "annotations",   "taints",       "unschedulable",         "numa",
+    "numaXml",       "reservedCpus", "topologyManagerPolicy", "topologyManagerScope",
+    NULL,
 };
 
 static int synth_node(struct node_synth *s, const struct tree *entry, struct kc_error *err)
@@ -269,7 +272,7 @@ struct loader {
     struct sim_spec *spec;
     const char *scheduler_name;
     struct kc_error *err;
-    uint32_t node_capacity, pod_capacity, arrival_capacity, object_capacity;
+    uint32_t node_capacity, pod_capacity, arrival_capacity, object_capacity, topology_capacity;
     const struct tree **node_at; /* entry of each node, for duplicate messages */
     const struct tree **pod_at;  /* entry of each existing pod */
     const struct tree **arrival_at;
@@ -345,6 +348,90 @@ static int make_node(struct loader *l, const struct tree *entry, const struct tr
     return push_node(l, entry, node);
 }
 
+/* ---- NUMA topology of a node -------------------------------------------------------------- */
+
+static void topology_free(struct sim_topology *t)
+{
+    free(t->node);
+    free(t->synthetic);
+    free(t->xml);
+    free(t->policy);
+    free(t->scope);
+    free(t->reserved_cpus);
+}
+
+/* A string field copied, or NULL when absent; one of the allowed values when allowed is set. */
+static int topology_string(const struct tree *entry, const char *key,
+                           const char *const *allowed, const char *allowed_text, char **out,
+                           struct kc_error *err)
+{
+    const struct tree *t = field(entry, key);
+    const char *s;
+    *out = NULL;
+    if (t == NULL)
+        return 0;
+    int rc = tree_string(t, key, &s, err);
+    if (rc < 0)
+        return rc;
+    bool ok = allowed == NULL;
+    for (uint32_t i = 0; !ok && allowed[i] != NULL; i++)
+        ok = strcmp(s, allowed[i]) == 0;
+    if (!ok)
+        return tree_error(t, err, -EINVAL, key, "\"%s\" is not one of %s", s, allowed_text);
+    return (*out = strdup(s)) != NULL ? 0 : no_memory(t, err);
+}
+
+/* numaXml relative to the simulation file's folder. */
+static int resolve_xml(const char *file, char **xml)
+{
+    if (*xml == NULL || (*xml)[0] == '/')
+        return 0;
+    const char *slash = strrchr(file, '/');
+    if (slash == NULL)
+        return 0;
+    char *path;
+    if (asprintf(&path, "%.*s/%s", (int)(slash - file), file, *xml) < 0)
+        return -ENOMEM;
+    free(*xml);
+    *xml = path;
+    return 0;
+}
+
+static int load_topology(struct loader *l, const struct tree *entry, const char *node_name)
+{
+    static const char *const policies[] = {"none", "best-effort", "restricted",
+                                           "single-numa-node", NULL};
+    static const char *const scopes[] = {"container", "pod", NULL};
+    if (field(entry, "numa") == NULL && field(entry, "numaXml") == NULL)
+        return 0;
+    if (field(entry, "numa") != NULL && field(entry, "numaXml") != NULL)
+        return tree_error(entry, l->err, -EINVAL, "node entry",
+                          "numa (hwloc synthetic) and numaXml exclude each other");
+    struct sim_topology t = {0};
+    int rc = topology_string(entry, "numa", NULL, NULL, &t.synthetic, l->err);
+    if (rc == 0)
+        rc = topology_string(entry, "numaXml", NULL, NULL, &t.xml, l->err);
+    if (rc == 0)
+        rc = topology_string(entry, "topologyManagerPolicy", policies,
+                             "none, best-effort, restricted, single-numa-node", &t.policy, l->err);
+    if (rc == 0)
+        rc = topology_string(entry, "topologyManagerScope", scopes, "container, pod", &t.scope, l->err);
+    if (rc == 0)
+        rc = topology_string(entry, "reservedCpus", NULL, NULL, &t.reserved_cpus, l->err);
+    if (rc == 0 && ((t.node = strdup(node_name)) == NULL || resolve_xml(l->spec->file, &t.xml) < 0))
+        rc = no_memory(entry, l->err);
+    struct sim_spec *spec = l->spec;
+    if (rc == 0 && grow((void **)&spec->topologies, sizeof(*spec->topologies), NULL, 0,
+                        spec->topology_count, &l->topology_capacity) < 0)
+        rc = no_memory(entry, l->err);
+    if (rc < 0) {
+        topology_free(&t);
+        return rc;
+    }
+    spec->topologies[spec->topology_count++] = t;
+    return 0;
+}
+
 static int load_node(struct loader *l, const struct tree *entry)
 {
     if (entry->type != TREE_MAP)
@@ -361,8 +448,11 @@ static int load_node(struct loader *l, const struct tree *entry)
     bool has_count;
     int64_t count;
     int rc = read_count(entry, &has_count, &count, l->err);
-    for (int64_t i = 0; rc == 0 && i < count; i++)
+    for (int64_t i = 0; rc == 0 && i < count; i++) {
         rc = make_node(l, entry, tree, kube, i, has_count);
+        if (rc == 0 && !kube)
+            rc = load_topology(l, entry, l->spec->nodes[l->spec->node_count - 1]->name);
+    }
     return rc;
 }
 
@@ -1028,6 +1118,9 @@ void simfile_free(struct sim_spec *spec)
     for (uint32_t i = 0; spec->objects != NULL && i < spec->object_count; i++)
         object_free(&spec->objects[i]);
     free(spec->objects);
+    for (uint32_t i = 0; spec->topologies != NULL && i < spec->topology_count; i++)
+        topology_free(&spec->topologies[i]);
+    free(spec->topologies);
     config_free(&spec->config);
     free(spec->file);
     memset(spec, 0, sizeof(*spec));

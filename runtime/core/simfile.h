@@ -24,6 +24,17 @@ struct sim_object {
     char *json;
 };
 
+/* A simulated node's NUMA topology: the simulator builds its NodeResourceTopology from it with
+ * the topology agent's code (docs/simulation.md, "NUMA topology"). */
+struct sim_topology {
+    char *node;          /* the node's name */
+    char *synthetic;     /* hwloc synthetic description, or NULL */
+    char *xml;           /* hwloc XML file (resolved against the file's folder), or NULL */
+    char *policy;        /* topologyManagerPolicy (default single-numa-node) */
+    char *scope;         /* topologyManagerScope (default container) */
+    char *reserved_cpus; /* reservedSystemCPUs list, or NULL */
+};
+
 struct sim_spec {
     char *file;
     struct node **nodes;
@@ -34,6 +45,8 @@ struct sim_spec {
     uint32_t arrival_count;
     struct sim_object *objects;
     uint32_t object_count;
+    struct sim_topology *topologies; /* nodes with a `numa` or `numaXml` key */
+    uint32_t topology_count;
     bool has_config; /* the file had a `config:` section, loaded into config */
     struct config config;
 };

@@ -1255,6 +1255,13 @@ static Kcycle__V1__Phase wire_phase(enum phase phase)
     }
 }
 
+/* The annotations a host's plugins wrote into the cycle, for the Binding. */
+static void copy_annotations(struct kc_cycle *cycle, const Kcycle__V1__PhaseReply *pr)
+{
+    for (size_t i = 0; i < pr->n_annotations; i++)
+        kv_list_set(&cycle->annotations, pr->annotations[i]->key, pr->annotations[i]->value);
+}
+
 kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
                        const char *node, uint32_t *failed, uint32_t *timeout_ms, uint64_t *waiting,
                        bool *bind_requested)
@@ -1321,14 +1328,15 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
             kcycle__v1__reply__free_unpacked(reply, NULL);
             return KC_ERROR;
         } else if (phase == PHASE_BIND) {
-            for (size_t i = 0; i < pr->n_annotations; i++)
-                kv_list_set(&cycle->annotations, pr->annotations[i]->key,
-                            pr->annotations[i]->value);
+            copy_annotations(cycle, pr);
             if (bind_requested != NULL)
                 *bind_requested = pr->bind_requested;
             skipped_all = false;
             kcycle__v1__reply__free_unpacked(reply, NULL);
             return KC_SUCCESS;
+        } else if (phase == PHASE_RESERVE || phase == PHASE_PERMIT || phase == PHASE_PRE_BIND) {
+            /* a hosted plugin's decisions for the Binding (numaalign's zones in Reserve) */
+            copy_annotations(cycle, pr);
         }
         kcycle__v1__reply__free_unpacked(reply, NULL);
     }

@@ -9,6 +9,7 @@
 #include "model.h"
 #include "resource_table.h"
 #include "simulator.h"
+#include "sim_numa.h"
 
 struct reason_total {
     const char *text;
@@ -168,6 +169,7 @@ void report_print_summary(const struct simulator *sim, FILE *out)
             fprintf(out, "\n");
         }
     }
+    sim_numa_print(sim, out);
     fprintf(out, "  simulated time %.3f s; wall time %.3f s; %.0f pods/s\n",
             (double)sim->now_ms / 1000.0, seconds,
             seconds > 0 ? (double)sim->bound / seconds : 0.0);
@@ -212,6 +214,10 @@ static json_t *pods_json(const struct simulator *sim)
             json_object_set_new(pod, "plugin_versions", versions_json(g));
             json_object_set_new(pod, "bound_wall_ms", json_integer((json_int_t)r->bound_wall_ms));
         }
+        if (pod != NULL && r->bind_order > 0)
+            json_object_set_new(pod, "bind_order", json_integer((json_int_t)r->bind_order));
+        if (pod != NULL && r->numa_zones != NULL)
+            json_object_set_new(pod, "numa_zones", json_string(r->numa_zones));
         json_array_append_new(pods, pod);
     }
     return pods;
@@ -341,6 +347,9 @@ int report_write_json(const struct simulator *sim, const char *path, struct kc_e
     json_t *root = json_pack("{s:o, s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
                              nodes_json(sim), "podGroups", groups_json(sim), "objects",
                              objects_json(sim), "summary", summary);
+    json_t *numa = sim_numa_json(sim);
+    if (root != NULL && numa != NULL)
+        json_object_set_new(root, "numa", numa);
     if (root == NULL)
         return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -11,6 +11,7 @@
 #include "array.h"
 #include "log.h"
 #include "model.h"
+#include "sim_numa.h"
 
 /* After the last arrival, time keeps moving only while something is due; pods that keep
  * failing with errors stop being retried this long after the last arrival. */
@@ -60,7 +61,6 @@ static int sim_write_object(void *ctx, const struct pod *pod, const struct objec
 static int sim_bind(void *ctx, const struct pod *pod, const char *node,
                     const struct kv_list *annotations)
 {
-    (void)annotations;
     struct simulator *sim = ctx;
     struct sim_record *r = record_of(sim, pod->uid);
     if (r == NULL)
@@ -71,6 +71,8 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     free(r->node);
     r->node = copy;
     r->bound_ms = sim->now_ms;
+    r->bind_order = ++sim->bind_count;
+    sim_numa_record(r, pod, annotations);
     return 0;
 }
 
@@ -218,6 +220,8 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
             return rc;
     }
     rc = simfile_load(opt->sim_path, sim->cfg.scheduler_name, &sim->spec, err);
+    if (rc == 0)
+        rc = sim_numa_prepare(&sim->spec, err);
     if (rc < 0)
         return rc;
     if (sim->spec.has_config && opt->config_path == NULL) {
@@ -365,6 +369,7 @@ void simulator_close(struct simulator *sim)
         free(sim->records[i].name);
         free(sim->records[i].uid);
         free(sim->records[i].node);
+        free(sim->records[i].numa_zones);
     }
     free(sim->records);
     strmap_free(&sim->record_index);

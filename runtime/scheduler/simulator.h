@@ -21,6 +21,12 @@ struct sim_record {
     int64_t bound_ms;          /* simulated time of binding */
     int64_t bound_wall_ms;     /* wall time of binding, from the start of the run */
     uint32_t generation_index; /* + 1, into simulator.generations: the plugins that served it */
+    uint64_t bind_order;       /* 1, 2, ... in the order the binder saw the pods; 0 unbound */
+    /* NUMA (sim_numa.c): kcycle.io/numa-zones of the binding, or NULL */
+    char *numa_zones;
+    bool numa_aligned_pod;  /* the topology manager aligns it (Guaranteed integer CPUs) */
+    bool numa_not_preferred; /* numaalign marked it kcycle.io/numa-aligned: false */
+    int64_t numa_cpus;       /* its exclusive CPUs */
 };
 
 /* A plugin generation that served pods: its plugins' names and versions. */
@@ -83,6 +89,7 @@ struct simulator {
     uint32_t record_count, record_capacity;
     struct strmap record_index; /* uid -> record index + 1 */
     uint64_t bound;
+    uint64_t bind_count; /* bindings recorded, for sim_record.bind_order */
     int64_t wall_start_us, wall_end_us;
     uint32_t *bound_per_second; /* wall-clock seconds since start */
     uint32_t seconds, seconds_capacity;

@@ -28,6 +28,11 @@ Scenarios (one per meson test, so they run apart):
           (PV claimRef, PVC selected-node) written before its pod's Binding, missing and
           unbound Immediate claims refused with kube's messages, one user per
           ReadWriteOncePod claim, CSI attach limits from CSINode kept.
+  numa    NodeResourceTopology objects (as kcycle-topology-agent publishes them) for nodes of 2
+          and 4 zones, Guaranteed pods scheduled with numaalign: every aligned pod's Binding
+          carries kcycle.io/numa-zones naming zones that hold it, also after an agent report
+          that arrives while pods are still being placed. With --agent, kcycle-topology-agent
+          publishes two of the nodes' topologies itself (and republishes them during the run).
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
 
@@ -1151,15 +1156,189 @@ def scenario_volumes(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
+# ---- numa ------------------------------------------------------------------------------------
+
+NUMA_CONFIG = """plugins:
+  - name: prioritysort
+  - name: noderesources
+  - name: numaalign
+  - name: defaultbinder
+"""
+
+
+def numa_topology(name, zones, cpus_per_zone, memory_gi_per_zone, policy, scope,
+                  used=None, accounted=None):
+    """A NodeResourceTopology as kcycle-topology-agent writes it; used: {zone: (cpus, GiB)}."""
+    used = used or {}
+    metadata = {"name": name}
+    if accounted is not None:
+        metadata["annotations"] = {"kcycle.io/accounted-pods": ",".join(accounted)}
+    zone_list = []
+    for z in range(zones):
+        cpus, gib = used.get(z, (0, 0))
+        zone_list.append({"name": f"node-{z}", "type": "Node", "resources": [
+            {"name": "cpu", "capacity": str(cpus_per_zone), "allocatable": str(cpus_per_zone),
+             "available": str(cpus_per_zone - cpus)},
+            {"name": "memory", "capacity": f"{memory_gi_per_zone}Gi",
+             "allocatable": f"{memory_gi_per_zone}Gi",
+             "available": f"{memory_gi_per_zone - gib}Gi"}]})
+    return {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+            "metadata": metadata, "topologyPolicies": ["SingleNUMANodeContainerLevel"],
+            "attributes": [{"name": "topologyManagerPolicy", "value": policy},
+                           {"name": "topologyManagerScope", "value": scope}],
+            "zones": zone_list}
+
+
+# name: (zones, CPUs per zone, GiB per zone, policy, scope)
+NUMA_NODES = {f"numa-{i}": (2, 16, 64, "single-numa-node", "container") if i % 2 == 0 else
+              (4, 8, 32, "restricted" if i % 4 == 1 else "single-numa-node",
+               "pod" if i % 4 == 1 else "container") for i in range(8)}
+
+
+def guaranteed_pod(fc, name, cpus, gib):
+    pod = fc.pod(name, namespace="numa", scheduler="kcycle", cpu=str(cpus), memory=f"{gib}Gi")
+    container = pod["spec"]["containers"][0]
+    container["resources"]["limits"] = dict(container["resources"]["requests"])
+    return pod
+
+
+def numa_placements(api):
+    """Bound Guaranteed pods of namespace numa: name -> (node, zones or None, cpus, GiB)."""
+    out = {}
+    for p in all_pods(api):
+        if p["metadata"]["namespace"] != "numa" or not p["spec"].get("nodeName"):
+            continue
+        res = p["spec"]["containers"][0]["resources"]["requests"]
+        zones = p["metadata"].get("annotations", {}).get("kcycle.io/numa-zones")
+        out[p["metadata"]["name"]] = (p["spec"]["nodeName"], zones,
+                                      quantity_milli(res["cpu"]) // 1000,
+                                      int(res["memory"].rstrip("Gi")))
+    return out
+
+
+def check_numa_fit(placements, reported=None):
+    """Every placement names zones that hold it: one zone under single-numa-node, at most the
+    narrowest number under restricted, and no zone over its CPUs or memory (the pods the
+    agent's report already accounts for are in its `available`)."""
+    used = collections.defaultdict(lambda: [0, 0])
+    for name, (node, zones, cpus, gib) in sorted(placements.items()):
+        count, per_zone, mem_zone, policy, scope = NUMA_NODES[node]
+        check(zones is not None, f"{name} on {node}: no kcycle.io/numa-zones annotation")
+        ids = [int(z) for z in zones.split(",")]
+        check(all(0 <= z < count for z in ids), f"{name}: zones {zones} not on {node}")
+        narrowest = max(-(-cpus // per_zone), -(-gib // mem_zone))
+        if policy == "single-numa-node":
+            check(len(ids) == 1, f"{name} on {node}: {len(ids)} zones under single-numa-node")
+        else:
+            check(len(ids) == narrowest, f"{name} on {node}: {zones} is not {narrowest} zone(s)")
+        left_cpu, left_gib = cpus, gib
+        for z in ids:  # the kubelet fills the hint's zones lowest first
+            take = min(left_cpu, per_zone - used[(node, z)][0])
+            used[(node, z)][0] += take
+            left_cpu -= take
+            take = min(left_gib, mem_zone - used[(node, z)][1])
+            used[(node, z)][1] += take
+            left_gib -= take
+        check(left_cpu == 0 and left_gib == 0,
+              f"{name} on {node}: zones {zones} do not hold {cpus} CPUs / {gib} GiB")
+
+
+# Nodes whose topology kcycle-topology-agent publishes itself (with --agent), from the hwloc
+# synthetic description of the same shape. It has no podresources socket here: its reports
+# carry no accounted-pods list, which numaalign must survive (its own charges stay).
+AGENT_NODES = {"numa-6": "pack:2 numa:1(memory=64GiB) core:8 pu:2",
+               "numa-7": "pack:2 numa:2(memory=32GiB) core:4 pu:2"}
+
+
+def start_agents(api, workdir):
+    if not ARGS.agent:
+        return []
+    kubeconfig = api.kubeconfig(os.path.join(workdir, "kubeconfig"))
+    agents = []
+    for name, synthetic in AGENT_NODES.items():
+        policy, scope = NUMA_NODES[name][3], NUMA_NODES[name][4]
+        agents.append(Process(f"agent-{name}", [
+            ARGS.agent, "--kubeconfig", kubeconfig, "--node-name", name, "--synthetic",
+            synthetic, "--topology-manager-policy", policy, "--topology-manager-scope", scope,
+            "--poll-seconds", "1", "--publish-seconds", "2"], workdir))
+    wait_until("the agents' NodeResourceTopologies", lambda: all(
+        api.get_object("NodeResourceTopology", n, namespace=None) for n in AGENT_NODES), 30)
+    return agents
+
+
+def scenario_numa(fc, api, workdir):
+    items = []
+    for name, (zones, cpus, gib, policy, scope) in NUMA_NODES.items():
+        items.append(fc.node(name, cpu=str(zones * cpus), memory=f"{zones * gib}Gi"))
+        if not (ARGS.agent and name in AGENT_NODES):
+            items.append(numa_topology(name, zones, cpus, gib, policy, scope, accounted=[]))
+    sizes = [(2, 4), (3, 6), (5, 8), (6, 16), (7, 8), (10, 20)]
+    first = [guaranteed_pod(fc, f"g-{i:03d}", *sizes[i % len(sizes)]) for i in range(48)]
+    bulk_create(api, items)
+    agents = start_agents(api, workdir)
+    bulk_create(api, first)
+    config = os.path.join(workdir, "config.yaml")
+    with open(config, "w") as f:
+        f.write(NUMA_CONFIG)
+    r = Replica(api, workdir, "replica-n", leader_elect=False, config=config)
+    r.start()
+    try:
+        placed = wait_until("the first NUMA pods bound", lambda: len(numa_placements(api)) >= 30
+                            and numa_placements(api), 120, [r])
+        # the agent reports for numa-0 now: what it accounts for is in `available`, and it
+        # lists those pods; pods bound after the report stay charged by the scheduler
+        on_node = {n: v for n, v in placed.items() if v[0] == "numa-0"}
+        used = collections.defaultdict(lambda: [0, 0])
+        for name, (node, zones, cpus, gib) in on_node.items():
+            used[int(zones.split(",")[0])][0] += cpus
+            used[int(zones.split(",")[0])][1] += gib
+        report = numa_topology("numa-0", 2, 16, 64, "single-numa-node", "container",
+                               used={z: tuple(v) for z, v in used.items()},
+                               accounted=[f"numa/{n}" for n in sorted(on_node)])
+        current = api.get_object("NodeResourceTopology", "numa-0", namespace=None)
+        report["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        status, body = api.put(fc.resource_path("NodeResourceTopology", None, "numa-0"), report)
+        check(status == 200, f"the agent's report for numa-0: {status} {body}")
+        more = [guaranteed_pod(fc, f"h-{i:03d}", *sizes[i % len(sizes)]) for i in range(40)]
+        bulk_create(api, more)
+
+        def settled():
+            pods = [p for p in all_pods(api) if p["metadata"]["namespace"] == "numa"]
+            done = [p for p in pods if p["spec"].get("nodeName") or any(
+                c.get("type") == "PodScheduled" and c.get("status") == "False"
+                for c in p.get("status", {}).get("conditions", []))]
+            return len(done) == len(pods) == 88
+        wait_until("every NUMA pod bound or unschedulable", settled, 120, [r])
+        placements = numa_placements(api)
+        check(len(placements) >= 40, f"only {len(placements)} NUMA pods bound")
+        check_numa_fit(placements)
+        unschedulable = [p for p in all_pods(api) if p["metadata"]["namespace"] == "numa" and
+                         not p["spec"].get("nodeName")]
+        check(unschedulable, "the workload saturates the NUMA zones")
+        on_agent_nodes = sum(1 for v in placements.values() if v[0] in AGENT_NODES)
+        if ARGS.agent:
+            check(on_agent_nodes > 0, "pods were placed on the nodes the agents describe")
+        print(f"numa: {len(placements)} Guaranteed pods bound with zones that hold them "
+              f"({on_agent_nodes} on nodes kcycle-topology-agent describes), "
+              f"{len(unschedulable)} left unschedulable")
+    finally:
+        for agent in agents:
+            codes_agent = agent.stop()
+            check(codes_agent == 0, f"{agent.name} stopped with {codes_agent}")
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
-                                             "ports", "volumes", "bench"])
+                                             "ports", "volumes", "numa", "bench"])
     parser.add_argument("--pods", type=int, default=5000, help="bench: pods to bind")
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
     parser.add_argument("--source", required=True)
+    parser.add_argument("--agent", help="numa: kcycle-topology-agent, to publish some topologies")
     ARGS = parser.parse_args()
     sys.path.insert(0, os.path.join(ARGS.source, "tests", "fakeapi"))
     import fakeclient as fc
@@ -1169,7 +1348,7 @@ def main():
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
              "constraints": scenario_constraints, "ports": scenario_ports,
-             "volumes": scenario_volumes,
+             "volumes": scenario_volumes, "numa": scenario_numa,
              "bench": scenario_bench}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:

@@ -611,9 +611,7 @@ def check_kustomization(files):
     for rel in manifests:
         check(rel in resources or rel in commented,
               f"kustomization.yaml lists {rel} (or names it in a comment, as not ready)")
-    check(commented == ["topology-agent.yaml"],
-          "kustomization.yaml leaves out only topology-agent.yaml (not built yet), "
-          f"got {commented}")
+    check(commented == [], f"kustomization.yaml leaves out nothing, got {commented}")
     for rel in resources:
         check(os.path.isfile(os.path.join(DEPLOY, rel)), f"kustomization.yaml: {rel} exists")
     crds = [i for i, r in enumerate(resources) if r.startswith("crds/")]
@@ -937,6 +935,14 @@ def check_topology_agent(objects):
                   if volumes.get(m.get("name"), {}).get("hostPath", {}).get("path") == "/sys"]
     check(len(sys_mounts) == 1 and sys_mounts[0].get("readOnly") is True,
           "topology-agent: the node's /sys, read-only")
+    host_paths = sorted(v.get("hostPath", {}).get("path") for v in pod.get("volumes", [])
+                        if "hostPath" in v)
+    check(host_paths == ["/sys", "/var/lib/kubelet/pod-resources"],
+          f"topology-agent: only /sys and the podresources socket's folder, got {host_paths}")
+    sc = c.get("securityContext", {})
+    check(sc.get("allowPrivilegeEscalation") is False and sc.get("readOnlyRootFilesystem") and
+          sc.get("capabilities", {}).get("drop") == ["ALL"],
+          "topology-agent: no capabilities, no privilege escalation, read-only root")
     account = pod.get("serviceAccountName")
     check(account == "kcycle-topology-agent", "topology-agent: its own ServiceAccount")
     role = one(objects, "ClusterRole", "kcycle-topology-agent")

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_numa.h"
 #include "config.h"
 #include "log.h"
 #include "model.h"
@@ -302,11 +303,12 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa "
                     "[--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
-                    "[--isolation inprocess|process] [--profile default|minimal]\n");
+                    "[--isolation inprocess|process] [--profile default|minimal] "
+                    "[--rounds N (numa)]\n");
 }
 
 static void bench_free(struct scheduler *s, struct bench *b)
@@ -372,6 +374,7 @@ int main(int argc, char **argv)
         {"parallelism", required_argument, NULL, 'P'}, {"isolation", required_argument, NULL, 'I'},
         {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
         {"min-member", required_argument, NULL, 'm'},  {"profile", required_argument, NULL, 'r'},
+        {"min-member", required_argument, NULL, 'm'},  {"rounds", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000,
@@ -381,6 +384,7 @@ int main(int argc, char **argv)
                       .groups = 10,
                       .group_size = 1000};
     const char *shape = "scheduling-basic";
+    uint32_t rounds = 3; /* --shape numa */
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
@@ -409,14 +413,25 @@ int main(int argc, char **argv)
             }
             b.minimal_profile = strcmp(optarg, "minimal") == 0;
             break;
+        case 'R': rounds = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
     }
+    if (strcmp(shape, "numa") == 0) {
+        struct bench_numa_options numa = {argv[0], b.plugin_dir, b.nodes, b.pods, b.seed,
+                                          b.parallelism, rounds};
+        return bench_numa(&numa);
+    }
+    if (strcmp(shape, "numa") == 0) {
+        struct bench_numa_options numa = {argv[0], b.plugin_dir, b.nodes, b.pods, b.seed,
+                                          b.parallelism, rounds};
+        return bench_numa(&numa);
+    }
     bool gang = strcmp(shape, "gang") == 0;
     if (shape_of(shape, &b) < 0) {
         fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
-                        "node-affinity, taints)\n",
+                        "node-affinity, taints, numa)\n",
                 shape);
         return 2;
     }

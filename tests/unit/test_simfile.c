@@ -390,6 +390,36 @@ static void taken_arrivals_are_left_to_the_taker(void **state)
     assert_null(spec.arrivals);
 }
 
+/* numa/numaXml keep each node's topology for the simulator, xml paths resolved against the
+ * file's folder; nodes without one have none. */
+static void nodes_keep_their_numa_topology(void **state)
+{
+    (void)state;
+    struct sim_spec spec;
+    load_ok("nodes:\n"
+            "- name: two\n  count: 2\n  numa: 'pack:2 numa:1 core:8 pu:2'\n"
+            "  topologyManagerPolicy: restricted\n  topologyManagerScope: pod\n"
+            "  reservedCpus: '0-1'\n"
+            "- name: plain\n  allocatable: {cpu: 4}\n"
+            "- name: box\n  numaXml: machines/box.xml\n",
+            "kcycle", &spec);
+    assert_int_equal(spec.node_count, 4);
+    assert_int_equal(spec.topology_count, 3);
+    assert_string_equal(spec.topologies[0].node, "two-0");
+    assert_string_equal(spec.topologies[1].node, "two-1");
+    assert_string_equal(spec.topologies[1].synthetic, "pack:2 numa:1 core:8 pu:2");
+    assert_string_equal(spec.topologies[1].policy, "restricted");
+    assert_string_equal(spec.topologies[1].scope, "pod");
+    assert_string_equal(spec.topologies[1].reserved_cpus, "0-1");
+    assert_string_equal(spec.topologies[2].node, "box");
+    assert_null(spec.topologies[2].synthetic);
+    assert_null(spec.topologies[2].policy);
+    char want[256];
+    snprintf(want, sizeof(want), "%s/machines/box.xml", dir);
+    assert_string_equal(spec.topologies[2].xml, want);
+    simfile_free(&spec);
+}
+
 static void shipped_examples_load(void **state)
 {
     (void)state;
@@ -465,6 +495,11 @@ static const struct error_case error_cases[] = {
     {"workload:\n- name: w\n  gang: {minMember: 2, size: 3}\n", ":3:24", "size", NULL},
     {"workload:\n- name: w\n  gang: maybe\n", ":3:9", "maybe", NULL},
     {"- just\n- a list\n", ":1:", "map", NULL},
+    {"nodes:\n- name: n\n  numa: 'numa:2'\n  numaXml: a.xml\n", ":2:3", "exclude", NULL},
+    {"nodes:\n- name: n\n  numa: 'numa:2'\n  topologyManagerPolicy: strict\n", ":4:26",
+     "strict", "single-numa-node"},
+    {"nodes:\n- name: n\n  numa: 'numa:2'\n  topologyManagerScope: node\n", ":4:25", "node",
+     NULL},
 };
 
 static void errors_name_file_line_and_column(void **state)
@@ -502,6 +537,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nodes_expand_counts_and_default_pod_capacity),
+        cmocka_unit_test(nodes_keep_their_numa_topology),
         cmocka_unit_test(workload_expands_and_sorts_arrivals_stably),
         cmocka_unit_test(pods_take_scheduler_name_unless_they_name_one),
         cmocka_unit_test(same_name_in_two_namespaces_is_fine),

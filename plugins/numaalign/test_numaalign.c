@@ -1,0 +1,790 @@
+/* numaalign: the topology manager's hint merging for every policy and scope (hints.c driven
+ * directly, one case per row), and the plugin on the fake host: which pods it aligns,
+ * NodeResourceTopology parsing, Filter/Score, and the zone accounting across reserve,
+ * unreserve, forget, bound pods and agent reports that arrive late. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_host.h"
+#include "hints.h"
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
+
+#define GI (1024LL * 1024 * 1024)
+
+/* ---- hint merging: table-driven ------------------------------------------------------------ */
+
+enum { R_CPU, R_MEMORY, R_HUGEPAGES, R_GPU, R_COUNT };
+
+struct merge_case {
+    const char *name;
+    uint32_t zones;
+    int64_t cpu_per_zone;     /* total CPUs per zone (reserved included) */
+    int64_t cpu_free[4];      /* free exclusive CPUs per zone */
+    int64_t memory_free[4];   /* GiB; total = 64 GiB per zone */
+    int64_t hugepages_free[4];/* GiB; total = hugepages_total per zone */
+    int64_t hugepages_total;
+    int64_t gpu[4];           /* GPUs per zone (total = free) */
+    int64_t want[R_COUNT];    /* cpu, memory GiB, hugepages GiB, gpu */
+    numa_policy policy;
+    bool admitted;
+    uint32_t mask; /* expected merged mask when admitted */
+    bool preferred;
+};
+
+#define FREE2(a, b) {a, b, 0, 0}
+#define FREE4(a, b, c, d) {a, b, c, d}
+#define ALL16_2 FREE2(16, 16)
+#define ALL16_4 FREE4(16, 16, 16, 16)
+#define MEM2 FREE2(64, 64)
+#define MEM4 FREE4(64, 64, 64, 64)
+
+static const struct merge_case merge_cases[] = {
+    {"single_small_cpu_takes_zone_0", 2, 16, ALL16_2, MEM2, {0}, 0, {0}, {4, 0, 0, 0},
+     NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x1, true},
+    {"single_cpu_larger_than_a_zone_is_rejected", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
+     {20, 0, 0, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, false, 0, false},
+    {"restricted_cpu_larger_than_a_zone_spans_two_preferred", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
+     {20, 0, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0x3, true},
+    {"best_effort_cpu_larger_than_a_zone_spans_two_preferred", 2, 16, ALL16_2, MEM2, {0}, 0,
+     {0}, {20, 0, 0, 0}, NUMA_POLICY_BEST_EFFORT, true, 0x3, true},
+    {"single_skips_a_full_zone", 2, 16, FREE2(2, 16), MEM2, {0}, 0, {0}, {4, 0, 0, 0},
+     NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x2, true},
+    {"single_split_free_cpus_rejected", 2, 16, FREE2(8, 8), MEM2, {0}, 0, {0}, {10, 0, 0, 0},
+     NUMA_POLICY_SINGLE_NUMA_NODE, false, 0, false},
+    {"restricted_split_free_cpus_rejected_non_preferred", 2, 16, FREE2(8, 8), MEM2, {0}, 0, {0},
+     {10, 0, 0, 0}, NUMA_POLICY_RESTRICTED, false, 0, false},
+    {"best_effort_split_free_cpus_admitted_non_preferred", 2, 16, FREE2(8, 8), MEM2, {0}, 0,
+     {0}, {10, 0, 0, 0}, NUMA_POLICY_BEST_EFFORT, true, 0x3, false},
+    {"single_cpu_follows_the_gpu_zone", 2, 16, ALL16_2, MEM2, {0}, 0, FREE2(0, 1), {4, 0, 0, 1},
+     NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x2, true},
+    {"single_gpu_zone_without_cpus_rejected", 2, 16, FREE2(16, 2), MEM2, {0}, 0, FREE2(0, 1),
+     {4, 0, 0, 1}, NUMA_POLICY_SINGLE_NUMA_NODE, false, 0, false},
+    {"restricted_gpu_zone_without_cpus_rejected", 2, 16, FREE2(16, 2), MEM2, {0}, 0,
+     FREE2(0, 1), {4, 0, 0, 1}, NUMA_POLICY_RESTRICTED, false, 0, false},
+    {"best_effort_gpu_zone_without_cpus_narrowest_non_preferred", 2, 16, FREE2(16, 2), MEM2,
+     {0}, 0, FREE2(0, 1), {4, 0, 0, 1}, NUMA_POLICY_BEST_EFFORT, true, 0x1, false},
+    {"single_memory_and_hugepages_merge_jointly", 2, 16, ALL16_2, MEM2, FREE2(0, 4), 4, {0},
+     {2, 8, 2, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x2, true},
+    {"single_memory_on_one_zone_hugepages_on_other_rejected", 2, 16, ALL16_2, FREE2(64, 4),
+     FREE2(0, 4), 4, {0}, {2, 8, 2, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, false, 0, false},
+    {"single_nothing_aligned_is_any_zone_preferred", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
+     {0, 0, 0, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x3, true},
+    {"single_gpu_pair_on_one_zone", 2, 16, ALL16_2, MEM2, {0}, 0, FREE2(0, 2), {2, 0, 0, 2},
+     NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x2, true},
+    {"restricted_four_zones_needs_three_lowest_first", 4, 16, ALL16_4, MEM4, {0}, 0, {0},
+     {40, 0, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0x7, true},
+    {"restricted_four_zones_skips_full_zone_0", 4, 16, FREE4(0, 16, 16, 16), MEM4, {0}, 0, {0},
+     {40, 0, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0xe, true},
+    {"single_four_zones_first_free_zone", 4, 16, FREE4(0, 3, 16, 16), MEM4, {0}, 0, {0},
+     {8, 0, 0, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x4, true},
+    {"single_four_zones_ties_go_to_lowest_zone", 4, 16, ALL16_4, MEM4, {0}, 0, {0},
+     {4, 0, 0, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x1, true},
+    {"single_one_zone_node_admits_what_fits", 1, 16, {16}, {64}, {0}, 0, {0}, {8, 0, 0, 0},
+     NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x1, true},
+    {"restricted_more_gpus_than_the_node_has_rejected", 2, 16, ALL16_2, MEM2, {0}, 0,
+     FREE2(1, 0), {2, 0, 0, 2}, NUMA_POLICY_RESTRICTED, false, 0, false},
+    {"best_effort_more_gpus_than_the_node_has_admitted", 2, 16, ALL16_2, MEM2, {0}, 0,
+     FREE2(1, 0), {2, 0, 0, 2}, NUMA_POLICY_BEST_EFFORT, true, 0x1, false},
+    /* the CPU manager measures the narrowest mask on all CPUs, reserved ones included: 15 CPUs
+     * "could" fit one zone of 16, so the two-zone hint is not preferred */
+    {"restricted_reserved_cpus_make_two_zones_non_preferred", 2, 16, FREE2(14, 14), MEM2, {0},
+     0, {0}, {15, 0, 0, 0}, NUMA_POLICY_RESTRICTED, false, 0, false},
+    /* the kubelet ANDs preferred two-zone hints of different providers into one zone */
+    {"restricted_two_zone_hints_of_two_providers_and_to_one_zone", 4, 16, ALL16_4, MEM4, {0}, 0,
+     FREE4(1, 1, 1, 1), {20, 0, 0, 2}, NUMA_POLICY_RESTRICTED, true, 0x1, true},
+    {"single_cpu_and_gpu_and_memory_all_on_zone_1", 2, 16, FREE2(1, 16), FREE2(2, 64), {0}, 0,
+     FREE2(1, 1), {4, 16, 0, 1}, NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x2, true},
+    {"none_policy_admits_anything", 2, 16, FREE2(0, 0), MEM2, {0}, 0, {0}, {4, 0, 0, 0},
+     NUMA_POLICY_NONE, true, 0x3, false},
+    /* the same AND: memory's preferred {0,1} with the CPUs' preferred {0} merges to {0} */
+    {"restricted_memory_larger_than_a_zone_ands_with_the_cpu_zone", 2, 16, ALL16_2, MEM2, {0},
+     0, {0}, {2, 100, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0x1, true},
+    {"restricted_memory_alone_larger_than_a_zone_spans_two", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
+     {0, 100, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0x3, true},
+    {"single_memory_alone_larger_than_a_zone_rejected", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
+     {0, 100, 0, 0}, NUMA_POLICY_SINGLE_NUMA_NODE, false, 0, false},
+};
+
+static void build_zones(const struct merge_case *c, struct numa_zones *z)
+{
+    memset(z, 0, sizeof(*z));
+    z->zone_count = c->zones;
+    z->resource_count = R_COUNT;
+    z->kind[R_CPU] = NUMA_KIND_CPU;
+    z->kind[R_MEMORY] = NUMA_KIND_MEMORY;
+    z->kind[R_HUGEPAGES] = NUMA_KIND_MEMORY;
+    z->kind[R_GPU] = NUMA_KIND_DEVICE;
+    for (uint32_t i = 0; i < c->zones; i++) {
+        z->total[R_CPU][i] = c->cpu_per_zone;
+        z->free[R_CPU][i] = c->cpu_free[i];
+        z->total[R_MEMORY][i] = 64 * GI;
+        z->free[R_MEMORY][i] = c->memory_free[i] * GI;
+        z->total[R_HUGEPAGES][i] = c->hugepages_total * GI;
+        z->free[R_HUGEPAGES][i] = c->hugepages_free[i] * GI;
+        z->total[R_GPU][i] = z->free[R_GPU][i] = c->gpu[i];
+    }
+}
+
+static void merge_case_runs(void **state)
+{
+    const struct merge_case *c = *state;
+    struct numa_zones z;
+    build_zones(c, &z);
+    int64_t amount[NUMA_MAX_RESOURCES] = {c->want[R_CPU], c->want[R_MEMORY] * GI,
+                                          c->want[R_HUGEPAGES] * GI, c->want[R_GPU]};
+    struct numa_hint hint = numa_merge(&z, amount, c->policy);
+    assert_int_equal(numa_admits(c->policy, hint), c->admitted);
+    if (c->admitted && c->policy != NUMA_POLICY_NONE) {
+        assert_int_equal(hint.mask, c->mask);
+        assert_int_equal(hint.preferred, c->preferred);
+    }
+}
+
+static void take_fills_hint_zones_lowest_first_then_others(void **state)
+{
+    struct merge_case c = {.zones = 4, .cpu_per_zone = 16, .cpu_free = {16, 4, 16, 16}};
+    struct numa_zones z;
+    build_zones(&c, &z);
+    int64_t amount[NUMA_MAX_RESOURCES] = {10};
+    int64_t charge[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES] = {{0}};
+    /* hint {1,3}: zone 1 gives its 4, zone 3 the other 6 */
+    assert_int_equal(numa_take(&z, amount, 0xa, charge), 0xa);
+    assert_int_equal(charge[R_CPU][1], 4);
+    assert_int_equal(charge[R_CPU][3], 6);
+    assert_int_equal(z.free[R_CPU][3], 10);
+    /* best-effort overflow: hint {1} is empty now, the rest comes from zone 0 */
+    int64_t more[NUMA_MAX_RESOURCES] = {3};
+    int64_t charge2[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES] = {{0}};
+    assert_int_equal(numa_take(&z, more, 0x2, charge2), 0x1);
+    assert_int_equal(charge2[R_CPU][0], 3);
+}
+
+/* The one-pass single-numa-node merge equals the general walk on random nodes and requests. */
+static void single_numa_node_fast_path_equals_the_general_merge(void **state)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    for (int round = 0; round < 5000; round++) {
+        struct numa_zones z;
+        memset(&z, 0, sizeof(z));
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        z.zone_count = 1 + (uint32_t)(seed >> 60) % 4;
+        z.resource_count = R_COUNT;
+        z.kind[R_CPU] = NUMA_KIND_CPU;
+        z.kind[R_MEMORY] = z.kind[R_HUGEPAGES] = NUMA_KIND_MEMORY;
+        z.kind[R_GPU] = NUMA_KIND_DEVICE;
+        int64_t amount[NUMA_MAX_RESOURCES] = {0};
+        for (uint32_t r = 0; r < R_COUNT; r++) {
+            for (uint32_t i = 0; i < z.zone_count; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                z.total[r][i] = (int64_t)(seed >> 59);      /* 0..31 */
+                z.free[r][i] = (int64_t)((seed >> 40) % 33) % (z.total[r][i] + 1);
+            }
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            amount[r] = (seed >> 62) == 0 ? 0 : (int64_t)(seed >> 58) % 24;
+        }
+        struct numa_hint fast = numa_merge(&z, amount, NUMA_POLICY_SINGLE_NUMA_NODE);
+        struct numa_hint slow = numa_merge_permutations(&z, amount, NUMA_POLICY_SINGLE_NUMA_NODE);
+        assert_int_equal(fast.preferred, slow.preferred);
+        if (fast.preferred)
+            assert_int_equal(fast.mask, slow.mask);
+    }
+}
+
+/* ---- the plugin on the fake host ------------------------------------------------------------ */
+
+static const kc_plugin_ops *ops;
+static void *self;
+static kc_node nodes[3];
+static kc_resource gpu;
+
+static int open_plugin(const char *args)
+{
+    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
+    return ops->init(fake_host_api(), args, &self);
+}
+
+static int setup(void **state)
+{
+    fake_host_reset();
+    assert_int_equal(open_plugin("{}"), 0);
+    gpu = fake_host_api()->resource_id("nvidia.com/gpu");
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n%d", i);
+        fake_node_init(&nodes[i], i == 0 ? "n0" : i == 1 ? "n1" : "n2");
+        fake_host_add_node(&nodes[i]);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    ops->fini(self);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    fake_host_release();
+    return 0;
+}
+
+static void object_event(kc_event_type type, const char *name, const char *json)
+{
+    kc_event ev = {.struct_size = sizeof(ev),
+                   .type = type,
+                   .object_kind = "NodeResourceTopology",
+                   .object_name = name,
+                   .object_json = json};
+    ops->on_event(self, &ev);
+}
+
+static void pod_event(kc_event_type type, const kc_pod *pod)
+{
+    kc_event ev = {.struct_size = sizeof(ev), .type = type, .pod = pod};
+    ops->on_event(self, &ev);
+}
+
+/* An NRT with two zones of 16 CPUs (cpu_free[] available), 64 GiB and gpus[] GPUs each. */
+static void report(const char *node, const char *policy, const char *scope, int cpu0, int cpu1,
+                   int gpu0, int gpu1, const char *accounted)
+{
+    char json[2048];
+    char annotations[256] = "";
+    if (accounted != NULL)
+        snprintf(annotations, sizeof(annotations),
+                 ", \"annotations\": {\"kcycle.io/accounted-pods\": \"%s\"}", accounted);
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\": \"topology.node.k8s.io/v1alpha2\", \"kind\": "
+             "\"NodeResourceTopology\", \"metadata\": {\"name\": \"%s\"%s},"
+             " \"attributes\": [{\"name\": \"topologyManagerPolicy\", \"value\": \"%s\"},"
+             "  {\"name\": \"topologyManagerScope\", \"value\": \"%s\"}],"
+             " \"zones\": ["
+             "  {\"name\": \"node-1\", \"type\": \"Node\", \"resources\": ["
+             "   {\"name\": \"cpu\", \"capacity\": \"16\", \"allocatable\": \"16\", \"available\": \"%d\"},"
+             "   {\"name\": \"memory\", \"capacity\": \"64Gi\", \"allocatable\": \"64Gi\", \"available\": \"64Gi\"},"
+             "   {\"name\": \"nvidia.com/gpu\", \"capacity\": 2, \"allocatable\": 2, \"available\": %d}]},"
+             "  {\"name\": \"node-0\", \"type\": \"Node\", \"resources\": ["
+             "   {\"name\": \"cpu\", \"capacity\": \"16\", \"allocatable\": \"16\", \"available\": \"%d\"},"
+             "   {\"name\": \"memory\", \"capacity\": \"64Gi\", \"allocatable\": \"64Gi\", \"available\": \"64Gi\"},"
+             "   {\"name\": \"nvidia.com/gpu\", \"capacity\": 2, \"allocatable\": 2, \"available\": %d}]}]}",
+             node, annotations, policy, scope, cpu1, gpu1, cpu0, gpu0);
+    object_event(KC_EVENT_OBJECT_UPDATE, node, json);
+}
+
+/* A container requesting cpu (milli) and memory with limits equal (Guaranteed when both set). */
+static void add_container(kc_pod *pod, const char *name, int64_t cpu_milli, int64_t memory,
+                          bool limits, int64_t gpus)
+{
+    struct fake_container *c = &pod->containers[pod->container_count++];
+    c->name = name;
+    c->request[KC_RESOURCE_CPU] = cpu_milli;
+    c->request[KC_RESOURCE_MEMORY] = memory;
+    if (limits) {
+        c->limit[KC_RESOURCE_CPU] = cpu_milli;
+        c->limit[KC_RESOURCE_MEMORY] = memory;
+    }
+    c->request[gpu] = c->limit[gpu] = gpus;
+    pod->request[KC_RESOURCE_CPU] += cpu_milli;
+    pod->request[KC_RESOURCE_MEMORY] += memory;
+    pod->request[gpu] += gpus;
+}
+
+static void guaranteed_pod(kc_pod *pod, const char *name, int cpus)
+{
+    fake_pod_init(pod, "default", name);
+    add_container(pod, "main", cpus * 1000, 4 * GI, true, 0);
+}
+
+/* Run PreFilter and Filter on node; returns the Filter status (KC_SKIP from PreFilter). */
+static kc_status filter(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    kc_status st = ops->pre_filter(self, cycle, pod);
+    if (st != KC_SUCCESS)
+        return st;
+    return ops->filter(self, cycle, pod, node);
+}
+
+/* PreFilter, Filter and Reserve on n0; the annotation written, or "" when none. */
+static kc_status place(const kc_pod *pod, char *zones, size_t size)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status st = filter(&cycle, pod, &nodes[0]);
+    if (st == KC_SUCCESS)
+        st = ops->reserve(self, &cycle, pod, &nodes[0]);
+    snprintf(zones, size, "%s", "");
+    for (uint32_t i = 0; i < cycle.annotation_count; i++)
+        if (strcmp(cycle.annotations[i].key, "kcycle.io/numa-zones") == 0)
+            snprintf(zones, size, "%s", cycle.annotations[i].value);
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+static void container_scope_places_each_container_in_its_own_zone(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "two");
+    add_container(&pod, "a", 10000, 4 * GI, true, 0);
+    add_container(&pod, "b", 10000, 4 * GI, true, 0);
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0,1");
+}
+
+static void pod_scope_rejects_a_pod_larger_than_a_zone(void **state)
+{
+    report("n0", "single-numa-node", "pod", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "two");
+    add_container(&pod, "a", 10000, 4 * GI, true, 0);
+    add_container(&pod, "b", 10000, 4 * GI, true, 0);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align pod"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void container_scope_rejects_a_container_larger_than_a_zone(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "big", 17);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align container"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void restricted_pod_scope_admits_two_zones(void **state)
+{
+    report("n0", "restricted", "pod", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "wide", 20);
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0,1");
+}
+
+static void best_effort_admits_misaligned_and_marks_it(void **state)
+{
+    report("n0", "best-effort", "container", 8, 8, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "split", 10);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_SUCCESS);
+    assert_int_equal(ops->reserve(self, &cycle, &pod, &nodes[0]), KC_SUCCESS);
+    bool marked = false;
+    for (uint32_t i = 0; i < cycle.annotation_count; i++)
+        marked = marked || (strcmp(cycle.annotations[i].key, "kcycle.io/numa-aligned") == 0 &&
+                            strcmp(cycle.annotations[i].value, "false") == 0);
+    assert_true(marked);
+    fake_cycle_clear(&cycle);
+}
+
+static void restricted_container_scope_aligns_each_container(void **state)
+{
+    report("n0", "restricted", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "pair");
+    add_container(&pod, "a", 12000, 4 * GI, true, 0);
+    add_container(&pod, "b", 12000, 4 * GI, true, 0); /* 24 CPUs: one zone each */
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0,1");
+    kc_pod third;
+    guaranteed_pod(&third, "third", 6); /* 4 + 4 left, split: restricted refuses */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &third, &nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align container"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void best_effort_pod_scope_admits_a_split_pod(void **state)
+{
+    report("n0", "best-effort", "pod", 8, 8, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "split");
+    add_container(&pod, "a", 5000, GI, true, 0);
+    add_container(&pod, "b", 5000, GI, true, 0); /* 10 CPUs as one pod, 8 + 8 free */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_SUCCESS);
+    assert_int_equal(ops->reserve(self, &cycle, &pod, &nodes[0]), KC_SUCCESS);
+    const char *zones = NULL, *aligned = NULL;
+    for (uint32_t i = 0; i < cycle.annotation_count; i++) {
+        if (strcmp(cycle.annotations[i].key, "kcycle.io/numa-zones") == 0)
+            zones = cycle.annotations[i].value;
+        if (strcmp(cycle.annotations[i].key, "kcycle.io/numa-aligned") == 0)
+            aligned = cycle.annotations[i].value;
+    }
+    assert_non_null(zones);
+    assert_string_equal(zones, "0,1");
+    assert_non_null(aligned);
+    assert_string_equal(aligned, "false");
+    fake_cycle_clear(&cycle);
+}
+
+static void burstable_pod_without_devices_is_skipped(void **state)
+{
+    report("n0", "single-numa-node", "container", 0, 0, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "burst");
+    add_container(&pod, "main", 4000, 4 * GI, false, 0);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SKIP);
+    fake_cycle_clear(&cycle);
+}
+
+static void guaranteed_fractional_cpu_aligns_memory_only(void **state)
+{
+    /* no free CPUs in any zone, but 1500m is not exclusive: only memory is aligned */
+    report("n0", "single-numa-node", "container", 0, 0, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "frac");
+    add_container(&pod, "main", 1500, 4 * GI, true, 0);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+static void burstable_pod_with_gpu_aligns_the_gpu(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 1, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "gpu");
+    add_container(&pod, "main", 500, GI, false, 1);
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1");
+    kc_pod second;
+    fake_pod_init(&second, "default", "gpu2");
+    add_container(&second, "main", 500, GI, false, 1);
+    assert_int_equal(place(&second, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
+static void node_without_topology_or_policy_passes(void **state)
+{
+    kc_pod pod;
+    guaranteed_pod(&pod, "any", 64);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[1]), KC_SUCCESS); /* no object at all */
+    report("n2", "none", "container", 0, 0, 0, 0, NULL);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &nodes[2]), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+static void v1alpha1_topology_policies_are_understood(void **state)
+{
+    object_event(KC_EVENT_OBJECT_ADD, "n0",
+                 "{\"metadata\": {\"name\": \"n0\"}, \"topologyPolicies\": "
+                 "[\"SingleNUMANodePodLevel\"], \"zones\": ["
+                 "{\"name\": \"node-0\", \"type\": \"Node\", \"resources\": [{\"name\": \"cpu\","
+                 " \"capacity\": \"8\", \"allocatable\": \"8\", \"available\": \"8\"}]},"
+                 "{\"name\": \"node-1\", \"type\": \"Node\", \"resources\": [{\"name\": \"cpu\","
+                 " \"capacity\": \"8\", \"allocatable\": \"8\", \"available\": \"8\"}]}]}");
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "pair");
+    add_container(&pod, "a", 5000, GI, true, 0);
+    add_container(&pod, "b", 5000, GI, true, 0); /* 10 CPUs as one pod: no zone has them */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align pod"), 1);
+    fake_cycle_clear(&cycle);
+}
+
+static void back_to_back_reserves_never_double_count_a_zone(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod a, b, c;
+    guaranteed_pod(&a, "a", 12);
+    guaranteed_pod(&b, "b", 12);
+    guaranteed_pod(&c, "c", 12);
+    char zones[32];
+    assert_int_equal(place(&a, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1");
+    assert_int_equal(place(&c, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
+static void unreserve_releases_the_zone(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 0, 0, 0, NULL);
+    kc_pod a, b;
+    guaranteed_pod(&a, "a", 12);
+    guaranteed_pod(&b, "b", 12);
+    char zones[32];
+    assert_int_equal(place(&a, zones, sizeof(zones)), KC_SUCCESS);
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    ops->unreserve(self, &cycle, &a, &nodes[0]);
+    ops->unreserve(self, &cycle, &a, &nodes[0]); /* idempotent */
+    fake_cycle_clear(&cycle);
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+}
+
+static void forget_releases_the_zone(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 0, 0, 0, NULL);
+    kc_pod a, b;
+    guaranteed_pod(&a, "a", 12);
+    guaranteed_pod(&b, "b", 12);
+    char zones[32];
+    assert_int_equal(place(&a, zones, sizeof(zones)), KC_SUCCESS);
+    pod_event(KC_EVENT_POD_ASSUME, &a);
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+    pod_event(KC_EVENT_POD_FORGET, &a);
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+}
+
+static void late_report_without_the_pod_keeps_its_charge(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 0, 0, 0, "");
+    kc_pod a, b;
+    guaranteed_pod(&a, "a", 12);
+    guaranteed_pod(&b, "b", 12);
+    char zones[32];
+    assert_int_equal(place(&a, zones, sizeof(zones)), KC_SUCCESS);
+    /* the agent's report was taken before the kubelet admitted a: it still shows 16 free */
+    report("n0", "single-numa-node", "container", 16, 0, 0, 0, "kube-system/other");
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
+static void report_listing_the_pod_replaces_its_charge(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 0, 0, 0, "");
+    kc_pod a, b, c;
+    guaranteed_pod(&a, "a", 12);
+    guaranteed_pod(&b, "b", 4);
+    guaranteed_pod(&c, "c", 1);
+    char zones[32];
+    assert_int_equal(place(&a, zones, sizeof(zones)), KC_SUCCESS);
+    /* the report accounts for a (4 left): the charge must not be subtracted a second time */
+    report("n0", "single-numa-node", "container", 4, 0, 0, 0, "default/a");
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_int_equal(place(&c, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
+static void report_without_list_settles_after_the_grace_period(void **state)
+{
+    fake_host.now_ms = 1000;
+    report("n0", "single-numa-node", "container", 16, 0, 0, 0, NULL);
+    kc_pod a, b;
+    guaranteed_pod(&a, "a", 12);
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&a, zones, sizeof(zones)), KC_SUCCESS);
+    fake_host.now_ms = 2000; /* an NFD-style report soon after: assumed not to include a */
+    report("n0", "single-numa-node", "container", 4, 0, 0, 0, NULL);
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+    fake_host.now_ms = 1000 + 61000; /* past unlistedPodGraceSeconds (60) */
+    report("n0", "single-numa-node", "container", 4, 0, 0, 0, NULL);
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+}
+
+static void bound_pod_with_annotation_is_charged(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, "");
+    kc_pod bound, b;
+    guaranteed_pod(&bound, "earlier", 12);
+    bound.node_name = "n0";
+    bound.annotations[0] = (struct fake_kv){"kcycle.io/numa-zones", "0"};
+    bound.annotation_count = 1;
+    pod_event(KC_EVENT_POD_ADD, &bound);
+    guaranteed_pod(&b, "b", 12);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1"); /* zone 0 is taken by the bound pod */
+    pod_event(KC_EVENT_POD_DELETE, &bound);
+    kc_pod c;
+    guaranteed_pod(&c, "c", 12);
+    assert_int_equal(place(&c, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+}
+
+static void deleting_the_topology_stops_filtering(void **state)
+{
+    report("n0", "single-numa-node", "container", 0, 0, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "p", 4);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_UNSCHEDULABLE);
+    object_event(KC_EVENT_OBJECT_DELETE, "n0", NULL);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &nodes[0]), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+static int64_t score_on(const kc_pod *pod, kc_node *node)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, pod), KC_SUCCESS);
+    assert_int_equal(ops->pre_score(self, &cycle, pod), KC_SUCCESS);
+    int64_t score = -1;
+    assert_int_equal(ops->score(self, &cycle, pod, node, &score), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    return score;
+}
+
+static void least_numa_nodes_prefers_one_zone(void **state)
+{
+    report("n0", "restricted", "pod", 16, 16, 0, 0, NULL); /* 10 CPUs fit one zone */
+    report("n1", "best-effort", "pod", 8, 8, 0, 0, NULL);  /* 10 CPUs need both */
+    kc_pod pod;
+    guaranteed_pod(&pod, "p", 10);
+    int64_t one = score_on(&pod, &nodes[0]), two = score_on(&pod, &nodes[1]);
+    assert_int_equal(one, 100);
+    assert_true(two < one);
+}
+
+static void most_allocated_prefers_the_fuller_zone(void **state)
+{
+    ops->fini(self);
+    assert_int_equal(open_plugin("{\"scoringStrategy\": \"MostAllocated\"}"), 0);
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    report("n1", "single-numa-node", "container", 6, 0, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "p", 4);
+    int64_t empty = score_on(&pod, &nodes[0]), full = score_on(&pod, &nodes[1]);
+    assert_true(full > empty);
+    ops->fini(self);
+    assert_int_equal(open_plugin("{\"scoringStrategy\": \"LeastAllocated\"}"), 0);
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    report("n1", "single-numa-node", "container", 6, 0, 0, 0, NULL);
+    assert_true(score_on(&pod, &nodes[0]) > score_on(&pod, &nodes[1]));
+}
+
+static void balanced_allocation_scores_within_range(void **state)
+{
+    ops->fini(self);
+    assert_int_equal(open_plugin("{\"scoringStrategy\": \"BalancedAllocation\"}"), 0);
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "p", 8); /* cpu half used, memory 4/64: unbalanced */
+    int64_t score = score_on(&pod, &nodes[0]);
+    assert_true(score > 0 && score < 100);
+}
+
+static void bad_args_are_refused(void **state)
+{
+    void *other = NULL;
+    assert_int_equal(ops->init(fake_host_api(), "{\"scoringStrategy\": \"Fewest\"}", &other),
+                     -EINVAL);
+    assert_int_equal(ops->init(fake_host_api(), "{\"zones\": 1}", &other), -EINVAL);
+    assert_int_equal(ops->init(fake_host_api(), "{\"unlistedPodGraceSeconds\": -1}", &other),
+                     -EINVAL);
+    assert_null(other);
+}
+
+/* 8 zones of cpu, memory and GPUs: more than the packed view holds, read from the node. */
+static void eight_zone_node_is_read_whole(void **state)
+{
+    char json[8192];
+    size_t used = (size_t)snprintf(json, sizeof(json),
+                                   "{\"metadata\": {\"name\": \"n0\"}, \"attributes\": [{\"name\": "
+                                   "\"topologyManagerPolicy\", \"value\": \"single-numa-node\"}], "
+                                   "\"zones\": [");
+    for (int z = 0; z < 8; z++)
+        used += (size_t)snprintf(json + used, sizeof(json) - used,
+                                 "%s{\"name\": \"node-%d\", \"type\": \"Node\", \"resources\": ["
+                                 "{\"name\": \"cpu\", \"capacity\": 8, \"available\": %d},"
+                                 "{\"name\": \"memory\", \"capacity\": \"16Gi\"},"
+                                 "{\"name\": \"nvidia.com/gpu\", \"capacity\": 1, "
+                                 "\"available\": %d}]}",
+                                 z > 0 ? "," : "", z, z == 6 ? 2 : 8, z >= 5 ? 1 : 0);
+    snprintf(json + used, sizeof(json) - used, "]}");
+    object_event(KC_EVENT_OBJECT_ADD, "n0", json);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "gpu");
+    add_container(&pod, "main", 4000, 4 * GI, true, 1); /* zone 5 and 7 have room for all */
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "5");
+    kc_pod second, third;
+    fake_pod_init(&second, "default", "gpu2");
+    add_container(&second, "main", 4000, 4 * GI, true, 1);
+    assert_int_equal(place(&second, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "7"); /* zone 6 has the GPU but only 2 CPUs */
+    fake_pod_init(&third, "default", "gpu3");
+    add_container(&third, "main", 4000, 4 * GI, true, 1);
+    assert_int_equal(place(&third, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
+static void zone_ids_come_from_zone_names(void **state)
+{
+    /* zones listed node-1 first: the annotation still names the kubelet's NUMA ids */
+    report("n0", "single-numa-node", "container", 2, 16, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "p", 4);
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1");
+}
+
+#define MERGE_CASE(i) {merge_cases[i].name, merge_case_runs, NULL, NULL, (void *)&merge_cases[i]}
+#define PLUGIN_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+    struct CMUnitTest merge_tests[sizeof(merge_cases) / sizeof(merge_cases[0]) + 2];
+    size_t count = sizeof(merge_cases) / sizeof(merge_cases[0]);
+    for (size_t i = 0; i < count; i++)
+        merge_tests[i] = (struct CMUnitTest)MERGE_CASE(i);
+    merge_tests[count] =
+        (struct CMUnitTest)cmocka_unit_test(take_fills_hint_zones_lowest_first_then_others);
+    merge_tests[count + 1] =
+        (struct CMUnitTest)cmocka_unit_test(single_numa_node_fast_path_equals_the_general_merge);
+    const struct CMUnitTest plugin_tests[] = {
+        PLUGIN_TEST(container_scope_places_each_container_in_its_own_zone),
+        PLUGIN_TEST(pod_scope_rejects_a_pod_larger_than_a_zone),
+        PLUGIN_TEST(container_scope_rejects_a_container_larger_than_a_zone),
+        PLUGIN_TEST(restricted_pod_scope_admits_two_zones),
+        PLUGIN_TEST(best_effort_admits_misaligned_and_marks_it),
+        PLUGIN_TEST(restricted_container_scope_aligns_each_container),
+        PLUGIN_TEST(best_effort_pod_scope_admits_a_split_pod),
+        PLUGIN_TEST(burstable_pod_without_devices_is_skipped),
+        PLUGIN_TEST(guaranteed_fractional_cpu_aligns_memory_only),
+        PLUGIN_TEST(burstable_pod_with_gpu_aligns_the_gpu),
+        PLUGIN_TEST(node_without_topology_or_policy_passes),
+        PLUGIN_TEST(v1alpha1_topology_policies_are_understood),
+        PLUGIN_TEST(back_to_back_reserves_never_double_count_a_zone),
+        PLUGIN_TEST(unreserve_releases_the_zone),
+        PLUGIN_TEST(forget_releases_the_zone),
+        PLUGIN_TEST(late_report_without_the_pod_keeps_its_charge),
+        PLUGIN_TEST(report_listing_the_pod_replaces_its_charge),
+        PLUGIN_TEST(report_without_list_settles_after_the_grace_period),
+        PLUGIN_TEST(bound_pod_with_annotation_is_charged),
+        PLUGIN_TEST(deleting_the_topology_stops_filtering),
+        PLUGIN_TEST(least_numa_nodes_prefers_one_zone),
+        PLUGIN_TEST(most_allocated_prefers_the_fuller_zone),
+        PLUGIN_TEST(balanced_allocation_scores_within_range),
+        PLUGIN_TEST(bad_args_are_refused),
+        PLUGIN_TEST(zone_ids_come_from_zone_names),
+        PLUGIN_TEST(eight_zone_node_is_read_whole),
+    };
+    int failed = _cmocka_run_group_tests("numaalign_hints", merge_tests, count + 2, NULL, NULL);
+    failed += cmocka_run_group_tests_name("numaalign_plugin", plugin_tests, NULL, group_teardown);
+    return failed;
+}
