@@ -128,11 +128,24 @@ static void lose_session(struct bridge *b, const char *why)
     nng_pipe_close(b->pipe);
 }
 
+/* Room for `more` bytes at the end of msg. nng grows a message to the exact size asked for,
+ * so appending a sync object by object copied each message again per object (seconds for a
+ * large cluster); doubling makes the appends linear. */
+static int message_reserve(nng_msg *msg, size_t more)
+{
+    size_t need = nng_msg_len(msg) + more;
+    size_t capacity = nng_msg_capacity(msg);
+    if (need <= capacity)
+        return 0;
+    return nng_msg_reserve(msg, capacity * 2 > need ? capacity * 2 : need);
+}
+
 static void queue_field(struct bridge *b, uint32_t field, const uint8_t *data, size_t len)
 {
     nng_msg *msg = current_message(b);
     size_t before = msg != NULL ? nng_msg_len(msg) : 0;
-    if (msg == NULL || append_bytes_field(msg, field, data, len) != 0)
+    if (msg == NULL || message_reserve(msg, len + 16) != 0 ||
+        append_bytes_field(msg, field, data, len) != 0)
         return lose_session(b, "out of memory queueing a message for the scheduler");
     b->out_bytes += nng_msg_len(msg) - before;
     pthread_cond_broadcast(&b->cond);
@@ -474,11 +487,42 @@ void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namesp
     }
 }
 
+static void sync_when_ready(struct bridge *b);
+static bool required_lists_done(struct bridge *b);
+
+/* A list completed (or a resource turned out not to be served): the scheduler's pending hello
+ * is answered from here, by the event itself, not by whoever looks next (lock not held). */
+static void list_settled(struct bridge_watch *w)
+{
+    struct bridge *b = w->bridge;
+    pthread_mutex_lock(&b->lock);
+    if (b->lists_done_ms == 0 && required_lists_done(b))
+        b->lists_done_ms = bridge_monotonic_ms();
+    sync_when_ready(b);
+    pthread_mutex_unlock(&b->lock);
+}
+
 static void on_synced(void *ctx)
 {
     struct bridge_watch *w = ctx;
-    if (!atomic_exchange(&w->synced, true))
-        log_info("bridge: %s listed (%u objects)", w->resource.kind, w->items.count);
+    bool was_not_served = atomic_exchange(&w->not_served, false);
+    if (!atomic_exchange(&w->synced, true) || was_not_served)
+        log_info("bridge: %s listed (%u objects) after %.3f s", w->resource.kind, w->items.count,
+                 (double)(bridge_monotonic_ms() - w->bridge->start_ms) / 1000.0);
+    list_settled(w);
+}
+
+/* The API server does not serve the resource (a CRD not installed): nothing will come, so
+ * readiness does not wait for it. Said once; the reflector keeps looking with backoff. */
+static void on_not_served(void *ctx)
+{
+    struct bridge_watch *w = ctx;
+    if (atomic_exchange(&w->not_served, true))
+        return;
+    log_info("bridge: %s is not served by the API server (404 on %s): not waiting for it; "
+             "listed when it appears",
+             w->resource.kind, w->resource.path);
+    list_settled(w);
 }
 
 /* Cuts, relists and retries are routine: one warning a minute per resource, the rest at info
@@ -502,13 +546,68 @@ static void *watch_main(void *arg)
 
 /* ---- readiness and the sync ---- */
 
-static bool lists_done(struct bridge *b)
+static bool required_lists_done(struct bridge *b)
 {
-    bool late = bridge_monotonic_ms() - b->start_ms > OPTIONAL_WAIT_MS;
     for (uint32_t i = 0; i < b->watch_count; i++)
-        if (!atomic_load(&b->watches[i].synced) && (b->watches[i].required || !late))
+        if (b->watches[i].required && !atomic_load(&b->watches[i].synced))
             return false;
     return true;
+}
+
+/* An optional list still awaited: served (no 404 yet) and not listed. */
+static bool optional_list_awaited(struct bridge *b)
+{
+    for (uint32_t i = 0; i < b->watch_count; i++) {
+        const struct bridge_watch *w = &b->watches[i];
+        if (!w->required && !atomic_load(&w->synced) && !atomic_load(&w->not_served))
+            return true;
+    }
+    return false;
+}
+
+/* Every required list done, and every optional one done, not served, or given up after
+ * OPTIONAL_WAIT_MS from the start (served but slow). */
+static bool lists_done(struct bridge *b)
+{
+    if (!required_lists_done(b))
+        return false;
+    return !optional_list_awaited(b) || bridge_monotonic_ms() - b->start_ms >= OPTIONAL_WAIT_MS;
+}
+
+/* When the send loop must look again without being woken: the end of the wait for a served
+ * but slow optional list while a hello waits on it; 0 when nothing is due (lock held). */
+static int64_t sync_due_ms(struct bridge *b)
+{
+    if (!b->hello_pending || !required_lists_done(b) || !optional_list_awaited(b))
+        return 0;
+    return b->start_ms + OPTIONAL_WAIT_MS;
+}
+
+/* The start-up figures an operator waits on after a restart or failover (lock held). */
+static void note_first_sync(struct bridge *b)
+{
+    if (atomic_load(&b->first_sync_ms) != 0 || !b->session_active)
+        return;
+    int64_t now = bridge_monotonic_ms();
+    if (b->lists_done_ms == 0)
+        b->lists_done_ms = now; /* no watches (a benchmark feeding events itself) */
+    atomic_store(&b->first_sync_ms, now);
+    atomic_store(&b->stats.start_to_first_sync_ms, now - b->start_ms);
+    log_info("bridge: first sync sent %.3f s after start (required lists done after %.3f s, "
+             "the scheduler's hello after %.3f s)",
+             (double)(now - b->start_ms) / 1000.0, (double)(b->lists_done_ms - b->start_ms) / 1000.0,
+             (double)(b->hello_ms - b->start_ms) / 1000.0);
+}
+
+/* The first binding the API server accepted. */
+static void note_first_binding(struct bridge *b)
+{
+    int64_t none = -1, first_sync = atomic_load(&b->first_sync_ms);
+    int64_t since = first_sync != 0 ? bridge_monotonic_ms() - first_sync : 0;
+    if (!atomic_compare_exchange_strong(&b->stats.first_sync_to_first_binding_ms, &none, since))
+        return;
+    log_info("bridge: first binding %.3f s after the first sync (%.3f s after start)",
+             (double)since / 1000.0, (double)(bridge_monotonic_ms() - b->start_ms) / 1000.0);
 }
 
 /* The whole cluster to the scheduler: nodes, then pods, then custom objects (lock held). */
@@ -547,6 +646,24 @@ static void sync_locked(struct bridge *b)
     atomic_fetch_add(&b->stats.syncs, 1);
     log_info("bridge: sending the scheduler the cluster: %llu objects (session %llu)",
              (unsigned long long)count, (unsigned long long)b->session);
+    note_first_sync(b);
+}
+
+/* Answer a pending hello once the lists allow it. Called by each event that can make it
+ * possible: the hello, a list done, a resource found not served, the optional wait's end
+ * (lock held). */
+static void sync_when_ready(struct bridge *b)
+{
+    if (!b->hello_pending || !lists_done(b))
+        return;
+    for (uint32_t i = 0; i < b->watch_count; i++) {
+        const struct bridge_watch *w = &b->watches[i];
+        if (!w->required && !atomic_load(&w->synced) && !atomic_load(&w->not_served))
+            log_warn("bridge: %s is served but not listed after %d s: syncing without it; its "
+                     "objects follow as changes",
+                     w->resource.kind, OPTIONAL_WAIT_MS / 1000);
+    }
+    sync_locked(b);
 }
 
 bool bridge_alive(struct bridge *b)
@@ -645,10 +762,10 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         b->session = m->session != 0 ? m->session : b->session + 1;
         drop_queued(b);
         b->session_active = false;
-        if (lists_done(b))
-            sync_locked(b);
-        else
-            b->hello_pending = true;
+        b->hello_pending = true;
+        b->hello_ms = bridge_monotonic_ms();
+        sync_when_ready(b); /* else the list that completes last answers it */
+        pthread_cond_broadcast(&b->cond); /* the send loop may have the optional wait to time */
         pthread_mutex_unlock(&b->lock);
     }
     for (size_t i = 0; i < m->n_bindings; i++) {
@@ -719,11 +836,6 @@ static void *receiver_main(void *arg)
             handle_command(b, msg);
         else if (rc == NNG_ECLOSED)
             break;
-        /* a hello that came before the lists were done is answered once they are */
-        pthread_mutex_lock(&b->lock);
-        if (b->hello_pending && lists_done(b))
-            sync_locked(b);
-        pthread_mutex_unlock(&b->lock);
     }
     return NULL;
 }
@@ -850,9 +962,10 @@ static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_
     } else {
         kube_status_text(res.body, text, sizeof(text));
         bind_result(b, w->id, w->uid, (int)res.status, text);
-        if (res.status == 201 || res.status == 200)
+        if (res.status == 201 || res.status == 200) {
             atomic_fetch_add(&b->stats.bindings, 1);
-        else
+            note_first_binding(b);
+        } else
             atomic_fetch_add(&b->stats.binding_failures, 1);
     }
     if (rc < 0 || (res.status != 201 && res.status != 200))
@@ -1041,6 +1154,8 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     pthread_mutex_init(&b->reported_lock, NULL);
     pthread_mutex_init(&b->binding_lock, NULL);
     b->start_ms = bridge_monotonic_ms();
+    atomic_store(&b->stats.start_to_first_sync_ms, -1);
+    atomic_store(&b->stats.first_sync_to_first_binding_ms, -1);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     b->session = (uint64_t)ts.tv_sec << 20 ^ (uint64_t)ts.tv_nsec; /* new on every start */
@@ -1099,7 +1214,8 @@ int bridge_start_receiver(struct bridge *b, struct kc_error *err)
 static int start_threads(struct bridge *b, struct kc_error *err)
 {
     static const struct kube_reflector_ops template = {
-        .event = bridge_watch_event, .synced = on_synced, .warn = on_warn};
+        .event = bridge_watch_event, .synced = on_synced, .warn = on_warn,
+        .not_served = on_not_served};
     for (uint32_t i = 0; i < b->watch_count; i++) {
         struct bridge_watch *w = &b->watches[i];
         struct kube_reflector_ops ops = template;
@@ -1136,10 +1252,18 @@ void bridge_send_loop(struct bridge *b)
 {
     pthread_mutex_lock(&b->lock);
     while (!atomic_load(&b->stop)) {
+        sync_when_ready(b); /* only the optional wait's end gets here first */
         if (b->out_count == 0) {
+            /* woken by queued messages; otherwise look at the stop flag (set from a signal
+             * handler, which cannot signal a condition) every 200 ms, and at the end of the
+             * optional wait when it is due sooner */
+            int64_t wait_ms = 200, due = sync_due_ms(b), now = bridge_monotonic_ms();
+            if (due != 0 && due - now < wait_ms)
+                wait_ms = due > now ? due - now : 0;
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 200 * 1000000;
+            ts.tv_sec += wait_ms / 1000;
+            ts.tv_nsec += (wait_ms % 1000) * 1000000;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;

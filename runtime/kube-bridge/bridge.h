@@ -40,7 +40,8 @@ struct bridge_watch {
     struct kube_reflector reflector;
     struct strmap items; /* key ("ns/name" or "name") -> struct bridge_item */
     atomic_bool synced;
-    int64_t last_warn_ms; /* the reflector's thread only */
+    atomic_bool not_served; /* the list answered 404: readiness does not wait for it */
+    int64_t last_warn_ms;   /* the reflector's thread only */
     pthread_t thread;
     bool started;
 };
@@ -76,6 +77,9 @@ struct bridge_work {
 struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
         events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses;
+    /* Start-up, in ms (-1 until it happened): what an operator waits for after a restart or a
+     * failover before pods are scheduled again. */
+    _Atomic int64_t start_to_first_sync_ms, first_sync_to_first_binding_ms;
 };
 
 struct bridge {
@@ -95,6 +99,9 @@ struct bridge {
     size_t out_bytes;
     bool session_active; /* the scheduler asked (hello) and got its sync */
     bool hello_pending;  /* asked before the first lists were done */
+    int64_t hello_ms;    /* monotonic: the last hello */
+    int64_t lists_done_ms; /* monotonic: the required lists were first all done; 0 before */
+    _Atomic int64_t first_sync_ms; /* monotonic; 0 before */
     uint64_t session;
     nng_pipe pipe;
     bool leadership_dirty;

@@ -84,6 +84,7 @@ MERGE_KEYS = {
 DEFAULT_FAULTS = {
     "watch_cut_after_s": None, "bind_conflict_every": 0, "bind_unavailable_every": 0,
     "slow_ms": 0, "split_chunks": False, "bookmark_interval_s": None,
+    "list_delay_ms": {},
 }
 
 JSON_SEPARATORS = (",", ":")
@@ -1061,6 +1062,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def list(self, res, namespace, query, fmt):
         store = self.server.store
+        delay = (store.faults["list_delay_ms"] or {}).get(res.path)
+        if delay and not query.get("continue"):
+            time.sleep(delay / 1000.0)  # a served resource slow to answer its list
         flt = Filter(namespace, parse_field_selector(res, query.get("fieldSelector", "")),
                      parse_label_selector(query.get("labelSelector", "")))
         try:
@@ -1775,6 +1779,14 @@ class Server(ThreadingHTTPServer):
                 "resources": resources}
 
 
+def unserve_custom_resources(store):
+    """A cluster without kcycle's CRDs installed: their groups vanish from discovery and every
+    request under them answers 404 NotFound, as a real API server does."""
+    store.resources = [r for r in store.resources if r.builtin]
+    store.by_path = {(r.group, r.version, r.plural): r for r in store.resources}
+    store.by_kind = {(r.api_version, r.kind): r for r in store.resources}
+
+
 def write_port_file(path, port):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -1796,11 +1808,16 @@ def main(argv=None):
     parser.add_argument("--history", type=int, default=100000,
                         help="watch events kept per resource for watch resume")
     parser.add_argument("-v", "--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument("--without-crds", action="store_true",
+                        help="serve no custom resources (PodGroup, CapacityQueue, "
+                             "NodeResourceTopology): discovery omits them, requests get 404")
     args = parser.parse_args(argv)
 
     http.client.parse_headers = parse_headers_fast  # used by http.server's parse_request
     store = Store(args.history)
     store.tokens = frozenset(args.tokens or ["test-token"])
+    if args.without_crds:
+        unserve_custom_resources(store)
     namespaces = store.by_path[("", "v1", "namespaces")]
     for name in ("default", "kube-system"):
         store.create(namespaces, None, {"metadata": {"name": name}})
