@@ -1060,11 +1060,26 @@ class Handler(BaseHTTPRequestHandler):
             raise not_found(res, name)
         return self.render_object(res, obj, fmt)
 
+    def list_delay(self, res):
+        """The list_delay_ms fault: a served resource slow to answer its list. Clearing the
+        fault answers the lists it holds at once."""
+        store = self.server.store
+        deadline = None
+        with store.changed:
+            while not store.stopping:
+                delay = (store.faults["list_delay_ms"] or {}).get(res.path)
+                if not delay:
+                    return
+                deadline = deadline or time.monotonic() + delay / 1000.0
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                store.changed.wait(left)
+
     def list(self, res, namespace, query, fmt):
         store = self.server.store
-        delay = (store.faults["list_delay_ms"] or {}).get(res.path)
-        if delay and not query.get("continue"):
-            time.sleep(delay / 1000.0)  # a served resource slow to answer its list
+        if not query.get("continue"):
+            self.list_delay(res)
         flt = Filter(namespace, parse_field_selector(res, query.get("fieldSelector", "")),
                      parse_label_selector(query.get("labelSelector", "")))
         try:
