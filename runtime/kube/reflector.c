@@ -957,6 +957,8 @@ static enum watch_result watch_once(struct kube_reflector *r, uint64_t *delivere
         warn(r, "%s watch: %s; resuming from resourceVersion %s", kind, err.message,
              r->resource_version);
         result = WATCH_FAILED;
+    } else if (status == 404 && r->ops.not_served != NULL) {
+        result = WATCH_RELIST; /* the resource went away (a CRD deleted): the list says so */
     } else if (status != 200) {
         char text[512];
         kube_status_text(error_body, text, sizeof(text));

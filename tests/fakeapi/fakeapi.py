@@ -1638,6 +1638,15 @@ class Handler(BaseHTTPRequestHandler):
                 store.changed.notify_all()
                 faults = dict(store.faults)
             return self.send_json(200, faults)
+        if route == ("POST", "/fake/served"):
+            body = self.json_body(raw)
+            unserved = body.get("unserved") if isinstance(body, dict) else None
+            if not isinstance(unserved, list):
+                raise bad_request('expected {"unserved": ["<group/>plural", ...]}')
+            with store.changed:
+                set_unserved(store, unserved)
+                store.changed.notify_all()
+            return self.send_json(200, {"unserved": sorted(unserved)})
         if route == ("POST", "/fake/faults/reset"):
             with store.changed:
                 store.faults = dict(DEFAULT_FAULTS)
@@ -1794,12 +1803,25 @@ class Server(ThreadingHTTPServer):
                 "resources": resources}
 
 
-def unserve_custom_resources(store):
-    """A cluster without kcycle's CRDs installed: their groups vanish from discovery and every
-    request under them answers 404 NotFound, as a real API server does."""
-    store.resources = [r for r in store.resources if r.builtin]
+def set_unserved(store, paths):
+    """Stop serving the resources named by path ("<group/>plural"), serve the others: an
+    unserved one vanishes from discovery and every request under it answers 404 NotFound, as
+    on a real API server without (or after deleting) the CRD. Objects are kept for when it is
+    served again. Caller holds the lock, or no thread runs yet."""
+    if not hasattr(store, "all_resources"):
+        store.all_resources = list(store.resources)
+    known = {r.path for r in store.all_resources}
+    unknown = sorted(set(paths) - known)
+    if unknown:
+        raise bad_request(f"unknown resources: {', '.join(unknown)}")
+    store.resources = [r for r in store.all_resources if r.path not in set(paths)]
     store.by_path = {(r.group, r.version, r.plural): r for r in store.resources}
     store.by_kind = {(r.api_version, r.kind): r for r in store.resources}
+
+
+def unserve_custom_resources(store):
+    """A cluster without kcycle's CRDs installed."""
+    set_unserved(store, [r.path for r in store.resources if not r.builtin])
 
 
 def write_port_file(path, port):
