@@ -595,7 +595,8 @@ static void note_first_sync(struct bridge *b)
     atomic_store(&b->stats.start_to_first_sync_ms, now - b->start_ms);
     log_info("bridge: first sync sent %.3f s after start (required lists done after %.3f s, "
              "the scheduler's hello after %.3f s)",
-             (double)(now - b->start_ms) / 1000.0, (double)(b->lists_done_ms - b->start_ms) / 1000.0,
+             (double)(now - b->start_ms) / 1000.0,
+             (double)(b->lists_done_ms - b->start_ms) / 1000.0,
              (double)(b->hello_ms - b->start_ms) / 1000.0);
 }
 
@@ -764,7 +765,7 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         b->session_active = false;
         b->hello_pending = true;
         b->hello_ms = bridge_monotonic_ms();
-        sync_when_ready(b); /* else the list that completes last answers it */
+        sync_when_ready(b);               /* else the list that completes last answers it */
         pthread_cond_broadcast(&b->cond); /* the send loop may have the optional wait to time */
         pthread_mutex_unlock(&b->lock);
     }
@@ -1213,9 +1214,10 @@ int bridge_start_receiver(struct bridge *b, struct kc_error *err)
 
 static int start_threads(struct bridge *b, struct kc_error *err)
 {
-    static const struct kube_reflector_ops template = {
-        .event = bridge_watch_event, .synced = on_synced, .warn = on_warn,
-        .not_served = on_not_served};
+    static const struct kube_reflector_ops template = {.event = bridge_watch_event,
+                                                       .synced = on_synced,
+                                                       .warn = on_warn,
+                                                       .not_served = on_not_served};
     for (uint32_t i = 0; i < b->watch_count; i++) {
         struct bridge_watch *w = &b->watches[i];
         struct kube_reflector_ops ops = template;

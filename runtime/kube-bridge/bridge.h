@@ -97,10 +97,10 @@ struct bridge {
     nng_msg **out; /* queued ToScheduler messages; the last one is still being filled */
     uint32_t out_count, out_capacity;
     size_t out_bytes;
-    bool session_active; /* the scheduler asked (hello) and got its sync */
-    bool hello_pending;  /* asked before the first lists were done */
-    int64_t hello_ms;    /* monotonic: the last hello */
-    int64_t lists_done_ms; /* monotonic: the required lists were first all done; 0 before */
+    bool session_active;           /* the scheduler asked (hello) and got its sync */
+    bool hello_pending;            /* asked before the first lists were done */
+    int64_t hello_ms;              /* monotonic: the last hello */
+    int64_t lists_done_ms;         /* monotonic: the required lists were first all done; 0 before */
     _Atomic int64_t first_sync_ms; /* monotonic; 0 before */
     uint64_t session;
     nng_pipe pipe;
