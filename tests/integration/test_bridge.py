@@ -776,7 +776,7 @@ def main():
         print(f"FAIL: {e}", file=sys.stderr)
     finally:
         if ok:
-            if not os.environ.get("KEEP"): shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"logs kept in {workdir}", file=sys.stderr)
     print(f"{ARGS.scenario}: {CHECKS} checks passed" if ok else
