@@ -503,7 +503,7 @@ def scenario_bench(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
-# ---- start-up: the first sync (issue: the bridge's first sync) ----
+# ---- start-up: the first sync after a restart or failover ----
 
 class LogTail:
     """Stamps every line the named log files gain with the test's monotonic clock, from a
@@ -571,23 +571,28 @@ def start_up(api, workdir, name, hello):
     test's clock."""
     r = Replica(api, workdir, name, leader_elect=False)
     logs = LogTail()
-    if hello == "before":
-        api.faults(list_delay_ms={"nodes": 120000})
-    r.start_bridge()
-    logs.follow("bridge", r.bridge.log_path)
-    started = time.monotonic()
-    if hello in ("before", "with"):
-        r.start_scheduler()
-        logs.follow("scheduler", r.scheduler.log_path)
-    if hello == "before":
-        logs.wait("scheduler", "connected; asking for the cluster", 60, [r])
-        api.faults(list_delay_ms={})
-    for kind in ("Node", "Pod"):
-        logs.wait("bridge", f"bridge: {kind} listed", 120, [r])
-    if hello == "after":
-        r.start_scheduler()
-        logs.follow("scheduler", r.scheduler.log_path)
-    logs.wait("scheduler", "bridge: in sync", 120, [r])
+    try:
+        if hello == "before":
+            api.faults(list_delay_ms={"nodes": 120000})
+        r.start_bridge()
+        logs.follow("bridge", r.bridge.log_path)
+        started = time.monotonic()
+        if hello in ("before", "with"):
+            r.start_scheduler()
+            logs.follow("scheduler", r.scheduler.log_path)
+        if hello == "before":
+            logs.wait("scheduler", "connected; asking for the cluster", 60, [r])
+            api.faults(list_delay_ms={})
+        for kind in ("Node", "Pod"):
+            logs.wait("bridge", f"bridge: {kind} listed", 120, [r])
+        if hello == "after":
+            r.start_scheduler()
+            logs.follow("scheduler", r.scheduler.log_path)
+        logs.wait("scheduler", "bridge: in sync", 120, [r])
+    except BaseException:
+        logs.close()
+        r.kill()  # a failed start leaves no process behind
+        raise
     times = {"start": started,
              "lists": max(logs.first("bridge", f"bridge: {k} listed") for k in ("Node", "Pod")),
              "hello": logs.first("scheduler", "connected; asking for the cluster"),
