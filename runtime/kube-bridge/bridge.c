@@ -499,6 +499,7 @@ static void list_settled(struct bridge_watch *w)
     if (b->lists_done_ms == 0 && required_lists_done(b))
         b->lists_done_ms = bridge_monotonic_ms();
     sync_when_ready(b);
+    pthread_cond_broadcast(&b->cond); /* the send loop may now have the optional wait to time */
     pthread_mutex_unlock(&b->lock);
 }
 
