@@ -387,6 +387,8 @@ static void item_free(struct bridge_item *item)
 }
 
 static void forget_reported(struct bridge *b, const char *uid);
+static void group_status_note(struct bridge *b, const char *namespace, const char *name,
+                              char *json);
 static void work_free(struct bridge_work *w);
 static void work_push(struct bridge *b, struct bridge_work *w);
 static struct bridge_work *work_new(int type, const char *namespace, const char *name,
@@ -815,15 +817,12 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_group_status; i++) {
         const Kcycle__V1__GroupStatus *in = m->group_status[i];
-        struct bridge_work *w = work_new(WORK_GROUP_STATUS, in->namespace_, in->name, "");
         json_t *status = json_pack("{s:s, s:i, s:i}", "phase", in->phase, "scheduled",
                                    (int)in->scheduled, "running", (int)in->running);
-        if (w != NULL && status != NULL &&
-            (w->annotations_json = json_dumps(status, JSON_COMPACT)) != NULL)
-            work_push(b, w);
-        else if (w != NULL)
-            work_free(w);
+        char *json = status != NULL ? json_dumps(status, JSON_COMPACT) : NULL;
         json_decref(status);
+        if (json != NULL)
+            group_status_note(b, in->namespace_, in->name, json);
     }
     kcycle__v1__to_bridge__free_unpacked(m, NULL);
 }
@@ -1048,9 +1047,122 @@ static void do_scheduled(struct bridge *b, struct kube_client *client, struct br
     post_event(b, client, w, "Scheduled", "Normal", "Binding", note);
 }
 
+/* ---- PodGroup status: the latest per group, one write at a time per group ---- */
+
+static void group_status_free(struct bridge_group_status *g)
+{
+    if (g == NULL)
+        return;
+    free(g->key);
+    free(g->json);
+    free(g);
+}
+
+/* Queue a write of the group's status unless one is queued or running (group_status_lock
+ * held): that one writes the latest, or queues the next when it is done. */
+static bool group_status_queue(struct bridge_group_status *g)
+{
+    if (g->json == NULL || g->queued || g->writing)
+        return false;
+    g->queued = true;
+    return true;
+}
+
+/* Hand the queued write to the writers; out of memory, the group is not queued after all (its
+ * next status queues it again). */
+static void group_status_push(struct bridge *b, const char *namespace, const char *name,
+                              const char *key)
+{
+    struct bridge_work *w = work_new(WORK_GROUP_STATUS, namespace, name, "");
+    if (w != NULL)
+        return work_push(b, w);
+    log_error("bridge: out of memory writing the status of PodGroup %s", key);
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    if (g != NULL)
+        g->queued = false;
+    pthread_mutex_unlock(&b->group_status_lock);
+}
+
+/* The scheduler reported a group's status (json is taken). Statuses that come faster than
+ * they are written collapse into the latest. */
+static void group_status_note(struct bridge *b, const char *namespace, const char *name, char *json)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", namespace, name);
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    if (g == NULL && (g = calloc(1, sizeof(*g))) != NULL &&
+        ((g->key = strdup(key)) == NULL || strmap_put(&b->group_status, g->key, g) < 0)) {
+        group_status_free(g);
+        g = NULL;
+    }
+    bool push = false;
+    if (g != NULL) {
+        free(g->json);
+        g->json = json;
+        json = NULL;
+        push = group_status_queue(g);
+    }
+    pthread_mutex_unlock(&b->group_status_lock);
+    free(json);
+    if (push)
+        group_status_push(b, namespace, name, key);
+}
+
+/* The status to write now (malloc'd), the group marked as being written; NULL when a
+ * write of it already took the latest. */
+static char *group_status_take(struct bridge *b, const char *key)
+{
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    char *json = g != NULL ? g->json : NULL;
+    if (g != NULL) {
+        g->json = NULL;
+        g->queued = false;
+        g->writing = json != NULL;
+    }
+    pthread_mutex_unlock(&b->group_status_lock);
+    return json;
+}
+
+/* The write is done: queue the next when a newer status came meanwhile, else forget it. */
+static bool group_status_written(struct bridge *b, const char *key)
+{
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    bool push = false;
+    if (g != NULL) {
+        g->writing = false;
+        push = group_status_queue(g);
+        if (!push && g->json == NULL && !g->queued)
+            group_status_free(strmap_remove(&b->group_status, key));
+    }
+    pthread_mutex_unlock(&b->group_status_lock);
+    return push;
+}
+
+static void write_group_status(struct bridge *b, struct kube_client *client,
+                               const struct bridge_work *w);
+
+/* Write the group's latest status; client NULL: drop it (this replica writes nothing now). */
+static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", w->namespace, w->name);
+    w->annotations_json = group_status_take(b, key);
+    if (w->annotations_json == NULL)
+        return;
+    if (client != NULL)
+        write_group_status(b, client, w);
+    if (group_status_written(b, key))
+        group_status_push(b, w->namespace, w->name, key);
+}
+
 /* PodGroup status as scheduler-plugins keeps it: phase, scheduled and running counts (a
  * merge patch of the status subresource). A group without a PodGroup object is left alone. */
-static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+static void write_group_status(struct bridge *b, struct kube_client *client,
+                               const struct bridge_work *w)
 {
     char path[768];
     snprintf(path, sizeof(path),
@@ -1105,8 +1217,12 @@ static void *writer_main(void *arg)
         if (client == NULL || atomic_load(&b->stop)) {
             if (w->type == WORK_BIND)
                 bind_result(b, w->id, w->uid, 0, "the bridge is stopping");
+            else if (w->type == WORK_GROUP_STATUS)
+                do_group_status(b, NULL, w);
         } else if (w->type != WORK_BIND && !bridge_may_bind(b)) {
             /* a replica that lost the lease writes nothing more: the new leader reports */
+            if (w->type == WORK_GROUP_STATUS)
+                do_group_status(b, NULL, w);
         } else if (w->type == WORK_BIND && !session_current(b, w->session)) {
             /* asked by a scheduler session that ended: that scheduler has already failed
              * the binding and will learn from the sync whether the pod is bound */
@@ -1154,6 +1270,7 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     pthread_mutex_init(&b->work_lock, NULL);
     pthread_cond_init(&b->work_cond, NULL);
     pthread_mutex_init(&b->reported_lock, NULL);
+    pthread_mutex_init(&b->group_status_lock, NULL);
     pthread_mutex_init(&b->binding_lock, NULL);
     b->start_ms = bridge_monotonic_ms();
     atomic_store(&b->stats.start_to_first_sync_ms, -1);
@@ -1357,6 +1474,10 @@ void bridge_close(struct bridge *b)
     pthread_mutex_destroy(&b->work_lock);
     pthread_cond_destroy(&b->work_cond);
     pthread_mutex_destroy(&b->reported_lock);
+    for (uint32_t i = 0; i < b->group_status.capacity; i++)
+        group_status_free(b->group_status.entries[i].value);
+    strmap_free(&b->group_status);
+    pthread_mutex_destroy(&b->group_status_lock);
     for (uint32_t i = 0; i < b->bindings.capacity; i++)
         binding_free(b->bindings.entries[i].value);
     strmap_free(&b->bindings);

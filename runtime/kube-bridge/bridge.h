@@ -64,6 +64,13 @@ struct bridge_binding {
     int64_t landed_ms;
 };
 
+/* The status of a PodGroup still to write. */
+struct bridge_group_status {
+    char *key;  /* "namespace/name" */
+    char *json; /* the latest status object not yet written; NULL when none */
+    bool queued, writing;
+};
+
 /* Work for the API writers. */
 struct bridge_work {
     enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED, WORK_GROUP_STATUS } type;
@@ -123,6 +130,10 @@ struct bridge {
     int64_t bindings_swept_ms;
     pthread_mutex_t reported_lock;
     struct strmap reported; /* uid -> last unschedulable message sent (owned, key inside) */
+    /* PodGroup statuses: the latest per group, one write at a time per group (the writers run
+     * in parallel and would otherwise let an older status land last) */
+    pthread_mutex_t group_status_lock;
+    struct strmap group_status; /* "ns/name" -> struct bridge_group_status */
     pthread_t receiver;
     bool receiver_started;
     struct health_server *health;
