@@ -668,16 +668,40 @@ static int no_memory(const struct decoder *d, const char *path)
     return decode_error(d, -ENOMEM, path, "out of memory");
 }
 
-/* base.field[index] (index < 0: no index); base or field may be "". */
+/* Append text at *used, keeping room for the NUL; false once buf is full. */
+static bool path_append(char *buf, size_t *used, const char *text, size_t len)
+{
+    size_t room = PATH_SIZE - 1 - *used;
+    size_t n = len < room ? len : room;
+    memcpy(buf + *used, text, n);
+    *used += n;
+    return len <= room;
+}
+
+/* base.field[index] (index < 0: no index); base or field may be "". Cut with "..." past
+ * PATH_SIZE. Built for every container of every pod a sync carries, so without stdio:
+ * snprintf here was a tenth of the time a scheduler took to apply a large sync. */
 static const char *path_join(char *buf, const char *base, const char *field, int64_t index)
 {
-    const char *dot = base[0] != '\0' && field[0] != '\0' ? "." : "";
-    int used;
-    if (index < 0)
-        used = snprintf(buf, PATH_SIZE, "%s%s%s", base, dot, field);
-    else
-        used = snprintf(buf, PATH_SIZE, "%s%s%s[%lld]", base, dot, field, (long long)index);
-    if (used >= PATH_SIZE)
+    size_t used = 0;
+    bool fits = path_append(buf, &used, base, strlen(base));
+    if (fits && base[0] != '\0' && field[0] != '\0')
+        fits = path_append(buf, &used, ".", 1);
+    if (fits)
+        fits = path_append(buf, &used, field, strlen(field));
+    if (fits && index >= 0) {
+        char digits[24];
+        size_t n = sizeof(digits);
+        uint64_t v = (uint64_t)index;
+        digits[--n] = ']';
+        do
+            digits[--n] = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        digits[--n] = '[';
+        fits = path_append(buf, &used, digits + n, sizeof(digits) - n);
+    }
+    buf[used] = '\0';
+    if (!fits)
         memcpy(buf + PATH_SIZE - 4, "...", 4);
     return buf;
 }

@@ -128,11 +128,24 @@ static void lose_session(struct bridge *b, const char *why)
     nng_pipe_close(b->pipe);
 }
 
+/* Room for `more` bytes at the end of msg. nng grows a message to the exact size asked for,
+ * so appending a sync object by object copied each message again per object (seconds for a
+ * large cluster); doubling makes the appends linear. */
+static int message_reserve(nng_msg *msg, size_t more)
+{
+    size_t need = nng_msg_len(msg) + more;
+    size_t capacity = nng_msg_capacity(msg);
+    if (need <= capacity)
+        return 0;
+    return nng_msg_reserve(msg, capacity * 2 > need ? capacity * 2 : need);
+}
+
 static void queue_field(struct bridge *b, uint32_t field, const uint8_t *data, size_t len)
 {
     nng_msg *msg = current_message(b);
     size_t before = msg != NULL ? nng_msg_len(msg) : 0;
-    if (msg == NULL || append_bytes_field(msg, field, data, len) != 0)
+    if (msg == NULL || message_reserve(msg, len + 16) != 0 ||
+        append_bytes_field(msg, field, data, len) != 0)
         return lose_session(b, "out of memory queueing a message for the scheduler");
     b->out_bytes += nng_msg_len(msg) - before;
     pthread_cond_broadcast(&b->cond);
@@ -374,6 +387,8 @@ static void item_free(struct bridge_item *item)
 }
 
 static void forget_reported(struct bridge *b, const char *uid);
+static void group_status_note(struct bridge *b, const char *namespace, const char *name,
+                              char *json);
 static void work_free(struct bridge_work *w);
 static void work_push(struct bridge *b, struct bridge_work *w);
 static struct bridge_work *work_new(int type, const char *namespace, const char *name,
@@ -474,11 +489,43 @@ void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namesp
     }
 }
 
+static void sync_when_ready(struct bridge *b);
+static bool required_lists_done(struct bridge *b);
+
+/* A list completed (or a resource turned out not to be served): the scheduler's pending hello
+ * is answered from here, by the event itself, not by whoever looks next (lock not held). */
+static void list_settled(struct bridge_watch *w)
+{
+    struct bridge *b = w->bridge;
+    pthread_mutex_lock(&b->lock);
+    if (b->lists_done_ms == 0 && required_lists_done(b))
+        b->lists_done_ms = bridge_monotonic_ms();
+    sync_when_ready(b);
+    pthread_cond_broadcast(&b->cond); /* the send loop may now have the optional wait to time */
+    pthread_mutex_unlock(&b->lock);
+}
+
 static void on_synced(void *ctx)
 {
     struct bridge_watch *w = ctx;
-    if (!atomic_exchange(&w->synced, true))
-        log_info("bridge: %s listed (%u objects)", w->resource.kind, w->items.count);
+    bool was_not_served = atomic_exchange(&w->not_served, false);
+    if (!atomic_exchange(&w->synced, true) || was_not_served)
+        log_info("bridge: %s listed (%u objects) after %.3f s", w->resource.kind, w->items.count,
+                 (double)(bridge_monotonic_ms() - w->bridge->start_ms) / 1000.0);
+    list_settled(w);
+}
+
+/* The API server does not serve the resource (a CRD not installed): nothing will come, so
+ * readiness does not wait for it. Said once; the reflector keeps looking with backoff. */
+static void on_not_served(void *ctx)
+{
+    struct bridge_watch *w = ctx;
+    if (atomic_exchange(&w->not_served, true))
+        return;
+    log_info("bridge: %s is not served by the API server (404 on %s): not waiting for it; "
+             "listed when it appears",
+             w->resource.kind, w->resource.path);
+    list_settled(w);
 }
 
 /* Cuts, relists and retries are routine: one warning a minute per resource, the rest at info
@@ -502,13 +549,69 @@ static void *watch_main(void *arg)
 
 /* ---- readiness and the sync ---- */
 
-static bool lists_done(struct bridge *b)
+static bool required_lists_done(struct bridge *b)
 {
-    bool late = bridge_monotonic_ms() - b->start_ms > OPTIONAL_WAIT_MS;
     for (uint32_t i = 0; i < b->watch_count; i++)
-        if (!atomic_load(&b->watches[i].synced) && (b->watches[i].required || !late))
+        if (b->watches[i].required && !atomic_load(&b->watches[i].synced))
             return false;
     return true;
+}
+
+/* An optional list still awaited: served (no 404 yet) and not listed. */
+static bool optional_list_awaited(struct bridge *b)
+{
+    for (uint32_t i = 0; i < b->watch_count; i++) {
+        const struct bridge_watch *w = &b->watches[i];
+        if (!w->required && !atomic_load(&w->synced) && !atomic_load(&w->not_served))
+            return true;
+    }
+    return false;
+}
+
+/* Every required list done, and every optional one done, not served, or given up after
+ * OPTIONAL_WAIT_MS from the start (served but slow). */
+static bool lists_done(struct bridge *b)
+{
+    if (!required_lists_done(b))
+        return false;
+    return !optional_list_awaited(b) || bridge_monotonic_ms() - b->start_ms >= OPTIONAL_WAIT_MS;
+}
+
+/* When the send loop must look again without being woken: the end of the wait for a served
+ * but slow optional list while a hello waits on it; 0 when nothing is due (lock held). */
+static int64_t sync_due_ms(struct bridge *b)
+{
+    if (!b->hello_pending || !required_lists_done(b) || !optional_list_awaited(b))
+        return 0;
+    return b->start_ms + OPTIONAL_WAIT_MS;
+}
+
+/* The start-up figures an operator waits on after a restart or failover (lock held). */
+static void note_first_sync(struct bridge *b)
+{
+    if (atomic_load(&b->first_sync_ms) != 0 || !b->session_active)
+        return;
+    int64_t now = bridge_monotonic_ms();
+    if (b->lists_done_ms == 0)
+        b->lists_done_ms = now; /* no watches (a benchmark feeding events itself) */
+    atomic_store(&b->first_sync_ms, now);
+    atomic_store(&b->stats.start_to_first_sync_ms, now - b->start_ms);
+    log_info("bridge: first sync sent %.3f s after start (required lists done after %.3f s, "
+             "the scheduler's hello after %.3f s)",
+             (double)(now - b->start_ms) / 1000.0,
+             (double)(b->lists_done_ms - b->start_ms) / 1000.0,
+             (double)(b->hello_ms - b->start_ms) / 1000.0);
+}
+
+/* The first binding the API server accepted. */
+static void note_first_binding(struct bridge *b)
+{
+    int64_t none = -1, first_sync = atomic_load(&b->first_sync_ms);
+    int64_t since = first_sync != 0 ? bridge_monotonic_ms() - first_sync : 0;
+    if (!atomic_compare_exchange_strong(&b->stats.first_sync_to_first_binding_ms, &none, since))
+        return;
+    log_info("bridge: first binding %.3f s after the first sync (%.3f s after start)",
+             (double)since / 1000.0, (double)(bridge_monotonic_ms() - b->start_ms) / 1000.0);
 }
 
 /* The whole cluster to the scheduler: nodes, then pods, then custom objects (lock held). */
@@ -547,6 +650,24 @@ static void sync_locked(struct bridge *b)
     atomic_fetch_add(&b->stats.syncs, 1);
     log_info("bridge: sending the scheduler the cluster: %llu objects (session %llu)",
              (unsigned long long)count, (unsigned long long)b->session);
+    note_first_sync(b);
+}
+
+/* Answer a pending hello once the lists allow it. Called by each event that can make it
+ * possible: the hello, a list done, a resource found not served, the optional wait's end
+ * (lock held). */
+static void sync_when_ready(struct bridge *b)
+{
+    if (!b->hello_pending || !lists_done(b))
+        return;
+    for (uint32_t i = 0; i < b->watch_count; i++) {
+        const struct bridge_watch *w = &b->watches[i];
+        if (!w->required && !atomic_load(&w->synced) && !atomic_load(&w->not_served))
+            log_warn("bridge: %s is served but not listed after %d s: syncing without it; its "
+                     "objects follow as changes",
+                     w->resource.kind, OPTIONAL_WAIT_MS / 1000);
+    }
+    sync_locked(b);
 }
 
 bool bridge_alive(struct bridge *b)
@@ -665,10 +786,10 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         b->session = m->session != 0 ? m->session : b->session + 1;
         drop_queued(b);
         b->session_active = false;
-        if (lists_done(b))
-            sync_locked(b);
-        else
-            b->hello_pending = true;
+        b->hello_pending = true;
+        b->hello_ms = bridge_monotonic_ms();
+        sync_when_ready(b);               /* else the list that completes last answers it */
+        pthread_cond_broadcast(&b->cond); /* the send loop may have the optional wait to time */
         pthread_mutex_unlock(&b->lock);
     }
     for (size_t i = 0; i < m->n_bindings; i++) {
@@ -717,17 +838,12 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_group_status; i++) {
         const Kcycle__V1__GroupStatus *in = m->group_status[i];
-        struct bridge_work *w = work_new(WORK_GROUP_STATUS, in->namespace_, in->name, "");
-        if (w != NULL)
-            w->seq = ++b->group_status_next;
         json_t *status = json_pack("{s:s, s:i, s:i}", "phase", in->phase, "scheduled",
                                    (int)in->scheduled, "running", (int)in->running);
-        if (w != NULL && status != NULL &&
-            (w->annotations_json = json_dumps(status, JSON_COMPACT)) != NULL)
-            work_push(b, w);
-        else if (w != NULL)
-            work_free(w);
+        char *json = status != NULL ? json_dumps(status, JSON_COMPACT) : NULL;
         json_decref(status);
+        if (json != NULL)
+            group_status_note(b, in->namespace_, in->name, json);
     }
     kcycle__v1__to_bridge__free_unpacked(m, NULL);
 }
@@ -742,11 +858,6 @@ static void *receiver_main(void *arg)
             handle_command(b, msg);
         else if (rc == NNG_ECLOSED)
             break;
-        /* a hello that came before the lists were done is answered once they are */
-        pthread_mutex_lock(&b->lock);
-        if (b->hello_pending && lists_done(b))
-            sync_locked(b);
-        pthread_mutex_unlock(&b->lock);
     }
     return NULL;
 }
@@ -941,9 +1052,10 @@ static void do_bind(struct bridge *b, struct kube_client *client, struct bridge_
     } else {
         kube_status_text(res.body, text, sizeof(text));
         bind_result(b, w->id, w->uid, (int)res.status, text);
-        if (res.status == 201 || res.status == 200)
+        if (res.status == 201 || res.status == 200) {
             atomic_fetch_add(&b->stats.bindings, 1);
-        else
+            note_first_binding(b);
+        } else
             atomic_fetch_add(&b->stats.binding_failures, 1);
     }
     if (rc < 0 || (res.status != 201 && res.status != 200))
@@ -1024,10 +1136,122 @@ static void do_scheduled(struct bridge *b, struct kube_client *client, struct br
     post_event(b, client, w, "Scheduled", "Normal", "Binding", note);
 }
 
+/* ---- PodGroup status: the latest per group, one write at a time per group ---- */
+
+static void group_status_free(struct bridge_group_status *g)
+{
+    if (g == NULL)
+        return;
+    free(g->key);
+    free(g->json);
+    free(g);
+}
+
+/* Queue a write of the group's status unless one is queued or running (group_status_lock
+ * held): that one writes the latest, or queues the next when it is done. */
+static bool group_status_queue(struct bridge_group_status *g)
+{
+    if (g->json == NULL || g->queued || g->writing)
+        return false;
+    g->queued = true;
+    return true;
+}
+
+/* Hand the queued write to the writers; out of memory, the group is not queued after all (its
+ * next status queues it again). */
+static void group_status_push(struct bridge *b, const char *namespace, const char *name,
+                              const char *key)
+{
+    struct bridge_work *w = work_new(WORK_GROUP_STATUS, namespace, name, "");
+    if (w != NULL)
+        return work_push(b, w);
+    log_error("bridge: out of memory writing the status of PodGroup %s", key);
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    if (g != NULL)
+        g->queued = false;
+    pthread_mutex_unlock(&b->group_status_lock);
+}
+
+/* The scheduler reported a group's status (json is taken). Statuses that come faster than
+ * they are written collapse into the latest. */
+static void group_status_note(struct bridge *b, const char *namespace, const char *name, char *json)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", namespace, name);
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    if (g == NULL && (g = calloc(1, sizeof(*g))) != NULL &&
+        ((g->key = strdup(key)) == NULL || strmap_put(&b->group_status, g->key, g) < 0)) {
+        group_status_free(g);
+        g = NULL;
+    }
+    bool push = false;
+    if (g != NULL) {
+        free(g->json);
+        g->json = json;
+        json = NULL;
+        push = group_status_queue(g);
+    }
+    pthread_mutex_unlock(&b->group_status_lock);
+    free(json);
+    if (push)
+        group_status_push(b, namespace, name, key);
+}
+
+/* The status to write now (malloc'd), the group marked as being written; NULL when a
+ * write of it already took the latest. */
+static char *group_status_take(struct bridge *b, const char *key)
+{
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    char *json = g != NULL ? g->json : NULL;
+    if (g != NULL) {
+        g->json = NULL;
+        g->queued = false;
+        g->writing = json != NULL;
+    }
+    pthread_mutex_unlock(&b->group_status_lock);
+    return json;
+}
+
+/* The write is done: queue the next when a newer status came meanwhile, else forget it. */
+static bool group_status_written(struct bridge *b, const char *key)
+{
+    pthread_mutex_lock(&b->group_status_lock);
+    struct bridge_group_status *g = strmap_get(&b->group_status, key);
+    bool push = false;
+    if (g != NULL) {
+        g->writing = false;
+        push = group_status_queue(g);
+        if (!push && g->json == NULL && !g->queued)
+            group_status_free(strmap_remove(&b->group_status, key));
+    }
+    pthread_mutex_unlock(&b->group_status_lock);
+    return push;
+}
+
+static void write_group_status(struct bridge *b, struct kube_client *client,
+                               const struct bridge_work *w);
+
+/* Write the group's latest status; client NULL: drop it (this replica writes nothing now). */
+static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    char key[512];
+    snprintf(key, sizeof(key), "%s/%s", w->namespace, w->name);
+    w->annotations_json = group_status_take(b, key);
+    if (w->annotations_json == NULL)
+        return;
+    if (client != NULL)
+        write_group_status(b, client, w);
+    if (group_status_written(b, key))
+        group_status_push(b, w->namespace, w->name, key);
+}
+
 /* PodGroup status as scheduler-plugins keeps it: phase, scheduled and running counts (a
  * merge patch of the status subresource). A group without a PodGroup object is left alone. */
 static void write_group_status(struct bridge *b, struct kube_client *client,
-                               struct bridge_work *w)
+                               const struct bridge_work *w)
 {
     char path[768];
     snprintf(path, sizeof(path),
@@ -1048,28 +1272,6 @@ static void write_group_status(struct bridge *b, struct kube_client *client,
     else if (rc < 0 || res.status != 404)
         api_error(b, "the PodGroup status", w->name, rc < 0 ? 0 : res.status, res.body, &err);
     kube_response_free(&res);
-}
-
-/* Statuses of one group are written one at a time, newest wins (see bridge.h). */
-static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
-{
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", w->namespace, w->name);
-    pthread_mutex_lock(&b->group_status_lock);
-    struct bridge_group_seq *last = strmap_get(&b->group_status_seq, key);
-    if (last == NULL || last->seq < w->seq)
-        write_group_status(b, client, w);
-    if (last == NULL && (last = malloc(sizeof(*last) + strlen(key) + 1)) != NULL) {
-        strcpy(last->key, key);
-        last->seq = 0;
-        if (strmap_put(&b->group_status_seq, last->key, last) < 0) {
-            free(last);
-            last = NULL;
-        }
-    }
-    if (last != NULL && last->seq < w->seq)
-        last->seq = w->seq;
-    pthread_mutex_unlock(&b->group_status_lock);
 }
 
 static bool session_current(struct bridge *b, uint64_t session)
@@ -1104,8 +1306,12 @@ static void *writer_main(void *arg)
         if (client == NULL || atomic_load(&b->stop)) {
             if (w->type == WORK_BIND)
                 bind_result(b, w->id, w->uid, 0, "the bridge is stopping");
+            else if (w->type == WORK_GROUP_STATUS)
+                do_group_status(b, NULL, w);
         } else if (w->type != WORK_BIND && !bridge_may_bind(b)) {
             /* a replica that lost the lease writes nothing more: the new leader reports */
+            if (w->type == WORK_GROUP_STATUS)
+                do_group_status(b, NULL, w);
         } else if (w->type == WORK_BIND && !session_current(b, w->session)) {
             /* asked by a scheduler session that ended: that scheduler has already failed
              * the binding and will learn from the sync whether the pod is bound */
@@ -1156,6 +1362,8 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     pthread_mutex_init(&b->group_status_lock, NULL);
     pthread_mutex_init(&b->binding_lock, NULL);
     b->start_ms = bridge_monotonic_ms();
+    atomic_store(&b->stats.start_to_first_sync_ms, -1);
+    atomic_store(&b->stats.first_sync_to_first_binding_ms, -1);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     b->session = (uint64_t)ts.tv_sec << 20 ^ (uint64_t)ts.tv_nsec; /* new on every start */
@@ -1218,8 +1426,10 @@ int bridge_start_receiver(struct bridge *b, struct kc_error *err)
 
 static int start_threads(struct bridge *b, struct kc_error *err)
 {
-    static const struct kube_reflector_ops template = {
-        .event = bridge_watch_event, .synced = on_synced, .warn = on_warn};
+    static const struct kube_reflector_ops template = {.event = bridge_watch_event,
+                                                       .synced = on_synced,
+                                                       .warn = on_warn,
+                                                       .not_served = on_not_served};
     for (uint32_t i = 0; i < b->watch_count; i++) {
         struct bridge_watch *w = &b->watches[i];
         struct kube_reflector_ops ops = template;
@@ -1256,10 +1466,18 @@ void bridge_send_loop(struct bridge *b)
 {
     pthread_mutex_lock(&b->lock);
     while (!atomic_load(&b->stop)) {
+        sync_when_ready(b); /* only the optional wait's end gets here first */
         if (b->out_count == 0) {
+            /* woken by queued messages; otherwise look at the stop flag (set from a signal
+             * handler, which cannot signal a condition) every 200 ms, and at the end of the
+             * optional wait when it is due sooner */
+            int64_t wait_ms = 200, due = sync_due_ms(b), now = bridge_monotonic_ms();
+            if (due != 0 && due - now < wait_ms)
+                wait_ms = due > now ? due - now : 0;
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 200 * 1000000;
+            ts.tv_sec += wait_ms / 1000;
+            ts.tv_nsec += (wait_ms % 1000) * 1000000;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
@@ -1344,16 +1562,16 @@ void bridge_close(struct bridge *b)
     for (uint32_t i = 0; i < b->reported.capacity; i++)
         free(b->reported.entries[i].value);
     strmap_free(&b->reported);
-    for (uint32_t i = 0; i < b->group_status_seq.capacity; i++)
-        free(b->group_status_seq.entries[i].value);
-    strmap_free(&b->group_status_seq);
-    pthread_mutex_destroy(&b->group_status_lock);
     kube_config_free(&b->kube);
     pthread_mutex_destroy(&b->lock);
     pthread_cond_destroy(&b->cond);
     pthread_mutex_destroy(&b->work_lock);
     pthread_cond_destroy(&b->work_cond);
     pthread_mutex_destroy(&b->reported_lock);
+    for (uint32_t i = 0; i < b->group_status.capacity; i++)
+        group_status_free(b->group_status.entries[i].value);
+    strmap_free(&b->group_status);
+    pthread_mutex_destroy(&b->group_status_lock);
     for (uint32_t i = 0; i < b->bindings.capacity; i++)
         binding_free(b->bindings.entries[i].value);
     strmap_free(&b->bindings);

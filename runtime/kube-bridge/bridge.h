@@ -40,7 +40,8 @@ struct bridge_watch {
     struct kube_reflector reflector;
     struct strmap items; /* key ("ns/name" or "name") -> struct bridge_item */
     atomic_bool synced;
-    int64_t last_warn_ms; /* the reflector's thread only */
+    atomic_bool not_served; /* the list answered 404: readiness does not wait for it */
+    int64_t last_warn_ms;   /* the reflector's thread only */
     pthread_t thread;
     bool started;
 };
@@ -63,20 +64,21 @@ struct bridge_binding {
     int64_t landed_ms;
 };
 
-/* The newest PodGroup status written for a group. */
-struct bridge_group_seq {
-    uint64_t seq;
-    char key[]; /* "namespace/name" */
-};
 /* Lists and watches the bridge keeps: nodes, pods and the custom objects plugins read. */
 #define BRIDGE_MAX_WATCHES 16
+
+/* The status of a PodGroup still to write. */
+struct bridge_group_status {
+    char *key;  /* "namespace/name" */
+    char *json; /* the latest status object not yet written; NULL when none */
+    bool queued, writing;
+};
 
 /* Work for the API writers. */
 struct bridge_work {
     enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED, WORK_GROUP_STATUS } type;
     uint64_t id;
     uint64_t session; /* the scheduler session that asked: work of an ended one is dropped */
-    uint64_t seq;     /* group status: order of arrival, so an older one never lands last */
     char *namespace, *name, *uid, *node, *reason, *message;
     char *annotations_json; /* bindings: {"k":"v",...}; group status: the status object */
     /* bindings: the object updates to write first, [{"kind","namespace","name","patch"}] */
@@ -88,6 +90,9 @@ struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
         events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses,
         object_writes;
+    /* Start-up, in ms (-1 until it happened): what an operator waits for after a restart or a
+     * failover before pods are scheduled again. */
+    _Atomic int64_t start_to_first_sync_ms, first_sync_to_first_binding_ms;
 };
 
 struct bridge {
@@ -105,8 +110,11 @@ struct bridge {
     nng_msg **out; /* queued ToScheduler messages; the last one is still being filled */
     uint32_t out_count, out_capacity;
     size_t out_bytes;
-    bool session_active; /* the scheduler asked (hello) and got its sync */
-    bool hello_pending;  /* asked before the first lists were done */
+    bool session_active;           /* the scheduler asked (hello) and got its sync */
+    bool hello_pending;            /* asked before the first lists were done */
+    int64_t hello_ms;              /* monotonic: the last hello */
+    int64_t lists_done_ms;         /* monotonic: the required lists were first all done; 0 before */
+    _Atomic int64_t first_sync_ms; /* monotonic; 0 before */
     uint64_t session;
     nng_pipe pipe;
     bool leadership_dirty;
@@ -128,12 +136,10 @@ struct bridge {
     int64_t bindings_swept_ms;
     pthread_mutex_t reported_lock;
     struct strmap reported; /* uid -> last unschedulable message sent (owned, key inside) */
-    /* PodGroup status writes: several writers run at once, so two statuses of one group could
-     * land out of order and leave an old one. They are written one at a time, and one older
-     * than the last written for its group is dropped. */
+    /* PodGroup statuses: the latest per group, one write at a time per group (the writers run
+     * in parallel and would otherwise let an older status land last) */
     pthread_mutex_t group_status_lock;
-    struct strmap group_status_seq; /* "ns/name" -> struct bridge_group_seq (owned) */
-    uint64_t group_status_next;     /* the receiver thread only */
+    struct strmap group_status; /* "ns/name" -> struct bridge_group_status */
     pthread_t receiver;
     bool receiver_started;
     struct health_server *health;

@@ -136,6 +136,12 @@ struct kube_reflector_ops {
     /* Optional: a problem worth logging was handled (reconnecting, relisting, a bad object
      * skipped). The text names the resource and object. */
     void (*warn)(void *ctx, const char *message);
+    /* Optional: the list answered 404, the server does not serve this resource (a CRD that is
+     * not installed; discovery would say the same; a watch's 404 leads to such a list). Every
+     * object the store held has been reported deleted first. The reflector keeps listing with
+     * backoff, so a resource served later is picked up; the next synced() says so. When set,
+     * a 404 is not also passed to warn. */
+    void (*not_served)(void *ctx);
 };
 
 /* What the reflector remembers of each object: enough to diff a relist and name deletes. */

@@ -663,7 +663,7 @@ static int on_page(void *ctx, const char *json, size_t len)
     return 0;
 }
 
-enum list_result { LIST_OK, LIST_FAILED, LIST_STOPPED };
+enum list_result { LIST_OK, LIST_FAILED, LIST_NOT_SERVED, LIST_STOPPED };
 
 /* Build the path of one list page. */
 static int list_path(const struct kube_reflector *r, const char *continue_token, char *path,
@@ -722,6 +722,17 @@ static enum list_result list_all(struct kube_reflector *r)
             for_each_item(r, clear_seen);
             warn(r, "%s list: the continue token expired (410); listing again", kind);
             continue;
+        }
+        if (rc == 0 && status == 404 && r->ops.not_served != NULL) {
+            /* not an error to retry loudly: the resource does not exist on this server, so
+             * neither do its objects */
+            free(error_body);
+            free(ps.page.resource_version);
+            free(ps.page.continue_token);
+            for_each_item(r, clear_seen);
+            for_each_item(r, delete_unseen);
+            result = LIST_NOT_SERVED;
+            break;
         }
         if (rc != 0 || status != 200 || !ps.done || ps.rc != 0) {
             char text[sizeof(err.message)] = "";
@@ -946,6 +957,8 @@ static enum watch_result watch_once(struct kube_reflector *r, uint64_t *delivere
         warn(r, "%s watch: %s; resuming from resourceVersion %s", kind, err.message,
              r->resource_version);
         result = WATCH_FAILED;
+    } else if (status == 404 && r->ops.not_served != NULL) {
+        result = WATCH_RELIST; /* the resource went away (a CRD deleted): the list says so */
     } else if (status != 200) {
         char text[512];
         kube_status_text(error_body, text, sizeof(text));
@@ -983,6 +996,8 @@ int kube_reflector_run(struct kube_reflector *r)
             enum list_result listed = list_all(r);
             if (listed == LIST_STOPPED)
                 break;
+            if (listed == LIST_NOT_SERVED)
+                r->ops.not_served(r->ops.ctx);
             if (listed != LIST_OK) {
                 backoff(r);
                 continue;

@@ -366,7 +366,7 @@ static void flush(struct bridge_client *b)
 
 static void seen_add(struct bridge_client *b, char prefix, const char *a, const char *c)
 {
-    if (!b->syncing)
+    if (!b->syncing || b->sync_onto_empty)
         return;
     char *key;
     if (asprintf(&key, "%c/%s/%s", prefix, a, c != NULL ? c : "") < 0)
@@ -411,6 +411,10 @@ static void sync_begin(struct bridge_client *b)
     seen_clear(b);
     b->syncing = true;
     b->synced = false;
+    /* the first sync after start (the one an operator waits on) has nothing to diff against */
+    struct scheduler *s = &b->sched;
+    b->sync_onto_empty = s->cache.node_count == 0 && s->assigned.count == 0 && s->pods.count == 0 &&
+                         s->objects.count == 0;
 }
 
 /* Names collected before acting on them: deleting reorders the node array and the maps. */
@@ -436,8 +440,8 @@ static void name_list_clear(struct name_list *l)
     l->count = 0;
 }
 
-/* Everything not restated during the sync is gone from the cluster. */
-static void sync_end(struct bridge_client *b)
+/* Everything not restated during the sync is gone from the cluster: delete it. */
+static void delete_unrestated(struct bridge_client *b, uint32_t *nodes_gone, uint32_t *pods_gone)
 {
     struct scheduler *s = &b->sched;
     struct name_list gone = {0};
@@ -446,7 +450,7 @@ static void sync_end(struct bridge_client *b)
             name_list_add(&gone, s->cache.nodes[i].node->name);
     for (uint32_t i = 0; i < gone.count; i++)
         scheduler_node_delete(s, gone.items[i]);
-    uint32_t nodes_gone = gone.count;
+    *nodes_gone = gone.count;
     name_list_clear(&gone);
     struct strmap *pod_maps[] = {&s->assigned, &s->pods};
     for (int m = 0; m < 2; m++)
@@ -457,7 +461,7 @@ static void sync_end(struct bridge_client *b)
         }
     for (uint32_t i = 0; i < gone.count; i++)
         scheduler_pod_delete(s, gone.items[i]);
-    uint32_t pods_gone = gone.count;
+    *pods_gone = gone.count;
     name_list_clear(&gone);
     for (uint32_t i = 0; i < s->objects.capacity; i++) {
         const struct kept_object *k = s->objects.entries[i].value;
@@ -478,6 +482,14 @@ static void sync_end(struct bridge_client *b)
     }
     name_list_clear(&gone);
     free(gone.items);
+}
+
+static void sync_end(struct bridge_client *b)
+{
+    struct scheduler *s = &b->sched;
+    uint32_t nodes_gone = 0, pods_gone = 0;
+    if (!b->sync_onto_empty)
+        delete_unrestated(b, &nodes_gone, &pods_gone);
     seen_clear(b);
     b->syncing = false;
     b->synced = true;

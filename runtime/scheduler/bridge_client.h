@@ -47,6 +47,7 @@ struct bridge_client {
     bool leader;                         /* the bridge holds the lease */
     /* during a sync: the keys restated since sync_begin (owned copies) */
     bool syncing;
+    bool sync_onto_empty; /* the sync began with nothing kept: nothing to delete, no seen set */
     struct strmap seen;
     char **seen_keys;
     uint32_t seen_count, seen_capacity;

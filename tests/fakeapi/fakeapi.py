@@ -95,6 +95,7 @@ DEFAULT_FAULTS = {
     "watch_cut_after_s": None, "bind_conflict_every": 0, "bind_unavailable_every": 0,
     "slow_ms": 0, "split_chunks": False, "bookmark_interval_s": None,
     "volume_patch_conflict_every": 0,
+    "list_delay_ms": {},
 }
 
 JSON_SEPARATORS = (",", ":")
@@ -1070,8 +1071,26 @@ class Handler(BaseHTTPRequestHandler):
             raise not_found(res, name)
         return self.render_object(res, obj, fmt)
 
+    def list_delay(self, res):
+        """The list_delay_ms fault: a served resource slow to answer its list. Clearing the
+        fault answers the lists it holds at once."""
+        store = self.server.store
+        deadline = None
+        with store.changed:
+            while not store.stopping:
+                delay = (store.faults["list_delay_ms"] or {}).get(res.path)
+                if not delay:
+                    return
+                deadline = deadline or time.monotonic() + delay / 1000.0
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                store.changed.wait(left)
+
     def list(self, res, namespace, query, fmt):
         store = self.server.store
+        if not query.get("continue"):
+            self.list_delay(res)
         flt = Filter(namespace, parse_field_selector(res, query.get("fieldSelector", "")),
                      parse_label_selector(query.get("labelSelector", "")))
         try:
@@ -1641,6 +1660,15 @@ class Handler(BaseHTTPRequestHandler):
                 store.changed.notify_all()
                 faults = dict(store.faults)
             return self.send_json(200, faults)
+        if route == ("POST", "/fake/served"):
+            body = self.json_body(raw)
+            unserved = body.get("unserved") if isinstance(body, dict) else None
+            if not isinstance(unserved, list):
+                raise bad_request('expected {"unserved": ["<group/>plural", ...]}')
+            with store.changed:
+                set_unserved(store, unserved)
+                store.changed.notify_all()
+            return self.send_json(200, {"unserved": sorted(unserved)})
         if route == ("POST", "/fake/faults/reset"):
             with store.changed:
                 store.faults = dict(DEFAULT_FAULTS)
@@ -1797,6 +1825,27 @@ class Server(ThreadingHTTPServer):
                 "resources": resources}
 
 
+def set_unserved(store, paths):
+    """Stop serving the resources named by path ("<group/>plural"), serve the others: an
+    unserved one vanishes from discovery and every request under it answers 404 NotFound, as
+    on a real API server without (or after deleting) the CRD. Objects are kept for when it is
+    served again. Caller holds the lock, or no thread runs yet."""
+    if not hasattr(store, "all_resources"):
+        store.all_resources = list(store.resources)
+    known = {r.path for r in store.all_resources}
+    unknown = sorted(set(paths) - known)
+    if unknown:
+        raise bad_request(f"unknown resources: {', '.join(unknown)}")
+    store.resources = [r for r in store.all_resources if r.path not in set(paths)]
+    store.by_path = {(r.group, r.version, r.plural): r for r in store.resources}
+    store.by_kind = {(r.api_version, r.kind): r for r in store.resources}
+
+
+def unserve_custom_resources(store):
+    """A cluster without kcycle's CRDs installed."""
+    set_unserved(store, [r.path for r in store.resources if not r.builtin])
+
+
 def write_port_file(path, port):
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w") as f:
@@ -1818,11 +1867,16 @@ def main(argv=None):
     parser.add_argument("--history", type=int, default=100000,
                         help="watch events kept per resource for watch resume")
     parser.add_argument("-v", "--verbose", action="store_true", help="log requests to stderr")
+    parser.add_argument("--without-crds", action="store_true",
+                        help="serve no custom resources (PodGroup, CapacityQueue, "
+                             "NodeResourceTopology): discovery omits them, requests get 404")
     args = parser.parse_args(argv)
 
     http.client.parse_headers = parse_headers_fast  # used by http.server's parse_request
     store = Store(args.history)
     store.tokens = frozenset(args.tokens or ["test-token"])
+    if args.without_crds:
+        unserve_custom_resources(store)
     namespaces = store.by_path[("", "v1", "namespaces")]
     for name in ("default", "kube-system"):
         store.create(namespaces, None, {"metadata": {"name": name}})

@@ -334,6 +334,12 @@ class FakeAPI:
     def cut_watches(self):
         return self.expect(200, self.post("/fake/cut-watches", {}), "cut watches")["cut"]
 
+    def set_unserved(self, resources):
+        """Serve every resource but these ("<group/>plural"): a CRD deleted or never installed.
+        [] serves them all again."""
+        return self.expect(200, self.post("/fake/served", {"unserved": list(resources)}),
+                           "served")
+
     def compact(self):
         return self.expect(200, self.post("/fake/compact", {}), "compact")
 

@@ -574,6 +574,61 @@ def check_faults(api):
           f"request counters by verb and resource, got {stats['requests']}")
 
 
+def check_served_and_slow_lists(api, tmp):
+    """Resources not served (a cluster without the CRDs) and lists slow to answer."""
+    crd_list = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+    api.set_unserved(["scheduling.x-k8s.io/podgroups"])
+    status, _ = api.get(crd_list)
+    groups = [g["name"] for g in api.get("/apis")[1]["groups"]]
+    check(status == 404 and "scheduling.x-k8s.io" not in groups and
+          api.get("/apis/scheduling.x-k8s.io")[0] == 404,
+          f"an unserved resource: 404 on its list ({status}) and gone from discovery {groups}")
+    api.set_unserved([])
+    check(api.get(crd_list)[0] == 200, "served again after /fake/served with []")
+    status, _ = api.post("/fake/served", {"unserved": ["no.such/things"]})
+    check(status == 400, f"an unknown resource to unserve: 400, got {status}")
+    with fakeclient.FakeAPI(os.path.join(tmp, "bare"), extra_args=["--without-crds"]) as bare:
+        groups = [g["name"] for g in bare.get("/apis")[1]["groups"]]
+        lists = [bare.get(p)[0] for p in (crd_list,
+                                          "/apis/scheduling.kcycle.io/v1alpha1/capacityqueues",
+                                          "/apis/topology.node.k8s.io/v1alpha2/"
+                                          "noderesourcetopologies", "/api/v1/pods")]
+        check(lists == [404, 404, 404, 200] and not any(
+            g in groups for g in ("scheduling.x-k8s.io", "scheduling.kcycle.io",
+                                  "topology.node.k8s.io")),
+              f"--without-crds: the three CRDs 404 and absent from discovery, pods served; got "
+              f"{lists}, groups {groups}")
+
+    # list_delay_ms holds a list's first page; clearing the fault answers it at once
+    api.faults(list_delay_ms={"nodes": 700})
+    started = time.monotonic()
+    status = api.get("/api/v1/nodes")[0]
+    elapsed = time.monotonic() - started
+    check(status == 200 and elapsed >= 0.7, f"list_delay_ms=700: answered after {elapsed:.2f}s")
+    api.faults(list_delay_ms={"nodes": 30000})
+    before = api.stats()["requests"].get("list nodes", 0)
+    answer = queue.Queue()
+
+    def slow_list():
+        conn = api.connect(timeout=40)
+        try:
+            conn.request("GET", "/api/v1/nodes", headers=api.headers())
+            answer.put(conn.getresponse().status)
+        finally:
+            conn.close()
+    thread = threading.Thread(target=slow_list, daemon=True)
+    started = time.monotonic()
+    thread.start()
+    api.wait_for(lambda: api.stats()["requests"].get("list nodes", 0) > before, 5,
+                 what="the held list to arrive")
+    check(answer.empty(), "a list held by list_delay_ms answered before its delay")
+    api.reset_faults()
+    thread.join(10)
+    elapsed = time.monotonic() - started
+    check(not answer.empty() and answer.get() == 200 and elapsed < 10,
+          f"a held list answers once the fault is cleared (after {elapsed:.1f}s)")
+
+
 # ---------------------------------------------------------------------------------------------
 # kubectl
 
@@ -693,6 +748,7 @@ def main():
             check_status_patch(api)
             check_leases(api)
             check_faults(api)
+            check_served_and_slow_lists(api, tmp)
             check_kubectl(api, tmp)
             check_sigterm(api)
         except Exception as err:  # an unexpected error is a failure with a clear message

@@ -533,6 +533,43 @@ def run_side_checks(args, fc, api, workdir, history):
         line = json.loads(result.stdout.splitlines()[0]) if result.stdout else {}
         check(result.returncode == 0 and line.get("status") == 200, f"plain http: {result}")
     print("plain http: ok")
+    check_not_served(args, fc, api, workdir)
+
+
+def check_not_served(args, fc, api, workdir):
+    """A CRD that goes away (404 on its watch and list) is reported not served, once and
+    without warnings, its objects deleted; served again, it is listed again."""
+    group = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "g1", "namespace": "default"}, "spec": {"minMember": 2}}
+    api.create(group)
+    probe = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE, "--token", api.token,
+                               "--resource", "podgroups", "--seconds", "60"],
+                  os.path.join(workdir, "not-served.log"))
+
+    def seen(kind, key=None, after=0):
+        return lambda ls: any(l["type"] == kind and (key is None or l.get("key") == key)
+                              for l in ls[after:])
+    probe.wait_for(seen("ADDED", "default/g1"), 10, "the PodGroup listed")
+    api.set_unserved(["scheduling.x-k8s.io/podgroups"])
+    api.cut_watches()
+    probe.wait_for(seen("NOT_SERVED"), 15, "the PodGroups reported not served")
+    lines = probe.snapshot()
+    gone = [l for l in lines if l["type"] == "DELETED" and l.get("key") == "default/g1"]
+    check(len(gone) == 1 and gone[0].get("relist"), f"the PodGroup of a resource no longer "
+          f"served is deleted once: {gone}")
+    warned = [l for l in lines if l["type"] == "WARN" and "404" in l.get("message", "")]
+    check(not warned, f"a resource not served is not a warning: {warned}")
+    mark = len(lines)
+    api.set_unserved([])
+    probe.wait_for(seen("ADDED", "default/g1", mark), 20, "the PodGroup listed again once "
+                   "the resource is served")
+    probe.wait_for(seen("SYNCED", None, mark), 5, "the relist synced")
+    nots = [l for l in probe.snapshot() if l["type"] == "NOT_SERVED"]
+    counters = probe.stop()
+    check(counters["store"] == 1, f"the store holds the PodGroup again: {counters}")
+    api.delete_object("podgroups", "g1")
+    print(f"not served: a PodGroup deleted with its resource ({len(nots)} not-served lists "
+          "while it was gone), listed again when served")
 
 
 if __name__ == "__main__":

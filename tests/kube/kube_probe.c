@@ -76,6 +76,11 @@ static void on_synced(void *ctx)
     print_json(json_pack("{s:s}", "type", "SYNCED"));
 }
 
+static void on_not_served(void *ctx)
+{
+    print_json(json_pack("{s:s}", "type", "NOT_SERVED"));
+}
+
 static void on_warn(void *ctx, const char *message)
 {
     print_json(json_pack("{s:s, s:s}", "type", "WARN", "message", message));
@@ -104,7 +109,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: kube_probe --server URL [--ca FILE] [--token T | --token-file F]\n"
             "         [--client-cert F --client-key F] [--kubeconfig F]\n"
-            "         [--resource pods|nodes] [--seconds N] [--page-size N]\n"
+            "         [--resource pods|nodes|podgroups] [--seconds N] [--page-size N]\n"
             "         [--watch-timeout S] [--field-selector S] [--get PATH [--repeat N]]\n");
 }
 
@@ -196,6 +201,9 @@ int main(int argc, char **argv)
     if (strcmp(resource_name, "nodes") == 0) {
         resource.kind = "Node";
         resource.path = "/api/v1/nodes";
+    } else if (strcmp(resource_name, "podgroups") == 0) {
+        resource.kind = "PodGroup"; /* a CRD: may not be served */
+        resource.path = "/apis/scheduling.x-k8s.io/v1alpha1/podgroups";
     } else if (strcmp(resource_name, "pods") != 0) {
         usage();
         return 2;
@@ -221,7 +229,8 @@ int main(int argc, char **argv)
         return rc;
     }
 
-    struct kube_reflector_ops ops = {.event = on_event, .synced = on_synced, .warn = on_warn};
+    struct kube_reflector_ops ops = {
+        .event = on_event, .synced = on_synced, .warn = on_warn, .not_served = on_not_served};
     struct kube_reflector reflector;
     if (kube_reflector_init(&reflector, &resource, &ops, client, &stop_flag) != 0) {
         fprintf(stderr, "kube_probe: cannot set up the reflector\n");
