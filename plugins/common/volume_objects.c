@@ -306,7 +306,7 @@ int64_t vo_quantity(const json_t *value)
 
 /* ---- selectors --------------------------------------------------------------------------- */
 
-static bool value_in(const json_t *values, const char *value)
+bool vo_value_in(const json_t *values, const char *value)
 {
     size_t i;
     json_t *v;
@@ -335,9 +335,9 @@ static bool requirement_matches(const json_t *req, const char *label)
     if (op == NULL)
         return false;
     if (strcmp(op, "In") == 0)
-        return label != NULL && value_in(values, label);
+        return label != NULL && vo_value_in(values, label);
     if (strcmp(op, "NotIn") == 0)
-        return label == NULL || !value_in(values, label);
+        return label == NULL || !vo_value_in(values, label);
     if (strcmp(op, "Exists") == 0)
         return label != NULL;
     if (strcmp(op, "DoesNotExist") == 0)
@@ -412,7 +412,7 @@ bool vo_class_allows_node(const json_t *klass, const kc_node *node)
         {
             const char *key = json_string_value(json_object_get(expression, "key"));
             const char *label = key != NULL ? kc_node_label(node, key) : NULL;
-            if (label == NULL || !value_in(json_object_get(expression, "values"), label)) {
+            if (label == NULL || !vo_value_in(json_object_get(expression, "values"), label)) {
                 all = false;
                 break;
             }

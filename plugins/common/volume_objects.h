@@ -84,6 +84,8 @@ int64_t vo_quantity(const json_t *value);
  * affinity matches every node; terms are ORed, their expressions ANDed; a term with only
  * matchFields (or nothing) matches no node. */
 bool vo_volume_fits_node(const json_t *volume, const kc_node *node);
+/* value is one of the strings of the JSON array values. */
+bool vo_value_in(const json_t *values, const char *value);
 /* StorageClass allowedTopologies against the node's labels (none: every node). */
 bool vo_class_allows_node(const json_t *klass, const kc_node *node);
 /* The claim's spec.selector against the volume's labels (no selector: every volume). */

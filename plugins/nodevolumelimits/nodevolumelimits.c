@@ -16,6 +16,7 @@
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "nodevolumelimits"
+#define STATE_KEY "nodevolumelimits/volumes"
 #define ENOMEM_CODE (-12)
 #define TEXT_MAX 640
 
@@ -83,12 +84,6 @@ static bool uses_claims(const kc_pod *pod)
     return false;
 }
 
-static kc_status nvl_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
-{
-    (void)self;
-    (void)cycle;
-    return uses_claims(pod) ? KC_SUCCESS : KC_SKIP;
-}
 
 /* kube's getCSIDriverInfo: the bound volume's CSI driver and handle; an unbound claim (or one
  * whose volume is not known yet) counts under its class's provisioner with a handle of its own.
@@ -190,32 +185,80 @@ static int64_t driver_limit(const json_t *csinode, const char *driver)
     return -1;
 }
 
-static kc_status check_limits(const json_t *csinode, json_t *mine, json_t *attached)
+/* What PreFilter found of the pod's own volumes, read by Filter on every node. */
+struct pod_volumes {
+    json_t *mine;    /* unique handle -> driver */
+    kc_status error; /* KC_SUCCESS, or what every node answers (with text) */
+    char text[TEXT_MAX];
+};
+
+static void pod_volumes_free(void *data)
+{
+    struct pod_volumes *pv = data;
+    json_decref(pv->mine);
+    free(pv);
+}
+
+/* The pod's volumes are worked out once; each node then costs only its own pods' volumes, and
+ * nothing at all on a node without a limit for one of the pod's drivers. */
+static kc_status nvl_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    struct nodevolumelimits *nvl = self;
+    if (!uses_claims(pod))
+        return KC_SKIP;
+    struct pod_volumes *pv = calloc(1, sizeof(*pv));
+    if (pv == NULL || (pv->mine = json_object()) == NULL) {
+        free(pv);
+        return KC_ERROR;
+    }
+    int found = new_volumes(nvl, pod, pv->mine, pv->text, sizeof(pv->text));
+    pv->error = found == 0 ? KC_SUCCESS : found == -1 ? KC_UNRESOLVABLE : KC_ERROR;
+    if (kc_cycle_set(cycle, STATE_KEY, pv, pod_volumes_free) < 0) {
+        pod_volumes_free(pv);
+        return KC_ERROR;
+    }
+    return KC_SUCCESS;
+}
+
+/* Whether one of the pod's drivers has a count on this node. */
+static bool any_limited(const json_t *csinode, const json_t *mine)
 {
     const char *handle;
     json_t *driver;
-    json_object_foreach(attached, handle, driver)
+    json_object_foreach((json_t *)mine, handle, driver)
     {
-        json_object_del(mine, handle); /* one volume used by several pods counts once */
+        if (driver_limit(csinode, json_string_value(driver)) >= 0)
+            return true;
     }
-    const char *key;
-    json_t *unused;
-    json_object_foreach(mine, key, unused)
+    return false;
+}
+
+/* kube's count: per limited driver, the pod's volumes not already attached here plus those
+ * attached must stay within the limit. */
+static kc_status check_limits(const json_t *csinode, const json_t *mine, const json_t *attached)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(json_object_get(json_object_get(csinode, "spec"), "drivers"), i, d)
     {
-        const char *name = json_string_value(json_object_get(mine, key));
-        int64_t limit = driver_limit(csinode, name);
+        const char *name = json_string_value(json_object_get(d, "name"));
+        int64_t limit = name != NULL ? driver_limit(csinode, name) : -1;
         if (limit < 0)
             continue;
         int64_t wanted = 0, used = 0;
-        json_object_foreach(mine, handle, driver)
+        const char *handle;
+        json_t *driver;
+        json_object_foreach((json_t *)mine, handle, driver)
         {
-            wanted += strcmp(json_string_value(driver), name) == 0;
+            /* one volume used by several pods counts once */
+            wanted += strcmp(json_string_value(driver), name) == 0 &&
+                      json_object_get(attached, handle) == NULL;
         }
-        json_object_foreach(attached, handle, driver)
+        json_object_foreach((json_t *)attached, handle, driver)
         {
             used += strcmp(json_string_value(driver), name) == 0;
         }
-        if (used + wanted > limit)
+        if (wanted > 0 && used + wanted > limit)
             return KC_UNSCHEDULABLE;
     }
     return KC_SUCCESS;
@@ -223,32 +266,26 @@ static kc_status check_limits(const json_t *csinode, json_t *mine, json_t *attac
 
 static kc_status nvl_filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
+    (void)pod;
     struct nodevolumelimits *nvl = self;
-    if (kc_pod_volume_count(pod) == 0)
-        return KC_SUCCESS;
-    json_t *mine = json_object();
-    json_t *attached = json_object();
-    kc_status st = KC_ERROR;
-    char text[TEXT_MAX];
-    if (mine == NULL || attached == NULL)
-        goto done;
-    int found = new_volumes(nvl, pod, mine, text, sizeof(text));
-    if (found < 0) {
-        kc_cycle_reject(cycle, text);
-        st = found == -1 ? KC_UNRESOLVABLE : KC_ERROR;
-        goto done;
+    const struct pod_volumes *pv = kc_cycle_get(cycle, STATE_KEY);
+    if (pv == NULL)
+        return KC_ERROR; /* PreFilter did not run */
+    if (pv->error != KC_SUCCESS) {
+        kc_cycle_reject(cycle, pv->text);
+        return pv->error;
     }
     const json_t *csinode = vo_csinode(&nvl->vo, kc_node_name(node));
-    st = KC_SUCCESS;
-    if (json_object_size(mine) == 0 || csinode == NULL)
-        goto done;
+    if (csinode == NULL || !any_limited(csinode, pv->mine))
+        return KC_SUCCESS;
+    json_t *attached = json_object();
+    if (attached == NULL)
+        return KC_ERROR;
     attached_volumes(nvl, kc_node_name(node), attached);
-    st = check_limits(csinode, mine, attached);
+    kc_status st = check_limits(csinode, pv->mine, attached);
+    json_decref(attached);
     if (st == KC_UNSCHEDULABLE)
         kc_cycle_reject(cycle, REASON_MAX_VOLUME_COUNT);
-done:
-    json_decref(mine);
-    json_decref(attached);
     return st;
 }
 

@@ -521,8 +521,21 @@ static void deleted_claim_is_missing_again(void **state)
     fake_cycle_clear(&cycle);
 }
 
-/* A volume whose class changes is looked up under its new class only; a deleted one is gone. */
-static void volume_class_change_and_delete_are_followed(void **state)
+/* Events arrive between attempts: each attempt's PreFilter, then Filter. */
+static kc_status attempt_on(const kc_pod *pod, const kc_node *node)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status st = ops->pre_filter(self, &cycle, pod);
+    if (st == KC_SUCCESS)
+        st = ops->filter(self, &cycle, pod, node);
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+/* A volume whose class changes is looked up under its new class only; a deleted one is gone;
+ * a new one is found. */
+static void volume_class_change_delete_and_add_are_followed(void **state)
 {
     (void)state;
     const char *const objects[] = {VT_CLASS_LOCAL, VT_CLAIM("data", "local", "1Gi", "ReadWriteOnce"),
@@ -531,17 +544,17 @@ static void volume_class_change_and_delete_are_followed(void **state)
     kc_pod pod;
     fake_pod_init(&pod, "default", "web-0");
     fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNRESOLVABLE);
+    assert_int_equal(attempt_on(&pod, &vt_nodes[0]), KC_UNRESOLVABLE);
     vt_object_event(ops, self, KC_EVENT_OBJECT_UPDATE,
                     VT_VOLUME("pv-a", "local", "1Gi", "ReadWriteOnce", ""));
-    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_SUCCESS);
+    assert_int_equal(attempt_on(&pod, &vt_nodes[0]), KC_SUCCESS);
     vt_object_event(ops, self, KC_EVENT_OBJECT_DELETE,
                     VT_VOLUME("pv-a", "local", "1Gi", "ReadWriteOnce", ""));
-    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNRESOLVABLE);
-    fake_cycle_clear(&cycle);
+    assert_int_equal(attempt_on(&pod, &vt_nodes[0]), KC_UNRESOLVABLE);
+    vt_object_event(ops, self, KC_EVENT_OBJECT_ADD,
+                    VT_VOLUME("pv-b", "local", "1Gi", "ReadWriteOnce", VT_ON_HOST("node-a")));
+    assert_int_equal(attempt_on(&pod, &vt_nodes[0]), KC_SUCCESS);
+    assert_int_equal(attempt_on(&pod, &vt_nodes[1]), KC_UNRESOLVABLE);
 }
 
 static int group_teardown(void **state)
@@ -566,6 +579,6 @@ int main(void)
     tests[COUNT + 3] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         deleted_claim_is_missing_again, setup, teardown);
     tests[COUNT + 4] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
-        volume_class_change_and_delete_are_followed, setup, teardown);
+        volume_class_change_delete_and_add_are_followed, setup, teardown);
     return _cmocka_run_group_tests("volumebinding", tests, COUNT + 5, NULL, group_teardown);
 }

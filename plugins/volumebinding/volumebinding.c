@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <kcycle/kcycle.h>
 
+#include "candidates.h"
 #include "volume_objects.h"
 
 KC_PLUGIN_DEFINE_HOST;
@@ -34,6 +35,7 @@ struct volumebinding {
      * "namespace/claim" -> {"node", "pod"}: the node a claim is to be provisioned on. */
     json_t *assumed_volumes;
     json_t *assumed_claims;
+    struct candidate_cache candidates; /* the volumes of each class, compiled for matching */
 };
 
 /* One claim of the pod. The objects are referenced: an event may replace the index's copy
@@ -42,7 +44,12 @@ struct claim {
     json_t *claim;
     const char *namespace_name; /* points into claim */
     const char *name;
+    const char *uid; /* NULL when absent */
     int64_t request;
+    uint32_t modes;
+    bool filesystem;
+    bool has_selector;
+    const struct class_candidates *candidates; /* delayed claims: the volumes of its class */
 };
 
 /* What PreFilter found for the pod, and what Reserve chose. */
@@ -123,6 +130,7 @@ static void vb_fini(void *self)
     volume_objects_fini(&vb->vo);
     json_decref(vb->assumed_volumes);
     json_decref(vb->assumed_claims);
+    candidate_cache_free(&vb->candidates);
     free(vb);
 }
 
@@ -136,7 +144,11 @@ static void claim_key(const char *namespace_name, const char *name, char *out, s
 static void vb_on_event(void *self, const kc_event *ev)
 {
     struct volumebinding *vb = self;
-    if (!volume_objects_event(&vb->vo, ev) || ev->type == KC_EVENT_OBJECT_ADD)
+    if (!volume_objects_event(&vb->vo, ev))
+        return;
+    if (strcmp(ev->object_kind, VO_KIND_VOLUME) == 0)
+        vb->candidates.generation++; /* compiled candidates are rebuilt when next needed */
+    if (ev->type == KC_EVENT_OBJECT_ADD)
         return;
     if (strcmp(ev->object_kind, VO_KIND_VOLUME) == 0) {
         json_object_del(vb->assumed_volumes, ev->object_name);
@@ -207,11 +219,17 @@ static int claims_push(struct claim **list, uint32_t *count, json_t *claim)
     if (grown == NULL)
         return ENOMEM_CODE;
     *list = grown;
+    const char *mode = vo_string(claim, "spec.volumeMode");
+    const json_t *selector = json_object_get(json_object_get(claim, "spec"), "selector");
     grown[*count] = (struct claim){
         .claim = json_incref(claim),
         .namespace_name = vo_string(claim, "metadata.namespace"),
         .name = vo_string(claim, "metadata.name"),
+        .uid = vo_string(claim, "metadata.uid"),
         .request = vo_claim_request(claim),
+        .modes = vo_access_modes(claim),
+        .filesystem = mode == NULL || strcmp(mode, "Filesystem") == 0,
+        .has_selector = selector != NULL && !json_is_null(selector),
     };
     if (grown[*count].namespace_name == NULL)
         grown[*count].namespace_name = "default";
@@ -259,6 +277,12 @@ static int classify(struct volumebinding *vb, const kc_pod *pod, struct pod_clai
             return rc;
     }
     sort_by_request(pc->delayed, pc->delayed_count);
+    for (uint32_t i = 0; i < pc->delayed_count; i++) {
+        pc->delayed[i].candidates =
+            candidates_of(&vb->candidates, &vb->vo, vo_claim_class(pc->delayed[i].claim));
+        if (pc->delayed[i].candidates == NULL)
+            return ENOMEM_CODE;
+    }
     return immediate;
 }
 
@@ -290,25 +314,28 @@ static kc_status vb_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 
 /* ---- matching (Filter and Reserve) ------------------------------------------------------- */
 
-/* The claim a volume is promised to: its claimRef, or Reserve's assumption. */
-static bool volume_taken_by_other(struct volumebinding *vb, const char *volume_name,
-                                  const json_t *volume, const json_t *claim, bool *own)
+/* Whether the claim a volume is promised to (Reserve's assumption, else its claimRef) is c:
+ * 1 it is, 0 the volume is free, -1 it is another claim's. */
+static int promised_to(struct volumebinding *vb, const struct candidate *v, const struct claim *c)
 {
-    *own = false;
-    const json_t *assumed = json_object_get(vb->assumed_volumes, volume_name);
+    const json_t *assumed = json_object_size(vb->assumed_volumes) > 0
+                                ? json_object_get(vb->assumed_volumes, v->name)
+                                : NULL;
     if (assumed != NULL) {
         const char *ns = json_string_value(json_object_get(assumed, "namespace"));
         const char *name = json_string_value(json_object_get(assumed, "name"));
-        const char *claim_ns = vo_string(claim, "metadata.namespace");
-        *own = ns != NULL && name != NULL && strcmp(name, vo_string(claim, "metadata.name")) == 0 &&
-               strcmp(ns, claim_ns != NULL ? claim_ns : "default") == 0;
-        return !*own;
+        return ns != NULL && name != NULL && strcmp(name, c->name) == 0 &&
+                       strcmp(ns, c->namespace_name) == 0
+                   ? 1
+                   : -1;
     }
-    const json_t *ref = json_object_get(json_object_get(volume, "spec"), "claimRef");
-    if (ref == NULL || json_is_null(ref))
-        return false;
-    *own = vo_volume_bound_to_claim(volume, claim);
-    return !*own;
+    if (v->ref_name == NULL)
+        return 0;
+    /* kube's IsVolumeBoundToClaim: name and namespace, and the uid when the claimRef has one */
+    bool same = strcmp(v->ref_name, c->name) == 0 &&
+                strcmp(v->ref_namespace != NULL ? v->ref_namespace : "", c->namespace_name) == 0 &&
+                (v->ref_uid == NULL || (c->uid != NULL && strcmp(v->ref_uid, c->uid) == 0));
+    return same ? 1 : -1;
 }
 
 static bool chosen_contains(const char *const *chosen, uint32_t count, const char *name)
@@ -323,48 +350,31 @@ static bool chosen_contains(const char *const *chosen, uint32_t count, const cha
  * volume already promised to this claim wins when it fits the node (else nothing does);
  * otherwise the smallest Available volume, big enough, with the claim's access modes, volume
  * mode and selector, not being deleted, not chosen for another claim of the pod, whose node
- * affinity fits. */
-static const char *find_matching_volume(struct volumebinding *vb, const json_t *claim,
+ * affinity fits. Candidates come smallest first, so the first free one that fits is the
+ * answer unless a promised one follows; the node affinity, the costly test, comes last. */
+static const char *find_matching_volume(struct volumebinding *vb, const struct claim *c,
                                         const kc_node *node, const char *const *chosen,
                                         uint32_t chosen_count)
 {
+    const struct class_candidates *cc = c->candidates;
     const char *best = NULL;
-    int64_t best_size = 0;
-    int64_t request = vo_claim_request(claim);
-    const char *klass = vo_claim_class(claim);
-    uint32_t modes = vo_access_modes(claim);
-    const char *claim_mode = vo_string(claim, "spec.volumeMode");
-    const char *name;
-    json_t *volume;
-    json_object_foreach(vo_volumes_of_class(&vb->vo, klass), name, volume)
-    {
-        bool own;
-        if (chosen_contains(chosen, chosen_count, name) ||
-            volume_taken_by_other(vb, name, volume, claim, &own))
+    struct label_memo memo = {0};
+    for (uint32_t i = 0; cc != NULL && i < cc->count; i++) {
+        const struct candidate *v = &cc->items[i];
+        if (v->capacity < c->request || v->filesystem != c->filesystem || v->deleting ||
+            chosen_contains(chosen, chosen_count, v->name))
             continue;
-        int64_t size = vo_volume_capacity(volume);
-        if (size < request)
+        int promised = promised_to(vb, v, c);
+        if (promised < 0)
             continue;
-        const char *volume_mode = vo_string(volume, "spec.volumeMode");
-        if (strcmp(claim_mode != NULL ? claim_mode : "Filesystem",
-                   volume_mode != NULL ? volume_mode : "Filesystem") != 0)
+        if (promised > 0)
+            return candidate_fits(v, node, &memo) ? v->name : NULL;
+        if (best != NULL || !v->available || (v->modes & c->modes) != c->modes)
+            continue; /* after the best one, only a volume promised to the claim can win */
+        if (c->has_selector && !vo_selector_matches(c->claim, v->volume))
             continue;
-        if (vo_deleting(volume))
-            continue;
-        bool fits = vo_volume_fits_node(volume, node);
-        if (own)
-            return fits ? name : NULL;
-        const char *phase = vo_string(volume, "status.phase");
-        if (phase == NULL || strcmp(phase, "Available") != 0 || !vo_selector_matches(claim, volume))
-            continue;
-        if (!fits)
-            continue;
-        if ((vo_access_modes(volume) & modes) != modes)
-            continue;
-        if (best == NULL || size < best_size) {
-            best = name;
-            best_size = size;
-        }
+        if (candidate_fits(v, node, &memo))
+            best = v->name;
     }
     return best;
 }
@@ -440,7 +450,7 @@ static void find_pod_volumes(struct volumebinding *vb, const struct pod_claims *
     for (uint32_t i = 0; i < pc->delayed_count; i++) {
         if (selected_node(vb, &pc->delayed[i]) != NULL)
             continue; /* provisioning on this node: nothing to match */
-        picked[i] = find_matching_volume(vb, pc->delayed[i].claim, node, picked, i);
+        picked[i] = find_matching_volume(vb, &pc->delayed[i], node, picked, i);
     }
     for (uint32_t i = 0; i < pc->delayed_count; i++) {
         if (picked[i] != NULL)
