@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """examples/deploy is well formed: every manifest is YAML with apiVersion, kind and
 metadata.name; the ConfigMap carries examples/deploy/config.yaml verbatim and the scheduler
-accepts that file; RBAC grants exactly the rules a secondary scheduler needs (DESIGN.md
-section 6, the RBAC section of the Kubernetes API reference); the Deployment runs both
+accepts that file; RBAC grants exactly the rules a secondary scheduler needs (docs/operations.md,
+like kube-scheduler's system:kube-scheduler role); the Deployment runs both
 containers with only the flags the programs take, one shared emptyDir at /run/kcycle, the
 config where --config looks, and probes on the health ports; the CRDs have the fields the
 plugins read; the examples are a pod and a gang for kcycle.
