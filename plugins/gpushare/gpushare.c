@@ -590,13 +590,18 @@ static kc_status gpushare_score(void *self, kc_cycle *cycle, const kc_pod *pod,
     const struct plugin *plugin = self;
     const struct pod_request *request = kc_cycle_get(cycle, STATE_KEY);
     *score = 0;
+    if (request != NULL && request->card_policy == POLICY_FIRST_FIT) {
+        /* the baseline: the first feasible node in the snapshot's order */
+        *score = -(int64_t)kc_node_index(node);
+        return KC_SUCCESS;
+    }
     const char *why;
     const struct gpu_node *gpus = request != NULL ? usable_node(plugin, node, &why) : NULL;
     struct placement placement;
     char reason[GPU_REASON_LEN];
     int64_t cpus = kc_node_allocatable(node, KC_RESOURCE_CPU);
     int64_t free_cpu = cpus > 0 ? cpus - kc_node_requested(node, KC_RESOURCE_CPU) : -1;
-    if (gpus == NULL || request->card_policy == POLICY_FIRST_FIT ||
+    if (gpus == NULL ||
         !fit_pod(gpus, request, &plugin->mix, free_cpu < 0 && cpus > 0 ? 0 : free_cpu,
                  &placement, reason, sizeof(reason)))
         return KC_SUCCESS;

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_gpu.h"
 #include "log.h"
 #include "model.h"
 #include "resource_table.h"
@@ -190,7 +191,7 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang [--json] [--nodes N] "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|gpu [--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process]\n");
@@ -292,9 +293,12 @@ int main(int argc, char **argv)
         default: usage(); return 2;
         }
     }
+    /* GPU sharing (gpushare): its own trace, nodes and plugins */
+    if (strcmp(shape, "gpu") == 0)
+        return bench_gpu(b.plugin_dir, b.json, b.seed);
     bool gang = strcmp(shape, "gang") == 0;
     if (strcmp(shape, "scheduling-basic") != 0 && !gang) {
-        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang)\n",
+        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, gpu)\n",
                 shape);
         return 2;
     }
