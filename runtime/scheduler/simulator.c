@@ -11,6 +11,7 @@
 #include "array.h"
 #include "log.h"
 #include "model.h"
+#include "sim_gpu.h"
 
 /* After the last arrival, time keeps moving only while something is due; pods that keep
  * failing with errors stop being retried this long after the last arrival. */
@@ -55,7 +56,6 @@ static void count_bound_now(struct simulator *sim)
 static int sim_bind(void *ctx, const struct pod *pod, const char *node,
                     const struct kv_list *annotations)
 {
-    (void)annotations;
     struct simulator *sim = ctx;
     struct sim_record *r = record_of(sim, pod->uid);
     if (r == NULL)
@@ -66,6 +66,7 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     free(r->node);
     r->node = copy;
     r->bound_ms = sim->now_ms;
+    sim_gpu_record(r, annotations);
     return 0;
 }
 
@@ -179,6 +180,7 @@ static int add_record(struct simulator *sim, const struct pod *pod)
     r->name = strdup(pod->name);
     r->uid = strdup(pod->uid);
     r->arrival_ms = sim->now_ms;
+    sim_gpu_note_pod(r, pod);
     if (r->namespace == NULL || r->name == NULL || r->uid == NULL)
         return -ENOMEM;
     sim->record_count++;
@@ -355,6 +357,7 @@ void simulator_close(struct simulator *sim)
         free(sim->records[i].name);
         free(sim->records[i].uid);
         free(sim->records[i].node);
+        free(sim->records[i].gpu_assignment);
     }
     free(sim->records);
     strmap_free(&sim->record_index);

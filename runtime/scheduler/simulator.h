@@ -21,6 +21,9 @@ struct sim_record {
     int64_t bound_ms;          /* simulated time of binding */
     int64_t bound_wall_ms;     /* wall time of binding, from the start of the run */
     uint32_t generation_index; /* + 1, into simulator.generations: the plugins that served it */
+    /* GPUs (sim_gpu.c): the pod asks for GPUs; kcycle.io/gpu-assignment of its binding */
+    bool gpu;
+    char *gpu_assignment;
 };
 
 /* A plugin generation that served pods: its plugins' names and versions. */
