@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <kcycle/kcycle.h>
@@ -47,8 +48,17 @@ struct plugin {
     enum gpu_policy node_policy;
     int64_t handshake_timeout_ms;
     bool hami_annotations;
+    /* HAMi's handshake carries calendar times: the scheduler clock (kc_now_ms) is monotonic */
+    int64_t (*calendar_ms)(void);
     struct nrt_entry *nrt[NRT_BUCKETS];
 };
+
+static int64_t realtime_ms(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
@@ -193,6 +203,11 @@ const struct ledger *gpushare_ledger(const void *self)
     return &((const struct plugin *)self)->ledger;
 }
 
+void gpushare_set_calendar(void *self, int64_t (*calendar_ms)(void))
+{
+    ((struct plugin *)self)->calendar_ms = calendar_ms;
+}
+
 /* Lifecycle ----------------------------------------------------------------------------- */
 
 static void gpushare_fini(void *self)
@@ -229,6 +244,7 @@ static int gpushare_init(const kc_host_api *host, const char *args_json, void **
     plugin->node_policy = POLICY_BINPACK;
     plugin->handshake_timeout_ms = 300000; /* HAMi's five minutes */
     plugin->hami_annotations = true;
+    plugin->calendar_ms = realtime_ms;
     if ((rc = parse_args(plugin, args_json)) != 0) {
         gpushare_fini(plugin);
         return rc;
@@ -543,7 +559,8 @@ static const struct gpu_node *usable_node(const struct plugin *plugin, const kc_
         *reason = "GPU devices unregistered (" HAMI_HANDSHAKE " is Deleted)";
         return NULL;
     }
-    if (gpus->requesting_ms > 0 && kc_now_ms() - gpus->requesting_ms > plugin->handshake_timeout_ms) {
+    if (gpus->requesting_ms > 0 &&
+        plugin->calendar_ms() - gpus->requesting_ms > plugin->handshake_timeout_ms) {
         *reason = "GPU registration stale (HAMi's device plugin did not answer the handshake)";
         return NULL;
     }

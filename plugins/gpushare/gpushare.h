@@ -252,6 +252,9 @@ bool ledger_consistent(const struct ledger *ledger, char *why, size_t why_size);
 
 /* The plugin's ledger, for its tests (self is what init returned). */
 const struct ledger *gpushare_ledger(const void *self);
+/* The calendar clock (ms since the epoch, UTC) HAMi's handshake times are compared with;
+ * tests replace the real one. */
+void gpushare_set_calendar(void *self, int64_t (*calendar_ms)(void));
 
 /* Inventory ----------------------------------------------------------------------------- */
 

@@ -217,9 +217,15 @@ static void kcycle_gpus_annotation_parses_and_refuses_unknown_keys(void **state)
                      -22);
 }
 
+static int64_t fake_calendar_ms(void)
+{
+    return fake_host.now_ms;
+}
+
 static void handshake_requesting_too_long_makes_the_node_stale(void **state)
 {
     (void)state;
+    gpushare_set_calendar(self, fake_calendar_ms);
     kc_node node;
     fake_node_init(&node, "v100");
     node.annotations[0] = (struct fake_kv){"hami.io/node-nvidia-register", HAMI_DOC_REGISTER};
