@@ -16,7 +16,8 @@
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
-static int append(char *out, size_t size, size_t *used, const char *format, ...)
+static int
+append(char *out, size_t size, size_t *used, const char *format, ...)
 {
     va_list ap;
     va_start(ap, format);
@@ -29,8 +30,7 @@ static int append(char *out, size_t size, size_t *used, const char *format, ...)
 }
 
 int hami_encode(const struct gpu_node *node, const struct pod_request *request,
-                const struct placement *placement, uint32_t app_containers, char *out,
-                size_t size)
+                const struct placement *placement, uint32_t app_containers, char *out, size_t size)
 {
     size_t used = 0;
     out[0] = '\0';
@@ -116,8 +116,7 @@ int assignment_encode(const struct gpu_node *node, const struct pod_request *req
                 json_array_append_new(cards, card_json(node, request, &placement->items[i]));
         }
         json_array_append_new(containers, json_pack("{s:s, s:o}", "name",
-                                                     request->containers[c].name, "cards",
-                                                     cards));
+                                                    request->containers[c].name, "cards", cards));
     }
     json_t *root = json_pack("{s:s, s:o}", "node", node->name, "containers", containers);
     if (root != NULL && placement->zone >= 0)

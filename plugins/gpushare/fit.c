@@ -70,6 +70,19 @@ bool card_takes(const struct card *card, const struct card_usage *usage, int64_t
            card->cores - usage->cores >= cores;
 }
 
+bool text_contains_nocase(const char *text, const char *needle, size_t length)
+{
+    for (; *text != '\0'; text++) {
+        size_t i = 0;
+        while (i < length && text[i] != '\0' &&
+               toupper((unsigned char)text[i]) == toupper((unsigned char)needle[i]))
+            i++;
+        if (i == length)
+            return true;
+    }
+    return false;
+}
+
 static bool list_has(const char *list, const char *value, bool substring)
 {
     char item[GPU_UUID_LEN];
@@ -88,17 +101,8 @@ static bool list_has(const char *list, const char *value, bool substring)
         if (size > 0) {
             if (!substring && strcmp(item, value) == 0)
                 return true;
-            if (substring) {
-                /* HAMi compares card types case-insensitively, as substrings */
-                for (const char *h = value; *h != '\0'; h++) {
-                    size_t i = 0;
-                    while (i < size && h[i] != '\0' &&
-                           toupper((unsigned char)h[i]) == toupper((unsigned char)item[i]))
-                        i++;
-                    if (i == size)
-                        return true;
-                }
-            }
+            if (substring && text_contains_nocase(value, item, size))
+                return true;
         }
         cursor += length;
         if (*cursor == ',')
@@ -189,7 +193,7 @@ struct scratch {
     const struct pod_request *request;
     const struct demand_mix *mix;
     struct card_usage usage[GPU_MAX_CARDS];
-    int32_t zone; /* -1: any */
+    int32_t zone;           /* -1: any */
     int64_t free_cpu_milli; /* negative: unknown */
     uint32_t misses[MISS_COUNT];
 };
@@ -219,8 +223,8 @@ static int64_t shared_cost(struct scratch *s, uint32_t i, int64_t memory, int32_
     after.memory_mib += memory;
     after.cores += cores;
     after.users++;
-    int64_t delta = card_fragmentation(card, &after, s->mix) -
-                    card_fragmentation(card, &s->usage[i], s->mix);
+    int64_t delta =
+        card_fragmentation(card, &after, s->mix) - card_fragmentation(card, &s->usage[i], s->mix);
     int64_t free_after = card->memory_mib - after.memory_mib;
     if (s->request->card_policy == POLICY_SPREAD)
         return -free_after * 1000000 + delta * s->mix->fragmentation_weight;
@@ -241,8 +245,8 @@ static bool card_allowed(struct scratch *s, uint32_t i)
     return true;
 }
 
-static void add_assignment(struct placement *out, uint32_t container, uint32_t card,
-                           int mig_start, int64_t memory, int32_t cores, bool exclusive)
+static void add_assignment(struct placement *out, uint32_t container, uint32_t card, int mig_start,
+                           int64_t memory, int32_t cores, bool exclusive)
 {
     struct assignment *a = &out->items[out->count++];
     a->container = (uint8_t)container;
@@ -262,8 +266,8 @@ static bool place_shared(struct scratch *s, uint32_t c, struct placement *out)
     for (uint32_t i = 0; i < node->card_count; i++) {
         costs[i] = COST_NONE;
         if (card_allowed(s, i))
-            costs[i] = shared_cost(s, i, request_memory_on(request, &node->cards[i]),
-                                   request->cores);
+            costs[i] =
+                shared_cost(s, i, request_memory_on(request, &node->cards[i]), request->cores);
     }
     int32_t zones[GPU_MAX_CARDS + 1];
     uint32_t zone_count = 0;
@@ -319,16 +323,15 @@ static bool place_shared(struct scratch *s, uint32_t c, struct placement *out)
     return true;
 }
 
-static int64_t mig_cost(struct scratch *s, uint32_t i, const struct mig_profile *profile,
-                        int start)
+static int64_t mig_cost(struct scratch *s, uint32_t i, const struct mig_profile *profile, int start)
 {
     const struct card *card = &s->node->cards[i];
     if (s->request->card_policy == POLICY_FIRST_FIT)
         return i * MIG_SLOTS + start;
     struct card_usage after = s->usage[i];
     after.mig_mask |= mig_mask(profile, start);
-    int64_t delta = card_fragmentation(card, &after, s->mix) -
-                    card_fragmentation(card, &s->usage[i], s->mix);
+    int64_t delta =
+        card_fragmentation(card, &after, s->mix) - card_fragmentation(card, &s->usage[i], s->mix);
     int64_t free_after = card->mig->slot_count - popcount8(after.mig_mask);
     if (s->request->card_policy == POLICY_SPREAD)
         return -free_after * 1000000000 + delta;
@@ -412,8 +415,7 @@ static bool place_all(struct scratch *s, struct placement *out, char *reason, si
     for (uint32_t c = 0; c < s->request->count; c++) {
         const struct container_request *request = &s->request->containers[c];
         memset(s->misses, 0, sizeof(s->misses));
-        bool placed = request->mig_profile != NULL ? place_mig(s, c, out)
-                                                   : place_shared(s, c, out);
+        bool placed = request->mig_profile != NULL ? place_mig(s, c, out) : place_shared(s, c, out);
         if (!placed) {
             /* cards that each fit, but too few of them */
             miss_reason(s, request, reason, size);

@@ -63,9 +63,9 @@ static inline struct gpu_trace_pod gpu_trace_next(struct gpu_trace *trace)
         return (struct gpu_trace_pod){"half", 1, 0, 50, 50, GPU_TRACE_WHOLE_CPU / 2};
     if (draw < GPU_TRACE_QUARTER)
         return (struct gpu_trace_pod){"quarter", 1, 0, 25, 25, GPU_TRACE_WHOLE_CPU / 4};
-    return (struct gpu_trace_pod){"small", 1,
-                                  GPU_TRACE_SMALL_MIB * (1 + (int64_t)gpu_trace_next_u32(trace, 4)),
-                                  0, 5, GPU_TRACE_SMALL_CPU};
+    return (struct gpu_trace_pod){
+        "small", 1, GPU_TRACE_SMALL_MIB * (1 + (int64_t)gpu_trace_next_u32(trace, 4)),
+        0,       5, GPU_TRACE_SMALL_CPU};
 }
 
 #endif

@@ -63,7 +63,8 @@ static int64_t realtime_ms(void)
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-static void log_line(kc_log_level level, const char *format, ...)
+static void
+log_line(kc_log_level level, const char *format, ...)
 {
     char message[512];
     va_list ap;
@@ -134,15 +135,16 @@ static int parse_demand(struct plugin *plugin, const json_t *list)
 
 static int parse_args(struct plugin *plugin, const char *args_json)
 {
-    static const char *const known[] = {"cardPolicy", "nodePolicy", "fragmentationWeight",
-                                        "demand", "handshakeTimeoutSeconds", "hamiAnnotations",
-                                        NULL};
+    static const char *const known[] = {
+        "cardPolicy",      "nodePolicy", "fragmentationWeight", "demand", "handshakeTimeoutSeconds",
+        "hamiAnnotations", NULL};
     json_error_t error;
-    json_t *root = json_loads(args_json != NULL && args_json[0] != '\0' ? args_json : "{}", 0,
-                              &error);
+    json_t *root =
+        json_loads(args_json != NULL && args_json[0] != '\0' ? args_json : "{}", 0, &error);
     if (!json_is_object(root)) {
-        log_line(KC_LOG_ERROR, "args: expected a JSON object such as {\"cardPolicy\": "
-                               "\"Binpack\"}%s%s",
+        log_line(KC_LOG_ERROR,
+                 "args: expected a JSON object such as {\"cardPolicy\": "
+                 "\"Binpack\"}%s%s",
                  root == NULL ? ": " : "", root == NULL ? error.text : "");
         json_decref(root);
         return EINVAL_CODE;
@@ -453,7 +455,8 @@ static void adopt_bound_pod(struct plugin *plugin, const kc_pod *pod)
     int rc = own != NULL ? assignment_decode(own, charge) : hami_decode(hami, charge);
     if (rc != 0) {
         log_line(KC_LOG_WARN, "pod %s/%s: cannot read its GPU decision (%s); not counted",
-                 kc_pod_namespace(pod), kc_pod_name(pod), own != NULL ? KCYCLE_ASSIGNMENT : HAMI_ALLOCATED);
+                 kc_pod_namespace(pod), kc_pod_name(pod),
+                 own != NULL ? KCYCLE_ASSIGNMENT : HAMI_ALLOCATED);
     } else if (charge->count > 0 && (rc = ledger_charge(&plugin->ledger, charge)) != 0) {
         log_line(KC_LOG_WARN, "pod %s/%s on %s: its GPU decision %s; not counted",
                  kc_pod_namespace(pod), kc_pod_name(pod), node,
@@ -499,17 +502,14 @@ static void gpushare_on_event(void *self, const kc_event *event)
         break;
     }
     case KC_EVENT_POD_DELETE:
-    case KC_EVENT_POD_FORGET:
-        ledger_release(&plugin->ledger, pod_key(event->pod));
-        break;
+    case KC_EVENT_POD_FORGET: ledger_release(&plugin->ledger, pod_key(event->pod)); break;
     case KC_EVENT_OBJECT_ADD:
     case KC_EVENT_OBJECT_UPDATE:
     case KC_EVENT_OBJECT_DELETE:
         if (event->object_kind != NULL && strcmp(event->object_kind, NRT_KIND) == 0)
             nrt_event(plugin, event);
         break;
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -526,8 +526,8 @@ static kc_status gpushare_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
     }
     char why[GPU_REASON_LEN];
     if (request_parse(pod, plugin->card_policy, request, why, sizeof(why)) != 0) {
-        snprintf(reason, sizeof(reason), "pod %s/%s: %s", kc_pod_namespace(pod),
-                 kc_pod_name(pod), why);
+        snprintf(reason, sizeof(reason), "pod %s/%s: %s", kc_pod_namespace(pod), kc_pod_name(pod),
+                 why);
         kc_cycle_reject(cycle, reason);
         free(request);
         return KC_UNRESOLVABLE;
@@ -600,8 +600,8 @@ static kc_status gpushare_pre_score(void *self, kc_cycle *cycle, const kc_pod *p
 
 /* Raw score: the fragmentation the placement adds (expected stranded MiB x 1000, times the
  * weight) dominates; the node policy (GPU memory in use after, per mille) breaks ties. */
-static kc_status gpushare_score(void *self, kc_cycle *cycle, const kc_pod *pod,
-                                const kc_node *node, int64_t *score)
+static kc_status gpushare_score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
+                                int64_t *score)
 {
     (void)pod;
     const struct plugin *plugin = self;
@@ -619,8 +619,8 @@ static kc_status gpushare_score(void *self, kc_cycle *cycle, const kc_pod *pod,
     int64_t cpus = kc_node_allocatable(node, KC_RESOURCE_CPU);
     int64_t free_cpu = cpus > 0 ? cpus - kc_node_requested(node, KC_RESOURCE_CPU) : -1;
     if (gpus == NULL ||
-        !fit_pod(gpus, request, &plugin->mix, free_cpu < 0 && cpus > 0 ? 0 : free_cpu,
-                 &placement, reason, sizeof(reason)))
+        !fit_pod(gpus, request, &plugin->mix, free_cpu < 0 && cpus > 0 ? 0 : free_cpu, &placement,
+                 reason, sizeof(reason)))
         return KC_SUCCESS;
     int64_t total = 0, used = 0;
     for (uint32_t i = 0; i < gpus->card_count; i++) {
@@ -690,7 +690,8 @@ static kc_status gpushare_reserve(void *self, kc_cycle *cycle, const kc_pod *pod
     const struct gpu_node *gpus = usable_node(plugin, node, &why);
     struct placement placement;
     char reason[GPU_REASON_LEN];
-    if (gpus == NULL || !fit_pod(gpus, request, &plugin->mix, -1, &placement, reason, sizeof(reason))) {
+    if (gpus == NULL ||
+        !fit_pod(gpus, request, &plugin->mix, -1, &placement, reason, sizeof(reason))) {
         kc_cycle_reject(cycle, gpus == NULL ? why : reason);
         return KC_UNSCHEDULABLE;
     }
@@ -711,8 +712,7 @@ static kc_status gpushare_reserve(void *self, kc_cycle *cycle, const kc_pod *pod
     return KC_SUCCESS;
 }
 
-static void gpushare_unreserve(void *self, kc_cycle *cycle, const kc_pod *pod,
-                               const kc_node *node)
+static void gpushare_unreserve(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     (void)cycle, (void)node;
     struct plugin *plugin = self;

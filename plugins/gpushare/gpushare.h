@@ -8,15 +8,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GPU_MAX_CARDS 16      /* per node; an 8-GPU server is the common case */
-#define GPU_MAX_CONTAINERS 8  /* containers of one pod that ask for GPUs */
-#define GPU_MAX_ZONES 8       /* NUMA zones per node */
-#define GPU_MAX_TYPES 16      /* request shapes the fragmentation score weighs */
+#define GPU_MAX_CARDS 16     /* per node; an 8-GPU server is the common case */
+#define GPU_MAX_CONTAINERS 8 /* containers of one pod that ask for GPUs */
+#define GPU_MAX_ZONES 8      /* NUMA zones per node */
+#define GPU_MAX_TYPES 16     /* request shapes the fragmentation score weighs */
 #define GPU_UUID_LEN 96
 #define GPU_MODEL_LEN 64
 #define GPU_NAME_LEN 128
 #define GPU_REASON_LEN 256
-#define MIG_SLOTS 8           /* memory slices of a MIG-capable card */
+#define MIG_SLOTS 8 /* memory slices of a MIG-capable card */
 #define MIG_MAX_PROFILES 8
 
 /* How a card may be used. */
@@ -56,6 +56,9 @@ int mig_place(const struct mig_family *family, const struct mig_profile *profile
 uint8_t mig_mask(const struct mig_profile *profile, int start);
 /* Largest memory (MiB) one more instance could get on a card with mask; 0 when full. */
 uint32_t mig_largest_free(const struct mig_family *family, uint8_t mask);
+/* Whether needle (its first length bytes) is in text, ignoring case, as HAMi compares card
+ * types. */
+bool text_contains_nocase(const char *text, const char *needle, size_t length);
 /* "3g.40gb" shaped: digits, 'g', '.', digits, "gb" (with an optional "+me" etc. suffix). */
 bool mig_name_valid(const char *name);
 
@@ -76,8 +79,8 @@ struct card {
     bool healthy;
     enum card_mode mode;
     int64_t memory_mib;
-    int32_t cores; /* 100 = the whole card */
-    int32_t split; /* most users at once */
+    int32_t cores;                /* 100 = the whole card */
+    int32_t split;                /* most users at once */
     const struct mig_family *mig; /* set for MIG mode (and MIG-capable shared cards) */
     struct card_usage used;
     bool overcommitted; /* a bound pod's annotation claims more than the card has */
@@ -85,10 +88,10 @@ struct card {
 
 enum inventory_source {
     SOURCE_NONE = 0,
-    SOURCE_HAMI,     /* hami.io/node-nvidia-register */
-    SOURCE_KCYCLE,   /* kcycle.io/gpus */
-    SOURCE_NRT,      /* NodeResourceTopology zones */
-    SOURCE_GFD,      /* nvidia.com/gpu.* labels of GPU feature discovery */
+    SOURCE_HAMI,   /* hami.io/node-nvidia-register */
+    SOURCE_KCYCLE, /* kcycle.io/gpus */
+    SOURCE_NRT,    /* NodeResourceTopology zones */
+    SOURCE_GFD,    /* nvidia.com/gpu.* labels of GPU feature discovery */
     SOURCE_SIMULATION
 };
 
@@ -115,11 +118,11 @@ struct gpu_node {
 /* What one container asks for. Memory is per card. */
 struct container_request {
     char name[GPU_NAME_LEN];
-    uint32_t index;  /* position among the pod's app containers */
-    int32_t cards;   /* cards (or MIG instances) */
-    int64_t memory_mib;     /* 0: use memory_percent */
-    int32_t memory_percent; /* of each card's memory */
-    int32_t cores;          /* percent of each card */
+    uint32_t index;          /* position among the pod's app containers */
+    int32_t cards;           /* cards (or MIG instances) */
+    int64_t memory_mib;      /* 0: use memory_percent */
+    int32_t memory_percent;  /* of each card's memory */
+    int32_t cores;           /* percent of each card */
     const char *mig_profile; /* interned resource suffix ("3g.40gb") or NULL */
 };
 
@@ -141,8 +144,8 @@ struct pod_request {
 /* Parse the pod's GPU request. 0 and *out filled (count 0: no GPUs); -22 with reason set
  * ("container \"x\": ...") for a value the plugin refuses. Reads the pod through the SDK. */
 struct kc_pod;
-int request_parse(const struct kc_pod *pod, enum gpu_policy default_policy,
-                  struct pod_request *out, char *reason, size_t reason_size);
+int request_parse(const struct kc_pod *pod, enum gpu_policy default_policy, struct pod_request *out,
+                  char *reason, size_t reason_size);
 /* Memory a container gets on a card. */
 int64_t request_memory_on(const struct container_request *request, const struct card *card);
 
@@ -161,13 +164,13 @@ struct assignment {
 struct placement {
     uint32_t count;
     struct assignment items[GPU_MAX_ASSIGNMENTS];
-    int32_t zone; /* the NUMA zone all cards share, -1 when not constrained */
+    int32_t zone;                /* the NUMA zone all cards share, -1 when not constrained */
     int64_t fragmentation_delta; /* MiB x 1000 of expected stranded memory added */
 };
 
 /* The request shapes the fragmentation score weighs: each a per-card demand. */
 struct demand_type {
-    int64_t memory_mib;     /* 0: memory_percent */
+    int64_t memory_mib; /* 0: memory_percent */
     int32_t memory_percent;
     int32_t cores;
     double weight;
@@ -261,8 +264,8 @@ void gpushare_set_calendar(void *self, int64_t (*calendar_ms)(void));
 /* Each returns 0 with out filled (card_count may be 0 when the source is absent), or -22
  * with why set when the source is present but malformed. */
 int inventory_from_hami(const char *value, struct gpu_node *out, char *why, size_t why_size);
-int inventory_from_kcycle(const char *json, const char *node_name, struct gpu_node *out,
-                          char *why, size_t why_size);
+int inventory_from_kcycle(const char *json, const char *node_name, struct gpu_node *out, char *why,
+                          size_t why_size);
 int inventory_from_gfd(const char *product, const char *memory, const char *count,
                        const char *mig_config, const char *node_name, struct gpu_node *out);
 /* Zones of a NodeResourceTopology object: CPUs free per zone and GPUs per zone. */
@@ -279,8 +282,7 @@ int64_t parse_hami_time(const char *text);
  * ";" (one entry per app container, empty for those without GPUs). Returns the length
  * written, or -1 when it does not fit. */
 int hami_encode(const struct gpu_node *node, const struct pod_request *request,
-                const struct placement *placement, uint32_t app_containers, char *out,
-                size_t size);
+                const struct placement *placement, uint32_t app_containers, char *out, size_t size);
 /* Parse it back into a charge (uuid, memory, cores per card); -22 when malformed. */
 int hami_decode(const char *value, struct charge *out);
 /* kcycle.io/gpu-assignment JSON. */

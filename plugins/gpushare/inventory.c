@@ -84,8 +84,10 @@ static int hami_text_device(const char *text, size_t length, struct card *card, 
         !parse_long(fields[3], sizes[3], &cores) || !parse_long(fields[5], sizes[5], &numa) ||
         (count == 9 && !parse_long(fields[7], sizes[7], &index)) || split < 0 || memory < 0 ||
         cores < 0) {
-        snprintf(why, why_size, "device %d: count, memory, cores, numa and index must be "
-                                "non-negative integers", position);
+        snprintf(why, why_size,
+                 "device %d: count, memory, cores, numa and index must be "
+                 "non-negative integers",
+                 position);
         return EINVAL_CODE;
     }
     card_defaults(card, (int32_t)index);
@@ -209,9 +211,8 @@ static bool memory_mib_of(const json_t *value, int64_t *out)
 static int kcycle_card(const json_t *entry, size_t position, const char *node_name,
                        struct gpu_node *out, char *why, size_t why_size)
 {
-    static const char *const known[] = {"index", "uuid", "model", "memory", "cores", "numa",
-                                        "healthy", "mode", "split", "migFamily", "count",
-                                        NULL};
+    static const char *const known[] = {"index",   "uuid", "model", "memory",    "cores", "numa",
+                                        "healthy", "mode", "split", "migFamily", "count", NULL};
     const char *key;
     const json_t *value;
     json_object_foreach((json_t *)entry, key, value)
@@ -226,8 +227,10 @@ static int kcycle_card(const json_t *entry, size_t position, const char *node_na
     }
     int64_t memory = 0;
     if (!memory_mib_of(json_object_get(entry, "memory"), &memory) || memory == 0) {
-        snprintf(why, why_size, "card %zu: memory must be MiB (an integer) or a quantity "
-                                "such as \"80Gi\"", position);
+        snprintf(why, why_size,
+                 "card %zu: memory must be MiB (an integer) or a quantity "
+                 "such as \"80Gi\"",
+                 position);
         return EINVAL_CODE;
     }
     const char *mode_text = json_string_value(json_object_get(entry, "mode"));
@@ -252,8 +255,8 @@ static int kcycle_card(const json_t *entry, size_t position, const char *node_na
     const char *uuid = json_string_value(json_object_get(entry, "uuid"));
     const char *family = json_string_value(json_object_get(entry, "migFamily"));
     const json_t *index_json = json_object_get(entry, "index");
-    int32_t first = index_json != NULL ? (int32_t)json_integer_value(index_json)
-                                       : (int32_t)out->card_count;
+    int32_t first =
+        index_json != NULL ? (int32_t)json_integer_value(index_json) : (int32_t)out->card_count;
     for (int64_t r = 0; r < repeat; r++) {
         struct card *card = &out->cards[out->card_count];
         card_defaults(card, first + (int32_t)r);
@@ -275,8 +278,9 @@ static int kcycle_card(const json_t *entry, size_t position, const char *node_na
         if (mode == CARD_SHARED && json_object_get(entry, "split") != NULL)
             card->split = (int32_t)json_integer_value(json_object_get(entry, "split"));
         if (mode == CARD_MIG && card->mig == NULL) {
-            snprintf(why, why_size, "card %zu: mode mig, but model \"%s\" is no MIG-capable "
-                                    "GPU known here; give migFamily (e.g. \"A100-80GB\")",
+            snprintf(why, why_size,
+                     "card %zu: mode mig, but model \"%s\" is no MIG-capable "
+                     "GPU known here; give migFamily (e.g. \"A100-80GB\")",
                      position, card->model);
             return EINVAL_CODE;
         }
@@ -285,8 +289,8 @@ static int kcycle_card(const json_t *entry, size_t position, const char *node_na
     return 0;
 }
 
-int inventory_from_kcycle(const char *json, const char *node_name, struct gpu_node *out,
-                          char *why, size_t why_size)
+int inventory_from_kcycle(const char *json, const char *node_name, struct gpu_node *out, char *why,
+                          size_t why_size)
 {
     memset(out, 0, sizeof(*out));
     if (json == NULL)
@@ -424,8 +428,7 @@ int64_t parse_hami_time(const char *text)
     if (sscanf(text, "%4d.%2d.%2d %2d:%2d:%2d%c", &year, &month, &day, &hour, &minute, &second,
                &tail) != 6)
         return -1;
-    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
-        second > 60)
+    if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
         return -1;
     int64_t days = days_from_civil(year, month, day);
     return ((days * 24 + hour) * 60 + minute) * 60000LL + second * 1000LL;

@@ -291,9 +291,9 @@ bool ledger_consistent(const struct ledger *ledger, char *why, size_t why_size)
                 const struct card_usage *u = &card->used;
                 /* MIG instances are bounded by their slices, not by the memory sum */
                 bool memory_over = card->mode != CARD_MIG && u->memory_mib > card->memory_mib;
-                if (memory_over || u->cores > card->cores ||
-                    u->users > card->split || u->memory_mib < 0 || u->cores < 0 ||
-                    u->users < 0 || (u->exclusive && u->users > 1)) {
+                if (memory_over || u->cores > card->cores || u->users > card->split ||
+                    u->memory_mib < 0 || u->cores < 0 || u->users < 0 ||
+                    (u->exclusive && u->users > 1)) {
                     snprintf(why, why_size,
                              "node %s card %s: memory %lld/%lld, cores %d/%d, users %d/%d%s",
                              node->name, card->uuid, (long long)u->memory_mib,

@@ -6,7 +6,18 @@
 
 #include "gpushare.h"
 
-/* starts: bit i set when an instance may start at slice i. */
+/* starts: bit i set when an instance may start at slice i. A100 80GB and H100 80GB share
+ * their profiles. */
+/* one profile a line, as NVIDIA's table reads */
+/* clang-format off */
+#define PROFILES_80GB                     \
+    {{"1g.10gb", 1, 1, 0x7f, 10240},      \
+     {"1g.20gb", 1, 2, 0x55, 20480},      \
+     {"2g.20gb", 2, 2, 0x15, 20480},      \
+     {"3g.40gb", 3, 4, 0x11, 40960},      \
+     {"4g.40gb", 4, 4, 0x01, 40960},      \
+     {"7g.80gb", 7, 8, 0x01, 81920}}
+
 static const struct mig_family families[] = {
     {"A100-40GB", 40960, 8, 6,
      {{"1g.5gb", 1, 1, 0x7f, 5120},
@@ -15,20 +26,8 @@ static const struct mig_family families[] = {
       {"3g.20gb", 3, 4, 0x11, 20480},
       {"4g.20gb", 4, 4, 0x01, 20480},
       {"7g.40gb", 7, 8, 0x01, 40960}}},
-    {"A100-80GB", 81920, 8, 6,
-     {{"1g.10gb", 1, 1, 0x7f, 10240},
-      {"1g.20gb", 1, 2, 0x55, 20480},
-      {"2g.20gb", 2, 2, 0x15, 20480},
-      {"3g.40gb", 3, 4, 0x11, 40960},
-      {"4g.40gb", 4, 4, 0x01, 40960},
-      {"7g.80gb", 7, 8, 0x01, 81920}}},
-    {"H100-80GB", 81920, 8, 6,
-     {{"1g.10gb", 1, 1, 0x7f, 10240},
-      {"1g.20gb", 1, 2, 0x55, 20480},
-      {"2g.20gb", 2, 2, 0x15, 20480},
-      {"3g.40gb", 3, 4, 0x11, 40960},
-      {"4g.40gb", 4, 4, 0x01, 40960},
-      {"7g.80gb", 7, 8, 0x01, 81920}}},
+    {"A100-80GB", 81920, 8, 6, PROFILES_80GB},
+    {"H100-80GB", 81920, 8, 6, PROFILES_80GB},
     {"H100-94GB", 96256, 8, 6,
      {{"1g.12gb", 1, 1, 0x7f, 12288},
       {"1g.24gb", 1, 2, 0x55, 24576},
@@ -44,9 +43,11 @@ static const struct mig_family families[] = {
       {"4g.71gb", 4, 4, 0x01, 72704},
       {"7g.141gb", 7, 8, 0x01, 144384}}},
     {"A30-24GB", 24576, 4, 3,
-     {{"1g.6gb", 1, 1, 0x0f, 6144}, {"2g.12gb", 2, 2, 0x05, 12288},
+     {{"1g.6gb", 1, 1, 0x0f, 6144},
+      {"2g.12gb", 2, 2, 0x05, 12288},
       {"4g.24gb", 4, 4, 0x01, 24576}}},
 };
+/* clang-format on */
 
 #define FAMILY_COUNT (sizeof(families) / sizeof(families[0]))
 
@@ -59,20 +60,6 @@ const struct mig_family *mig_family_find(const char *name)
     return NULL;
 }
 
-static bool contains_nocase(const char *haystack, const char *needle)
-{
-    size_t length = strlen(needle);
-    for (; *haystack != '\0'; haystack++) {
-        size_t i = 0;
-        while (i < length && haystack[i] != '\0' &&
-               tolower((unsigned char)haystack[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == length)
-            return true;
-    }
-    return false;
-}
-
 /* Card memory as drivers report it is a little under the marketing size (A100 80GB shows
  * 81251 MiB), so the family is told apart by the model and a memory threshold. */
 const struct mig_family *mig_family_for(const char *model, uint32_t memory_mib)
@@ -80,13 +67,13 @@ const struct mig_family *mig_family_for(const char *model, uint32_t memory_mib)
     const struct mig_family *named = mig_family_find(model);
     if (named != NULL)
         return named;
-    if (contains_nocase(model, "A100"))
+    if (text_contains_nocase(model, "A100", strlen("A100")))
         return mig_family_find(memory_mib > 60000 ? "A100-80GB" : "A100-40GB");
-    if (contains_nocase(model, "H200"))
+    if (text_contains_nocase(model, "H200", strlen("H200")))
         return mig_family_find("H200-141GB");
-    if (contains_nocase(model, "H100"))
+    if (text_contains_nocase(model, "H100", strlen("H100")))
         return mig_family_find(memory_mib > 90000 ? "H100-94GB" : "H100-80GB");
-    if (contains_nocase(model, "A30"))
+    if (text_contains_nocase(model, "A30", strlen("A30")))
         return mig_family_find("A30-24GB");
     return NULL;
 }

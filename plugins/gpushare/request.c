@@ -129,17 +129,16 @@ static int read_container(const kc_pod *pod, const struct ids *ids, uint32_t ind
     }
     if (out->mig_profile != NULL)
         cards = mig_count;
-    if (check_range(out->name, out->mig_profile != NULL ? "the MIG instance count"
-                                                        : "nvidia.com/gpu",
-                    cards, GPU_MAX_CARDS, "at most 16 (the most cards a node has)", reason,
-                    size) != 0 ||
+    if (check_range(out->name,
+                    out->mig_profile != NULL ? "the MIG instance count" : "nvidia.com/gpu", cards,
+                    GPU_MAX_CARDS, "at most 16 (the most cards a node has)", reason, size) != 0 ||
         check_range(out->name, "nvidia.com/gpumem", memory, MAX_MEMORY_MIB,
                     "MiB per card (e.g. 8192 for 8 GiB), not bytes", reason, size) != 0 ||
         check_range(out->name, "nvidia.com/gpumem-percentage", percent, 100,
                     "1 to 100 (percent of each card's memory)", reason, size) != 0 ||
         check_range(out->name, "nvidia.com/gpucores", cores, 100,
-                    "0 to 100 (percent of each card's compute; 100 holds the card alone)",
-                    reason, size) != 0)
+                    "0 to 100 (percent of each card's compute; 100 holds the card alone)", reason,
+                    size) != 0)
         return EINVAL_CODE;
     /* HAMi's defaults: one card when only memory or cores are given, the card's whole memory
      * when neither memory nor a percentage is, and then the whole card (100 cores) too */
@@ -163,8 +162,7 @@ static int read_policy(const kc_pod *pod, const char *key, enum gpu_policy fallb
     } else if (strcmp(value, "spread") == 0) {
         *out = POLICY_SPREAD;
     } else {
-        snprintf(reason, size, "annotation %s is \"%s\"; expected binpack or spread", key,
-                 value);
+        snprintf(reason, size, "annotation %s is \"%s\"; expected binpack or spread", key, value);
         return EINVAL_CODE;
     }
     return 0;
@@ -199,8 +197,8 @@ static int read_annotations(const kc_pod *pod, enum gpu_policy default_policy,
     if (read_policy(pod, "hami.io/gpu-scheduler-policy", fallback, &out->card_policy, reason,
                     size) != 0)
         return EINVAL_CODE;
-    return read_policy(pod, "hami.io/node-scheduler-policy", fallback, &out->node_policy,
-                       reason, size);
+    return read_policy(pod, "hami.io/node-scheduler-policy", fallback, &out->node_policy, reason,
+                       size);
 }
 
 int request_parse(const kc_pod *pod, enum gpu_policy default_policy, struct pod_request *out,

@@ -183,9 +183,8 @@ static void hami_register_documented_example_parses(void **state)
     assert_int_equal(node.cards[0].memory_mib, 24576);
 
     /* eight fields is neither form */
-    assert_int_equal(inventory_from_hami("GPU-a,4,81920,100,A100,1,true,3:", &node, why,
-                                         sizeof(why)),
-                     -22);
+    assert_int_equal(
+        inventory_from_hami("GPU-a,4,81920,100,A100,1,true,3:", &node, why, sizeof(why)), -22);
     assert_non_null(strstr(why, "8 fields"));
     assert_int_equal(inventory_from_hami("GPU-a,x,81920,100,A100,1,true:", &node, why, sizeof(why)),
                      -22);
@@ -208,13 +207,14 @@ static void kcycle_gpus_annotation_parses_and_refuses_unknown_keys(void **state)
     assert_int_equal(node.cards[0].memory_mib, 40960);
     assert_string_equal(node.cards[0].mig->name, "A100-40GB");
     assert_string_equal(node.cards[0].uuid, "GPU-x");
-    assert_int_equal(inventory_from_kcycle("[{\"memory\": 1, \"colour\": 2}]", "n1", &node, why,
-                                           sizeof(why)),
-                     -22);
+    assert_int_equal(
+        inventory_from_kcycle("[{\"memory\": 1, \"colour\": 2}]", "n1", &node, why, sizeof(why)),
+        -22);
     assert_non_null(strstr(why, "unknown key \"colour\""));
-    assert_int_equal(inventory_from_kcycle("[{\"memory\": 1, \"mode\": \"mig\", \"model\": \"T4\"}]",
-                                           "n1", &node, why, sizeof(why)),
-                     -22);
+    assert_int_equal(
+        inventory_from_kcycle("[{\"memory\": 1, \"mode\": \"mig\", \"model\": \"T4\"}]", "n1",
+                              &node, why, sizeof(why)),
+        -22);
 }
 
 static int64_t fake_calendar_ms(void)
@@ -229,8 +229,8 @@ static void handshake_requesting_too_long_makes_the_node_stale(void **state)
     kc_node node;
     fake_node_init(&node, "v100");
     node.annotations[0] = (struct fake_kv){"hami.io/node-nvidia-register", HAMI_DOC_REGISTER};
-    node.annotations[1] = (struct fake_kv){"hami.io/node-handshake-nvidia",
-                                           "Requesting_2024.05.14 07:07:33"};
+    node.annotations[1] =
+        (struct fake_kv){"hami.io/node-handshake-nvidia", "Requesting_2024.05.14 07:07:33"};
     node.annotation_count = 2;
     int64_t requested = parse_hami_time("2024.05.14 07:07:33");
     assert_int_equal(requested, 1715670453000LL);
@@ -323,10 +323,10 @@ static void reserve_writes_hami_and_kcycle_annotations(void **state)
     assert_string_equal(annotation_of(&cycle, "hami.io/bind-phase"), "allocating");
     json_t *own = json_loads(annotation_of(&cycle, "kcycle.io/gpu-assignment"), 0, NULL);
     assert_non_null(own);
-    json_t *card = json_array_get(json_object_get(json_array_get(json_object_get(own,
-                                                  "containers"), 0), "cards"), 0);
-    assert_string_equal(json_string_value(json_object_get(json_array_get(
-                            json_object_get(own, "containers"), 0), "name")),
+    json_t *card = json_array_get(
+        json_object_get(json_array_get(json_object_get(own, "containers"), 0), "cards"), 0);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(own, "containers"), 0), "name")),
                         "main");
     assert_int_equal(json_integer_value(json_object_get(card, "memory")), 3000);
     assert_int_equal(json_integer_value(json_object_get(card, "cores")), 30);
@@ -431,8 +431,9 @@ static void cards_are_shared_by_memory_cores_and_users_never_overcommitted(void 
 {
     (void)state;
     kc_node node;
-    node_with(&node, "l4", "kcycle.io/gpus",
-              "[{\"memory\": 24576, \"split\": 3, \"uuid\": \"GPU-l4\", \"model\": \"NVIDIA-L4\"}]");
+    node_with(
+        &node, "l4", "kcycle.io/gpus",
+        "[{\"memory\": 24576, \"split\": 3, \"uuid\": \"GPU-l4\", \"model\": \"NVIDIA-L4\"}]");
     node_event(KC_EVENT_NODE_ADD, &node);
     kc_pod pods[4];
     kc_cycle cycle;
@@ -469,9 +470,10 @@ static void type_and_uuid_selection_is_honoured(void **state)
 {
     (void)state;
     kc_node node;
-    node_with(&node, "mixed", "kcycle.io/gpus",
-              "[{\"memory\": 16384, \"model\": \"Tesla-T4\", \"uuid\": \"GPU-t4\"},"
-              " {\"memory\": 81920, \"model\": \"NVIDIA-A100-SXM4-80GB\", \"uuid\": \"GPU-a100\"}]");
+    node_with(
+        &node, "mixed", "kcycle.io/gpus",
+        "[{\"memory\": 16384, \"model\": \"Tesla-T4\", \"uuid\": \"GPU-t4\"},"
+        " {\"memory\": 81920, \"model\": \"NVIDIA-A100-SXM4-80GB\", \"uuid\": \"GPU-a100\"}]");
     node_event(KC_EVENT_NODE_ADD, &node);
     kc_pod pod;
     kc_cycle cycle;
@@ -568,8 +570,8 @@ static void mig_pods_get_instances_on_mig_cards(void **state)
         set_limit(&pods[i], 0, "nvidia.com/mig-3g.40gb", 1);
         assert_int_equal(place(&cycle, &pods[i], &node), KC_SUCCESS);
         json_t *own = json_loads(annotation_of(&cycle, "kcycle.io/gpu-assignment"), 0, NULL);
-        json_t *card = json_array_get(json_object_get(json_array_get(json_object_get(own,
-                                                      "containers"), 0), "cards"), 0);
+        json_t *card = json_array_get(
+            json_object_get(json_array_get(json_object_get(own, "containers"), 0), "cards"), 0);
         assert_string_equal(json_string_value(json_object_get(card, "uuid")), "GPU-h");
         assert_string_equal(json_string_value(json_object_get(card, "mig")), "3g.40gb");
         assert_int_equal(json_integer_value(json_object_get(card, "migStart")), i == 0 ? 4 : 0);
@@ -714,8 +716,8 @@ static void ledger_never_overcommits_under_10000_random_operations(void **state)
         }
         check_ledger(ledger);
     }
-    print_message("random ledger: %u placements, %u adopted, %u refused as over-commits\n",
-                  placed, adopted, refused);
+    print_message("random ledger: %u placements, %u adopted, %u refused as over-commits\n", placed,
+                  adopted, refused);
     assert_true(placed > 1000);
     assert_true(adopted > 100);
     assert_true(refused > 10);
@@ -831,8 +833,10 @@ static const char *nrt_json(char *out, size_t size, int zone0_cpus, int zone1_cp
 
 static void nrt_event(const char *name, const char *json)
 {
-    kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_OBJECT_ADD,
-                   .object_kind = "NodeResourceTopology", .object_name = name,
+    kc_event ev = {.struct_size = sizeof(ev),
+                   .type = KC_EVENT_OBJECT_ADD,
+                   .object_kind = "NodeResourceTopology",
+                   .object_name = name,
                    .object_json = json};
     ops->on_event(self, &ev);
 }
@@ -927,8 +931,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(reserve_writes_hami_and_kcycle_annotations, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(bad_requests_are_refused_naming_container_and_value,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_requests_are_refused_naming_container_and_value, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(hami_defaults_apply_to_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(
             cards_are_shared_by_memory_cores_and_users_never_overcommitted, setup, teardown),

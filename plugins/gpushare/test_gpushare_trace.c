@@ -50,9 +50,10 @@ static char inventory[128];
 
 static void make_cluster(void)
 {
-    snprintf(inventory, sizeof(inventory),
-             "[{\"count\": %d, \"memory\": %d, \"split\": %d, \"model\": \"NVIDIA-A100-SXM4-80GB\"}]",
-             GPU_TRACE_CARDS, GPU_TRACE_CARD_MIB, GPU_TRACE_SPLIT);
+    snprintf(
+        inventory, sizeof(inventory),
+        "[{\"count\": %d, \"memory\": %d, \"split\": %d, \"model\": \"NVIDIA-A100-SXM4-80GB\"}]",
+        GPU_TRACE_CARDS, GPU_TRACE_CARD_MIB, GPU_TRACE_SPLIT);
     for (int n = 0; n < GPU_TRACE_NODES; n++) {
         snprintf(node_names[n], sizeof(node_names[n]), "gpu-%03d", n);
         fake_node_init(&nodes[n], node_names[n]);
@@ -187,7 +188,9 @@ static int32_t leaving_next[MAX_PODS];
 
 static void depart(const kc_plugin_ops *ops, void *self, kc_pod *pod, uint32_t index)
 {
-    kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_DELETE, .pod = pod,
+    kc_event ev = {.struct_size = sizeof(ev),
+                   .type = KC_EVENT_POD_DELETE,
+                   .pod = pod,
                    .node = &nodes[decision_node[index]]};
     ops->on_event(self, &ev);
     account((uint32_t)decision_node[index], decisions[index], -1);
@@ -238,7 +241,8 @@ static void run_trace(const char *args, bool first_fit, bool churn, struct run *
         for (int c = 0; c < GPU_TRACE_CARDS; c++) {
             out->unallocated_mib += GPU_TRACE_CARD_MIB - cards[n][c].memory_mib;
             out->whole_free += cards[n][c].users == 0;
-            out->partly_used += cards[n][c].users > 0 && cards[n][c].memory_mib < GPU_TRACE_CARD_MIB;
+            out->partly_used +=
+                cards[n][c].users > 0 && cards[n][c].memory_mib < GPU_TRACE_CARD_MIB;
         }
     }
     for (uint32_t i = 0; i < MAX_PODS; i++) {
@@ -251,13 +255,12 @@ static void run_trace(const char *args, bool first_fit, bool churn, struct run *
 static void print_run(const struct run *run)
 {
     double total = (double)GPU_TRACE_NODES * GPU_TRACE_CARDS * GPU_TRACE_CARD_MIB;
-    print_message("%-20s pods placed %5u (running %5u) | GPU memory unallocated %8.1f GiB (%5.2f%%) | whole "
-                  "cards free %4u | cards partly used %4u | first refused: %s (%s)\n",
-                  run->label, run->placed, run->placed - run->departed,
-                  (double)run->unallocated_mib / 1024.0,
-                  100.0 * (double)run->unallocated_mib / total, run->whole_free,
-                  run->partly_used, run->failed_kind != NULL ? run->failed_kind : "none",
-                  run->failed_reason);
+    print_message(
+        "%-20s pods placed %5u (running %5u) | GPU memory unallocated %8.1f GiB (%5.2f%%) | whole "
+        "cards free %4u | cards partly used %4u | first refused: %s (%s)\n",
+        run->label, run->placed, run->placed - run->departed, (double)run->unallocated_mib / 1024.0,
+        100.0 * (double)run->unallocated_mib / total, run->whole_free, run->partly_used,
+        run->failed_kind != NULL ? run->failed_kind : "none", run->failed_reason);
 }
 
 static void fragmentation_aware_leaves_at_most_half_of_first_fit_unallocated(void **state)

@@ -37,16 +37,16 @@ void sim_gpu_note_pod(struct sim_record *r, const struct pod *pod)
     for (uint32_t i = 0; i < pod->request.count; i++) {
         const char *name = resource_name(pod->request.items[i].id);
         if (name != NULL && pod->request.items[i].value > 0 &&
-            (strncmp(name, "nvidia.com/gpu", 14) == 0 || strncmp(name, "nvidia.com/mig-", 15) == 0 ||
-             strncmp(name, "kcycle.io/gpu-", 14) == 0))
+            (strncmp(name, "nvidia.com/gpu", 14) == 0 ||
+             strncmp(name, "nvidia.com/mig-", 15) == 0 || strncmp(name, "kcycle.io/gpu-", 14) == 0))
             r->gpu = true;
     }
 }
 
 void sim_gpu_record(struct sim_record *r, const struct kv_list *annotations)
 {
-    const char *decision = annotations != NULL ? kv_list_get(annotations, "kcycle.io/gpu-assignment")
-                                               : NULL;
+    const char *decision =
+        annotations != NULL ? kv_list_get(annotations, "kcycle.io/gpu-assignment") : NULL;
     if (decision == NULL)
         return;
     free(r->gpu_assignment);
@@ -121,26 +121,37 @@ static void node_inventory(const struct node *node, struct node_cards *out)
         cards_from_kcycle(own, out);
 }
 
-static void charge(struct node_cards *node, const char *decision)
+int sim_gpu_assignment_cards(const char *decision,
+                             void (*card)(void *ctx, int index, int64_t memory_mib, int cores),
+                             void *ctx)
 {
     json_t *root = json_loads(decision, 0, NULL);
+    const json_t *containers = json_object_get(root, "containers");
     size_t c, i;
-    json_t *container, *card;
-    json_array_foreach(json_object_get(root, "containers"), c, container)
+    json_t *container, *entry;
+    json_array_foreach(containers, c, container)
     {
-        json_array_foreach(json_object_get(container, "cards"), i, card)
-        {
-            json_int_t index = json_integer_value(json_object_get(card, "index"));
-            for (uint32_t k = 0; k < node->count; k++) {
-                if (node->cards[k].index != index)
-                    continue;
-                node->cards[k].used_mib += json_integer_value(json_object_get(card, "memory"));
-                node->cards[k].users++;
-                break;
-            }
+        json_array_foreach(json_object_get(container, "cards"), i, entry)
+            card(ctx, (int)json_integer_value(json_object_get(entry, "index")),
+                 json_integer_value(json_object_get(entry, "memory")),
+                 (int)json_integer_value(json_object_get(entry, "cores")));
+    }
+    int rc = json_is_array(containers) ? 0 : -22;
+    json_decref(root);
+    return rc;
+}
+
+static void charge_card(void *ctx, int index, int64_t memory_mib, int cores)
+{
+    (void)cores;
+    struct node_cards *node = ctx;
+    for (uint32_t k = 0; k < node->count; k++) {
+        if (node->cards[k].index == index) {
+            node->cards[k].used_mib += memory_mib;
+            node->cards[k].users++;
+            return;
         }
     }
-    json_decref(root);
 }
 
 /* The nodes as the scheduler's cache holds them (the file's are handed over at start). */
@@ -170,7 +181,7 @@ static struct node_cards *measure(const struct simulator *sim, struct gpu_use *u
         use->unschedulable += r->gpu && r->node == NULL;
         int n = r->gpu_assignment != NULL && r->node != NULL ? node_of(cache, r->node) : -1;
         if (n >= 0)
-            charge(&nodes[n], r->gpu_assignment);
+            sim_gpu_assignment_cards(r->gpu_assignment, charge_card, &nodes[n]);
     }
     for (uint32_t n = 0; n < cache->node_count; n++) {
         use->nodes += nodes[n].count > 0;
@@ -207,8 +218,7 @@ void sim_gpu_print(const struct simulator *sim, FILE *out)
             "%.1f GiB; whole cards free %u, cards partly used %u\n",
             use.cards, use.nodes, total / 1024.0, (double)use.allocated_mib / 1024.0,
             total > 0 ? 100.0 * (double)use.allocated_mib / total : 0.0,
-            (double)(use.memory_mib - use.allocated_mib) / 1024.0, use.whole_free,
-            use.partly_used);
+            (double)(use.memory_mib - use.allocated_mib) / 1024.0, use.whole_free, use.partly_used);
     fprintf(out, "  GPU pods: %u bound, %u unschedulable\n", use.bound, use.unschedulable);
     for (uint32_t i = 0; i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
@@ -224,12 +234,11 @@ static json_t *cards_json(const struct simulator *sim, const struct node_cards *
     for (uint32_t n = 0; nodes != NULL && n < sim->sched.cache.node_count; n++) {
         for (uint32_t k = 0; k < nodes[n].count; k++) {
             const struct card_use *card = &nodes[n].cards[k];
-            json_array_append_new(cards, json_pack("{s:s, s:i, s:I, s:I, s:i}", "node",
-                                                   sim->sched.cache.nodes[n].node->name, "index",
-                                                   card->index, "memory_mib",
-                                                   (json_int_t)card->memory_mib, "allocated_mib",
-                                                   (json_int_t)card->used_mib, "users",
-                                                   (int)card->users));
+            json_array_append_new(
+                cards,
+                json_pack("{s:s, s:i, s:I, s:I, s:i}", "node", sim->sched.cache.nodes[n].node->name,
+                          "index", card->index, "memory_mib", (json_int_t)card->memory_mib,
+                          "allocated_mib", (json_int_t)card->used_mib, "users", (int)card->users));
         }
     }
     return cards;
@@ -253,12 +262,13 @@ json_t *sim_gpu_json(const struct simulator *sim)
                                   json_pack("{s:s, s:s, s:s}", "namespace", r->namespace, "name",
                                             r->name, "reason", unschedulable_reason(sim, r)));
     }
-    json_t *gpu = json_pack("{s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o}", "cards", use.cards,
-                     "nodes", use.nodes, "memory_mib", (json_int_t)use.memory_mib,
-                     "allocated_mib", (json_int_t)use.allocated_mib, "unallocated_mib",
-                     (json_int_t)(use.memory_mib - use.allocated_mib), "whole_cards_free",
-                     use.whole_free, "cards_partly_used", use.partly_used, "pods_bound", use.bound,
-                     "pods_unschedulable", use.unschedulable, "unschedulable", unschedulable);
+    json_t *gpu =
+        json_pack("{s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o}", "cards", use.cards, "nodes",
+                  use.nodes, "memory_mib", (json_int_t)use.memory_mib, "allocated_mib",
+                  (json_int_t)use.allocated_mib, "unallocated_mib",
+                  (json_int_t)(use.memory_mib - use.allocated_mib), "whole_cards_free",
+                  use.whole_free, "cards_partly_used", use.partly_used, "pods_bound", use.bound,
+                  "pods_unschedulable", use.unschedulable, "unschedulable", unschedulable);
     if (gpu != NULL)
         json_object_set_new(gpu, "card_list", cards);
     else

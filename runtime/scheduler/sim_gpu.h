@@ -3,6 +3,7 @@
 #ifndef KC_SCHED_SIM_GPU_H
 #define KC_SCHED_SIM_GPU_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -11,6 +12,12 @@ struct simulator;
 struct sim_record;
 struct pod;
 struct kv_list;
+
+/* Calls card(ctx, index, memory MiB, cores) for every card of a kcycle.io/gpu-assignment
+ * decision; -22 when it is not one. */
+int sim_gpu_assignment_cards(const char *decision,
+                             void (*card)(void *ctx, int index, int64_t memory_mib, int cores),
+                             void *ctx);
 
 /* At arrival: whether the pod asks for GPUs (nvidia.com/gpu*, nvidia.com/mig-*,
  * kcycle.io/gpu-*). */

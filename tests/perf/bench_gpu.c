@@ -18,6 +18,7 @@
 #include "model.h"
 #include "resource_table.h"
 #include "scheduler.h"
+#include "sim_gpu.h"
 
 #define MAX_PODS 40000
 
@@ -48,28 +49,34 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+struct account_step {
+    struct gpu_run *run;
+    int node;
+    int sign;
+};
+
+static void account_card(void *ctx, int index, int64_t memory_mib, int cores)
+{
+    const struct account_step *step = ctx;
+    struct gpu_run *run = step->run;
+    if (index < 0 || index >= GPU_TRACE_CARDS) {
+        run->overcommitted = true; /* a card the node does not have */
+        return;
+    }
+    struct card_account *a = &run->cards[step->node][index];
+    a->memory_mib += step->sign * memory_mib;
+    a->cores += step->sign * cores;
+    a->users += step->sign;
+    if (a->memory_mib > GPU_TRACE_CARD_MIB || a->cores > 100 || a->users > GPU_TRACE_SPLIT ||
+        a->memory_mib < 0 || a->users < 0)
+        run->overcommitted = true;
+}
+
 static void account(struct gpu_run *run, int node, const char *assignment, int sign)
 {
-    json_t *root = json_loads(assignment, 0, NULL);
-    size_t c, i;
-    json_t *container, *card;
-    json_array_foreach(json_object_get(root, "containers"), c, container)
-    {
-        json_array_foreach(json_object_get(container, "cards"), i, card)
-        {
-            json_int_t index = json_integer_value(json_object_get(card, "index"));
-            if (index < 0 || index >= GPU_TRACE_CARDS)
-                continue;
-            struct card_account *a = &run->cards[node][index];
-            a->memory_mib += sign * json_integer_value(json_object_get(card, "memory"));
-            a->cores += sign * (int32_t)json_integer_value(json_object_get(card, "cores"));
-            a->users += sign;
-            if (a->memory_mib > GPU_TRACE_CARD_MIB || a->cores > 100 ||
-                a->users > GPU_TRACE_SPLIT || a->memory_mib < 0 || a->users < 0)
-                run->overcommitted = true;
-        }
-    }
-    json_decref(root);
+    struct account_step step = {run, node, sign};
+    if (sim_gpu_assignment_cards(assignment, account_card, &step) != 0)
+        run->overcommitted = true;
 }
 
 /* The binding: charge the cards its decision names. */
@@ -154,7 +161,9 @@ static int run_trace(struct gpu_run *run, const char *gpushare_args, const char 
      * them, as HAMi's own scheduler configuration does */
     static struct plugin_config plugins[4] = {
         {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
-        {.name = "noderesources", .weight = 1, .required = true,
+        {.name = "noderesources",
+         .weight = 1,
+         .required = true,
          .args_json = "{\"ignoredResources\": [\"nvidia.com/gpumem\", "
                       "\"nvidia.com/gpumem-percentage\", \"nvidia.com/gpucores\"]}"},
         {.name = "gpushare", .weight = 1000, .required = true},
@@ -181,9 +190,10 @@ static int run_trace(struct gpu_run *run, const char *gpushare_args, const char 
         return 1;
     }
     char inventory[160];
-    snprintf(inventory, sizeof(inventory),
-             "[{\"count\": %d, \"memory\": %d, \"split\": %d, \"model\": \"NVIDIA-A100-SXM4-80GB\"}]",
-             GPU_TRACE_CARDS, GPU_TRACE_CARD_MIB, GPU_TRACE_SPLIT);
+    snprintf(
+        inventory, sizeof(inventory),
+        "[{\"count\": %d, \"memory\": %d, \"split\": %d, \"model\": \"NVIDIA-A100-SXM4-80GB\"}]",
+        GPU_TRACE_CARDS, GPU_TRACE_CARD_MIB, GPU_TRACE_SPLIT);
     for (uint32_t n = 0; n < GPU_TRACE_NODES; n++)
         scheduler_node_add(&s, make_node(n, inventory));
     static int32_t leaving_head[MAX_PODS + 1], leaving_next[MAX_PODS];
