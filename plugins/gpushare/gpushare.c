@@ -465,18 +465,6 @@ static void adopt_bound_pod(struct plugin *plugin, const kc_pod *pod)
     free(charge);
 }
 
-static void observe_demand(struct plugin *plugin, const kc_pod *pod)
-{
-    if (!plugin->learn_demand)
-        return;
-    struct pod_request request;
-    char reason[GPU_REASON_LEN];
-    if (request_parse(pod, plugin->card_policy, &request, reason, sizeof(reason)) != 0)
-        return;
-    for (uint32_t c = 0; c < request.count; c++)
-        demand_mix_observe(&plugin->mix, &request.containers[c], request.cpu_milli);
-}
-
 static void gpushare_on_event(void *self, const kc_event *event)
 {
     struct plugin *plugin = self;
@@ -493,12 +481,8 @@ static void gpushare_on_event(void *self, const kc_event *event)
     case KC_EVENT_POD_ADD:
     case KC_EVENT_POD_UPDATE: {
         const char *node = kc_pod_node_name(event->pod);
-        if (node == NULL || node[0] == '\0') {
-            if (event->type == KC_EVENT_POD_ADD)
-                observe_demand(plugin, event->pod);
-        } else {
+        if (node != NULL && node[0] != '\0')
             adopt_bound_pod(plugin, event->pod);
-        }
         break;
     }
     case KC_EVENT_POD_DELETE:
@@ -536,6 +520,11 @@ static kc_status gpushare_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
         free(request);
         return KC_SKIP;
     }
+    /* the demand the score weighs is what pods ask for, one observation per attempt: PreFilter
+     * runs for every attempt in both isolation modes, where pod events reach a plugin host in
+     * batches */
+    for (uint32_t c = 0; plugin->learn_demand && c < request->count; c++)
+        demand_mix_observe(&plugin->mix, &request->containers[c], request->cpu_milli);
     if (kc_cycle_set(cycle, STATE_KEY, request, free) != 0) {
         free(request);
         kc_cycle_reject(cycle, PLUGIN_NAME ": cannot store cycle state");

@@ -1314,6 +1314,12 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
             kcycle__v1__reply__free_unpacked(reply, NULL);
             return KC_SUCCESS;
         }
+        /* kc_cycle_annotate may be called from Reserve, Permit and PreBind too (a GPU or NUMA
+         * decision taken in Reserve); the Binding is posted by whichever plugin binds */
+        if (phase == PHASE_RESERVE || phase == PHASE_PERMIT || phase == PHASE_PRE_BIND)
+            for (size_t i = 0; i < pr->n_annotations; i++)
+                kv_list_set(&cycle->annotations, pr->annotations[i]->key,
+                            pr->annotations[i]->value);
         kcycle__v1__reply__free_unpacked(reply, NULL);
     }
     if (phase == PHASE_BIND && skipped_all)

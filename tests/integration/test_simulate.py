@@ -158,6 +158,24 @@ def main():
               f"gpu.yaml: only ml/huge left, with a reason, got {gpu.get('unschedulable')}")
         check("GPUs: 40 cards on 5 nodes" in run.stdout and "GPU pods: 70 bound, 1 unschedulable"
               in run.stdout, f"gpu.yaml: the summary reports GPU use, got {run.stdout[-500:]!r}")
+        # the same with gpushare in a plugin host: the decisions come back to the Binding and
+        # the placements are the same
+        placements = {(p["namespace"], p["name"]): p["node"] for p in report["pods"]}
+        with open(os.path.join(SOURCE, "examples", "sim", "gpu.yaml")) as f:
+            text = f.read()
+        hosted = os.path.join(tmp, "gpu-process.yaml")
+        with open(hosted, "w") as f:
+            f.write(text.replace("    - name: gpushare\n      weight: 100\n",
+                                 "    - name: gpushare\n      weight: 100\n"
+                                 "      isolation: process\n"))
+        run, report_path = simulate(hosted, tmp)
+        check(run.returncode == 0, f"gpu.yaml in a plugin host: exit 0, stderr: {run.stderr}")
+        with open(report_path) as f:
+            hosted_report = json.load(f)
+        check({(p["namespace"], p["name"]): p["node"] for p in hosted_report["pods"]} ==
+              placements, "gpu.yaml: the same placements with gpushare in a plugin host")
+        check(hosted_report.get("gpu", {}).get("allocated_mib") == gpu.get("allocated_mib"),
+              "gpu.yaml in a plugin host: the decisions reach the bindings")
 
         # A broken file names the file, line and column, and the key.
         bad = os.path.join(tmp, "bad.yaml")
