@@ -445,8 +445,11 @@ static uint32_t candidate_zones(const struct gpu_node *node, const struct pod_re
 {
     uint32_t count = 0;
     for (uint32_t z = 0; z < node->zones.count; z++) {
-        if (node->zones.available_milli[z] >= request->cpu_milli)
-            zones[count++] = node->zones.id[z];
+        int32_t id = node->zones.id[z];
+        bool allowed = request->zone_mask == 0 ||
+                       (id >= 0 && id < 32 && (request->zone_mask & (1u << id)) != 0);
+        if (allowed && node->zones.available_milli[z] >= request->cpu_milli)
+            zones[count++] = id;
     }
     return count;
 }

@@ -31,6 +31,7 @@ KC_PLUGIN_DEFINE_HOST;
 #define HAMI_ALLOCATED "hami.io/vgpu-devices-allocated"
 #define KCYCLE_GPUS "kcycle.io/gpus"
 #define KCYCLE_ASSIGNMENT "kcycle.io/gpu-assignment"
+#define NUMA_ZONES_KEY "kcycle.io/numa-zones" /* numaalign's cycle state (see README) */
 
 /* A NodeResourceTopology seen before or after its node: zones and GPUs per zone. */
 struct nrt_entry {
@@ -668,13 +669,40 @@ static void annotate(kc_cycle *cycle, const struct plugin *plugin, const kc_pod 
     free(text);
 }
 
+/* numaalign's choice, when it runs before gpushare: the zones it took the pod's CPUs from, as
+ * it writes them on the Binding ("1", "0,1"), under the cycle-state key of that annotation. */
+static uint32_t numaalign_zones(kc_cycle *cycle)
+{
+    const char *zones = kc_cycle_get(cycle, NUMA_ZONES_KEY);
+    uint32_t mask = 0;
+    for (const char *cursor = zones; cursor != NULL && *cursor != '\0';) {
+        char *end;
+        long id = strtol(cursor, &end, 10);
+        if (end == cursor || id < 0 || id >= 32)
+            return 0; /* unreadable: no constraint rather than a wrong one */
+        mask |= 1u << id;
+        cursor = *end == ',' ? end + 1 : end;
+        if (*end != ',' && *end != '\0')
+            return 0;
+    }
+    return mask;
+}
+
 static kc_status gpushare_reserve(void *self, kc_cycle *cycle, const kc_pod *pod,
                                   const kc_node *node)
 {
     struct plugin *plugin = self;
-    const struct pod_request *request = kc_cycle_get(cycle, STATE_KEY);
-    if (request == NULL)
+    const struct pod_request *state = kc_cycle_get(cycle, STATE_KEY);
+    if (state == NULL)
         return KC_SUCCESS;
+    struct pod_request constrained;
+    const struct pod_request *request = state;
+    uint32_t zones = state->single_numa_node ? numaalign_zones(cycle) : 0;
+    if (zones != 0) {
+        constrained = *state;
+        constrained.zone_mask = zones;
+        request = &constrained;
+    }
     const char *why = NULL;
     const struct gpu_node *gpus = usable_node(plugin, node, &why);
     struct placement placement;

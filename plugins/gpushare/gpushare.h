@@ -137,6 +137,7 @@ struct pod_request {
     bool numa_bind;        /* nvidia.com/numa-bind: a container's cards in one zone */
     bool single_numa_node; /* kcycle.io/numa-policy: cards and CPUs in one zone */
     int64_t cpu_milli;     /* the pod's cpu request, for single_numa_node */
+    uint32_t zone_mask;    /* single_numa_node: zones allowed (bit per zone id), 0 any */
     enum gpu_policy card_policy;
     enum gpu_policy node_policy;
 };

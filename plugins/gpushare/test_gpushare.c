@@ -661,7 +661,11 @@ static void ledger_never_overcommits_under_10000_random_operations(void **state)
         node_with(&nodes[n], node_names[n], "kcycle.io/gpus", layouts[n % 2]);
         node_event(KC_EVENT_NODE_ADD, &nodes[n]);
     }
-    kc_pod pods[RANDOM_PODS];
+    static kc_pod pods[RANDOM_PODS];
+    for (int p = 0; p < RANDOM_PODS; p++) {
+        snprintf(pod_names[p], sizeof(pod_names[p]), "p%d", p);
+        gpu_pod(&pods[p], pod_names[p], 1, 0, 0, 0);
+    }
     /* decision annotations of earlier placements, replayed as bound pods (a restart, a stale
      * replica): they may conflict with what is charged now and must then be refused */
     static char saved[RANDOM_PODS][1024];
@@ -886,6 +890,24 @@ static void single_numa_node_puts_cards_and_cpus_in_one_zone(void **state)
     fake_cycle_clear(&cycle);
     assert_int_equal(place(&cycle, &pod, &starved), KC_UNSCHEDULABLE);
     fake_cycle_clear(&cycle);
+    /* numaalign ran first and took the CPUs from zone 0 of a node where both zones could
+     * serve: the cards follow its choice */
+    nrt_event("aligned", nrt_json(json, sizeof(json), 16, 16));
+    node_event(KC_EVENT_NODE_UPDATE, &aligned);
+    for (int zone = 0; zone < 2; zone++) {
+        fake_cycle_init(&cycle);
+        assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+        assert_int_equal(ops->filter(self, &cycle, &pod, &aligned), KC_SUCCESS);
+        char *chosen = malloc(2);
+        snprintf(chosen, 2, "%d", zone);
+        assert_int_equal(kc_host->cycle_set(&cycle, "kcycle.io/numa-zones", chosen, free), 0);
+        assert_int_equal(ops->reserve(self, &cycle, &pod, &aligned), KC_SUCCESS);
+        own = json_loads(annotation_of(&cycle, "kcycle.io/gpu-assignment"), 0, NULL);
+        assert_int_equal(json_integer_value(json_object_get(own, "numaZone")), zone);
+        json_decref(own);
+        ops->unreserve(self, &cycle, &pod, &aligned);
+        fake_cycle_clear(&cycle);
+    }
     /* without the policy the split node serves it */
     gpu_pod(&pod, "free", 2, 0, 0, 0);
     assert_int_equal(place(&cycle, &pod, &split), KC_SUCCESS);
