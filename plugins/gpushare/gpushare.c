@@ -49,6 +49,7 @@ struct plugin {
     enum gpu_policy node_policy;
     int64_t handshake_timeout_ms;
     bool hami_annotations;
+    kc_resource gpu_count; /* nvidia.com/gpu */
     /* HAMi's handshake carries calendar times: the scheduler clock (kc_now_ms) is monotonic */
     int64_t (*calendar_ms)(void);
     struct nrt_entry *nrt[NRT_BUCKETS];
@@ -245,9 +246,10 @@ static int gpushare_init(const kc_host_api *host, const char *args_json, void **
     plugin->learn_demand = true;
     plugin->card_policy = POLICY_BINPACK;
     plugin->node_policy = POLICY_BINPACK;
-    plugin->handshake_timeout_ms = 300000; /* HAMi's five minutes */
+    plugin->handshake_timeout_ms = 60000; /* HAMi's protocol: 60 s (five minutes before) */
     plugin->hami_annotations = true;
     plugin->calendar_ms = realtime_ms;
+    plugin->gpu_count = kc_resource_id("nvidia.com/gpu");
     if ((rc = parse_args(plugin, args_json)) != 0) {
         gpushare_fini(plugin);
         return rc;
@@ -549,8 +551,10 @@ static const struct gpu_node *usable_node(const struct plugin *plugin, const kc_
         *reason = "GPU devices unregistered (" HAMI_HANDSHAKE " is Deleted)";
         return NULL;
     }
+    /* HAMi keeps a node whose kubelet still advertises the cards, whatever the handshake */
     if (gpus->requesting_ms > 0 &&
-        plugin->calendar_ms() - gpus->requesting_ms > plugin->handshake_timeout_ms) {
+        plugin->calendar_ms() - gpus->requesting_ms > plugin->handshake_timeout_ms &&
+        kc_node_allocatable(node, plugin->gpu_count) <= 0) {
         *reason = "GPU registration stale (HAMi's device plugin did not answer the handshake)";
         return NULL;
     }

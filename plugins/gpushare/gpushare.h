@@ -274,7 +274,8 @@ int inventory_from_nrt(const char *json, struct zone_cpus *zones, int32_t gpus_p
                        char *why, size_t why_size);
 /* HAMi's handshake annotation: sets requesting_ms / deleted. */
 void inventory_handshake(const char *value, struct gpu_node *node);
-/* "2024.05.14 07:07:33" (UTC) to ms since the epoch; -1 when malformed. */
+/* "2024-05-14 07:07:33" or "2024.05.14 07:07:33" (UTC) to ms since the epoch; -1 when
+ * malformed. */
 int64_t parse_hami_time(const char *text);
 
 /* Decision annotations ------------------------------------------------------------------ */

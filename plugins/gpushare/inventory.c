@@ -425,8 +425,10 @@ int64_t parse_hami_time(const char *text)
 {
     int year, month, day, hour, minute, second;
     char tail;
-    if (sscanf(text, "%4d.%2d.%2d %2d:%2d:%2d%c", &year, &month, &day, &hour, &minute, &second,
-               &tail) != 6)
+    char dash[2];
+    /* HAMi writes Go's time.DateTime ("2006-01-02 15:04:05"); older releases "2006.01.02" */
+    if (sscanf(text, "%4d%1[.-]%2d%*1[.-]%2d %2d:%2d:%2d%c", &year, dash, &month, &day, &hour,
+               &minute, &second, &tail) != 7)
         return -1;
     if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60)
         return -1;

@@ -26,6 +26,11 @@ static const char *const HAMI_DOC_REGISTER =
     "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:"
     "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true:";
 
+static const char *const HAMI_DOC_REGISTER_NINE =
+    "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,10,32768,100,NVIDIA-Tesla V100-PCIE-32GB,0,true,0,"
+    "hami-core:GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,10,32768,100,NVIDIA-Tesla "
+    "V100-PCIE-32GB,0,true,1,hami-core:";
+
 static const char *const EIGHT_A100 =
     "[{\"count\": 4, \"model\": \"NVIDIA-A100-SXM4-80GB\", \"memory\": 81920, \"numa\": 0},"
     " {\"count\": 4, \"model\": \"NVIDIA-A100-SXM4-80GB\", \"memory\": 81920, \"numa\": 1}]";
@@ -157,6 +162,14 @@ static void hami_register_documented_example_parses(void **state)
     assert_true(node.cards[0].healthy);
     assert_int_equal(node.cards[0].mode, CARD_SHARED);
 
+    /* the protocol document's nine-field example */
+    assert_int_equal(inventory_from_hami(HAMI_DOC_REGISTER_NINE, &node, why, sizeof(why)), 0);
+    assert_int_equal(node.card_count, 2);
+    assert_string_equal(node.cards[1].uuid, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448");
+    assert_int_equal(node.cards[1].index, 1);
+    assert_int_equal(node.cards[1].mode, CARD_SHARED);
+    assert_int_equal(node.cards[1].memory_mib, 32768);
+
     /* nine fields: index and mode; a MIG card gets its family's profiles */
     assert_int_equal(inventory_from_hami("GPU-a,4,81920,100,NVIDIA-A100-SXM4-80GB,1,true,3,mig:"
                                          "GPU-b,10,81920,100,NVIDIA-A100-SXM4-80GB,1,false,5,"
@@ -230,11 +243,13 @@ static void handshake_requesting_too_long_makes_the_node_stale(void **state)
     fake_node_init(&node, "v100");
     node.annotations[0] = (struct fake_kv){"hami.io/node-nvidia-register", HAMI_DOC_REGISTER};
     node.annotations[1] =
-        (struct fake_kv){"hami.io/node-handshake-nvidia", "Requesting_2024.05.14 07:07:33"};
+        (struct fake_kv){"hami.io/node-handshake-nvidia", "Requesting_2024-05-14 07:07:33"};
     node.annotation_count = 2;
-    int64_t requested = parse_hami_time("2024.05.14 07:07:33");
+    int64_t requested = parse_hami_time("2024-05-14 07:07:33");
     assert_int_equal(requested, 1715670453000LL);
-    fake_host.now_ms = requested + 60000; /* a minute: still within HAMi's five */
+    assert_int_equal(parse_hami_time("2024.05.14 07:07:33"), requested); /* older releases */
+    assert_int_equal(parse_hami_time("2024/05/14 07:07:33"), -1);
+    fake_host.now_ms = requested + 50000; /* within HAMi's 60 s */
     node_event(KC_EVENT_NODE_ADD, &node);
     kc_pod pod;
     gpu_pod(&pod, "p", 1, 1024, 0, 10);
@@ -242,10 +257,16 @@ static void handshake_requesting_too_long_makes_the_node_stale(void **state)
     assert_int_equal(place(&cycle, &pod, &node), KC_SUCCESS);
     fake_cycle_clear(&cycle);
     pod_event(KC_EVENT_POD_FORGET, &pod);
-    fake_host.now_ms = requested + 301000;
+    fake_host.now_ms = requested + 61000;
     assert_int_equal(place(&cycle, &pod, &node), KC_UNSCHEDULABLE);
     assert_non_null(strstr(first_reason(&cycle), "GPU registration stale"));
     fake_cycle_clear(&cycle);
+    /* HAMi's exception: the kubelet still advertises the cards */
+    fake_node_set_allocatable(&node, "nvidia.com/gpu", 20);
+    assert_int_equal(place(&cycle, &pod, &node), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    pod_event(KC_EVENT_POD_FORGET, &pod);
+    fake_node_set_allocatable(&node, "nvidia.com/gpu", 0);
     /* the device plugin answered */
     node.annotations[1].value = "Reported 2024-05-14 07:08:03.434037031 +0000 UTC";
     node_event(KC_EVENT_NODE_UPDATE, &node);
@@ -264,41 +285,49 @@ static void handshake_requesting_too_long_makes_the_node_stale(void **state)
 static void hami_decision_round_trips_the_documented_example(void **state)
 {
     (void)state;
-    /* HAMi's protocol document: one container, one card, 3000 MiB and 30% of its cores */
-    const char *documented = "GPU-a7f8de67-ae9d-4d7c-9d16-0c0f4c8ad1d7,NVIDIA,3000,30:;";
+    /* HAMi's protocol document: two containers, one GPU each, 3000 and 5000 MiB */
+    const char *documented = "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,0:;"
+                             "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,5000,0:;";
     struct charge charge;
     assert_int_equal(hami_decode(documented, &charge), 0);
-    assert_int_equal(charge.count, 1);
-    assert_string_equal(charge.items[0].uuid, "GPU-a7f8de67-ae9d-4d7c-9d16-0c0f4c8ad1d7");
+    assert_int_equal(charge.count, 2);
+    assert_string_equal(charge.items[0].uuid, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448");
     assert_int_equal(charge.items[0].memory_mib, 3000);
-    assert_int_equal(charge.items[0].cores, 30);
+    assert_int_equal(charge.items[1].memory_mib, 5000);
+    assert_int_equal(charge.items[1].cores, 0);
 
+    /* written back from a placement of the same decision */
     struct gpu_node node;
     memset(&node, 0, sizeof(node));
-    snprintf(node.name, sizeof(node.name), "n1");
+    snprintf(node.name, sizeof(node.name), "node67-4v100");
     node.card_count = 2;
-    snprintf(node.cards[0].uuid, GPU_UUID_LEN, "GPU-a7f8de67-ae9d-4d7c-9d16-0c0f4c8ad1d7");
-    snprintf(node.cards[1].uuid, GPU_UUID_LEN, "GPU-other");
+    snprintf(node.cards[0].uuid, GPU_UUID_LEN, "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec");
+    snprintf(node.cards[1].uuid, GPU_UUID_LEN, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448");
     struct pod_request request;
     memset(&request, 0, sizeof(request));
     request.count = 2;
     request.containers[0].index = 0;
-    request.containers[1].index = 2; /* the second app container asks for nothing */
-    struct placement placement = {.count = 3, .zone = -1};
-    placement.items[0] = (struct assignment){0, 0, -1, 3000, 30, false};
-    placement.items[1] = (struct assignment){1, 0, -1, 1000, 0, false};
-    placement.items[2] = (struct assignment){1, 1, -1, 1000, 0, false};
+    request.containers[1].index = 1;
+    struct placement placement = {.count = 2, .zone = -1};
+    placement.items[0] = (struct assignment){0, 1, -1, 3000, 0, false};
+    placement.items[1] = (struct assignment){1, 1, -1, 5000, 0, false};
     char text[512];
-    assert_true(hami_encode(&node, &request, &placement, 1, text, sizeof(text)) > 0);
+    assert_true(hami_encode(&node, &request, &placement, 2, text, sizeof(text)) > 0);
     assert_string_equal(text, documented);
+
+    /* a container without GPUs keeps its place; several cards in one container */
+    request.containers[1].index = 2;
+    placement.count = 3;
+    placement.items[1] = (struct assignment){1, 0, -1, 1000, 10, false};
+    placement.items[2] = (struct assignment){1, 1, -1, 1000, 10, false};
     assert_true(hami_encode(&node, &request, &placement, 3, text, sizeof(text)) > 0);
-    assert_string_equal(text, "GPU-a7f8de67-ae9d-4d7c-9d16-0c0f4c8ad1d7,NVIDIA,3000,30:;;"
-                              "GPU-a7f8de67-ae9d-4d7c-9d16-0c0f4c8ad1d7,NVIDIA,1000,0:"
-                              "GPU-other,NVIDIA,1000,0:;");
+    assert_string_equal(text, "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,3000,0:;;"
+                              "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec,NVIDIA,1000,10:"
+                              "GPU-0fc3eda5-e98b-a25b-5b0d-cf5c855d1448,NVIDIA,1000,10:;");
     assert_int_equal(hami_decode(text, &charge), 0);
     assert_int_equal(charge.count, 3);
-    assert_string_equal(charge.items[2].uuid, "GPU-other");
-    assert_int_equal(charge.items[1].memory_mib, 1000);
+    assert_string_equal(charge.items[1].uuid, "GPU-00552014-5c87-89ac-b1a6-7b53aa24b0ec");
+    assert_int_equal(charge.items[2].cores, 10);
     assert_int_equal(hami_decode("GPU-a,NVIDIA,12:;", &charge), -22);
     assert_int_equal(hami_decode("GPU-a,NVIDIA,x,3:;", &charge), -22);
 }

@@ -596,7 +596,10 @@ def check_gpu_decisions(pods, registered, stale_node):
 def scenario_gpu(fc, api, workdir):
     nodes = [hami_node(fc, i, legacy=i % 2 == 0, handshake="Reported 2026-12-01 08:00:00 +0000 "
                        "UTC") for i in range(6)]
-    stale = hami_node(fc, 6, legacy=False, handshake="Requesting_2020.01.01 00:00:00")
+    # unanswered for years, and the kubelet no longer advertises the cards (HAMi keeps a node
+    # whose kubelet still does)
+    stale = hami_node(fc, 6, legacy=False, handshake="Requesting_2020-01-01 00:00:00")
+    stale["status"]["allocatable"]["nvidia.com/gpu"] = "0"
     nodes.append(stale)
     registered = {n["metadata"]["name"]: n["metadata"]["annotations"][
         "hami.io/node-nvidia-register"] for n in nodes}
