@@ -943,6 +943,51 @@ static void single_numa_node_puts_cards_and_cpus_in_one_zone(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* Cards from a NodeResourceTopology's zones (whole cards, memory from GFD's label). */
+static void nrt_zones_give_whole_cards_in_their_zones(void **state)
+{
+    (void)state;
+    static kc_node node;
+    fake_node_init(&node, "nrt");
+    node.labels[0] = (struct fake_kv){"nvidia.com/gpu.memory", "81920"};
+    node.labels[1] = (struct fake_kv){"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"};
+    node.label_count = 2;
+    fake_host_add_node(&node);
+    nrt_event("nrt", "{\"kind\": \"NodeResourceTopology\", \"zones\": ["
+                     "{\"name\": \"node-0\", \"resources\": [{\"name\": \"cpu\", "
+                     "\"available\": \"2\"}, {\"name\": \"nvidia.com/gpu\", \"capacity\": "
+                     "\"2\"}]}, {\"name\": \"node-1\", \"resources\": [{\"name\": \"cpu\", "
+                     "\"available\": \"30500m\"}, {\"name\": \"nvidia.com/gpu\", "
+                     "\"capacity\": 2}]}]}");
+    node_event(KC_EVENT_NODE_ADD, &node);
+    const struct gpu_node *gpus = ledger_node(gpushare_ledger(self), "nrt");
+    assert_non_null(gpus);
+    assert_int_equal(gpus->card_count, 4);
+    assert_int_equal(gpus->source, SOURCE_NRT);
+    assert_int_equal(gpus->cards[3].numa, 1);
+    assert_int_equal(gpus->cards[3].memory_mib, 81920);
+    assert_int_equal(gpus->cards[3].mode, CARD_WHOLE);
+    assert_int_equal(gpus->zones.available_milli[1], 30500);
+    kc_pod pod;
+    gpu_pod(&pod, "pair", 2, 0, 0, 0);
+    pod.request[KC_RESOURCE_CPU] = 16000;
+    add_annotation(&pod, "kcycle.io/numa-policy", "single-numa-node");
+    kc_cycle cycle;
+    assert_int_equal(place(&cycle, &pod, &node), KC_SUCCESS);
+    json_t *own = json_loads(annotation_of(&cycle, "kcycle.io/gpu-assignment"), 0, NULL);
+    assert_int_equal(json_integer_value(json_object_get(own, "numaZone")), 1);
+    json_decref(own);
+    fake_cycle_clear(&cycle);
+    /* a second pair: zone 1's cards are taken, zone 0 has too few CPUs */
+    kc_pod second;
+    gpu_pod(&second, "pair-2", 2, 0, 0, 0);
+    second.request[KC_RESOURCE_CPU] = 16000;
+    add_annotation(&second, "kcycle.io/numa-policy", "single-numa-node");
+    assert_int_equal(place(&cycle, &second, &node), KC_UNSCHEDULABLE);
+    assert_string_equal(first_reason(&cycle), "cannot put GPUs and CPUs in one NUMA zone");
+    fake_cycle_clear(&cycle);
+}
+
 static void nodes_without_gpus_and_gfd_labels(void **state)
 {
     (void)state;
@@ -1000,6 +1045,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(args_are_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(single_numa_node_puts_cards_and_cpus_in_one_zone, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(nrt_zones_give_whole_cards_in_their_zones, setup, teardown),
         cmocka_unit_test_setup_teardown(nodes_without_gpus_and_gfd_labels, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
