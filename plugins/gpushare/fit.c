@@ -62,9 +62,10 @@ bool card_takes(const struct card *card, const struct card_usage *usage, int64_t
         return usage->users == 0 && memory_mib >= card->memory_mib;
     if (usage->users >= card->split || usage->exclusive)
         return false;
-    if (cores >= card->cores && usage->users > 0)
+    /* a card that reports no cores (devcore 0) is shared by memory alone */
+    if (card->cores > 0 && cores >= card->cores && usage->users > 0)
         return false;
-    if (cores == 0 && usage->cores >= card->cores)
+    if (card->cores > 0 && cores == 0 && usage->cores >= card->cores)
         return false;
     return card->memory_mib - usage->memory_mib >= memory_mib &&
            card->cores - usage->cores >= cores;
@@ -208,7 +209,8 @@ static int64_t shared_cost(struct scratch *s, uint32_t i, int64_t memory, int32_
             miss = MISS_UNHEALTHY;
         else if (card->mode == CARD_MIG || (card->mode == CARD_WHOLE && s->usage[i].users == 0))
             miss = MISS_MODE;
-        else if (s->usage[i].exclusive || (cores >= card->cores && s->usage[i].users > 0))
+        else if (s->usage[i].exclusive ||
+                 (card->cores > 0 && cores >= card->cores && s->usage[i].users > 0))
             miss = MISS_EXCLUSIVE;
         else if (s->usage[i].users >= card->split)
             miss = MISS_SHARING;
@@ -313,7 +315,8 @@ static bool place_shared(struct scratch *s, uint32_t c, struct placement *out)
         uint32_t i = best_pick[k];
         const struct card *card = &node->cards[i];
         int64_t memory = request_memory_on(request, card);
-        bool exclusive = request->cores >= card->cores || card->mode == CARD_WHOLE;
+        bool exclusive =
+            (card->cores > 0 && request->cores >= card->cores) || card->mode == CARD_WHOLE;
         add_assignment(out, c, i, -1, memory, request->cores, exclusive);
         s->usage[i].memory_mib += memory;
         s->usage[i].cores += request->cores;

@@ -493,6 +493,18 @@ static void cards_are_shared_by_memory_cores_and_users_never_overcommitted(void 
     gpu_pod(&pods[3], "s3", 1, 1000, 0, 40);
     assert_int_equal(place(&cycle, &pods[3], &node), KC_SUCCESS);
     fake_cycle_clear(&cycle);
+    /* a card that reports no cores is shared by memory alone */
+    kc_node coreless;
+    node_with(&coreless, "coreless", "kcycle.io/gpus",
+              "[{\"memory\": 16384, \"cores\": 0, \"uuid\": \"GPU-c\"}]");
+    node_event(KC_EVENT_NODE_ADD, &coreless);
+    kc_pod shares[2];
+    gpu_pod(&shares[0], "c0", 1, 8192, 0, 0);
+    gpu_pod(&shares[1], "c1", 1, 8192, 0, 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(place(&cycle, &shares[i], &coreless), KC_SUCCESS);
+        fake_cycle_clear(&cycle);
+    }
 }
 
 static void type_and_uuid_selection_is_honoured(void **state)
