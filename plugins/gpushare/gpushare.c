@@ -349,24 +349,28 @@ static void build_inventory(struct plugin *plugin, const kc_node *node, struct g
         out->zones = nrt->zones;
 }
 
+/* Field by field: struct padding must not make two equal inventories differ. */
+static bool same_card(const struct card *x, const struct card *y)
+{
+    return strcmp(x->uuid, y->uuid) == 0 && strcmp(x->model, y->model) == 0 &&
+           x->index == y->index && x->numa == y->numa && x->healthy == y->healthy &&
+           x->mode == y->mode && x->memory_mib == y->memory_mib && x->cores == y->cores &&
+           x->split == y->split && x->mig == y->mig;
+}
+
 static bool same_cards(const struct gpu_node *a, const struct gpu_node *b)
 {
-    if (a->card_count != b->card_count || a->has_zones != b->has_zones ||
-        memcmp(&a->zones, &b->zones, sizeof(a->zones)) != 0)
+    if (a->card_count != b->card_count)
         return false;
     for (uint32_t i = 0; i < a->card_count; i++) {
-        struct card x = a->cards[i], y = b->cards[i];
-        memset(&x.used, 0, sizeof(x.used));
-        memset(&y.used, 0, sizeof(y.used));
-        x.overcommitted = y.overcommitted = false;
-        if (memcmp(&x, &y, sizeof(x)) != 0)
+        if (!same_card(&a->cards[i], &b->cards[i]))
             return false;
     }
     return true;
 }
 
-/* HAMi's device plugin rewrites its annotations every 30 s: only a changed inventory is
- * recounted; the handshake alone is copied. */
+/* HAMi's device plugin rewrites its annotations every 30 s and topology reports come as often:
+ * only changed cards are recounted; the handshake and the zones' free CPUs are copied. */
 static void refresh_node(struct plugin *plugin, const kc_node *node)
 {
     struct gpu_node fresh;
@@ -380,6 +384,8 @@ static void refresh_node(struct plugin *plugin, const kc_node *node)
         known->requesting_ms = fresh.requesting_ms;
         known->deleted = fresh.deleted;
         known->source = fresh.source;
+        known->has_zones = fresh.has_zones;
+        known->zones = fresh.zones;
         return;
     }
     snprintf(fresh.name, sizeof(fresh.name), "%s", name);
