@@ -529,6 +529,8 @@ static kc_status gpushare_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
         free(request);
         return KC_SKIP;
     }
+    if (kc_pod_annotation(pod, "hami.io/node-scheduler-policy") == NULL)
+        request->node_policy = plugin->node_policy; /* args, when the pod does not say */
     /* the demand the score weighs is what pods ask for, one observation per attempt: PreFilter
      * runs for every attempt in both isolation modes, where pod events reach a plugin host in
      * batches */

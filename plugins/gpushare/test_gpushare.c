@@ -835,6 +835,39 @@ static void fragmentation_score_keeps_whole_cards_free(void **state)
     assert_int_equal(ops->normalize_score(self, &cycle, &quarter, both, scores, 2), KC_SUCCESS);
     assert_int_equal(scores[0], 100);
     assert_int_equal(scores[1], 0);
+    fake_cycle_clear(&cycle);
+    /* a whole card: no fragmentation either way; the node policy decides (binpack: the used
+     * node; spread by annotation or by args: the fresh one) */
+    kc_pod whole;
+    for (int variant = 0; variant < 3; variant++) {
+        gpu_pod(&whole, "whole", 1, 0, 0, 0);
+        if (variant == 1)
+            add_annotation(&whole, "hami.io/node-scheduler-policy", "spread");
+        if (variant == 2) {
+            ops->fini(self);
+            assert_int_equal(open_plugin("{\"nodePolicy\": \"Spread\"}"), 0);
+            node_event(KC_EVENT_NODE_ADD, &used);
+            node_event(KC_EVENT_NODE_ADD, &fresh);
+            assert_int_equal(place(&cycle, &half, &used), KC_SUCCESS);
+            fake_cycle_clear(&cycle);
+        }
+        fake_cycle_init(&cycle);
+        assert_int_equal(ops->pre_filter(self, &cycle, &whole), KC_SUCCESS);
+        assert_int_equal(ops->score(self, &cycle, &whole, &used, &scores[0]), KC_SUCCESS);
+        assert_int_equal(ops->score(self, &cycle, &whole, &fresh, &scores[1]), KC_SUCCESS);
+        assert_int_equal(ops->normalize_score(self, &cycle, &whole, both, scores, 2), KC_SUCCESS);
+        assert_int_equal(scores[0], variant == 0 ? 100 : 0);
+        assert_int_equal(scores[1], variant == 0 ? 0 : 100);
+        fake_cycle_clear(&cycle);
+    }
+    ops->fini(self);
+    assert_int_equal(open_plugin("{}"), 0);
+    node_event(KC_EVENT_NODE_ADD, &used);
+    node_event(KC_EVENT_NODE_ADD, &fresh);
+    assert_int_equal(place(&cycle, &half, &used), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &quarter), KC_SUCCESS);
     /* on the used node, the quarter joins the half rather than breaking the free card */
     assert_int_equal(ops->reserve(self, &cycle, &quarter, &used), KC_SUCCESS);
     const char *decision = annotation_of(&cycle, "hami.io/vgpu-devices-allocated");
