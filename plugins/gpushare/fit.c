@@ -160,33 +160,50 @@ int64_t card_fragmentation(const struct card *card, const struct card_usage *usa
     return total > 0.0 ? (int64_t)((double)free_mib * 1000.0 * stranded / total) : 0;
 }
 
-/* FGD's node-level rule: a request shape the node cannot take at all (its CPUs are gone)
- * strands every free byte of the node's GPUs; otherwise each card strands what that shape
- * cannot use there. */
-static int64_t node_fragmentation(const struct gpu_node *node, const struct card_usage *usage,
-                                  int64_t free_cpu_milli, const struct demand_mix *mix)
+/* What one card strands for one request shape: all its free memory when the node cannot take
+ * the shape at all (its CPUs are gone: FGD's node-level rule) or the card cannot. */
+static double card_stranded(const struct card *card, const struct card_usage *usage,
+                            const struct demand_type *type, bool cpu_blocked)
 {
-    double total = 0.0, stranded = 0.0;
+    int64_t free_mib = card->memory_mib - usage->memory_mib;
+    if (free_mib <= 0 || !card->healthy || card->overcommitted)
+        return 0.0;
+    if (cpu_blocked || !card_takes(card, usage, type_memory_on(type, card), type->cores))
+        return (double)free_mib;
+    return 0.0;
+}
+
+/* How much fragmentation (expected stranded MiB x 1000) the node gains going from before to
+ * after, its free CPUs from cpu_before to cpu_after (negative: unknown). Only the cards that
+ * changed, and the shapes whose CPUs stop fitting, are looked at. */
+static int64_t node_fragmentation_delta(const struct gpu_node *node,
+                                        const struct card_usage *before,
+                                        const struct card_usage *after, int64_t cpu_before,
+                                        int64_t cpu_after, const struct demand_mix *mix)
+{
+    double total = 0.0, delta = 0.0;
     int64_t mig = 0;
-    for (uint32_t t = 0; t < mix->count; t++)
-        total += mix->types[t].weight;
+    bool touched[GPU_MAX_CARDS];
     for (uint32_t i = 0; i < node->card_count; i++) {
-        const struct card *card = &node->cards[i];
-        if (card->mode == CARD_MIG) {
-            mig += card_fragmentation(card, &usage[i], mix);
-            continue;
-        }
-        int64_t free_mib = card->memory_mib - usage[i].memory_mib;
-        if (free_mib <= 0 || !card->healthy || card->overcommitted)
-            continue;
-        for (uint32_t t = 0; t < mix->count; t++) {
-            const struct demand_type *type = &mix->types[t];
-            bool blocked = free_cpu_milli >= 0 && type->cpu_milli > free_cpu_milli;
-            if (blocked || !card_takes(card, &usage[i], type_memory_on(type, card), type->cores))
-                stranded += type->weight * (double)free_mib;
+        touched[i] = memcmp(&before[i], &after[i], sizeof(before[i])) != 0;
+        if (touched[i] && node->cards[i].mode == CARD_MIG)
+            mig += card_fragmentation(&node->cards[i], &after[i], mix) -
+                   card_fragmentation(&node->cards[i], &before[i], mix);
+    }
+    for (uint32_t t = 0; t < mix->count; t++) {
+        const struct demand_type *type = &mix->types[t];
+        bool blocked_before = cpu_before >= 0 && type->cpu_milli > cpu_before;
+        bool blocked_after = cpu_after >= 0 && type->cpu_milli > cpu_after;
+        total += type->weight;
+        for (uint32_t i = 0; i < node->card_count; i++) {
+            const struct card *card = &node->cards[i];
+            if (card->mode == CARD_MIG || (!touched[i] && blocked_before == blocked_after))
+                continue;
+            delta += type->weight * (card_stranded(card, &after[i], type, blocked_after) -
+                                     card_stranded(card, &before[i], type, blocked_before));
         }
     }
-    return mig + (total > 0.0 ? (int64_t)(stranded * 1000.0 / total) : 0);
+    return mig + (total > 0.0 ? (int64_t)(delta * 1000.0 / total) : 0);
 }
 
 struct scratch {
@@ -431,8 +448,8 @@ static bool place_all(struct scratch *s, struct placement *out, char *reason, si
     int64_t cpu_after = s->free_cpu_milli;
     if (cpu_after >= 0)
         cpu_after = cpu_after > s->request->cpu_milli ? cpu_after - s->request->cpu_milli : 0;
-    out->fragmentation_delta = node_fragmentation(s->node, s->usage, cpu_after, s->mix) -
-                               node_fragmentation(s->node, before, s->free_cpu_milli, s->mix);
+    out->fragmentation_delta =
+        node_fragmentation_delta(s->node, before, s->usage, s->free_cpu_milli, cpu_after, s->mix);
     return true;
 }
 

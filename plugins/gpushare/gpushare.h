@@ -219,7 +219,8 @@ struct charge_item {
 struct charge {
     char uid[GPU_NAME_LEN];
     char node[GPU_NAME_LEN];
-    bool applied; /* counted on the node's cards */
+    bool applied;       /* counted on the node's cards */
+    uint32_t node_hash; /* of node, set by the ledger: recounts compare it first */
     struct charge *next;
     uint32_t count;
     struct charge_item items[GPU_MAX_ASSIGNMENTS]; /* last: the ledger stores only count */

@@ -152,13 +152,14 @@ static void mark_overcommitted(struct gpu_node *node, const struct charge *charg
  * twice. */
 static void recount_node(struct ledger *ledger, struct gpu_node *node)
 {
+    uint32_t hash = hash_name(node->name);
     for (uint32_t i = 0; i < node->card_count; i++) {
         memset(&node->cards[i].used, 0, sizeof(node->cards[i].used));
         node->cards[i].overcommitted = false;
     }
     for (uint32_t b = 0; b < ledger->charge_buckets; b++) {
         for (struct charge *charge = ledger->charges[b]; charge != NULL; charge = charge->next) {
-            if (strcmp(charge->node, node->name) != 0)
+            if (charge->node_hash != hash || strcmp(charge->node, node->name) != 0)
                 continue;
             charge->applied = apply_charge(node, charge);
             if (!charge->applied)
@@ -231,6 +232,7 @@ int ledger_charge(struct ledger *ledger, const struct charge *charge)
     }
     memcpy(stored, charge, size);
     stored->applied = applied;
+    stored->node_hash = hash_name(charge->node);
     uint32_t bucket = hash_name(charge->uid) % ledger->charge_buckets;
     stored->next = ledger->charges[bucket];
     ledger->charges[bucket] = stored;
