@@ -12,6 +12,7 @@
 #include "log.h"
 #include "model.h"
 #include "sim_numa.h"
+#include "sim_gpu.h"
 
 /* After the last arrival, time keeps moving only while something is due; pods that keep
  * failing with errors stop being retried this long after the last arrival. */
@@ -73,6 +74,7 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     r->bound_ms = sim->now_ms;
     r->bind_order = ++sim->bind_count;
     sim_numa_record(r, pod, annotations);
+    sim_gpu_record(r, annotations);
     return 0;
 }
 
@@ -186,6 +188,7 @@ static int add_record(struct simulator *sim, const struct pod *pod)
     r->name = strdup(pod->name);
     r->uid = strdup(pod->uid);
     r->arrival_ms = sim->now_ms;
+    sim_gpu_note_pod(r, pod);
     if (r->namespace == NULL || r->name == NULL || r->uid == NULL)
         return -ENOMEM;
     sim->record_count++;
@@ -370,6 +373,7 @@ void simulator_close(struct simulator *sim)
         free(sim->records[i].uid);
         free(sim->records[i].node);
         free(sim->records[i].numa_zones);
+        free(sim->records[i].gpu_assignment);
     }
     free(sim->records);
     strmap_free(&sim->record_index);

@@ -27,6 +27,9 @@ struct sim_record {
     bool numa_aligned_pod;  /* the topology manager aligns it (Guaranteed integer CPUs) */
     bool numa_not_preferred; /* numaalign marked it kcycle.io/numa-aligned: false */
     int64_t numa_cpus;       /* its exclusive CPUs */
+    /* GPUs (sim_gpu.c): the pod asks for GPUs; kcycle.io/gpu-assignment of its binding */
+    bool gpu;
+    char *gpu_assignment;
 };
 
 /* A plugin generation that served pods: its plugins' names and versions. */

@@ -33,6 +33,12 @@ Scenarios (one per meson test, so they run apart):
           carries kcycle.io/numa-zones naming zones that hold it, also after an agent report
           that arrives while pods are still being placed. With --agent, kcycle-topology-agent
           publishes two of the nodes' topologies itself (and republishes them during the run).
+  gpu     GPU nodes registered the way HAMi's device plugin does (hami.io/node-nvidia-register
+          in both its seven- and nine-field forms, the handshake, nvidia.com/gpu allocatable)
+          and mixed GPU pods until the cards run out: on every bound pod HAMi's decision
+          annotations and kcycle.io/gpu-assignment agree, name the node's cards, give what the
+          pod asked for, and no card is ever over-committed, also after a scheduler restart
+          rebuilt its ledger from those annotations; a node with a stale handshake gets nothing.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
   first-sync      5,000 nodes, an empty cluster and 50,000 running pods, the scheduler's hello
@@ -781,6 +787,178 @@ def scenario_constraints(fc, api, workdir):
               "while the scheduler ran")
         print(f"constraints: {bound} pods placed where kube's rules allow, {len(told)} "
               f"refused with kube's message, on {len(nodes)} nodes")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
+# GPU sharing (gpushare) -----------------------------------------------------------------------
+
+GPU_CONFIG = """plugins:
+  - name: prioritysort
+  - name: noderesources
+    args:
+      ignoredResources: [nvidia.com/gpumem, nvidia.com/gpumem-percentage, nvidia.com/gpucores]
+  - name: gpushare
+    weight: 100
+  - name: defaultbinder
+"""
+GPU_CARD_MIB, GPU_SPLIT, GPU_CARDS = 81920, 10, 8
+
+
+def hami_node(fc, index, legacy, handshake):
+    """A node as HAMi's device plugin leaves it: cards in the registration annotation (two NUMA
+    zones), the handshake, and the vGPU count as allocatable."""
+    devices = []
+    for card in range(GPU_CARDS):
+        fields = [f"GPU-{index:02d}{card:02d}5c87-89ac-b1a6-7b53aa24b0ec", str(GPU_SPLIT),
+                  str(GPU_CARD_MIB), "100", "NVIDIA-A100-SXM4-80GB", str(card // 4), "true"]
+        if not legacy:
+            fields += [str(card), "hami-core"]
+        devices.append(",".join(fields) + ":")
+    node = fc.node(f"gpu-{index:02d}", cpu="96", memory="1Ti",
+                   extra={"nvidia.com/gpu": str(GPU_CARDS * GPU_SPLIT)})
+    node["metadata"]["annotations"] = {"hami.io/node-nvidia-register": "".join(devices),
+                                       "hami.io/node-handshake-nvidia": handshake}
+    return node
+
+
+def gpu_pod(fc, name, limits):
+    pod = fc.pod(name, namespace="gpu", scheduler="kcycle", cpu="1", memory="1Gi")
+    resources = pod["spec"]["containers"][0]["resources"]
+    resources["limits"] = {k: str(v) for k, v in limits.items()}
+    resources["requests"].update(resources["limits"])
+    return pod
+
+
+def gpu_pods(fc, prefix, count):
+    """Whole cards, halves, quarters and small slices, in a fixed mixed order."""
+    shapes = [{"nvidia.com/gpu": 1},
+              {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 50, "nvidia.com/gpucores": 50},
+              {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 25, "nvidia.com/gpucores": 25},
+              {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 4096, "nvidia.com/gpucores": 5},
+              {"nvidia.com/gpu": 2, "nvidia.com/gpumem": 20000, "nvidia.com/gpucores": 20}]
+    return [gpu_pod(fc, f"{prefix}-{i:03d}", shapes[(i * 7) % len(shapes)]) for i in range(count)]
+
+
+def expected_cards(pod):
+    """(cards, MiB per card, cores per card) the pod asked for, with HAMi's defaults."""
+    limits = pod["spec"]["containers"][0]["resources"]["limits"]
+    cards = int(limits.get("nvidia.com/gpu", 1))
+    if "nvidia.com/gpumem" in limits:
+        mib = int(limits["nvidia.com/gpumem"])
+    else:
+        mib = GPU_CARD_MIB * int(limits.get("nvidia.com/gpumem-percentage", 100)) // 100
+    whole = "nvidia.com/gpumem" not in limits and "nvidia.com/gpumem-percentage" not in limits
+    return cards, mib, int(limits.get("nvidia.com/gpucores", 100 if whole else 0))
+
+
+def gpu_settled(api, names):
+    """Every pod bound, or told PodScheduled=False; returns the pods then."""
+    pods = {p["metadata"]["name"]: p for p in all_pods(api)
+            if p["metadata"]["namespace"] == "gpu"}
+    for name in names:
+        p = pods.get(name)
+        if p is None:
+            return None
+        conds = [c for c in (p.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodScheduled" and c.get("status") == "False"]
+        if not p["spec"].get("nodeName") and not conds:
+            return None
+    return pods
+
+
+def check_gpu_decisions(pods, registered, stale_node):
+    """The decision annotations of every bound pod against each other, the node's cards and
+    the request; the sum over each card within its memory, cores and sharing count."""
+    use = collections.defaultdict(lambda: [0, 0, 0, False])  # MiB, cores, users, exclusive
+    bound = 0
+    for name, p in sorted(pods.items()):
+        node = p["spec"].get("nodeName")
+        if not node:
+            continue
+        bound += 1
+        check(node != stale_node, f"{name} bound to {node}, whose handshake is stale")
+        ann = p["metadata"].get("annotations") or {}
+        hami = ann.get("hami.io/vgpu-devices-to-allocate", "")
+        check(hami and ann.get("hami.io/vgpu-devices-allocated") == hami,
+              f"{name}: HAMi's to-allocate and allocated agree: {ann}")
+        check(ann.get("hami.io/vgpu-node") == node and ann.get("hami.io/bind-phase") ==
+              "allocating" and ann.get("hami.io/vgpu-time", "").isdigit(),
+              f"{name}: vgpu-node, bind-phase, vgpu-time: {ann}")
+        own = json.loads(ann.get("kcycle.io/gpu-assignment", "{}"))
+        check(own.get("node") == node, f"{name}: kcycle.io/gpu-assignment names {own.get('node')}")
+        mine = [(c["uuid"], c["memory"], c["cores"]) for container in own.get("containers", [])
+                for c in container["cards"]]
+        containers = hami.split(";")
+        check(len(containers) == 2 and containers[1] == "",
+              f"{name}: one app container in HAMi's annotation: {hami!r}")
+        theirs = []
+        for device in containers[0].split(":"):
+            if device:
+                uuid, kind, mib, cores = device.split(",")
+                check(kind == "NVIDIA", f"{name}: device type {kind}")
+                theirs.append((uuid, int(mib), int(cores)))
+        check(sorted(mine) == sorted(theirs), f"{name}: HAMi's {theirs} != kcycle's {mine}")
+        cards, mib, cores = expected_cards(p)
+        check(len(theirs) == cards and len({t[0] for t in theirs}) == cards and
+              all(t[1] == mib and t[2] == cores for t in theirs),
+              f"{name}: asked {cards} x ({mib} MiB, {cores} cores), got {theirs}")
+        for uuid, mib, cores in theirs:
+            check(uuid in registered[node], f"{name}: card {uuid} is not on {node}")
+            card = use[uuid]
+            card[0] += mib
+            card[1] += cores
+            card[2] += 1
+            card[3] = card[3] or cores >= 100
+    for uuid, (mib, cores, users, exclusive) in use.items():
+        check(mib <= GPU_CARD_MIB and cores <= 100 and users <= GPU_SPLIT and
+              (not exclusive or users == 1),
+              f"card {uuid} over-committed: {mib} MiB, {cores} cores, {users} users")
+    return bound
+
+
+def scenario_gpu(fc, api, workdir):
+    nodes = [hami_node(fc, i, legacy=i % 2 == 0, handshake="Reported 2026-12-01 08:00:00 +0000 "
+                       "UTC") for i in range(6)]
+    # unanswered for years, and the kubelet no longer advertises the cards (HAMi keeps a node
+    # whose kubelet still does)
+    stale = hami_node(fc, 6, legacy=False, handshake="Requesting_2020-01-01 00:00:00")
+    stale["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    nodes.append(stale)
+    registered = {n["metadata"]["name"]: n["metadata"]["annotations"][
+        "hami.io/node-nvidia-register"] for n in nodes}
+    first = gpu_pods(fc, "a", 120)
+    bulk_create(api, nodes + first)
+    config = os.path.join(workdir, "config.yaml")
+    with open(config, "w") as f:
+        f.write(GPU_CONFIG)
+    r = Replica(api, workdir, "replica-a", leader_elect=False, config=config)
+    r.start()
+    names = [p["metadata"]["name"] for p in first]
+    try:
+        pods = wait_until("every GPU pod bound or refused", lambda: gpu_settled(api, names),
+                          120, [r])
+        bound = check_gpu_decisions(pods, registered, "gpu-06")
+        refused = len(names) - bound
+        check(bound > 40 and refused > 0, f"{bound} bound and {refused} refused: the cards ran out")
+        # restart: the new scheduler rebuilds its ledger from the annotations; half the bound
+        # pods finish and new pods arrive, which must fit around what is still held
+        r.scheduler.stop()
+        done = [n for n, p in sorted(pods.items()) if p["spec"].get("nodeName")][::2]
+        for name in done:
+            api.delete_object("pods", name, namespace="gpu")
+        second = gpu_pods(fc, "b", 80)
+        r.start_scheduler()
+        bulk_create(api, second)
+        names = [n for n in names if n not in done] + [p["metadata"]["name"] for p in second]
+        pods = wait_until("the new GPU pods bound or refused", lambda: gpu_settled(api, names),
+                          120, [r])
+        again = check_gpu_decisions(pods, registered, "gpu-06")
+        check(again > bound - len(done), f"after the restart {again} bound (of which "
+              f"{bound - len(done)} from before)")
+        print(f"gpu: {bound} of 120 bound, then {again} after a restart, {len(done)} finished "
+              f"and 80 more")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
@@ -1608,7 +1786,7 @@ def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
-                                             "ports", "volumes", "numa", "bench", "first-sync",
+                                             "ports", "volumes", "numa", "gpu", "bench", "first-sync",
                                              "optional-lists", "startup-bench"])
     parser.add_argument("--pods", type=int, default=5000,
                         help="bench: pods to bind; startup-bench: kcycle pods pending at start")
@@ -1630,7 +1808,7 @@ def main():
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
              "constraints": scenario_constraints, "ports": scenario_ports,
-             "volumes": scenario_volumes, "numa": scenario_numa,
+             "volumes": scenario_volumes, "numa": scenario_numa, "gpu": scenario_gpu,
              "bench": scenario_bench, "first-sync": scenario_first_sync,
              "optional-lists": scenario_optional_lists,
              "startup-bench": scenario_startup_bench}[ARGS.scenario](fc, api, workdir)

@@ -37,7 +37,7 @@ def simulate(path, tmp, extra=()):
     return run, report
 
 
-def check_report(name, report_path):
+def check_report(name, report_path, ignored=()):
     with open(report_path) as f:
         report = json.load(f)
     pods, nodes, summary = report["pods"], report["nodes"], report["summary"]
@@ -56,6 +56,8 @@ def check_report(name, report_path):
         check(p["node"] in node_names, f"{name}: {p['name']} bound to a known node")
     for n in nodes:
         for resource, requested in n["requested"].items():
+            if resource in ignored:
+                continue
             allocatable = n["allocatable"].get(resource, "0")
             check(quantity(requested) <= quantity(allocatable),
                   f"{name}: node {n['name']} {resource} requested {requested} <= "
@@ -351,6 +353,51 @@ def main():
         check_host_ports(tmp)
         check_unhandled_fields(tmp)
         check_node_constraints(tmp)
+        # GPUs (gpushare): every card within its memory, the GPU figures add up, the pod that
+        # asks for 16 cards is the one GPU pod left, with its reason.
+        run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", "gpu.yaml"), tmp)
+        check(run.returncode == 0, f"gpu.yaml: exit 0, stderr: {run.stderr}")
+        # HAMi's memory and core resources are per card (gpushare's ledger), not node resources
+        report = check_report("gpu.yaml", report_path, ignored=(
+            "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores"))
+        gpu = report.get("gpu", {})
+        cards = gpu.get("card_list", [])
+        check(gpu.get("cards") == 40 and len(cards) == 40, f"gpu.yaml: 40 cards, got {gpu}")
+        for card in cards:
+            check(0 <= card["allocated_mib"] <= card["memory_mib"] and card["users"] <= 10,
+                  f"gpu.yaml: card {card} within its memory and users")
+        # 8 whole cards, 12 halves, 40 x 4 GiB, 10 MIG 3g.40gb instances of 40 GiB
+        check(gpu.get("allocated_mib") == (8 * 80 + 12 * 40 + 40 * 4 + 10 * 40) * 1024 ==
+              sum(c["allocated_mib"] for c in cards),
+              f"gpu.yaml: allocated memory adds up, got {gpu.get('allocated_mib')}")
+        check(gpu.get("unallocated_mib") == gpu.get("memory_mib", 0) - gpu.get("allocated_mib", 0),
+              "gpu.yaml: unallocated = memory - allocated")
+        check(gpu.get("whole_cards_free") == sum(1 for c in cards if c["users"] == 0),
+              "gpu.yaml: whole cards free counted")
+        check(gpu.get("pods_bound") == 70 and gpu.get("pods_unschedulable") == 1 and
+              gpu["unschedulable"][0]["name"] == "huge" and
+              REASON.match(gpu["unschedulable"][0]["reason"]) is not None,
+              f"gpu.yaml: only ml/huge left, with a reason, got {gpu.get('unschedulable')}")
+        check("GPUs: 40 cards on 5 nodes" in run.stdout and "GPU pods: 70 bound, 1 unschedulable"
+              in run.stdout, f"gpu.yaml: the summary reports GPU use, got {run.stdout[-500:]!r}")
+        # the same with gpushare in a plugin host: the decisions come back to the Binding and
+        # the placements are the same
+        placements = {(p["namespace"], p["name"]): p["node"] for p in report["pods"]}
+        with open(os.path.join(SOURCE, "examples", "sim", "gpu.yaml")) as f:
+            text = f.read()
+        hosted = os.path.join(tmp, "gpu-process.yaml")
+        with open(hosted, "w") as f:
+            f.write(text.replace("    - name: gpushare\n      weight: 100\n",
+                                 "    - name: gpushare\n      weight: 100\n"
+                                 "      isolation: process\n"))
+        run, report_path = simulate(hosted, tmp)
+        check(run.returncode == 0, f"gpu.yaml in a plugin host: exit 0, stderr: {run.stderr}")
+        with open(report_path) as f:
+            hosted_report = json.load(f)
+        check({(p["namespace"], p["name"]): p["node"] for p in hosted_report["pods"]} ==
+              placements, "gpu.yaml: the same placements with gpushare in a plugin host")
+        check(hosted_report.get("gpu", {}).get("allocated_mib") == gpu.get("allocated_mib"),
+              "gpu.yaml in a plugin host: the decisions reach the bindings")
 
         # A broken file names the file, line and column, and the key.
         bad = os.path.join(tmp, "bad.yaml")

@@ -12,6 +12,7 @@
 
 #include "bench_numa.h"
 #include "config.h"
+#include "bench_gpu.h"
 #include "log.h"
 #include "model.h"
 #include "resource_table.h"
@@ -303,7 +304,7 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa|gpu "
                     "[--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
@@ -423,15 +424,13 @@ int main(int argc, char **argv)
                                           b.parallelism, rounds};
         return bench_numa(&numa);
     }
-    if (strcmp(shape, "numa") == 0) {
-        struct bench_numa_options numa = {argv[0], b.plugin_dir, b.nodes, b.pods, b.seed,
-                                          b.parallelism, rounds};
-        return bench_numa(&numa);
-    }
+    /* GPU sharing (gpushare): its own trace, nodes and plugins */
+    if (strcmp(shape, "gpu") == 0)
+        return bench_gpu(b.plugin_dir, b.json, b.seed);
     bool gang = strcmp(shape, "gang") == 0;
     if (shape_of(shape, &b) < 0) {
         fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
-                        "node-affinity, taints, numa)\n",
+                        "node-affinity, taints, numa, gpu)\n",
                 shape);
         return 2;
     }
