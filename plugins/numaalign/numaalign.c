@@ -240,8 +240,14 @@ static kc_status numaalign_reserve(void *self_, kc_cycle *cycle, const kc_pod *p
         return KC_ERROR;
     char zones[64];
     zones_text(n, ev.zones, zones, sizeof(zones));
-    if (zones[0] != '\0')
+    if (zones[0] != '\0') {
         kc_cycle_annotate(cycle, ZONES_ANNOTATION, zones);
+        /* the same text in the cycle, for plugins placed after this one that must use the
+         * chosen zones (gpushare's cards under single-numa-node; plugins/numaalign/README.md) */
+        char *copy = strdup(zones);
+        if (copy == NULL || kc_cycle_set(cycle, ZONES_ANNOTATION, copy, free) < 0)
+            free(copy);
+    }
     if (!ev.preferred)
         kc_cycle_annotate(cycle, ALIGNED_ANNOTATION, "false");
     return KC_SUCCESS;
