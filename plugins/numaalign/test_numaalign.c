@@ -325,6 +325,12 @@ static kc_status place(const kc_pod *pod, char *zones, size_t size)
     for (uint32_t i = 0; i < cycle.annotation_count; i++)
         if (strcmp(cycle.annotations[i].key, "kcycle.io/numa-zones") == 0)
             snprintf(zones, size, "%s", cycle.annotations[i].value);
+    /* the cycle state carries the same zones for the plugins after numaalign (gpushare) */
+    const char *shared = kc_host->cycle_get(&cycle, "kcycle.io/numa-zones");
+    if (zones[0] != '\0')
+        assert_string_equal(shared, zones);
+    else
+        assert_null(shared);
     fake_cycle_clear(&cycle);
     return st;
 }
