@@ -384,6 +384,19 @@ static void derive_fields(struct pod *pod)
         pod->fields |= POD_FIELD_NODE_SELECTOR;
     if (pod->affinity.has_required || pod->affinity.preferred_count > 0)
         pod->fields |= POD_FIELD_NODE_AFFINITY;
+    /* volume sources a scheduling plugin reads (VolumeBinding, VolumeRestrictions,
+     * NodeVolumeLimits); emptyDir, configMap, hostPath, ... need no node */
+    static const uint32_t volume_bits[] = {
+        [KC_VOLUME_PVC] = POD_FIELD_PVC_VOLUMES,
+        [KC_VOLUME_EPHEMERAL] = POD_FIELD_EPHEMERAL_VOLUMES,
+        [KC_VOLUME_GCE_PD] = POD_FIELD_GCE_PD_VOLUMES,
+        [KC_VOLUME_AWS_EBS] = POD_FIELD_AWS_EBS_VOLUMES,
+        [KC_VOLUME_ISCSI] = POD_FIELD_ISCSI_VOLUMES,
+        [KC_VOLUME_RBD] = POD_FIELD_RBD_VOLUMES,
+        [KC_VOLUME_CSI] = POD_FIELD_CSI_VOLUMES,
+    };
+    for (uint32_t i = 0; i < pod->volume_count; i++)
+        pod->fields |= volume_bits[pod->volumes[i].source];
 }
 
 int pod_finish(struct pod *pod)
@@ -1224,33 +1237,6 @@ static bool present(const struct tree *map, const char *key)
     return t != NULL && (t->type == TREE_SCALAR || t->count > 0);
 }
 
-/* Volume sources a scheduling plugin reads (VolumeBinding, VolumeRestrictions,
- * NodeVolumeLimits). Other sources (emptyDir, configMap, hostPath, ...) need no node. */
-static uint32_t volume_fields(const struct tree *spec)
-{
-    static const struct {
-        const char *key;
-        uint32_t bit;
-    } sources[] = {
-        {"persistentVolumeClaim", POD_FIELD_PVC_VOLUMES},
-        {"ephemeral", POD_FIELD_EPHEMERAL_VOLUMES},
-        {"csi", POD_FIELD_CSI_VOLUMES},
-        {"gcePersistentDisk", POD_FIELD_GCE_PD_VOLUMES},
-        {"awsElasticBlockStore", POD_FIELD_AWS_EBS_VOLUMES},
-        {"rbd", POD_FIELD_RBD_VOLUMES},
-        {"iscsi", POD_FIELD_ISCSI_VOLUMES},
-    };
-    const struct tree *volumes = field(spec, "volumes");
-    uint32_t fields = 0;
-    for (uint32_t i = 0; volumes != NULL && volumes->type == TREE_SEQ && i < volumes->count; i++) {
-        const struct tree *v = volumes->items[i];
-        for (size_t k = 0; v->type == TREE_MAP && k < sizeof(sources) / sizeof(sources[0]); k++)
-            if (field(v, sources[k].key) != NULL)
-                fields |= sources[k].bit;
-    }
-    return fields;
-}
-
 /* Fields kube-scheduler's default plugins read that the model does not carry: the pod records
  * that it uses them, so the runtime can refuse it when no enabled plugin handles them. */
 static void read_pod_fields(const struct tree *spec, struct pod *pod)
@@ -1270,7 +1256,6 @@ static void read_pod_fields(const struct tree *spec, struct pod *pod)
     if (resources != NULL && resources->type == TREE_MAP &&
         (present(resources, "requests") || present(resources, "limits")))
         pod->fields |= POD_FIELD_POD_RESOURCES;
-    pod->fields |= volume_fields(spec);
 }
 
 static int read_volumes(const struct tree *spec, struct pod *pod, struct kc_error *err)

@@ -383,7 +383,10 @@ static int encode_host_ports(struct proto_holder *h, const struct pod *pod, Kcyc
 /* Only the fields the pod's model cannot show again (pod_finish derives the others). */
 static int encode_used_fields(struct proto_holder *h, const struct pod *pod, Kcycle__V1__Pod *msg)
 {
-    uint32_t derived = POD_FIELD_HOST_PORTS | POD_FIELD_NODE_SELECTOR | POD_FIELD_NODE_AFFINITY;
+    uint32_t derived = POD_FIELD_HOST_PORTS | POD_FIELD_NODE_SELECTOR | POD_FIELD_NODE_AFFINITY |
+                       POD_FIELD_PVC_VOLUMES | POD_FIELD_EPHEMERAL_VOLUMES | POD_FIELD_CSI_VOLUMES |
+                       POD_FIELD_GCE_PD_VOLUMES | POD_FIELD_AWS_EBS_VOLUMES |
+                       POD_FIELD_RBD_VOLUMES | POD_FIELD_ISCSI_VOLUMES;
     uint32_t fields = pod->fields & ~derived, count = 0;
     for (uint32_t bit = 1; bit != 0; bit <<= 1)
         count += (fields & bit) != 0 && pod_field_name(bit) != NULL;
