@@ -125,6 +125,11 @@ struct pod {
     struct res_list request;
     /* Set by the scheduler's queue when the pod is first queued (ms); 0 before. */
     int64_t enqueue_ms;
+    /* Preemption: spec.preemptionPolicy Never, status.nominatedNodeName (NULL when absent)
+     * and status.startTime (unix ms, 0 while the pod has not started). */
+    bool preempt_never;
+    char *nominated_node_name;
+    int64_t start_ms;
 };
 
 struct node {

@@ -17,6 +17,9 @@
 #define FAKE_MAX_NODES 64
 #define FAKE_MAX_WAITING 16
 #define FAKE_LOG_SIZE 512
+#define FAKE_MAX_NODE_PODS 16
+#define FAKE_MAX_VICTIMS 32
+#define FAKE_MAX_NOMINATED 8
 
 struct fake_kv {
     const char *key;
@@ -72,6 +75,11 @@ struct kc_pod {
     uint32_t preferred_count;
     struct fake_toleration tolerations[FAKE_MAX_TOLERATIONS];
     uint32_t toleration_count;
+    /* preemption (1.2) */
+    int preempt_never;
+    const char *nominated_node_name;
+    int64_t start_ms;
+    int terminating;
 };
 
 struct kc_node {
@@ -87,6 +95,11 @@ struct kc_node {
     kc_taint taints[FAKE_MAX_TAINTS];
     uint32_t taint_count;
     uint32_t index; /* set by fake_host_add_node */
+    /* preemption (1.2): the pods fake_node_add_pod put here (node_pod_at), and how Filter
+     * judged the node (kc_cycle_node_status: KC_UNSCHEDULABLE unless unresolvable) */
+    const kc_pod *pods[FAKE_MAX_NODE_PODS];
+    uint32_t pod_list_count;
+    int unresolvable;
 };
 
 struct fake_cycle_entry {
@@ -145,11 +158,29 @@ struct fake_host_state {
     uint32_t node_count;
     kc_waiting_pod waiting[FAKE_MAX_WAITING];
     uint32_t waiting_count;
+    /* preemption (1.2). kc_filter_what_if: what_if when set, else a resource fit (every
+     * requested resource and the pod count, as noderesources) of the node without the
+     * removed pods and with the nominated pods of at least the pod's priority. */
+    kc_status (*what_if)(const kc_pod *pod, const kc_node *node, const kc_pod *const *removed,
+                         uint32_t removed_count, char *reason, size_t reason_size);
+    const kc_pod *what_if_pod; /* the cycle's pod for the built-in fit (PostFilter sets it) */
+    uint32_t what_if_calls;
+    struct {
+        const kc_pod *pod;
+        const char *node_name;
+    } nominated[FAKE_MAX_NOMINATED];
+    uint32_t nominated_count;
+    /* kc_preempt: every call recorded (the last one's node and victims); NULL node clears */
+    int preempt_result;
+    uint32_t preempt_calls;
+    const kc_node *preempt_node;
+    const kc_pod *preempt_victims[FAKE_MAX_VICTIMS];
+    uint32_t preempt_victim_count;
 };
 
 extern struct fake_host_state fake_host;
 
-/* The table to give a plugin's init. Full size: every ABI 1.1 member is set. */
+/* The table to give a plugin's init. Full size: every ABI 1.2 member is set. */
 const kc_host_api *fake_host_api(void);
 
 /* Clear counters, nodes, waiting pods and the log; forget interned resources beyond the
@@ -169,6 +200,9 @@ void fake_node_set_allocatable(kc_node *node, const char *resource, int64_t valu
 void fake_node_set_requested(kc_node *node, const char *resource, int64_t value);
 /* Register node so node_count/node_at/node_by_name see it; sets node->index. */
 void fake_host_add_node(kc_node *node);
+
+/* Put pod on node (node_pod_at), adding its request and one pod to the node's accounting. */
+void fake_node_add_pod(kc_node *node, const kc_pod *pod);
 
 /* Add a pod held in Permit on node_name; returns the handle. */
 kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name);

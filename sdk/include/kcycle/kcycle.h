@@ -11,5 +11,6 @@
 #include "pod.h"
 #include "node.h"
 #include "cycle.h"
+#include "preemption.h"
 
 #endif

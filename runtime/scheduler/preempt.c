@@ -1,0 +1,335 @@
+/* Preemption in the runtime: node views for what-if Filter runs, nominated pods, and the
+ * preemption a PostFilter plugin chose, carried out through the sink (docs/architecture.md,
+ * "Preemption"). */
+#include "preempt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cycle_internal.h"
+#include "evaluate.h"
+#include "log.h"
+#include "plugin.pb-c.h"
+
+/* ---- node views -------------------------------------------------------------------------- */
+
+/* A node as Filter sees it with some pods gone and others added: a copy of the cache node
+ * (same node object and index) with its own pod list and requests. Only for preemption and
+ * nodes with nominated pods, never on the common path. */
+struct node_view {
+    struct cache_node node;
+    struct cache_pod *added; /* shallow: the pods' own request lists */
+};
+
+static bool listed(const struct pod *const *pods, uint32_t count, const char *uid)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (strcmp(pods[i]->uid, uid) == 0)
+            return true;
+    return false;
+}
+
+static void view_account(struct cache_node *v, const struct res_list *request, int sign)
+{
+    for (uint32_t i = 0; i < request->count; i++)
+        v->requested[request->items[i].id] += sign * request->items[i].value;
+}
+
+static int view_build(struct node_view *v, const struct cache_node *cn,
+                      const struct pod *const *removed, uint32_t removed_count,
+                      const struct pod *const *added, uint32_t added_count)
+{
+    v->node = *cn;
+    v->node.pods = malloc((cn->pod_count + added_count + 1) * sizeof(*v->node.pods));
+    v->added = calloc(added_count + 1, sizeof(*v->added));
+    if (v->node.pods == NULL || v->added == NULL) {
+        free(v->node.pods);
+        free(v->added);
+        return -ENOMEM;
+    }
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < cn->pod_count; i++) {
+        struct cache_pod *cp = cn->pods[i];
+        if (removed_count > 0 && listed(removed, removed_count, cp->uid)) {
+            view_account(&v->node, &cp->request, -1);
+            continue;
+        }
+        v->node.pods[count++] = cp;
+    }
+    for (uint32_t i = 0; i < added_count; i++) {
+        struct cache_pod *cp = &v->added[i];
+        cp->uid = added[i]->uid;
+        cp->node_name = cn->node->name;
+        cp->request = added[i]->request;
+        cp->pod = added[i];
+        cp->counted = true;
+        cp->slot = count;
+        v->node.pods[count++] = cp;
+        view_account(&v->node, &cp->request, 1);
+    }
+    v->node.pod_count = count;
+    v->node.pods_capacity = count;
+    return 0;
+}
+
+static void view_free(struct node_view *v)
+{
+    free(v->node.pods);
+    free(v->added);
+}
+
+/* The nominated pods on node that count for pod: of at least its priority, not itself.
+ * Returns how many were put in out (at most max). */
+static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
+                              const struct nominated_node *nn, const struct pod **out,
+                              uint32_t max)
+{
+    uint32_t count = 0;
+    for (uint32_t i = 0; nn != NULL && i < nn->count && count < max; i++) {
+        if (strcmp(nn->uids[i], pod->uid) == 0)
+            continue;
+        const struct sched_pod *sp = strmap_get(&s->pods, nn->uids[i]);
+        if (sp != NULL && sp->pod->priority >= pod->priority)
+            out[count++] = sp->pod;
+    }
+    return count;
+}
+
+/* ---- nominated pods in Filter ------------------------------------------------------------ */
+
+const uint8_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod)
+{
+    if (s->nominations.count == 0 || s->nominated_flag == NULL)
+        return NULL;
+    bool any = false;
+    memset(s->nominated_flag, 0, s->cache.node_count);
+    const struct strmap *by_node = &s->nominations.by_node;
+    for (uint32_t i = 0; i < by_node->capacity; i++) {
+        const struct nominated_node *nn = by_node->entries[i].value;
+        if (nn == NULL)
+            continue;
+        const struct pod *one[1];
+        const struct cache_node *cn = cache_node(&s->cache, nn->node);
+        if (cn != NULL && nominated_for(s, pod, nn, one, 1) > 0) {
+            s->nominated_flag[cn->index] = 1;
+            any = true;
+        }
+    }
+    return any ? s->nominated_flag : NULL;
+}
+
+#define NOMINATED_MAX 256
+
+kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
+                                   const struct cache_node *node, struct plugin **rejector)
+{
+    struct scheduler *s = cycle->sched;
+    const struct pod *added[NOMINATED_MAX];
+    uint32_t count = nominated_for(s, cycle->sp->pod,
+                                   nominations_on(&s->nominations, node->node->name), added,
+                                   NOMINATED_MAX);
+    if (count == 0)
+        return scheduler_filter_node(cycle, skip, node, rejector);
+    struct node_view v;
+    if (view_build(&v, node, NULL, 0, added, count) < 0)
+        return KC_ERROR;
+    kc_status st = scheduler_filter_node(cycle, skip, &v.node, rejector);
+    view_free(&v);
+    if (st != KC_SUCCESS)
+        return st;
+    return scheduler_filter_node(cycle, skip, node, rejector);
+}
+
+/* ---- what-if Filter ---------------------------------------------------------------------- */
+
+static bool remote_filters(const struct framework *fw)
+{
+    for (uint32_t i = 0; i < fw->count; i++) {
+        const struct plugin *p = &fw->plugins[i];
+        if (p->remote && !p->disabled && (p->remote_phases & KCYCLE__V1__PHASE__PHASE_FILTER))
+            return true;
+    }
+    return false;
+}
+
+static void copy_reason(char *reason, size_t size, const char *text)
+{
+    if (reason != NULL && size > 0)
+        snprintf(reason, size, "%s", text != NULL ? text : "");
+}
+
+kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node *node,
+                                 const struct pod *const *removed, uint32_t removed_count,
+                                 char *reason, size_t reason_size)
+{
+    struct scheduler *s = cycle->sched;
+    copy_reason(reason, reason_size, "");
+    if (node == NULL)
+        return KC_ERROR;
+    if (remote_filters(cycle->fw)) {
+        /* a plugin host judges its replica of the cluster, which cannot be asked what-if
+         * without a round trip per node: never evict for a Filter we cannot ask */
+        copy_reason(reason, reason_size, "Filter plugins in plugin hosts cannot be asked what-if");
+        return KC_UNRESOLVABLE;
+    }
+    const struct pod *added[NOMINATED_MAX];
+    uint32_t count = nominated_for(s, cycle->sp->pod,
+                                   nominations_on(&s->nominations, node->node->name), added,
+                                   NOMINATED_MAX);
+    struct node_view v;
+    if (view_build(&v, node, removed, removed_count, added, count) < 0) {
+        copy_reason(reason, reason_size, "out of memory");
+        return KC_ERROR;
+    }
+    /* the reasons go to a histogram of our own: the attempt's stays as Filter left it */
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count = 0;
+    struct reject_sink sink = {reasons, &reason_count, 0};
+    struct reject_sink *saved = cycle_filter_sink;
+    cycle_filter_sink = &sink;
+    struct plugin *rejector = NULL;
+    kc_status st = scheduler_filter_node(cycle, cycle->filter_skip, &v.node, &rejector);
+    if (st == KC_SUCCESS && count > 0) {
+        /* the second pass of kube's RunFilterPluginsWithNominatedPods */
+        view_free(&v);
+        if (view_build(&v, node, removed, removed_count, NULL, 0) < 0) {
+            cycle_filter_sink = saved;
+            return KC_ERROR;
+        }
+        st = scheduler_filter_node(cycle, cycle->filter_skip, &v.node, &rejector);
+    }
+    cycle_filter_sink = saved;
+    view_free(&v);
+    if (st != KC_SUCCESS && reason_count == 0)
+        copy_reason(reason, reason_size, rejector != NULL ? rejector->default_reason : "");
+    for (uint32_t i = 0, used = 0; st != KC_SUCCESS && reason != NULL && i < reason_count; i++) {
+        /* every reason of the refusing plugin, one a line */
+        int n = snprintf(reason + used, used < reason_size ? reason_size - used : 0, "%s%s",
+                         i > 0 ? "\n" : "", reasons[i].text);
+        used += n > 0 ? (uint32_t)n : 0;
+    }
+    reasons_clear(reasons, &reason_count);
+    return st;
+}
+
+/* ---- the preemption a plugin chose ------------------------------------------------------- */
+
+void preempt_decision_free(struct preemption *p)
+{
+    if (p == NULL)
+        return;
+    free(p->node);
+    free(p->victims);
+    free(p);
+}
+
+static bool on_node(const struct cache_node *cn, const struct pod *pod)
+{
+    for (uint32_t i = 0; i < cn->pod_count; i++)
+        if (cn->pods[i]->pod == pod || strcmp(cn->pods[i]->uid, pod->uid) == 0)
+            return true;
+    return false;
+}
+
+int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
+                   const struct pod *const *victims, uint32_t victim_count)
+{
+    struct scheduler *s = cycle->sched;
+    if (cycle->group != NULL)
+        return -EBUSY; /* a group member never preempts alone (docs/architecture.md) */
+    if (node != NULL && s->sink.evict == NULL)
+        return -EOPNOTSUPP;
+    for (uint32_t i = 0; node != NULL && i < victim_count; i++)
+        if (victims[i] == NULL || !on_node(node, victims[i]))
+            return -ENOENT;
+    struct preemption *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return -ENOMEM;
+    p->victims = malloc((victim_count + 1) * sizeof(*p->victims));
+    p->node = node != NULL ? strdup(node->node->name) : NULL;
+    if (p->victims == NULL || (node != NULL && p->node == NULL)) {
+        preempt_decision_free(p);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; node != NULL && i < victim_count; i++)
+        p->victims[p->victim_count++] = victims[i];
+    preempt_decision_free(cycle->preemption);
+    cycle->preemption = p;
+    return 0;
+}
+
+static void nominate(struct scheduler *s, const struct pod *pod, const char *node)
+{
+    const char *was = nominations_node(&s->nominations, pod->uid);
+    bool changed = was == NULL ? node != NULL : node == NULL || strcmp(was, node) != 0;
+    if (nominations_set(&s->nominations, pod->uid, node) < 0)
+        log_error("pod %s/%s: out of memory nominating it on %s", pod->namespace, pod->name,
+                  node != NULL ? node : "no node");
+    bool written = pod->nominated_node_name != NULL;
+    if ((changed || written != (node != NULL)) && s->sink.nominate != NULL)
+        s->sink.nominate(s->sink.ctx, pod, node);
+}
+
+/* Lower-priority pods nominated on node may no longer fit there: their nominations go, so
+ * that their next attempt looks at every node (kube's prepareCandidate). */
+static void clear_lower_nominations(struct scheduler *s, const struct pod *preemptor,
+                                    const char *node)
+{
+    const struct nominated_node *nn = nominations_on(&s->nominations, node);
+    uint32_t count = nn != NULL ? nn->count : 0;
+    const struct pod **lower = calloc(count + 1, sizeof(*lower));
+    uint32_t n = 0;
+    for (uint32_t i = 0; lower != NULL && i < count; i++) {
+        const struct sched_pod *sp = strmap_get(&s->pods, nn->uids[i]);
+        if (sp != NULL && sp->pod->priority < preemptor->priority)
+            lower[n++] = sp->pod;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        nominate(s, lower[i], NULL);
+    free(lower);
+}
+
+void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct preemption *p = cycle->preemption;
+    if (p == NULL)
+        return;
+    cycle->preemption = NULL;
+    const struct pod *pod = cycle->sp->pod;
+    if (p->node == NULL) {
+        nominate(s, pod, NULL);
+        preempt_decision_free(p);
+        return;
+    }
+    s->stats.preemptions++;
+    for (uint32_t i = 0; i < p->victim_count; i++) {
+        const struct pod *victim = p->victims[i];
+        s->stats.preemption_victims++;
+        log_info("pod %s/%s preempts pod %s/%s on node %s", pod->namespace, pod->name,
+                 victim->namespace, victim->name, p->node);
+        struct kc_waiting_pod *w = waiting_pod_find(s, victim->uid);
+        if (w != NULL)
+            waiting_pod_reject(w, NULL, "preempted");
+        else
+            s->sink.evict(s->sink.ctx, victim, pod, p->node);
+    }
+    nominate(s, pod, p->node);
+    clear_lower_nominations(s, pod, p->node);
+    preempt_decision_free(p);
+}
+
+/* ---- nominations follow the pods --------------------------------------------------------- */
+
+void preempt_pod_seen(struct scheduler *s, const struct pod *pod)
+{
+    if (pod->nominated_node_name != NULL && pod->node_name == NULL &&
+        nominations_set(&s->nominations, pod->uid, pod->nominated_node_name) < 0)
+        log_error("pod %s/%s: out of memory keeping its nomination", pod->namespace, pod->name);
+}
+
+void preempt_pod_gone(struct scheduler *s, const char *uid)
+{
+    nominations_remove(&s->nominations, uid);
+}
