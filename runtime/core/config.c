@@ -43,7 +43,8 @@ static const char *const leader_keys[] = {
 static const char *const bridge_keys[] = {"address", NULL};
 static const char *const isolation_names[] = {"inprocess", "process", NULL};
 static const char *const failure_policy_names[] = {"Fail", "Ignore", NULL};
-static const char *const default_plugins[] = {"prioritysort", "noderesources", "defaultbinder"};
+static const char *const default_plugins[] = {"prioritysort", "noderesources", "defaultpreemption",
+                                              "defaultbinder"};
 
 /* ---- defaults and freeing ---- */
 

@@ -105,7 +105,9 @@ struct pod_synth {
 static const char *const pod_keys[] = {
     "name",        "namespace",  "labels",          "annotations",   "priority", "requests",
     "limits",      "containers", "initContainers",  "overhead",      "nodeName", "nodeSelector",
-    "tolerations", "affinity",   "schedulingGates", "schedulerName", NULL,
+    "tolerations", "affinity",   "schedulingGates", "schedulerName",
+    "preemptionPolicy", /* preemption */
+    NULL,
 };
 
 static const char *const workload_keys[] = {
@@ -115,7 +117,9 @@ static const char *const workload_keys[] = {
     "overhead",      "nodeName",   "nodeSelector",
     "tolerations",   "affinity",   "schedulingGates",
     "schedulerName", "count",      "at",
-    "interval",      "gang",       NULL,
+    "interval",      "gang",
+    "preemptionPolicy", /* preemption */
+    NULL,
 };
 
 /* requests/limits become one container named "main". */
@@ -147,6 +151,7 @@ static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
     static const char *const copied[] = {
         "priority",        "nodeName",      "nodeSelector", "tolerations",    "affinity",
         "schedulingGates", "schedulerName", "overhead",     "initContainers",
+        "preemptionPolicy", /* preemption */
     };
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)

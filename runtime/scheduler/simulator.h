@@ -21,6 +21,16 @@ struct sim_record {
     int64_t bound_ms;          /* simulated time of binding */
     int64_t bound_wall_ms;     /* wall time of binding, from the start of the run */
     uint32_t generation_index; /* + 1, into simulator.generations: the plugins that served it */
+    char *nominated;           /* status.nominatedNodeName the scheduler set, or NULL */
+    bool preempted;            /* bound, then evicted by a preemption */
+};
+
+/* A pod evicted by a preemption: deleted at simulated time at_ms (the loop's next turn). */
+struct sim_eviction {
+    char *victim_namespace, *victim_name, *victim_uid;
+    char *preemptor_namespace, *preemptor_name;
+    char *node;
+    int64_t at_ms;
 };
 
 /* A plugin generation that served pods: its plugins' names and versions. */
@@ -70,6 +80,10 @@ struct simulator {
     uint32_t seconds, seconds_capacity;
     struct sim_group_record *groups; /* in the order they were first reported */
     uint32_t group_count, group_capacity;
+    /* preemption: every eviction in order; those from `evictions_applied` on are not deleted
+     * from the cluster yet */
+    struct sim_eviction *evictions;
+    uint32_t eviction_count, eviction_capacity, evictions_applied;
     /* hot reload */
     struct sim_options opt;
     struct reloader reload;

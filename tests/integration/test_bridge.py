@@ -243,7 +243,8 @@ def check_outcome(api, kcycle=2000, unfit=20, others=500, nodes=200):
     check(len(others_now) == others and all(not p["spec"].get("nodeName") for p in others_now),
           "default-scheduler pods must stay pending and untouched")
 
-    expected = f"0/{nodes} nodes are available: {nodes} Insufficient cpu."
+    expected = (f"0/{nodes} nodes are available: {nodes} Insufficient cpu. preemption: "
+                f"0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling.")
     for p in huge:
         conds = [c for c in (p.get("status") or {}).get("conditions") or []
                  if c.get("type") == "PodScheduled"]

@@ -63,8 +63,69 @@ def check_report(name, report_path):
     return report
 
 
+def check_preemption(tmp):
+    """defaultpreemption in the default profile: the fewest, least important victims on a full
+    cluster; preemptionPolicy Never; the nominated pod's room kept; a PDB-protected victim
+    spared when another candidate exists, and taken when the budget is gone."""
+    path = os.path.join(SOURCE, "examples", "sim", "preemption.yaml")
+    run, report_path = simulate(path, tmp)
+    check(run.returncode == 0, f"preemption.yaml: exit 0, stderr: {run.stderr}")
+    if run.returncode != 0:
+        return
+    report = check_report("preemption.yaml", report_path)
+    pods = {p["name"]: p for p in report["pods"]}
+    evicted = [(e["namespace"], e["name"], e["node"], e["preemptor"])
+               for e in report["preemptions"]]
+    check(evicted == [("batch", "big-1a", "node-1", "urgent-0")],
+          f"preemption.yaml: exactly big-1a evicted from node-1 for urgent-0, got {evicted}")
+    check(pods["urgent-0"]["node"] == "node-1" and pods["urgent-0"].get("nominated") == "node-1",
+          f"preemption.yaml: urgent-0 nominated on and bound to node-1, got {pods['urgent-0']}")
+    check(pods["polite-0"]["node"] is None and pods["polite-0"]["reason"] ==
+          "0/4 nodes are available: 4 Insufficient cpu. preemption: not eligible due to "
+          "preemptionPolicy=Never.", f"preemption.yaml: polite-0 waits, got {pods['polite-0']}")
+    check(pods["filler-0"]["node"] is None and pods["filler-0"]["reason"] ==
+          "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes are available: "
+          "4 No preemption victims found for incoming pod.",
+          f"preemption.yaml: filler-0 does not take the nominated room, got {pods['filler-0']}")
+    summary = report["summary"]
+    check(summary["preemptions"] == 1 and summary["preemption_victims"] == 1,
+          f"preemption.yaml: one preemption, one victim, got {summary['preemptions']}, "
+          f"{summary['preemption_victims']}")
+    check("PREEMPTED" in run.stdout and "batch/big-1a  node-1  apps/urgent-0" in run.stdout,
+          f"preemption.yaml: the table lists the eviction, got {run.stdout[-400:]!r}")
+    # determinism: the same victims on a second run
+    again, again_path = simulate(path, tmp)
+    with open(again_path) as f:
+        check(json.load(f)["preemptions"] == report["preemptions"],
+              "preemption.yaml: the same evictions on every run")
+
+    path = os.path.join(SOURCE, "examples", "sim", "preemption-pdb.yaml")
+    run, report_path = simulate(path, tmp)
+    check(run.returncode == 0, f"preemption-pdb.yaml: exit 0, stderr: {run.stderr}")
+    if run.returncode != 0:
+        return
+    report = check_report("preemption-pdb.yaml", report_path)
+    evicted = [(e["name"], e["node"]) for e in report["preemptions"]]
+    check(evicted == [("cache-0", "cache-node")],
+          f"preemption-pdb.yaml: the protected db-0 spared, cache-0 evicted, got {evicted}")
+    check(report["pods"][0]["node"] == "cache-node",
+          f"preemption-pdb.yaml: critical-0 on cache-node, got {report['pods'][0]}")
+    # the same cluster without the budget: the lowest-priority victim goes
+    with open(path) as f:
+        text = f.read()
+    unprotected = os.path.join(tmp, "no-pdb.yaml")
+    with open(unprotected, "w") as f:
+        f.write(re.sub(r"(?ms)^objects:.*?(?=^workload:)", "", text))
+    run, report_path = simulate(unprotected, tmp)
+    with open(report_path) as f:
+        evicted = [(e["name"], e["node"]) for e in json.load(f)["preemptions"]]
+    check(evicted == [("db-0", "db-node")],
+          f"preemption-pdb.yaml without the budget: db-0 evicted, got {evicted}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_preemption(tmp)
         for example in ("small.yaml", "small.json"):
             path = os.path.join(SOURCE, "examples", "sim", example)
             run, report_path = simulate(path, tmp)
@@ -86,7 +147,9 @@ def main():
         with open(report_path) as f:
             report = json.load(f)
         huge = [p for p in report["pods"] if p["name"].startswith("huge")]
-        check(len(huge) == 2 and all(p["reason"] == "0/6 nodes are available: 6 Insufficient cpu."
+        check(len(huge) == 2 and all(p["reason"] == "0/6 nodes are available: 6 Insufficient cpu. "
+                                         "preemption: 0/6 nodes are available: 6 Preemption is not "
+                                         "helpful for scheduling."
                                      for p in huge),
               f"small.yaml: huge pods carry the cpu reason, got {huge}")
 
@@ -102,8 +165,12 @@ def main():
         check(run.returncode == 0, f"full.yaml: exit 0, stderr: {run.stderr}")
         report = check_report("full.yaml", report_path)
         reasons = sorted({p["reason"] for p in report["pods"] if p["reason"]})
-        check(reasons == ["0/2 nodes are available: 2 Insufficient memory.",
-                          "0/2 nodes are available: 2 Too many pods."],
+        # defaultpreemption's part, as kube-scheduler writes it: a pod larger than any node
+        # cannot be helped; equal-priority pods are no victims
+        check(reasons == ["0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes "
+                          "are available: 2 Preemption is not helpful for scheduling.",
+                          "0/2 nodes are available: 2 Too many pods. preemption: 0/2 nodes are "
+                          "available: 2 No preemption victims found for incoming pod."],
               f"full.yaml: pods-per-node and memory reasons, got {reasons}")
         check(report["summary"]["scheduled"] == 6, "full.yaml: 6 pods fit (3 per node)")
 

@@ -89,10 +89,11 @@ static void assert_default_values(const struct config *cfg)
     assert_string_equal(cfg->leader_election.lease_name, "kcycle");
     assert_string_equal(cfg->leader_election.lease_namespace, "");
     assert_string_equal(cfg->bridge_address, "ipc:///tmp/kcycle-bridge.ipc");
-    assert_int_equal(cfg->plugin_count, 3);
+    assert_int_equal(cfg->plugin_count, 4);
     assert_default_plugin(&cfg->plugins[0], "prioritysort");
     assert_default_plugin(&cfg->plugins[1], "noderesources");
-    assert_default_plugin(&cfg->plugins[2], "defaultbinder");
+    assert_default_plugin(&cfg->plugins[2], "defaultpreemption"); /* PostFilter, as kube's */
+    assert_default_plugin(&cfg->plugins[3], "defaultbinder");
 }
 
 /* ---- defaults ---- */
@@ -255,7 +256,7 @@ static void empty_plugin_list_replaces_the_defaults(void **state)
     assert_int_equal(cfg.plugin_count, 0);
     config_free(&cfg);
     assert_int_equal(load_text("null.yaml", "plugins:\npluginDir: ~\n", &cfg, &err), 0);
-    assert_int_equal(cfg.plugin_count, 3); /* null is the same as absent */
+    assert_int_equal(cfg.plugin_count, 4); /* null is the same as absent */
     assert_null(cfg.plugin_dir);
     config_free(&cfg);
 }
