@@ -380,6 +380,9 @@ int scheduler_pod_update(struct scheduler *s, struct pod *pod)
 
 int scheduler_pod_delete(struct scheduler *s, const char *uid)
 {
+    /* a nominated pod counted on its node for others: its deletion frees room there, as an
+     * assigned pod's would (kube moves the parked pods then too) */
+    bool nominated = nominations_node(&s->nominations, uid) != NULL;
     preempt_pod_gone(s, uid);
     struct pod *pod = strmap_get(&s->assigned, uid);
     if (pod != NULL) {
@@ -396,6 +399,8 @@ int scheduler_pod_delete(struct scheduler *s, const char *uid)
         return -ENOENT;
     deliver(s, KC_EVENT_POD_DELETE, sp->pod, NULL);
     forget_pending(s, sp);
+    if (nominated)
+        requeue_on(s, KC_EVENT_POD_DELETE);
     return 0;
 }
 
