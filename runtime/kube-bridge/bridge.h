@@ -65,17 +65,26 @@ struct bridge_binding {
 
 /* Work for the API writers. */
 struct bridge_work {
-    enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED, WORK_GROUP_STATUS } type;
+    enum {
+        WORK_BIND,
+        WORK_UNSCHEDULABLE,
+        WORK_SCHEDULED,
+        WORK_GROUP_STATUS,
+        WORK_NOMINATE, /* preemption: node ("" clears) */
+        WORK_EVICT     /* preemption: node, and the preemptor in related_* */
+    } type;
     uint64_t id;
     uint64_t session; /* the scheduler session that asked: work of an ended one is dropped */
     char *namespace, *name, *uid, *node, *reason, *message;
     char *annotations_json; /* bindings: {"k":"v",...}; group status: the status object */
+    char *related_namespace, *related_name, *related_uid; /* evictions: the preemptor */
     struct bridge_work *next;
 };
 
 struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
-        events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses;
+        events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses,
+        nominations, evictions, eviction_failures;
 };
 
 struct bridge {
@@ -88,7 +97,7 @@ struct bridge {
     /* everything below up to `cond` is guarded by lock */
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    struct bridge_watch watches[5];
+    struct bridge_watch watches[8];
     uint32_t watch_count;
     nng_msg **out; /* queued ToScheduler messages; the last one is still being filled */
     uint32_t out_count, out_capacity;

@@ -57,6 +57,10 @@ struct bridge_client {
     Kcycle__V1__Scheduled **scheduled;
     Kcycle__V1__GroupStatus **group_status;
     uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity, group_status_capacity;
+    /* preemption */
+    Kcycle__V1__Nomination **nominations;
+    Kcycle__V1__Eviction **evictions;
+    uint32_t nomination_capacity, eviction_capacity;
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */
@@ -65,7 +69,7 @@ struct bridge_client {
     atomic_bool ready;            /* connected and in sync, for the readiness probe */
     struct bridge_client_stats {
         uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors,
-            stale_messages, stale_results, bind_timeouts;
+            stale_messages, stale_results, bind_timeouts, evictions, eviction_failures;
     } stats;
 };
 

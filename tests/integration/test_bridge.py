@@ -14,6 +14,12 @@ Scenarios (one per meson test, so they run apart):
           after it is killed the other takes over within 20 s and finishes the workload.
   bench   (tests/perf) bindings/s against the fake server: 500 nodes, 5,000 pods created
           while the scheduler runs; prints one JSON line.
+  preemption  a full cluster and a pod of higher priority (default profile with
+          defaultpreemption): exactly the victims kube's algorithm chooses are deleted, with a
+          uid precondition, and nothing else; a PodDisruptionBudget sends the preemption to
+          another node; the preemptor is nominated (status.nominatedNodeName) and ends bound
+          there; a Preempted event per victim; a pod with preemptionPolicy Never preempts
+          nothing and says so.
 
 usage: test_bridge.py SCENARIO --scheduler PATH --bridge PATH --source DIR
 """
@@ -495,10 +501,92 @@ def scenario_bench(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
+def preemption_objects(fc):
+    """node-0: four 1-CPU pods of priority 0; node-1: one 4-CPU pod of priority 0 protected by
+    a PodDisruptionBudget that allows no disruption; node-2: one 4-CPU pod of priority 10.
+    Every node is full."""
+    items = [fc.node(f"node-{i}", cpu="4", memory="16Gi") for i in range(3)]
+    items += [fc.pod(f"low-{i}", namespace="batch", cpu="1", memory="100Mi", node="node-0",
+                     priority=0) for i in range(4)]
+    items.append(fc.pod("db-0", namespace="batch", cpu="4", memory="100Mi", node="node-1",
+                        priority=0, labels={"app": "db"}))
+    items.append(fc.pod("web-0", namespace="batch", cpu="4", memory="100Mi", node="node-2",
+                        priority=10))
+    items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                  "metadata": {"name": "db-pdb", "namespace": "batch"},
+                  "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+                  "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
+                             "expectedPods": 1}})
+    return items
+
+
+def scenario_preemption(fc, api, workdir):
+    """kube's choice, by hand: node-1 (one victim of priority 0) would win but its victim is
+    protected by a budget; node-0 (victims of priority 0) beats node-2 (priority 10): all four
+    low-* pods go."""
+    bulk_create(api, preemption_objects(fc))
+    r = Replica(api, workdir, "replica-a", leader_elect=False)  # the default profile
+    r.start()
+    try:
+        polite = fc.pod("polite", namespace="apps", scheduler="kcycle", cpu="4", memory="100Mi",
+                        priority=1000, preemptionPolicy="Never")
+        bulk_create(api, [polite])
+        cond = wait_until("polite's condition", lambda: next(
+            (c for c in ((api.get_object("pods", "polite", namespace="apps") or {}).get(
+                "status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
+            None), 60, [r])
+        check(cond["message"] == "0/3 nodes are available: 3 Insufficient cpu. preemption: not "
+              "eligible due to preemptionPolicy=Never.", f"polite's condition: {cond}")
+        check(not api.stats()["deletions"], "a pod with preemptionPolicy Never deleted nothing")
+        urgent = fc.pod("urgent", namespace="apps", scheduler="kcycle", cpu="4", memory="100Mi",
+                        priority=1000)
+        bulk_create(api, [urgent])
+        bound = wait_until("urgent bound", lambda: (api.get_object(
+            "pods", "urgent", namespace="apps") or {}).get("spec", {}).get("nodeName"), 60, [r])
+        check(bound == "node-0", f"urgent bound on the nominated node node-0, got {bound}")
+        urgent_now = api.get_object("pods", "urgent", namespace="apps")
+        stats = api.stats()
+        deleted = sorted((d["namespace"], d["name"]) for d in stats["deletions"]
+                         if d["code"] == 200)
+        check(deleted == [("batch", f"low-{i}") for i in range(4)],
+              f"exactly the chosen victims deleted, got {deleted}")
+        check(all(d["precondition_uid"] and d["precondition_uid"] == d["uid"]
+                  for d in stats["deletions"]),
+              f"every deletion carries the victim's uid as precondition: {stats['deletions']}")
+        left = sorted(p["metadata"]["name"] for p in all_pods(api)
+                      if p["metadata"]["namespace"] == "batch")
+        check(left == ["db-0", "web-0"], f"the protected and the other pods stay: {left}")
+        bodies = [p["body"] if isinstance(p["body"], dict) else json.loads(p["body"] or "{}")
+                  for p in stats["status_patches"] if p["name"] == "urgent"]
+        nominations = [b for b in bodies if "nominatedNodeName" in (b.get("status") or {})]
+        check(any(n.get("status", {}).get("nominatedNodeName") == "node-0"
+                  for n in nominations),
+              f"urgent nominated on node-0 through its status: {nominations}")
+        check((urgent_now.get("status") or {}).get("nominatedNodeName") in ("node-0", None),
+              f"urgent's nominatedNodeName: {urgent_now.get('status')}")
+        preempted = wait_until("four Preempted events", lambda: [
+            e for e in api.stats()["events"] if e.get("reason") == "Preempted"] if len([
+                e for e in api.stats()["events"] if e.get("reason") == "Preempted"]) >= 4
+            else None, 30, [r])
+        urgent_uid = urgent_now["metadata"]["uid"]
+        check(sorted(e["regarding"]["name"] for e in preempted) ==
+              [f"low-{i}" for i in range(4)] and
+              all(e["note"] == f"Preempted by pod {urgent_uid} on node node-0" and
+                  e["type"] == "Normal" and e["action"] == "Preempting" and
+                  e["related"]["name"] == "urgent" for e in preempted),
+              f"a Preempted event per victim naming the preemptor: {preempted}")
+        polite_now = api.get_object("pods", "polite", namespace="apps")
+        check(not polite_now["spec"].get("nodeName"), "polite (Never) took nothing")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenario", choices=["basic", "faults", "leader", "bench"])
+    parser.add_argument("scenario",
+                        choices=["basic", "faults", "leader", "bench", "preemption"])
     parser.add_argument("--pods", type=int, default=5000, help="bench: pods to bind")
     parser.add_argument("--scheduler", required=True)
     parser.add_argument("--bridge", required=True)
@@ -511,7 +599,8 @@ def main():
     try:
         with fc.FakeAPI(workdir=workdir) as api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
-             "bench": scenario_bench}[ARGS.scenario](fc, api, workdir)
+             "bench": scenario_bench, "preemption": scenario_preemption}[ARGS.scenario](
+                fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

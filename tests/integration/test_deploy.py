@@ -52,6 +52,7 @@ REQUIRED_RULES = {
     ("scheduling.kcycle.io", "capacityqueues"): {"get", "list", "watch"},
     ("scheduling.kcycle.io", "capacityqueues/status"): {"update", "patch"},
     ("topology.node.k8s.io", "noderesourcetopologies"): {"get", "list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
 }
 
 
