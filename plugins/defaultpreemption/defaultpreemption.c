@@ -357,9 +357,11 @@ static kc_status select_victims(const struct plugin *pl, kc_cycle *cycle, const 
     const kc_pod **removed = calloc(on_node + 1, sizeof(*removed));
     uint32_t count = 0;
     kc_status st = KC_ERROR;
-    snprintf(verdict->reason, sizeof(verdict->reason), "out of memory");
-    if (potential == NULL || removed == NULL)
+    verdict->reason[0] = '\0';
+    if (potential == NULL || removed == NULL) {
+        snprintf(verdict->reason, sizeof(verdict->reason), "out of memory");
         goto out;
+    }
     for (uint32_t i = 0; i < on_node; i++) {
         const kc_pod *p = kc_node_pod_at(node, i);
         if (p == NULL || kc_pod_priority(p) >= priority)
@@ -382,6 +384,7 @@ static kc_status select_victims(const struct plugin *pl, kc_cycle *cycle, const 
     c->victims = calloc(count, sizeof(*c->victims));
     if (c->victims == NULL) {
         st = KC_ERROR;
+        snprintf(verdict->reason, sizeof(verdict->reason), "out of memory");
         goto out;
     }
     uint32_t removed_count = count;

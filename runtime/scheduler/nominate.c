@@ -3,6 +3,7 @@
 #include "nominate.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,24 +31,40 @@ void nominations_remove(struct nominations *n, const char *uid)
     char *copy = nn != NULL ? uid_copy(nn, uid, &at) : NULL;
     strmap_remove(&n->by_uid, uid);
     if (copy != NULL) {
-        nn->uids[at] = nn->uids[--nn->count];
+        nn->count--;
+        nn->uids[at] = nn->uids[nn->count];
+        nn->refs[at] = nn->refs[nn->count];
         free(copy);
     }
     if (nn != NULL && nn->count == 0) {
         strmap_remove(&n->by_node, nn->node);
         free(nn->node);
         free(nn->uids);
+        free(nn->refs);
         free(nn);
     }
     free(node);
     n->count--;
 }
 
-int nominations_set(struct nominations *n, const char *uid, const char *node)
+static void nominated_node_free(struct nominated_node *nn)
+{
+    free(nn->node);
+    free(nn->uids);
+    free(nn->refs);
+    free(nn);
+}
+
+int nominations_set(struct nominations *n, const char *uid, const char *node, void *ref)
 {
     const char *now = strmap_get(&n->by_uid, uid);
-    if (now != NULL && node != NULL && strcmp(now, node) == 0)
+    if (now != NULL && node != NULL && strcmp(now, node) == 0) {
+        struct nominated_node *nn = strmap_get(&n->by_node, node);
+        uint32_t at = 0;
+        if (nn != NULL && uid_copy(nn, uid, &at) != NULL)
+            nn->refs[at] = ref; /* the same nomination, maybe a new record */
         return 0;
+    }
     nominations_remove(n, uid);
     if (node == NULL || node[0] == '\0')
         return 0;
@@ -57,30 +74,37 @@ int nominations_set(struct nominations *n, const char *uid, const char *node)
         if (nn == NULL || (nn->node = strdup(node)) == NULL ||
             strmap_put(&n->by_node, nn->node, nn) < 0) {
             if (nn != NULL)
-                free(nn->node);
-            free(nn);
+                nominated_node_free(nn);
             return -ENOMEM;
         }
     }
-    char **uids = array_grow(nn->uids, &nn->capacity, nn->count + 1, sizeof(*uids));
-    char *copy = strdup(uid);
-    char *node_copy = strdup(node);
-    if (uids == NULL || copy == NULL || node_copy == NULL ||
-        strmap_put(&n->by_uid, copy, node_copy) < 0) {
+    if (nn->count == nn->capacity) {
+        /* uids and refs grow together, to the same capacity */
+        uint32_t uid_capacity = nn->capacity, ref_capacity = nn->capacity;
+        char **uids = array_grow(nn->uids, &uid_capacity, nn->count + 1, sizeof(*uids));
         if (uids != NULL)
             nn->uids = uids;
+        void **refs = array_grow(nn->refs, &ref_capacity, nn->count + 1, sizeof(*refs));
+        if (refs != NULL)
+            nn->refs = refs;
+        if (uids != NULL && refs != NULL)
+            nn->capacity = uid_capacity < ref_capacity ? uid_capacity : ref_capacity;
+    }
+    bool room = nn->count < nn->capacity;
+    char *copy = strdup(uid);
+    char *node_copy = strdup(node);
+    if (!room || copy == NULL || node_copy == NULL ||
+        strmap_put(&n->by_uid, copy, node_copy) < 0) {
         free(copy);
         free(node_copy);
         if (nn->count == 0) {
             strmap_remove(&n->by_node, nn->node);
-            free(nn->node);
-            free(nn->uids);
-            free(nn);
+            nominated_node_free(nn);
         }
         return -ENOMEM;
     }
-    nn->uids = uids;
-    nn->uids[nn->count++] = copy;
+    nn->uids[nn->count] = copy;
+    nn->refs[nn->count++] = ref;
     n->count++;
     return 0;
 }
@@ -103,9 +127,7 @@ void nominations_free(struct nominations *n)
             continue;
         for (uint32_t k = 0; k < nn->count; k++)
             free(nn->uids[k]);
-        free(nn->uids);
-        free(nn->node);
-        free(nn);
+        nominated_node_free(nn);
     }
     for (uint32_t i = 0; i < n->by_uid.capacity; i++)
         free(n->by_uid.entries[i].value);

@@ -8,10 +8,12 @@
 
 #include "strmap.h"
 
-/* The pods nominated on one node (uids, owned). */
+/* The pods nominated on one node: uids (owned) and what the caller keeps with each (its
+ * pending-pod record), so that the hot path looks nothing up. */
 struct nominated_node {
     char *node;
     char **uids;
+    void **refs;
     uint32_t count, capacity;
 };
 
@@ -21,9 +23,9 @@ struct nominations {
     uint32_t count;
 };
 
-/* Nominate uid on node (replacing an earlier nomination); node NULL or "" removes it.
- * 0 or -ENOMEM. */
-int nominations_set(struct nominations *n, const char *uid, const char *node);
+/* Nominate uid on node (replacing an earlier nomination), keeping ref with it; node NULL or ""
+ * removes it. 0 or -ENOMEM. */
+int nominations_set(struct nominations *n, const char *uid, const char *node, void *ref);
 void nominations_remove(struct nominations *n, const char *uid);
 /* The node uid is nominated on, or NULL. Owned by n, valid until the next change. */
 const char *nominations_node(const struct nominations *n, const char *uid);

@@ -17,16 +17,22 @@
 
 /* A node as Filter sees it with some pods gone and others added: a copy of the cache node
  * (same node object and index) with its own pod list and requests. Only for preemption and
- * nodes with nominated pods, never on the common path. */
+ * nodes with nominated pods, never on the common path; small nodes use no heap. */
+#define VIEW_PODS 128
+#define VIEW_ADDED 8
+
 struct node_view {
     struct cache_node node;
     struct cache_pod *added; /* shallow: the pods' own request lists */
+    struct cache_pod *pods_local[VIEW_PODS];
+    struct cache_pod added_local[VIEW_ADDED];
 };
 
-static bool listed(const struct pod *const *pods, uint32_t count, const char *uid)
+/* removed holds handles from kc_node_pod_at: the node's own pod objects. */
+static bool listed(const struct pod *const *pods, uint32_t count, const struct cache_pod *cp)
 {
     for (uint32_t i = 0; i < count; i++)
-        if (strcmp(pods[i]->uid, uid) == 0)
+        if (pods[i] == cp->pod)
             return true;
     return false;
 }
@@ -42,17 +48,20 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
                       const struct pod *const *added, uint32_t added_count)
 {
     v->node = *cn;
-    v->node.pods = malloc((cn->pod_count + added_count + 1) * sizeof(*v->node.pods));
-    v->added = calloc(added_count + 1, sizeof(*v->added));
+    uint32_t room = cn->pod_count + added_count;
+    v->node.pods = room <= VIEW_PODS ? v->pods_local : malloc(room * sizeof(*v->node.pods));
+    v->added = added_count <= VIEW_ADDED ? v->added_local : calloc(added_count, sizeof(*v->added));
     if (v->node.pods == NULL || v->added == NULL) {
-        free(v->node.pods);
-        free(v->added);
+        if (v->node.pods != v->pods_local)
+            free(v->node.pods);
+        if (v->added != v->added_local)
+            free(v->added);
         return -ENOMEM;
     }
     uint32_t count = 0;
     for (uint32_t i = 0; i < cn->pod_count; i++) {
         struct cache_pod *cp = cn->pods[i];
-        if (removed_count > 0 && listed(removed, removed_count, cp->uid)) {
+        if (removed_count > 0 && listed(removed, removed_count, cp)) {
             view_account(&v->node, &cp->request, -1);
             continue;
         }
@@ -60,6 +69,7 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
     }
     for (uint32_t i = 0; i < added_count; i++) {
         struct cache_pod *cp = &v->added[i];
+        memset(cp, 0, sizeof(*cp));
         cp->uid = added[i]->uid;
         cp->node_name = cn->node->name;
         cp->request = added[i]->request;
@@ -76,8 +86,10 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
 
 static void view_free(struct node_view *v)
 {
-    free(v->node.pods);
-    free(v->added);
+    if (v->node.pods != v->pods_local)
+        free(v->node.pods);
+    if (v->added != v->added_local)
+        free(v->added);
 }
 
 /* The nominated pods on node that count for pod: of at least its priority, not itself.
@@ -87,11 +99,13 @@ static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
                               uint32_t max)
 {
     uint32_t count = 0;
+    (void)s;
     for (uint32_t i = 0; nn != NULL && i < nn->count && count < max; i++) {
-        if (strcmp(nn->uids[i], pod->uid) == 0)
-            continue;
-        const struct sched_pod *sp = strmap_get(&s->pods, nn->uids[i]);
-        if (sp != NULL && sp->pod->priority >= pod->priority)
+        /* the pending-pod record kept with the nomination: it outlives it (preempt_pod_gone
+         * ends a nomination before its record goes) */
+        const struct sched_pod *sp = nn->refs[i];
+        if (sp != NULL && sp->pod->priority >= pod->priority && sp->pod != pod &&
+            strcmp(nn->uids[i], pod->uid) != 0)
             out[count++] = sp->pod;
     }
     return count;
@@ -99,41 +113,52 @@ static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
 
 /* ---- nominated pods in Filter ------------------------------------------------------------ */
 
-const uint8_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod)
+#define NOMINATED_MAX 256
+
+const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod)
 {
-    if (s->nominations.count == 0 || s->nominated_flag == NULL)
+    if (s->nominations.count == 0 || s->nominated_first == NULL)
         return NULL;
-    bool any = false;
-    memset(s->nominated_flag, 0, s->cache.node_count);
+    uint32_t want = s->nominations.count;
+    if (want > s->nominated_pods_capacity) {
+        const struct pod **grown = realloc(s->nominated_pods, want * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        s->nominated_pods = grown;
+        s->nominated_pods_capacity = want;
+    }
+    memset(s->nominated_first, 0, s->cache.node_count * sizeof(*s->nominated_first));
+    uint32_t used = 0;
     const struct strmap *by_node = &s->nominations.by_node;
     for (uint32_t i = 0; i < by_node->capacity; i++) {
         const struct nominated_node *nn = by_node->entries[i].value;
         if (nn == NULL)
             continue;
-        const struct pod *one[1];
         const struct cache_node *cn = cache_node(&s->cache, nn->node);
-        if (cn != NULL && nominated_for(s, pod, nn, one, 1) > 0) {
-            s->nominated_flag[cn->index] = 1;
-            any = true;
-        }
+        if (cn == NULL)
+            continue;
+        uint32_t room = s->nominated_pods_capacity - used;
+        uint32_t n = nominated_for(s, pod, nn, &s->nominated_pods[used],
+                                   room < UINT16_MAX ? room : UINT16_MAX);
+        if (n == 0)
+            continue;
+        s->nominated_first[cn->index] = used + 1;
+        s->nominated_count[cn->index] = (uint16_t)n;
+        used += n;
     }
-    return any ? s->nominated_flag : NULL;
+    return used > 0 ? s->nominated_first : NULL;
 }
-
-#define NOMINATED_MAX 256
 
 kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
                                    const struct cache_node *node, struct plugin **rejector)
 {
     struct scheduler *s = cycle->sched;
-    const struct pod *added[NOMINATED_MAX];
-    uint32_t count = nominated_for(s, cycle->sp->pod,
-                                   nominations_on(&s->nominations, node->node->name), added,
-                                   NOMINATED_MAX);
-    if (count == 0)
+    uint32_t first = s->nominated_first[node->index];
+    if (first == 0)
         return scheduler_filter_node(cycle, skip, node, rejector);
     struct node_view v;
-    if (view_build(&v, node, NULL, 0, added, count) < 0)
+    if (view_build(&v, node, NULL, 0, &s->nominated_pods[first - 1],
+                   s->nominated_count[node->index]) < 0)
         return KC_ERROR;
     kc_status st = scheduler_filter_node(cycle, skip, &v.node, rejector);
     view_free(&v);
@@ -165,7 +190,8 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
                                  char *reason, size_t reason_size)
 {
     struct scheduler *s = cycle->sched;
-    copy_reason(reason, reason_size, "");
+    if (reason != NULL && reason_size > 0)
+        reason[0] = '\0';
     if (node == NULL)
         return KC_ERROR;
     if (remote_filters(cycle->fw)) {
@@ -228,7 +254,7 @@ void preempt_decision_free(struct preemption *p)
 static bool on_node(const struct cache_node *cn, const struct pod *pod)
 {
     for (uint32_t i = 0; i < cn->pod_count; i++)
-        if (cn->pods[i]->pod == pod || strcmp(cn->pods[i]->uid, pod->uid) == 0)
+        if (cn->pods[i]->pod == pod)
             return true;
     return false;
 }
@@ -237,7 +263,7 @@ int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
                    const struct pod *const *victims, uint32_t victim_count)
 {
     struct scheduler *s = cycle->sched;
-    if (cycle->group != NULL)
+    if (cycle->group != NULL || cycle->sp->group != NULL)
         return -EBUSY; /* a group member never preempts alone (docs/architecture.md) */
     if (node != NULL && s->sink.evict == NULL)
         return -EOPNOTSUPP;
@@ -260,11 +286,12 @@ int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
     return 0;
 }
 
-static void nominate(struct scheduler *s, const struct pod *pod, const char *node)
+static void nominate(struct scheduler *s, struct sched_pod *sp, const char *node)
 {
+    const struct pod *pod = sp->pod;
     const char *was = nominations_node(&s->nominations, pod->uid);
     bool changed = was == NULL ? node != NULL : node == NULL || strcmp(was, node) != 0;
-    if (nominations_set(&s->nominations, pod->uid, node) < 0)
+    if (nominations_set(&s->nominations, pod->uid, node, sp) < 0)
         log_error("pod %s/%s: out of memory nominating it on %s", pod->namespace, pod->name,
                   node != NULL ? node : "no node");
     bool written = pod->nominated_node_name != NULL;
@@ -279,14 +306,14 @@ static void clear_lower_nominations(struct scheduler *s, const struct pod *preem
 {
     const struct nominated_node *nn = nominations_on(&s->nominations, node);
     uint32_t count = nn != NULL ? nn->count : 0;
-    const struct pod **lower = calloc(count + 1, sizeof(*lower));
+    struct sched_pod **lower = calloc(count + 1, sizeof(*lower));
     uint32_t n = 0;
     for (uint32_t i = 0; lower != NULL && i < count; i++) {
-        const struct sched_pod *sp = strmap_get(&s->pods, nn->uids[i]);
+        struct sched_pod *sp = nn->refs[i];
         if (sp != NULL && sp->pod->priority < preemptor->priority)
-            lower[n++] = sp->pod;
+            lower[n++] = sp;
     }
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) /* nn changes as they go: the list was copied */
         nominate(s, lower[i], NULL);
     free(lower);
 }
@@ -299,7 +326,7 @@ void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
     cycle->preemption = NULL;
     const struct pod *pod = cycle->sp->pod;
     if (p->node == NULL) {
-        nominate(s, pod, NULL);
+        nominate(s, cycle->sp, NULL);
         preempt_decision_free(p);
         return;
     }
@@ -315,17 +342,18 @@ void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
         else
             s->sink.evict(s->sink.ctx, victim, pod, p->node);
     }
-    nominate(s, pod, p->node);
+    nominate(s, cycle->sp, p->node);
     clear_lower_nominations(s, pod, p->node);
     preempt_decision_free(p);
 }
 
 /* ---- nominations follow the pods --------------------------------------------------------- */
 
-void preempt_pod_seen(struct scheduler *s, const struct pod *pod)
+void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp)
 {
+    const struct pod *pod = sp->pod;
     if (pod->nominated_node_name != NULL && pod->node_name == NULL &&
-        nominations_set(&s->nominations, pod->uid, pod->nominated_node_name) < 0)
+        nominations_set(&s->nominations, pod->uid, pod->nominated_node_name, sp) < 0)
         log_error("pod %s/%s: out of memory keeping its nomination", pod->namespace, pod->name);
 }
 

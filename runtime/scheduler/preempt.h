@@ -19,7 +19,8 @@ struct preemption {
 
 void preempt_decision_free(struct preemption *p);
 
-/* Record the choice of a PostFilter plugin (kc_preempt). -EBUSY in a group cycle, -EOPNOTSUPP
+/* Record the choice of a PostFilter plugin (kc_preempt). -EBUSY for a member of a pod group
+ * (in a group cycle or not: a group never preempts for part of itself), -EOPNOTSUPP
  * when the sink cannot evict, -ENOENT for a victim not on node. */
 int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
                    const struct pod *const *victims, uint32_t victim_count);
@@ -32,9 +33,10 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
                                  const struct pod *const *removed, uint32_t removed_count,
                                  char *reason, size_t reason_size);
 
-/* Before Filter: flag the nodes where nominated pods count for pod (s->nominated_flag), or
- * return NULL when there are none. */
-const uint8_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod);
+/* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
+ * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns
+ * s->nominated_first, or NULL when no node has any. Valid until the next attempt. */
+const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod);
 /* Filter on a node with nominated pods, as kube's RunFilterPluginsWithNominatedPods: once
  * with them counted, then, if that passes, once without. *rejector: the plugin that refused. */
 kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
@@ -42,7 +44,7 @@ kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
 
 /* A pod's nomination follows its object (status.nominatedNodeName) and ends when it is
  * assumed, bound or deleted. */
-void preempt_pod_seen(struct scheduler *s, const struct pod *pod);
+void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp);
 void preempt_pod_gone(struct scheduler *s, const char *uid);
 
 #endif

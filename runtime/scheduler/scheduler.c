@@ -328,7 +328,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         struct pod *old = sp->pod;
         sp->pod = pod;
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
-        preempt_pod_seen(s, pod);
+        preempt_pod_seen(s, sp);
         deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
         pod_free(old);
         group_join(s, sp);
@@ -346,11 +346,11 @@ static int add_pending(struct scheduler *s, struct pod *pod)
     }
     sp->pod = pod;
     pod->enqueue_ms = scheduler_now(s);
-    preempt_pod_seen(s, pod);
     if (queue_reserve(&s->queue, s->pods.count + 1) < 0 || strmap_put(&s->pods, pod->uid, sp) < 0) {
         sched_pod_free(sp);
         return -ENOMEM; /* the caller hears of it: the pod is not silently dropped */
     }
+    preempt_pod_seen(s, sp);
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
     group_join(s, sp);
     return scheduler_enqueue(s, sp);
@@ -450,6 +450,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         sp->newer = NULL;
         sp->pod->enqueue_ms = old->enqueue_ms;
         strmap_put(&s->pods, sp->pod->uid, sp); /* the key now borrows the new uid string */
+        preempt_pod_seen(s, sp);
         deliver_update(s, KC_EVENT_POD_UPDATE, sp->pod, old, NULL);
         pod_free(old);
     }
@@ -706,11 +707,13 @@ static int ensure_scratch(struct scheduler *s)
     s->scores = calloc((size_t)capacity * scorers, sizeof(*s->scores));
     s->totals = calloc(capacity, sizeof(*s->totals));
     free(s->node_status);
-    free(s->nominated_flag);
+    free(s->nominated_first);
+    free(s->nominated_count);
     s->node_status = calloc(capacity, 1);
-    s->nominated_flag = calloc(capacity, 1);
+    s->nominated_first = calloc(capacity, sizeof(*s->nominated_first));
+    s->nominated_count = calloc(capacity, sizeof(*s->nominated_count));
     if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL ||
-        s->node_status == NULL || s->nominated_flag == NULL) {
+        s->node_status == NULL || s->nominated_first == NULL || s->nominated_count == NULL) {
         s->scratch_capacity = 0;
         return -ENOMEM;
     }
@@ -749,7 +752,7 @@ struct filter_job {
     struct kc_cycle *cycle;
     uint64_t skip;
     const uint32_t *candidates; /* node indices in order, or NULL: every node from start */
-    const uint8_t *nominated;   /* by node index: nominated pods count there, or NULL */
+    const uint32_t *nominated;  /* by node index: nominated pods count there, or NULL */
     uint32_t n, start, want, chunk_count; /* n: how many candidates */
     bool alone;                           /* no workers: the caller examines nodes one by one */
     _Atomic uint32_t next_chunk;
@@ -2046,7 +2049,9 @@ void scheduler_close(struct scheduler *s)
     free(s->scores);
     free(s->totals);
     free(s->node_status);
-    free(s->nominated_flag);
+    free(s->nominated_first);
+    free(s->nominated_count);
+    free(s->nominated_pods);
     nominations_free(&s->nominations);
     if (current_scheduler == s)
         current_scheduler = NULL;

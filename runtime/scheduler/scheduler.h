@@ -192,7 +192,12 @@ struct scheduler {
      * (KC_UNRESOLVABLE or KC_UNSCHEDULABLE) and whether nominated pods count there */
     struct nominations nominations;
     uint8_t *node_status;
-    uint8_t *nominated_flag;
+    /* per node index: where this attempt's counted nominated pods start in nominated_pods
+     * (+ 1; 0: none) and how many; filled by preempt_flag_nominated */
+    uint32_t *nominated_first;
+    uint16_t *nominated_count;
+    const struct pod **nominated_pods;
+    uint32_t nominated_pods_capacity;
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's

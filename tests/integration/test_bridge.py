@@ -300,6 +300,7 @@ def unreadable_pod_reported(api):
 GANG_CONFIG = """plugins:
   - name: coscheduling
   - name: noderesources
+  - name: defaultpreemption
   - name: defaultbinder
 """
 

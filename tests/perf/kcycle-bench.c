@@ -1,6 +1,7 @@
 /* kcycle-bench: scheduler_perf shapes built in memory and scheduled with the shipped plugins
  * and an instant binder. Prints one JSON object (or a short text summary). Shapes:
- * scheduling-basic (kube's SchedulingBasic) and gang (pod groups placed by the group cycle). */
+ * scheduling-basic (kube's SchedulingBasic), gang (pod groups placed by the group cycle) and
+ * preemption (kube's PreemptionBasic: high-priority pods preempting on a full cluster). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +18,11 @@
 struct bench {
     uint32_t nodes, existing, pods;
     uint32_t groups, group_size, min_member; /* --shape gang */
+    /* --shape preemption: victims the sink was asked to evict, deleted before the next cycle
+     * as an API server would (instantly: no grace period) */
+    char **evicted;
+    uint32_t evicted_count, evicted_capacity;
+    uint64_t evictions;
     int32_t parallelism;
     bool process; /* --isolation process */
     const char *plugin_dir;
@@ -126,11 +132,73 @@ static uint64_t peak_rss_bytes(void)
     return (uint64_t)ru.ru_maxrss * 1024;
 }
 
+/* ---- --shape preemption ---- */
+
+static void sink_evict(void *ctx, const struct pod *victim, const struct pod *preemptor,
+                       const char *node)
+{
+    (void)preemptor, (void)node;
+    struct bench *b = ctx;
+    if (b->evicted_count == b->evicted_capacity) {
+        uint32_t capacity = b->evicted_capacity * 2 + 64;
+        char **grown = realloc(b->evicted, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return;
+        b->evicted = grown;
+        b->evicted_capacity = capacity;
+    }
+    b->evicted[b->evicted_count++] = strdup(victim->uid);
+    b->evictions++;
+}
+
+static void apply_evictions(struct scheduler *s, struct bench *b)
+{
+    for (uint32_t i = 0; i < b->evicted_count; i++) {
+        if (b->evicted[i] != NULL)
+            scheduler_pod_delete(s, b->evicted[i]);
+        free(b->evicted[i]);
+    }
+    b->evicted_count = 0;
+}
+
+/* scheduler_perf's pod-low-priority and pod-high-priority templates. */
+static struct pod *make_priority_pod(const char *prefix, uint32_t i, int64_t milli_cpu,
+                                     int32_t priority)
+{
+    struct pod *p = make_pod(prefix, i, NULL);
+    char uid[64];
+    snprintf(uid, sizeof(uid), "%s-%u-uid", prefix, i);
+    free(p->uid);
+    p->uid = strdup(uid);
+    p->priority = priority;
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, milli_cpu);
+    res_list_set(&p->request, KC_RESOURCE_CPU, milli_cpu);
+    return p;
+}
+
+/* Preemptors back off (1 s, as in kube) before they bind on their nominated node: when only
+ * timers are left, wait for the next one instead of stopping. */
+static bool wait_for_timers(struct scheduler *s, struct bench *b)
+{
+    if (b->evictions == 0)
+        return false;
+    int64_t due = scheduler_next_due(s);
+    if (due == INT64_MAX || queue_pending(&s->queue) == 0)
+        return false;
+    int64_t wait_ms = due - scheduler_now(s);
+    if (wait_ms > 0) {
+        struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
 /* Run the scheduler until nothing is left to do. A group cycle's latency runs from taking
  * its first member off the queue to the tick that binds the members it committed. */
 static void drain(struct scheduler *s, struct bench *b)
 {
     for (;;) {
+        apply_evictions(s, b);
         uint64_t cycles = s->groups.cycles;
         int64_t started = now_us();
         int rc = scheduler_schedule_one(s);
@@ -142,7 +210,7 @@ static void drain(struct scheduler *s, struct bench *b)
             b->group_us[b->group_count] = (uint32_t)(now_us() - started);
             b->decision_us[b->group_count++] = (uint32_t)s->groups.last_cycle_us;
         }
-        if (rc <= 0 && !scheduler_busy(s))
+        if (rc <= 0 && !scheduler_busy(s) && b->evicted_count == 0 && !wait_for_timers(s, b))
             break;
     }
 }
@@ -190,7 +258,8 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang [--json] [--nodes N] "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|preemption [--json] "
+                    "[--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process]\n");
@@ -202,6 +271,7 @@ static void bench_free(struct scheduler *s, struct bench *b)
     free(b->latency_us);
     free(b->group_us);
     free(b->decision_us);
+    free(b->evicted);
     scheduler_close(s);
 }
 
@@ -267,14 +337,15 @@ int main(int argc, char **argv)
                       .groups = 10,
                       .group_size = 1000};
     const char *shape = "scheduling-basic";
+    bool sized_existing = false, sized_pods = false;
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
         case 's': shape = optarg; break;
         case 'j': b.json = true; break;
         case 'n': b.nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'e': b.existing = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'p': b.pods = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'e': b.existing = (uint32_t)strtoul(optarg, NULL, 10), sized_existing = true; break;
+        case 'p': b.pods = (uint32_t)strtoul(optarg, NULL, 10), sized_pods = true; break;
         case 'd': b.plugin_dir = optarg; break;
         case 'S': b.seed = strtoull(optarg, NULL, 10); break;
         case 'P': b.parallelism = (int32_t)strtol(optarg, NULL, 10); break;
@@ -293,21 +364,38 @@ int main(int argc, char **argv)
         }
     }
     bool gang = strcmp(shape, "gang") == 0;
-    if (strcmp(shape, "scheduling-basic") != 0 && !gang) {
-        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang)\n",
+    bool preemption = strcmp(shape, "preemption") == 0;
+    if (strcmp(shape, "scheduling-basic") != 0 && !gang && !preemption) {
+        fprintf(stderr,
+                "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, preemption)\n",
                 shape);
         return 2;
+    }
+    if (preemption) {
+        /* PreemptionBasic at 5000 nodes (scheduler_perf's sizes): 4 low-priority pods of 900m
+         * fill each node, each high-priority pod of 3 CPUs evicts 3 of them */
+        if (!sized_existing)
+            b.existing = b.nodes * 4;
+        if (!sized_pods)
+            b.pods = b.nodes;
     }
     if (gang) {
         if (b.min_member == 0 || b.min_member > b.group_size)
             b.min_member = b.group_size;
         b.pods = b.groups * b.group_size;
     }
-    static struct plugin_config plugins[3] = {
+    static struct plugin_config plugins[4] = {
         {.name = "prioritysort", .weight = 1, .required = true, .args_json = "{}"},
         {.name = "noderesources", .weight = 1, .required = true, .args_json = "{}"},
         {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
+        {.name = "defaultbinder", .weight = 1, .required = true, .args_json = "{}"},
     };
+    uint32_t plugin_count = 3;
+    if (preemption) {
+        /* PostFilter before the binder, as in the default profile */
+        plugins[2].name = "defaultpreemption";
+        plugin_count = 4;
+    }
     if (gang)
         plugins[0].name = "coscheduling"; /* the QueueSort plugin that declares the groups */
     if (b.process) {
@@ -318,7 +406,7 @@ int main(int argc, char **argv)
     struct config cfg = {
         .scheduler_name = "kcycle",
         .plugins = plugins,
-        .plugin_count = 3,
+        .plugin_count = plugin_count,
         .seed = b.seed,
         .parallelism = b.parallelism,
         .pod_initial_backoff_ms = 1000,
@@ -327,7 +415,8 @@ int main(int argc, char **argv)
         .plugin_timeout_ms = 5000,
     };
     struct scheduler s;
-    struct scheduler_sink sink = {.ctx = &b, .bind = sink_bind, .bound = sink_bound};
+    struct scheduler_sink sink = {
+        .ctx = &b, .bind = sink_bind, .bound = sink_bound, .evict = preemption ? sink_evict : NULL};
     struct kc_error err = {{0}};
     if (scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err) < 0) {
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
@@ -339,7 +428,8 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < b.nodes; i++)
         scheduler_node_add(&s, make_node(i));
     for (uint32_t i = 0; i < b.existing; i++)
-        scheduler_pod_add(&s, make_pod("init", i, NULL));
+        scheduler_pod_add(&s, preemption ? make_priority_pod("low", i, 900, 0)
+                                         : make_pod("init", i, NULL));
     drain(&s, &b);
     uint64_t init_bound = s.stats.scheduled;
 
@@ -354,6 +444,9 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < b.group_size; i++)
                 scheduler_pod_add(&s, make_pod(prefix, i, group));
         }
+    } else if (preemption) {
+        for (uint32_t i = 0; i < b.pods; i++)
+            scheduler_pod_add(&s, make_priority_pod("high", i, 3000, 10));
     } else {
         for (uint32_t i = 0; i < b.pods; i++)
             scheduler_pod_add(&s, make_pod("measured", i, NULL));
@@ -400,10 +493,11 @@ int main(int argc, char **argv)
                "\"interval_ms\": %u, \"elapsed_seconds\": %.3f, "
                "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
-               "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f}\n",
+               "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f, "
+               "\"preemption_victims\": %" PRIu64 ", \"attempts\": %" PRIu64 "}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
                elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
-               b.process ? "process" : "inprocess", round_trip_us);
+               b.process ? "process" : "inprocess", round_trip_us, b.evictions, s.stats.attempts);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"

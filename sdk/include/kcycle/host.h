@@ -155,8 +155,10 @@ typedef struct kc_host_api {
                                 const kc_pod *const *removed, uint32_t removed_count,
                                 char *reason, size_t reason_size);
     /* In PostFilter: nominate the cycle's pod on node and evict the victims (pods on that
-     * node) through the runtime's binder once the attempt ends. 0, or a negative errno
-     * (-EBUSY in a group cycle, whose preemption the runtime decides for the whole group). */
+     * node) through the runtime's binder once the attempt ends; node NULL clears the pod's
+     * nomination. 0, or a negative errno: -EBUSY for a member of a pod group (a group never
+     * preempts for part of itself), -EOPNOTSUPP when the binder cannot evict (a plugin
+     * host), -ENOENT for a victim not on node. */
     int (*preempt)(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                    uint32_t victim_count);
 } kc_host_api;
