@@ -54,7 +54,8 @@ struct plugin {
     size_t pdb_count, pdb_capacity;
 };
 
-static void plugin_log(kc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plugin_log(kc_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static void plugin_log(kc_log_level level, const char *fmt, ...)
 {

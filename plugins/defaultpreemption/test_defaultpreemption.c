@@ -57,10 +57,10 @@ struct tcase {
 };
 
 /* A PDB selecting app=<app> in namespace default. */
-#define PDB(name, app, allowed)                                                                    \
-    "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"" name \
-    "\",\"namespace\":\"default\"},\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"" app        \
-    "\"}}},\"status\":{\"disruptionsAllowed\":" #allowed "}}"
+#define PDB(name, app, allowed)                                                            \
+    "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{"             \
+    "\"name\":\"" name "\",\"namespace\":\"default\"},\"spec\":{\"selector\":{"              \
+    "\"matchLabels\":{\"app\":\"" app "\"}}},\"status\":{\"disruptionsAllowed\":" #allowed "}}"
 
 static const struct tcase cases[] = {
     {

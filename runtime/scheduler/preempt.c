@@ -104,8 +104,7 @@ static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
         /* the pending-pod record kept with the nomination: it outlives it (preempt_pod_gone
          * ends a nomination before its record goes) */
         const struct sched_pod *sp = nn->refs[i];
-        if (sp != NULL && sp->pod->priority >= pod->priority && sp->pod != pod &&
-            strcmp(nn->uids[i], pod->uid) != 0)
+        if (sp != NULL && sp->pod != pod && sp->pod->priority >= pod->priority)
             out[count++] = sp->pod;
     }
     return count;
