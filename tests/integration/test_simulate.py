@@ -110,6 +110,16 @@ def check_preemption(tmp):
           f"preemption-pdb.yaml: the protected db-0 spared, cache-0 evicted, got {evicted}")
     check(report["pods"][0]["node"] == "cache-node",
           f"preemption-pdb.yaml: critical-0 on cache-node, got {report['pods'][0]}")
+    # a plugin host cannot run it: refused at start, with what to do
+    config = os.path.join(tmp, "isolated.yaml")
+    with open(config, "w") as f:
+        f.write("plugins:\n  - name: prioritysort\n  - name: noderesources\n"
+                "  - name: defaultpreemption\n    isolation: process\n"
+                "  - name: defaultbinder\n")
+    run, _ = simulate(path, tmp, ["--config", config])
+    check(run.returncode != 0 and "defaultpreemption" in run.stderr and
+          "isolation: inprocess" in run.stderr,
+          f"defaultpreemption in a plugin host is refused, got {run.returncode}: {run.stderr}")
     # the same cluster without the budget: the lowest-priority victim goes
     with open(path) as f:
         text = f.read()
