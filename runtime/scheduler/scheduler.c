@@ -1403,6 +1403,10 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
     s->serving = cycle->fw;
     if (s->sink.bound != NULL)
         s->sink.bound(s->sink.ctx, pod, cycle->node_name);
+    /* bound elsewhere than an earlier preemption nominated it: the stale nomination goes */
+    if (pod->nominated_node_name != NULL && s->sink.nominate != NULL &&
+        strcmp(pod->nominated_node_name, cycle->node_name) != 0)
+        s->sink.nominate(s->sink.ctx, pod, NULL);
     s->serving = NULL;
     strmap_remove(&s->pods, pod->uid);
     free(pod->node_name);

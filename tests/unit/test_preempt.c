@@ -327,6 +327,24 @@ static void what_if_runs_the_real_filters_without_the_victims(void **state)
     harness_close(h);
 }
 
+static void nomination_cleared_when_bound_elsewhere(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-0", 4000)), 0);
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-1", 4000)), 0);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("system", "node-1", 100, 4000)), 0);
+    struct pod *moved = make_pod("moved", NULL, 10, 1000);
+    moved->nominated_node_name = strdup("node-1"); /* nominated where it no longer fits */
+    assert_int_equal(scheduler_pod_add(&h->sched, moved), 0);
+    settle(h, h->now);
+    assert_string_equal(bound_node(h, "moved"), "node-0");
+    assert_int_equal(h->nominate_calls, 1);
+    assert_string_equal(h->nominated, ""); /* cleared */
+    assert_int_equal(h->evicted_count, 0);
+    harness_close(h);
+}
+
 static void larger_than_any_node_is_not_helped(void **state)
 {
     (void)state;
@@ -363,6 +381,7 @@ int main(void)
         cmocka_unit_test(nomination_from_the_pod_object_is_honoured),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
         cmocka_unit_test(what_if_runs_the_real_filters_without_the_victims),
+        cmocka_unit_test(nomination_cleared_when_bound_elsewhere),
         cmocka_unit_test(larger_than_any_node_is_not_helped),
         cmocka_unit_test(no_evictor_no_preemption),
     };
