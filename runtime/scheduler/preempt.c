@@ -262,7 +262,7 @@ int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
                    const struct pod *const *victims, uint32_t victim_count)
 {
     struct scheduler *s = cycle->sched;
-    if (cycle->group != NULL || cycle->sp->group != NULL)
+    if (cycle->group == NULL && cycle->sp->group != NULL)
         return -EBUSY; /* a group member never preempts alone (docs/architecture.md) */
     if (node != NULL && s->sink.evict == NULL)
         return -EOPNOTSUPP;
@@ -317,15 +317,11 @@ static void clear_lower_nominations(struct scheduler *s, const struct pod *preem
     free(lower);
 }
 
-void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
+static void carry_out(struct scheduler *s, struct sched_pod *sp, struct preemption *p)
 {
-    struct preemption *p = cycle->preemption;
-    if (p == NULL)
-        return;
-    cycle->preemption = NULL;
-    const struct pod *pod = cycle->sp->pod;
+    const struct pod *pod = sp->pod;
     if (p->node == NULL) {
-        nominate(s, cycle->sp, NULL);
+        nominate(s, sp, NULL);
         preempt_decision_free(p);
         return;
     }
@@ -341,9 +337,75 @@ void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
         else
             s->sink.evict(s->sink.ctx, victim, pod, p->node);
     }
-    nominate(s, cycle->sp, p->node);
+    nominate(s, sp, p->node);
     clear_lower_nominations(s, pod, p->node);
     preempt_decision_free(p);
+}
+
+void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct preemption *p = cycle->preemption;
+    if (p == NULL || cycle->group != NULL)
+        return; /* a group cycle's: group.c takes it */
+    cycle->preemption = NULL;
+    carry_out(s, cycle->sp, p);
+}
+
+/* ---- whole-group preemption -------------------------------------------------------------- */
+
+int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct preempt_trial *t)
+{
+    memset(t, 0, sizeof(*t));
+    struct preemption *p = cycle->preemption;
+    if (p == NULL || p->node == NULL)
+        return -ENOENT;
+    for (uint32_t i = 0; i < p->victim_count; i++) {
+        const struct cache_pod *cp = cache_pod(&s->cache, p->victims[i]->uid);
+        if (cp == NULL || cp->assumed || p->victims[i]->node_name == NULL)
+            return -EBUSY;
+    }
+    cycle->preemption = NULL;
+    t->p = p;
+    t->sp = cycle->sp;
+    for (uint32_t i = 0; i < p->victim_count; i++)
+        cache_remove_pod(&s->cache, p->victims[i]->uid);
+    if (cache_assume(&s->cache, t->sp->pod, p->node) < 0) {
+        for (uint32_t i = 0; i < p->victim_count; i++)
+            cache_add_pod(&s->cache, p->victims[i]);
+        return -ENOMEM;
+    }
+    t->applied = true;
+    return 0;
+}
+
+void preempt_trial_undo(struct scheduler *s, struct preempt_trial *t)
+{
+    if (!t->applied)
+        return;
+    cache_forget(&s->cache, t->sp->pod->uid);
+    /* the victims' objects are the scheduler's assigned pods, unchanged since the trial */
+    for (uint32_t i = t->p->victim_count; i-- > 0;)
+        cache_add_pod(&s->cache, t->p->victims[i]);
+    t->applied = false;
+}
+
+void preempt_trial_carry_out(struct scheduler *s, struct preempt_trial *t)
+{
+    struct preemption *p = t->p;
+    t->p = NULL;
+    if (p != NULL)
+        carry_out(s, t->sp, p);
+}
+
+void preempt_trial_free(struct preempt_trial *t)
+{
+    preempt_decision_free(t->p);
+    t->p = NULL;
+}
+
+void preempt_nominate(struct scheduler *s, struct sched_pod *sp, const char *node)
+{
+    nominate(s, sp, node);
 }
 
 /* ---- nominations follow the pods --------------------------------------------------------- */

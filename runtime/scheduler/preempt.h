@@ -20,12 +20,36 @@ struct preemption {
 void preempt_decision_free(struct preemption *p);
 
 /* Record the choice of a PostFilter plugin (kc_preempt). -EBUSY for a member of a pod group
- * (in a group cycle or not: a group never preempts for part of itself), -EOPNOTSUPP
+ * outside a group cycle (a group never preempts for part of itself; in a group cycle the
+ * choice is recorded and the group cycle decides for the whole group), -EOPNOTSUPP
  * when the sink cannot evict, -ENOENT for a victim not on node. */
 int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
                    const struct pod *const *victims, uint32_t victim_count);
-/* Nominate, evict and clear lower-priority nominations, as the cycle's choice says. */
+/* Nominate, evict and clear lower-priority nominations, as the cycle's choice says. A group
+ * cycle's choice is left in the cycle: the group cycle decides for the whole group. */
 void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle);
+
+/* ---- whole-group preemption (group.c) ---- */
+
+/* A group member's chosen preemption tried on the cache alone: its victims taken off, the
+ * member assumed on the node, so that the members after it see the room it would have. No
+ * plugin hears of it; preempt_trial_undo restores the cache exactly. */
+struct preempt_trial {
+    struct preemption *p; /* taken from the cycle; NULL: no trial */
+    struct sched_pod *sp;
+    bool applied;
+};
+
+/* Take the cycle's preemption and apply it. 0, or -EBUSY when a victim is itself assumed (a pod
+ * of ours not bound yet: not evicted for a group), -ENOENT when there is none. */
+int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct preempt_trial *t);
+void preempt_trial_undo(struct scheduler *s, struct preempt_trial *t);
+/* After undo: carry it out (nominate the member, evict its victims). Frees the trial. */
+void preempt_trial_carry_out(struct scheduler *s, struct preempt_trial *t);
+void preempt_trial_free(struct preempt_trial *t);
+/* Nominate a group member on the node it was placed on in a group cycle that preempts: its
+ * room is kept while the others' victims go. */
+void preempt_nominate(struct scheduler *s, struct sched_pod *sp, const char *node);
 
 /* kc_filter_what_if: every in-process Filter plugin for the cycle's pod on node without the
  * removed pods (and with the nominated pods of at least its priority). */

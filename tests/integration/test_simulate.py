@@ -110,6 +110,23 @@ def check_preemption(tmp):
           f"preemption-pdb.yaml: the protected db-0 spared, cache-0 evicted, got {evicted}")
     check(report["pods"][0]["node"] == "cache-node",
           f"preemption-pdb.yaml: critical-0 on cache-node, got {report['pods'][0]}")
+    # a pod group preempts as a whole or not at all
+    path_gang = os.path.join(SOURCE, "examples", "sim", "preemption-gang.yaml")
+    run, report_path = simulate(path_gang, tmp)
+    check(run.returncode == 0, f"preemption-gang.yaml: exit 0, stderr: {run.stderr}")
+    if run.returncode == 0:
+        report = check_report("preemption-gang.yaml", report_path)
+        pods = {p["name"]: p for p in report["pods"]}
+        evicted = sorted((e["name"], e["node"], e["preemptor"]) for e in report["preemptions"])
+        check(evicted == [("low-0a", "node-0", "train-0"), ("low-0b", "node-0", "train-0"),
+                          ("low-1a", "node-1", "train-1"), ("low-1b", "node-1", "train-1")],
+              f"preemption-gang.yaml: train's four victims evicted and no other, got {evicted}")
+        check(pods["train-0"]["node"] == "node-0" and pods["train-1"]["node"] == "node-1",
+              f"preemption-gang.yaml: both members of train bound, got {pods['train-0']}, "
+              f"{pods['train-1']}")
+        check(all(pods[f"big-{i}"]["node"] is None and pods[f"big-{i}"].get("nominated") is None
+                  for i in range(3)),
+              "preemption-gang.yaml: big (would not fit even so) holds and nominates nothing")
     # a plugin host cannot run it: refused at start, with what to do
     config = os.path.join(tmp, "isolated.yaml")
     with open(config, "w") as f:

@@ -170,7 +170,9 @@ struct fake_host_state {
         const char *node_name;
     } nominated[FAKE_MAX_NOMINATED];
     uint32_t nominated_count;
-    /* kc_preempt: every call recorded (the last one's node and victims); NULL node clears */
+    /* kc_preempt: every call recorded (the last one's node and victims); NULL node clears;
+     * preempt_result, when not 0, is returned instead (the runtime's -EBUSY for a pod group
+     * member outside a group cycle, -EOPNOTSUPP in a plugin host) */
     int preempt_result;
     uint32_t preempt_calls;
     const kc_node *preempt_node;

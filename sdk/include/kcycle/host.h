@@ -156,9 +156,9 @@ typedef struct kc_host_api {
                                 char *reason, size_t reason_size);
     /* In PostFilter: nominate the cycle's pod on node and evict the victims (pods on that
      * node) through the runtime's binder once the attempt ends; node NULL clears the pod's
-     * nomination. 0, or a negative errno: -EBUSY for a member of a pod group (a group never
-     * preempts for part of itself), -EOPNOTSUPP when the binder cannot evict (a plugin
-     * host), -ENOENT for a victim not on node. */
+     * nomination. 0, or a negative errno: -EBUSY for a pod group member outside a group
+     * cycle (in one, the runtime evicts only when the whole group then fits), -EOPNOTSUPP when
+     * the binder cannot evict (a plugin host), -ENOENT for a victim not on node. */
     int (*preempt)(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                    uint32_t victim_count);
 } kc_host_api;
