@@ -229,11 +229,14 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
     view_free(&v);
     if (st != KC_SUCCESS && reason_count == 0)
         copy_reason(reason, reason_size, rejector != NULL ? rejector->default_reason : "");
-    for (uint32_t i = 0, used = 0; st != KC_SUCCESS && reason != NULL && i < reason_count; i++) {
+    size_t used = 0;
+    for (uint32_t i = 0; st != KC_SUCCESS && reason != NULL && i < reason_count; i++) {
+        if (used >= reason_size)
+            break; /* truncated */
         /* every reason of the refusing plugin, one a line */
-        int n = snprintf(reason + used, used < reason_size ? reason_size - used : 0, "%s%s",
-                         i > 0 ? "\n" : "", reasons[i].text);
-        used += n > 0 ? (uint32_t)n : 0;
+        int n = snprintf(reason + used, reason_size - used, "%s%s", i > 0 ? "\n" : "",
+                         reasons[i].text);
+        used += n > 0 ? (size_t)n : 0;
     }
     reasons_clear(reasons, &reason_count);
     return st;
@@ -410,12 +413,22 @@ void preempt_nominate(struct scheduler *s, struct sched_pod *sp, const char *nod
 
 /* ---- nominations follow the pods --------------------------------------------------------- */
 
-void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp)
+void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp, const struct pod *old)
 {
     const struct pod *pod = sp->pod;
-    if (pod->nominated_node_name != NULL && pod->node_name == NULL &&
-        nominations_set(&s->nominations, pod->uid, pod->nominated_node_name, sp) < 0)
-        log_error("pod %s/%s: out of memory keeping its nomination", pod->namespace, pod->name);
+    if (pod->node_name != NULL)
+        return;
+    if (pod->nominated_node_name != NULL) {
+        /* set or changed in the object (our own status patch coming back, or another
+         * scheduler's preemption) */
+        if (nominations_set(&s->nominations, pod->uid, pod->nominated_node_name, sp) < 0)
+            log_error("pod %s/%s: out of memory keeping its nomination", pod->namespace,
+                      pod->name);
+    } else if (old != NULL && old->nominated_node_name != NULL) {
+        nominations_remove(&s->nominations, pod->uid); /* removed from the object */
+    }
+    /* absent in both: a nomination made moments ago (not written back yet) stays, as in kube's
+     * nominator; it is kept with the same pending record */
 }
 
 void preempt_pod_gone(struct scheduler *s, const char *uid)

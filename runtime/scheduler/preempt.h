@@ -66,9 +66,10 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
 kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
                                    const struct cache_node *node, struct plugin **rejector);
 
-/* A pod's nomination follows its object (status.nominatedNodeName) and ends when it is
- * assumed, bound or deleted. */
-void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp);
+/* A pod's nomination follows its object (status.nominatedNodeName: set, changed or removed
+ * there; absent before and after, the scheduler's own stays, as kube's nominator keeps it) and
+ * ends when it is assumed, bound or deleted. old: the previous version of the pod, or NULL. */
+void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp, const struct pod *old);
 void preempt_pod_gone(struct scheduler *s, const char *uid);
 
 #endif

@@ -328,7 +328,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         struct pod *old = sp->pod;
         sp->pod = pod;
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
-        preempt_pod_seen(s, sp);
+        preempt_pod_seen(s, sp, old);
         deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
         pod_free(old);
         group_join(s, sp);
@@ -350,7 +350,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         sched_pod_free(sp);
         return -ENOMEM; /* the caller hears of it: the pod is not silently dropped */
     }
-    preempt_pod_seen(s, sp);
+    preempt_pod_seen(s, sp, NULL);
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
     group_join(s, sp);
     return scheduler_enqueue(s, sp);
@@ -450,7 +450,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         sp->newer = NULL;
         sp->pod->enqueue_ms = old->enqueue_ms;
         strmap_put(&s->pods, sp->pod->uid, sp); /* the key now borrows the new uid string */
-        preempt_pod_seen(s, sp);
+        preempt_pod_seen(s, sp, old);
         deliver_update(s, KC_EVENT_POD_UPDATE, sp->pod, old, NULL);
         pod_free(old);
     }

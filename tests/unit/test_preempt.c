@@ -252,11 +252,39 @@ static void nomination_from_the_pod_object_is_honoured(void **state)
     assert_string_equal(h->message, "0/1 nodes are available: 1 Insufficient cpu. preemption: "
                                     "0/1 nodes are available: 1 No preemption victims found "
                                     "for incoming pod.");
+    /* an update without the field keeps it (the scheduler's own may not be written back
+     * yet); one whose previous version had it and that has it no more removes it */
+    struct pod *same = make_pod("nominated", NULL, 10, 2000);
+    same->scheduling_gates = calloc(1, sizeof(char *));
+    same->scheduling_gates[0] = strdup("example.com/hold");
+    same->scheduling_gate_count = 1;
+    same->nominated_node_name = strdup("node-0");
+    assert_int_equal(scheduler_pod_update(&h->sched, same), 0);
+    assert_string_equal(nominations_node(&h->sched.nominations, "nominated"), "node-0");
     /* the nominated pod is deleted: its room is free again */
     assert_int_equal(scheduler_pod_delete(&h->sched, "nominated"), 0);
     assert_null(nominations_node(&h->sched.nominations, "nominated"));
     settle(h, h->now + 20000);
     assert_non_null(bound_node(h, "other"));
+    harness_close(h);
+}
+
+static void nomination_follows_the_object(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-0", 1000)), 0);
+    struct pod *p = make_pod("p", NULL, 10, 2000); /* fits nowhere: stays pending */
+    p->nominated_node_name = strdup("node-0");
+    assert_int_equal(scheduler_pod_add(&h->sched, p), 0);
+    assert_string_equal(nominations_node(&h->sched.nominations, "p"), "node-0");
+    settle(h, h->now);
+    struct pod *moved = make_pod("p", NULL, 10, 2000);
+    moved->nominated_node_name = strdup("node-9");
+    assert_int_equal(scheduler_pod_update(&h->sched, moved), 0);
+    assert_string_equal(nominations_node(&h->sched.nominations, "p"), "node-9");
+    assert_int_equal(scheduler_pod_update(&h->sched, make_pod("p", NULL, 10, 2000)), 0);
+    assert_null(nominations_node(&h->sched.nominations, "p")); /* removed from the object */
     harness_close(h);
 }
 
@@ -379,6 +407,7 @@ int main(void)
         cmocka_unit_test(preemptor_evicts_through_the_sink_and_binds_on_its_node),
         cmocka_unit_test(nominated_pod_counts_for_lower_and_equal_priority_only),
         cmocka_unit_test(nomination_from_the_pod_object_is_honoured),
+        cmocka_unit_test(nomination_follows_the_object),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
         cmocka_unit_test(what_if_runs_the_real_filters_without_the_victims),
         cmocka_unit_test(nomination_cleared_when_bound_elsewhere),
