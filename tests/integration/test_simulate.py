@@ -63,16 +63,21 @@ def check_report(name, report_path):
     return report
 
 
+def simulate_example(name, tmp):
+    """Run examples/sim/NAME; its checked report, or None (and a failure) when it did not run."""
+    run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", name), tmp)
+    check(run.returncode == 0, f"{name}: exit 0, stderr: {run.stderr}")
+    return (run, check_report(name, report_path)) if run.returncode == 0 else (run, None)
+
+
 def check_preemption(tmp):
     """defaultpreemption in the default profile: the fewest, least important victims on a full
     cluster; preemptionPolicy Never; the nominated pod's room kept; a PDB-protected victim
     spared when another candidate exists, and taken when the budget is gone."""
     path = os.path.join(SOURCE, "examples", "sim", "preemption.yaml")
-    run, report_path = simulate(path, tmp)
-    check(run.returncode == 0, f"preemption.yaml: exit 0, stderr: {run.stderr}")
-    if run.returncode != 0:
+    run, report = simulate_example("preemption.yaml", tmp)
+    if report is None:
         return
-    report = check_report("preemption.yaml", report_path)
     pods = {p["name"]: p for p in report["pods"]}
     evicted = [(e["namespace"], e["name"], e["node"], e["preemptor"])
                for e in report["preemptions"]]
@@ -100,22 +105,17 @@ def check_preemption(tmp):
               "preemption.yaml: the same evictions on every run")
 
     path = os.path.join(SOURCE, "examples", "sim", "preemption-pdb.yaml")
-    run, report_path = simulate(path, tmp)
-    check(run.returncode == 0, f"preemption-pdb.yaml: exit 0, stderr: {run.stderr}")
-    if run.returncode != 0:
+    run, report = simulate_example("preemption-pdb.yaml", tmp)
+    if report is None:
         return
-    report = check_report("preemption-pdb.yaml", report_path)
     evicted = [(e["name"], e["node"]) for e in report["preemptions"]]
     check(evicted == [("cache-0", "cache-node")],
           f"preemption-pdb.yaml: the protected db-0 spared, cache-0 evicted, got {evicted}")
     check(report["pods"][0]["node"] == "cache-node",
           f"preemption-pdb.yaml: critical-0 on cache-node, got {report['pods'][0]}")
     # a pod group preempts as a whole or not at all
-    path_gang = os.path.join(SOURCE, "examples", "sim", "preemption-gang.yaml")
-    run, report_path = simulate(path_gang, tmp)
-    check(run.returncode == 0, f"preemption-gang.yaml: exit 0, stderr: {run.stderr}")
-    if run.returncode == 0:
-        report = check_report("preemption-gang.yaml", report_path)
+    run, report = simulate_example("preemption-gang.yaml", tmp)
+    if report is not None:
         pods = {p["name"]: p for p in report["pods"]}
         evicted = sorted((e["name"], e["node"], e["preemptor"]) for e in report["preemptions"])
         check(evicted == [("low-0a", "node-0", "train-0"), ("low-0b", "node-0", "train-0"),
