@@ -1,7 +1,9 @@
 /* kcycle-bench: scheduler_perf shapes built in memory and scheduled with the shipped plugins
  * and an instant binder. Prints one JSON object (or a short text summary). Shapes:
- * scheduling-basic (kube's SchedulingBasic), gang (pod groups placed by the group cycle) and
- * preemption (kube's PreemptionBasic: high-priority pods preempting on a full cluster). */
+ * scheduling-basic (kube's SchedulingBasic), gang (pod groups placed by the group cycle),
+ * preemption (kube's PreemptionBasic: high-priority pods preempting on a full cluster) and
+ * preemption-async (kube's PreemptionAsync: ordinary pods measured while high-priority pods
+ * arrive and preempt, one every 200 ms). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +25,11 @@ struct bench {
     char **evicted;
     uint32_t evicted_count, evicted_capacity;
     uint64_t evictions;
+    /* --shape preemption-async: a preemptor every churn_us of wall time while measuring; only
+     * pods named measured-* count as bound */
+    int64_t churn_us, next_churn_us;
+    uint32_t churned;
+    bool count_measured_only;
     int32_t parallelism;
     bool process; /* --isolation process */
     const char *plugin_dir;
@@ -58,9 +65,11 @@ static int sink_bind(void *ctx, const struct pod *pod, const char *node,
 
 static void sink_bound(void *ctx, const struct pod *pod, const char *node)
 {
-    (void)pod, (void)node;
+    (void)node;
     struct bench *b = ctx;
     if (!b->measuring)
+        return;
+    if (b->count_measured_only && strncmp(pod->name, "measured-", 9) != 0)
         return;
     b->bound++;
     /* bins of 10 ms; folded into 1 s (or 100 ms) intervals afterwards */
@@ -176,6 +185,16 @@ static struct pod *make_priority_pod(const char *prefix, uint32_t i, int64_t mil
     return p;
 }
 
+/* preemption-async: scheduler_perf's churn op, one high-priority pod every 200 ms, until the
+ * measured pods are all bound. */
+static void churn(struct scheduler *s, struct bench *b)
+{
+    if (b->churn_us == 0 || !b->measuring || b->bound >= b->pods || now_us() < b->next_churn_us)
+        return;
+    b->next_churn_us += b->churn_us;
+    scheduler_pod_add(s, make_priority_pod("high", b->churned++, 3000, 10));
+}
+
 /* Preemptors back off (1 s, as in kube) before they bind on their nominated node: when only
  * timers are left, wait for the next one instead of stopping. */
 static bool wait_for_timers(struct scheduler *s, struct bench *b)
@@ -199,6 +218,7 @@ static void drain(struct scheduler *s, struct bench *b)
 {
     for (;;) {
         apply_evictions(s, b);
+        churn(s, b);
         uint64_t cycles = s->groups.cycles;
         int64_t started = now_us();
         int rc = scheduler_schedule_one(s);
@@ -364,12 +384,18 @@ int main(int argc, char **argv)
         }
     }
     bool gang = strcmp(shape, "gang") == 0;
-    bool preemption = strcmp(shape, "preemption") == 0;
+    bool async = strcmp(shape, "preemption-async") == 0;
+    bool preemption = strcmp(shape, "preemption") == 0 || async;
     if (strcmp(shape, "scheduling-basic") != 0 && !gang && !preemption) {
-        fprintf(stderr,
-                "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, preemption)\n",
+        fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
+                        "preemption, preemption-async)\n",
                 shape);
         return 2;
+    }
+    if (async) {
+        /* PreemptionAsync 5000Nodes: the same full cluster, 5,000 measured ordinary pods */
+        b.churn_us = 200000;
+        b.count_measured_only = true;
     }
     if (preemption) {
         /* PreemptionBasic at 5000 nodes (scheduler_perf's sizes): 4 low-priority pods of 900m
@@ -444,7 +470,7 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < b.group_size; i++)
                 scheduler_pod_add(&s, make_pod(prefix, i, group));
         }
-    } else if (preemption) {
+    } else if (preemption && !async) {
         for (uint32_t i = 0; i < b.pods; i++)
             scheduler_pod_add(&s, make_priority_pod("high", i, 3000, 10));
     } else {
@@ -453,6 +479,7 @@ int main(int argc, char **argv)
     }
     b.measuring = true;
     b.start_us = now_us();
+    b.next_churn_us = b.start_us;
     drain(&s, &b);
     int64_t elapsed_us = now_us() - b.start_us;
 
@@ -478,7 +505,7 @@ int main(int argc, char **argv)
         p50 = p99 = avg;
     double lat50 = percentile(b.latency_us, b.latency_count, 50);
     double lat99 = percentile(b.latency_us, b.latency_count, 99);
-    uint64_t measured = s.stats.scheduled - init_bound;
+    uint64_t measured = async ? b.bound : s.stats.scheduled - init_bound;
     double round_trip_us = 0;
     if (b.process)
         remote_round_trip_us(&s, 2000, &round_trip_us);
@@ -494,10 +521,12 @@ int main(int argc, char **argv)
                "\"attempt_latency_us_p50\": %.0f, \"attempt_latency_us_p99\": %.0f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
                "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f, "
-               "\"preemption_victims\": %" PRIu64 ", \"attempts\": %" PRIu64 "}\n",
+               "\"preemption_victims\": %" PRIu64 ", \"preemptors\": %u, "
+               "\"attempts\": %" PRIu64 "}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
                elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
-               b.process ? "process" : "inprocess", round_trip_us, b.evictions, s.stats.attempts);
+               b.process ? "process" : "inprocess", round_trip_us, b.evictions,
+               async ? b.churned : (preemption ? b.pods : 0), s.stats.attempts);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"
