@@ -22,8 +22,10 @@ static void cache_pod_free(struct cache_pod *cp)
 
 void cache_fini(struct cache *cache)
 {
-    for (uint32_t i = 0; i < cache->node_count; i++)
+    for (uint32_t i = 0; i < cache->node_count; i++) {
         node_free(cache->nodes[i].node);
+        free(cache->nodes[i].pods);
+    }
     free(cache->nodes);
     for (uint32_t i = 0; i < cache->pods.capacity; i++) {
         struct strmap_entry *e = &cache->pods.entries[i];
@@ -41,11 +43,28 @@ struct cache_node *cache_node(const struct cache *cache, const char *name)
     return slot == 0 ? NULL : &cache->nodes[slot - 1];
 }
 
-static void account(struct cache_node *cn, const struct res_list *request, int sign)
+/* Count cp on cn (sign 1) or take it off (-1): requests and the node's pod list. */
+static int account(struct cache_node *cn, struct cache_pod *cp, int sign)
 {
+    if (sign > 0) {
+        struct cache_pod **pods =
+            array_grow(cn->pods, &cn->pods_capacity, cn->pod_count + 1, sizeof(*pods));
+        if (pods == NULL)
+            return -ENOMEM;
+        cn->pods = pods;
+        cp->slot = cn->pod_count;
+        cn->pods[cn->pod_count] = cp;
+    } else {
+        struct cache_pod *last = cn->pods[cn->pod_count - 1];
+        cn->pods[cp->slot] = last;
+        last->slot = cp->slot;
+    }
+    const struct res_list *request = &cp->request;
     for (uint32_t i = 0; i < request->count; i++)
         cn->requested[request->items[i].id] += sign * request->items[i].value;
     cn->pod_count += sign;
+    cp->counted = sign > 0;
+    return 0;
 }
 
 /* Count every known pod assigned to cn's name (a node that arrives after its pods). */
@@ -53,10 +72,8 @@ static void count_pods_of(struct cache *cache, struct cache_node *cn)
 {
     for (uint32_t i = 0; i < cache->pods.capacity; i++) {
         struct cache_pod *cp = cache->pods.entries[i].value;
-        if (cp != NULL && !cp->counted && strcmp(cp->node_name, cn->node->name) == 0) {
-            account(cn, &cp->request, 1);
-            cp->counted = true;
-        }
+        if (cp != NULL && !cp->counted && strcmp(cp->node_name, cn->node->name) == 0)
+            account(cn, cp, 1); /* out of memory: the pod is counted when it comes again */
     }
 }
 
@@ -113,6 +130,7 @@ int cache_remove_node(struct cache *cache, const char *name)
     }
     strmap_remove(&cache->node_index, name);
     node_free(cn->node);
+    free(cn->pods);
     uint32_t last = cache->node_count - 1;
     if (cn->index != last) {
         *cn = cache->nodes[last];
@@ -152,10 +170,12 @@ static int insert_pod(struct cache *cache, const struct pod *pod, const char *no
         return -ENOMEM;
     }
     cp->assumed = assumed;
+    cp->pod = pod;
     struct cache_node *cn = cache_node(cache, node_name);
-    if (cn != NULL) {
-        account(cn, &cp->request, 1);
-        cp->counted = true;
+    if (cn != NULL && account(cn, cp, 1) < 0) {
+        strmap_remove(&cache->pods, cp->uid);
+        cache_pod_free(cp);
+        return -ENOMEM;
     }
     cache->generation++;
     return 0;
@@ -169,7 +189,7 @@ int cache_remove_pod(struct cache *cache, const char *uid)
     if (cp->counted) {
         struct cache_node *cn = cache_node(cache, cp->node_name);
         if (cn != NULL)
-            account(cn, &cp->request, -1);
+            account(cn, cp, -1);
     }
     cache->generation++;
     cache_pod_free(cp);

@@ -23,6 +23,9 @@ struct cache_node {
     uint32_t taint_count;
     int64_t allocatable[KC_RESOURCE_MAX];
     int64_t requested[KC_RESOURCE_MAX];
+    /* The pods counted here, pods[0 .. pod_count): preemption walks them (in no order). */
+    struct cache_pod **pods;
+    uint32_t pods_capacity;
 };
 
 /* A pod the cache accounts for: assigned (seen with spec.nodeName) or assumed by us. */
@@ -32,6 +35,11 @@ struct cache_pod {
     struct res_list request; /* copy of the pod's effective request */
     bool assumed;            /* reserved by the scheduler, not yet seen assigned */
     bool counted;            /* added to its node (false while the node is unknown) */
+    /* Borrowed: the caller's pod object given to cache_add_pod/cache_assume, which must live
+     * until the pod is removed, forgotten or added again (the scheduler's assigned map and
+     * pending pods hold them). */
+    const struct pod *pod;
+    uint32_t slot; /* position in its node's pods while counted */
 };
 
 struct cache {

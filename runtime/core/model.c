@@ -213,6 +213,7 @@ void pod_free(struct pod *pod)
     free(pod->uid);
     free(pod->node_name);
     free(pod->scheduler_name);
+    free(pod->nominated_node_name);
     free(pod->pod_group);
     kv_list_free(&pod->labels);
     kv_list_free(&pod->annotations);
@@ -1315,6 +1316,40 @@ static int read_priority(const struct tree *spec, struct pod *pod, struct kc_err
     return t == NULL ? 0 : read_int32(t, "priority", INT32_MIN, INT32_MAX, &pod->priority, err);
 }
 
+/* spec.preemptionPolicy: PreemptLowerPriority (the default) or Never. */
+static int read_preemption_policy(const struct tree *spec, struct pod *pod, struct kc_error *err)
+{
+    const struct tree *t = field(spec, "preemptionPolicy");
+    if (t == NULL)
+        return 0;
+    const char *s;
+    int rc = tree_string(t, "preemptionPolicy", &s, err);
+    if (rc < 0)
+        return rc;
+    if (strcmp(s, "Never") == 0 || strcmp(s, "PreemptLowerPriority") == 0) {
+        pod->preempt_never = s[0] == 'N';
+        return 0;
+    }
+    return tree_error(t, err, -EINVAL, "preemptionPolicy",
+                      "unknown policy \"%s\" (PreemptLowerPriority or Never)", s);
+}
+
+/* status.nominatedNodeName and status.startTime: what preemption reads. */
+static int read_preemption_status(const struct tree *status, struct pod *pod,
+                                  struct kc_error *err)
+{
+    int rc = read_string(status, "nominatedNodeName", "nominatedNodeName",
+                         &pod->nominated_node_name, err);
+    if (rc == 0 && pod->nominated_node_name != NULL && pod->nominated_node_name[0] == '\0') {
+        free(pod->nominated_node_name);
+        pod->nominated_node_name = NULL;
+    }
+    bool present;
+    if (rc == 0)
+        rc = read_timestamp(status, "startTime", "startTime", &present, &pod->start_ms, err);
+    return rc;
+}
+
 static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_error *err)
 {
     const struct tree *spec;
@@ -1326,6 +1361,8 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
         rc = read_string(spec, "schedulerName", "schedulerName", &pod->scheduler_name, err);
     if (rc == 0)
         rc = read_priority(spec, pod, err);
+    if (rc == 0)
+        rc = read_preemption_policy(spec, pod, err);
     if (rc == 0)
         rc = read_kv_map(spec, "nodeSelector", "nodeSelector", &pod->node_selector, err);
     if (rc == 0)
@@ -1361,6 +1398,8 @@ static int read_pod_status(const struct tree *root, struct pod *pod, struct kc_e
     };
     const struct tree *status, *phase;
     int rc = optional_map(root, "status", "status", &status, err);
+    if (rc == 0 && status != NULL)
+        rc = read_preemption_status(status, pod, err);
     if (rc < 0 || status == NULL || (phase = field(status, "phase")) == NULL)
         return rc;
     const char *s;

@@ -174,6 +174,11 @@ struct pod {
     /* spec.volumes */
     struct volume *volumes;
     uint32_t volume_count;
+    /* Preemption: spec.preemptionPolicy Never, status.nominatedNodeName (NULL when absent)
+     * and status.startTime (unix ms, 0 while the pod has not started). */
+    bool preempt_never;
+    char *nominated_node_name;
+    int64_t start_ms;
 };
 
 struct node {

@@ -441,6 +441,9 @@ static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcyc
     msg->priority = pod->priority;
     msg->creation_ms = pod->creation_ms;
     msg->deleting = pod->deleting;
+    msg->preempt_never = pod->preempt_never;
+    msg->nominated_node_name = borrow(pod->nominated_node_name);
+    msg->start_ms = pod->start_ms;
     int rc = encode_phase(pod->phase, &msg->phase);
     if (rc == 0)
         rc = encode_labels(h, &pod->labels, &msg->n_labels, &msg->labels);
@@ -1184,6 +1187,11 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
     pod->priority = in->priority;
     pod->creation_ms = in->creation_ms;
     pod->deleting = in->deleting != 0;
+    pod->preempt_never = in->preempt_never != 0;
+    pod->start_ms = in->start_ms;
+    if (rc == 0)
+        rc = copy_optional_string(d, "nominated_node_name", in->nominated_node_name,
+                                  &pod->nominated_node_name);
     if (rc == 0)
         rc = decode_phase(d, in->phase, &pod->phase);
     if (rc == 0)

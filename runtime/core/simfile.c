@@ -106,7 +106,7 @@ static const char *const pod_keys[] = {
     "name",        "namespace",  "labels",          "annotations",   "priority", "requests",
     "limits",      "containers", "initContainers",  "overhead",      "nodeName", "nodeSelector",
     "tolerations", "affinity",   "schedulingGates", "schedulerName", "ports",    "hostNetwork",
-    "volumes",     NULL,
+    "volumes",     "preemptionPolicy", NULL,
 };
 
 static const char *const workload_keys[] = {
@@ -117,7 +117,8 @@ static const char *const workload_keys[] = {
     "tolerations",   "affinity",   "schedulingGates",
     "schedulerName", "count",      "at",
     "interval",      "gang",       "ports",
-    "hostNetwork",   "volumes",    NULL,
+    "hostNetwork",   "volumes",    "preemptionPolicy",
+    NULL,
 };
 
 /* requests/limits (and ports, the container's port list) become one container named "main". */
@@ -150,7 +151,7 @@ static void synth_pod_spec(struct pod_synth *s, const struct tree *entry)
     static const char *const copied[] = {
         "priority",        "nodeName",      "nodeSelector", "tolerations",    "affinity",
         "schedulingGates", "schedulerName", "overhead",     "initContainers", "hostNetwork",
-        "volumes",
+        "volumes",         "preemptionPolicy",
     };
     synth_init(&s->spec, entry);
     for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)

@@ -33,7 +33,8 @@ enum {
     FIELD_SYNC_END = 3,
     FIELD_CHANGES = 4,
     FIELD_BIND_RESULTS = 5,
-    FIELD_LEADERSHIP = 6
+    FIELD_LEADERSHIP = 6,
+    FIELD_EVICTION_RESULTS = 7
 };
 
 int64_t bridge_monotonic_ms(void)
@@ -695,6 +696,9 @@ static void work_free(struct bridge_work *w)
     free(w->message);
     free(w->annotations_json);
     free(w->writes_json);
+    free(w->related_namespace);
+    free(w->related_name);
+    free(w->related_uid);
     free(w);
 }
 
@@ -845,6 +849,29 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         if (json != NULL)
             group_status_note(b, in->namespace_, in->name, json);
     }
+    for (size_t i = 0; i < m->n_nominations; i++) {
+        const Kcycle__V1__Nomination *in = m->nominations[i];
+        struct bridge_work *w = work_new(WORK_NOMINATE, in->namespace_, in->name, in->uid);
+        if (w != NULL && (w->node = strdup(in->node)) == NULL) {
+            work_free(w);
+            w = NULL;
+        }
+        if (w != NULL)
+            work_push(b, w);
+    }
+    for (size_t i = 0; i < m->n_evictions; i++) {
+        const Kcycle__V1__Eviction *in = m->evictions[i];
+        struct bridge_work *w = work_new(WORK_EVICT, in->namespace_, in->name, in->uid);
+        if (w != NULL && ((w->node = strdup(in->node)) == NULL ||
+                          (w->related_namespace = strdup(in->preemptor_namespace)) == NULL ||
+                          (w->related_name = strdup(in->preemptor_name)) == NULL ||
+                          (w->related_uid = strdup(in->preemptor_uid)) == NULL)) {
+            work_free(w);
+            w = NULL;
+        }
+        if (w != NULL)
+            work_push(b, w);
+    }
     kcycle__v1__to_bridge__free_unpacked(m, NULL);
 }
 
@@ -918,6 +945,11 @@ static void post_event(struct bridge *b, struct kube_client *client, const struc
         "reportingInstance", b->opt.identity, "action", action, "reason", reason, "type", type,
         "note", note, "regarding", "apiVersion", "v1", "kind", "Pod", "namespace", w->namespace,
         "name", w->name, "uid", w->uid);
+    if (event != NULL && w->related_uid != NULL) /* a preemption: the preemptor */
+        json_object_set_new(event, "related",
+                            json_pack("{s:s, s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind",
+                                      "Pod", "namespace", w->related_namespace, "name",
+                                      w->related_name, "uid", w->related_uid));
     char *body = event != NULL ? json_dumps(event, JSON_COMPACT) : NULL;
     json_decref(event);
     if (body == NULL)
@@ -1274,6 +1306,110 @@ static void write_group_status(struct bridge *b, struct kube_client *client,
     kube_response_free(&res);
 }
 
+/* ---- preemption ---- */
+
+/* status.nominatedNodeName of the preemptor, as kube-scheduler writes it with its status
+ * update (a merge patch: null clears it). */
+static void do_nominate(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    json_t *patch = json_pack("{s:{s:o}}", "status", "nominatedNodeName",
+                              w->node[0] != '\0' ? json_string(w->node) : json_null());
+    char *body = patch != NULL ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    if (body == NULL)
+        return;
+    char path[512];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", w->namespace, w->name);
+    struct kube_response res = {0};
+    struct kc_error err = {{0}};
+    int rc = kube_request(client, "PATCH", path, "application/merge-patch+json", body,
+                          strlen(body), API_TIMEOUT_MS, &res, &err);
+    free(body);
+    if (rc >= 0 && res.status < 300)
+        atomic_fetch_add(&b->stats.nominations, 1);
+    else if (rc < 0 || res.status != 404)
+        api_error(b, "the nominated node", w->name, rc < 0 ? 0 : res.status, res.body, &err);
+    kube_response_free(&res);
+}
+
+static void eviction_result(struct bridge *b, const char *uid, int code, const char *message)
+{
+    Kcycle__V1__EvictionResult r = KCYCLE__V1__EVICTION_RESULT__INIT;
+    r.uid = (char *)uid;
+    r.code = code;
+    r.message = (char *)message;
+    size_t len = kcycle__v1__eviction_result__get_packed_size(&r);
+    uint8_t *buf = malloc(len > 0 ? len : 1);
+    if (buf == NULL)
+        return;
+    kcycle__v1__eviction_result__pack(&r, buf);
+    pthread_mutex_lock(&b->lock);
+    if (b->session_active)
+        queue_field(b, FIELD_EVICTION_RESULTS, buf, len);
+    pthread_mutex_unlock(&b->lock);
+    free(buf);
+}
+
+/* A preemption victim: the DisruptionTarget condition kube sets, then DELETE with a uid
+ * precondition (a pod of the same name created since is never hit), then a Preempted event on
+ * the victim naming the preemptor, as kube-scheduler writes it. */
+static void do_evict(struct bridge *b, struct kube_client *client, struct bridge_work *w)
+{
+    char path[512], now[64], message[320];
+    bridge_format_time(now, sizeof(now));
+    snprintf(message, sizeof(message), "%s: preempting to accommodate a higher priority pod",
+             b->opt.scheduler_name);
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", w->namespace, w->name);
+    json_t *patch = json_pack("{s:{s:[{s:s, s:s, s:s, s:s, s:s}]}}", "status", "conditions", "type",
+                              "DisruptionTarget", "status", "True", "reason",
+                              "PreemptionByScheduler", "message", message, "lastTransitionTime",
+                              now);
+    char *body = patch != NULL ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    struct kube_response res = {0};
+    struct kc_error err = {{0}};
+    if (body != NULL) {
+        int rc = kube_request(client, "PATCH", path, "application/strategic-merge-patch+json",
+                              body, strlen(body), API_TIMEOUT_MS, &res, &err);
+        if (rc < 0 || (res.status >= 300 && res.status != 404))
+            api_error(b, "the DisruptionTarget condition", w->name, rc < 0 ? 0 : res.status,
+                      res.body, &err);
+        kube_response_free(&res);
+        free(body);
+    }
+    json_t *options = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind",
+                                "DeleteOptions", "preconditions", "uid", w->uid);
+    body = options != NULL ? json_dumps(options, JSON_COMPACT) : NULL;
+    json_decref(options);
+    if (body == NULL) {
+        eviction_result(b, w->uid, 0, "the bridge ran out of memory");
+        return;
+    }
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->namespace, w->name);
+    memset(&res, 0, sizeof(res));
+    int rc = kube_request(client, "DELETE", path, "application/json", body, strlen(body),
+                          API_TIMEOUT_MS, &res, &err);
+    free(body);
+    char text[512] = "";
+    if (rc >= 0)
+        kube_status_text(res.body, text, sizeof(text));
+    bool deleted = rc >= 0 && (res.status == 200 || res.status == 202);
+    eviction_result(b, w->uid, rc < 0 ? 0 : (int)res.status, rc < 0 ? err.message : text);
+    if (deleted) {
+        atomic_fetch_add(&b->stats.evictions, 1);
+    } else {
+        atomic_fetch_add(&b->stats.eviction_failures, 1);
+        if (rc < 0 || res.status != 404)
+            api_error(b, "the eviction", w->name, rc < 0 ? 0 : res.status, res.body, &err);
+    }
+    kube_response_free(&res);
+    if (!deleted)
+        return;
+    char note[1100];
+    snprintf(note, sizeof(note), "Preempted by pod %s on node %s", w->related_uid, w->node);
+    post_event(b, client, w, "Preempted", "Normal", "Preempting", note);
+}
+
 static bool session_current(struct bridge *b, uint64_t session)
 {
     pthread_mutex_lock(&b->lock);
@@ -1321,6 +1457,10 @@ static void *writer_main(void *arg)
             do_unschedulable(b, client, w);
         } else if (w->type == WORK_GROUP_STATUS) {
             do_group_status(b, client, w);
+        } else if (w->type == WORK_NOMINATE) {
+            do_nominate(b, client, w);
+        } else if (w->type == WORK_EVICT) {
+            do_evict(b, client, w);
         } else {
             do_scheduled(b, client, w);
         }
@@ -1394,6 +1534,8 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     add_watch(b, "PersistentVolume", "/api/v1/persistentvolumes", NULL, 'o', false);
     add_watch(b, "StorageClass", "/apis/storage.k8s.io/v1/storageclasses", NULL, 'o', false);
     add_watch(b, "CSINode", "/apis/storage.k8s.io/v1/csinodes", NULL, 'o', false);
+    /* preemption: budgets defaultpreemption respects, passed on as custom objects */
+    add_watch(b, "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", NULL, 'o', false);
     if ((rc = nng_pair1_open(&b->sock)) != 0)
         return kc_error_set(err, -ENOMEM, "cannot open the scheduler socket: %s", nng_strerror(rc));
     b->sock_open = true;

@@ -76,20 +76,28 @@ struct bridge_group_status {
 
 /* Work for the API writers. */
 struct bridge_work {
-    enum { WORK_BIND, WORK_UNSCHEDULABLE, WORK_SCHEDULED, WORK_GROUP_STATUS } type;
+    enum {
+        WORK_BIND,
+        WORK_UNSCHEDULABLE,
+        WORK_SCHEDULED,
+        WORK_GROUP_STATUS,
+        WORK_NOMINATE, /* preemption: node ("" clears) */
+        WORK_EVICT     /* preemption: node, and the preemptor in related_* */
+    } type;
     uint64_t id;
     uint64_t session; /* the scheduler session that asked: work of an ended one is dropped */
     char *namespace, *name, *uid, *node, *reason, *message;
     char *annotations_json; /* bindings: {"k":"v",...}; group status: the status object */
     /* bindings: the object updates to write first, [{"kind","namespace","name","patch"}] */
     char *writes_json;
+    char *related_namespace, *related_name, *related_uid; /* evictions: the preemptor */
     struct bridge_work *next;
 };
 
 struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
         events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses,
-        object_writes;
+        object_writes, nominations, evictions, eviction_failures;
     /* Start-up, in ms (-1 until it happened): what an operator waits for after a restart or a
      * failover before pods are scheduled again. */
     _Atomic int64_t start_to_first_sync_ms, first_sync_to_first_binding_ms;

@@ -110,8 +110,27 @@ static void clear_out(struct bridge_client *b)
         free(m->pod_uid);
         free(m);
     }
+    for (size_t i = 0; i < out->n_nominations; i++) {
+        Kcycle__V1__Nomination *m = out->nominations[i];
+        free(m->namespace_);
+        free(m->name);
+        free(m->uid);
+        free(m->node);
+        free(m);
+    }
+    for (size_t i = 0; i < out->n_evictions; i++) {
+        Kcycle__V1__Eviction *m = out->evictions[i];
+        free(m->namespace_);
+        free(m->name);
+        free(m->uid);
+        free(m->node);
+        free(m->preemptor_namespace);
+        free(m->preemptor_name);
+        free(m->preemptor_uid);
+        free(m);
+    }
     out->n_bindings = out->n_unschedulable = out->n_scheduled = out->n_group_status = 0;
-    out->n_object_writes = 0;
+    out->n_object_writes = out->n_nominations = out->n_evictions = 0;
     out->hello = false;
 }
 
@@ -328,6 +347,63 @@ static void sink_group_status(void *ctx, const char *namespace, const char *name
     b->out.group_status[b->out.n_group_status++] = m;
 }
 
+/* ---- preemption: nominations and evictions go to the bridge with the other decisions ---- */
+
+static void sink_nominate(void *ctx, const struct pod *pod, const char *node)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected ||
+        !reserve_slot((void ***)&b->nominations, &b->nomination_capacity, b->out.n_nominations))
+        return; /* the pod's next attempt nominates it again */
+    Kcycle__V1__Nomination *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return;
+    kcycle__v1__nomination__init(m);
+    m->namespace_ = strdup(pod->namespace);
+    m->name = strdup(pod->name);
+    m->uid = strdup(pod->uid);
+    m->node = strdup(node != NULL ? node : "");
+    b->out.nominations = b->nominations;
+    b->out.nominations[b->out.n_nominations++] = m;
+}
+
+static void sink_evict(void *ctx, const struct pod *victim, const struct pod *preemptor,
+                       const char *node)
+{
+    struct bridge_client *b = ctx;
+    if (!b->connected ||
+        !reserve_slot((void ***)&b->evictions, &b->eviction_capacity, b->out.n_evictions)) {
+        /* the preemptor finds its victims in place and preempts again */
+        log_warn("bridge: not connected: pod %s/%s is not evicted", victim->namespace,
+                 victim->name);
+        return;
+    }
+    Kcycle__V1__Eviction *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return;
+    kcycle__v1__eviction__init(m);
+    m->namespace_ = strdup(victim->namespace);
+    m->name = strdup(victim->name);
+    m->uid = strdup(victim->uid);
+    m->node = strdup(node);
+    m->preemptor_namespace = strdup(preemptor->namespace);
+    m->preemptor_name = strdup(preemptor->name);
+    m->preemptor_uid = strdup(preemptor->uid);
+    b->out.evictions = b->evictions;
+    b->out.evictions[b->out.n_evictions++] = m;
+    b->stats.evictions++;
+}
+
+/* A failed eviction changes nothing here: the victim stays in the cluster (and in the watch),
+ * so the preemptor's next attempt sees it and decides again. */
+static void apply_eviction_result(struct bridge_client *b, const Kcycle__V1__EvictionResult *r)
+{
+    if (r->code == 200 || r->code == 202 || r->code == 404)
+        return; /* deleted, or gone already */
+    b->stats.eviction_failures++;
+    log_warn("bridge: evicting pod %s failed (%d): %s", r->uid, r->code, r->message);
+}
+
 /* A packed ToBridge that could not be sent: its bindings will never be answered. */
 static void fail_unsent_bindings(struct bridge_client *b, const char *why)
 {
@@ -341,7 +417,7 @@ static void flush(struct bridge_client *b)
 {
     Kcycle__V1__ToBridge *out = &b->out;
     if (!out->hello && out->n_bindings == 0 && out->n_unschedulable == 0 && out->n_scheduled == 0 &&
-        out->n_group_status == 0)
+        out->n_group_status == 0 && out->n_nominations == 0 && out->n_evictions == 0)
         return;
     size_t len = kcycle__v1__to_bridge__get_packed_size(out);
     nng_msg *msg;
@@ -603,6 +679,8 @@ static void handle_message(struct bridge_client *b, nng_msg *msg)
         apply_change(b, m->changes[i]);
     for (size_t i = 0; i < m->n_bind_results; i++)
         apply_bind_result(b, m->bind_results[i]);
+    for (size_t i = 0; i < m->n_eviction_results; i++)
+        apply_eviction_result(b, m->eviction_results[i]);
     if (m->sync_end && b->syncing)
         sync_end(b);
     if (m->leadership != NULL && m->leadership->leader != b->leader) {
@@ -668,7 +746,9 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
                                   .unschedulable = sink_unschedulable,
                                   .bound = sink_bound,
                                   .group_status = sink_group_status,
-                                  .write_object = sink_write_object};
+                                  .write_object = sink_write_object,
+                                  .nominate = sink_nominate,
+                                  .evict = sink_evict};
     b->cfg.private_copies = opt->watch_plugins;
     b->next_bind_id = random_u64() & 0xffffffff00000000ull;
     /* the scheduler's own clock (monotonic): timers do not jump with the wall clock */
@@ -760,6 +840,8 @@ void bridge_client_close(struct bridge_client *b)
     free(b->scheduled);
     free(b->group_status);
     free(b->object_writes);
+    free(b->nominations);
+    free(b->evictions);
     seen_clear(b);
     if (b->sched_open)
         scheduler_close(&b->sched);

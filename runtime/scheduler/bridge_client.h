@@ -60,6 +60,10 @@ struct bridge_client {
     uint32_t binding_capacity, unschedulable_capacity, scheduled_capacity, group_status_capacity;
     Kcycle__V1__ObjectWrite **object_writes; /* each sent with its pod's binding */
     uint32_t object_write_capacity;
+    /* preemption */
+    Kcycle__V1__Nomination **nominations;
+    Kcycle__V1__Eviction **evictions;
+    uint32_t nomination_capacity, eviction_capacity;
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */
@@ -68,7 +72,7 @@ struct bridge_client {
     atomic_bool ready;            /* connected and in sync, for the readiness probe */
     struct bridge_client_stats {
         uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors,
-            stale_messages, stale_results, bind_timeouts;
+            stale_messages, stale_results, bind_timeouts, evictions, eviction_failures;
     } stats;
 };
 

@@ -8,6 +8,7 @@
 #include "array.h"
 #include "cycle_internal.h"
 #include "model.h"
+#include "preempt.h"
 
 _Thread_local struct reject_sink *cycle_filter_sink;
 
@@ -182,6 +183,8 @@ void cycle_free(struct kc_cycle *cycle)
     cycle_drop_writes(cycle);
     free(cycle->node_name);
     free(cycle->message);
+    free(cycle->post_filter_message);
+    preempt_decision_free(cycle->preemption);
     free(cycle);
 }
 

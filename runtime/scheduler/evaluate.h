@@ -33,6 +33,11 @@ void evaluation_cycle_free(struct kc_cycle *cycle);
 int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                        uint32_t candidate_count, uint32_t want, bool score, struct evaluation *out);
 void evaluation_clear(struct evaluation *e);
+/* Every in-process Filter plugin not in skip, for the cycle's pod on node (a cache node or a
+ * view of one), until one refuses: its status, with *rejector set. Reasons go where
+ * kc_cycle_reject writes (cycle_filter_sink). */
+kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
+                                const struct cache_node *node, struct plugin **rejector);
 int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i);
 
 /* One of Reserve, Unreserve (reverse order, every plugin with reserve or unreserve), Permit,

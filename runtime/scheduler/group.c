@@ -18,6 +18,7 @@
 #include "evaluate.h"
 #include "log.h"
 #include "model.h"
+#include "preempt.h"
 #include "scheduler.h"
 
 /* Longest "namespace/name" a group key can have (Kubernetes allows 63 + 1 + 253). */
@@ -41,6 +42,7 @@ struct member_try {
     struct sched_pod *sp;
     struct kc_cycle *cycle; /* NULL: not tried (or out of memory) */
     struct placement placement;
+    struct preempt_trial trial; /* not placed, but a preemption would place it (preempt.c) */
 };
 
 static int64_t wall_us(void)
@@ -703,10 +705,12 @@ static uint32_t collect(struct scheduler *s, struct pod_group *g, struct sched_p
 /* Place the members in turn on the cache, each seeing the ones before it. Stops when the quorum
  * is out of reach. Returns how many were placed; *tried how many were tried. */
 static uint32_t place_members(struct scheduler *s, struct pod_group *g, struct member_try *tries,
-                              uint32_t count, uint32_t needed, uint32_t *tried)
+                              uint32_t count, uint32_t needed, bool trials, uint32_t *tried,
+                              uint32_t *preempting)
 {
     uint32_t placed = 0;
     *tried = 0;
+    *preempting = 0;
     for (uint32_t i = 0; i < count; i++) {
         struct member_try *m = &tries[i];
         *tried = i + 1;
@@ -719,13 +723,88 @@ static uint32_t place_members(struct scheduler *s, struct pod_group *g, struct m
             m->cycle->group_count = count;
             m->cycle->group_needed = needed;
             scheduler_place(s, m->cycle, &m->placement);
+            /* a PostFilter plugin found victims for it: the members after it see them gone */
+            if (!m->placement.placed && m->cycle->preemption != NULL && trials &&
+                preempt_trial_apply(s, m->cycle, &m->trial) == 0)
+                (*preempting)++;
         }
         if (m->placement.placed)
             placed++;
-        else if (placed + (count - i - 1) < needed)
+        else if (placed + *preempting + (count - i - 1) < needed)
             break;
     }
     return placed;
+}
+
+/* Whether a member that was not placed had victims chosen for it (in a first pass, whose
+ * choices are not applied). */
+static bool victims_found(const struct member_try *tries, uint32_t tried)
+{
+    for (uint32_t i = 0; i < tried; i++)
+        if (!tries[i].placement.placed && tries[i].cycle != NULL &&
+            tries[i].cycle->preemption != NULL)
+            return true;
+    return false;
+}
+
+/* Forget a pass of place_members without failing anyone: placed members undone in reverse. */
+static void undo_pass(struct scheduler *s, struct member_try *tries, uint32_t tried)
+{
+    for (uint32_t i = tried; i-- > 0;) {
+        struct member_try *m = &tries[i];
+        if (m->placement.placed)
+            scheduler_rollback(s, m->cycle);
+        cycle_free(m->cycle);
+        m->cycle = NULL;
+        free(m->placement.message);
+        memset(&m->placement, 0, sizeof(m->placement));
+    }
+}
+
+/* Undo every member's preemption trial, in reverse; nothing is evicted. */
+static void undo_trials(struct scheduler *s, struct member_try *tries, uint32_t tried)
+{
+    for (uint32_t i = tried; i-- > 0;)
+        preempt_trial_undo(s, &tries[i].trial);
+}
+
+/* The quorum fits only if some members preempt: the whole group preempts at once (never part
+ * of it). The cache is restored, the placed members are undone and nominated where they were
+ * placed (their room is kept), the preempting ones are nominated on their nodes and their
+ * victims evicted; every member then waits for the victims to go, with the group's reason. */
+static void preempt_for_group(struct scheduler *s, struct pod_group *g, struct member_try *tries,
+                              uint32_t count, uint32_t tried, uint32_t placed,
+                              uint32_t preempting, int64_t now)
+{
+    undo_trials(s, tries, tried);
+    for (uint32_t i = tried; i-- > 0;) {
+        struct member_try *m = &tries[i];
+        if (!m->placement.placed)
+            continue;
+        char node[256];
+        snprintf(node, sizeof(node), "%s", m->cycle->node_name);
+        scheduler_rollback(s, m->cycle);
+        preempt_nominate(s, m->sp, node);
+    }
+    uint32_t victims = 0;
+    for (uint32_t i = 0; i < tried; i++) {
+        victims += tries[i].trial.p != NULL ? tries[i].trial.p->victim_count : 0;
+        preempt_trial_carry_out(s, &tries[i].trial);
+    }
+    char *message = text_format("pod group %s: %u members placed and %u preempting %u pods of "
+                                "lower priority: the whole group waits for them to go",
+                                g->key, placed, preempting, victims);
+    g->failures++;
+    g->backoff_until_ms = now + group_backoff_ms(s, g);
+    for (uint32_t i = 0; i < count; i++) {
+        struct member_try *m = &tries[i];
+        cycle_free(m->cycle);
+        m->cycle = NULL;
+        scheduler_fail_pod(s, m->sp, false, message != NULL ? message : "preempting",
+                           g->backoff_until_ms);
+    }
+    start_waiting(g, now);
+    set_failure(g, message);
 }
 
 /* The quorum is placed: every placed member goes on to Permit's wait or its binding cycle; the
@@ -827,16 +906,29 @@ static void group_cycle(struct scheduler *s, struct pod_group *g, struct sched_p
     t->cycles++;
     g->timed_out = false;
     uint32_t count = collect(s, g, first, tries, now);
-    uint32_t tried;
-    uint32_t placed = place_members(s, g, tries, count, needed, &tried);
+    uint32_t tried, preempting;
+    uint32_t placed = place_members(s, g, tries, count, needed, false, &tried, &preempting);
+    if (placed < needed && victims_found(tries, tried)) {
+        /* the quorum does not fit as the cluster is, but victims exist: a second pass where
+         * each member's preemption is tried on the cache, so the members after it see the room
+         * it would make. Only the whole quorum preempts, or nobody. */
+        undo_pass(s, tries, tried);
+        placed = place_members(s, g, tries, count, needed, true, &tried, &preempting);
+    }
     if (placed >= needed && g->assigned + reserved == 0)
         g->bind_retried = false; /* the whole quorum anew */
-    if (placed >= needed)
+    if (placed >= needed && preempting == 0) {
         commit(s, g, tries, tried);
-    else
+    } else if (placed + preempting >= needed) {
+        preempt_for_group(s, g, tries, count, tried, placed, preempting, now);
+    } else {
+        undo_trials(s, tries, tried); /* the group would not fit even so: nobody is evicted */
         roll_back(s, g, tries, count, tried, placed, needed, now);
-    for (uint32_t i = 0; i < count; i++)
+    }
+    for (uint32_t i = 0; i < count; i++) {
         free(tries[i].placement.message);
+        preempt_trial_free(&tries[i].trial);
+    }
     free(tries);
     mark(g);
     t->last_cycle_us = wall_us() - started;

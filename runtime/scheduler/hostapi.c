@@ -8,6 +8,7 @@
 #include "cycle_internal.h"
 #include "log.h"
 #include "model.h"
+#include "preempt.h"
 #include "resource_table.h"
 #include "scheduler.h"
 
@@ -334,6 +335,61 @@ static int pod_volume_at(const kc_pod *p, uint32_t index, kc_volume *out)
     return 0;
 }
 
+/* ---- preemption (added in 1.2) ---- */
+
+static int pod_preempt_never(const kc_pod *p)
+{
+    return POD(p)->preempt_never;
+}
+
+/* The runtime's nomination (set by a preemption moments ago) before the object's field, which
+ * the API server confirms later. */
+static const char *pod_nominated_node_name(const kc_pod *p)
+{
+    struct scheduler *s = scheduler_current();
+    const char *node = s != NULL ? nominations_node(&s->nominations, POD(p)->uid) : NULL;
+    return node != NULL ? node : POD(p)->nominated_node_name;
+}
+
+static int64_t pod_start_ms(const kc_pod *p)
+{
+    return POD(p)->start_ms;
+}
+
+static int pod_terminating(const kc_pod *p)
+{
+    return POD(p)->deleting;
+}
+
+static const kc_pod *node_pod_at(const kc_node *n, uint32_t index)
+{
+    return index < NODE(n)->pod_count ? (const kc_pod *)NODE(n)->pods[index]->pod : NULL;
+}
+
+static kc_status cycle_node_status(kc_cycle *cycle, const kc_node *n)
+{
+    if (cycle->prefilter_status != KC_SUCCESS)
+        return cycle->prefilter_status; /* PreFilter's verdict holds for every node */
+    struct scheduler *s = cycle->sched;
+    uint32_t index = NODE(n)->index;
+    if (s->node_status == NULL || index >= s->cache.node_count)
+        return KC_UNSCHEDULABLE;
+    return (kc_status)s->node_status[index];
+}
+
+static kc_status filter_what_if(kc_cycle *cycle, const kc_node *n, const kc_pod *const *removed,
+                                uint32_t removed_count, char *reason, size_t reason_size)
+{
+    return preempt_filter_what_if(cycle, NODE(n), (const struct pod *const *)removed,
+                                  removed_count, reason, reason_size);
+}
+
+static int preempt(kc_cycle *cycle, const kc_node *n, const kc_pod *const *victims,
+                   uint32_t victim_count)
+{
+    return preempt_choose(cycle, NODE(n), (const struct pod *const *)victims, victim_count);
+}
+
 void hostapi_fill(kc_host_api *api)
 {
     memset(api, 0, sizeof(*api));
@@ -400,4 +456,13 @@ void hostapi_fill(kc_host_api *api)
     api->pod_volume_count = pod_volume_count;
     api->pod_volume_at = pod_volume_at;
     api->cycle_write_object = cycle_write_object;
+    /* added in 1.2: preemption */
+    api->pod_preempt_never = pod_preempt_never;
+    api->pod_nominated_node_name = pod_nominated_node_name;
+    api->pod_start_ms = pod_start_ms;
+    api->pod_terminating = pod_terminating;
+    api->node_pod_at = node_pod_at;
+    api->cycle_node_status = cycle_node_status;
+    api->filter_what_if = filter_what_if;
+    api->preempt = preempt;
 }

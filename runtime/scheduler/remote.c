@@ -656,6 +656,13 @@ static int hello(struct scheduler *s, struct remote_host *h, struct kc_error *er
             queue_phases = "QueueSort or PreEnqueue, which run for every queue operation";
         else if (info->phases & KCYCLE__V1__PHASE__PHASE_GROUP_OF)
             queue_phases = "group_of (pod groups), which runs for queue operations";
+        else if ((info->phases & KCYCLE__V1__PHASE__PHASE_POST_FILTER) &&
+                 !(info->phases & (KCYCLE__V1__PHASE__PHASE_PRE_FILTER |
+                                   KCYCLE__V1__PHASE__PHASE_FILTER)))
+            /* a host runs PostFilter on its own evaluation of the pod, which it makes only for
+             * plugins with Filter; and its binder cannot evict (preemption) */
+            queue_phases = "PostFilter without Filter (preemption), which needs the scheduler's "
+                           "view of the attempt";
         if (queue_phases != NULL) {
             p->disabled = true;
             rc = kc_error_set(err, -EINVAL,

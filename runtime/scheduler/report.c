@@ -56,7 +56,15 @@ void report_print_table(const struct simulator *sim, FILE *out)
         const struct sim_record *r = &sim->records[i];
         const char *reason = record_reason(sim, r);
         fprintf(out, "%-*s  %-*s  %-*s  %s\n", ns_width, r->namespace, name_width, r->name,
-                node_width, r->node != NULL ? r->node : "<none>", reason != NULL ? reason : "");
+                node_width, r->node != NULL ? r->node : "<none>",
+                r->preempted ? "preempted" : reason != NULL ? reason : "");
+    }
+    if (sim->eviction_count > 0)
+        fprintf(out, "\nPREEMPTED (victim, node, preemptor, simulated time)\n");
+    for (uint32_t i = 0; i < sim->eviction_count; i++) {
+        const struct sim_eviction *e = &sim->evictions[i];
+        fprintf(out, "%s/%s  %s  %s/%s  %.3fs\n", e->victim_namespace, e->victim_name, e->node,
+                e->preemptor_namespace, e->preemptor_name, (double)e->at_ms / 1000.0);
     }
 }
 
@@ -220,6 +228,10 @@ static json_t *pods_json(const struct simulator *sim)
             json_object_set_new(pod, "bind_order", json_integer((json_int_t)r->bind_order));
         if (pod != NULL && r->numa_zones != NULL)
             json_object_set_new(pod, "numa_zones", json_string(r->numa_zones));
+        if (pod != NULL && r->nominated != NULL)
+            json_object_set_new(pod, "nominated", json_string(r->nominated));
+        if (pod != NULL && r->preempted)
+            json_object_set_new(pod, "preempted", json_true());
         json_array_append_new(pods, pod);
     }
     return pods;
@@ -307,6 +319,21 @@ static json_t *objects_json(const struct simulator *sim)
     return objects;
 }
 
+/* Every eviction by a preemption, in order. */
+static json_t *evictions_json(const struct simulator *sim)
+{
+    json_t *list = json_array();
+    for (uint32_t i = 0; list != NULL && i < sim->eviction_count; i++) {
+        const struct sim_eviction *e = &sim->evictions[i];
+        json_array_append_new(
+            list, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "namespace", e->victim_namespace,
+                            "name", e->victim_name, "node", e->node, "preemptorNamespace",
+                            e->preemptor_namespace, "preemptor", e->preemptor_name, "at_ms",
+                            (json_int_t)e->at_ms));
+    }
+    return list;
+}
+
 static json_t *summary_json(const struct simulator *sim)
 {
     const struct scheduler_stats *st = &sim->sched.stats;
@@ -346,9 +373,13 @@ int report_write_json(const struct simulator *sim, const char *path, struct kc_e
     json_object_set_new(summary, "object_writes", json_integer((json_int_t)sim->storage.writes));
     json_object_set_new(summary, "volumes_provisioned",
                         json_integer((json_int_t)sim->storage.provisioned));
-    json_t *root = json_pack("{s:o, s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
+    json_object_set_new(summary, "preemptions", json_integer((json_int_t)s->stats.preemptions));
+    json_object_set_new(summary, "preemption_victims",
+                        json_integer((json_int_t)s->stats.preemption_victims));
+    json_t *root = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "pods", pods_json(sim), "nodes",
                              nodes_json(sim), "podGroups", groups_json(sim), "objects",
-                             objects_json(sim), "summary", summary);
+                             objects_json(sim), "preemptions", evictions_json(sim), "summary",
+                             summary);
     json_t *numa = sim_numa_json(sim);
     if (root != NULL && numa != NULL)
         json_object_set_new(root, "numa", numa);

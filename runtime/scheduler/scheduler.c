@@ -19,6 +19,7 @@
 #include "log.h"
 #include "model.h"
 #include "pod_fields.h"
+#include "preempt.h"
 
 static struct scheduler *current_scheduler;
 
@@ -284,6 +285,7 @@ int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
 
 static int add_assigned(struct scheduler *s, struct pod *pod)
 {
+    preempt_pod_gone(s, pod->uid);
     struct sched_pod *sp = strmap_get(&s->pods, pod->uid);
     if (sp != NULL)
         forget_pending(s, sp); /* bound elsewhere while we had it pending */
@@ -327,6 +329,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         struct pod *old = sp->pod;
         sp->pod = pod;
         strmap_put(&s->pods, pod->uid, sp); /* the key now borrows the new uid string */
+        preempt_pod_seen(s, sp, old);
         deliver_update(s, KC_EVENT_POD_UPDATE, pod, old, NULL);
         pod_free(old);
         group_join(s, sp);
@@ -348,6 +351,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
         sched_pod_free(sp);
         return -ENOMEM; /* the caller hears of it: the pod is not silently dropped */
     }
+    preempt_pod_seen(s, sp, NULL);
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
     group_join(s, sp);
     return scheduler_enqueue(s, sp);
@@ -360,6 +364,7 @@ int scheduler_pod_add(struct scheduler *s, struct pod *pod)
     if (pod->deleting || pod->phase == POD_SUCCEEDED || pod->phase == POD_FAILED ||
         strcmp(pod->scheduler_name, s->cfg->scheduler_name) != 0) {
         /* not ours to schedule (any more): a queued earlier version leaves the queue too */
+        preempt_pod_gone(s, pod->uid);
         struct sched_pod *sp = strmap_get(&s->pods, pod->uid);
         if (sp != NULL)
             forget_pending(s, sp);
@@ -376,6 +381,10 @@ int scheduler_pod_update(struct scheduler *s, struct pod *pod)
 
 int scheduler_pod_delete(struct scheduler *s, const char *uid)
 {
+    /* a nominated pod counted on its node for others: its deletion frees room there, as an
+     * assigned pod's would (kube moves the parked pods then too) */
+    bool nominated = nominations_node(&s->nominations, uid) != NULL;
+    preempt_pod_gone(s, uid);
     struct pod *pod = strmap_get(&s->assigned, uid);
     if (pod != NULL) {
         deliver(s, KC_EVENT_POD_DELETE, pod, cache_node(&s->cache, pod->node_name));
@@ -391,6 +400,8 @@ int scheduler_pod_delete(struct scheduler *s, const char *uid)
         return -ENOENT;
     deliver(s, KC_EVENT_POD_DELETE, sp->pod, NULL);
     forget_pending(s, sp);
+    if (nominated)
+        requeue_on(s, KC_EVENT_POD_DELETE);
     return 0;
 }
 
@@ -440,6 +451,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         sp->newer = NULL;
         sp->pod->enqueue_ms = old->enqueue_ms;
         strmap_put(&s->pods, sp->pod->uid, sp); /* the key now borrows the new uid string */
+        preempt_pod_seen(s, sp, old);
         deliver_update(s, KC_EVENT_POD_UPDATE, sp->pod, old, NULL);
         pod_free(old);
     }
@@ -626,6 +638,8 @@ int scheduler_assume(struct scheduler *s, const struct pod *pod, const char *nod
 {
     int rc = cache_assume(&s->cache, pod, node);
     if (rc == 0)
+        preempt_pod_gone(s, pod->uid); /* placed: its nomination has served */
+    if (rc == 0)
         deliver(s, KC_EVENT_POD_ASSUME, pod, cache_node(&s->cache, node));
     return rc;
 }
@@ -693,7 +707,14 @@ static int ensure_scratch(struct scheduler *s)
     s->candidates = calloc(capacity, sizeof(*s->candidates));
     s->scores = calloc((size_t)capacity * scorers, sizeof(*s->scores));
     s->totals = calloc(capacity, sizeof(*s->totals));
-    if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL) {
+    free(s->node_status);
+    free(s->nominated_first);
+    free(s->nominated_count);
+    s->node_status = calloc(capacity, 1);
+    s->nominated_first = calloc(capacity, sizeof(*s->nominated_first));
+    s->nominated_count = calloc(capacity, sizeof(*s->nominated_count));
+    if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL ||
+        s->node_status == NULL || s->nominated_first == NULL || s->nominated_count == NULL) {
         s->scratch_capacity = 0;
         return -ENOMEM;
     }
@@ -732,6 +753,7 @@ struct filter_job {
     struct kc_cycle *cycle;
     uint64_t skip;
     const uint32_t *candidates; /* node indices in order, or NULL: every node from start */
+    const uint32_t *nominated;  /* by node index: nominated pods count there, or NULL */
     uint32_t n, start, want, chunk_count; /* n: how many candidates */
     bool alone;                           /* no workers: the caller examines nodes one by one */
     _Atomic uint32_t next_chunk;
@@ -750,12 +772,31 @@ static inline uint32_t job_node(const struct filter_job *job, uint32_t k)
     return index >= job->n ? index - job->n : index;
 }
 
+kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
+                                const struct cache_node *cn, struct plugin **rejector)
+{
+    const struct framework *fw = cycle->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    struct reject_sink *sink = cycle_filter_sink;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
+        struct plugin *p = fw->phase[PHASE_FILTER][i];
+        if (skip & (1ull << p->index))
+            continue;
+        if (sink != NULL)
+            sink->calls = 0;
+        kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
+        if (st != KC_SUCCESS) {
+            *rejector = p;
+            return st;
+        }
+    }
+    return KC_SUCCESS;
+}
+
 static void filter_worker(void *ctx, uint32_t worker)
 {
     struct filter_job *job = ctx;
     struct scheduler *s = job->s;
-    struct framework *fw = job->cycle->fw;
-    const kc_pod *pod = (const kc_pod *)job->cycle->sp->pod;
     struct worker_state *ws = &s->worker_state[worker];
     struct reject_sink sink = {ws->reasons, &ws->reason_count, 0};
     cycle_filter_sink = &sink;
@@ -771,20 +812,17 @@ static void filter_worker(void *ctx, uint32_t worker)
         for (uint32_t k = chunk * FILTER_CHUNK; k < end; k++) {
             const struct cache_node *cn = &s->cache.nodes[job_node(job, k)];
             uint8_t feasible = 1;
-            for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
-                struct plugin *p = fw->phase[PHASE_FILTER][i];
-                if (job->skip & (1ull << p->index))
-                    continue;
-                sink.calls = 0;
-                kc_status st = p->ops.filter(p->self, job->cycle, pod, (const kc_node *)cn);
-                if (st == KC_SUCCESS)
-                    continue;
+            struct plugin *p = NULL;
+            kc_status st = job->nominated != NULL && job->nominated[cn->index]
+                               ? preempt_filter_nominated(job->cycle, job->skip, cn, &p)
+                               : scheduler_filter_node(job->cycle, job->skip, cn, &p);
+            if (st != KC_SUCCESS) {
                 if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
                     pthread_mutex_lock(&job->error_lock);
                     if (job->error == NULL)
                         job->error =
                             text_format("plugin %s failed in Filter on node %s (status %d)",
-                                        p->name, cn->node->name, (int)st);
+                                        p != NULL ? p->name : "?", cn->node->name, (int)st);
                     pthread_mutex_unlock(&job->error_lock);
                     atomic_store(&job->failed, true);
                     cycle_filter_sink = NULL;
@@ -793,8 +831,9 @@ static void filter_worker(void *ctx, uint32_t worker)
                 if (sink.calls == 0) /* the plugin gave no reason: name it */
                     reasons_add(ws->reasons, &ws->reason_count, p->default_reason);
                 ws->rejectors |= 1ull << p->index;
+                if (st == KC_UNRESOLVABLE) /* preemption cannot help here */
+                    s->node_status[cn->index] = KC_UNRESOLVABLE;
                 feasible = 0;
-                break;
             }
             s->feasible_flag[k] = feasible;
             found += feasible;
@@ -825,7 +864,9 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
         .want = want == 0 ? n : want,
         .chunk_count = (n + FILTER_CHUNK - 1) / FILTER_CHUNK,
         .error_lock = PTHREAD_MUTEX_INITIALIZER,
+        .nominated = preempt_flag_nominated(s, cycle->sp->pod),
     };
+    memset(s->node_status, KC_UNSCHEDULABLE, s->cache.node_count);
     uint32_t workers = s->workers.count + 1;
     for (uint32_t w = 0; w < workers; w++) {
         reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
@@ -972,14 +1013,42 @@ static uint32_t select_node(struct scheduler *s, const struct framework *fw, uin
 }
 
 /* PostFilter (preemption, group rejection) after any unschedulable evaluation, as kube runs it
- * on every FitError; its status is no verdict. */
+ * on every FitError: in order until one succeeds (a preemption); the reasons of those that
+ * did not become the attempt's post-filter message ("preemption: ..."), which kube appends to
+ * the FitError. A preemption chosen here is carried out once they all ran. */
 static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
 {
-    for (uint32_t i = 0; i < cycle->fw->phase_count[PHASE_POST_FILTER]; i++) {
+    char *message = cycle->message; /* the post-filter message is collected apart */
+    cycle->message = NULL;
+    bool succeeded = false;
+    for (uint32_t i = 0; i < cycle->fw->phase_count[PHASE_POST_FILTER] && !succeeded; i++) {
         struct plugin *p = cycle->fw->phase[PHASE_POST_FILTER][i];
-        p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod);
+        succeeded = p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod) ==
+                    KC_SUCCESS;
     }
-    remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
+    if (!succeeded)
+        remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
+    free(cycle->post_filter_message);
+    cycle->post_filter_message = succeeded ? NULL : cycle->message;
+    if (succeeded)
+        free(cycle->message);
+    cycle->message = message;
+    preempt_carry_out(s, cycle);
+}
+
+/* kube's FitError text: the Filter (or PreFilter) part, then the PostFilter message. Takes
+ * message. */
+static char *with_post_filter(const struct kc_cycle *cycle, char *message)
+{
+    const char *post = cycle->post_filter_message;
+    if (message == NULL || post == NULL || post[0] == '\0')
+        return message;
+    size_t len = strlen(post);
+    char *joined = text_format("%s %s%s", message, post, post[len - 1] == '.' ? "" : ".");
+    if (joined == NULL)
+        return message;
+    free(message);
+    return joined;
 }
 
 /* The pod is not placed: message (owned, may be NULL) says why. */
@@ -995,15 +1064,21 @@ static void not_placed(struct placement *out, bool error, char *message)
 static void no_fit(struct scheduler *s, struct kc_cycle *cycle, struct placement *out)
 {
     run_post_filters(s, cycle);
-    not_placed(out, false, reasons_message(s->reasons, s->reason_count, s->cache.node_count));
+    not_placed(out, false,
+               with_post_filter(cycle, reasons_message(s->reasons, s->reason_count,
+                                                       s->cache.node_count)));
 }
 
 /* PreFilter rejected the pod (in process or in a plugin host). */
 static void pre_filter_rejected(struct scheduler *s, struct kc_cycle *cycle, const char *why,
                                 struct placement *out)
 {
+    if (cycle->prefilter_status == KC_SUCCESS) /* a plugin host's PreFilter: assume the worst */
+        cycle->prefilter_status = KC_UNRESOLVABLE;
     run_post_filters(s, cycle);
-    not_placed(out, false, text_format("0/%u nodes are available: %s.", s->cache.node_count, why));
+    not_placed(out, false,
+               with_post_filter(cycle, text_format("0/%u nodes are available: %s.",
+                                                   s->cache.node_count, why)));
 }
 
 static int add_waiting(struct scheduler *s, struct kc_cycle *cycle, uint64_t pending,
@@ -1143,6 +1218,19 @@ static const uint32_t *restrict_candidates(struct scheduler *s, struct kc_cycle 
     return cycle->narrowed;
 }
 
+/* The nodes PreFilter left out cannot be helped by preemption: kube marks them
+ * UnschedulableAndUnresolvable ("filtered out by the prefilter result"). */
+static void mark_restricted_out(struct scheduler *s, const struct kc_cycle *cycle)
+{
+    uint32_t r = 0;
+    for (uint32_t i = 0; i < s->cache.node_count; i++) {
+        while (r < cycle->restricted_count && cycle->restricted_nodes[r] < i)
+            r++;
+        if (r == cycle->restricted_count || cycle->restricted_nodes[r] != i)
+            s->node_status[i] = KC_UNRESOLVABLE;
+    }
+}
+
 int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                        uint32_t candidate_count, uint32_t want, bool score, struct evaluation *out)
 {
@@ -1158,6 +1246,8 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     struct plugin *failed = NULL;
     cycle_restrict_clear(cycle);
     kc_status st = run_pre_filters(s, cycle, &skip, &failed);
+    cycle->prefilter_status = st;
+    cycle->filter_skip = skip;
     if (st != KC_SUCCESS) {
         out->status = st == KC_UNSCHEDULABLE || st == KC_UNRESOLVABLE ? st : KC_ERROR;
         if (out->status != KC_ERROR)
@@ -1181,6 +1271,8 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         }
     }
     int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
+    if (cycle->restricted)
+        mark_restricted_out(s, cycle);
     out->rejectors = cycle->rejectors;
     if (found < 0) {
         out->status = KC_ERROR;
@@ -1249,11 +1341,36 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
 
 /* In process: PreFilter, Filter on a sample of the nodes from the rotating start index, Score,
  * then the best node. Returns it, or NULL with out saying why not. */
+/* A pod nominated by an earlier preemption tries its nominated node first and takes it if it
+ * fits (kube's evaluateNominatedNode): the room its victims freed is meant for it. */
+static const struct cache_node *choose_nominated(struct scheduler *s, struct kc_cycle *cycle)
+{
+    const struct pod *pod = cycle->sp->pod;
+    const char *name = nominations_node(&s->nominations, pod->uid);
+    const struct cache_node *cn = cache_node(&s->cache, name != NULL ? name : "");
+    if (cn == NULL)
+        return NULL;
+    uint32_t index = cn->index;
+    struct evaluation e;
+    scheduler_evaluate(s, cycle, &index, 1, 1, false, &e);
+    const struct cache_node *chosen =
+        e.status == KC_SUCCESS && e.found == 1 ? s->feasible[0] : NULL;
+    evaluation_clear(&e);
+    if (chosen == NULL) {
+        /* the full evaluation says why again */
+        free(cycle->message);
+        cycle->message = NULL;
+    }
+    return chosen;
+}
+
 static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycle *cycle,
                                              struct placement *out)
 {
     uint32_t n = s->cache.node_count;
-    const struct cache_node *chosen = NULL;
+    const struct cache_node *chosen = choose_nominated(s, cycle);
+    if (chosen != NULL)
+        return chosen;
     struct evaluation e;
     scheduler_evaluate(s, cycle, NULL, 0, nodes_to_find(s, n), true, &e);
     cycle->rejectors |= e.rejectors;
@@ -1375,6 +1492,10 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
     s->serving = cycle->fw;
     if (s->sink.bound != NULL)
         s->sink.bound(s->sink.ctx, pod, cycle->node_name);
+    /* bound elsewhere than an earlier preemption nominated it: the stale nomination goes */
+    if (pod->nominated_node_name != NULL && s->sink.nominate != NULL &&
+        strcmp(pod->nominated_node_name, cycle->node_name) != 0)
+        s->sink.nominate(s->sink.ctx, pod, NULL);
     s->serving = NULL;
     strmap_remove(&s->pods, pod->uid);
     free(pod->node_name);
@@ -2022,6 +2143,11 @@ void scheduler_close(struct scheduler *s)
     free(s->candidates);
     free(s->scores);
     free(s->totals);
+    free(s->node_status);
+    free(s->nominated_first);
+    free(s->nominated_count);
+    free(s->nominated_pods);
+    nominations_free(&s->nominations);
     if (current_scheduler == s)
         current_scheduler = NULL;
     memset(s, 0, sizeof(*s));

@@ -13,6 +13,7 @@
 #include "error.h"
 #include "framework.h"
 #include "group.h"
+#include "nominate.h"
 #include "queue.h"
 #include "remote.h"
 #include "simfile.h"
@@ -58,6 +59,14 @@ struct scheduler_sink {
      * of bind says so). 0: taken; negative: the binding fails now. NULL: the binder cannot
      * write; the writes stay on the cycle (a plugin host returns them to the scheduler). */
     int (*write_object)(void *ctx, const struct pod *pod, const struct object_write *write);
+    /* Preemption (optional; without evict no pod preempts). nominate: set the pod's
+     * status.nominatedNodeName to node (NULL clears it). evict: delete victim (with a uid
+     * precondition) because preemptor was nominated on node, and record a Preempted event.
+     * Both are called at the end of a scheduling cycle and must not call back into the
+     * scheduler: the deletion comes back later as a pod delete event. */
+    void (*nominate)(void *ctx, const struct pod *pod, const char *node);
+    void (*evict)(void *ctx, const struct pod *victim, const struct pod *preemptor,
+                  const char *node);
 };
 
 /* The scheduler clock; the simulator supplies a virtual one. */
@@ -107,6 +116,12 @@ struct kc_cycle {
     /* object updates asked for in PreBind, handed to the sink before the bind */
     struct object_write *writes;
     uint32_t write_count;
+    /* preemption (preempt.c): the PreFilter verdict (KC_SUCCESS when it passed) and skips,
+     * what PostFilter said, and the preemption a PostFilter plugin chose */
+    kc_status prefilter_status;
+    uint64_t filter_skip;
+    char *post_filter_message;
+    struct preemption *preemption;
 };
 
 struct kc_waiting_pod {
@@ -135,6 +150,8 @@ struct scheduler_stats {
     uint64_t bind_failures;
     uint64_t binds_lost;       /* results that never came (the binder restarted): retried */
     uint64_t parallel_filters; /* attempts whose Filter ran on the worker threads */
+    uint64_t preemptions;      /* pods nominated after choosing victims */
+    uint64_t preemption_victims;
 };
 
 /* What one Filter/Score thread accumulates during an attempt; merged by the caller. */
@@ -195,6 +212,16 @@ struct scheduler {
     uint64_t switches, reload_failures, generations_closed;
     /* the generation of the cycle whose pod the sink is told about (bound), or NULL */
     const struct framework *serving;
+    /* preemption (preempt.c): nominated pods; per node index, this attempt's Filter verdict
+     * (KC_UNRESOLVABLE or KC_UNSCHEDULABLE) and whether nominated pods count there */
+    struct nominations nominations;
+    uint8_t *node_status;
+    /* per node index: where this attempt's counted nominated pods start in nominated_pods
+     * (+ 1; 0: none) and how many; filled by preempt_flag_nominated */
+    uint32_t *nominated_first;
+    uint16_t *nominated_count;
+    const struct pod **nominated_pods;
+    uint32_t nominated_pods_capacity;
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's

@@ -125,6 +125,60 @@ static void sim_bound(void *ctx, const struct pod *pod, const char *node)
         sim->generations[r->generation_index - 1].pods++;
 }
 
+/* ---- preemption: nominations recorded, victims deleted on the loop's next turn ---- */
+
+static void sim_nominate(void *ctx, const struct pod *pod, const char *node)
+{
+    struct sim_record *r = record_of(ctx, pod->uid);
+    if (r == NULL)
+        return;
+    free(r->nominated);
+    r->nominated = node != NULL ? strdup(node) : NULL;
+}
+
+static void sim_evict(void *ctx, const struct pod *victim, const struct pod *preemptor,
+                      const char *node)
+{
+    struct simulator *sim = ctx;
+    struct sim_eviction *grown = array_grow(sim->evictions, &sim->eviction_capacity,
+                                            sim->eviction_count + 1, sizeof(*grown));
+    if (grown == NULL) {
+        log_error("simulation: out of memory recording the eviction of %s/%s", victim->namespace,
+                  victim->name);
+        return;
+    }
+    sim->evictions = grown;
+    struct sim_eviction *e = &grown[sim->eviction_count];
+    *e = (struct sim_eviction){
+        .victim_namespace = strdup(victim->namespace),
+        .victim_name = strdup(victim->name),
+        .victim_uid = strdup(victim->uid),
+        .preemptor_namespace = strdup(preemptor->namespace),
+        .preemptor_name = strdup(preemptor->name),
+        .node = strdup(node),
+        .at_ms = sim->now_ms,
+    };
+    if (e->victim_uid == NULL) {
+        log_error("simulation: out of memory recording an eviction");
+        return;
+    }
+    sim->eviction_count++;
+}
+
+/* The evicted pods go away as the API server's deletion would (no grace period simulated). */
+static void apply_evictions(struct simulator *sim)
+{
+    while (sim->evictions_applied < sim->eviction_count) {
+        struct sim_eviction *e = &sim->evictions[sim->evictions_applied++];
+        struct sim_record *r = record_of(sim, e->victim_uid);
+        if (r != NULL)
+            r->preempted = true;
+        if (scheduler_pod_delete(&sim->sched, e->victim_uid) < 0)
+            log_info("simulation: evicted pod %s/%s was already gone", e->victim_namespace,
+                     e->victim_name);
+    }
+}
+
 static struct sim_group_record *group_record(struct simulator *sim, const char *namespace_name,
                                              const char *name)
 {
@@ -237,7 +291,9 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
                                   .bind = sim_bind,
                                   .bound = sim_bound,
                                   .group_status = sim_group_status,
-                                  .write_object = sim_write_object};
+                                  .write_object = sim_write_object,
+                                  .nominate = sim_nominate,
+                                  .evict = sim_evict};
     struct scheduler_clock clock = {sim, sim_now};
     sim->cfg.private_copies = opt->watch_plugins;
     rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
@@ -320,6 +376,7 @@ int simulator_run(struct simulator *sim, bool progress)
     for (;;) {
         if (reloader_poll(&sim->reload, s))
             generation_record(sim, s->fw);
+        apply_evictions(sim);
         deliver_arrivals(sim);
         scheduler_tick(s);
         sim_storage_flush(sim); /* what the binding cycles wrote, before the next attempt */
@@ -374,8 +431,19 @@ void simulator_close(struct simulator *sim)
         free(sim->records[i].node);
         free(sim->records[i].numa_zones);
         free(sim->records[i].gpu_assignment);
+        free(sim->records[i].nominated);
     }
     free(sim->records);
+    for (uint32_t i = 0; i < sim->eviction_count; i++) {
+        struct sim_eviction *e = &sim->evictions[i];
+        free(e->victim_namespace);
+        free(e->victim_name);
+        free(e->victim_uid);
+        free(e->preemptor_namespace);
+        free(e->preemptor_name);
+        free(e->node);
+    }
+    free(sim->evictions);
     strmap_free(&sim->record_index);
     free(sim->bound_per_second);
     for (uint32_t i = 0; i < sim->group_count; i++) {

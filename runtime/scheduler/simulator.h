@@ -30,6 +30,16 @@ struct sim_record {
     /* GPUs (sim_gpu.c): the pod asks for GPUs; kcycle.io/gpu-assignment of its binding */
     bool gpu;
     char *gpu_assignment;
+    char *nominated;           /* status.nominatedNodeName the scheduler set, or NULL */
+    bool preempted;            /* bound, then evicted by a preemption */
+};
+
+/* A pod evicted by a preemption: deleted at simulated time at_ms (the loop's next turn). */
+struct sim_eviction {
+    char *victim_namespace, *victim_name, *victim_uid;
+    char *preemptor_namespace, *preemptor_name;
+    char *node;
+    int64_t at_ms;
 };
 
 /* A plugin generation that served pods: its plugins' names and versions. */
@@ -98,6 +108,10 @@ struct simulator {
     uint32_t seconds, seconds_capacity;
     struct sim_group_record *groups; /* in the order they were first reported */
     uint32_t group_count, group_capacity;
+    /* preemption: every eviction in order; those from `evictions_applied` on are not deleted
+     * from the cluster yet */
+    struct sim_eviction *evictions;
+    uint32_t eviction_count, eviction_capacity, evictions_applied;
     /* hot reload */
     struct sim_options opt;
     struct reloader reload;

@@ -78,6 +78,10 @@ RESOURCE_DEFS = [
          kind="StorageClass", namespaced=False, short=["sc"]),
     dict(group="storage.k8s.io", version="v1", plural="csinodes", singular="csinode",
          kind="CSINode", namespaced=False),
+    # preemption: the budgets defaultpreemption respects
+    dict(group="policy", version="v1", plural="poddisruptionbudgets",
+         singular="poddisruptionbudget", kind="PodDisruptionBudget", namespaced=True,
+         short=["pdb"], subresources=["status"]),
 ]
 
 # Strategic merge patch: list fields merged by a key instead of replaced (by field name; the
@@ -620,6 +624,7 @@ class Store:
     def reset_stats(self):
         self.binding_attempts, self.bindings, self.status_patches = [], [], []
         self.events, self.lease_writes, self.requests = [], [], {}
+        self.deletions = []  # every DELETE of a pod: who, the uid precondition, the answer
 
     # -- writes (caller holds the lock) --
 
@@ -1268,15 +1273,22 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(options, dict):
                 options = {}
         key = res.key(namespace, name)
+        pre = options.get("preconditions") or {}
         with store.changed:
             old = res.objects.get(key)
+            record = {"namespace": namespace, "name": name, "precondition_uid": pre.get("uid"),
+                      "uid": old["metadata"].get("uid") if old else None}
+            if res.plural == "pods":
+                store.deletions.append(record)
+            record["code"] = 404
             if old is None:
                 raise not_found(res, name)
-            pre = options.get("preconditions") or {}
             meta = old["metadata"]
             if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                record["code"] = 409
                 raise conflict(res.qualified, name, "Precondition failed: UID in precondition: "
                                f"{pre['uid']}, UID in object meta: {meta.get('uid')}", res)
+            record["code"] = 200
             if pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]:
                 raise conflict(res.qualified, name, "Precondition failed: ResourceVersion in "
                                f"precondition: {pre['resourceVersion']}, ResourceVersion in "
@@ -1633,6 +1645,7 @@ class Handler(BaseHTTPRequestHandler):
                     "binding_attempts": list(store.binding_attempts),
                     "bindings": list(store.bindings),
                     "status_patches": list(store.status_patches),
+                    "deletions": list(store.deletions),
                     "events": list(store.events),
                     "lease_writes": list(store.lease_writes),
                     "requests": dict(store.requests),

@@ -49,6 +49,12 @@ Scenarios (one per meson test, so they run apart):
   startup-bench   (tests/perf) a restart at scale: 5,000 nodes with 0, 50,000 and 150,000
           running pods and 5,000 kcycle pods pending: lists, first sync, first binding, peak RSS
           of bridge and scheduler, bindings/s; one JSON line per size.
+  preemption  a full cluster and a pod of higher priority (default profile with
+          defaultpreemption): exactly the victims kube's algorithm chooses are deleted, with a
+          uid precondition, and nothing else; a PodDisruptionBudget sends the preemption to
+          another node; the preemptor is nominated (status.nominatedNodeName) and ends bound
+          there; a Preempted event per victim; a pod with preemptionPolicy Never preempts
+          nothing and says so.
 
 usage: test_bridge.py SCENARIO --scheduler PATH --bridge PATH --source DIR
 """
@@ -279,7 +285,8 @@ def check_outcome(api, kcycle=2000, unfit=20, others=500, nodes=200):
     check(len(others_now) == others and all(not p["spec"].get("nodeName") for p in others_now),
           "default-scheduler pods must stay pending and untouched")
 
-    expected = f"0/{nodes} nodes are available: {nodes} Insufficient cpu."
+    expected = (f"0/{nodes} nodes are available: {nodes} Insufficient cpu. preemption: "
+                f"0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling.")
     for p in huge:
         conds = [c for c in (p.get("status") or {}).get("conditions") or []
                  if c.get("type") == "PodScheduled"]
@@ -329,6 +336,7 @@ def unreadable_pod_reported(api):
 GANG_CONFIG = """plugins:
   - name: coscheduling
   - name: noderesources
+  - name: defaultpreemption
   - name: defaultbinder
 """
 
@@ -998,6 +1006,13 @@ def scenario_bench(fc, api, workdir):
 
 
 
+# defaultpreemption is in the default profile: kube appends what preemption found to the
+# message of a pod that fits nowhere
+NO_VICTIMS = (" preemption: 0/{0} nodes are available: {0} No preemption victims found for "
+              "incoming pod.")
+NOT_HELPFUL = (" preemption: 0/{0} nodes are available: {0} Preemption is not helpful for "
+               "scheduling.")
+
 # ---- ports: host ports and fields no enabled plugin handles ----
 
 PORTS_REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -1092,7 +1107,8 @@ def scenario_ports(fc, api, workdir):
                        if p["metadata"]["namespace"] == "web" and p["spec"].get("nodeName"))
         wait_until(f"{expect_bound} web pods bound", lambda: bound_count() >= expect_bound, 120,
                    [r])
-        message = f"0/{nodes} nodes are available: {nodes} {PORTS_REASON}."
+        message = (f"0/{nodes} nodes are available: {nodes} {PORTS_REASON}." +
+                   NO_VICTIMS.format(nodes))
         wait_until("the pods left over told why", lambda: sum(
             1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >= 4,
             60, [r])
@@ -1300,16 +1316,18 @@ def scenario_volumes(fc, api, workdir):
         check(all(by_name[f"zoned-{i}"]["spec"]["nodeName"] in ("node-3", "node-4", "node-5")
                   for i in range(3)), "pods of the zone-b volume run in zone b")
         check(pod_message(by_name["missing"]) ==
-              '0/6 nodes are available: persistentvolumeclaim "nope" not found.',
+              '0/6 nodes are available: persistentvolumeclaim "nope" not found.' +
+              NOT_HELPFUL.format(6),
               f"missing claim: {pod_message(by_name['missing'])!r}")
         check(pod_message(by_name["waiting"]) ==
-              "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+              "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims." +
+              NOT_HELPFUL.format(6),
               f"Immediate claim: {pod_message(by_name['waiting'])!r}")
         solo = [by_name["solo-0"], by_name["solo-1"]]
         loser = [p for p in solo if not p["spec"].get("nodeName")]
         check(len(loser) == 1 and pod_message(loser[0]) ==
               "0/6 nodes are available: 6 node has pod using PersistentVolumeClaim with the "
-              "same name and ReadWriteOncePod access mode.",
+              "same name and ReadWriteOncePod access mode." + NO_VICTIMS.format(6),
               f"second ReadWriteOncePod user: {[pod_message(p) for p in loser]}")
         check(not any(by_name[f"cache-{i}"]["spec"]["nodeName"] == "node-0" for i in range(4)),
               "no fast-class pod on node-0 (CSINode count 0)")
@@ -1338,6 +1356,89 @@ def scenario_volumes(fc, api, workdir):
         check(claim["metadata"].get("annotations", {}).get(
             "volume.kubernetes.io/selected-node") == node,
               f"the new claim is provisioned on {node}: {claim['metadata']}")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
+# ---- preemption ------------------------------------------------------------------------------
+
+def preemption_objects(fc):
+    """node-0: four 1-CPU pods of priority 0; node-1: one 4-CPU pod of priority 0 protected by
+    a PodDisruptionBudget that allows no disruption; node-2: one 4-CPU pod of priority 10.
+    Every node is full."""
+    items = [fc.node(f"node-{i}", cpu="4", memory="16Gi") for i in range(3)]
+    items += [fc.pod(f"low-{i}", namespace="batch", cpu="1", memory="100Mi", node="node-0",
+                     priority=0) for i in range(4)]
+    items.append(fc.pod("db-0", namespace="batch", cpu="4", memory="100Mi", node="node-1",
+                        priority=0, labels={"app": "db"}))
+    items.append(fc.pod("web-0", namespace="batch", cpu="4", memory="100Mi", node="node-2",
+                        priority=10))
+    items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                  "metadata": {"name": "db-pdb", "namespace": "batch"},
+                  "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+                  "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1,
+                             "expectedPods": 1}})
+    return items
+
+
+def scenario_preemption(fc, api, workdir):
+    """kube's choice, by hand: node-1 (one victim of priority 0) would win but its victim is
+    protected by a budget; node-0 (victims of priority 0) beats node-2 (priority 10): all four
+    low-* pods go."""
+    bulk_create(api, preemption_objects(fc))
+    r = Replica(api, workdir, "replica-a", leader_elect=False)  # the default profile
+    r.start()
+    try:
+        polite = fc.pod("polite", namespace="apps", scheduler="kcycle", cpu="4", memory="100Mi",
+                        priority=1000, preemptionPolicy="Never")
+        bulk_create(api, [polite])
+        cond = wait_until("polite's condition", lambda: next(
+            (c for c in ((api.get_object("pods", "polite", namespace="apps") or {}).get(
+                "status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"),
+            None), 60, [r])
+        check(cond["message"] == "0/3 nodes are available: 3 Insufficient cpu. preemption: not "
+              "eligible due to preemptionPolicy=Never.", f"polite's condition: {cond}")
+        check(not api.stats()["deletions"], "a pod with preemptionPolicy Never deleted nothing")
+        urgent = fc.pod("urgent", namespace="apps", scheduler="kcycle", cpu="4", memory="100Mi",
+                        priority=1000)
+        bulk_create(api, [urgent])
+        bound = wait_until("urgent bound", lambda: (api.get_object(
+            "pods", "urgent", namespace="apps") or {}).get("spec", {}).get("nodeName"), 60, [r])
+        check(bound == "node-0", f"urgent bound on the nominated node node-0, got {bound}")
+        urgent_now = api.get_object("pods", "urgent", namespace="apps")
+        stats = api.stats()
+        deleted = sorted((d["namespace"], d["name"]) for d in stats["deletions"]
+                         if d["code"] == 200)
+        check(deleted == [("batch", f"low-{i}") for i in range(4)],
+              f"exactly the chosen victims deleted, got {deleted}")
+        check(all(d["precondition_uid"] and d["precondition_uid"] == d["uid"]
+                  for d in stats["deletions"]),
+              f"every deletion carries the victim's uid as precondition: {stats['deletions']}")
+        left = sorted(p["metadata"]["name"] for p in all_pods(api)
+                      if p["metadata"]["namespace"] == "batch")
+        check(left == ["db-0", "web-0"], f"the protected and the other pods stay: {left}")
+        bodies = [p["body"] if isinstance(p["body"], dict) else json.loads(p["body"] or "{}")
+                  for p in stats["status_patches"] if p["name"] == "urgent"]
+        nominations = [b for b in bodies if "nominatedNodeName" in (b.get("status") or {})]
+        check(any(n.get("status", {}).get("nominatedNodeName") == "node-0"
+                  for n in nominations),
+              f"urgent nominated on node-0 through its status: {nominations}")
+        check((urgent_now.get("status") or {}).get("nominatedNodeName") in ("node-0", None),
+              f"urgent's nominatedNodeName: {urgent_now.get('status')}")
+        preempted = wait_until("four Preempted events", lambda: [
+            e for e in api.stats()["events"] if e.get("reason") == "Preempted"] if len([
+                e for e in api.stats()["events"] if e.get("reason") == "Preempted"]) >= 4
+            else None, 30, [r])
+        urgent_uid = urgent_now["metadata"]["uid"]
+        check(sorted(e["regarding"]["name"] for e in preempted) ==
+              [f"low-{i}" for i in range(4)] and
+              all(e["note"] == f"Preempted by pod {urgent_uid} on node node-0" and
+                  e["type"] == "Normal" and e["action"] == "Preempting" and
+                  e["related"]["name"] == "urgent" for e in preempted),
+              f"a Preempted event per victim naming the preemptor: {preempted}")
+        polite_now = api.get_object("pods", "polite", namespace="apps")
+        check(not polite_now["spec"].get("nodeName"), "polite (Never) took nothing")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
@@ -1787,7 +1888,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
                                              "ports", "volumes", "numa", "gpu", "bench", "first-sync",
-                                             "optional-lists", "startup-bench"])
+                                             "optional-lists", "startup-bench",
+                                             "preemption"])
     parser.add_argument("--pods", type=int, default=5000,
                         help="bench: pods to bind; startup-bench: kcycle pods pending at start")
     parser.add_argument("--time-scale", type=float, default=1.0,
@@ -1811,7 +1913,8 @@ def main():
              "volumes": scenario_volumes, "numa": scenario_numa, "gpu": scenario_gpu,
              "bench": scenario_bench, "first-sync": scenario_first_sync,
              "optional-lists": scenario_optional_lists,
-             "startup-bench": scenario_startup_bench}[ARGS.scenario](fc, api, workdir)
+             "startup-bench": scenario_startup_bench,
+             "preemption": scenario_preemption}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

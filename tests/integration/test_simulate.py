@@ -66,8 +66,13 @@ def check_report(name, report_path, ignored=()):
 
 
 
+# defaultpreemption is in the default profile: kube appends what preemption found
+NO_VICTIMS = (" preemption: 0/{0} nodes are available: {0} No preemption victims found for "
+              "incoming pod.")
+NOT_HELPFUL = (" preemption: 0/{0} nodes are available: {0} Preemption is not helpful for "
+               "scheduling.")
 PORTS_REASON = ("0/4 nodes are available: 4 node(s) didn't have free ports for the requested "
-                "pod ports.")
+                "pod ports." + NO_VICTIMS.format(4))
 # The host ports each pod of examples/sim/hostports.yaml asks for, by name prefix:
 # (protocol, hostIP, port).
 HOSTPORTS = {
@@ -128,7 +133,8 @@ def check_host_ports(tmp):
     source = os.path.join(SOURCE, "examples", "sim", "hostports.yaml")
     process = with_config(tmp, source, "  plugins:\n    - {name: prioritysort}\n"
                           "    - {name: nodeports, isolation: process}\n"
-                          "    - {name: noderesources}\n    - {name: defaultbinder}\n",
+                          "    - {name: noderesources}\n    - {name: defaultpreemption}\n"
+                          "    - {name: defaultbinder}\n",
                           "hostports-process.yaml")
     placements = []
     for label, path in (("hostports.yaml", source), ("hostports.yaml in a plugin host", process)):
@@ -222,7 +228,8 @@ def check_unhandled_fields(tmp):
         if report is not None:
             # the claim pod's missing PersistentVolumeClaim is volumebinding's to refuse
             check(report["summary"]["scheduled"] == 2 and report["summary"]["reasons"] ==
-                  {'0/2 nodes are available: persistentvolumeclaim "data" not found.': 1},
+                  {'0/2 nodes are available: persistentvolumeclaim "data" not found.' +
+                   NOT_HELPFUL.format(2): 1},
                   f"spread.yaml, {label}: all but the claim pod bound, got {report['summary']}")
     bad = os.path.join(tmp, "spread-bad.yaml")
     with open(bad, "w") as f:
@@ -231,9 +238,11 @@ def check_unhandled_fields(tmp):
     check(run.returncode == 1 and "spread-bad.yaml:" in run.stderr and
           "'spec.topologySpread' is not a pod field kcycle checks" in run.stderr,
           f"spread-bad.yaml: a misspelt field is an error with its position, got {run.stderr!r}")
+
+
 GPU_REFUSED = ("0/6 nodes are available: 1 node(s) had untolerated taint {maintenance: }, "
                "1 node(s) were unschedulable, 2 node(s) didn't match Pod's node affinity/selector, "
-               "2 node(s) had untolerated taint {nvidia.com/gpu: present}.")
+               "2 node(s) had untolerated taint {nvidia.com/gpu: present}." + NOT_HELPFUL.format(6))
 
 
 def check_node_constraints(tmp):
@@ -273,19 +282,108 @@ def check_node_constraints(tmp):
     # matchFields metadata.name restricts the attempt in PreFilter: the other nodes are left
     # out under kube's reason for them, whatever else they would fail
     expected = ("0/6 nodes are available: 1 node(s) were unschedulable, "
-                "5 node(s) didn't satisfy plugin(s) [NodeAffinity].")
+                "5 node(s) didn't satisfy plugin(s) [NodeAffinity]." + NOT_HELPFUL.format(6))
     check(where["pinned-cordoned"] is None and reason["pinned-cordoned"] == expected,
           f"{name}: pinned to the cordoned node, got {reason['pinned-cordoned']!r}")
-    expected = "0/6 nodes are available: pod affinity terms conflict."
+    expected = "0/6 nodes are available: pod affinity terms conflict." + NOT_HELPFUL.format(6)
     check(where["conflict"] is None and reason["conflict"] == expected,
           f"{name}: a term pinning two names is refused in PreFilter, got {reason['conflict']!r}")
-    expected = "0/6 nodes are available: 6 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    expected = ("0/6 nodes are available: 6 node(s) didn't satisfy plugin(s) [NodeAffinity]." +
+                NOT_HELPFUL.format(6))
     check(where["lost"] is None and reason["lost"] == expected,
           f"{name}: a pod pinned to a missing node is refused, got {reason['lost']!r}")
 
 
+def simulate_example(name, tmp):
+    """Run examples/sim/NAME; its checked report, or None (and a failure) when it did not run."""
+    run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", name), tmp)
+    check(run.returncode == 0, f"{name}: exit 0, stderr: {run.stderr}")
+    return (run, check_report(name, report_path)) if run.returncode == 0 else (run, None)
+
+
+def check_preemption(tmp):
+    """defaultpreemption in the default profile: the fewest, least important victims on a full
+    cluster; preemptionPolicy Never; the nominated pod's room kept; a PDB-protected victim
+    spared when another candidate exists, and taken when the budget is gone."""
+    path = os.path.join(SOURCE, "examples", "sim", "preemption.yaml")
+    run, report = simulate_example("preemption.yaml", tmp)
+    if report is None:
+        return
+    pods = {p["name"]: p for p in report["pods"]}
+    evicted = [(e["namespace"], e["name"], e["node"], e["preemptor"])
+               for e in report["preemptions"]]
+    check(evicted == [("batch", "big-1a", "node-1", "urgent-0")],
+          f"preemption.yaml: exactly big-1a evicted from node-1 for urgent-0, got {evicted}")
+    check(pods["urgent-0"]["node"] == "node-1" and pods["urgent-0"].get("nominated") == "node-1",
+          f"preemption.yaml: urgent-0 nominated on and bound to node-1, got {pods['urgent-0']}")
+    check(pods["polite-0"]["node"] is None and pods["polite-0"]["reason"] ==
+          "0/4 nodes are available: 4 Insufficient cpu. preemption: not eligible due to "
+          "preemptionPolicy=Never.", f"preemption.yaml: polite-0 waits, got {pods['polite-0']}")
+    check(pods["filler-0"]["node"] is None and pods["filler-0"]["reason"] ==
+          "0/4 nodes are available: 4 Insufficient cpu. preemption: 0/4 nodes are available: "
+          "4 No preemption victims found for incoming pod.",
+          f"preemption.yaml: filler-0 does not take the nominated room, got {pods['filler-0']}")
+    summary = report["summary"]
+    check(summary["preemptions"] == 1 and summary["preemption_victims"] == 1,
+          f"preemption.yaml: one preemption, one victim, got {summary['preemptions']}, "
+          f"{summary['preemption_victims']}")
+    check("PREEMPTED" in run.stdout and "batch/big-1a  node-1  apps/urgent-0" in run.stdout,
+          f"preemption.yaml: the table lists the eviction, got {run.stdout[-400:]!r}")
+    # determinism: the same victims on a second run
+    again, again_path = simulate(path, tmp)
+    with open(again_path) as f:
+        check(json.load(f)["preemptions"] == report["preemptions"],
+              "preemption.yaml: the same evictions on every run")
+
+    path = os.path.join(SOURCE, "examples", "sim", "preemption-pdb.yaml")
+    run, report = simulate_example("preemption-pdb.yaml", tmp)
+    if report is None:
+        return
+    evicted = [(e["name"], e["node"]) for e in report["preemptions"]]
+    check(evicted == [("cache-0", "cache-node")],
+          f"preemption-pdb.yaml: the protected db-0 spared, cache-0 evicted, got {evicted}")
+    check(report["pods"][0]["node"] == "cache-node",
+          f"preemption-pdb.yaml: critical-0 on cache-node, got {report['pods'][0]}")
+    # a pod group preempts as a whole or not at all
+    run, report = simulate_example("preemption-gang.yaml", tmp)
+    if report is not None:
+        pods = {p["name"]: p for p in report["pods"]}
+        evicted = sorted((e["name"], e["node"], e["preemptor"]) for e in report["preemptions"])
+        check(evicted == [("low-0a", "node-0", "train-0"), ("low-0b", "node-0", "train-0"),
+                          ("low-1a", "node-1", "train-1"), ("low-1b", "node-1", "train-1")],
+              f"preemption-gang.yaml: train's four victims evicted and no other, got {evicted}")
+        check(pods["train-0"]["node"] == "node-0" and pods["train-1"]["node"] == "node-1",
+              f"preemption-gang.yaml: both members of train bound, got {pods['train-0']}, "
+              f"{pods['train-1']}")
+        check(all(pods[f"big-{i}"]["node"] is None and pods[f"big-{i}"].get("nominated") is None
+                  for i in range(3)),
+              "preemption-gang.yaml: big (would not fit even so) holds and nominates nothing")
+    # a plugin host cannot run it: refused at start, with what to do
+    config = os.path.join(tmp, "isolated.yaml")
+    with open(config, "w") as f:
+        f.write("plugins:\n  - name: prioritysort\n  - name: noderesources\n"
+                "  - name: defaultpreemption\n    isolation: process\n"
+                "  - name: defaultbinder\n")
+    run, _ = simulate(path, tmp, ["--config", config])
+    check(run.returncode != 0 and "defaultpreemption" in run.stderr and
+          "isolation: inprocess" in run.stderr,
+          f"defaultpreemption in a plugin host is refused, got {run.returncode}: {run.stderr}")
+    # the same cluster without the budget: the lowest-priority victim goes
+    with open(path) as f:
+        text = f.read()
+    unprotected = os.path.join(tmp, "no-pdb.yaml")
+    with open(unprotected, "w") as f:
+        f.write(re.sub(r"(?ms)^objects:.*?(?=^workload:)", "", text))
+    run, report_path = simulate(unprotected, tmp)
+    with open(report_path) as f:
+        evicted = [(e["name"], e["node"]) for e in json.load(f)["preemptions"]]
+    check(evicted == [("db-0", "db-node")],
+          f"preemption-pdb.yaml without the budget: db-0 evicted, got {evicted}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_preemption(tmp)
         for example in ("small.yaml", "small.json"):
             path = os.path.join(SOURCE, "examples", "sim", example)
             run, report_path = simulate(path, tmp)
@@ -307,7 +405,9 @@ def main():
         with open(report_path) as f:
             report = json.load(f)
         huge = [p for p in report["pods"] if p["name"].startswith("huge")]
-        check(len(huge) == 2 and all(p["reason"] == "0/6 nodes are available: 6 Insufficient cpu."
+        check(len(huge) == 2 and all(p["reason"] == "0/6 nodes are available: 6 Insufficient cpu. "
+                                         "preemption: 0/6 nodes are available: 6 Preemption is not "
+                                         "helpful for scheduling."
                                      for p in huge),
               f"small.yaml: huge pods carry the cpu reason, got {huge}")
 
@@ -323,8 +423,12 @@ def main():
         check(run.returncode == 0, f"full.yaml: exit 0, stderr: {run.stderr}")
         report = check_report("full.yaml", report_path)
         reasons = sorted({p["reason"] for p in report["pods"] if p["reason"]})
-        check(reasons == ["0/2 nodes are available: 2 Insufficient memory.",
-                          "0/2 nodes are available: 2 Too many pods."],
+        # defaultpreemption's part, as kube-scheduler writes it: a pod larger than any node
+        # cannot be helped; equal-priority pods are no victims
+        check(reasons == ["0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes "
+                          "are available: 2 Preemption is not helpful for scheduling.",
+                          "0/2 nodes are available: 2 Too many pods. preemption: 0/2 nodes are "
+                          "available: 2 No preemption victims found for incoming pod."],
               f"full.yaml: pods-per-node and memory reasons, got {reasons}")
         check(report["summary"]["scheduled"] == 6, "full.yaml: 6 pods fit (3 per node)")
 

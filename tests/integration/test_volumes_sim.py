@@ -75,10 +75,12 @@ def volumes_example(tmp):
 
     # kube's messages for claims that cannot be used
     check(pods["missing"]["node"] is None and pods["missing"]["reason"] ==
-          '0/3 nodes are available: persistentvolumeclaim "nope" not found.',
+          '0/3 nodes are available: persistentvolumeclaim "nope" not found.' +
+          NOT_HELPFUL.format(3),
           f"missing claim refused with kube's message, got {pods['missing']}")
     check(pods["waiting"]["reason"] ==
-          "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims.",
+          "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims." +
+          NOT_HELPFUL.format(3),
           f"unbound Immediate claim waits, got {pods['waiting']}")
 
     # ReadWriteOncePod: one pod only
@@ -88,7 +90,8 @@ def volumes_example(tmp):
     check(len(bound) == 1 and len(refused) == 1, f"one solo pod runs, got {solo}")
     if refused:
         check(refused[0]["reason"] == "0/3 nodes are available: 3 node has pod using "
-              "PersistentVolumeClaim with the same name and ReadWriteOncePod access mode.",
+              "PersistentVolumeClaim with the same name and ReadWriteOncePod access mode." +
+              NO_VICTIMS.format(3),
               f"the second ReadWriteOncePod user gets kube's reason, got {refused[0]}")
     check(report["summary"]["object_writes"] == 3 and
           report["summary"]["volumes_provisioned"] == 2,
@@ -136,8 +139,15 @@ def attach_limits(tmp):
     check(placed == {"n-0": 2, "n-1": 1}, f"attach limits 2 and 1 respected, got {placed}")
     refused = [p for p in report["pods"] if not p["node"]]
     check(len(refused) == 1 and refused[0]["reason"] ==
-          "0/2 nodes are available: 2 node(s) exceed max volume count.",
+          "0/2 nodes are available: 2 node(s) exceed max volume count." + NO_VICTIMS.format(2),
           f"the fourth pod gets kube's reason, got {refused}")
+
+
+# defaultpreemption is in the default profile: kube appends what preemption found
+NO_VICTIMS = (" preemption: 0/{0} nodes are available: {0} No preemption victims found for "
+              "incoming pod.")
+NOT_HELPFUL = (" preemption: 0/{0} nodes are available: {0} Preemption is not helpful for "
+               "scheduling.")
 
 
 ISOLATED = """
@@ -147,6 +157,7 @@ plugins:
   - {name: volumerestrictions, isolation: process, host: volumes}
   - {name: nodevolumelimits, isolation: process, host: volumes}
   - {name: volumebinding, isolation: process, host: volumes}
+  - {name: defaultpreemption}
   - {name: defaultbinder}
 """
 

@@ -1,7 +1,10 @@
 /* kcycle-bench: scheduler_perf shapes built in memory and scheduled with the shipped plugins
  * and an instant binder. Prints one JSON object (or a short text summary). Shapes:
  * scheduling-basic (kube's SchedulingBasic), gang (pod groups placed by the group cycle),
- * node-affinity (SchedulingNodeAffinity) and taints (tainted nodes, half the pods tolerating). */
+ * node-affinity (SchedulingNodeAffinity), taints (tainted nodes, half the pods tolerating),
+ * preemption (kube's PreemptionBasic: high-priority pods preempting on a full cluster) and
+ * preemption-async (kube's PreemptionAsync: ordinary pods measured while high-priority pods
+ * arrive and preempt, one every 200 ms). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +24,16 @@
 struct bench {
     uint32_t nodes, existing, pods;
     uint32_t groups, group_size, min_member; /* --shape gang */
+    /* --shape preemption: victims the sink was asked to evict, deleted before the next cycle
+     * as an API server would (instantly: no grace period) */
+    char **evicted;
+    uint32_t evicted_count, evicted_capacity;
+    uint64_t evictions;
+    /* --shape preemption-async: a preemptor every churn_us of wall time while measuring; only
+     * pods named measured-* count as bound */
+    int64_t churn_us, next_churn_us;
+    uint32_t churned;
+    bool count_measured_only;
     int32_t parallelism;
     bool process; /* --isolation process */
     const char *plugin_dir;
@@ -157,6 +170,8 @@ static void sink_bound(void *ctx, const struct pod *pod, const char *node)
     count_violation(b, pod, node);
     if (!b->measuring)
         return;
+    if (b->count_measured_only && strncmp(pod->name, "measured-", 9) != 0)
+        return;
     b->bound++;
     /* bins of 10 ms; folded into 1 s (or 100 ms) intervals afterwards */
     uint32_t bin = (uint32_t)((now_us() - b->start_us) / 10000);
@@ -240,11 +255,84 @@ static uint64_t peak_rss_bytes(void)
     return (uint64_t)ru.ru_maxrss * 1024;
 }
 
+/* ---- --shape preemption ---- */
+
+static void sink_evict(void *ctx, const struct pod *victim, const struct pod *preemptor,
+                       const char *node)
+{
+    (void)preemptor, (void)node;
+    struct bench *b = ctx;
+    if (b->evicted_count == b->evicted_capacity) {
+        uint32_t capacity = b->evicted_capacity * 2 + 64;
+        char **grown = realloc(b->evicted, capacity * sizeof(*grown));
+        if (grown == NULL)
+            return;
+        b->evicted = grown;
+        b->evicted_capacity = capacity;
+    }
+    b->evicted[b->evicted_count++] = strdup(victim->uid);
+    b->evictions++;
+}
+
+static void apply_evictions(struct scheduler *s, struct bench *b)
+{
+    for (uint32_t i = 0; i < b->evicted_count; i++) {
+        if (b->evicted[i] != NULL)
+            scheduler_pod_delete(s, b->evicted[i]);
+        free(b->evicted[i]);
+    }
+    b->evicted_count = 0;
+}
+
+/* scheduler_perf's pod-low-priority and pod-high-priority templates. */
+static struct pod *make_priority_pod(const struct bench *b, const char *prefix, uint32_t i,
+                                     int64_t milli_cpu, int32_t priority)
+{
+    struct pod *p = make_pod(b, prefix, i, NULL);
+    char uid[64];
+    snprintf(uid, sizeof(uid), "%s-%u-uid", prefix, i);
+    free(p->uid);
+    p->uid = strdup(uid);
+    p->priority = priority;
+    res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, milli_cpu);
+    res_list_set(&p->request, KC_RESOURCE_CPU, milli_cpu);
+    return p;
+}
+
+/* preemption-async: scheduler_perf's churn op, one high-priority pod every 200 ms, until the
+ * measured pods are all bound. */
+static void churn(struct scheduler *s, struct bench *b)
+{
+    if (b->churn_us == 0 || !b->measuring || b->bound >= b->pods || now_us() < b->next_churn_us)
+        return;
+    b->next_churn_us += b->churn_us;
+    scheduler_pod_add(s, make_priority_pod(b, "high", b->churned++, 3000, 10));
+}
+
+/* Preemptors back off (1 s, as in kube) before they bind on their nominated node: when only
+ * timers are left, wait for the next one instead of stopping. */
+static bool wait_for_timers(struct scheduler *s, struct bench *b)
+{
+    if (b->evictions == 0)
+        return false;
+    int64_t due = scheduler_next_due(s);
+    if (due == INT64_MAX || queue_pending(&s->queue) == 0)
+        return false;
+    int64_t wait_ms = due - scheduler_now(s);
+    if (wait_ms > 0) {
+        struct timespec ts = {wait_ms / 1000, (wait_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
 /* Run the scheduler until nothing is left to do. A group cycle's latency runs from taking
  * its first member off the queue to the tick that binds the members it committed. */
 static void drain(struct scheduler *s, struct bench *b)
 {
     for (;;) {
+        apply_evictions(s, b);
+        churn(s, b);
         uint64_t cycles = s->groups.cycles;
         int64_t started = now_us();
         int rc = scheduler_schedule_one(s);
@@ -256,7 +344,7 @@ static void drain(struct scheduler *s, struct bench *b)
             b->group_us[b->group_count] = (uint32_t)(now_us() - started);
             b->decision_us[b->group_count++] = (uint32_t)s->groups.last_cycle_us;
         }
-        if (rc <= 0 && !scheduler_busy(s))
+        if (rc <= 0 && !scheduler_busy(s) && b->evicted_count == 0 && !wait_for_timers(s, b))
             break;
     }
 }
@@ -304,8 +392,8 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa|gpu "
-                    "[--json] [--nodes N] "
+    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa|gpu"
+                    "|preemption|preemption-async [--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process] [--profile default|minimal] "
@@ -318,6 +406,7 @@ static void bench_free(struct scheduler *s, struct bench *b)
     free(b->latency_us);
     free(b->group_us);
     free(b->decision_us);
+    free(b->evicted);
     scheduler_close(s);
 }
 
@@ -386,14 +475,15 @@ int main(int argc, char **argv)
                       .group_size = 1000};
     const char *shape = "scheduling-basic";
     uint32_t rounds = 3; /* --shape numa */
+    bool sized_existing = false, sized_pods = false;
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
         case 's': shape = optarg; break;
         case 'j': b.json = true; break;
         case 'n': b.nodes = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'e': b.existing = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'p': b.pods = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'e': b.existing = (uint32_t)strtoul(optarg, NULL, 10), sized_existing = true; break;
+        case 'p': b.pods = (uint32_t)strtoul(optarg, NULL, 10), sized_pods = true; break;
         case 'd': b.plugin_dir = optarg; break;
         case 'S': b.seed = strtoull(optarg, NULL, 10); break;
         case 'P': b.parallelism = (int32_t)strtol(optarg, NULL, 10); break;
@@ -428,11 +518,26 @@ int main(int argc, char **argv)
     if (strcmp(shape, "gpu") == 0)
         return bench_gpu(b.plugin_dir, b.json, b.seed);
     bool gang = strcmp(shape, "gang") == 0;
-    if (shape_of(shape, &b) < 0) {
+    bool async = strcmp(shape, "preemption-async") == 0;
+    bool preemption = strcmp(shape, "preemption") == 0 || async;
+    if (!preemption && shape_of(shape, &b) < 0) {
         fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
-                        "node-affinity, taints, numa, gpu)\n",
+                        "node-affinity, taints, numa, gpu, preemption, preemption-async)\n",
                 shape);
         return 2;
+    }
+    if (async) {
+        /* PreemptionAsync 5000Nodes: the same full cluster, 5,000 measured ordinary pods */
+        b.churn_us = 200000;
+        b.count_measured_only = true;
+    }
+    if (preemption) {
+        /* PreemptionBasic at 5000 nodes (scheduler_perf's sizes): 4 low-priority pods of 900m
+         * fill each node, each high-priority pod of 3 CPUs evicts 3 of them */
+        if (!sized_existing)
+            b.existing = b.nodes * 4;
+        if (!sized_pods)
+            b.pods = b.nodes;
     }
     if (gang) {
         if (b.min_member == 0 || b.min_member > b.group_size)
@@ -474,7 +579,8 @@ int main(int argc, char **argv)
         .plugin_timeout_ms = 5000,
     };
     struct scheduler s;
-    struct scheduler_sink sink = {.ctx = &b, .bind = sink_bind, .bound = sink_bound};
+    struct scheduler_sink sink = {
+        .ctx = &b, .bind = sink_bind, .bound = sink_bound, .evict = preemption ? sink_evict : NULL};
     struct kc_error err = {{0}};
     int opened = scheduler_open(&s, &cfg, b.plugin_dir, &sink, NULL, &err);
     config_free(&defaults); /* scheduler_open keeps its own copy of what it needs */
@@ -488,7 +594,8 @@ int main(int argc, char **argv)
     for (uint32_t i = 0; i < b.nodes; i++)
         scheduler_node_add(&s, make_node(&b, i));
     for (uint32_t i = 0; i < b.existing; i++)
-        scheduler_pod_add(&s, make_pod(&b, "init", i, NULL));
+        scheduler_pod_add(&s, preemption ? make_priority_pod(&b, "low", i, 900, 0)
+                                         : make_pod(&b, "init", i, NULL));
     drain(&s, &b);
     uint64_t init_bound = s.stats.scheduled;
 
@@ -503,6 +610,9 @@ int main(int argc, char **argv)
             for (uint32_t i = 0; i < b.group_size; i++)
                 scheduler_pod_add(&s, make_pod(&b, prefix, i, group));
         }
+    } else if (preemption && !async) {
+        for (uint32_t i = 0; i < b.pods; i++)
+            scheduler_pod_add(&s, make_priority_pod(&b, "high", i, 3000, 10));
     } else {
         for (uint32_t i = 0; i < b.pods; i++)
             scheduler_pod_add(&s, make_pod(&b, "measured", i, NULL));
@@ -510,6 +620,7 @@ int main(int argc, char **argv)
     b.measuring = true;
     int64_t cpu_start_us = cpu_us();
     b.start_us = now_us();
+    b.next_churn_us = b.start_us;
     drain(&s, &b);
     int64_t elapsed_us = now_us() - b.start_us;
     int64_t cpu_used_us = cpu_us() - cpu_start_us;
@@ -536,7 +647,7 @@ int main(int argc, char **argv)
         p50 = p99 = avg;
     double lat50 = percentile(b.latency_us, b.latency_count, 50);
     double lat99 = percentile(b.latency_us, b.latency_count, 99);
-    uint64_t measured = s.stats.scheduled - init_bound;
+    uint64_t measured = async ? b.bound : s.stats.scheduled - init_bound;
     double round_trip_us = 0;
     if (b.process)
         remote_round_trip_us(&s, 2000, &round_trip_us);
@@ -553,12 +664,14 @@ int main(int argc, char **argv)
                "\"peak_rss_bytes\": %" PRIu64 ", \"parallel_filters\": %" PRIu64 ", "
                "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f, "
                "\"profile\": \"%s\", \"plugins\": %u, \"taint_violations\": %" PRIu64 ", "
-               "\"pods_per_cpu_second\": %.0f}\n",
+               "\"pods_per_cpu_second\": %.0f, \"preemption_victims\": %" PRIu64 ", "
+               "\"preemptors\": %u, \"attempts\": %" PRIu64 "}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
                elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
                b.process ? "process" : "inprocess", round_trip_us,
                b.minimal_profile ? "minimal" : "default", plugin_count, b.violations,
-               cpu_used_us > 0 ? (double)measured * 1e6 / (double)cpu_used_us : 0.0);
+               cpu_used_us > 0 ? (double)measured * 1e6 / (double)cpu_used_us : 0.0, b.evictions,
+               async ? b.churned : (preemption ? b.pods : 0), s.stats.attempts);
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"

@@ -590,6 +590,121 @@ kc_volume *fake_pod_add_volume(kc_pod *pod, kc_volume_source source, const char 
     return v;
 }
 
+/* Preemption (1.2) ---------------------------------------------------------------------- */
+
+static int host_pod_preempt_never(const kc_pod *pod)
+{
+    return pod->preempt_never;
+}
+
+static const char *host_pod_nominated_node_name(const kc_pod *pod)
+{
+    return pod->nominated_node_name;
+}
+
+static int64_t host_pod_start_ms(const kc_pod *pod)
+{
+    return pod->start_ms;
+}
+
+static int host_pod_terminating(const kc_pod *pod)
+{
+    return pod->terminating;
+}
+
+static const kc_pod *host_node_pod_at(const kc_node *node, uint32_t index)
+{
+    return index < node->pod_list_count ? node->pods[index] : NULL;
+}
+
+static kc_status host_cycle_node_status(kc_cycle *cycle, const kc_node *node)
+{
+    (void)cycle;
+    return node->unresolvable ? KC_UNRESOLVABLE : KC_UNSCHEDULABLE;
+}
+
+static int listed(const kc_pod *const *pods, uint32_t count, const kc_pod *pod)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (pods[i] == pod)
+            return 1;
+    return 0;
+}
+
+/* The built-in what-if: resources and pod count, as noderesources' Filter. */
+static kc_status fit_without(const kc_pod *pod, const kc_node *node, const kc_pod *const *removed,
+                             uint32_t removed_count, char *reason, size_t reason_size)
+{
+    int64_t requested[KC_RESOURCE_MAX];
+    int64_t pods = node->pod_count + 1;
+    memcpy(requested, node->requested, sizeof(requested));
+    for (uint32_t i = 0; i < removed_count; i++) {
+        for (int r = 0; r < KC_RESOURCE_MAX; r++)
+            requested[r] -= removed[i]->request[r];
+        pods--;
+    }
+    for (uint32_t i = 0; i < fake_host.nominated_count; i++) {
+        const kc_pod *n = fake_host.nominated[i].pod;
+        if (n == pod || n->priority < pod->priority ||
+            strcmp(fake_host.nominated[i].node_name, node->name) != 0)
+            continue;
+        for (int r = 0; r < KC_RESOURCE_MAX; r++)
+            requested[r] += n->request[r];
+        pods++;
+    }
+    kc_resource pods_id = intern("pods");
+    if (pods_id >= 0 && node->allocatable[pods_id] > 0 && pods > node->allocatable[pods_id]) {
+        snprintf(reason, reason_size, "Too many pods");
+        return KC_UNSCHEDULABLE;
+    }
+    for (int r = 0; r < KC_RESOURCE_MAX; r++) {
+        if (r == pods_id || pod->request[r] == 0)
+            continue;
+        if (requested[r] + pod->request[r] > node->allocatable[r]) {
+            snprintf(reason, reason_size, "Insufficient %s", host_resource_name(r));
+            return KC_UNSCHEDULABLE;
+        }
+    }
+    return KC_SUCCESS;
+}
+
+static kc_status host_filter_what_if(kc_cycle *cycle, const kc_node *node,
+                                     const kc_pod *const *removed, uint32_t removed_count,
+                                     char *reason, size_t reason_size)
+{
+    (void)cycle;
+    char scratch[1];
+    if (reason == NULL || reason_size == 0) {
+        reason = scratch;
+        reason_size = sizeof(scratch);
+    }
+    reason[0] = '\0';
+    fake_host.what_if_calls++;
+    for (uint32_t i = 0; i < removed_count; i++)
+        if (!listed(node->pods, node->pod_list_count, removed[i]))
+            return KC_ERROR; /* a plugin may only remove pods of the node */
+    if (fake_host.what_if != NULL)
+        return fake_host.what_if(fake_host.what_if_pod, node, removed, removed_count, reason,
+                                 reason_size);
+    if (fake_host.what_if_pod == NULL)
+        return KC_ERROR;
+    return fit_without(fake_host.what_if_pod, node, removed, removed_count, reason, reason_size);
+}
+
+static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
+                        uint32_t victim_count)
+{
+    (void)cycle;
+    fake_host.preempt_calls++;
+    if (fake_host.preempt_result != 0)
+        return fake_host.preempt_result;
+    fake_host.preempt_node = node;
+    fake_host.preempt_victim_count = 0;
+    for (uint32_t i = 0; node != NULL && i < victim_count && i < FAKE_MAX_VICTIMS; i++)
+        fake_host.preempt_victims[fake_host.preempt_victim_count++] = victims[i];
+    return 0;
+}
+
 static const kc_host_api api = {
     .struct_size = sizeof(kc_host_api),
     .abi_version = KC_ABI_VERSION,
@@ -653,6 +768,14 @@ static const kc_host_api api = {
     .pod_volume_count = host_pod_volume_count,
     .pod_volume_at = host_pod_volume_at,
     .cycle_write_object = host_cycle_write_object,
+    .pod_preempt_never = host_pod_preempt_never,
+    .pod_nominated_node_name = host_pod_nominated_node_name,
+    .pod_start_ms = host_pod_start_ms,
+    .pod_terminating = host_pod_terminating,
+    .node_pod_at = host_node_pod_at,
+    .cycle_node_status = host_cycle_node_status,
+    .filter_what_if = host_filter_what_if,
+    .preempt = host_preempt,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -729,6 +852,16 @@ void fake_host_add_node(kc_node *node)
         return;
     node->index = fake_host.node_count;
     fake_host.nodes[fake_host.node_count++] = node;
+}
+
+void fake_node_add_pod(kc_node *node, const kc_pod *pod)
+{
+    if (node->pod_list_count == FAKE_MAX_NODE_PODS)
+        return;
+    node->pods[node->pod_list_count++] = pod;
+    node->pod_count++;
+    for (int r = 0; r < KC_RESOURCE_MAX; r++)
+        node->requested[r] += pod->request[r];
 }
 
 kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name)

@@ -20,6 +20,9 @@
 #define FAKE_MAX_HOST_PORTS 8
 #define FAKE_MAX_VOLUMES 8
 #define FAKE_MAX_WRITES 8
+#define FAKE_MAX_NODE_PODS 16
+#define FAKE_MAX_VICTIMS 32
+#define FAKE_MAX_NOMINATED 8
 
 struct fake_kv {
     const char *key;
@@ -86,6 +89,11 @@ struct kc_pod {
     /* spec.volumes (1.2): filled by tests, struct_size ignored */
     kc_volume volumes[FAKE_MAX_VOLUMES];
     uint32_t volume_count;
+    /* preemption (1.2) */
+    int preempt_never;
+    const char *nominated_node_name;
+    int64_t start_ms;
+    int terminating;
 };
 
 struct kc_node {
@@ -101,6 +109,11 @@ struct kc_node {
     kc_taint taints[FAKE_MAX_TAINTS];
     uint32_t taint_count;
     uint32_t index; /* set by fake_host_add_node */
+    /* preemption (1.2): the pods fake_node_add_pod put here (node_pod_at), and how Filter
+     * judged the node (kc_cycle_node_status: KC_UNSCHEDULABLE unless unresolvable) */
+    const kc_pod *pods[FAKE_MAX_NODE_PODS];
+    uint32_t pod_list_count;
+    int unresolvable;
 };
 
 struct fake_cycle_entry {
@@ -174,6 +187,26 @@ struct fake_host_state {
     uint32_t node_count;
     kc_waiting_pod waiting[FAKE_MAX_WAITING];
     uint32_t waiting_count;
+    /* preemption (1.2). kc_filter_what_if: what_if when set, else a resource fit (every
+     * requested resource and the pod count, as noderesources) of the node without the
+     * removed pods and with the nominated pods of at least the pod's priority. */
+    kc_status (*what_if)(const kc_pod *pod, const kc_node *node, const kc_pod *const *removed,
+                         uint32_t removed_count, char *reason, size_t reason_size);
+    const kc_pod *what_if_pod; /* the cycle's pod for the built-in fit (PostFilter sets it) */
+    uint32_t what_if_calls;
+    struct {
+        const kc_pod *pod;
+        const char *node_name;
+    } nominated[FAKE_MAX_NOMINATED];
+    uint32_t nominated_count;
+    /* kc_preempt: every call recorded (the last one's node and victims); NULL node clears;
+     * preempt_result, when not 0, is returned instead (the runtime's -EBUSY for a pod group
+     * member outside a group cycle, -EOPNOTSUPP in a plugin host) */
+    int preempt_result;
+    uint32_t preempt_calls;
+    const kc_node *preempt_node;
+    const kc_pod *preempt_victims[FAKE_MAX_VICTIMS];
+    uint32_t preempt_victim_count;
 };
 
 extern struct fake_host_state fake_host;
@@ -212,6 +245,8 @@ void fake_host_add_node(kc_node *node);
 /* Append a volume to the pod (1.2): source, name, claim (or the disk for in-tree kinds). */
 kc_volume *fake_pod_add_volume(kc_pod *pod, kc_volume_source source, const char *name,
                                const char *claim_or_disk);
+/* Put pod on node (node_pod_at), adding its request and one pod to the node's accounting. */
+void fake_node_add_pod(kc_node *node, const kc_pod *pod);
 
 /* Add a pod held in Permit on node_name; returns the handle. */
 kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name);

@@ -375,7 +375,32 @@ static void pod_keeps_given_identity(void **state)
     assert_true(pod->deleting);
     assert_int_equal(pod->phase, POD_RUNNING);
     assert_null(pod->pod_group);
+    /* preemption's fields at their defaults */
+    assert_false(pod->preempt_never);
+    assert_null(pod->nominated_node_name);
+    assert_int_equal(pod->start_ms, 0);
     pod_free(pod);
+}
+
+static void pod_reads_preemption_fields(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml(
+        "{metadata: {name: p}, spec: {priority: 10, preemptionPolicy: PreemptLowerPriority}, "
+        "status: {nominatedNodeName: n2, startTime: \"2024-05-01T12:00:05Z\"}}");
+    assert_false(pod->preempt_never);
+    assert_string_equal(pod->nominated_node_name, "n2");
+    assert_int_equal(pod->start_ms, 1714564805000LL);
+    pod_free(pod);
+    pod = pod_yaml("{metadata: {name: p}, spec: {preemptionPolicy: Never}, "
+                   "status: {nominatedNodeName: ''}}");
+    assert_true(pod->preempt_never);
+    assert_null(pod->nominated_node_name); /* empty is absent, as the API server writes it */
+    pod_free(pod);
+    struct kc_error err = {{0}};
+    pod_error("metadata: {name: p}\nspec: {preemptionPolicy: Sometimes}\n", &err);
+    assert_non_null(strstr(err.message, "preemptionPolicy"));
+    assert_non_null(strstr(err.message, "Never"));
 }
 
 static void node_reads_taints_and_allocatable(void **state)
@@ -899,6 +924,7 @@ int main(void)
         cmocka_unit_test(pod_finish_recomputes_a_hand_built_pod),
         cmocka_unit_test(pod_reads_metadata_and_applies_defaults),
         cmocka_unit_test(pod_keeps_given_identity),
+    cmocka_unit_test(pod_reads_preemption_fields),
         cmocka_unit_test(node_reads_taints_and_allocatable),
         cmocka_unit_test(node_allocatable_falls_back_to_capacity),
         cmocka_unit_test(bad_quantity_names_line_and_column),

@@ -33,6 +33,7 @@ static const char *const full_pod_yaml =
     "  nodeName: gpu-node-3\n"
     "  schedulerName: kcycle\n"
     "  priority: -7\n"
+    "  preemptionPolicy: Never\n"
     "  nodeSelector: {accelerator: h100, zone: a}\n"
     "  affinity:\n"
     "    nodeAffinity:\n"
@@ -77,7 +78,9 @@ static const char *const full_pod_yaml =
     "    resources: {limits: {cpu: 500m}}\n"
     "  overhead: {cpu: 250m, memory: 120Mi}\n"
     "status:\n"
-    "  phase: Running\n";
+    "  phase: Running\n"
+    "  nominatedNodeName: gpu-3\n"
+    "  startTime: 2024-05-01T12:00:05Z\n";
 
 static const char *const full_node_yaml =
     "metadata:\n"
@@ -249,6 +252,9 @@ static void assert_pod_equal(const struct pod *a, const struct pod *b)
     assert_int_equal(a->creation_ms, b->creation_ms);
     assert_int_equal(a->phase, b->phase);
     assert_int_equal(a->deleting, b->deleting);
+    assert_int_equal(a->preempt_never, b->preempt_never);
+    assert_optional_string_equal(a->nominated_node_name, b->nominated_node_name);
+    assert_int_equal(a->start_ms, b->start_ms);
     assert_kv_equal(&a->labels, &b->labels);
     assert_kv_equal(&a->annotations, &b->annotations);
     assert_kv_equal(&a->node_selector, &b->node_selector);
@@ -306,6 +312,9 @@ static void pod_with_every_field_round_trips(void **state)
     assert_true(pod->tolerations[1].has_seconds);
     assert_false(pod->tolerations[0].has_seconds);
     assert_true(pod->init_containers[1].restartable);
+    assert_true(pod->preempt_never);
+    assert_string_equal(pod->nominated_node_name, "gpu-3");
+    assert_int_equal(pod->start_ms, 1714564805000LL);
 
     struct pod *copy = pod_round_trip(pod);
     assert_pod_equal(pod, copy);

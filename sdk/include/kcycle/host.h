@@ -209,6 +209,36 @@ typedef struct kc_host_api {
      * pod is retried. 0, or a negative errno-style code. */
     int (*cycle_write_object)(kc_cycle *cycle, const char *kind, const char *namespace_name,
                               const char *name, const char *merge_patch_json);
+    /* Added in 1.2: preemption (kube-scheduler's PostFilter). */
+    /* 1 when the pod's spec.preemptionPolicy is Never, 0 for PreemptLowerPriority. */
+    int (*pod_preempt_never)(const kc_pod *pod);
+    /* status.nominatedNodeName as the runtime knows it (set by an earlier preemption), or
+     * NULL. Lives as long as the pod handle in the current call. */
+    const char *(*pod_nominated_node_name)(const kc_pod *pod);
+    /* status.startTime in unix ms, 0 while the pod has not started. */
+    int64_t (*pod_start_ms)(const kc_pod *pod);
+    /* 1 when the pod is being deleted (metadata.deletionTimestamp set). */
+    int (*pod_terminating)(const kc_pod *pod);
+    /* The pods the node accounts for (assigned and assumed), index < kc_node_pod_count();
+     * NULL out of range. Handles live until the current call returns. */
+    const kc_pod *(*node_pod_at)(const kc_node *node, uint32_t index);
+    /* In PostFilter: how Filter judged node in this attempt: KC_SUCCESS, KC_UNSCHEDULABLE
+     * (preemption may help) or KC_UNRESOLVABLE (it cannot). */
+    kc_status (*cycle_node_status)(kc_cycle *cycle, const kc_node *node);
+    /* In PostFilter: run the enabled Filter plugins for the cycle's pod on node as if the
+     * pods in removed were gone from it (nominated pods of at least the pod's priority count
+     * on it). KC_SUCCESS when the pod would fit, else the status with the refusing plugin's
+     * reasons, one a line, copied into reason (reason_size bytes, may be 0). */
+    kc_status (*filter_what_if)(kc_cycle *cycle, const kc_node *node,
+                                const kc_pod *const *removed, uint32_t removed_count,
+                                char *reason, size_t reason_size);
+    /* In PostFilter: nominate the cycle's pod on node and evict the victims (pods on that
+     * node) through the runtime's binder once the attempt ends; node NULL clears the pod's
+     * nomination. 0, or a negative errno: -EBUSY for a pod group member outside a group
+     * cycle (in one, the runtime evicts only when the whole group then fits), -EOPNOTSUPP when
+     * the binder cannot evict (a plugin host), -ENOENT for a victim not on node. */
+    int (*preempt)(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
+                   uint32_t victim_count);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -12,5 +12,6 @@
 #include "node.h"
 #include "cycle.h"
 #include "score.h"
+#include "preemption.h"
 
 #endif

@@ -1,0 +1,437 @@
+/* Preemption in the runtime: node views for what-if Filter runs, nominated pods, and the
+ * preemption a PostFilter plugin chose, carried out through the sink (docs/architecture.md,
+ * "Preemption"). */
+#include "preempt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cycle_internal.h"
+#include "evaluate.h"
+#include "log.h"
+#include "plugin.pb-c.h"
+
+/* ---- node views -------------------------------------------------------------------------- */
+
+/* A node as Filter sees it with some pods gone and others added: a copy of the cache node
+ * (same node object and index) with its own pod list and requests. Only for preemption and
+ * nodes with nominated pods, never on the common path; small nodes use no heap. */
+#define VIEW_PODS 128
+#define VIEW_ADDED 8
+
+struct node_view {
+    struct cache_node node;
+    struct cache_pod *added; /* shallow: the pods' own request lists */
+    struct cache_pod *pods_local[VIEW_PODS];
+    struct cache_pod added_local[VIEW_ADDED];
+};
+
+/* removed holds handles from kc_node_pod_at: the node's own pod objects. */
+static bool listed(const struct pod *const *pods, uint32_t count, const struct cache_pod *cp)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (pods[i] == cp->pod)
+            return true;
+    return false;
+}
+
+static void view_account(struct cache_node *v, const struct res_list *request, int sign)
+{
+    for (uint32_t i = 0; i < request->count; i++)
+        v->requested[request->items[i].id] += sign * request->items[i].value;
+}
+
+static int view_build(struct node_view *v, const struct cache_node *cn,
+                      const struct pod *const *removed, uint32_t removed_count,
+                      const struct pod *const *added, uint32_t added_count)
+{
+    v->node = *cn;
+    uint32_t room = cn->pod_count + added_count;
+    v->node.pods = room <= VIEW_PODS ? v->pods_local : malloc(room * sizeof(*v->node.pods));
+    v->added = added_count <= VIEW_ADDED ? v->added_local : calloc(added_count, sizeof(*v->added));
+    if (v->node.pods == NULL || v->added == NULL) {
+        if (v->node.pods != v->pods_local)
+            free(v->node.pods);
+        if (v->added != v->added_local)
+            free(v->added);
+        return -ENOMEM;
+    }
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < cn->pod_count; i++) {
+        struct cache_pod *cp = cn->pods[i];
+        if (removed_count > 0 && listed(removed, removed_count, cp)) {
+            view_account(&v->node, &cp->request, -1);
+            continue;
+        }
+        v->node.pods[count++] = cp;
+    }
+    for (uint32_t i = 0; i < added_count; i++) {
+        struct cache_pod *cp = &v->added[i];
+        memset(cp, 0, sizeof(*cp));
+        cp->uid = added[i]->uid;
+        cp->node_name = cn->node->name;
+        cp->request = added[i]->request;
+        cp->pod = added[i];
+        cp->counted = true;
+        cp->slot = count;
+        v->node.pods[count++] = cp;
+        view_account(&v->node, &cp->request, 1);
+    }
+    v->node.pod_count = count;
+    v->node.pods_capacity = count;
+    return 0;
+}
+
+static void view_free(struct node_view *v)
+{
+    if (v->node.pods != v->pods_local)
+        free(v->node.pods);
+    if (v->added != v->added_local)
+        free(v->added);
+}
+
+/* The nominated pods on node that count for pod: of at least its priority, not itself.
+ * Returns how many were put in out (at most max). */
+static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
+                              const struct nominated_node *nn, const struct pod **out,
+                              uint32_t max)
+{
+    uint32_t count = 0;
+    (void)s;
+    for (uint32_t i = 0; nn != NULL && i < nn->count && count < max; i++) {
+        /* the pending-pod record kept with the nomination: it outlives it (preempt_pod_gone
+         * ends a nomination before its record goes) */
+        const struct sched_pod *sp = nn->refs[i];
+        if (sp != NULL && sp->pod != pod && sp->pod->priority >= pod->priority)
+            out[count++] = sp->pod;
+    }
+    return count;
+}
+
+/* ---- nominated pods in Filter ------------------------------------------------------------ */
+
+#define NOMINATED_MAX 256
+
+const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod)
+{
+    if (s->nominations.count == 0 || s->nominated_first == NULL)
+        return NULL;
+    uint32_t want = s->nominations.count;
+    if (want > s->nominated_pods_capacity) {
+        const struct pod **grown = realloc(s->nominated_pods, want * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        s->nominated_pods = grown;
+        s->nominated_pods_capacity = want;
+    }
+    memset(s->nominated_first, 0, s->cache.node_count * sizeof(*s->nominated_first));
+    uint32_t used = 0;
+    const struct strmap *by_node = &s->nominations.by_node;
+    for (uint32_t i = 0; i < by_node->capacity; i++) {
+        const struct nominated_node *nn = by_node->entries[i].value;
+        if (nn == NULL)
+            continue;
+        const struct cache_node *cn = cache_node(&s->cache, nn->node);
+        if (cn == NULL)
+            continue;
+        uint32_t room = s->nominated_pods_capacity - used;
+        uint32_t n = nominated_for(s, pod, nn, &s->nominated_pods[used],
+                                   room < UINT16_MAX ? room : UINT16_MAX);
+        if (n == 0)
+            continue;
+        s->nominated_first[cn->index] = used + 1;
+        s->nominated_count[cn->index] = (uint16_t)n;
+        used += n;
+    }
+    return used > 0 ? s->nominated_first : NULL;
+}
+
+kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
+                                   const struct cache_node *node, struct plugin **rejector)
+{
+    struct scheduler *s = cycle->sched;
+    uint32_t first = s->nominated_first[node->index];
+    if (first == 0)
+        return scheduler_filter_node(cycle, skip, node, rejector);
+    struct node_view v;
+    if (view_build(&v, node, NULL, 0, &s->nominated_pods[first - 1],
+                   s->nominated_count[node->index]) < 0)
+        return KC_ERROR;
+    kc_status st = scheduler_filter_node(cycle, skip, &v.node, rejector);
+    view_free(&v);
+    if (st != KC_SUCCESS)
+        return st;
+    return scheduler_filter_node(cycle, skip, node, rejector);
+}
+
+/* ---- what-if Filter ---------------------------------------------------------------------- */
+
+static bool remote_filters(const struct framework *fw)
+{
+    for (uint32_t i = 0; i < fw->count; i++) {
+        const struct plugin *p = &fw->plugins[i];
+        if (p->remote && !p->disabled && (p->remote_phases & KCYCLE__V1__PHASE__PHASE_FILTER))
+            return true;
+    }
+    return false;
+}
+
+static void copy_reason(char *reason, size_t size, const char *text)
+{
+    if (reason != NULL && size > 0)
+        snprintf(reason, size, "%s", text != NULL ? text : "");
+}
+
+kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node *node,
+                                 const struct pod *const *removed, uint32_t removed_count,
+                                 char *reason, size_t reason_size)
+{
+    struct scheduler *s = cycle->sched;
+    if (reason != NULL && reason_size > 0)
+        reason[0] = '\0';
+    if (node == NULL)
+        return KC_ERROR;
+    if (remote_filters(cycle->fw)) {
+        /* a plugin host judges its replica of the cluster, which cannot be asked what-if
+         * without a round trip per node: never evict for a Filter we cannot ask */
+        copy_reason(reason, reason_size, "Filter plugins in plugin hosts cannot be asked what-if");
+        return KC_UNRESOLVABLE;
+    }
+    const struct pod *added[NOMINATED_MAX];
+    uint32_t count = nominated_for(s, cycle->sp->pod,
+                                   nominations_on(&s->nominations, node->node->name), added,
+                                   NOMINATED_MAX);
+    struct node_view v;
+    if (view_build(&v, node, removed, removed_count, added, count) < 0) {
+        copy_reason(reason, reason_size, "out of memory");
+        return KC_ERROR;
+    }
+    /* the reasons go to a histogram of our own: the attempt's stays as Filter left it */
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count = 0;
+    struct reject_sink sink = {reasons, &reason_count, 0};
+    struct reject_sink *saved = cycle_filter_sink;
+    cycle_filter_sink = &sink;
+    struct plugin *rejector = NULL;
+    kc_status st = scheduler_filter_node(cycle, cycle->filter_skip, &v.node, &rejector);
+    if (st == KC_SUCCESS && count > 0) {
+        /* the second pass of kube's RunFilterPluginsWithNominatedPods */
+        view_free(&v);
+        if (view_build(&v, node, removed, removed_count, NULL, 0) < 0) {
+            cycle_filter_sink = saved;
+            return KC_ERROR;
+        }
+        st = scheduler_filter_node(cycle, cycle->filter_skip, &v.node, &rejector);
+    }
+    cycle_filter_sink = saved;
+    view_free(&v);
+    if (st != KC_SUCCESS && reason_count == 0)
+        copy_reason(reason, reason_size, rejector != NULL ? rejector->default_reason : "");
+    size_t used = 0;
+    for (uint32_t i = 0; st != KC_SUCCESS && reason != NULL && i < reason_count; i++) {
+        if (used >= reason_size)
+            break; /* truncated */
+        /* every reason of the refusing plugin, one a line */
+        int n = snprintf(reason + used, reason_size - used, "%s%s", i > 0 ? "\n" : "",
+                         reasons[i].text);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    reasons_clear(reasons, &reason_count);
+    return st;
+}
+
+/* ---- the preemption a plugin chose ------------------------------------------------------- */
+
+void preempt_decision_free(struct preemption *p)
+{
+    if (p == NULL)
+        return;
+    free(p->node);
+    free(p->victims);
+    free(p);
+}
+
+static bool on_node(const struct cache_node *cn, const struct pod *pod)
+{
+    for (uint32_t i = 0; i < cn->pod_count; i++)
+        if (cn->pods[i]->pod == pod)
+            return true;
+    return false;
+}
+
+int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
+                   const struct pod *const *victims, uint32_t victim_count)
+{
+    struct scheduler *s = cycle->sched;
+    if (cycle->group == NULL && cycle->sp->group != NULL)
+        return -EBUSY; /* a group member never preempts alone (docs/architecture.md) */
+    if (node != NULL && s->sink.evict == NULL)
+        return -EOPNOTSUPP;
+    for (uint32_t i = 0; node != NULL && i < victim_count; i++)
+        if (victims[i] == NULL || !on_node(node, victims[i]))
+            return -ENOENT;
+    struct preemption *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return -ENOMEM;
+    p->victims = malloc((victim_count + 1) * sizeof(*p->victims));
+    p->node = node != NULL ? strdup(node->node->name) : NULL;
+    if (p->victims == NULL || (node != NULL && p->node == NULL)) {
+        preempt_decision_free(p);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; node != NULL && i < victim_count; i++)
+        p->victims[p->victim_count++] = victims[i];
+    preempt_decision_free(cycle->preemption);
+    cycle->preemption = p;
+    return 0;
+}
+
+static void nominate(struct scheduler *s, struct sched_pod *sp, const char *node)
+{
+    const struct pod *pod = sp->pod;
+    const char *was = nominations_node(&s->nominations, pod->uid);
+    bool changed = was == NULL ? node != NULL : node == NULL || strcmp(was, node) != 0;
+    if (nominations_set(&s->nominations, pod->uid, node, sp) < 0)
+        log_error("pod %s/%s: out of memory nominating it on %s", pod->namespace, pod->name,
+                  node != NULL ? node : "no node");
+    bool written = pod->nominated_node_name != NULL;
+    if ((changed || written != (node != NULL)) && s->sink.nominate != NULL)
+        s->sink.nominate(s->sink.ctx, pod, node);
+}
+
+/* Lower-priority pods nominated on node may no longer fit there: their nominations go, so
+ * that their next attempt looks at every node (kube's prepareCandidate). */
+static void clear_lower_nominations(struct scheduler *s, const struct pod *preemptor,
+                                    const char *node)
+{
+    const struct nominated_node *nn = nominations_on(&s->nominations, node);
+    uint32_t count = nn != NULL ? nn->count : 0;
+    struct sched_pod **lower = calloc(count + 1, sizeof(*lower));
+    uint32_t n = 0;
+    for (uint32_t i = 0; lower != NULL && i < count; i++) {
+        struct sched_pod *sp = nn->refs[i];
+        if (sp != NULL && sp->pod->priority < preemptor->priority)
+            lower[n++] = sp;
+    }
+    for (uint32_t i = 0; i < n; i++) /* nn changes as they go: the list was copied */
+        nominate(s, lower[i], NULL);
+    free(lower);
+}
+
+static void carry_out(struct scheduler *s, struct sched_pod *sp, struct preemption *p)
+{
+    const struct pod *pod = sp->pod;
+    if (p->node == NULL) {
+        nominate(s, sp, NULL);
+        preempt_decision_free(p);
+        return;
+    }
+    s->stats.preemptions++;
+    for (uint32_t i = 0; i < p->victim_count; i++) {
+        const struct pod *victim = p->victims[i];
+        s->stats.preemption_victims++;
+        log_info("pod %s/%s preempts pod %s/%s on node %s", pod->namespace, pod->name,
+                 victim->namespace, victim->name, p->node);
+        struct kc_waiting_pod *w = waiting_pod_find(s, victim->uid);
+        if (w != NULL)
+            waiting_pod_reject(w, NULL, "preempted");
+        else
+            s->sink.evict(s->sink.ctx, victim, pod, p->node);
+    }
+    nominate(s, sp, p->node);
+    clear_lower_nominations(s, pod, p->node);
+    preempt_decision_free(p);
+}
+
+void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
+{
+    struct preemption *p = cycle->preemption;
+    if (p == NULL || cycle->group != NULL)
+        return; /* a group cycle's: group.c takes it */
+    cycle->preemption = NULL;
+    carry_out(s, cycle->sp, p);
+}
+
+/* ---- whole-group preemption -------------------------------------------------------------- */
+
+int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct preempt_trial *t)
+{
+    memset(t, 0, sizeof(*t));
+    struct preemption *p = cycle->preemption;
+    if (p == NULL || p->node == NULL)
+        return -ENOENT;
+    for (uint32_t i = 0; i < p->victim_count; i++) {
+        const struct cache_pod *cp = cache_pod(&s->cache, p->victims[i]->uid);
+        if (cp == NULL || cp->assumed || p->victims[i]->node_name == NULL)
+            return -EBUSY;
+    }
+    cycle->preemption = NULL;
+    t->p = p;
+    t->sp = cycle->sp;
+    for (uint32_t i = 0; i < p->victim_count; i++)
+        cache_remove_pod(&s->cache, p->victims[i]->uid);
+    if (cache_assume(&s->cache, t->sp->pod, p->node) < 0) {
+        for (uint32_t i = 0; i < p->victim_count; i++)
+            cache_add_pod(&s->cache, p->victims[i]);
+        return -ENOMEM;
+    }
+    t->applied = true;
+    return 0;
+}
+
+void preempt_trial_undo(struct scheduler *s, struct preempt_trial *t)
+{
+    if (!t->applied)
+        return;
+    cache_forget(&s->cache, t->sp->pod->uid);
+    /* the victims' objects are the scheduler's assigned pods, unchanged since the trial */
+    for (uint32_t i = t->p->victim_count; i-- > 0;)
+        cache_add_pod(&s->cache, t->p->victims[i]);
+    t->applied = false;
+}
+
+void preempt_trial_carry_out(struct scheduler *s, struct preempt_trial *t)
+{
+    struct preemption *p = t->p;
+    t->p = NULL;
+    if (p != NULL)
+        carry_out(s, t->sp, p);
+}
+
+void preempt_trial_free(struct preempt_trial *t)
+{
+    preempt_decision_free(t->p);
+    t->p = NULL;
+}
+
+void preempt_nominate(struct scheduler *s, struct sched_pod *sp, const char *node)
+{
+    nominate(s, sp, node);
+}
+
+/* ---- nominations follow the pods --------------------------------------------------------- */
+
+void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp, const struct pod *old)
+{
+    const struct pod *pod = sp->pod;
+    if (pod->node_name != NULL)
+        return;
+    if (pod->nominated_node_name != NULL) {
+        /* set or changed in the object (our own status patch coming back, or another
+         * scheduler's preemption) */
+        if (nominations_set(&s->nominations, pod->uid, pod->nominated_node_name, sp) < 0)
+            log_error("pod %s/%s: out of memory keeping its nomination", pod->namespace,
+                      pod->name);
+    } else if (old != NULL && old->nominated_node_name != NULL) {
+        nominations_remove(&s->nominations, pod->uid); /* removed from the object */
+    }
+    /* absent in both: a nomination made moments ago (not written back yet) stays, as in kube's
+     * nominator; it is kept with the same pending record */
+}
+
+void preempt_pod_gone(struct scheduler *s, const char *uid)
+{
+    nominations_remove(&s->nominations, uid);
+}
