@@ -159,7 +159,9 @@ static struct numa_hint merge_single_zone(const struct numa_zones *z, const int6
         requested = true;
         memory_requested = memory_requested || memory;
         uint32_t fits = 0, holds = 0;
-        for (uint32_t zone = 0; zone < z->zone_count; zone++) {
+        /* zone_count never exceeds NUMA_MAX_ZONES; the bound says so to the compiler */
+        uint32_t zones = z->zone_count < NUMA_MAX_ZONES ? z->zone_count : NUMA_MAX_ZONES;
+        for (uint32_t zone = 0; zone < zones; zone++) {
             fits |= (uint32_t)(z->free[r][zone] >= amount[r]) << zone;
             holds |= (uint32_t)(z->total[r][zone] >= amount[r]) << zone;
         }
