@@ -106,20 +106,15 @@ static int add_object(struct sim_spec *spec, const char *name, json_t *nrt)
 /* ---- cards of kcycle.io/gpus in the zones ---------------------------------------------- */
 
 #define GPU_RESOURCE "nvidia.com/gpu"
-#define GPU_DEFAULT_SPLIT 10 /* gpushare's (HAMi's) users of a shared card */
 
-/* How many nvidia.com/gpu a card of kcycle.io/gpus advertises, as HAMi's device plugin does:
- * a shared card its users (split), a whole card one; a MIG card none (its instances are
- * nvidia.com/mig-* resources). */
-static int64_t card_slots(const json_t *card)
+/* How many nvidia.com/gpu an entry of kcycle.io/gpus puts in its zone: one per card (its
+ * `count`), whatever the mode, as kcycle-topology-agent counts a card's PCI device (and caps the
+ * kubelet's allocatable there), even where HAMi's device plugin advertises a shared card's
+ * users on the node. */
+static int64_t card_count(const json_t *card)
 {
-    const char *mode = json_string_value(json_object_get(card, "mode"));
-    if (mode != NULL && strcmp(mode, "mig") == 0)
-        return 0;
-    if (mode != NULL && strcmp(mode, "whole") == 0)
-        return 1;
-    const json_t *split = json_object_get(card, "split");
-    return split != NULL ? json_integer_value(split) : GPU_DEFAULT_SPLIT;
+    const json_t *count = json_object_get(card, "count");
+    return count != NULL ? json_integer_value(count) : 1;
 }
 
 static json_t *zone_with_id(json_t *zones, int id)
@@ -171,9 +166,8 @@ static int zone_gpus(const struct sim_spec *spec, struct node *node, json_t *nrt
     json_array_foreach(list, i, card)
     {
         const json_t *numa = json_object_get(card, "numa");
-        const json_t *count = json_object_get(card, "count");
-        int64_t slots = card_slots(card) * (count != NULL ? json_integer_value(count) : 1);
-        total += slots;
+        int64_t repeat = card_count(card);
+        total += repeat;
         if (numa == NULL || json_integer_value(numa) < 0)
             continue;
         int id = (int)json_integer_value(numa);
@@ -186,7 +180,7 @@ static int zone_gpus(const struct sim_spec *spec, struct node *node, json_t *nrt
             break;
         }
         zone_of[id] = zone;
-        per_zone[id] += slots;
+        per_zone[id] += repeat;
     }
     json_decref(list);
     for (int id = 0; rc == 0 && id < TOPOLOGY_MAX_ZONES; id++) {
@@ -199,7 +193,8 @@ static int zone_gpus(const struct sim_spec *spec, struct node *node, json_t *nrt
                                             "available", amount)) != 0)
             rc = kc_error_set(err, -ENOMEM, "node %s: out of memory", node->name);
     }
-    /* like the topology's other resources: the cards count when the file leaves them out */
+    /* like the topology's other resources: the cards count when the file leaves them out (a
+     * file with shared cards gives HAMi's count, cards times their users) */
     kc_resource gpu = resource_intern(GPU_RESOURCE);
     if (rc == 0 && gpu >= 0 && res_list_get(&node->allocatable, gpu) == 0 && total > 0 &&
         res_list_set(&node->allocatable, gpu, total) != 0)

@@ -56,8 +56,8 @@ def xml_card_zones(path):
     return zones
 
 
-def gpus_annotation(zones):
-    return json.dumps([{"memory": MIB, "numa": z, "mode": "whole"} for z in zones])
+def gpus_annotation(zones, mode="whole"):
+    return json.dumps([{"memory": MIB, "numa": z, "mode": mode} for z in zones])
 
 
 # Nodes: (name, file lines, zone of each card). Each is scheduled alone.
@@ -72,6 +72,13 @@ NODES = {
              "    allocatable: {nvidia.com/gpu: 6}",
              "    annotations: {kcycle.io/gpus: '%s'}" % gpus_annotation([0, 0, 0, 1, 1, 1])],
             [0, 0, 0, 1, 1, 1]),
+    # the same with shared cards (HAMi's 10 users each): a pod without gpumem holds its cards
+    # alone, while the node advertises 60 nvidia.com/gpu
+    "shared": (['    numa: "pack:2 numa:1(memory=128GiB) core:12 pu:2"',
+                "    allocatable: {nvidia.com/gpu: 60}",
+                "    annotations: {kcycle.io/gpus: '%s'}"
+                % gpus_annotation([0, 0, 0, 1, 1, 1], "shared")],
+               [0, 0, 0, 1, 1, 1]),
     # one GPU per socket: no zone holds 2 cards
     "pair": (["    numaXml: " + os.path.join(FIXTURES, "2socket-2gpu.xml"),
               '    labels: {nvidia.com/gpu.memory: "81920"}'],
@@ -171,14 +178,14 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for isolation in ("inprocess", "process"):
             # (a) one zone for cards and CPUs, until the zones' cards are used up
-            for node in ("dgx", "syn"):
+            for node in ("dgx", "syn", "shared"):
                 card_zones = NODES[node][1]
                 label, data = run(tmp, node, zone_fits(card_zones) + 1, isolation=isolation)
                 if data is None:
                     continue
                 results[(node, isolation)] = placements(data)
                 check_aligned(label, data, card_zones)
-                # the pod past the zones' cards: dgx has no card left, syn two in two zones
+                # the pod past the zones' cards: dgx has no card left, the others two in two zones
                 last = ("Insufficient nvidia.com/gpu" if node == "dgx" else ALIGN)
                 check(reasons(data) == [f"0/1 nodes are available: 1 {last}."],
                       f"{label}: reasons {reasons(data)}")
@@ -207,7 +214,7 @@ def main():
                 check(reasons(data) == [f"0/1 nodes are available: 1 {GPU_ZONE}."],
                       f"{label}: reasons {reasons(data)}")
         # (c) the same placements with both plugins in one plugin host
-        for node in ("dgx", "syn", "pair", "lopsided"):
+        for node in ("dgx", "syn", "shared", "pair", "lopsided"):
             inproc, process = results.get((node, "inprocess")), results.get((node, "process"))
             check(inproc is not None and inproc == process,
                   f"{node}: placements differ between isolation modes:\n  {inproc}\n  {process}")
