@@ -124,6 +124,40 @@ def run(tmp, node, pods, plugins=("numaalign", "gpushare"), isolation="inprocess
         return label, json.load(f)
 
 
+def check_file_errors(tmp):
+    """A kcycle.io/gpus card in a zone the machine lacks stops the run, naming node and zone."""
+    path = os.path.join(tmp, "bad-zone.yaml")
+    with open(path, "w") as f:
+        f.write("nodes:\n  - name: odd\n    numa: \"pack:2 numa:1(memory=64GiB) core:4 pu:2\"\n"
+                "    annotations: {kcycle.io/gpus: '%s'}\n" % gpus_annotation([0, 3]))
+    proc = subprocess.run([SCHEDULER, "--simulate", path, "--plugin-dir", PLUGIN_DIR, "--quiet",
+                           "--no-progress"], capture_output=True, text=True, timeout=60)
+    check(proc.returncode != 0 and "node odd" in proc.stderr and "NUMA zone 3" in proc.stderr,
+          f"a card in a missing zone: exit {proc.returncode}, stderr {proc.stderr!r}")
+
+
+def check_gfd_cards(tmp):
+    """The report counts cards gpushare reads from GPU feature discovery's labels."""
+    path = os.path.join(tmp, "gfd.yaml")
+    with open(path, "w") as f:
+        f.write("config:\n  plugins:\n    - name: prioritysort\n    - name: noderesources\n"
+                "    - name: gpushare\n    - name: defaultbinder\n"
+                "nodes:\n  - name: labelled\n    allocatable: {cpu: 16, memory: 64Gi, "
+                "nvidia.com/gpu: 4}\n    labels: {nvidia.com/gpu.product: NVIDIA-A100, "
+                "nvidia.com/gpu.memory: \"81920\", nvidia.com/gpu.count: \"4\"}\n"
+                "workload:\n  - name: one\n    requests: {cpu: 1, nvidia.com/gpu: 2}\n")
+    report = path + ".report.json"
+    proc = subprocess.run([SCHEDULER, "--simulate", path, "--plugin-dir", PLUGIN_DIR, "--report",
+                           report, "--quiet", "--no-progress"],
+                          capture_output=True, text=True, timeout=60)
+    gpu = {}
+    if proc.returncode == 0:
+        with open(report) as f:
+            gpu = json.load(f).get("gpu") or {}
+    check((gpu.get("cards"), gpu.get("allocated_mib")) == (4, 2 * MIB),
+          f"GPU feature discovery labels: exit {proc.returncode}, report gpu {gpu}")
+
+
 def cards_of(pod):
     decision = pod.get("gpu_assignment") or {}
     return [card["index"] for c in decision.get("containers", []) for card in c.get("cards", [])]
@@ -213,6 +247,8 @@ def main():
             if data is not None:
                 check(reasons(data) == [f"0/1 nodes are available: 1 {GPU_ZONE}."],
                       f"{label}: reasons {reasons(data)}")
+        check_file_errors(tmp)
+        check_gfd_cards(tmp)
         # (c) the same placements with both plugins in one plugin host
         for node in ("dgx", "syn", "shared", "pair", "lopsided"):
             inproc, process = results.get((node, "inprocess")), results.get((node, "process"))
