@@ -158,6 +158,35 @@ def check_gfd_cards(tmp):
           f"GPU feature discovery labels: exit {proc.returncode}, report gpu {gpu}")
 
 
+def check_example(tmp):
+    """examples/sim/gpu-numa.yaml: both nodes' pods aligned, the last one refused."""
+    report = os.path.join(tmp, "example.report.json")
+    proc = subprocess.run([SCHEDULER, "--simulate",
+                           os.path.join(SOURCE, "examples", "sim", "gpu-numa.yaml"),
+                           "--plugin-dir", PLUGIN_DIR, "--report", report, "--quiet",
+                           "--no-progress"], capture_output=True, text=True, timeout=60)
+    check(proc.returncode == 0, f"example: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    if proc.returncode != 0:
+        return
+    with open(report) as f:
+        data = json.load(f)
+    zones = {"dgx": NODES["dgx"][1], "box": [0, 0, 0, 1, 1, 1]}
+    placed = {}
+    for pod in data["pods"]:
+        if pod["node"] is None:
+            continue
+        placed[pod["node"]] = placed.get(pod["node"], 0) + 1
+        cards, zone = cards_of(pod), pod.get("numa_zones")
+        check(zone is not None and zone.isdigit() and
+              (pod.get("gpu_assignment") or {}).get("numaZone") == int(zone) and
+              len(cards) == 2 and all(zones[pod["node"]][c] == int(zone) for c in cards),
+              f"example: {pod['name']} on {pod['node']}: zones {zone}, "
+              f"decision {pod.get('gpu_assignment')}")
+    check(placed == {"dgx": 4, "box": 2}, f"example: placed per node {placed}")
+    check(len(reasons(data)) == 1 and ALIGN in reasons(data)[0],
+          f"example: reasons {reasons(data)}")
+
+
 def cards_of(pod):
     decision = pod.get("gpu_assignment") or {}
     return [card["index"] for c in decision.get("containers", []) for card in c.get("cards", [])]
@@ -248,6 +277,7 @@ def main():
                 check(reasons(data) == [f"0/1 nodes are available: 1 {GPU_ZONE}."],
                       f"{label}: reasons {reasons(data)}")
         check_file_errors(tmp)
+        check_example(tmp)
         check_gfd_cards(tmp)
         # (c) the same placements with both plugins in one plugin host
         for node in ("dgx", "syn", "shared", "pair", "lopsided"):
