@@ -208,6 +208,14 @@ static json_t *versions_json(const struct sim_generation *g)
     return versions;
 }
 
+/* gpushare's kcycle.io/gpu-assignment as an object, so a reader needs no second parse; the
+ * text itself when it is not JSON (the annotation is what the binder saw, whatever it is). */
+static json_t *gpu_assignment_json(const char *text)
+{
+    json_t *decision = json_loads(text, 0, NULL);
+    return decision != NULL ? decision : json_string(text);
+}
+
 static json_t *pods_json(const struct simulator *sim)
 {
     json_t *pods = json_array();
@@ -228,6 +236,8 @@ static json_t *pods_json(const struct simulator *sim)
             json_object_set_new(pod, "bind_order", json_integer((json_int_t)r->bind_order));
         if (pod != NULL && r->numa_zones != NULL)
             json_object_set_new(pod, "numa_zones", json_string(r->numa_zones));
+        if (pod != NULL && r->gpu_assignment != NULL)
+            json_object_set_new(pod, "gpu_assignment", gpu_assignment_json(r->gpu_assignment));
         if (pod != NULL && r->nominated != NULL)
             json_object_set_new(pod, "nominated", json_string(r->nominated));
         if (pod != NULL && r->preempted)

@@ -1,6 +1,7 @@
 /* GPU use in a simulation: memory allocated and unallocated, whole cards free, cards partly
  * used, and the GPU pods left unschedulable with their reasons. Cards are read from each
- * node's kcycle.io/gpus or hami.io/node-nvidia-register annotation, usage from the
+ * node's hami.io/node-nvidia-register or kcycle.io/gpus annotation, its NodeResourceTopology or
+ * GPU feature discovery's labels (gpushare's sources, in its order), usage from the
  * kcycle.io/gpu-assignment annotation of each binding, so the figures are the binder's view,
  * independent of the plugin's ledger. */
 #include "sim_gpu.h"
@@ -110,7 +111,55 @@ static void cards_from_hami(const char *text, struct node_cards *out)
     }
 }
 
-static void node_inventory(const struct node *node, struct node_cards *out)
+/* The whole cards gpushare reads from a NodeResourceTopology: nvidia.com/gpu capacity per
+ * zone, numbered zone by zone; memory from GPU feature discovery's label (1 MiB without it,
+ * as gpushare has it). */
+static void cards_from_nrt(const struct simulator *sim, const struct node *node,
+                           struct node_cards *out)
+{
+    const char *label = kv_list_get(&node->labels, "nvidia.com/gpu.memory");
+    int64_t mib = label != NULL && atoll(label) > 0 ? atoll(label) : 1;
+    for (uint32_t i = 0; i < sim->spec.object_count; i++) {
+        const struct sim_object *o = &sim->spec.objects[i];
+        if (strcmp(o->kind, "NodeResourceTopology") != 0 || strcmp(o->name, node->name) != 0)
+            continue;
+        json_t *root = json_loads(o->json, 0, NULL), *zone, *entry;
+        size_t z, r;
+        json_array_foreach(json_object_get(root, "zones"), z, zone)
+        {
+            json_array_foreach(json_object_get(zone, "resources"), r, entry)
+            {
+                const char *name = json_string_value(json_object_get(entry, "name"));
+                const char *capacity = json_string_value(json_object_get(entry, "capacity"));
+                if (name == NULL || capacity == NULL || strcmp(name, "nvidia.com/gpu") != 0)
+                    continue;
+                for (long long k = atoll(capacity); k > 0; k--)
+                    add_card(out, (int32_t)out->count, mib);
+            }
+        }
+        json_decref(root);
+        return;
+    }
+}
+
+/* GPU feature discovery's labels: whole cards, unless mig-parted cut them. */
+static void cards_from_gfd(const struct node *node, struct node_cards *out)
+{
+    const char *product = kv_list_get(&node->labels, "nvidia.com/gpu.product");
+    const char *memory = kv_list_get(&node->labels, "nvidia.com/gpu.memory");
+    const char *count = kv_list_get(&node->labels, "nvidia.com/gpu.count");
+    const char *mig = kv_list_get(&node->labels, "nvidia.com/mig.config");
+    if (product == NULL || memory == NULL || count == NULL ||
+        (mig != NULL && strcmp(mig, "all-disabled") != 0))
+        return;
+    for (long long k = atoll(count); k > 0; k--)
+        add_card(out, (int32_t)out->count, atoll(memory));
+}
+
+/* gpushare's sources in its order: HAMi's registration, kcycle.io/gpus, the node's
+ * NodeResourceTopology, GPU feature discovery's labels. */
+static void node_inventory(const struct simulator *sim, const struct node *node,
+                           struct node_cards *out)
 {
     memset(out, 0, sizeof(*out));
     const char *hami = kv_list_get(&node->annotations, "hami.io/node-nvidia-register");
@@ -119,6 +168,10 @@ static void node_inventory(const struct node *node, struct node_cards *out)
         cards_from_hami(hami, out);
     if (out->count == 0 && own != NULL)
         cards_from_kcycle(own, out);
+    if (out->count == 0)
+        cards_from_nrt(sim, node, out);
+    if (out->count == 0)
+        cards_from_gfd(node, out);
 }
 
 int sim_gpu_assignment_cards(const char *decision,
@@ -173,7 +226,7 @@ static struct node_cards *measure(const struct simulator *sim, struct gpu_use *u
     if (nodes == NULL)
         return NULL;
     for (uint32_t n = 0; n < cache->node_count; n++)
-        node_inventory(cache->nodes[n].node, &nodes[n]);
+        node_inventory(sim, cache->nodes[n].node, &nodes[n]);
     for (uint32_t i = 0; i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
         use->pods += r->gpu;

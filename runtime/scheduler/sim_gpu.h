@@ -1,4 +1,4 @@
-/* GPU use in a simulation (gpushare): cards from the nodes' inventory annotations, charges
+/* GPU use in a simulation (gpushare): cards from the sources gpushare reads, charges
  * from the kcycle.io/gpu-assignment decisions the binder saw, unschedulable GPU pods. */
 #ifndef KC_SCHED_SIM_GPU_H
 #define KC_SCHED_SIM_GPU_H

@@ -4,6 +4,7 @@
 #include "sim_numa.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,105 @@ static int add_object(struct sim_spec *spec, const char *name, json_t *nrt)
     return 0;
 }
 
+/* ---- cards of kcycle.io/gpus in the zones ---------------------------------------------- */
+
+#define GPU_RESOURCE "nvidia.com/gpu"
+
+/* How many nvidia.com/gpu an entry of kcycle.io/gpus puts in its zone: one per card (its
+ * `count`), whatever the mode, as kcycle-topology-agent counts a card's PCI device (and caps the
+ * kubelet's allocatable there), even where HAMi's device plugin advertises a shared card's
+ * users on the node. */
+static int64_t card_count(const json_t *card)
+{
+    const json_t *count = json_object_get(card, "count");
+    return count != NULL ? json_integer_value(count) : 1;
+}
+
+static json_t *zone_with_id(json_t *zones, int id)
+{
+    size_t i;
+    json_t *zone;
+    json_array_foreach(zones, i, zone)
+    {
+        const char *name = json_string_value(json_object_get(zone, "name"));
+        if (name != NULL && strncmp(name, "node-", 5) == 0 && atoi(name + 5) == id)
+            return zone;
+    }
+    return NULL;
+}
+
+static bool zones_list(json_t *zones, const char *resource)
+{
+    size_t i, j;
+    json_t *zone, *entry;
+    json_array_foreach(zones, i, zone)
+    {
+        json_array_foreach(json_object_get(zone, "resources"), j, entry)
+        {
+            const char *name = json_string_value(json_object_get(entry, "name"));
+            if (name != NULL && strcmp(name, resource) == 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A machine without GPUs of its own (a synthetic topology, an XML export without PCI devices)
+ * gets the cards the node's kcycle.io/gpus places in its zones ("numa"), counted per zone in
+ * its NodeResourceTopology as a real node's agent publishes them: numaalign then picks a zone
+ * with the cards gpushare will take. The XML's own GPUs win: they say where the cards are. */
+static int zone_gpus(const struct sim_spec *spec, struct node *node, json_t *nrt,
+                     struct kc_error *err)
+{
+    const char *cards = kv_list_get(&node->annotations, "kcycle.io/gpus");
+    json_t *zones = json_object_get(nrt, "zones");
+    if (cards == NULL || zones_list(zones, GPU_RESOURCE))
+        return 0;
+    json_t *list = json_loads(cards, 0, NULL);
+    int64_t per_zone[TOPOLOGY_MAX_ZONES] = {0}, total = 0;
+    json_t *zone_of[TOPOLOGY_MAX_ZONES] = {NULL};
+    size_t i;
+    json_t *card;
+    int rc = 0;
+    json_array_foreach(list, i, card)
+    {
+        const json_t *numa = json_object_get(card, "numa");
+        int64_t repeat = card_count(card);
+        total += repeat;
+        if (numa == NULL || json_integer_value(numa) < 0)
+            continue;
+        int id = (int)json_integer_value(numa);
+        json_t *zone = zone_with_id(zones, id);
+        if (zone == NULL || id >= TOPOLOGY_MAX_ZONES) {
+            rc = kc_error_set(err, -EINVAL,
+                              "%s: node %s: kcycle.io/gpus card %zu is in NUMA zone %d, which "
+                              "its topology does not have",
+                              spec->file, node->name, i, id);
+            break;
+        }
+        zone_of[id] = zone;
+        per_zone[id] += repeat;
+    }
+    json_decref(list);
+    for (int id = 0; rc == 0 && id < TOPOLOGY_MAX_ZONES; id++) {
+        char amount[24];
+        snprintf(amount, sizeof(amount), "%lld", (long long)per_zone[id]);
+        if (zone_of[id] != NULL &&
+            json_array_append_new(json_object_get(zone_of[id], "resources"),
+                                  json_pack("{s:s, s:s, s:s, s:s}", "name", GPU_RESOURCE,
+                                            "capacity", amount, "allocatable", amount,
+                                            "available", amount)) != 0)
+            rc = kc_error_set(err, -ENOMEM, "node %s: out of memory", node->name);
+    }
+    /* like the topology's other resources: the cards count when the file leaves them out (a
+     * file with shared cards gives HAMi's count, cards times their users) */
+    kc_resource gpu = resource_intern(GPU_RESOURCE);
+    if (rc == 0 && gpu >= 0 && res_list_get(&node->allocatable, gpu) == 0 && total > 0 &&
+        res_list_set(&node->allocatable, gpu, total) != 0)
+        rc = kc_error_set(err, -ENOMEM, "node %s: out of memory", node->name);
+    return rc;
+}
+
 static int prepare_one(struct sim_spec *spec, const struct sim_topology *t, struct node *node,
                        struct machine_cache *cache, struct kc_error *err)
 {
@@ -121,6 +221,10 @@ static int prepare_one(struct sim_spec *spec, const struct sim_topology *t, stru
     };
     json_t *nrt = topology_nrt(m, &opt);
     rc = nrt != NULL ? fill_allocatable(node, m, reserved) : -ENOMEM;
+    if (rc == 0 && (rc = zone_gpus(spec, node, nrt, err)) < 0) {
+        json_decref(nrt);
+        return rc;
+    }
     if (rc == 0)
         rc = add_object(spec, t->node, nrt);
     json_decref(nrt);
