@@ -176,6 +176,26 @@ kube() {
     echo "$dir/bin"
 }
 
+# SchedulingBasic side by side (docs/benchmarks.md): kube-scheduler's own scheduler_perf,
+# built here as a test binary beside the control plane, then kube-scheduler and kcycle
+# through a real API server on the same objects. Prints one JSON object.
+kube_perf() {
+    build
+    local bin
+    bin=$(kube)
+    local test=$bin/scheduler_perf_misc.test
+    if [ ! -x "$test" ]; then
+        log "kube-perf: building scheduler_perf into $test (once)"
+        (cd tests/realkube && GOMAXPROCS=${KCYCLE_GO_PROCS:-2} nice -n 19 \
+            go test -c -p 1 -trimpath -ldflags='-s -w' -o "$test" \
+            k8s.io/kubernetes/test/integration/scheduler_perf/misc)
+    fi
+    KCYCLE_KUBE_BIN=$bin python3 tests/realkube/perf_side_by_side.py \
+        --scheduler "$BUILD/runtime/scheduler/kcycle-scheduler" \
+        --bridge "$BUILD/runtime/kube-bridge/kcycle-kube-bridge" \
+        --source . --perf-test "$test" "$@"
+}
+
 case "${1:-}" in
     deps) deps ;;
     build) build ;;
@@ -186,8 +206,9 @@ case "${1:-}" in
     fuzz) shift; fuzz "$@" ;;
     kube) kube ;;
     realkube) shift; realkube "$@" ;;
+    kube-perf) shift; kube_perf "$@" ;;
     *)
-        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|kube|realkube" >&2
+        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|kube|realkube|kube-perf" >&2
         exit 2
         ;;
 esac

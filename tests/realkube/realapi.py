@@ -60,6 +60,13 @@ class RealAPI:
         # audit times are wall clock; the tests compare them with time.monotonic()
         self.clock_offset = time.time() - time.monotonic()
 
+    @classmethod
+    def on(cls, cp):
+        """The object calls (bulk, lists, gets) on a control plane the caller runs."""
+        api = cls.__new__(cls)
+        api.cp, api.namespaces = cp, set()
+        return api
+
     def __enter__(self):
         self.cp.start()
         return self
