@@ -226,8 +226,9 @@ class ControlPlane:
                 "--service-account-issuer", "https://kubernetes.default.svc",
                 "--service-cluster-ip-range", "10.0.0.0/24",
                 "--authorization-mode", "RBAC",
-                # no controller-manager creates each namespace's "default" ServiceAccount
-                "--disable-admission-plugins", "ServiceAccount",
+                # no controller-manager creates each namespace's "default" ServiceAccount,
+                # and none lifts the not-ready taint TaintNodesByCondition puts on new nodes
+                "--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
                 "--audit-policy-file", os.path.join(self.workdir, "audit-policy.yaml"),
                 "--audit-log-path", self.audit_log, "--audit-log-mode", "blocking",
                 "--audit-log-maxsize", "0",
