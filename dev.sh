@@ -187,7 +187,7 @@ kube_perf() {
     if [ ! -x "$test" ]; then
         log "kube-perf: building scheduler_perf into $test (once)"
         (cd tests/realkube && GOMAXPROCS=${KCYCLE_GO_PROCS:-2} nice -n 19 \
-            go test -c -p 1 -trimpath -ldflags='-s -w' -o "$test" \
+            go test -c -vet=off -p 1 -trimpath -ldflags='-s -w' -o "$test" \
             k8s.io/kubernetes/test/integration/scheduler_perf/misc)
     fi
     KCYCLE_KUBE_BIN=$bin python3 tests/realkube/perf_side_by_side.py \
