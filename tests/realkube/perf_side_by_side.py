@@ -202,8 +202,8 @@ def through_api(args, bindir, workdir):
         api.bulk(init, workers=6)
         setup = time.monotonic() - t0
 
-        def start_kube():
-            return [cp.start_kube_scheduler()]
+        def start_kube():   # with scheduler_perf's client limits, not the default 50 QPS
+            return [cp.start_kube_scheduler(qps=5000)]
 
         def stop_kube(procs):
             cp.halt("kube-scheduler")
@@ -251,6 +251,7 @@ def main():
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--init-pods", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--keep", action="store_true", help="keep the logs and work folder")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(args.source, "tests", "fakeapi"))
     bindir, why = realapi.kube_bin()
@@ -259,7 +260,8 @@ def main():
         return 77
     workdir = tempfile.mkdtemp(prefix="kcycle-perf-")
     out = {"nodes": args.nodes, "init_pods": args.init_pods, "measured_pods": args.pods,
-           "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+           "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "load_average_at_start": round(os.getloadavg()[0], 1)}
     ok = False
     try:
         if args.perf_test:
@@ -267,12 +269,13 @@ def main():
         out["through_api_server"] = through_api(args, bindir, workdir)
         ok = True
     finally:
+        out["load_average_at_end"] = round(os.getloadavg()[0], 1)
         print(json.dumps(out, indent=1))
-        if ok:
+        if ok and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"logs kept in {workdir}", file=sys.stderr)
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
