@@ -1314,7 +1314,10 @@ class Handler(BaseHTTPRequestHandler):
             raise not_found(pods, name)
         pmeta, spec = pod["metadata"], pod.get("spec") or {}
         if meta.get("uid") and meta["uid"] != pmeta.get("uid"):
-            raise conflict("pods", name, "Precondition failed: UID in precondition: "
+            # kube-apiserver passes on its storage layer's error, key and all
+            raise conflict("pods", name, "StorageError: invalid object, Code: 4, Key: "
+                           f"/registry/pods/{namespace}/{name}, ResourceVersion: 0, "
+                           "AdditionalErrorMsg: Precondition failed: UID in precondition: "
                            f"{meta['uid']}, UID in object meta: {pmeta.get('uid')}")
         if meta.get("resourceVersion") and meta["resourceVersion"] != pmeta["resourceVersion"]:
             raise conflict("pods", name, "Precondition failed: ResourceVersion in precondition: "
