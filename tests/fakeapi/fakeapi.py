@@ -131,6 +131,35 @@ def not_found(res, name):
                     {"name": name, "group": res.group, "kind": res.plural})
 
 
+def validate_event(res, namespace, body):
+    """kube-apiserver's create validation of an events.k8s.io/v1 Event, the part a writer can
+    get wrong: it must carry eventTime, a type of Normal or Warning, regarding in its own
+    namespace, and (with eventTime) who reported it and why."""
+    if res.group != "events.k8s.io" or res.plural != "events" or not isinstance(body, dict):
+        return
+    meta = body.get("metadata") or {}
+    regarding = body.get("regarding") or {}
+    errors = []
+    if regarding.get("kind") not in ("Node", "Namespace", "PersistentVolume") and \
+            (regarding.get("namespace") or "") != namespace:
+        given = regarding.get("namespace") or ""
+        errors.append(f'involvedObject.namespace: Invalid value: "{given}": does not match '
+                      "event.namespace")
+    if not body.get("eventTime"):
+        errors.append("eventTime: Required value")
+    else:
+        for field in ("reportingController", "reportingInstance", "action", "reason"):
+            if not body.get(field):
+                errors.append(f"{field}: Required value")
+    if body.get("type") not in ("Normal", "Warning"):
+        errors.append(f'type: Invalid value: "{body.get("type") or ""}": has invalid value: '
+                      f'{body.get("type") or ""}')
+    if errors:
+        raise ApiError(422, "Invalid", f'Event "{meta.get("name", "")}" is invalid: '
+                       f'[{", ".join(errors)}]', {"name": meta.get("name", ""),
+                                                  "group": res.group, "kind": "Event"})
+
+
 def conflict(qualified, name, why, res=None):
     details = {"name": name, "kind": qualified.split(".")[0]}
     if res is not None:
@@ -1134,6 +1163,7 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(body, dict):
                 holder = (body.get("spec") or {}).get("holderIdentity")
                 name = (body.get("metadata") or {}).get("name")
+            validate_event(res, namespace, body)
             with store.changed:
                 obj = store.create(res, namespace, body)
                 store.changed.notify_all()
