@@ -700,6 +700,18 @@ class Store:
             self.events.append(stored)
         return stored
 
+    def require_namespace(self, res, namespace):
+        """kube-apiserver refuses to create an object in a namespace that does not exist."""
+        if res.namespaced and res.plural != "namespaces" and \
+                namespace not in self.by_path[("", "v1", "namespaces")].objects:
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
+                           {"name": namespace, "kind": "namespaces"})
+
+    def ensure_namespace(self, namespace):
+        namespaces = self.by_path[("", "v1", "namespaces")]
+        if namespace not in namespaces.objects:
+            self.create(namespaces, None, {"metadata": {"name": namespace}})
+
     def replace(self, res, key, old, new):
         """Store new in place of old (both for key); no-op writes keep the old object."""
         meta = dict(new.get("metadata") or {})
@@ -1165,6 +1177,7 @@ class Handler(BaseHTTPRequestHandler):
                 name = (body.get("metadata") or {}).get("name")
             validate_event(res, namespace, body)
             with store.changed:
+                store.require_namespace(res, namespace)
                 obj = store.create(res, namespace, body)
                 store.changed.notify_all()
             code = 201
@@ -1701,6 +1714,8 @@ class Handler(BaseHTTPRequestHandler):
                     continue
                 namespace = (item.get("metadata") or {}).get("namespace") or "default"
                 try:
+                    if res.namespaced:
+                        store.ensure_namespace(namespace)   # loaded as a cluster that has it
                     store.create(res, namespace if res.namespaced else None, copy_json(item))
                     created[res.path] = created.get(res.path, 0) + 1
                 except ApiError as err:
