@@ -225,8 +225,9 @@ class Scenario:
         return [node(n, cpu=self.cpu[n], labels=self.labels[n], taints=self.taints[n],
                      unschedulable=n in self.cordoned) for n in self.node_names]
 
-    def pod(self, scheduler):
+    def pod(self, scheduler, attempt=0):
         suffix = "kube" if scheduler == "default-scheduler" else "kcycle"
+        suffix += f"-{attempt}" if attempt else ""
         return pod(f"{self.name}-{suffix}", scheduler, **self.pod_args)
 
     def describe(self):
@@ -321,6 +322,7 @@ def run(args, cp, workdir):
     rng = random.Random(args.seed)
     table = collections.defaultdict(collections.Counter)
     rows, unexplained, generator = [], [], []
+    stale = collections.Counter()
     try:
         for i in range(args.scenarios):
             s = Scenario(i, rng)
@@ -330,15 +332,20 @@ def run(args, cp, workdir):
                 for p in procs:
                     if p.poll() is not None:
                         raise AssertionError(f"a kcycle process exited with {p.returncode}")
-                if s.running:
-                    api.bulk(s.running, workers=1)
-                test_pod = s.pod(scheduler)
-                api.bulk([test_pod], workers=1)
-                results[scheduler] = outcome(api, test_pod["metadata"]["name"],
-                                             len(s.node_names),
-                                             s.target is not None and "priority" in s.kinds,
-                                             args.wait)
-                delete_all_pods(api)
+                for attempt in range(3):
+                    if s.running:
+                        api.bulk(s.running, workers=1)
+                    test_pod = s.pod(scheduler, attempt)
+                    api.bulk([test_pod], workers=1)
+                    result = outcome(api, test_pod["metadata"]["name"], len(s.node_names),
+                                     s.target is not None and "priority" in s.kinds, args.wait)
+                    delete_all_pods(api)
+                    # bound to a node of an earlier scenario: the scheduler had not yet seen
+                    # that node deleted (both watch; neither is told when it has caught up)
+                    if result[0] != "bound" or result[1] in s.node_names:
+                        break
+                    stale[scheduler] += 1
+                results[scheduler] = result
             api.request("DELETE", "/api/v1/nodes")
             wait("the scenario's nodes deleted", lambda: not api.list_objects("nodes")["items"],
                  30)
@@ -373,6 +380,8 @@ def run(args, cp, workdir):
             except subprocess.TimeoutExpired:
                 p.kill()
     report(rows, table, unexplained, generator)
+    if stale:
+        print(f"attempts run again after a bind to a node of an earlier scenario: {dict(stale)}")
     if generator:
         raise AssertionError(f"{len(generator)} scenarios where kube-scheduler did not reach "
                              "the outcome the generator built (the generator is wrong)")
