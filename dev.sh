@@ -53,7 +53,21 @@ demo() {
 
 run_tests() {
     build
-    meson test -C "$BUILD" --print-errorlogs --no-suite perf "$@"
+    meson test -C "$BUILD" --print-errorlogs --no-suite perf --no-suite realkube "$@"
+}
+
+# The real-cluster suite: builds (or reuses) the control plane of `kube`, then runs the tests
+# of suite realkube against it. Without Go or the module proxy it says so and skips.
+realkube() {
+    build
+    local bin rc=0
+    bin=$(kube) || rc=$?
+    if [ "$rc" -eq 3 ]; then
+        log "realkube: skipped: the real control plane cannot be built here"
+        return 0
+    fi
+    [ "$rc" -eq 0 ] || exit "$rc"
+    KCYCLE_KUBE_BIN=$bin meson test -C "$BUILD" --print-errorlogs --suite realkube "$@"
 }
 
 sanitize() {
@@ -121,6 +135,67 @@ fuzz() {
     fi
 }
 
+# The real control plane for tests/realkube (a test tool, never part of kcycle): kube-apiserver,
+# kube-scheduler and kubectl from k8s.io/kubernetes and etcd from go.etcd.io/etcd/server/v3,
+# built once with the machine's Go into a cache outside the tree and reused. The Go compiles
+# run niced on one package at a time so that a shared machine keeps moving. Prints the folder.
+KUBE_VERSION=$(sed -n 's#^[[:space:]]*k8s.io/kubernetes \(v[0-9.]*\)$#\1#p' tests/realkube/go.mod)
+KUBE_BINARIES=(etcd kube-apiserver kube-scheduler kubectl)
+
+kube() {
+    local dir=${KCYCLE_KUBE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcycle/kube-$KUBE_VERSION}
+    local name missing=()
+    for name in "${KUBE_BINARIES[@]}"; do
+        [ -x "$dir/bin/$name" ] || missing+=("$name")
+    done
+    if [ ${#missing[@]} -ne 0 ]; then
+        if ! command -v go >/dev/null; then
+            log "kube: no Go toolchain on PATH; real-cluster tests skip"
+            exit 3
+        fi
+        log "kube: building ${missing[*]} $KUBE_VERSION into $dir/bin (once; takes long)"
+        mkdir -p "$dir/bin"
+        local started=$SECONDS pkg pkgs=()
+        for name in "${missing[@]}"; do
+            case $name in
+                etcd) pkg=./cmd/etcd ;;
+                *) pkg=k8s.io/kubernetes/cmd/$name ;;
+            esac
+            pkgs+=("$pkg")
+        done
+        # Fetching the modules is what needs the proxy; a failure after that is a real one.
+        if ! (cd tests/realkube && go list -deps "${pkgs[@]}" >/dev/null); then
+            log "kube: cannot fetch the Go modules (GOPROXY=$(go env GOPROXY)); real-cluster tests skip"
+            exit 3
+        fi
+        # go build -o DIR takes several main packages at once and shares the compile work.
+        (cd tests/realkube && GOMAXPROCS=${KCYCLE_GO_PROCS:-2} nice -n 19 \
+            go build -p 1 -trimpath -ldflags='-s -w' -o "$dir/bin/" "${pkgs[@]}")
+        log "kube: built in $((SECONDS - started))s"
+    fi
+    echo "$dir/bin"
+}
+
+# SchedulingBasic side by side (docs/benchmarks.md): kube-scheduler's own scheduler_perf,
+# built here as a test binary beside the control plane, then kube-scheduler and kcycle
+# through a real API server on the same objects. Prints one JSON object.
+kube_perf() {
+    build
+    local bin
+    bin=$(kube)
+    local test=$bin/scheduler_perf_misc.test
+    if [ ! -x "$test" ]; then
+        log "kube-perf: building scheduler_perf into $test (once)"
+        (cd tests/realkube && GOMAXPROCS=${KCYCLE_GO_PROCS:-2} nice -n 19 \
+            go test -c -vet=off -p 1 -trimpath -ldflags='-s -w' -o "$test" \
+            k8s.io/kubernetes/test/integration/scheduler_perf/misc)
+    fi
+    KCYCLE_KUBE_BIN=$bin python3 tests/realkube/perf_side_by_side.py \
+        --scheduler "$BUILD/runtime/scheduler/kcycle-scheduler" \
+        --bridge "$BUILD/runtime/kube-bridge/kcycle-kube-bridge" \
+        --source . --perf-test "$test" "$@"
+}
+
 case "${1:-}" in
     deps) deps ;;
     build) build ;;
@@ -129,8 +204,11 @@ case "${1:-}" in
     sanitize) shift; sanitize "$@" ;;
     bench) shift; bench "$@" ;;
     fuzz) shift; fuzz "$@" ;;
+    kube) kube ;;
+    realkube) shift; realkube "$@" ;;
+    kube-perf) shift; kube_perf "$@" ;;
     *)
-        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]" >&2
+        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|kube|realkube|kube-perf" >&2
         exit 2
         ;;
 esac

@@ -147,6 +147,35 @@ def not_found(res, name):
                     {"name": name, "group": res.group, "kind": res.plural})
 
 
+def validate_event(res, namespace, body):
+    """kube-apiserver's create validation of an events.k8s.io/v1 Event, the part a writer can
+    get wrong: it must carry eventTime, a type of Normal or Warning, regarding in its own
+    namespace, and (with eventTime) who reported it and why."""
+    if res.group != "events.k8s.io" or res.plural != "events" or not isinstance(body, dict):
+        return
+    meta = body.get("metadata") or {}
+    regarding = body.get("regarding") or {}
+    errors = []
+    if regarding.get("kind") not in ("Node", "Namespace", "PersistentVolume") and \
+            (regarding.get("namespace") or "") != namespace:
+        given = regarding.get("namespace") or ""
+        errors.append(f'involvedObject.namespace: Invalid value: "{given}": does not match '
+                      "event.namespace")
+    if not body.get("eventTime"):
+        errors.append("eventTime: Required value")
+    else:
+        for field in ("reportingController", "reportingInstance", "action", "reason"):
+            if not body.get(field):
+                errors.append(f"{field}: Required value")
+    if body.get("type") not in ("Normal", "Warning"):
+        errors.append(f'type: Invalid value: "{body.get("type") or ""}": has invalid value: '
+                      f'{body.get("type") or ""}')
+    if errors:
+        raise ApiError(422, "Invalid", f'Event "{meta.get("name", "")}" is invalid: '
+                       f'[{", ".join(errors)}]', {"name": meta.get("name", ""),
+                                                  "group": res.group, "kind": "Event"})
+
+
 def conflict(qualified, name, why, res=None):
     details = {"name": name, "kind": qualified.split(".")[0]}
     if res is not None:
@@ -688,6 +717,18 @@ class Store:
             self.events.append(stored)
         return stored
 
+    def require_namespace(self, res, namespace):
+        """kube-apiserver refuses to create an object in a namespace that does not exist."""
+        if res.namespaced and res.plural != "namespaces" and \
+                namespace not in self.by_path[("", "v1", "namespaces")].objects:
+            raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
+                           {"name": namespace, "kind": "namespaces"})
+
+    def ensure_namespace(self, namespace):
+        namespaces = self.by_path[("", "v1", "namespaces")]
+        if namespace not in namespaces.objects:
+            self.create(namespaces, None, {"metadata": {"name": namespace}})
+
     def replace(self, res, key, old, new):
         """Store new in place of old (both for key); no-op writes keep the old object."""
         meta = dict(new.get("metadata") or {})
@@ -1169,7 +1210,9 @@ class Handler(BaseHTTPRequestHandler):
             if isinstance(body, dict):
                 holder = (body.get("spec") or {}).get("holderIdentity")
                 name = (body.get("metadata") or {}).get("name")
+            validate_event(res, namespace, body)
             with store.changed:
+                store.require_namespace(res, namespace)
                 obj = store.create(res, namespace, body)
                 store.changed.notify_all()
             code = 201
@@ -1367,7 +1410,10 @@ class Handler(BaseHTTPRequestHandler):
             raise not_found(pods, name)
         pmeta, spec = pod["metadata"], pod.get("spec") or {}
         if meta.get("uid") and meta["uid"] != pmeta.get("uid"):
-            raise conflict("pods", name, "Precondition failed: UID in precondition: "
+            # kube-apiserver passes on its storage layer's error, key and all
+            raise conflict("pods", name, "StorageError: invalid object, Code: 4, Key: "
+                           f"/registry/pods/{namespace}/{name}, ResourceVersion: 0, "
+                           "AdditionalErrorMsg: Precondition failed: UID in precondition: "
                            f"{meta['uid']}, UID in object meta: {pmeta.get('uid')}")
         if meta.get("resourceVersion") and meta["resourceVersion"] != pmeta["resourceVersion"]:
             raise conflict("pods", name, "Precondition failed: ResourceVersion in precondition: "
@@ -1731,6 +1777,8 @@ class Handler(BaseHTTPRequestHandler):
                     continue
                 namespace = (item.get("metadata") or {}).get("namespace") or "default"
                 try:
+                    if res.namespaced:
+                        store.ensure_namespace(namespace)   # loaded as a cluster that has it
                     store.create(res, namespace if res.namespaced else None, copy_json(item))
                     created[res.path] = created.get(res.path, 0) + 1
                 except ApiError as err:

@@ -56,7 +56,16 @@ Scenarios (one per meson test, so they run apart):
           there; a Preempted event per victim; a pod with preemptionPolicy Never preempts
           nothing and says so.
 
-usage: test_bridge.py SCENARIO --scheduler PATH --bridge PATH --source DIR
+With --api real the same scenarios run against a throwaway real control plane
+(tests/realkube: etcd, kube-apiserver with RBAC, the bridge on the ServiceAccount of
+examples/deploy): what the fake records is read from the API server's audit log, the
+compaction is etcd's (watch cache off, kube-apiserver restarted so every watch resumes into
+410), and faults only the fake can inject (409/503 bindings, split chunks) are left out.
+  rbac    (real only) the same manifests without the pods/binding rule: every Binding is
+          refused with 403 and no pod is bound, so the scenarios above would fail.
+Without the binaries of `./dev.sh kube` a real run exits 77 (skipped) and says why.
+
+usage: test_bridge.py SCENARIO --scheduler PATH --bridge PATH --source DIR [--api fake|real]
 """
 import argparse
 import collections
@@ -129,13 +138,15 @@ class Replica:
         self.socket = f"ipc://{workdir}/{identity}.sock"
         self.kubeconfig = api.kubeconfig(os.path.join(workdir, "kubeconfig"))
         self.leader_elect = leader_elect
+        # the Lease the manifests' Role grants on a real server; any on the fake
+        self.lease = ["--lease-namespace", getattr(api, "lease_namespace", "kube-system")] + \
+            (["--lease-name", api.lease_name] if getattr(api, "real", False) else [])
         self.bridge = None
         self.scheduler = None
 
     def start_bridge(self):
         argv = [ARGS.bridge, "--kubeconfig", self.kubeconfig, "--listen", self.socket,
-                "--identity", self.identity, "--lease-namespace", "kube-system",
-                "--health-port", "0", "-v"]
+                "--identity", self.identity, *self.lease, "--health-port", "0", "-v"]
         if not self.leader_elect:
             argv.append("--no-leader-elect")
         self.bridge = Process(f"bridge-{self.identity}", argv, self.workdir)
@@ -366,7 +377,8 @@ def scenario_basic(fc, api, workdir):
     # a pod the API server would refuse but a careless writer could store: kcycle must say so
     # on the pod instead of leaving it pending without a word
     bad = fc.pod("bad-quantity", namespace="team-0", scheduler="kcycle", cpu="lots")
-    bulk_create(api, workload(fc) + [bad] + gang_objects(fc))
+    real = getattr(api, "real", False)  # a real server refuses the bad pod, as it should
+    bulk_create(api, workload(fc) + ([] if real else [bad]) + gang_objects(fc))
     config = os.path.join(workdir, "config.yaml")
     with open(config, "w") as f:
         f.write(GANG_CONFIG)
@@ -376,10 +388,12 @@ def scenario_basic(fc, api, workdir):
         start = time.monotonic()
         wait_until("every fitting kcycle pod bound", lambda: kcycle_bound(api, 1980), 180, [r])
         took = time.monotonic() - start
-        cond = wait_until("the unreadable pod's condition", lambda: unreadable_pod_reported(api),
-                          30, [r])
-        check(cond["status"] == "False" and "kcycle cannot read this pod" in cond["message"] and
-              "lots" in cond["message"], f"the unreadable pod's condition: {cond}")
+        if not real:
+            cond = wait_until("the unreadable pod's condition",
+                              lambda: unreadable_pod_reported(api), 30, [r])
+            check(cond["status"] == "False" and "kcycle cannot read this pod" in
+                  cond["message"] and "lots" in cond["message"],
+                  f"the unreadable pod's condition: {cond}")
         wait_until("the FailedScheduling events", lambda: sum(
             1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >= 20,
             60, [r])
@@ -427,6 +441,9 @@ def scenario_faults(fc, api, workdir):
         wait_until("some pods bound", lambda: len(api.stats()["bindings"]) >= 300, 120, [r])
         # the history goes: every watch resumes into a 410 and relists
         api.compact()
+        if getattr(api, "real", False):
+            wait_until("the bridge to relist after 410", lambda: "(410); listing again" in open(
+                r.bridge.log_path, errors="replace").read(), 90, [r])
         r.bridge.expected_dead = True
         r.bridge.kill()
         bulk_create(api, pods[1200:])  # arrives while the bridge is down
@@ -446,9 +463,12 @@ def scenario_faults(fc, api, workdir):
             60, [r])
         stats = check_outcome(api)
         codes = collections.Counter(a["code"] for a in stats["binding_attempts"])
-        check(codes[409] > 0 and codes[503] > 0, f"the faults were injected: {dict(codes)}")
+        check(getattr(api, "real", False) or codes[409] > 0 and codes[503] > 0,
+              f"the faults were injected: {dict(codes)}")
+        cuts = "kube-apiserver restarted after an etcd compaction" if getattr(
+            api, "real", False) else "watch cuts every 2 s"
         print(f"faults: binding answers {dict(codes)}; the bridge and the scheduler each "
-              f"killed and restarted once; watch cuts every 2 s")
+              f"killed and restarted once; {cuts}")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
@@ -1151,6 +1171,31 @@ def scenario_ports(fc, api, workdir):
         check(("apps", "legacy") not in bindings, "the other scheduler's pod was bound")
         print(f"ports: {sum(bindings.values())} pods bound, no host port shared; "
               f"{len(pending)} pending with kube's reasons")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
+def scenario_rbac(fc, api, workdir):
+    """The manifests without the pods/binding rule: the bridge's Bindings are refused with 403
+    (and said so in its log), no pod is bound; the rest of the grants still work."""
+    items = workload(fc, kcycle=50, unfit=0, others=0, nodes=5, existing=0)
+    bulk_create(api, items)
+    r = Replica(api, workdir, "replica-a", leader_elect=True)
+    r.start()
+    try:
+        denied = wait_until("a Binding refused with 403", lambda: [
+            a for a in api.stats()["binding_attempts"] if a["code"] == 403], 120, [r])
+        check(all(a["user_agent"].find("(replica-a)") >= 0 for a in denied),
+              f"the 403s are the bridge's: {denied[:2]}")
+        check(not api.stats()["bindings"], "a pod was bound without the pods/binding grant")
+        check(not any(p["spec"].get("nodeName") for p in all_pods(api)), "a pod has a node")
+        wait_until("the refusal in the bridge's log", lambda: 'cannot create resource '
+                   '"pods/binding"' in open(r.bridge.log_path, errors="replace").read(), 30, [r])
+        leases = [w for w in api.stats()["lease_writes"] if w["code"] in (200, 201) and
+                  w["holder"] == "replica-a"]
+        check(leases, "the lease is still granted (only the binding rule was removed)")
+        print(f"rbac: {len(denied)} Bindings refused with 403 without the pods/binding rule")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
@@ -1883,13 +1928,29 @@ def scenario_startup_bench(fc, api, workdir):
             check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}")
 
 
+def real_api(workdir):
+    """A real control plane for the scenario, or None (after saying why) without binaries."""
+    sys.path.insert(0, os.path.join(ARGS.source, "tests", "realkube"))
+    import realapi
+    bindir, why = realapi.kube_bin()
+    if bindir is None:
+        print(f"SKIP: {why}")
+        return None
+    drop = ("ClusterRole", "kcycle-scheduler", "pods/binding") if ARGS.scenario == "rbac" \
+        else None
+    # watches straight from etcd, so that the compaction is what makes them 410
+    return realapi.RealAPI(bindir, ARGS.source, workdir, watch_cache=ARGS.scenario != "faults",
+                           drop_rule=drop)
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
                                              "ports", "volumes", "numa", "gpu", "bench", "first-sync",
                                              "optional-lists", "startup-bench",
-                                             "preemption"])
+                                             "preemption", "rbac"])
+    parser.add_argument("--api", choices=["fake", "real"], default="fake")
     parser.add_argument("--pods", type=int, default=5000,
                         help="bench: pods to bind; startup-bench: kcycle pods pending at start")
     parser.add_argument("--time-scale", type=float, default=1.0,
@@ -1904,17 +1965,23 @@ def main():
     ARGS = parser.parse_args()
     sys.path.insert(0, os.path.join(ARGS.source, "tests", "fakeapi"))
     import fakeclient as fc
-    workdir = tempfile.mkdtemp(prefix=f"kcycle-bridge-{ARGS.scenario}-")
+    if ARGS.scenario == "rbac" and ARGS.api != "real":
+        parser.error("rbac runs against the real API server only (--api real)")
+    workdir = tempfile.mkdtemp(prefix=f"kcycle-bridge-{ARGS.api}-{ARGS.scenario}-")
     ok = False
     try:
-        with fc.FakeAPI(workdir=workdir) as api:
+        api = fc.FakeAPI(workdir=workdir) if ARGS.api == "fake" else real_api(workdir)
+        if api is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+            return 77
+        with api:
             {"basic": scenario_basic, "faults": scenario_faults, "leader": scenario_leader,
              "constraints": scenario_constraints, "ports": scenario_ports,
              "volumes": scenario_volumes, "numa": scenario_numa, "gpu": scenario_gpu,
              "bench": scenario_bench, "first-sync": scenario_first_sync,
              "optional-lists": scenario_optional_lists,
              "startup-bench": scenario_startup_bench,
-             "preemption": scenario_preemption}[ARGS.scenario](fc, api, workdir)
+             "preemption": scenario_preemption, "rbac": scenario_rbac}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)
