@@ -71,7 +71,8 @@ int hami_decode(const char *value, struct charge *out)
             char *end_memory, *end_cores;
             long long mib = strtoll(memory + 1, &end_memory, 10);
             long long percent = strtoll(cores + 1, &end_cores, 10);
-            if (*end_memory != ',' || *end_cores != '\0' || mib < 0 || percent < 0 ||
+            if (*end_memory != ',' || *end_cores != '\0' || mib < 0 || mib > GPU_MAX_MEMORY_MIB ||
+                percent < 0 || percent > 100 ||
                 strlen(device) >= GPU_UUID_LEN || device[0] == '\0')
                 return EINVAL_CODE;
             struct charge_item *item = &out->items[out->count++];
@@ -133,6 +134,44 @@ int assignment_encode(const struct gpu_node *node, const struct pod_request *req
     return length;
 }
 
+/* An integer member within [least, most]; anything else (absent, a string, out of range)
+ * is refused. */
+static bool integer_in(const json_t *object, const char *key, json_int_t least, json_int_t most,
+                       json_int_t *value)
+{
+    const json_t *member = json_object_get(object, key);
+    if (!json_is_integer(member))
+        return false;
+    *value = json_integer_value(member);
+    return *value >= least && *value <= most;
+}
+
+/* One card of the annotation. Anyone who may create a pod with spec.nodeName may write this
+ * annotation, so only values a placement can produce are taken: a negative memory or core
+ * count would lower the card's usage, and an out-of-range MIG start or size has no slices. */
+static int card_item(const json_t *card, const char *uuid, struct charge_item *item)
+{
+    memset(item, 0, sizeof(*item));
+    snprintf(item->uuid, sizeof(item->uuid), "%s", uuid);
+    json_int_t memory, cores, start, slots;
+    if (!integer_in(card, "memory", 0, GPU_MAX_MEMORY_MIB, &memory) ||
+        !integer_in(card, "cores", 0, 100, &cores))
+        return EINVAL_CODE;
+    item->memory_mib = memory;
+    item->cores = (int32_t)cores;
+    item->exclusive = cores >= 100;
+    item->mig_start = -1;
+    if (json_object_get(card, "migStart") == NULL)
+        return 0;
+    if (!integer_in(card, "migStart", 0, MIG_SLOTS - 1, &start) ||
+        !integer_in(card, "migSlots", 1, MIG_SLOTS, &slots) || start + slots > MIG_SLOTS)
+        return EINVAL_CODE;
+    item->mig_start = (int8_t)start;
+    item->mig_slots = (uint8_t)slots;
+    item->exclusive = false;
+    return 0;
+}
+
 int assignment_decode(const char *json, struct charge *out)
 {
     out->count = 0;
@@ -155,19 +194,13 @@ int assignment_decode(const char *json, struct charge *out)
                 break;
             }
             struct charge_item *item = &out->items[out->count++];
-            memset(item, 0, sizeof(*item));
-            snprintf(item->uuid, sizeof(item->uuid), "%s", uuid);
-            item->memory_mib = json_integer_value(json_object_get(card, "memory"));
-            item->cores = (int32_t)json_integer_value(json_object_get(card, "cores"));
-            item->exclusive = item->cores >= 100;
-            item->mig_start = -1;
-            const json_t *start = json_object_get(card, "migStart");
-            if (start != NULL) {
-                item->mig_start = (int8_t)json_integer_value(start);
-                item->mig_slots = (uint8_t)json_integer_value(json_object_get(card, "migSlots"));
-                item->exclusive = false;
+            if (card_item(card, uuid, item) != 0) {
+                rc = EINVAL_CODE;
+                break;
             }
         }
+        if (rc != 0)
+            break;
     }
     json_decref(root);
     return rc;

@@ -466,10 +466,16 @@ static void adopt_bound_pod(struct plugin *plugin, const kc_pod *pod)
         log_line(KC_LOG_WARN, "pod %s/%s: cannot read its GPU decision (%s); not counted",
                  kc_pod_namespace(pod), kc_pod_name(pod),
                  own != NULL ? KCYCLE_ASSIGNMENT : HAMI_ALLOCATED);
-    } else if (charge->count > 0 && (rc = ledger_charge(&plugin->ledger, charge)) != 0) {
-        log_line(KC_LOG_WARN, "pod %s/%s on %s: its GPU decision %s; not counted",
-                 kc_pod_namespace(pod), kc_pod_name(pod), node,
-                 rc == -28 ? "over-commits a card" : "cannot be recorded");
+    } else if (charge->count > 0 && (rc = ledger_adopt(&plugin->ledger, charge)) != 0) {
+        log_line(KC_LOG_WARN, "pod %s/%s on %s: its GPU decision cannot be recorded; not counted",
+                 kc_pod_namespace(pod), kc_pod_name(pod), node);
+    } else {
+        const struct charge *stored = ledger_charge_of(&plugin->ledger, charge->uid);
+        if (stored != NULL && !stored->applied && ledger_node(&plugin->ledger, node) != NULL)
+            log_line(KC_LOG_WARN,
+                     "pod %s/%s on %s: its GPU decision over-commits a card; the card takes no "
+                     "new pod until enough of its pods leave",
+                     kc_pod_namespace(pod), kc_pod_name(pod), node);
     }
     free(charge);
 }

@@ -17,6 +17,7 @@
 #define GPU_NAME_LEN 128
 #define GPU_REASON_LEN 256
 #define MIG_SLOTS 8 /* memory slices of a MIG-capable card */
+#define GPU_MAX_MEMORY_MIB (1LL << 24) /* 16 TiB per card: above it a value is not MiB */
 #define MIG_MAX_PROFILES 8
 
 /* How a card may be used. */
@@ -247,6 +248,11 @@ const struct charge *ledger_charge_of(const struct ledger *ledger, const char *u
 /* Record and apply a charge. 0; -17 when the uid is already charged; -28 (ENOSPC) when it
  * would over-commit a card of a known node (nothing is recorded then); -12. */
 int ledger_charge(struct ledger *ledger, const struct charge *charge);
+/* Record a bound pod's charge. Like ledger_charge, but a charge that does not fit is recorded
+ * unapplied and its cards marked overcommitted (no new pod goes there) until a recount finds
+ * room for it: the result is the same whichever of the node and its pods came first. 0; -17;
+ * -12. */
+int ledger_adopt(struct ledger *ledger, const struct charge *charge);
 /* Release a uid's charge; 0 when there was none. */
 int ledger_release(struct ledger *ledger, const char *uid);
 /* Build a charge from a placement on node. */

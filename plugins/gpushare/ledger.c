@@ -1,7 +1,8 @@
 /* The per-card ledger: nodes by name, and one charge per pod (the cards, memory, cores and MIG
  * slices it holds). A card's usage is always the sum of the charges applied to it, so a node
- * whose inventory changes is recounted from its charges, and a charge that would over-commit
- * a card is refused instead of recorded. */
+ * whose inventory changes is recounted from its charges. A charge that would over-commit a
+ * card is refused when the scheduler places a pod, and kept uncounted (its cards marked full)
+ * when a bound pod is adopted. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +95,11 @@ static bool item_fits(const struct card *card, const struct card_usage *usage,
                       const struct charge_item *item)
 {
     if (item->mig_start >= 0) {
+        /* bounds before the shift: 1u << 32 or more is undefined */
+        if (item->mig_slots < 1 || item->mig_start + item->mig_slots > MIG_SLOTS)
+            return false;
         uint8_t mask = (uint8_t)(((1u << item->mig_slots) - 1u) << item->mig_start);
-        return card->mode == CARD_MIG && (usage->mig_mask & mask) == 0 &&
-               item->mig_start + item->mig_slots <= MIG_SLOTS;
+        return card->mode == CARD_MIG && (usage->mig_mask & mask) == 0;
     }
     if (card->mode == CARD_MIG || usage->users + 1 > card->split || usage->exclusive)
         return false;
@@ -212,7 +215,10 @@ void ledger_remove_node(struct ledger *ledger, const char *name)
     }
 }
 
-int ledger_charge(struct ledger *ledger, const struct charge *charge)
+/* adopted: the pod is already bound, so a charge that does not fit is kept unapplied with its
+ * cards marked over-committed, as a recount would leave it; refusing it would make the card's
+ * count depend on whether the node or its pods arrived first. */
+static int store_charge(struct ledger *ledger, const struct charge *charge, bool adopted)
 {
     if (ledger_charge_of(ledger, charge->uid) != NULL)
         return EEXIST_CODE;
@@ -220,7 +226,7 @@ int ledger_charge(struct ledger *ledger, const struct charge *charge)
     bool applied = false;
     if (node != NULL) {
         applied = apply_charge(node, charge);
-        if (!applied)
+        if (!applied && !adopted)
             return ENOSPC_CODE;
     }
     size_t size = offsetof(struct charge, items) + charge->count * sizeof(struct charge_item);
@@ -237,7 +243,19 @@ int ledger_charge(struct ledger *ledger, const struct charge *charge)
     stored->next = ledger->charges[bucket];
     ledger->charges[bucket] = stored;
     ledger->charge_count++;
+    if (node != NULL && !applied)
+        mark_overcommitted(node, stored);
     return 0;
+}
+
+int ledger_charge(struct ledger *ledger, const struct charge *charge)
+{
+    return store_charge(ledger, charge, false);
+}
+
+int ledger_adopt(struct ledger *ledger, const struct charge *charge)
+{
+    return store_charge(ledger, charge, true);
 }
 
 int ledger_release(struct ledger *ledger, const char *uid)

@@ -11,7 +11,6 @@
 #include "gpushare.h"
 
 #define EINVAL_CODE (-22)
-#define MAX_MEMORY_MIB (1LL << 24) /* 16 TiB: above it the value was surely written in bytes */
 #define MIG_PREFIX "nvidia.com/mig-"
 
 struct ids {
@@ -132,7 +131,7 @@ static int read_container(const kc_pod *pod, const struct ids *ids, uint32_t ind
     if (check_range(out->name,
                     out->mig_profile != NULL ? "the MIG instance count" : "nvidia.com/gpu", cards,
                     GPU_MAX_CARDS, "at most 16 (the most cards a node has)", reason, size) != 0 ||
-        check_range(out->name, "nvidia.com/gpumem", memory, MAX_MEMORY_MIB,
+        check_range(out->name, "nvidia.com/gpumem", memory, GPU_MAX_MEMORY_MIB,
                     "MiB per card (e.g. 8192 for 8 GiB), not bytes", reason, size) != 0 ||
         check_range(out->name, "nvidia.com/gpumem-percentage", percent, 100,
                     "1 to 100 (percent of each card's memory)", reason, size) != 0 ||
@@ -168,19 +167,35 @@ static int read_policy(const kc_pod *pod, const char *key, enum gpu_policy fallb
     return 0;
 }
 
-static void copy_annotation(const kc_pod *pod, const char *key, char *out, size_t size)
+/* Taken whole or refused: a list cut short would drop the names after the cut, and a cut
+ * nouse list lets those cards through. */
+static int copy_annotation(const kc_pod *pod, const char *key, char *out, size_t size,
+                           char *reason, size_t reason_size)
 {
     const char *value = kc_pod_annotation(pod, key);
-    snprintf(out, size, "%s", value != NULL ? value : "");
+    size_t length = value != NULL ? strlen(value) : 0;
+    if (length >= size) {
+        snprintf(reason, reason_size,
+                 "annotation %s is %zu bytes long; at most %zu are read, shorten the list", key,
+                 length, size - 1);
+        return EINVAL_CODE;
+    }
+    memcpy(out, value != NULL ? value : "", length + 1);
+    return 0;
 }
 
 static int read_annotations(const kc_pod *pod, enum gpu_policy default_policy,
                             struct pod_request *out, char *reason, size_t size)
 {
-    copy_annotation(pod, "nvidia.com/use-gputype", out->use_type, sizeof(out->use_type));
-    copy_annotation(pod, "nvidia.com/nouse-gputype", out->nouse_type, sizeof(out->nouse_type));
-    copy_annotation(pod, "nvidia.com/use-gpuuuid", out->use_uuid, sizeof(out->use_uuid));
-    copy_annotation(pod, "nvidia.com/nouse-gpuuuid", out->nouse_uuid, sizeof(out->nouse_uuid));
+    if (copy_annotation(pod, "nvidia.com/use-gputype", out->use_type, sizeof(out->use_type),
+                        reason, size) != 0 ||
+        copy_annotation(pod, "nvidia.com/nouse-gputype", out->nouse_type, sizeof(out->nouse_type),
+                        reason, size) != 0 ||
+        copy_annotation(pod, "nvidia.com/use-gpuuuid", out->use_uuid, sizeof(out->use_uuid),
+                        reason, size) != 0 ||
+        copy_annotation(pod, "nvidia.com/nouse-gpuuuid", out->nouse_uuid, sizeof(out->nouse_uuid),
+                        reason, size) != 0)
+        return EINVAL_CODE;
     const char *bind = kc_pod_annotation(pod, "nvidia.com/numa-bind");
     out->numa_bind = bind != NULL && strcmp(bind, "true") == 0;
     const char *numa = kc_pod_annotation(pod, "kcycle.io/numa-policy");
