@@ -141,8 +141,41 @@ def provider_hints(totals, frees, request, zones):
             if in_mask(frees, mask) >= request]
 
 
+def narrower(a, b):
+    """bitmask.IsNarrowerThan: fewer zones, then the numerically lower mask."""
+    return count(a) < count(b) or (count(a) == count(b) and a < b)
+
+
+def compare(best_count, current, candidate):
+    """HintMerger.compare: the better of two merged hints. Preferred beats non-preferred;
+    among preferred the narrower; among non-preferred the one whose zone count is closest to
+    best_count (BestNonPreferredAffinityCount), by the kubelet's three cases."""
+    if candidate[0] == 0:
+        return current
+    if current is None:
+        return candidate
+    if current[1] != candidate[1]:
+        return current if current[1] else candidate
+    fitter = candidate if candidate[0] != current[0] and narrower(candidate[0], current[0]) \
+        else current
+    cur, cand = count(current[0]), count(candidate[0])
+    if current[1] or cur > best_count:
+        return fitter
+    if cur == best_count:
+        return fitter if cand == best_count else current
+    if cand > best_count:
+        return current
+    if cand == best_count:
+        return candidate
+    if cand != cur:
+        return candidate if cand > cur else current
+    return fitter
+
+
 def merge(node, hint_lists):
-    """filterProvidersHints + (single-numa-node filter) + mergeFilteredHints."""
+    """filterProvidersHints + (single-numa-node filter) + HintMerger.Merge: a permutation is
+    preferred only when all its hints are preferred and all their masks (None: no preference)
+    are equal."""
     everything = (1 << node.zones) - 1
     lists = []
     for hints in hint_lists:
@@ -155,23 +188,21 @@ def merge(node, hint_lists):
     if node.policy == "single-numa-node":
         lists = [[(m, p) for m, p in hints if p and (m is None or count(m) == 1)]
                  for hints in lists]
-    best = (everything, False)
+    best_count = 0
+    for hints in lists:
+        widths = [count(m) for m, _ in hints if m is not None]
+        if widths:
+            best_count = max(best_count, min(widths))
+    best = None
     for permutation in itertools.product(*lists):
         merged, preferred = everything, True
-        for mask, pref in permutation:
-            merged &= everything if mask is None else mask
-            preferred = preferred and pref
-        if merged == 0:
-            continue
-        if preferred and not best[1]:
-            best = (merged, True)
-            continue
-        if not preferred and best[1]:
-            continue
-        if count(merged) < count(best[0]) or (count(merged) == count(best[0]) and
-                                              merged < best[0]):
-            best = (merged, preferred)
-    return best
+        masks_given = [mask for mask, _ in permutation if mask is not None]
+        for mask in masks_given:
+            merged &= mask
+        preferred = all(pref for _, pref in permutation) and \
+            all(mask == masks_given[0] for mask in masks_given)
+        best = compare(best_count, best, (merged, preferred))
+    return best if best is not None else (everything, False)
 
 
 def admits(policy, hint):
