@@ -136,7 +136,7 @@ void ledger_adopt(struct numaalign *self, const kc_pod *pod)
         return;
     struct numa_node *n = table_get(&self->nodes, node_name);
     struct pod_state st = {0};
-    if (n == NULL || !n->hot.has_topology || !request_read(pod, &st))
+    if (n == NULL || !n->hot.has_topology || request_read(pod, &st, NULL, 0) <= 0)
         return;
     uint32_t mask = 0;
     for (const char *p = zones; *p != '\0'; p++)

@@ -88,9 +88,14 @@ static kc_status numaalign_pre_filter(void *self_, kc_cycle *cycle, const kc_pod
     struct pod_state *st = calloc(1, sizeof(*st));
     if (st == NULL)
         return KC_ERROR;
-    if (!request_read(pod, st)) {
+    char reason[256];
+    int aligned = request_read(pod, st, reason, sizeof(reason));
+    if (aligned <= 0) {
         free(st);
-        return KC_SKIP; /* nothing the topology manager aligns: not this plugin's pod */
+        if (aligned == 0)
+            return KC_SKIP; /* nothing the topology manager aligns: not this plugin's pod */
+        kc_cycle_reject(cycle, reason); /* no node can change that */
+        return KC_UNRESOLVABLE;
     }
     struct numaalign *self = self_;
     st->cycle = ++self->cycles;

@@ -6,6 +6,7 @@
 #define KC_NUMAALIGN_NUMAALIGN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -174,8 +175,11 @@ void ledger_untrack(struct numaalign *self, const char *uid);
 void ledger_adopt(struct numaalign *self, const kc_pod *pod);
 void ledger_free(struct tracked_pod *t);
 
-/* request.c: the pod's aligned requests per container and for the pod; false when none. */
-bool request_read(const kc_pod *pod, struct pod_state *st);
+/* request.c: the pod's aligned requests per container and for the pod. 1 when something is
+ * aligned, 0 when nothing is; -E2BIG (more than MAX_UNITS containers or MAX_UNIT_RESOURCES
+ * resources) or -ENOTSUP (a sidecar) when the pod cannot be aligned, with the reason written
+ * to reason (size bytes; reason may be NULL). */
+int request_read(const kc_pod *pod, struct pod_state *st, char *reason, size_t size);
 
 /* evaluate.c */
 void evaluate_zones(const struct numa_hot *h, struct numa_zones *z);

@@ -685,6 +685,91 @@ static void burstable_pod_with_gpu_aligns_the_gpu(void **state)
     assert_int_equal(place(&second, zones, sizeof(zones)), KC_UNSCHEDULABLE);
 }
 
+/* PreFilter's verdict; reason_out receives the first reason (or ""). */
+static kc_status pre_filter_reason(const kc_pod *pod, char *reason_out, size_t size)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status st = ops->pre_filter(self, &cycle, pod);
+    snprintf(reason_out, size, "%s", cycle.reason_count > 0 ? cycle.reasons[0] : "");
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+static void pod_with_more_containers_than_it_aligns_is_unresolvable(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "many");
+    static const char *const names[] = {"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"};
+    for (int i = 0; i < 8; i++)
+        add_container(&pod, names[i], 1000, GI, true, 0);
+    char reason[256];
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_SUCCESS); /* 8 fit */
+    struct fake_container *setup = &pod.init_containers[pod.init_container_count++];
+    *setup = (struct fake_container){.name = "setup"};
+    setup->request[KC_RESOURCE_CPU] = setup->limit[KC_RESOURCE_CPU] = 1000;
+    setup->request[KC_RESOURCE_MEMORY] = setup->limit[KC_RESOURCE_MEMORY] = GI;
+    /* a ninth container would not be checked: the pod is refused, not half aligned */
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_UNRESOLVABLE);
+    assert_string_equal(reason, "9 containers (init and app together) with aligned resources: "
+                                "numaalign aligns at most 8");
+    /* the same pod without anything aligned is not this plugin's: skipped, not refused */
+    kc_pod burst;
+    fake_pod_init(&burst, "default", "many-burst");
+    for (int i = 0; i < 8; i++)
+        add_container(&burst, names[i], 1000, GI, false, 0);
+    burst.init_containers[0] = (struct fake_container){.name = "setup"};
+    burst.init_container_count = 1;
+    assert_int_equal(pre_filter_reason(&burst, reason, sizeof(reason)), KC_SKIP);
+}
+
+static void pod_with_more_resources_than_it_aligns_is_unresolvable(void **state)
+{
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "devices");
+    add_container(&pod, "main", 1000, GI, true, 0); /* cpu and memory: two */
+    char name[32], reason[256];
+    for (int i = 0; i < 7; i++) {
+        snprintf(name, sizeof(name), "example.com/dev%d", i);
+        kc_resource id = fake_host_api()->resource_id(name);
+        pod.containers[0].request[id] = pod.containers[0].limit[id] = 1;
+        pod.request[id] = 1;
+        /* up to 8 aligned resources are read; the ninth is refused, not dropped */
+        assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)),
+                         i < 6 ? KC_SUCCESS : KC_UNRESOLVABLE);
+    }
+    assert_string_equal(reason, "more than 8 aligned resources (cpu, memory, hugepages, devices) "
+                                "in one pod: numaalign aligns at most that many");
+}
+
+static void pod_with_a_sidecar_is_refused_naming_it(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "meshed", 2);
+    struct fake_container *init = &pod.init_containers[pod.init_container_count++];
+    *init = (struct fake_container){.name = "proxy", .restartable = true};
+    init->request[KC_RESOURCE_CPU] = init->limit[KC_RESOURCE_CPU] = 1000;
+    init->request[KC_RESOURCE_MEMORY] = init->limit[KC_RESOURCE_MEMORY] = GI;
+    char reason[256];
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_UNRESOLVABLE);
+    assert_string_equal(reason, "init container proxy is a sidecar (restartPolicy Always): "
+                                "numaalign does not align pods with sidecars");
+    /* an ordinary init container is modelled: the pod is aligned */
+    init->restartable = false;
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_SUCCESS);
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    /* a Burstable pod with a sidecar aligns nothing: not this plugin's pod */
+    kc_pod burst;
+    fake_pod_init(&burst, "default", "burst-meshed");
+    add_container(&burst, "main", 1000, GI, false, 0);
+    burst.init_containers[0] = (struct fake_container){.name = "proxy", .restartable = true};
+    burst.init_container_count = 1;
+    assert_int_equal(pre_filter_reason(&burst, reason, sizeof(reason)), KC_SKIP);
+}
+
 static void node_without_topology_or_policy_passes(void **state)
 {
     kc_pod pod;
@@ -975,6 +1060,9 @@ int main(void)
         PLUGIN_TEST(guaranteed_fractional_cpu_aligns_memory_only),
         PLUGIN_TEST(burstable_pod_with_gpu_aligns_the_gpu),
         PLUGIN_TEST(node_without_topology_or_policy_passes),
+        PLUGIN_TEST(pod_with_more_containers_than_it_aligns_is_unresolvable),
+        PLUGIN_TEST(pod_with_more_resources_than_it_aligns_is_unresolvable),
+        PLUGIN_TEST(pod_with_a_sidecar_is_refused_naming_it),
         PLUGIN_TEST(v1alpha1_topology_policies_are_understood),
         PLUGIN_TEST(back_to_back_reserves_never_double_count_a_zone),
         PLUGIN_TEST(unreserve_releases_the_zone),
