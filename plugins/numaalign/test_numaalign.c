@@ -914,6 +914,98 @@ static void bound_pod_with_annotation_is_charged(void **state)
     assert_string_equal(zones, "0");
 }
 
+/* A pod bound before a restart, as the pod event delivers it: 12 CPUs on zone 0. */
+static void bound_pod_event(kc_pod *bound)
+{
+    guaranteed_pod(bound, "earlier", 12);
+    bound->node_name = "n0";
+    bound->annotations[0] = (struct fake_kv){"kcycle.io/numa-zones", "0"};
+    bound->annotation_count = 1;
+    pod_event(KC_EVENT_POD_ADD, bound);
+}
+
+static void report_listing_a_bound_pod_before_its_event_does_not_charge_it(void **state)
+{
+    /* after a restart the report comes first: it already takes the pod's 12 CPUs off zone 0 */
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, "default/earlier");
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0"); /* the 4 CPUs left, not 4 - 12 */
+}
+
+static void bound_pod_event_before_its_report_is_charged_unless_listed(void **state)
+{
+    /* the pod's event first, before any report of its node: kept until the report comes */
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    /* a report taken before the kubelet admitted it (listing other pods): it is charged */
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, "kube-system/other");
+    guaranteed_pod(&b, "b", 8);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1"); /* zone 0 has 16 - 12 */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    ops->unreserve(self, &cycle, &b, &nodes[0]);
+    fake_cycle_clear(&cycle);
+    /* the next report lists it: its charge is replaced by what the report says */
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, "default/earlier");
+    kc_pod c;
+    guaranteed_pod(&c, "c", 4);
+    assert_int_equal(place(&c, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+}
+
+static void bound_pod_event_before_a_report_listing_it_is_not_charged(void **state)
+{
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, "default/earlier");
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+    /* deleting a pod still waiting for its report forgets it */
+    kc_pod gone;
+    guaranteed_pod(&gone, "gone", 12);
+    gone.node_name = "n1";
+    gone.annotations[0] = (struct fake_kv){"kcycle.io/numa-zones", "0"};
+    gone.annotation_count = 1;
+    pod_event(KC_EVENT_POD_ADD, &gone);
+    pod_event(KC_EVENT_POD_DELETE, &gone);
+    report("n1", "single-numa-node", "container", 16, 16, 0, 0, "");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_pod big;
+    guaranteed_pod(&big, "big", 16);
+    assert_int_equal(filter(&cycle, &big, &nodes[1]), KC_SUCCESS); /* zone 0 whole again */
+    fake_cycle_clear(&cycle);
+}
+
+static void unlisted_charge_ends_after_the_grace_period_without_a_new_report(void **state)
+{
+    /* an agent without pod lists; its report already includes the bound pod, and re-PUTs of
+     * the unchanged object produce no event */
+    fake_host.now_ms = 1000;
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, NULL);
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1"); /* within the grace period the charge holds */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    ops->unreserve(self, &cycle, &b, &nodes[0]);
+    fake_cycle_clear(&cycle);
+    fake_host.now_ms = 1000 + 60000; /* unlistedPodGraceSeconds (60) later, no report since */
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+}
+
 static void deleting_the_topology_stops_filtering(void **state)
 {
     report("n0", "single-numa-node", "container", 0, 0, 0, 0, NULL);
@@ -1071,6 +1163,10 @@ int main(void)
         PLUGIN_TEST(report_listing_the_pod_replaces_its_charge),
         PLUGIN_TEST(report_without_list_settles_after_the_grace_period),
         PLUGIN_TEST(bound_pod_with_annotation_is_charged),
+        PLUGIN_TEST(report_listing_a_bound_pod_before_its_event_does_not_charge_it),
+        PLUGIN_TEST(bound_pod_event_before_its_report_is_charged_unless_listed),
+        PLUGIN_TEST(bound_pod_event_before_a_report_listing_it_is_not_charged),
+        PLUGIN_TEST(unlisted_charge_ends_after_the_grace_period_without_a_new_report),
         PLUGIN_TEST(deleting_the_topology_stops_filtering),
         PLUGIN_TEST(least_numa_nodes_prefers_one_zone),
         PLUGIN_TEST(most_allocated_prefers_the_fuller_zone),
