@@ -12,6 +12,8 @@ A second workload runs GPU pods (Guaranteed, and Burstable ones whose only align
 the GPU) on nodes described by the 2-socket hwloc XML fixture (4 GPUs per socket), which the
 checker reads itself.
 
+A pod with a sidecar is refused with a reason naming it, in process and in a plugin host.
+
 usage: test_numa.py SCHEDULER PLUGIN_DIR [SOURCE_DIR]"""
 import itertools
 import json
@@ -382,9 +384,48 @@ def replay(report, machines, pods, label, with_plugin):
     return len(bound), rejected, disagreements, aligned
 
 
+def sidecars(tmp, isolation):
+    """A Guaranteed pod with a sidecar (init container with restartPolicy Always) is refused
+    with a reason naming it (the kubelet adds a sidecar's CPUs to the app containers', which
+    numaalign does not model); the same pod with an ordinary init container is placed."""
+    def pod(name, init_name, restart):
+        whole = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+        init = {"name": init_name, "image": "example.com/app", "resources": whole}
+        if restart:
+            init["restartPolicy"] = "Always"
+        return {"count": 1, "at": "0ms", "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "numa"},
+                "spec": {"initContainers": [init],
+                         "containers": [container("main", 2000, 1, True)]}}
+    spec = {"config": {"plugins": [{"name": "prioritysort"}, {"name": "noderesources"},
+                                   {"name": "numaalign", "isolation": isolation},
+                                   {"name": "defaultbinder"}]},
+            "nodes": [{"name": "two-0", "numa": SHAPES[0][1],
+                       "topologyManagerPolicy": "single-numa-node"}],
+            "workload": [pod("meshed", "proxy", True), pod("plain", "setup", False)]}
+    path = os.path.join(tmp, f"sidecars-{isolation}.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    result = subprocess.run([SCHEDULER, "--simulate", path, "--plugin-dir", PLUGIN_DIR,
+                             "--report", path + ".report", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f"sidecars ({isolation}): scheduler exit "
+          f"{result.returncode}: {result.stderr[-800:]}")
+    with open(path + ".report") as f:
+        placed = {p["name"]: p for p in json.load(f)["pods"]}
+    meshed, plain = placed.get("meshed-0", {}), placed.get("plain-0", {})
+    check(meshed.get("node") is None and "init container proxy is a sidecar" in
+          (meshed.get("reason") or ""), f"sidecars ({isolation}): the pod with a sidecar is "
+          f"refused naming it: {meshed}")
+    check(plain.get("node") == "two-0", f"sidecars ({isolation}): the pod with an ordinary "
+          f"init container is placed: {plain}")
+
+
 def main():
     totals = {}
     with tempfile.TemporaryDirectory() as tmp:
+        for isolation in ("inprocess", "process"):
+            sidecars(tmp, isolation)
         for policy in POLICIES:
             for scope in SCOPES:
                 label = f"{policy}/{scope}"
