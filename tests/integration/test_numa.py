@@ -421,11 +421,37 @@ def sidecars(tmp, isolation):
           f"init container is placed: {plain}")
 
 
+def long_simulation(tmp):
+    """Pods that arrive minutes apart: the simulated node's one report lists no pods, so
+    numaalign's charges last (they must not lapse after unlistedPodGraceSeconds of simulated
+    time and let the second pod onto the first one's zone)."""
+    spec = {"config": {"plugins": [{"name": "prioritysort"}, {"name": "noderesources"},
+                                   {"name": "numaalign"}, {"name": "defaultbinder"}]},
+            "nodes": [{"name": "two-0", "numa": SHAPES[0][1],
+                       "topologyManagerPolicy": "single-numa-node"}],
+            "workload": [{"count": 2, "at": "0ms", "interval": "90s", "apiVersion": "v1",
+                          "kind": "Pod", "metadata": {"name": "big", "namespace": "numa"},
+                          "spec": {"containers": [container("main", 12000, 4, True)]}}]}
+    path = os.path.join(tmp, "long.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    result = subprocess.run([SCHEDULER, "--simulate", path, "--plugin-dir", PLUGIN_DIR,
+                             "--report", path + ".report", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f"long simulation: scheduler exit {result.returncode}: "
+          f"{result.stderr[-800:]}")
+    with open(path + ".report") as f:
+        zones = sorted(p.get("numa_zones") or "" for p in json.load(f)["pods"])
+    check(zones == ["0", "1"], f"long simulation: 12-CPU pods 90 s apart take a zone each: "
+          f"{zones}")
+
+
 def main():
     totals = {}
     with tempfile.TemporaryDirectory() as tmp:
         for isolation in ("inprocess", "process"):
             sidecars(tmp, isolation)
+        long_simulation(tmp)
         for policy in POLICIES:
             for scope in SCOPES:
                 label = f"{policy}/{scope}"
