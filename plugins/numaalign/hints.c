@@ -1,7 +1,7 @@
 /* Topology manager hint generation and merging over zone masks. The kubelet merges the cross
  * product of every provider's hint list; here each step keeps only the set of distinct masks
- * reached so far (a 256-bit set per preference), which gives the same best hint without the
- * exponential walk: two zones cost a handful of operations, eight a few thousand. */
+ * reached so far and the set still preferred (256-bit sets), which gives the same best hint
+ * without the exponential walk: two zones cost a handful of operations, eight a few thousand. */
 #include "hints.h"
 
 #include <string.h>
@@ -37,12 +37,6 @@ static void set_and_into(struct mask_set *out, const struct mask_set *a, const s
             if (set_has(b, y) && (x & y) != 0)
                 set_add(out, x & y);
     }
-}
-
-static void set_union_into(struct mask_set *out, const struct mask_set *a)
-{
-    for (int i = 0; i < 4; i++)
-        out->bits[i] |= a->bits[i];
 }
 
 static uint32_t popcount(uint32_t x)
@@ -103,40 +97,77 @@ static void keep_single_zone(struct hint_list *list, uint32_t limit)
     list->feasible = single;
 }
 
+/* The permutations crossed so far. The kubelet marks a permutation preferred only when every
+ * hint in it is preferred and all their masks are equal (a provider with no preference has no
+ * mask), so the preferred results are the masks every provider so far lists as preferred. */
 struct merge_state {
-    struct mask_set preferred;     /* masks reached with every hint preferred */
-    struct mask_set not_preferred; /* masks reached with at least one non-preferred hint */
+    bool open;                 /* no provider has given a mask yet: "don't care" */
+    struct mask_set preferred; /* masks every provider so far prefers (when !open) */
+    struct mask_set reached;   /* every non-zero AND of one hint per provider */
+    uint32_t best_count;       /* BestNonPreferredAffinityCount: max of each list's narrowest */
     uint32_t limit;
 };
 
 /* Cross one more provider list into the reached masks. An empty list has no permutation at all
  * under single-numa-node (its hints were filtered away); otherwise the kubelet replaces it by
- * one non-preferred "any zone" hint. */
+ * one non-preferred "any zone" hint, which keeps every mask but no preference. */
 static void merge_list(struct merge_state *st, const struct hint_list *list, bool single)
 {
-    struct merge_state next = {.limit = st->limit};
     if (set_empty(&list->feasible)) {
-        if (!single) {
-            next.not_preferred = st->preferred;
-            set_union_into(&next.not_preferred, &st->not_preferred);
-        }
-        *st = next;
+        memset(&st->preferred, 0, sizeof(st->preferred));
+        st->open = false;
+        if (single)
+            memset(&st->reached, 0, sizeof(st->reached));
         return;
     }
-    struct mask_set non_preferred = list->feasible;
-    for (int i = 0; i < 4; i++)
-        non_preferred.bits[i] &= ~list->preferred.bits[i];
-    set_and_into(&next.preferred, &st->preferred, &list->preferred, st->limit);
-    set_and_into(&next.not_preferred, &st->not_preferred, &list->feasible, st->limit);
-    set_and_into(&next.not_preferred, &st->preferred, &non_preferred, st->limit);
-    *st = next;
+    uint32_t narrowest_count = 32;
+    for (uint32_t mask = 1; mask < st->limit; mask++)
+        if (set_has(&list->feasible, mask) && popcount(mask) < narrowest_count)
+            narrowest_count = popcount(mask);
+    if (narrowest_count > st->best_count)
+        st->best_count = narrowest_count;
+    if (st->open) {
+        st->preferred = list->preferred;
+    } else {
+        for (int i = 0; i < 4; i++)
+            st->preferred.bits[i] &= list->preferred.bits[i];
+    }
+    st->open = false;
+    struct mask_set next = {{0}};
+    set_and_into(&next, &st->reached, &list->feasible, st->limit);
+    st->reached = next;
 }
 
-static uint32_t narrowest(const struct mask_set *s, uint32_t limit, uint32_t start)
+static uint32_t narrowest(const struct mask_set *s, uint32_t limit)
 {
-    uint32_t best = start;
+    uint32_t best = 0;
     for (uint32_t mask = 1; mask < limit; mask++)
         if (set_has(s, mask) && (best == 0 || narrower(mask, best)))
+            best = mask;
+    return best;
+}
+
+/* The kubelet's choice among non-preferred results (HintMerger.compare): a mask of exactly
+ * best_count zones first, then the widest below it, then the narrowest above it; equal counts
+ * go to the numerically lower mask. Its pairwise rules form this total order, so the order in
+ * which permutations are visited does not matter. */
+static bool closer(uint32_t a, uint32_t b, uint32_t best_count)
+{
+    uint32_t ca = popcount(a), cb = popcount(b);
+    int rank_a = ca == best_count ? 0 : ca < best_count ? 1 : 2;
+    int rank_b = cb == best_count ? 0 : cb < best_count ? 1 : 2;
+    if (rank_a != rank_b)
+        return rank_a < rank_b;
+    if (ca != cb)
+        return rank_a == 1 ? ca > cb : ca < cb;
+    return a < b;
+}
+
+static uint32_t closest(const struct mask_set *s, uint32_t limit, uint32_t best_count)
+{
+    uint32_t best = 0;
+    for (uint32_t mask = 1; mask < limit; mask++)
+        if (set_has(s, mask) && (best == 0 || closer(mask, best, best_count)))
             best = mask;
     return best;
 }
@@ -193,8 +224,8 @@ struct numa_hint numa_merge_permutations(const struct numa_zones *z, const int64
                                          numa_policy policy)
 {
     uint32_t all = numa_all_zones(z);
-    struct merge_state st = {.limit = all + 1};
-    set_add(&st.preferred, all); /* no provider yet: the "don't care" start */
+    struct merge_state st = {.open = true, .limit = all + 1};
+    set_add(&st.reached, all); /* no provider yet: the "don't care" start */
     bool single = policy == NUMA_POLICY_SINGLE_NUMA_NODE;
     uint32_t memory_slots[NUMA_MAX_RESOURCES], memory_count = 0;
     for (uint32_t r = 0; r < z->resource_count; r++)
@@ -219,12 +250,13 @@ struct numa_hint numa_merge_permutations(const struct numa_zones *z, const int64
         }
         merge_list(&st, &list, single);
     }
-    struct numa_hint best;
+    if (st.open)
+        return (struct numa_hint){all, true}; /* no provider has a preference */
     if (!set_empty(&st.preferred))
-        best = (struct numa_hint){narrowest(&st.preferred, st.limit, 0), true};
-    else
-        best = (struct numa_hint){narrowest(&st.not_preferred, st.limit, all), false};
-    return best;
+        return (struct numa_hint){narrowest(&st.preferred, st.limit), true};
+    /* no preferred permutation: every reached mask came from a non-preferred one */
+    uint32_t best = closest(&st.reached, st.limit, st.best_count);
+    return (struct numa_hint){best != 0 ? best : all, false};
 }
 
 numa_kind numa_kind_of(const char *name)

@@ -48,7 +48,7 @@ struct numa_zones {
     int64_t free[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];
 };
 
-/* The merged hint: a zone mask and whether every provider preferred it. */
+/* The merged hint: a zone mask and whether every provider preferred that same mask. */
 struct numa_hint {
     uint32_t mask;
     bool preferred;

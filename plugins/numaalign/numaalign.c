@@ -88,11 +88,17 @@ static kc_status numaalign_pre_filter(void *self_, kc_cycle *cycle, const kc_pod
     struct pod_state *st = calloc(1, sizeof(*st));
     if (st == NULL)
         return KC_ERROR;
-    if (!request_read(pod, st)) {
+    char reason[256];
+    int aligned = request_read(pod, st, reason, sizeof(reason));
+    if (aligned <= 0) {
         free(st);
-        return KC_SKIP; /* nothing the topology manager aligns: not this plugin's pod */
+        if (aligned == 0)
+            return KC_SKIP; /* nothing the topology manager aligns: not this plugin's pod */
+        kc_cycle_reject(cycle, reason); /* no node can change that */
+        return KC_UNRESOLVABLE;
     }
     struct numaalign *self = self_;
+    ledger_expire(self, NULL); /* charges whose grace ran out stop counting before Filter */
     st->cycle = ++self->cycles;
     if (index_reserve(self, kc_node_count()) < 0 || kc_cycle_set(cycle, STATE_KEY, st, free) < 0) {
         free(st);
@@ -229,6 +235,7 @@ static kc_status numaalign_reserve(void *self_, kc_cycle *cycle, const kc_pod *p
     struct numa_node *n = table_get(&self->nodes, kc_node_name(node));
     if (st == NULL || n == NULL || evaluate_skips(&n->hot))
         return KC_SUCCESS;
+    ledger_expire(self, n);
     struct evaluation ev;
     evaluate_pod(&n->hot, st, true, &ev);
     if (!ev.admitted) {
@@ -363,6 +370,7 @@ static void numaalign_fini(void *self_)
     for (uint32_t i = 0; i < self->nodes.capacity; i++) {
         topology_node_free(self->nodes.slots[i].entry);
     }
+    ledger_free_pending(self);
     free(self->pods.slots);
     free(self->nodes.slots);
     free(self->by_index);

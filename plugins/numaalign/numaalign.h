@@ -6,6 +6,7 @@
 #define KC_NUMAALIGN_NUMAALIGN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -68,6 +69,7 @@ struct numa_node {
     int64_t available[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES]; /* as reported */
     int64_t charged[NUMA_MAX_RESOURCES][NUMA_MAX_ZONES];   /* pods not yet in a report */
     struct tracked_pod *pods; /* charged or accounted pods placed here, a list */
+    char *accounted;          /* the last report's kcycle.io/accounted-pods; NULL: none */
 };
 
 /* One charge: a resource taken from one zone. Kept by resource id, not slot, so it survives a
@@ -123,6 +125,8 @@ struct numaalign {
     int64_t unlisted_grace_ms; /* unlistedPodGraceSeconds */
     struct table nodes;        /* name -> struct numa_node */
     struct table pods;         /* uid -> struct tracked_pod */
+    struct table pending;      /* uid -> struct pending_pod */
+    int64_t next_expiry_ms;    /* when a charge on a node without pod lists ends; 0: none */
 };
 
 /* What one unit (a container, or the whole pod) asks for aligned. */
@@ -132,6 +136,16 @@ struct unit {
     uint32_t count;
     kc_resource resource[MAX_UNIT_RESOURCES];
     int64_t amount[MAX_UNIT_RESOURCES];
+};
+
+/* A bound pod with kcycle.io/numa-zones whose node had no topology when its event came: it is
+ * adopted when the node's report arrives. */
+struct pending_pod {
+    char *uid;
+    char *key;  /* namespace/name */
+    char *node; /* node name */
+    char *zones;
+    struct unit unit; /* the whole pod's aligned requests */
 };
 
 /* The cycle state PreFilter builds. */
@@ -172,10 +186,19 @@ int ledger_track(struct numaalign *self, const kc_pod *pod, struct numa_node *n,
                  const struct evaluation *ev);
 void ledger_untrack(struct numaalign *self, const char *uid);
 void ledger_adopt(struct numaalign *self, const kc_pod *pod);
+/* Adopt the pods that waited for n's first report (after ledger_settle of that report). */
+void ledger_adopt_pending(struct numaalign *self, struct numa_node *n);
+/* End the charges whose grace period has run out on nodes whose reports list no pods: on the
+ * node only, else on every node when one is due. */
+void ledger_expire(struct numaalign *self, struct numa_node *only);
 void ledger_free(struct tracked_pod *t);
+void ledger_free_pending(struct numaalign *self);
 
-/* request.c: the pod's aligned requests per container and for the pod; false when none. */
-bool request_read(const kc_pod *pod, struct pod_state *st);
+/* request.c: the pod's aligned requests per container and for the pod. 1 when something is
+ * aligned, 0 when nothing is; -E2BIG (more than MAX_UNITS containers or MAX_UNIT_RESOURCES
+ * resources) or -ENOTSUP (a sidecar) when the pod cannot be aligned, with the reason written
+ * to reason (size bytes; reason may be NULL). */
+int request_read(const kc_pod *pod, struct pod_state *st, char *reason, size_t size);
 
 /* evaluate.c */
 void evaluate_zones(const struct numa_hot *h, struct numa_zones *z);

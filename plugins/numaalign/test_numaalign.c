@@ -97,16 +97,29 @@ static const struct merge_case merge_cases[] = {
      * "could" fit one zone of 16, so the two-zone hint is not preferred */
     {"restricted_reserved_cpus_make_two_zones_non_preferred", 2, 16, FREE2(14, 14), MEM2, {0},
      0, {0}, {15, 0, 0, 0}, NUMA_POLICY_RESTRICTED, false, 0, false},
-    /* the kubelet ANDs preferred two-zone hints of different providers into one zone */
-    {"restricted_two_zone_hints_of_two_providers_and_to_one_zone", 4, 16, ALL16_4, MEM4, {0}, 0,
-     FREE4(1, 1, 1, 1), {20, 0, 0, 2}, NUMA_POLICY_RESTRICTED, true, 0x1, true},
+    /* a merged hint is preferred only when the providers' preferred masks are equal: {0,1}
+     * and {0,2} AND to {0}, but that permutation is not preferred; {0,1} twice is */
+    {"restricted_two_zone_hints_of_two_providers_meet_on_an_equal_mask", 4, 16, ALL16_4, MEM4,
+     {0}, 0, FREE4(1, 1, 1, 1), {20, 0, 0, 2}, NUMA_POLICY_RESTRICTED, true, 0x3, true},
     {"single_cpu_and_gpu_and_memory_all_on_zone_1", 2, 16, FREE2(1, 16), FREE2(2, 64), {0}, 0,
      FREE2(1, 1), {4, 16, 0, 1}, NUMA_POLICY_SINGLE_NUMA_NODE, true, 0x2, true},
     {"none_policy_admits_anything", 2, 16, FREE2(0, 0), MEM2, {0}, 0, {0}, {4, 0, 0, 0},
      NUMA_POLICY_NONE, true, 0x3, false},
-    /* the same AND: memory's preferred {0,1} with the CPUs' preferred {0} merges to {0} */
-    {"restricted_memory_larger_than_a_zone_ands_with_the_cpu_zone", 2, 16, ALL16_2, MEM2, {0},
-     0, {0}, {2, 100, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0x1, true},
+    /* memory's preferred {0,1} and the CPUs' preferred {0} AND to {0}, not preferred: the
+     * kubelet finds no preferred permutation and rejects with TopologyAffinityError */
+    {"restricted_memory_larger_than_a_zone_and_cpus_of_one_zone_rejected", 2, 16, ALL16_2, MEM2,
+     {0}, 0, {0}, {2, 100, 0, 0}, NUMA_POLICY_RESTRICTED, false, 0, false},
+    /* best-effort: among non-preferred masks the one with as many zones as the widest
+     * provider's narrowest hint (memory's two), not the narrowest */
+    {"best_effort_non_preferred_takes_the_widest_providers_zone_count", 2, 16, ALL16_2, MEM2,
+     {0}, 0, {0}, {2, 100, 0, 0}, NUMA_POLICY_BEST_EFFORT, true, 0x3, false},
+    /* four zones: 20 CPUs prefer two zones, the one GPU is in zone 0 and prefers {0}; no
+     * permutation is preferred; {0} and two-zone masks are reached ({0,1} from CPUs {0,1,2}
+     * and the GPU's {0,1}), and two zones (the CPUs' narrowest) is the count to aim for: the
+     * lowest two-zone mask {0,1}, not the narrower {0} */
+    {"best_effort_non_preferred_prefers_the_target_count_over_fewer_zones", 4, 16,
+     FREE4(4, 4, 16, 16), MEM4, {0}, 0, FREE4(1, 0, 0, 0), {20, 0, 0, 1},
+     NUMA_POLICY_BEST_EFFORT, true, 0x3, false},
     {"restricted_memory_alone_larger_than_a_zone_spans_two", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
      {0, 100, 0, 0}, NUMA_POLICY_RESTRICTED, true, 0x3, true},
     {"single_memory_alone_larger_than_a_zone_rejected", 2, 16, ALL16_2, MEM2, {0}, 0, {0},
@@ -195,6 +208,191 @@ static void single_numa_node_fast_path_equals_the_general_merge(void **state)
         assert_int_equal(fast.preferred, slow.preferred);
         if (fast.preferred)
             assert_int_equal(fast.mask, slow.mask);
+    }
+}
+
+/* ---- an independent kubelet walk: explicit hint lists and every permutation --------------- */
+
+struct walk_hint {
+    uint32_t mask; /* 0: no affinity (nil) */
+    bool preferred;
+};
+
+struct walk_list {
+    uint32_t count;
+    struct walk_hint hints[256];
+};
+
+/* One provider's hints written out as the managers list them, for the resources in slots. */
+static void walk_generate(const struct numa_zones *z, const int64_t *amount, const uint32_t *slots,
+                          uint32_t n, struct walk_list *out)
+{
+    uint32_t limit = 1u << z->zone_count, min_count = z->zone_count;
+    out->count = 0;
+    for (uint32_t mask = 1; mask < limit; mask++) {
+        bool holds = true;
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t total = 0;
+            for (uint32_t zone = 0; zone < z->zone_count; zone++)
+                total += mask >> zone & 1 ? z->total[slots[i]][zone] : 0;
+            holds = holds && total >= amount[slots[i]];
+        }
+        if (holds && (uint32_t)__builtin_popcount(mask) < min_count)
+            min_count = (uint32_t)__builtin_popcount(mask);
+    }
+    for (uint32_t mask = 1; mask < limit; mask++) {
+        bool fits = true;
+        for (uint32_t i = 0; i < n; i++) {
+            int64_t free_amount = 0;
+            for (uint32_t zone = 0; zone < z->zone_count; zone++)
+                free_amount += mask >> zone & 1 ? z->free[slots[i]][zone] : 0;
+            fits = fits && free_amount >= amount[slots[i]];
+        }
+        if (fits)
+            out->hints[out->count++] =
+                (struct walk_hint){mask, (uint32_t)__builtin_popcount(mask) == min_count};
+    }
+    if (out->count == 0)
+        out->hints[out->count++] = (struct walk_hint){0, false}; /* no possible affinity */
+}
+
+struct walk {
+    struct walk_list lists[NUMA_MAX_RESOURCES];
+    uint32_t list_count, all, best_count;
+    struct walk_hint chosen[NUMA_MAX_RESOURCES];
+    bool have_best;
+    struct walk_hint best;
+};
+
+static bool walk_narrower(uint32_t a, uint32_t b)
+{
+    int ca = __builtin_popcount(a), cb = __builtin_popcount(b);
+    return ca != cb ? ca < cb : a < b;
+}
+
+/* HintMerger.compare, case by case. */
+static struct walk_hint walk_compare(const struct walk *w, struct walk_hint current,
+                                     struct walk_hint candidate)
+{
+    uint32_t cur = (uint32_t)__builtin_popcount(current.mask);
+    uint32_t cand = (uint32_t)__builtin_popcount(candidate.mask), b = w->best_count;
+    if (current.preferred != candidate.preferred)
+        return current.preferred ? current : candidate;
+    bool fitter = candidate.mask != current.mask && walk_narrower(candidate.mask, current.mask);
+    if (current.preferred || cur > b)
+        return fitter ? candidate : current;
+    if (cur == b)
+        return cand == b && fitter ? candidate : current;
+    if (cand > b)
+        return current;
+    if (cand == b)
+        return candidate;
+    if (cand != cur)
+        return cand > cur ? candidate : current;
+    return fitter ? candidate : current;
+}
+
+static void walk_permutations(struct walk *w, uint32_t i)
+{
+    if (i == w->list_count) {
+        struct walk_hint merged = {w->all, true};
+        uint32_t first = 0;
+        for (uint32_t k = 0; k < w->list_count; k++) {
+            struct walk_hint h = w->chosen[k];
+            if (h.mask != 0) {
+                merged.mask &= h.mask;
+                if (first == 0)
+                    first = h.mask;
+                merged.preferred = merged.preferred && h.mask == first;
+            }
+            merged.preferred = merged.preferred && h.preferred;
+        }
+        if (merged.mask == 0)
+            return;
+        w->best = w->have_best ? walk_compare(w, w->best, merged) : merged;
+        w->have_best = true;
+        return;
+    }
+    for (uint32_t j = 0; j < w->lists[i].count; j++) {
+        w->chosen[i] = w->lists[i].hints[j];
+        walk_permutations(w, i + 1);
+    }
+}
+
+static struct numa_hint kubelet_walk(const struct numa_zones *z, const int64_t *amount,
+                                     numa_policy policy)
+{
+    static struct walk w;
+    memset(&w, 0, sizeof(w));
+    w.all = (1u << z->zone_count) - 1;
+    uint32_t memory[NUMA_MAX_RESOURCES], memory_count = 0;
+    for (uint32_t r = 0; r < z->resource_count; r++)
+        if (z->kind[r] == NUMA_KIND_MEMORY && amount[r] > 0)
+            memory[memory_count++] = r;
+    for (uint32_t r = 0; r < z->resource_count; r++) {
+        if (amount[r] <= 0)
+            continue;
+        if (z->kind[r] == NUMA_KIND_MEMORY)
+            walk_generate(z, amount, memory, memory_count, &w.lists[w.list_count++]);
+        else
+            walk_generate(z, amount, &r, 1, &w.lists[w.list_count++]);
+    }
+    for (uint32_t i = 0; policy == NUMA_POLICY_SINGLE_NUMA_NODE && i < w.list_count; i++) {
+        struct walk_list *l = &w.lists[i];
+        uint32_t kept = 0;
+        for (uint32_t j = 0; j < l->count; j++)
+            if (l->hints[j].preferred && __builtin_popcount(l->hints[j].mask) <= 1)
+                l->hints[kept++] = l->hints[j];
+        l->count = kept;
+    }
+    for (uint32_t i = 0; i < w.list_count; i++) {
+        uint32_t narrowest = 0;
+        for (uint32_t j = 0; j < w.lists[i].count; j++)
+            if (w.lists[i].hints[j].mask != 0 &&
+                (narrowest == 0 || walk_narrower(w.lists[i].hints[j].mask, narrowest)))
+                narrowest = w.lists[i].hints[j].mask;
+        if ((uint32_t)__builtin_popcount(narrowest) > w.best_count)
+            w.best_count = (uint32_t)__builtin_popcount(narrowest);
+    }
+    walk_permutations(&w, 0);
+    if (!w.have_best)
+        return (struct numa_hint){w.all, false};
+    return (struct numa_hint){w.best.mask, w.best.preferred};
+}
+
+/* numa_merge equals the kubelet's walk over every permutation, for every policy, on random
+ * nodes and requests (the walk is written here from the kubelet's policy.go, not from
+ * hints.c). */
+static void merge_equals_the_kubelet_walk(void **state)
+{
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    static const numa_policy policies[] = {NUMA_POLICY_BEST_EFFORT, NUMA_POLICY_RESTRICTED,
+                                           NUMA_POLICY_SINGLE_NUMA_NODE};
+    for (int round = 0; round < 3000; round++) {
+        struct numa_zones z;
+        memset(&z, 0, sizeof(z));
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        z.zone_count = 1 + (uint32_t)(seed >> 60) % 4;
+        z.resource_count = R_COUNT;
+        z.kind[R_CPU] = NUMA_KIND_CPU;
+        z.kind[R_MEMORY] = z.kind[R_HUGEPAGES] = NUMA_KIND_MEMORY;
+        z.kind[R_GPU] = NUMA_KIND_DEVICE;
+        int64_t amount[NUMA_MAX_RESOURCES] = {0};
+        for (uint32_t r = 0; r < R_COUNT; r++) {
+            for (uint32_t i = 0; i < z.zone_count; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                z.total[r][i] = (int64_t)(seed >> 59);
+                z.free[r][i] = (int64_t)((seed >> 40) % 33) % (z.total[r][i] + 1);
+            }
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            amount[r] = (seed >> 62) == 0 ? 0 : (int64_t)(seed >> 58) % 40;
+        }
+        numa_policy policy = policies[round % 3];
+        struct numa_hint got = numa_merge(&z, amount, policy);
+        struct numa_hint want = kubelet_walk(&z, amount, policy);
+        if (got.mask != want.mask || got.preferred != want.preferred)
+            fail_msg("round %d policy %d: numaalign {%#x, %d}, kubelet {%#x, %d}", round,
+                     (int)policy, got.mask, got.preferred, want.mask, want.preferred);
     }
 }
 
@@ -377,7 +575,9 @@ static void restricted_pod_scope_admits_two_zones(void **state)
 {
     report("n0", "restricted", "pod", 16, 16, 0, 0, NULL);
     kc_pod pod;
-    guaranteed_pod(&pod, "wide", 20);
+    /* memory wider than a zone too: both providers prefer {0,1}, so the merge is preferred */
+    fake_pod_init(&pod, "default", "wide");
+    add_container(&pod, "main", 20000, 100 * GI, true, 0);
     char zones[32];
     assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
     assert_string_equal(zones, "0,1");
@@ -483,6 +683,91 @@ static void burstable_pod_with_gpu_aligns_the_gpu(void **state)
     fake_pod_init(&second, "default", "gpu2");
     add_container(&second, "main", 500, GI, false, 1);
     assert_int_equal(place(&second, zones, sizeof(zones)), KC_UNSCHEDULABLE);
+}
+
+/* PreFilter's verdict; reason_out receives the first reason (or ""). */
+static kc_status pre_filter_reason(const kc_pod *pod, char *reason_out, size_t size)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status st = ops->pre_filter(self, &cycle, pod);
+    snprintf(reason_out, size, "%s", cycle.reason_count > 0 ? cycle.reasons[0] : "");
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+static void pod_with_more_containers_than_it_aligns_is_unresolvable(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "many");
+    static const char *const names[] = {"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"};
+    for (int i = 0; i < 8; i++)
+        add_container(&pod, names[i], 1000, GI, true, 0);
+    char reason[256];
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_SUCCESS); /* 8 fit */
+    struct fake_container *setup = &pod.init_containers[pod.init_container_count++];
+    *setup = (struct fake_container){.name = "setup"};
+    setup->request[KC_RESOURCE_CPU] = setup->limit[KC_RESOURCE_CPU] = 1000;
+    setup->request[KC_RESOURCE_MEMORY] = setup->limit[KC_RESOURCE_MEMORY] = GI;
+    /* a ninth container would not be checked: the pod is refused, not half aligned */
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_UNRESOLVABLE);
+    assert_string_equal(reason, "9 containers (init and app together) with aligned resources: "
+                                "numaalign aligns at most 8");
+    /* the same pod without anything aligned is not this plugin's: skipped, not refused */
+    kc_pod burst;
+    fake_pod_init(&burst, "default", "many-burst");
+    for (int i = 0; i < 8; i++)
+        add_container(&burst, names[i], 1000, GI, false, 0);
+    burst.init_containers[0] = (struct fake_container){.name = "setup"};
+    burst.init_container_count = 1;
+    assert_int_equal(pre_filter_reason(&burst, reason, sizeof(reason)), KC_SKIP);
+}
+
+static void pod_with_more_resources_than_it_aligns_is_unresolvable(void **state)
+{
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "devices");
+    add_container(&pod, "main", 1000, GI, true, 0); /* cpu and memory: two */
+    char name[32], reason[256];
+    for (int i = 0; i < 7; i++) {
+        snprintf(name, sizeof(name), "example.com/dev%d", i);
+        kc_resource id = fake_host_api()->resource_id(name);
+        pod.containers[0].request[id] = pod.containers[0].limit[id] = 1;
+        pod.request[id] = 1;
+        /* up to 8 aligned resources are read; the ninth is refused, not dropped */
+        assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)),
+                         i < 6 ? KC_SUCCESS : KC_UNRESOLVABLE);
+    }
+    assert_string_equal(reason, "more than 8 aligned resources (cpu, memory, hugepages, devices) "
+                                "in one pod: numaalign aligns at most that many");
+}
+
+static void pod_with_a_sidecar_is_refused_naming_it(void **state)
+{
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
+    kc_pod pod;
+    guaranteed_pod(&pod, "meshed", 2);
+    struct fake_container *init = &pod.init_containers[pod.init_container_count++];
+    *init = (struct fake_container){.name = "proxy", .restartable = true};
+    init->request[KC_RESOURCE_CPU] = init->limit[KC_RESOURCE_CPU] = 1000;
+    init->request[KC_RESOURCE_MEMORY] = init->limit[KC_RESOURCE_MEMORY] = GI;
+    char reason[256];
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_UNRESOLVABLE);
+    assert_string_equal(reason, "init container proxy is a sidecar (restartPolicy Always): "
+                                "numaalign does not align pods with sidecars");
+    /* an ordinary init container is modelled: the pod is aligned */
+    init->restartable = false;
+    assert_int_equal(pre_filter_reason(&pod, reason, sizeof(reason)), KC_SUCCESS);
+    char zones[32];
+    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
+    /* a Burstable pod with a sidecar aligns nothing: not this plugin's pod */
+    kc_pod burst;
+    fake_pod_init(&burst, "default", "burst-meshed");
+    add_container(&burst, "main", 1000, GI, false, 0);
+    burst.init_containers[0] = (struct fake_container){.name = "proxy", .restartable = true};
+    burst.init_container_count = 1;
+    assert_int_equal(pre_filter_reason(&burst, reason, sizeof(reason)), KC_SKIP);
 }
 
 static void node_without_topology_or_policy_passes(void **state)
@@ -629,6 +914,98 @@ static void bound_pod_with_annotation_is_charged(void **state)
     assert_string_equal(zones, "0");
 }
 
+/* A pod bound before a restart, as the pod event delivers it: 12 CPUs on zone 0. */
+static void bound_pod_event(kc_pod *bound)
+{
+    guaranteed_pod(bound, "earlier", 12);
+    bound->node_name = "n0";
+    bound->annotations[0] = (struct fake_kv){"kcycle.io/numa-zones", "0"};
+    bound->annotation_count = 1;
+    pod_event(KC_EVENT_POD_ADD, bound);
+}
+
+static void report_listing_a_bound_pod_before_its_event_does_not_charge_it(void **state)
+{
+    /* after a restart the report comes first: it already takes the pod's 12 CPUs off zone 0 */
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, "default/earlier");
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0"); /* the 4 CPUs left, not 4 - 12 */
+}
+
+static void bound_pod_event_before_its_report_is_charged_unless_listed(void **state)
+{
+    /* the pod's event first, before any report of its node: kept until the report comes */
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    /* a report taken before the kubelet admitted it (listing other pods): it is charged */
+    report("n0", "single-numa-node", "container", 16, 16, 0, 0, "kube-system/other");
+    guaranteed_pod(&b, "b", 8);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1"); /* zone 0 has 16 - 12 */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    ops->unreserve(self, &cycle, &b, &nodes[0]);
+    fake_cycle_clear(&cycle);
+    /* the next report lists it: its charge is replaced by what the report says */
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, "default/earlier");
+    kc_pod c;
+    guaranteed_pod(&c, "c", 4);
+    assert_int_equal(place(&c, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+}
+
+static void bound_pod_event_before_a_report_listing_it_is_not_charged(void **state)
+{
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, "default/earlier");
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+    /* deleting a pod still waiting for its report forgets it */
+    kc_pod gone;
+    guaranteed_pod(&gone, "gone", 12);
+    gone.node_name = "n1";
+    gone.annotations[0] = (struct fake_kv){"kcycle.io/numa-zones", "0"};
+    gone.annotation_count = 1;
+    pod_event(KC_EVENT_POD_ADD, &gone);
+    pod_event(KC_EVENT_POD_DELETE, &gone);
+    report("n1", "single-numa-node", "container", 16, 16, 0, 0, "");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_pod big;
+    guaranteed_pod(&big, "big", 16);
+    assert_int_equal(filter(&cycle, &big, &nodes[1]), KC_SUCCESS); /* zone 0 whole again */
+    fake_cycle_clear(&cycle);
+}
+
+static void unlisted_charge_ends_after_the_grace_period_without_a_new_report(void **state)
+{
+    /* an agent without pod lists; its report already includes the bound pod, and re-PUTs of
+     * the unchanged object produce no event */
+    fake_host.now_ms = 1000;
+    report("n0", "single-numa-node", "container", 4, 16, 0, 0, NULL);
+    kc_pod bound, b;
+    bound_pod_event(&bound);
+    guaranteed_pod(&b, "b", 4);
+    char zones[32];
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "1"); /* within the grace period the charge holds */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    ops->unreserve(self, &cycle, &b, &nodes[0]);
+    fake_cycle_clear(&cycle);
+    fake_host.now_ms = 1000 + 60000; /* unlistedPodGraceSeconds (60) later, no report since */
+    assert_int_equal(place(&b, zones, sizeof(zones)), KC_SUCCESS);
+    assert_string_equal(zones, "0");
+}
+
 static void deleting_the_topology_stops_filtering(void **state)
 {
     report("n0", "single-numa-node", "container", 0, 0, 0, 0, NULL);
@@ -754,7 +1131,7 @@ static void zone_ids_come_from_zone_names(void **state)
 
 int main(void)
 {
-    struct CMUnitTest merge_tests[sizeof(merge_cases) / sizeof(merge_cases[0]) + 2];
+    struct CMUnitTest merge_tests[sizeof(merge_cases) / sizeof(merge_cases[0]) + 3];
     size_t count = sizeof(merge_cases) / sizeof(merge_cases[0]);
     for (size_t i = 0; i < count; i++)
         merge_tests[i] = (struct CMUnitTest)MERGE_CASE(i);
@@ -762,6 +1139,7 @@ int main(void)
         (struct CMUnitTest)cmocka_unit_test(take_fills_hint_zones_lowest_first_then_others);
     merge_tests[count + 1] =
         (struct CMUnitTest)cmocka_unit_test(single_numa_node_fast_path_equals_the_general_merge);
+    merge_tests[count + 2] = (struct CMUnitTest)cmocka_unit_test(merge_equals_the_kubelet_walk);
     const struct CMUnitTest plugin_tests[] = {
         PLUGIN_TEST(container_scope_places_each_container_in_its_own_zone),
         PLUGIN_TEST(pod_scope_rejects_a_pod_larger_than_a_zone),
@@ -774,6 +1152,9 @@ int main(void)
         PLUGIN_TEST(guaranteed_fractional_cpu_aligns_memory_only),
         PLUGIN_TEST(burstable_pod_with_gpu_aligns_the_gpu),
         PLUGIN_TEST(node_without_topology_or_policy_passes),
+        PLUGIN_TEST(pod_with_more_containers_than_it_aligns_is_unresolvable),
+        PLUGIN_TEST(pod_with_more_resources_than_it_aligns_is_unresolvable),
+        PLUGIN_TEST(pod_with_a_sidecar_is_refused_naming_it),
         PLUGIN_TEST(v1alpha1_topology_policies_are_understood),
         PLUGIN_TEST(back_to_back_reserves_never_double_count_a_zone),
         PLUGIN_TEST(unreserve_releases_the_zone),
@@ -782,6 +1163,10 @@ int main(void)
         PLUGIN_TEST(report_listing_the_pod_replaces_its_charge),
         PLUGIN_TEST(report_without_list_settles_after_the_grace_period),
         PLUGIN_TEST(bound_pod_with_annotation_is_charged),
+        PLUGIN_TEST(report_listing_a_bound_pod_before_its_event_does_not_charge_it),
+        PLUGIN_TEST(bound_pod_event_before_its_report_is_charged_unless_listed),
+        PLUGIN_TEST(bound_pod_event_before_a_report_listing_it_is_not_charged),
+        PLUGIN_TEST(unlisted_charge_ends_after_the_grace_period_without_a_new_report),
         PLUGIN_TEST(deleting_the_topology_stops_filtering),
         PLUGIN_TEST(least_numa_nodes_prefers_one_zone),
         PLUGIN_TEST(most_allocated_prefers_the_fuller_zone),
@@ -790,7 +1175,7 @@ int main(void)
         PLUGIN_TEST(zone_ids_come_from_zone_names),
         PLUGIN_TEST(eight_zone_node_is_read_whole),
     };
-    int failed = _cmocka_run_group_tests("numaalign_hints", merge_tests, count + 2, NULL, NULL);
+    int failed = _cmocka_run_group_tests("numaalign_hints", merge_tests, count + 3, NULL, NULL);
     failed += cmocka_run_group_tests_name("numaalign_plugin", plugin_tests, NULL, group_teardown);
     return failed;
 }

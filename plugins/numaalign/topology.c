@@ -191,6 +191,8 @@ void topology_node_free(struct numa_node *n)
 {
     if (n != NULL && n->name != n->name_buf)
         free(n->name);
+    if (n != NULL)
+        free(n->accounted);
     free(n);
 }
 
@@ -235,6 +237,14 @@ void topology_update(struct numaalign *self, const char *name, const char *text)
     }
     n->hot.has_topology = n->hot.zone_count > 0;
     const json_t *annotations = json_object_get(json_object_get(root, "metadata"), "annotations");
-    ledger_settle(self, n, json_string_value(json_object_get(annotations, ACCOUNTED_ANNOTATION)));
+    const char *accounted = json_string_value(json_object_get(annotations, ACCOUNTED_ANNOTATION));
+    /* kept for pods whose events come after the report: it may account for them already */
+    free(n->accounted);
+    n->accounted = accounted != NULL ? strdup(accounted) : NULL;
+    if (accounted != NULL && n->accounted == NULL)
+        numaalign_log(KC_LOG_WARN, "NodeResourceTopology %s: out of memory keeping %s", name,
+                      ACCOUNTED_ANNOTATION);
+    ledger_settle(self, n, accounted);
+    ledger_adopt_pending(self, n); /* on the settled view: charged unless the list has them */
     json_decref(root);
 }

@@ -121,6 +121,12 @@ static int64_t pod_container_limit(const kc_pod *p, int init, uint32_t index, kc
     return c != NULL ? res_list_get(&c->limits, id) : 0;
 }
 
+static int pod_container_restartable(const kc_pod *p, int init, uint32_t index)
+{
+    const struct container *c = container_at(p, init, index);
+    return c == NULL ? -1 : init && c->restartable;
+}
+
 static uint32_t pod_scheduling_gate_count(const kc_pod *p)
 {
     return POD(p)->scheduling_gate_count;
@@ -465,4 +471,6 @@ void hostapi_fill(kc_host_api *api)
     api->cycle_node_status = cycle_node_status;
     api->filter_what_if = filter_what_if;
     api->preempt = preempt;
+    /* added in 1.2: sidecars */
+    api->pod_container_restartable = pod_container_restartable;
 }

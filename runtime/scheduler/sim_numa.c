@@ -218,6 +218,10 @@ static int prepare_one(struct sim_spec *spec, const struct sim_topology *t, stru
         .policy = t->policy != NULL ? t->policy : "single-numa-node",
         .scope = t->scope != NULL ? t->scope : "container",
         .reserved_cpus = reserved,
+        /* the one report a simulated node gets, taken before any pod: it lists none, so
+         * numaalign keeps every charge (a report without a list would let charges lapse
+         * after its unlistedPodGraceSeconds of simulated time) */
+        .accounted_pods = "",
     };
     json_t *nrt = topology_nrt(m, &opt);
     rc = nrt != NULL ? fill_allocatable(node, m, reserved) : -ENOMEM;

@@ -12,6 +12,8 @@ A second workload runs GPU pods (Guaranteed, and Burstable ones whose only align
 the GPU) on nodes described by the 2-socket hwloc XML fixture (4 GPUs per socket), which the
 checker reads itself.
 
+A pod with a sidecar is refused with a reason naming it, in process and in a plugin host.
+
 usage: test_numa.py SCHEDULER PLUGIN_DIR [SOURCE_DIR]"""
 import itertools
 import json
@@ -141,8 +143,41 @@ def provider_hints(totals, frees, request, zones):
             if in_mask(frees, mask) >= request]
 
 
+def narrower(a, b):
+    """bitmask.IsNarrowerThan: fewer zones, then the numerically lower mask."""
+    return count(a) < count(b) or (count(a) == count(b) and a < b)
+
+
+def compare(best_count, current, candidate):
+    """HintMerger.compare: the better of two merged hints. Preferred beats non-preferred;
+    among preferred the narrower; among non-preferred the one whose zone count is closest to
+    best_count (BestNonPreferredAffinityCount), by the kubelet's three cases."""
+    if candidate[0] == 0:
+        return current
+    if current is None:
+        return candidate
+    if current[1] != candidate[1]:
+        return current if current[1] else candidate
+    fitter = candidate if candidate[0] != current[0] and narrower(candidate[0], current[0]) \
+        else current
+    cur, cand = count(current[0]), count(candidate[0])
+    if current[1] or cur > best_count:
+        return fitter
+    if cur == best_count:
+        return fitter if cand == best_count else current
+    if cand > best_count:
+        return current
+    if cand == best_count:
+        return candidate
+    if cand != cur:
+        return candidate if cand > cur else current
+    return fitter
+
+
 def merge(node, hint_lists):
-    """filterProvidersHints + (single-numa-node filter) + mergeFilteredHints."""
+    """filterProvidersHints + (single-numa-node filter) + HintMerger.Merge: a permutation is
+    preferred only when all its hints are preferred and all their masks (None: no preference)
+    are equal."""
     everything = (1 << node.zones) - 1
     lists = []
     for hints in hint_lists:
@@ -155,23 +190,21 @@ def merge(node, hint_lists):
     if node.policy == "single-numa-node":
         lists = [[(m, p) for m, p in hints if p and (m is None or count(m) == 1)]
                  for hints in lists]
-    best = (everything, False)
+    best_count = 0
+    for hints in lists:
+        widths = [count(m) for m, _ in hints if m is not None]
+        if widths:
+            best_count = max(best_count, min(widths))
+    best = None
     for permutation in itertools.product(*lists):
         merged, preferred = everything, True
-        for mask, pref in permutation:
-            merged &= everything if mask is None else mask
-            preferred = preferred and pref
-        if merged == 0:
-            continue
-        if preferred and not best[1]:
-            best = (merged, True)
-            continue
-        if not preferred and best[1]:
-            continue
-        if count(merged) < count(best[0]) or (count(merged) == count(best[0]) and
-                                              merged < best[0]):
-            best = (merged, preferred)
-    return best
+        masks_given = [mask for mask, _ in permutation if mask is not None]
+        for mask in masks_given:
+            merged &= mask
+        preferred = all(pref for _, pref in permutation) and \
+            all(mask == masks_given[0] for mask in masks_given)
+        best = compare(best_count, best, (merged, preferred))
+    return best if best is not None else (everything, False)
 
 
 def admits(policy, hint):
@@ -351,9 +384,74 @@ def replay(report, machines, pods, label, with_plugin):
     return len(bound), rejected, disagreements, aligned
 
 
+def sidecars(tmp, isolation):
+    """A Guaranteed pod with a sidecar (init container with restartPolicy Always) is refused
+    with a reason naming it (the kubelet adds a sidecar's CPUs to the app containers', which
+    numaalign does not model); the same pod with an ordinary init container is placed."""
+    def pod(name, init_name, restart):
+        whole = {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+        init = {"name": init_name, "image": "example.com/app", "resources": whole}
+        if restart:
+            init["restartPolicy"] = "Always"
+        return {"count": 1, "at": "0ms", "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": "numa"},
+                "spec": {"initContainers": [init],
+                         "containers": [container("main", 2000, 1, True)]}}
+    spec = {"config": {"plugins": [{"name": "prioritysort"}, {"name": "noderesources"},
+                                   {"name": "numaalign", "isolation": isolation},
+                                   {"name": "defaultbinder"}]},
+            "nodes": [{"name": "two-0", "numa": SHAPES[0][1],
+                       "topologyManagerPolicy": "single-numa-node"}],
+            "workload": [pod("meshed", "proxy", True), pod("plain", "setup", False)]}
+    path = os.path.join(tmp, f"sidecars-{isolation}.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    result = subprocess.run([SCHEDULER, "--simulate", path, "--plugin-dir", PLUGIN_DIR,
+                             "--report", path + ".report", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f"sidecars ({isolation}): scheduler exit "
+          f"{result.returncode}: {result.stderr[-800:]}")
+    with open(path + ".report") as f:
+        placed = {p["name"]: p for p in json.load(f)["pods"]}
+    meshed, plain = placed.get("meshed-0", {}), placed.get("plain-0", {})
+    check(meshed.get("node") is None and "init container proxy is a sidecar" in
+          (meshed.get("reason") or ""), f"sidecars ({isolation}): the pod with a sidecar is "
+          f"refused naming it: {meshed}")
+    check(plain.get("node") == "two-0", f"sidecars ({isolation}): the pod with an ordinary "
+          f"init container is placed: {plain}")
+
+
+def long_simulation(tmp):
+    """Pods that arrive minutes apart: the simulated node's one report lists no pods, so
+    numaalign's charges last (they must not lapse after unlistedPodGraceSeconds of simulated
+    time and let the second pod onto the first one's zone)."""
+    spec = {"config": {"plugins": [{"name": "prioritysort"}, {"name": "noderesources"},
+                                   {"name": "numaalign"}, {"name": "defaultbinder"}]},
+            "nodes": [{"name": "two-0", "numa": SHAPES[0][1],
+                       "topologyManagerPolicy": "single-numa-node"}],
+            "workload": [{"count": 2, "at": "0ms", "interval": "90s", "apiVersion": "v1",
+                          "kind": "Pod", "metadata": {"name": "big", "namespace": "numa"},
+                          "spec": {"containers": [container("main", 12000, 4, True)]}}]}
+    path = os.path.join(tmp, "long.json")
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    result = subprocess.run([SCHEDULER, "--simulate", path, "--plugin-dir", PLUGIN_DIR,
+                             "--report", path + ".report", "--quiet"],
+                            capture_output=True, text=True, timeout=120)
+    check(result.returncode == 0, f"long simulation: scheduler exit {result.returncode}: "
+          f"{result.stderr[-800:]}")
+    with open(path + ".report") as f:
+        zones = sorted(p.get("numa_zones") or "" for p in json.load(f)["pods"])
+    check(zones == ["0", "1"], f"long simulation: 12-CPU pods 90 s apart take a zone each: "
+          f"{zones}")
+
+
 def main():
     totals = {}
     with tempfile.TemporaryDirectory() as tmp:
+        for isolation in ("inprocess", "process"):
+            sidecars(tmp, isolation)
+        long_simulation(tmp)
         for policy in POLICIES:
             for scope in SCOPES:
                 label = f"{policy}/{scope}"

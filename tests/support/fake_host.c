@@ -207,6 +207,12 @@ static int64_t host_pod_container_request(const kc_pod *pod, int init, uint32_t 
     return c->request[id];
 }
 
+static int host_pod_container_restartable(const kc_pod *pod, int init, uint32_t index)
+{
+    const struct fake_container *c = container(pod, init, index);
+    return c == NULL ? -1 : init && c->restartable;
+}
+
 static int64_t host_pod_container_limit(const kc_pod *pod, int init, uint32_t index, kc_resource id)
 {
     const struct fake_container *c = container(pod, init, index);
@@ -776,6 +782,7 @@ static const kc_host_api api = {
     .cycle_node_status = host_cycle_node_status,
     .filter_what_if = host_filter_what_if,
     .preempt = host_preempt,
+    .pod_container_restartable = host_pod_container_restartable,
 };
 
 const kc_host_api *fake_host_api(void)

@@ -3,12 +3,13 @@
 #ifndef KC_TESTS_FAKE_HOST_H
 #define KC_TESTS_FAKE_HOST_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <kcycle/kcycle.h>
 
 #define FAKE_MAX_KV 8
-#define FAKE_MAX_CONTAINERS 4
+#define FAKE_MAX_CONTAINERS 8
 #define FAKE_MAX_TAINTS 4
 #define FAKE_MAX_TOLERATIONS 4
 #define FAKE_MAX_PREFERRED 4
@@ -31,6 +32,7 @@ struct fake_kv {
 
 struct fake_container {
     const char *name;
+    bool restartable; /* an init container with restartPolicy Always (a sidecar) */
     int64_t request[KC_RESOURCE_MAX]; /* by resource id */
     int64_t limit[KC_RESOURCE_MAX];
 };

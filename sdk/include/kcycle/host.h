@@ -239,6 +239,10 @@ typedef struct kc_host_api {
      * the binder cannot evict (a plugin host), -ENOENT for a victim not on node. */
     int (*preempt)(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                    uint32_t victim_count);
+    /* Added in 1.2: sidecars. 1 when init container index has restartPolicy Always (a
+     * sidecar, which runs next to the app containers), 0 when not or init is 0, -1 when index
+     * is out of range. */
+    int (*pod_container_restartable)(const kc_pod *pod, int init, uint32_t index);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -115,6 +115,14 @@ static inline int kc_pod_tolerates_taint(const kc_pod *pod, const kc_taint *tain
     return kc_host->pod_tolerates_taint(pod, taint);
 }
 
+/* Added in 1.2: -1 on an older host, which cannot tell a sidecar from an init container. */
+static inline int kc_pod_container_restartable(const kc_pod *pod, int init, uint32_t index)
+{
+    if (!KC_HOST_HAS(kc_host, pod_container_restartable))
+        return -1;
+    return kc_host->pod_container_restartable(pod, init, index);
+}
+
 /* Added in 1.2: 0 on an older host, which does not know host ports. */
 static inline uint32_t kc_pod_host_port_count(const kc_pod *pod)
 {
