@@ -174,6 +174,10 @@ struct pod {
     /* spec.volumes */
     struct volume *volumes;
     uint32_t volume_count;
+    /* Pod-level placement constraints as kube JSON, for kc_pod_constraints_json:
+     * {"topologySpreadConstraints":[...],"podAffinity":{...},"podAntiAffinity":{...}} with the
+     * keys the pod has; NULL when it has none. */
+    char *constraints_json;
 };
 
 struct node {

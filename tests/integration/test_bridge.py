@@ -15,7 +15,7 @@ Scenarios (one per meson test, so they run apart):
   ports   the default profile: pods asking for host ports (containers and sidecars, TCP and
           UDP, 0.0.0.0 and one address) never share a node's port (the test's own checker),
           the ones left over get kube's message; a pod using a field no enabled plugin
-          handles (topologySpreadConstraints) is refused with a reason naming it.
+          handles (resourceClaims) is refused with a reason naming it.
   constraints  node constraints with the default profile: labelled, tainted (NoSchedule,
           NoExecute, PreferNoSchedule) and cordoned nodes, pods with nodeSelector, required and
           preferred node affinity and tolerations; an independent checker written from
@@ -1076,10 +1076,8 @@ def scenario_ports(fc, api, workdir):
     # TCP 9000: some ask through a sidecar, some through the app container, one on an address
     items += [with_ports(kc(f"mesh-{i}"), [], sidecar=[("TCP", None, 9000)]) for i in range(3)]
     items += [with_ports(kc(f"app-{i}"), [("TCP", "0.0.0.0", 9000)]) for i in range(4)]
-    items.append(kc("spread", labels={"app": "spread"}, topologySpreadConstraints=[
-        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-         "whenUnsatisfiable": "DoNotSchedule",
-         "labelSelector": {"matchLabels": {"app": "spread"}}}]))
+    items.append(kc("spread", labels={"app": "spread"},
+                    resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}]))
     items.append(kc("plain"))
     bulk_create(api, items)
     r = Replica(api, workdir, "replica-ports", leader_elect=False)
@@ -1121,7 +1119,7 @@ def scenario_ports(fc, api, workdir):
             check(cond.get("status") == "False" and cond.get("reason") == "Unschedulable" and
                   cond.get("message") == message,
                   f"{name}: condition {cond}, expected message {message!r}")
-        want = (f"0/{nodes} nodes are available: pod uses spec.topologySpreadConstraints, which "
+        want = (f"0/{nodes} nodes are available: pod uses spec.resourceClaims, which "
                 "no enabled plugin handles.")
         check(spread.get("status") == "False" and spread.get("reason") == "Unschedulable" and
               spread.get("message") == want, f"spread: condition {spread}, expected {want!r}")

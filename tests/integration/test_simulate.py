@@ -187,9 +187,7 @@ def check_unhandled_fields(tmp):
             "  - {name: plain, requests: {cpu: 100m}}\n"
             "  - metadata: {name: spread, labels: {app: web}}\n"
             "    spec:\n"
-            "      topologySpreadConstraints:\n"
-            "        - {maxSkew: 1, topologyKey: kubernetes.io/hostname,"
-            " whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}\n"
+            "      resourceClaims: [{name: gpu, resourceClaimName: gpu}]\n"
             "      containers: [{name: c, resources: {requests: {cpu: 100m}}}]\n"
             "  - metadata: {name: claim}\n"
             "    spec:\n"
@@ -203,15 +201,16 @@ def check_unhandled_fields(tmp):
     if report is not None:
         pods = {p["name"]: p for p in report["pods"]}
         check(pods["plain"]["node"] is not None, "spread.yaml: the plain pod is bound")
+        # podtopologyspread is in the default profile: resource claims are no plugin's yet
         check(pods["spread"]["reason"] == "0/2 nodes are available: pod uses "
-              "spec.topologySpreadConstraints, which no enabled plugin handles.",
+              "spec.resourceClaims, which no enabled plugin handles.",
               f"spread.yaml: the spread pod names its field, got {pods['spread']}")
         # volumebinding is in the default profile: only the anti-affinity is unhandled
         check(pods["claim"]["reason"] == "0/2 nodes are available: pod uses "
               "spec.affinity.podAntiAffinity, which no enabled plugin handles.",
               f"spread.yaml: every unhandled field is named, got {pods['claim']}")
     for config, label in (("  unhandledPodFields: {refuse: false}\n", "check off"),
-                          ("  unhandledPodFields:\n    ignore: [spec.topologySpreadConstraints,"
+                          ("  unhandledPodFields:\n    ignore: [spec.resourceClaims,"
                            " spec.affinity.podAntiAffinity,"
                            " \"spec.volumes[].persistentVolumeClaim\"]\n",
                            "fields ignored")):

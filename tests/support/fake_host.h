@@ -86,6 +86,8 @@ struct kc_pod {
     /* spec.volumes (1.2): filled by tests, struct_size ignored */
     kc_volume volumes[FAKE_MAX_VOLUMES];
     uint32_t volume_count;
+    /* kc_pod_constraints_json (1.2): kube JSON, NULL when none */
+    const char *constraints_json;
 };
 
 struct kc_node {

@@ -209,6 +209,18 @@ typedef struct kc_host_api {
      * pod is retried. 0, or a negative errno-style code. */
     int (*cycle_write_object)(kc_cycle *cycle, const char *kind, const char *namespace_name,
                               const char *name, const char *merge_patch_json);
+
+    /* Added in 1.2 (pod topology spread and inter-pod affinity). The pod's pod-level placement
+     * constraints as kube JSON: an object with the keys "topologySpreadConstraints" (the
+     * spec's list), "podAffinity" and "podAntiAffinity" (from spec.affinity), each present
+     * only when the pod sets it; NULL when the pod sets none. Lives as long as the pod
+     * handle. */
+    const char *(*pod_constraints_json)(const kc_pod *pod);
+    /* Added in 1.2 (pod topology spread and inter-pod affinity). The pod's labels in key
+     * order, so a plugin can keep the labels of pods it indexes; pod_label_at: 0, or -1 when
+     * index is out of range. Strings live as long as the pod handle. */
+    uint32_t (*pod_label_count)(const kc_pod *pod);
+    int (*pod_label_at)(const kc_pod *pod, uint32_t index, const char **key, const char **value);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */
