@@ -283,6 +283,42 @@ def check_node_constraints(tmp):
           f"{name}: a pod pinned to a missing node is refused, got {reason['lost']!r}")
 
 
+def zone_skews(report):
+    """Per web pod placed, in scheduling order: the zones' counts' max - min after it."""
+    counts, skews = {"zone-a": 0, "zone-b": 0, "zone-c": 0}, []
+    for p in report["pods"]:
+        if p["name"].startswith("web-") and p["node"] is not None:
+            counts[p["node"].rsplit("-", 1)[0]] += 1
+            skews.append(max(counts.values()) - min(counts.values()))
+    return counts, skews
+
+
+def check_topology_spread(tmp):
+    """A 3,000-pod rollout over zones of 12, 8 and 4 nodes stays within maxSkew 1 after every
+    placement; a ScheduleAnyway hostname spread puts 2 cache pods on each of the 24 nodes.
+    Without podtopologyspread the same file skews (the scenario can fail)."""
+    path = os.path.join(SOURCE, "examples", "sim", "topology-spread.yaml")
+    report = simulated_report("topology-spread.yaml", tmp, path)
+    if report is not None:
+        counts, skews = zone_skews(report)
+        check(counts == {"zone-a": 1000, "zone-b": 1000, "zone-c": 1000} and len(skews) == 3000
+              and max(skews) <= 1, f"topology-spread.yaml: zones {counts}, worst skew "
+              f"{max(skews, default=None)} over {len(skews)} placements")
+        cache = {}
+        for p in report["pods"]:
+            if p["name"].startswith("cache-") and p["node"] is not None:
+                cache[p["node"]] = cache.get(p["node"], 0) + 1
+        check(len(cache) == 24 and set(cache.values()) == {2},
+              f"topology-spread.yaml: 2 cache pods per node, got {sorted(cache.items())}")
+    off = with_config(tmp, path, "  plugins: [{name: prioritysort}, {name: noderesources},"
+                      " {name: defaultbinder}]\n  unhandledPodFields: {refuse: false}\n",
+                      "topology-spread-off.yaml")
+    report = simulated_report("topology-spread.yaml without the plugin", tmp, off)
+    if report is not None:
+        counts, skews = zone_skews(report)
+        check(max(skews) > 100, f"topology-spread.yaml without the plugin skews, got {counts}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for example in ("small.yaml", "small.json"):
@@ -352,6 +388,7 @@ def main():
         check_host_ports(tmp)
         check_unhandled_fields(tmp)
         check_node_constraints(tmp)
+        check_topology_spread(tmp)
         # GPUs (gpushare): every card within its memory, the GPU figures add up, the pod that
         # asks for 16 cards is the one GPU pod left, with its reason.
         run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", "gpu.yaml"), tmp)
