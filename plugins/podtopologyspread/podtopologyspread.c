@@ -18,7 +18,7 @@
 #include <jansson.h>
 #include <kcycle/kcycle.h>
 
-#include "spread_index.h"
+#include "spread_constraints.h"
 
 KC_PLUGIN_DEFINE_HOST;
 
@@ -33,7 +33,7 @@ KC_PLUGIN_DEFINE_HOST;
 #define REASON_LABEL "node(s) didn't match pod topology spread constraints (missing required label)"
 
 struct plugin {
-    struct spread_index index;
+    struct pod_index index;
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -160,7 +160,7 @@ struct count_context {
 };
 
 /* One indexed pod: add it to every constraint whose selector it matches. */
-static void count_pod(void *opaque, const struct spread_pod *pod)
+static void count_pod(void *opaque, const struct indexed_pod *pod)
 {
     struct count_context *ctx = opaque;
     const kc_node *node = kc_node_by_name(pod->node_name);
@@ -169,7 +169,7 @@ static void count_pod(void *opaque, const struct spread_pod *pod)
     uint32_t index = kc_node_index(node);
     for (uint32_t i = 0; i < ctx->state->count; i++) {
         struct constraint_state *cs = &ctx->state->items[i];
-        if (!spread_selector_matches(&cs->c.selector, pod))
+        if (!label_selector_matches(&cs->c.selector, pod))
             continue;
         if (cs->node_pods != NULL)
             cs->node_pods[index]++;
@@ -283,7 +283,7 @@ static int build_state(struct plugin *p, const kc_pod *pod, enum spread_action a
         return rc;
     }
     struct count_context ctx = {.state = s, .scoring = scoring};
-    spread_index_each_in_namespace(&p->index, kc_pod_namespace(pod), count_pod, &ctx);
+    pod_index_each_in_namespace(&p->index, kc_pod_namespace(pod), count_pod, &ctx);
     compute_minimums(s);
     *out = s;
     return 0;
@@ -299,7 +299,7 @@ static int spread_init(const kc_host_api *host, const char *args_json, void **se
     struct plugin *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return -ENOMEM;
-    if (spread_index_init(&p->index) != 0) {
+    if (pod_index_init(&p->index, NULL) != 0) {
         free(p);
         return -ENOMEM;
     }
@@ -312,7 +312,7 @@ static void spread_fini(void *self)
     struct plugin *p = self;
     if (p == NULL)
         return;
-    spread_index_free(&p->index);
+    pod_index_free(&p->index);
     free(p);
 }
 
@@ -336,11 +336,11 @@ static void spread_on_event(void *self, const kc_event *event)
     case KC_EVENT_POD_ASSUME:
         if (node == NULL)
             node = kc_pod_node_name(event->pod);
-        if (spread_index_put(&p->index, event->pod, node) != 0)
+        if (pod_index_put(&p->index, event->pod, node, NULL) != 0)
             kc_log(KC_LOG_ERROR, PLUGIN_NAME, "out of memory indexing a pod");
         break;
     case KC_EVENT_POD_DELETE:
-    case KC_EVENT_POD_FORGET: spread_index_remove(&p->index, kc_pod_uid(event->pod)); break;
+    case KC_EVENT_POD_FORGET: pod_index_remove(&p->index, kc_pod_uid(event->pod)); break;
     default: break;
     }
 }
