@@ -166,6 +166,11 @@ void pod_index_remove(struct pod_index *index, const char *uid)
     index->count--;
 }
 
+const struct indexed_pod *pod_index_find(const struct pod_index *index, const char *uid)
+{
+    return *find_slot(index, uid);
+}
+
 void pod_index_each(const struct pod_index *index,
                     void (*fn)(void *opaque, const struct indexed_pod *pod), void *opaque)
 {

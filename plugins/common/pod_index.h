@@ -42,6 +42,8 @@ void pod_index_free(struct pod_index *index);
  * assumed pod before its binding lands), or is not indexed. 0 or -ENOMEM. */
 int pod_index_put(struct pod_index *index, const kc_pod *pod, const char *node_name, void *extra);
 void pod_index_remove(struct pod_index *index, const char *uid);
+/* The indexed pod with uid, or NULL. */
+const struct indexed_pod *pod_index_find(const struct pod_index *index, const char *uid);
 /* Call fn for each indexed pod (of one namespace). */
 void pod_index_each(const struct pod_index *index,
                     void (*fn)(void *opaque, const struct indexed_pod *pod), void *opaque);
