@@ -57,6 +57,7 @@ static const struct {
     {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},
     {"volumerestrictions", 1}, {"nodevolumelimits", 1}, {"volumebinding", 1},
     {"podtopologyspread", 2},
+    {"interpodaffinity", 2},
     {"defaultbinder", 1},
 };
 

@@ -205,10 +205,10 @@ def check_unhandled_fields(tmp):
         check(pods["spread"]["reason"] == "0/2 nodes are available: pod uses "
               "spec.resourceClaims, which no enabled plugin handles.",
               f"spread.yaml: the spread pod names its field, got {pods['spread']}")
-        # volumebinding is in the default profile: only the anti-affinity is unhandled
-        check(pods["claim"]["reason"] == "0/2 nodes are available: pod uses "
-              "spec.affinity.podAntiAffinity, which no enabled plugin handles.",
-              f"spread.yaml: every unhandled field is named, got {pods['claim']}")
+        # volumebinding and interpodaffinity are in the default profile: the claim is missing
+        check(pods["claim"]["reason"] == '0/2 nodes are available: persistentvolumeclaim '
+              '"data" not found.', f"spread.yaml: the claim pod is volumebinding's, got "
+              f"{pods['claim']}")
     for config, label in (("  unhandledPodFields: {refuse: false}\n", "check off"),
                           ("  unhandledPodFields:\n    ignore: [spec.resourceClaims,"
                            " spec.affinity.podAntiAffinity,"

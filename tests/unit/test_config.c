@@ -107,6 +107,7 @@ static void assert_default_values(const struct config *cfg)
         {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},
         {"volumerestrictions", 1}, {"nodevolumelimits", 1}, {"volumebinding", 1},
         {"podtopologyspread", 2},
+        {"interpodaffinity", 2},
         {"defaultbinder", 1},
     };
     assert_int_equal(cfg->plugin_count, sizeof(profile) / sizeof(profile[0]));
