@@ -319,6 +319,28 @@ def check_topology_spread(tmp):
         check(max(skews) > 100, f"topology-spread.yaml without the plugin skews, got {counts}")
 
 
+ANTI_REASON = "0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules."
+
+
+def check_pod_affinity(tmp):
+    """One-per-node required anti-affinity fills exactly the 12 nodes and refuses the other 4
+    with kube's reason; preferred affinity puts the web pods on the cache's node (least
+    allocated scoring alone would keep them off it)."""
+    path = os.path.join(SOURCE, "examples", "sim", "pod-affinity.yaml")
+    report = simulated_report("pod-affinity.yaml", tmp, path)
+    if report is None:
+        return
+    ingress = [p for p in report["pods"] if p["name"].startswith("ingress-")]
+    bound = [p["node"] for p in ingress if p["node"] is not None]
+    refused = [p["reason"] for p in ingress if p["node"] is None]
+    check(len(bound) == 12 and len(set(bound)) == 12 and refused == [ANTI_REASON] * 4,
+          f"pod-affinity.yaml: one ingress pod per node, 4 refused, got {bound} {refused}")
+    node = {p["name"]: p["node"] for p in report["pods"]}
+    web = [node[f"web-{i}"] for i in range(4)]
+    check(node["cache"] is not None and web == [node["cache"]] * 4,
+          f"pod-affinity.yaml: web next to its cache on {node['cache']}, got {web}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         for example in ("small.yaml", "small.json"):
@@ -389,6 +411,7 @@ def main():
         check_unhandled_fields(tmp)
         check_node_constraints(tmp)
         check_topology_spread(tmp)
+        check_pod_affinity(tmp)
         # GPUs (gpushare): every card within its memory, the GPU figures add up, the pod that
         # asks for 16 cards is the one GPU pod left, with its reason.
         run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", "gpu.yaml"), tmp)
