@@ -488,6 +488,112 @@ static void test_bad_constraints_are_unresolvable(void **state)
     }
 }
 
+/* A 3,000-pod rollout over 3 zones of 6 nodes with maxSkew 1: each pod goes to the feasible
+ * node with the fewest pods. At pods 1,000 and 2,000 a node is removed (its pods deleted and
+ * queued again). The zones' skew stays at most 1 after every placement, except right after a
+ * removal, when it never grows until the queued pods have refilled the zone. */
+#define ROLLOUT_PODS 3000
+#define ROLLOUT_NODES 18
+
+static kc_node rollout_nodes[ROLLOUT_NODES];
+static int node_alive[ROLLOUT_NODES];
+static uint32_t node_pods[ROLLOUT_NODES];
+
+static void register_alive_nodes(void)
+{
+    fake_host_reset();
+    for (uint32_t n = 0; n < ROLLOUT_NODES; n++)
+        if (node_alive[n])
+            fake_host_add_node(&rollout_nodes[n]);
+}
+
+static uint32_t zone_skew(const uint32_t *zone_pods)
+{
+    uint32_t low = zone_pods[0], high = zone_pods[0];
+    for (uint32_t z = 1; z < 3; z++) {
+        low = zone_pods[z] < low ? zone_pods[z] : low;
+        high = zone_pods[z] > high ? zone_pods[z] : high;
+    }
+    return high - low;
+}
+
+static void test_rollout_with_node_removals(void **state)
+{
+    (void)state;
+    static const char *const zones[] = {"z0", "z1", "z2"};
+    static char names[ROLLOUT_NODES][16];
+    for (uint32_t n = 0; n < ROLLOUT_NODES; n++) {
+        snprintf(names[n], sizeof(names[n]), "node-%u", n);
+        fake_node_init(&rollout_nodes[n], names[n]);
+        fake_node_add_label(&rollout_nodes[n], "zone", zones[n % 3]);
+        node_alive[n] = 1;
+        node_pods[n] = 0;
+    }
+    register_alive_nodes();
+    kc_pod *rollout = calloc(ROLLOUT_PODS, sizeof(*rollout));
+    uint32_t *where = calloc(ROLLOUT_PODS, sizeof(*where));
+    uint32_t *queue = calloc(ROLLOUT_PODS * 2, sizeof(*queue));
+    static char pod_names[ROLLOUT_PODS][16];
+    assert_true(rollout != NULL && where != NULL && queue != NULL);
+    uint32_t head = 0, tail = 0, zone_pods[3] = {0}, skew = 0, placed = 0, next_new = 0;
+    const char *terms = LIST1(HARD(1, "zone", "{\"matchLabels\":{\"app\":\"web\"}}"));
+    while (placed < ROLLOUT_PODS + 200 && (next_new < ROLLOUT_PODS || head < tail)) {
+        uint32_t i = head < tail ? queue[head++] : next_new++;
+        kc_pod *pod = &rollout[i];
+        snprintf(pod_names[i], sizeof(pod_names[i]), "web-%u", i);
+        fake_pod_init(pod, "ns", pod_names[i]);
+        pod->labels[0] = (struct fake_kv){"app", "web"};
+        pod->label_count = 1;
+        pod->constraints_json = terms;
+        kc_cycle cycle;
+        fake_cycle_init(&cycle);
+        assert_int_equal(ops->pre_filter(self, &cycle, pod), KC_SUCCESS);
+        int best = -1;
+        for (uint32_t n = 0; n < ROLLOUT_NODES; n++) {
+            if (!node_alive[n] || ops->filter(self, &cycle, pod, &rollout_nodes[n]) != KC_SUCCESS)
+                continue;
+            if (best < 0 || node_pods[n] < node_pods[best])
+                best = (int)n;
+        }
+        fake_cycle_clear(&cycle);
+        assert_true(best >= 0);
+        send(KC_EVENT_POD_ASSUME, pod, &rollout_nodes[best]);
+        where[i] = (uint32_t)best;
+        node_pods[best]++;
+        zone_pods[best % 3]++;
+        placed++;
+        uint32_t now = zone_skew(zone_pods);
+        if (now > 1 && now > skew)
+            fail_msg("placement %u (pod %u on %s): zone skew grew from %u to %u", placed, i,
+                     rollout_nodes[best].name, skew, now);
+        skew = now;
+        if (placed == 1000 || placed == 2000) {
+            uint32_t gone = placed == 1000 ? 0 : 4; /* zone z0, then z1 */
+            node_alive[gone] = 0;
+            register_alive_nodes();
+            for (uint32_t p = 0; p < next_new; p++) {
+                if (where[p] != gone || rollout[p].uid == NULL)
+                    continue;
+                send(KC_EVENT_POD_DELETE, &rollout[p], NULL);
+                where[p] = UINT32_MAX;
+                queue[tail++] = p;
+                zone_pods[gone % 3]--;
+                node_pods[gone]--;
+            }
+            assert_true(node_pods[gone] == 0);
+            skew = zone_skew(zone_pods);
+            assert_true(skew > 1); /* the removal did unbalance the zones */
+        }
+    }
+    assert_int_equal(next_new, ROLLOUT_PODS);
+    assert_int_equal(head, tail);
+    assert_true(zone_skew(zone_pods) <= 1);
+    assert_int_equal(zone_pods[0] + zone_pods[1] + zone_pods[2], ROLLOUT_PODS);
+    free(rollout);
+    free(where);
+    free(queue);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +602,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_assume_counts_until_forget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relabel_stops_counting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_constraints_are_unresolvable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rollout_with_node_removals, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }
