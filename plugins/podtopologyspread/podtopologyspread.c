@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <kcycle/kcycle.h>
 
+#include "domain_counts.h"
 #include "spread_constraints.h"
 
 KC_PLUGIN_DEFINE_HOST;
@@ -34,6 +35,7 @@ KC_PLUGIN_DEFINE_HOST;
 
 struct plugin {
     struct pod_index index;
+    struct domain_cache domains; /* the fast path's per-domain counts */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -47,6 +49,7 @@ struct constraint_state {
     int64_t *node_pods;      /* hostname constraints in scoring: matching pods by node index */
     uint32_t domain_count;
     uint32_t counted_domains;
+    bool borrowed; /* domain_of_node and count point into the plugin's domain cache */
     int64_t min_count; /* over counted domains; INT32_MAX when there is none */
 };
 
@@ -64,9 +67,11 @@ static void spread_state_free(void *data)
     for (uint32_t i = 0; i < s->count; i++) {
         struct constraint_state *cs = &s->items[i];
         spread_constraint_free(&cs->c);
-        free(cs->domain_of_node);
+        if (!cs->borrowed) {
+            free(cs->domain_of_node);
+            free(cs->count);
+        }
         free(cs->node_counted);
-        free(cs->count);
         free(cs->domain_counted);
         free(cs->node_pods);
     }
@@ -242,6 +247,51 @@ static void compute_minimums(struct spread_state *s)
     }
 }
 
+/* The fast path: when no constraint depends on the pod's node affinity or tolerations and
+ * every node that has one constraint's key has all of them, a node counts exactly when it has
+ * the key, so the event-fed counters of the domain cache hold the counts kube computes. The
+ * state then borrows the cache's arrays: O(domains) per attempt. false: take the slow path. */
+static bool borrow_counts(struct plugin *p, const kc_pod *pod, struct spread_state *s)
+{
+    uint32_t constraints = kc_pod_node_constraints(pod);
+    bool pod_affinity = (constraints & (KC_POD_NODE_SELECTOR | KC_POD_REQUIRED_NODE_AFFINITY)) != 0;
+    for (uint32_t i = 0; i < s->count; i++) {
+        const struct spread_constraint *c = &s->items[i].c;
+        if (c->node_taints_honor || (c->node_affinity_honor && pod_affinity))
+            return false;
+    }
+    if (domain_cache_prepare(&p->domains) != 0)
+        return false;
+    const struct domain_counter *counters[16];
+    const struct domain_map *maps[16];
+    if (s->count > 16)
+        return false;
+    for (uint32_t i = 0; i < s->count; i++) {
+        const struct spread_constraint *c = &s->items[i].c;
+        uint32_t map;
+        maps[i] = domain_cache_map(&p->domains, c->topology_key, &map);
+        counters[i] = domain_cache_counter(&p->domains, &p->index, kc_pod_namespace(pod),
+                                           &c->selector, c->topology_key);
+        if (maps[i] == NULL || counters[i] == NULL)
+            return false;
+        if (s->count > 1 && maps[i]->nodes_without_key > 0)
+            return false;
+    }
+    for (uint32_t i = 0; i < s->count; i++) {
+        struct constraint_state *cs = &s->items[i];
+        cs->borrowed = true;
+        cs->domain_of_node = maps[i]->domain_of_node;
+        cs->count = counters[i]->counts;
+        cs->domain_count = maps[i]->domain_count;
+        cs->min_count = INT32_MAX;
+        cs->counted_domains = cs->domain_count;
+        for (uint32_t d = 0; d < cs->domain_count; d++)
+            if (cs->count[d] < cs->min_count)
+                cs->min_count = cs->count[d];
+    }
+    return true;
+}
+
 /* Build the attempt's state for the pod's constraints with the given whenUnsatisfiable.
  * *out is NULL when the pod has none. 0, -EINVAL (bad constraints, message in error) or
  * -ENOMEM. */
@@ -265,6 +315,10 @@ static int build_state(struct plugin *p, const kc_pod *pod, enum spread_action a
     for (uint32_t i = 0; i < count; i++)
         s->items[i].c = list[i]; /* moved */
     free(list);
+    if (borrow_counts(p, pod, s)) {
+        *out = s;
+        return 0;
+    }
     for (uint32_t i = 0; i < count && rc == 0; i++) {
         bool per_node = scoring && strcmp(s->items[i].c.topology_key, HOSTNAME_KEY) == 0;
         rc = constraint_state_alloc(&s->items[i], s->node_count, per_node);
@@ -312,6 +366,7 @@ static void spread_fini(void *self)
     struct plugin *p = self;
     if (p == NULL)
         return;
+    domain_cache_invalidate(&p->domains);
     pod_index_free(&p->index);
     free(p);
 }
@@ -330,17 +385,29 @@ static void spread_on_event(void *self, const kc_event *event)
 {
     struct plugin *p = self;
     const char *node = event->node != NULL ? kc_node_name(event->node) : NULL;
+    const char *uid = event->pod != NULL ? kc_pod_uid(event->pod) : NULL;
     switch (event->type) {
+    case KC_EVENT_NODE_ADD:
+    case KC_EVENT_NODE_UPDATE:
+    case KC_EVENT_NODE_DELETE:
+        /* node indices or labels change: the counters are rebuilt on the next attempt */
+        domain_cache_invalidate(&p->domains);
+        break;
     case KC_EVENT_POD_ADD:
     case KC_EVENT_POD_UPDATE:
     case KC_EVENT_POD_ASSUME:
         if (node == NULL)
             node = kc_pod_node_name(event->pod);
+        domain_cache_pod(&p->domains, uid != NULL ? pod_index_find(&p->index, uid) : NULL, -1);
         if (pod_index_put(&p->index, event->pod, node, NULL) != 0)
             kc_log(KC_LOG_ERROR, PLUGIN_NAME, "out of memory indexing a pod");
+        domain_cache_pod(&p->domains, uid != NULL ? pod_index_find(&p->index, uid) : NULL, +1);
         break;
     case KC_EVENT_POD_DELETE:
-    case KC_EVENT_POD_FORGET: pod_index_remove(&p->index, kc_pod_uid(event->pod)); break;
+    case KC_EVENT_POD_FORGET:
+        domain_cache_pod(&p->domains, uid != NULL ? pod_index_find(&p->index, uid) : NULL, -1);
+        pod_index_remove(&p->index, uid);
+        break;
     default: break;
     }
 }
