@@ -67,7 +67,7 @@ int domain_cache_prepare(struct domain_cache *cache)
 }
 
 /* Snapshot index of the node named name, or -1. */
-static int64_t node_of(const struct domain_cache *cache, const char *name)
+int64_t domain_cache_node(const struct domain_cache *cache, const char *name)
 {
     if (cache->names == NULL || name == NULL)
         return -1;
@@ -133,8 +133,8 @@ const struct domain_map *domain_cache_map(struct domain_cache *cache, const char
 }
 
 /* namespace, key and every requirement, separated by bytes labels cannot hold */
-static char *signature_of(const char *namespace_name, const struct label_selector *selector,
-                          const char *key)
+char *label_selector_signature(const char *namespace_name, const struct label_selector *selector,
+                               const char *key)
 {
     size_t size = strlen(namespace_name) + strlen(key) + 8;
     for (uint32_t i = 0; i < selector->count; i++) {
@@ -156,7 +156,7 @@ static char *signature_of(const char *namespace_name, const struct label_selecto
     return text;
 }
 
-static int copy_selector(const struct label_selector *from, struct label_selector *to)
+int label_selector_copy(const struct label_selector *from, struct label_selector *to)
 {
     memset(to, 0, sizeof(*to));
     to->nothing = from->nothing;
@@ -191,7 +191,7 @@ static void count_one(const struct domain_cache *cache, struct domain_counter *c
     if (strcmp(pod->namespace_name, c->namespace_name) != 0 ||
         !label_selector_matches(&c->selector, pod))
         return;
-    int64_t node = node_of(cache, pod->node_name);
+    int64_t node = domain_cache_node(cache, pod->node_name);
     if (node < 0)
         return;
     int32_t domain = cache->maps[c->map].domain_of_node[node];
@@ -216,7 +216,7 @@ const struct domain_counter *domain_cache_counter(struct domain_cache *cache,
                                                   const struct label_selector *selector,
                                                   const char *key)
 {
-    char *signature = signature_of(namespace_name, selector, key);
+    char *signature = label_selector_signature(namespace_name, selector, key);
     if (signature == NULL)
         return NULL;
     for (uint32_t i = 0; i < cache->counter_count; i++)
@@ -237,7 +237,7 @@ const struct domain_counter *domain_cache_counter(struct domain_cache *cache,
     c->namespace_name = strdup(namespace_name);
     c->counts = calloc(m->domain_count > 0 ? m->domain_count : 1, sizeof(*c->counts));
     if (c->namespace_name == NULL || c->counts == NULL ||
-        copy_selector(selector, &c->selector) != 0) {
+        label_selector_copy(selector, &c->selector) != 0) {
         free(c->signature);
         free(c->namespace_name);
         free(c->counts);

@@ -57,6 +57,13 @@ const struct domain_counter *domain_cache_counter(struct domain_cache *cache,
                                                   const char *namespace_name,
                                                   const struct label_selector *selector,
                                                   const char *key);
+/* The snapshot index of the node named name, or -1 (also when the cache is not valid). */
+int64_t domain_cache_node(const struct domain_cache *cache, const char *name);
+/* A text naming (namespace, selector, key) exactly; malloc'd, NULL on allocation failure. */
+char *label_selector_signature(const char *namespace_name, const struct label_selector *selector,
+                               const char *key);
+/* Deep copy; 0 or -ENOMEM (free to with label_selector_free either way). */
+int label_selector_copy(const struct label_selector *from, struct label_selector *to);
 /* From on_event: an indexed pod arrives (+1) or leaves (-1). */
 void domain_cache_pod(struct domain_cache *cache, const struct indexed_pod *pod, int delta);
 

@@ -2,6 +2,8 @@
  * a namespaceSelector is matched against. */
 #include "affinity_terms.h"
 
+#include "domain_counts.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +11,7 @@
 
 /* ---- terms ----------------------------------------------------------------------------- */
 
-static void term_free(struct affinity_term *term)
+void affinity_term_release(struct affinity_term *term)
 {
     label_selector_free(&term->selector);
     label_selector_free(&term->namespace_selector);
@@ -22,7 +24,7 @@ static void term_free(struct affinity_term *term)
 static void terms_free(struct affinity_term *terms, uint32_t count)
 {
     for (uint32_t i = 0; terms != NULL && i < count; i++)
-        term_free(&terms[i]);
+        affinity_term_release(&terms[i]);
     free(terms);
 }
 
@@ -198,6 +200,55 @@ int pod_terms_parse(const kc_pod *pod, struct pod_terms **out, char *error, size
     }
     *out = t;
     return 0;
+}
+
+int affinity_term_copy(const struct affinity_term *from, struct affinity_term *to)
+{
+    memset(to, 0, sizeof(*to));
+    to->weight = from->weight;
+    to->has_namespace_selector = from->has_namespace_selector;
+    to->topology_key = strdup(from->topology_key);
+    to->namespaces = calloc(from->namespace_count + 1, sizeof(*to->namespaces));
+    if (to->topology_key == NULL || to->namespaces == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < from->namespace_count; i++) {
+        if ((to->namespaces[i] = strdup(from->namespaces[i])) == NULL)
+            return -ENOMEM;
+        to->namespace_count++;
+    }
+    if (label_selector_copy(&from->selector, &to->selector) != 0 ||
+        label_selector_copy(&from->namespace_selector, &to->namespace_selector) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+char *affinity_term_signature(const struct affinity_term *term)
+{
+    size_t size = 32;
+    for (uint32_t i = 0; i < term->namespace_count; i++)
+        size += strlen(term->namespaces[i]) + 1;
+    char *namespaces = malloc(size);
+    if (namespaces == NULL)
+        return NULL;
+    size_t used = (size_t)snprintf(namespaces, size, "%d\x1b%d", (int)term->weight,
+                                   term->has_namespace_selector ? 1 : 0);
+    for (uint32_t i = 0; i < term->namespace_count; i++)
+        used += (size_t)snprintf(namespaces + used, size - used, "\x1a%s", term->namespaces[i]);
+    char *selector = label_selector_signature(namespaces, &term->selector, term->topology_key);
+    char *scope = term->has_namespace_selector
+                      ? label_selector_signature("", &term->namespace_selector, "")
+                      : strdup("");
+    char *text = NULL;
+    if (selector != NULL && scope != NULL) {
+        size_t length = strlen(selector) + strlen(scope) + 2;
+        text = malloc(length);
+        if (text != NULL)
+            snprintf(text, length, "%s\x19%s", selector, scope);
+    }
+    free(namespaces);
+    free(selector);
+    free(scope);
+    return text;
 }
 
 /* ---- matching -------------------------------------------------------------------------- */

@@ -54,6 +54,12 @@ bool affinity_term_matches(const struct affinity_term *term, const struct namesp
                            const char *(*label)(const void *source, const char *key),
                            const void *source);
 
+/* Deep copy; 0 or -ENOMEM (release to with affinity_term_release either way). */
+int affinity_term_copy(const struct affinity_term *from, struct affinity_term *to);
+void affinity_term_release(struct affinity_term *term);
+/* A text naming the term exactly (namespaces, namespace selector, selector, key, weight). */
+char *affinity_term_signature(const struct affinity_term *term);
+
 /* Namespace objects from OBJECT_* events: set (replacing) from the object's JSON, remove. */
 int namespace_table_set(struct namespace_table *table, const char *name, const char *json);
 void namespace_table_remove(struct namespace_table *table, const char *name);

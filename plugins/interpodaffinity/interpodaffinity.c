@@ -9,6 +9,7 @@
  * with each node's domain id per key; Filter is a few array reads per term, allocation-free
  * and read-only, so the Filter threads share the state. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +20,8 @@
 #include <kcycle/kcycle.h>
 
 #include "affinity_terms.h"
+#include "domain_counts.h"
+#include "term_groups.h"
 
 KC_PLUGIN_DEFINE_HOST;
 
@@ -39,6 +42,8 @@ struct plugin {
     bool ignore_preferred_terms_of_existing;  /* args, default false */
     uint32_t pods_with_required_anti;         /* indexed pods with required anti-affinity */
     uint32_t pods_with_terms;                 /* indexed pods with any term */
+    struct domain_cache domains;              /* the fast path's per-domain counts */
+    struct term_groups groups;                /* placed pods' terms, grouped */
 };
 
 /* One topology key of an attempt: each node's domain id under it and counts per domain. */
@@ -51,6 +56,7 @@ struct key_table {
     int64_t *existing_anti;  /* placed pods whose required anti-affinity selects the pod */
     int64_t *score;          /* preferred weights */
     int64_t existing_total;
+    bool borrowed; /* domain_of_node belongs to the plugin's domain cache */
 };
 
 /* The attempt's state; read-only once stored. */
@@ -65,6 +71,7 @@ struct affinity_state {
     int64_t affinity_total;
     bool self_matches_affinity; /* the pod matches all its own required affinity terms */
     int failed;                 /* out of memory or too many keys while counting */
+    struct domain_cache *cache; /* fast path: key tables borrow the cache's maps */
 };
 
 static void affinity_state_free(void *data)
@@ -75,7 +82,8 @@ static void affinity_state_free(void *data)
     for (uint32_t i = 0; i < s->key_count; i++) {
         struct key_table *k = &s->keys[i];
         free(k->key);
-        free(k->domain_of_node);
+        if (!k->borrowed)
+            free(k->domain_of_node);
         free(k->affinity);
         free(k->anti);
         free(k->existing_anti);
@@ -139,6 +147,22 @@ static int key_table_map(struct key_table *k, uint32_t nodes)
                : -ENOMEM;
 }
 
+/* The fast path's table: the cache's node-to-domain map, counts of this attempt. */
+static int key_table_borrow(struct key_table *k, const struct domain_map *m)
+{
+    k->borrowed = true;
+    k->domain_of_node = m->domain_of_node;
+    k->domain_count = m->domain_count;
+    size_t domains = k->domain_count > 0 ? k->domain_count : 1;
+    k->affinity = calloc(domains, sizeof(int64_t));
+    k->anti = calloc(domains, sizeof(int64_t));
+    k->existing_anti = calloc(domains, sizeof(int64_t));
+    k->score = calloc(domains, sizeof(int64_t));
+    return k->affinity != NULL && k->anti != NULL && k->existing_anti != NULL && k->score != NULL
+               ? 0
+               : -ENOMEM;
+}
+
 /* The table of key, made on first use; NULL (s->failed set) when it cannot be. */
 static struct key_table *key_table_of(struct affinity_state *s, const char *key, uint32_t *at)
 {
@@ -155,7 +179,14 @@ static struct key_table *key_table_of(struct affinity_state *s, const char *key,
     struct key_table *k = &s->keys[s->key_count++];
     memset(k, 0, sizeof(*k));
     k->key = strdup(key);
-    if (k->key == NULL || key_table_map(k, s->node_count) != 0) {
+    if (k->key != NULL && s->cache != NULL) {
+        uint32_t map;
+        const struct domain_map *m = domain_cache_map(s->cache, key, &map);
+        if (m == NULL || key_table_borrow(k, m) != 0) {
+            s->failed = -ENOMEM;
+            return NULL;
+        }
+    } else if (k->key == NULL || key_table_map(k, s->node_count) != 0) {
         s->failed = -ENOMEM;
         return NULL;
     }
@@ -338,6 +369,145 @@ static int map_required_keys(struct affinity_state *s, const struct plugin *p, c
     return 0;
 }
 
+/* ---- fast path ------------------------------------------------------------------------- *
+ * The pod's terms read the event-fed counters of the domain cache (one per namespace the term
+ * selects), placed pods' terms come grouped (term_groups): an attempt costs O(terms x domains)
+ * instead of a pass over every pod. Taken when the cache, the groups and every counter are
+ * available, the pod has at most one required affinity term (kube counts pods matching all of
+ * them, which per-term counters cannot give) and no term of the pod uses a namespaceSelector. */
+
+static bool fast_usable(struct plugin *p, struct affinity_state *s, bool scoring)
+{
+    bool had = p->domains.valid && p->domains.node_count == kc_node_count();
+    if (domain_cache_prepare(&p->domains) != 0)
+        return false;
+    if (!had)
+        term_groups_reset(&p->groups);
+    if (!term_groups_prepare(&p->groups, &p->domains, &p->index))
+        return false;
+    const struct pod_terms *t = s->terms;
+    if (t == NULL)
+        return true;
+    if (!scoring && t->required_affinity_count > 1)
+        return false;
+    const struct affinity_term *lists[4] = {t->required_affinity, t->required_anti,
+                                            t->preferred_affinity, t->preferred_anti};
+    const uint32_t counts[4] = {t->required_affinity_count, t->required_anti_count,
+                                t->preferred_affinity_count, t->preferred_anti_count};
+    for (int l = 0; l < 4; l++)
+        for (uint32_t i = 0; i < counts[l]; i++)
+            if (lists[l][i].has_namespace_selector)
+                return false;
+    return true;
+}
+
+/* Add weight x the term's matching pods per domain into the key table's array at offset. */
+static bool add_term_counts(struct plugin *p, struct affinity_state *s,
+                            const struct affinity_term *term, size_t array, int64_t weight,
+                            uint32_t *key_at, int64_t *total)
+{
+    uint32_t at;
+    struct key_table *k = key_table_of(s, term->topology_key, &at);
+    if (k == NULL)
+        return false;
+    if (key_at != NULL)
+        *key_at = at;
+    int64_t *target = *(int64_t **)((char *)k + array);
+    for (uint32_t n = 0; n < term->namespace_count; n++) {
+        const struct domain_counter *c = domain_cache_counter(
+            &p->domains, &p->index, term->namespaces[n], &term->selector, term->topology_key);
+        if (c == NULL)
+            return false;
+        for (uint32_t d = 0; d < k->domain_count; d++) {
+            target[d] += weight * c->counts[d];
+            if (total != NULL)
+                *total += c->counts[d];
+        }
+    }
+    return true;
+}
+
+static bool fast_pre_filter(struct plugin *p, const kc_pod *pod, struct affinity_state *s)
+{
+    s->cache = &p->domains;
+    const struct pod_terms *t = s->terms;
+    uint32_t affinity = t != NULL ? t->required_affinity_count : 0;
+    uint32_t anti = t != NULL ? t->required_anti_count : 0;
+    if (t != NULL) {
+        s->affinity_key = calloc(affinity + 1, sizeof(uint32_t));
+        s->anti_key = calloc(anti + 1, sizeof(uint32_t));
+        if (s->affinity_key == NULL || s->anti_key == NULL)
+            return false;
+    }
+    s->self_matches_affinity = true;
+    for (uint32_t i = 0; i < affinity; i++) {
+        if (!add_term_counts(p, s, &t->required_affinity[i], offsetof(struct key_table, affinity),
+                             1, &s->affinity_key[i], &s->affinity_total))
+            return false;
+        s->self_matches_affinity =
+            s->self_matches_affinity && term_selects_incoming(p, &t->required_affinity[i], pod);
+    }
+    for (uint32_t i = 0; i < anti; i++)
+        if (!add_term_counts(p, s, &t->required_anti[i], offsetof(struct key_table, anti), 1,
+                             &s->anti_key[i], NULL))
+            return false;
+    for (uint32_t g = 0; g < p->groups.count; g++) {
+        const struct term_group *group = &p->groups.items[g];
+        if (group->kind != GROUP_REQUIRED_ANTI || group->total == 0 ||
+            !term_selects_incoming(p, &group->term, pod))
+            continue;
+        struct key_table *k = key_table_of(s, group->term.topology_key, NULL);
+        if (k == NULL)
+            return false;
+        for (uint32_t d = 0; d < k->domain_count; d++)
+            k->existing_anti[d] += group->counts[d];
+        k->existing_total += group->total;
+    }
+    return s->failed == 0;
+}
+
+static bool fast_pre_score(struct plugin *p, const kc_pod *pod, struct affinity_state *s)
+{
+    s->cache = &p->domains;
+    const struct pod_terms *t = s->terms;
+    for (uint32_t i = 0; t != NULL && i < t->preferred_affinity_count; i++)
+        if (!add_term_counts(p, s, &t->preferred_affinity[i], offsetof(struct key_table, score),
+                             t->preferred_affinity[i].weight, NULL, NULL))
+            return false;
+    for (uint32_t i = 0; t != NULL && i < t->preferred_anti_count; i++)
+        if (!add_term_counts(p, s, &t->preferred_anti[i], offsetof(struct key_table, score),
+                             -t->preferred_anti[i].weight, NULL, NULL))
+            return false;
+    for (uint32_t g = 0; g < p->groups.count; g++) {
+        const struct term_group *group = &p->groups.items[g];
+        int64_t weight = 0;
+        switch (group->kind) {
+        case GROUP_REQUIRED_AFFINITY: weight = p->hard_pod_affinity_weight; break;
+        case GROUP_PREFERRED_AFFINITY: weight = group->term.weight; break;
+        case GROUP_PREFERRED_ANTI: weight = -group->term.weight; break;
+        default: break;
+        }
+        if (group->kind != GROUP_REQUIRED_AFFINITY && p->ignore_preferred_terms_of_existing)
+            weight = 0;
+        if (weight == 0 || group->total == 0 || !term_selects_incoming(p, &group->term, pod))
+            continue;
+        struct key_table *k = key_table_of(s, group->term.topology_key, NULL);
+        if (k == NULL)
+            return false;
+        for (uint32_t d = 0; d < k->domain_count; d++)
+            k->score[d] += weight * group->counts[d];
+    }
+    return s->failed == 0;
+}
+
+/* A fresh state for the slow path after the fast one gave up part way. */
+static int restart_state(struct plugin *p, const kc_pod *pod, struct affinity_state **s)
+{
+    affinity_state_free(*s);
+    char error[256];
+    return state_new(p, pod, s, error, sizeof(error));
+}
+
 /* ---- phases ---------------------------------------------------------------------------- */
 
 static int parse_args(struct plugin *p, const char *args_json)
@@ -398,6 +568,8 @@ static void affinity_fini(void *self)
     struct plugin *p = self;
     if (p == NULL)
         return;
+    term_groups_reset(&p->groups);
+    domain_cache_invalidate(&p->domains);
     pod_index_free(&p->index);
     namespace_table_free(&p->namespaces);
     free(p);
@@ -422,7 +594,18 @@ static void tally(struct plugin *p, const struct pod_terms *terms, int delta)
         p->pods_with_required_anti += (uint32_t)delta;
 }
 
-static const struct pod_terms *indexed_terms(const struct plugin *p, const char *uid);
+
+/* The pod with uid (if indexed) leaves (-1) or joins (+1) the tallies and the fast path's
+ * counts. */
+static void account(struct plugin *p, const char *uid, int delta)
+{
+    const struct indexed_pod *pod = uid != NULL ? pod_index_find(&p->index, uid) : NULL;
+    if (pod == NULL)
+        return;
+    tally(p, pod->extra, delta);
+    domain_cache_pod(&p->domains, pod, delta);
+    term_groups_pod(&p->groups, &p->domains, pod, delta);
+}
 
 static void put_pod(struct plugin *p, const kc_event *event, const char *node)
 {
@@ -431,10 +614,10 @@ static void put_pod(struct plugin *p, const kc_event *event, const char *node)
     char error[256] = "";
     if (pod_terms_parse(event->pod, &terms, error, sizeof(error)) != 0)
         terms = NULL; /* PreFilter refused its bad terms; its labels still count */
-    tally(p, indexed_terms(p, uid), -1);
+    account(p, uid, -1);
     if (pod_index_put(&p->index, event->pod, node, terms) != 0)
         kc_log(KC_LOG_ERROR, PLUGIN_NAME, "out of memory indexing a pod");
-    tally(p, indexed_terms(p, uid), +1);
+    account(p, uid, +1);
 }
 
 static void affinity_on_event(void *self, const kc_event *event)
@@ -449,8 +632,15 @@ static void affinity_on_event(void *self, const kc_event *event)
         break;
     case KC_EVENT_POD_DELETE:
     case KC_EVENT_POD_FORGET:
-        tally(p, indexed_terms(p, kc_pod_uid(event->pod)), -1);
+        account(p, kc_pod_uid(event->pod), -1);
         pod_index_remove(&p->index, kc_pod_uid(event->pod));
+        break;
+    case KC_EVENT_NODE_ADD:
+    case KC_EVENT_NODE_UPDATE:
+    case KC_EVENT_NODE_DELETE:
+        /* node indices or labels change: counts and groups are rebuilt on the next attempt */
+        term_groups_reset(&p->groups);
+        domain_cache_invalidate(&p->domains);
         break;
     case KC_EVENT_OBJECT_ADD:
     case KC_EVENT_OBJECT_UPDATE:
@@ -502,6 +692,10 @@ static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
         affinity_state_free(s);
         return KC_SKIP;
     }
+    if (fast_usable(p, s, false) && fast_pre_filter(p, pod, s))
+        return store_or_fail(cycle, FILTER_STATE_KEY, s);
+    if (restart_state(p, pod, &s) != 0)
+        return reject_parse(cycle, -ENOMEM, "");
     rc = map_required_keys(s, p, pod);
     struct count_context c = {.plugin = p, .state = s, .pod = pod, .scoring = false};
     if (rc == 0)
@@ -598,6 +792,10 @@ static kc_status affinity_pre_score(void *self, kc_cycle *cycle, const kc_pod *p
         affinity_state_free(s);
         return KC_SKIP;
     }
+    if (fast_usable(p, s, true) && fast_pre_score(p, pod, s))
+        return store_or_fail(cycle, SCORE_STATE_KEY, s);
+    if (restart_state(p, pod, &s) != 0)
+        return KC_ERROR;
     struct count_context c = {.plugin = p, .state = s, .pod = pod, .scoring = true};
     pod_index_each(&p->index, count_pod, &c);
     if (s->failed != 0) {
@@ -648,11 +846,6 @@ static kc_status affinity_normalize_score(void *self, kc_cycle *cycle, const kc_
     return KC_SUCCESS;
 }
 
-static const struct pod_terms *indexed_terms(const struct plugin *p, const char *uid)
-{
-    const struct indexed_pod *pod = uid != NULL ? pod_index_find(&p->index, uid) : NULL;
-    return pod != NULL ? pod->extra : NULL;
-}
 
 static const kc_plugin_ops affinity_ops = {
     .struct_size = sizeof(kc_plugin_ops),
