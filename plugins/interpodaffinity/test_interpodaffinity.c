@@ -513,7 +513,7 @@ static void test_bad_terms_are_unresolvable(void **state)
         PREF_AFF(WTERM(101, TERM("zone", "{}"))),
         REQ_ANTI(TERM_X("zone", "{}", ",\"namespaces\":[1]")),
         REQ_ANTI(TERM("zone", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"Near\"}]}")),
-        "{not json",
+        "{\"podAntiAffinity\": not json",
     };
     kc_pod incoming;
     build(&one_per_node, &incoming);

@@ -71,6 +71,14 @@ static int parse_constraint(json_t *json, const kc_pod *pod, struct spread_const
     return rc;
 }
 
+static size_t occurrences(const char *text, const char *word)
+{
+    size_t count = 0;
+    for (const char *at = strstr(text, word); at != NULL; at = strstr(at + 1, word))
+        count++;
+    return count;
+}
+
 int spread_constraints_parse(const kc_pod *pod, enum spread_action action,
                              struct spread_constraint **out, uint32_t *count, char *error,
                              size_t error_size)
@@ -78,7 +86,11 @@ int spread_constraints_parse(const kc_pod *pod, enum spread_action action,
     *out = NULL;
     *count = 0;
     const char *text = kc_pod_constraints_json(pod);
-    if (text == NULL)
+    /* most pods have no constraint of this kind: skip the JSON parse when every
+     * whenUnsatisfiable is the other action (a false count only costs a parse) */
+    static const char *const other_action[] = {"\"ScheduleAnyway\"", "\"DoNotSchedule\""};
+    if (text == NULL || occurrences(text, "\"whenUnsatisfiable\"") ==
+                            occurrences(text, other_action[action]))
         return 0;
     json_error_t json_error;
     json_t *root = json_loads(text, 0, &json_error);

@@ -473,7 +473,7 @@ static void test_bad_constraints_are_unresolvable(void **state)
         LIST1(TSC(1, "zone", "DoNotSchedule", SEL_FOO, ",\"minDomains\":0")),
         LIST1(TSC(1, "zone", "DoNotSchedule", SEL_FOO, ",\"nodeTaintsPolicy\":\"Maybe\"")),
         LIST1(HARD(1, "zone", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\"}]}")),
-        "{not json",
+        "{\"whenUnsatisfiable\":\"DoNotSchedule\" not json",
     };
     kc_pod incoming;
     build(&two_zones, &incoming);
