@@ -80,7 +80,7 @@ int64_t domain_cache_node(const struct domain_cache *cache, const char *name)
     return -1;
 }
 
-static int build_map(struct domain_map *map, uint32_t nodes)
+int domain_map_build(struct domain_map *map, uint32_t nodes)
 {
     uint32_t capacity = 16;
     while (capacity < nodes * 2)
@@ -123,7 +123,7 @@ const struct domain_map *domain_cache_map(struct domain_cache *cache, const char
     struct domain_map *map = &cache->maps[cache->map_count];
     memset(map, 0, sizeof(*map));
     map->key = strdup(key);
-    if (map->key == NULL || build_map(map, cache->node_count) != 0) {
+    if (map->key == NULL || domain_map_build(map, cache->node_count) != 0) {
         free(map->key);
         free(map->domain_of_node);
         return NULL;

@@ -43,6 +43,10 @@ struct domain_cache {
     uint32_t counter_count;
 };
 
+/* Number the values of map->key over the snapshot's first `nodes` nodes into
+ * map->domain_of_node (malloc'd, the caller frees it) and map->domain_count. 0 or -ENOMEM. */
+int domain_map_build(struct domain_map *map, uint32_t nodes);
+
 /* Drop everything (a node event changed the snapshot's nodes or labels). */
 void domain_cache_invalidate(struct domain_cache *cache);
 /* From PreFilter/PreScore: make the cache match the snapshot. 0 or -ENOMEM. */

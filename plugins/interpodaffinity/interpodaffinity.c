@@ -97,46 +97,15 @@ static void affinity_state_free(void *data)
 
 /* ---- key tables ------------------------------------------------------------------------ */
 
-static uint64_t hash_text(const char *text)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *text != '\0'; text++)
-        h = (h ^ (uint8_t)*text) * 1099511628211ull;
-    return h;
-}
-
-/* Number the values of key over the snapshot's nodes (open addressing over the label strings,
- * which live for this call). */
+/* The slow path's table: number the key's values over the snapshot's nodes. */
 static int key_table_map(struct key_table *k, uint32_t nodes)
 {
-    uint32_t capacity = 16;
-    while (capacity < nodes * 2)
-        capacity <<= 1;
-    const char **values = calloc(capacity, sizeof(*values));
-    uint32_t *ids = malloc(capacity * sizeof(*ids));
-    k->domain_of_node = malloc((nodes > 0 ? nodes : 1) * sizeof(*k->domain_of_node));
-    if (values == NULL || ids == NULL || k->domain_of_node == NULL) {
-        free(values);
-        free(ids);
-        return -ENOMEM;
-    }
-    for (uint32_t n = 0; n < nodes; n++) {
-        const kc_node *node = kc_node_at(n);
-        const char *value = node != NULL ? kc_node_label(node, k->key) : NULL;
-        k->domain_of_node[n] = -1;
-        if (value == NULL)
-            continue;
-        uint32_t slot = (uint32_t)hash_text(value) & (capacity - 1);
-        while (values[slot] != NULL && strcmp(values[slot], value) != 0)
-            slot = (slot + 1) & (capacity - 1);
-        if (values[slot] == NULL) {
-            values[slot] = value;
-            ids[slot] = k->domain_count++;
-        }
-        k->domain_of_node[n] = (int32_t)ids[slot];
-    }
-    free(values);
-    free(ids);
+    struct domain_map map = {.key = k->key};
+    int rc = domain_map_build(&map, nodes);
+    k->domain_of_node = map.domain_of_node;
+    k->domain_count = map.domain_count;
+    if (rc != 0)
+        return rc;
     size_t domains = k->domain_count > 0 ? k->domain_count : 1;
     k->affinity = calloc(domains, sizeof(int64_t));
     k->anti = calloc(domains, sizeof(int64_t));

@@ -79,56 +79,6 @@ static void spread_state_free(void *data)
     free(s);
 }
 
-/* ---- domains --------------------------------------------------------------------------- */
-
-/* Interns the topology values of one attempt: open addressing over the node labels' strings,
- * which live for the call. */
-struct domain_table {
-    const char **values;
-    uint32_t *ids;
-    uint32_t mask;
-    uint32_t count;
-};
-
-static uint64_t hash_text(const char *text)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *text != '\0'; text++)
-        h = (h ^ (uint8_t)*text) * 1099511628211ull;
-    return h;
-}
-
-static int domain_table_init(struct domain_table *t, uint32_t nodes)
-{
-    uint32_t capacity = 16;
-    while (capacity < nodes * 2)
-        capacity <<= 1;
-    t->values = calloc(capacity, sizeof(*t->values));
-    t->ids = malloc(capacity * sizeof(*t->ids));
-    t->mask = capacity - 1;
-    t->count = 0;
-    return t->values != NULL && t->ids != NULL ? 0 : -ENOMEM;
-}
-
-static uint32_t domain_table_id(struct domain_table *t, const char *value)
-{
-    uint32_t slot = (uint32_t)hash_text(value) & t->mask;
-    while (t->values[slot] != NULL) {
-        if (strcmp(t->values[slot], value) == 0)
-            return t->ids[slot];
-        slot = (slot + 1) & t->mask;
-    }
-    t->values[slot] = value;
-    t->ids[slot] = t->count;
-    return t->count++;
-}
-
-static void domain_table_free(struct domain_table *t)
-{
-    free(t->values);
-    free(t->ids);
-}
-
 /* ---- node inclusion -------------------------------------------------------------------- */
 
 /* kube's DoNotScheduleTaintsFilterFunc: a NoSchedule or NoExecute taint the pod does not
@@ -207,16 +157,18 @@ static int map_domains(struct spread_state *s, const kc_pod *pod,
     uint32_t nodes = s->node_count;
     for (uint32_t i = 0; i < s->count; i++) {
         struct constraint_state *cs = &s->items[i];
-        struct domain_table table;
-        if (domain_table_init(&table, nodes) != 0) {
-            domain_table_free(&table);
-            return -ENOMEM;
-        }
+        struct domain_map map = {.key = cs->c.topology_key};
+        int rc = domain_map_build(&map, nodes);
+        free(cs->domain_of_node);
+        cs->domain_of_node = map.domain_of_node;
+        cs->domain_count = map.domain_count;
+        if (rc != 0)
+            return rc;
         for (uint32_t n = 0; n < nodes; n++) {
+            if (cs->domain_of_node[n] < 0)
+                continue;
             const kc_node *node = kc_node_at(n);
-            const char *value = node != NULL ? kc_node_label(node, cs->c.topology_key) : NULL;
-            cs->domain_of_node[n] = value != NULL ? (int32_t)domain_table_id(&table, value) : -1;
-            if (value == NULL || !node_has_all_keys(node, list, s->count))
+            if (!node_has_all_keys(node, list, s->count))
                 continue;
             if (cs->c.node_affinity_honor && !kc_pod_matches_node_affinity(pod, node))
                 continue;
@@ -225,8 +177,6 @@ static int map_domains(struct spread_state *s, const kc_pod *pod,
             cs->node_counted[n] = 1;
             cs->domain_counted[cs->domain_of_node[n]] = 1;
         }
-        cs->domain_count = table.count;
-        domain_table_free(&table);
     }
     return 0;
 }
