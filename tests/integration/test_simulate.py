@@ -310,6 +310,14 @@ def check_topology_spread(tmp):
                 cache[p["node"]] = cache.get(p["node"], 0) + 1
         check(len(cache) == 24 and set(cache.values()) == {2},
               f"topology-spread.yaml: 2 cache pods per node, got {sorted(cache.items())}")
+        spread = {(c["topology_key"], c["when_unsatisfiable"]): c
+                  for c in report.get("topology_spread", [])}
+        zone = spread.get(("topology.kubernetes.io/zone", "DoNotSchedule"), {})
+        host = spread.get(("kubernetes.io/hostname", "ScheduleAnyway"), {})
+        check(zone.get("domains") == {"zone-a": 1000, "zone-b": 1000, "zone-c": 1000} and
+              zone.get("skew") == 0 and host.get("skew") == 0 and
+              len(host.get("domains", {})) == 24,
+              f"topology-spread.yaml: the report's per-domain counts, got {spread}")
     off = with_config(tmp, path, "  plugins: [{name: prioritysort}, {name: noderesources},"
                       " {name: defaultbinder}]\n  unhandledPodFields: {refuse: false}\n",
                       "topology-spread-off.yaml")
