@@ -326,7 +326,8 @@ int label_selector_parse(json_t *json, struct label_selector *out, const char *w
     json_object_foreach(json_object_get(json, "matchLabels"), key, value)
     {
         if (!json_is_string(value))
-            return plugin_parse_error(error, error_size, "%s.labelSelector.matchLabels.%s must be a string",
+            return plugin_parse_error(error, error_size,
+                                      "%s.labelSelector.matchLabels.%s must be a string",
                                where, key);
         int rc = label_selector_add(out, key, SELECTOR_IN, NULL, json_string_value(value));
         if (rc != 0)

@@ -33,7 +33,8 @@ KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
 #define TERM(key, sel) "{\"topologyKey\":\"" key "\",\"labelSelector\":" sel "}"
 #define TERM_X(key, sel, extra) "{\"topologyKey\":\"" key "\",\"labelSelector\":" sel extra "}"
 #define WTERM(w, term) "{\"weight\":" #w ",\"podAffinityTerm\":" term "}"
-#define SEL_IN(k, v) "{\"matchExpressions\":[{\"key\":\"" k "\",\"operator\":\"In\",\"values\":[" v "]}]}"
+#define SEL_IN(k, v) \
+    "{\"matchExpressions\":[{\"key\":\"" k "\",\"operator\":\"In\",\"values\":[" v "]}]}"
 #define SEL_EQ(k, v) "{\"matchLabels\":{\"" k "\":\"" v "\"}}"
 #define SCAN SEL_IN("service", "\"securityscan\", \"value2\"")
 
@@ -147,21 +148,24 @@ static const struct affinity_case cases[] = {
      "ns app=web version=2", NODES3, {"node-a ns app=web version=1", "node-b ns app=web version=2"},
      "ok anti ok", {NO_SCORE}},
     {"anti-affinity mismatchLabelKeys: only other tenants repel",
-     REQ_ANTI(TERM_X("hostname", "{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"Exists\"}]}",
+     REQ_ANTI(TERM_X("hostname",
+                     "{\"matchExpressions\":[{\"key\":\"app\",\"operator\":\"Exists\"}]}",
                      ",\"mismatchLabelKeys\":[\"tenant\"]")),
      "ns app=web tenant=t2", NODES3, {"node-a ns app=db tenant=t1", "node-b ns app=db tenant=t2"},
      "anti ok ok", {NO_SCORE}},
     /* Filter: placed pods' required anti-affinity against the pod */
     {"existing pod's anti-affinity does not select the pod",
      REQ_AFF(TERM("region", SCAN)), "ns service=securityscan", NODES3,
-     {"node-a ns service=securityscan | " REQ_ANTI(TERM("zone", SEL_EQ("service", "antivirusscan")))},
+     {"node-a ns service=securityscan | "
+      REQ_ANTI(TERM("zone", SEL_EQ("service", "antivirusscan")))},
      "ok ok aff", {NO_SCORE}},
     {"existing pod's anti-affinity selects the pod",
      REQ_AFF(TERM("region", SCAN)), "ns service=securityscan", NODES3,
      {"node-a ns service=securityscan | " REQ_ANTI(TERM("zone", SCAN))}, "exist ok aff",
      {NO_SCORE}},
     {"existing pod's anti-affinity applies to a pod without terms",
-     NULL, "ns app=web", NODES3, {"node-b ns app=db | " REQ_ANTI(TERM("region", SEL_EQ("app", "web")))},
+     NULL, "ns app=web", NODES3,
+     {"node-b ns app=db | " REQ_ANTI(TERM("region", SEL_EQ("app", "web")))},
      "exist exist ok", {NO_SCORE}},
     {"existing pod's anti-affinity: the pod in another namespace passes",
      NULL, "other app=web", NODES3,
@@ -205,7 +209,8 @@ static const struct affinity_case cases[] = {
     {"score: a placed pod's preferred affinity attracts the pod", NULL, "ns app=web", NODES3,
      {"node-b ns app=cache | " PREF_AFF(WTERM(7, TERM("hostname", SEL_EQ("app", "web"))))},
      NULL, {0, 100, 0}},
-    {"score: service next to its cache", PREF_AFF(WTERM(100, TERM("hostname", SEL_EQ("app", "cache")))),
+    {"score: service next to its cache",
+     PREF_AFF(WTERM(100, TERM("hostname", SEL_EQ("app", "cache")))),
      "ns app=web", NODES3, {"node-x ns app=cache"}, NULL, {0, 0, 100}},
 };
 

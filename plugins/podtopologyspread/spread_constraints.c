@@ -32,7 +32,8 @@ static int parse_constraint(json_t *json, const kc_pod *pod, struct spread_const
     const char *key = json_string_value(json_object_get(json, "topologyKey"));
     if (!json_is_integer(skew) || json_integer_value(skew) < 1 ||
         json_integer_value(skew) > INT32_MAX)
-        return plugin_parse_error(error, error_size, "%s.maxSkew must be an integer above 0", where);
+        return plugin_parse_error(error, error_size, "%s.maxSkew must be an integer above 0",
+                                  where);
     if (key == NULL || key[0] == '\0')
         return plugin_parse_error(error, error_size, "%s.topologyKey is required", where);
     c->max_skew = (int32_t)json_integer_value(skew);
@@ -53,7 +54,8 @@ static int parse_constraint(json_t *json, const kc_pod *pod, struct spread_const
     if (rc == 0 && (c->topology_key = strdup(key)) == NULL)
         rc = -ENOMEM;
     if (rc == 0)
-        rc = label_selector_parse(json_object_get(json, "labelSelector"), &c->selector, where, error,
+        rc = label_selector_parse(json_object_get(json, "labelSelector"), &c->selector, where,
+                                  error,
                             error_size);
     /* matchLabelKeys: the incoming pod's values of those keys join the selector as In; keys
      * the pod lacks are ignored */
@@ -95,7 +97,8 @@ int spread_constraints_parse(const kc_pod *pod, enum spread_action action,
     json_error_t json_error;
     json_t *root = json_loads(text, 0, &json_error);
     if (root == NULL)
-        return plugin_parse_error(error, error_size, "constraints are not JSON: %s", json_error.text);
+        return plugin_parse_error(error, error_size, "constraints are not JSON: %s",
+                                  json_error.text);
     json_t *list = json_object_get(root, "topologySpreadConstraints");
     size_t total = json_array_size(list);
     struct spread_constraint *items = calloc(total > 0 ? total : 1, sizeof(*items));

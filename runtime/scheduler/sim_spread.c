@@ -180,7 +180,8 @@ void sim_spread_print(const struct simulator *sim, FILE *out)
         json_object_foreach(json_object_get(entry, "domains"), name, count)
         {
             if (shown++ == 12) {
-                fprintf(out, " ... (%zu domains)", json_object_size(json_object_get(entry, "domains")));
+                fprintf(out, " ... (%zu domains)",
+                        json_object_size(json_object_get(entry, "domains")));
                 break;
             }
             fprintf(out, " %s=%lld", name, (long long)json_integer_value(count));

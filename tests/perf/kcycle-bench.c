@@ -405,7 +405,8 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa|gpu|"
+    fprintf(stderr, "usage: kcycle-bench --shape "
+                    "scheduling-basic|gang|node-affinity|taints|numa|gpu|"
                     "pod-anti-affinity|pod-affinity|topology-spreading|"
                     "preferred-topology-spreading "
                     "[--json] [--nodes N] "
