@@ -1079,6 +1079,19 @@ def scenario_ports(fc, api, workdir):
     items.append(kc("spread", labels={"app": "spread"},
                     resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}]))
     items.append(kc("plain"))
+    # interpodaffinity through the bridge: a pod whose required affinity selects its partner's
+    # namespace by label (namespaceSelector) lands next to it, which needs the watched
+    # Namespace's labels (without them the term selects nothing and the pod stays pending)
+    items.insert(0, {"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": "team-a", "labels": {"team": "a"}}})
+    items.append(fc.pod("guard", namespace="team-a", cpu="100m", node="node-002",
+                        labels={"app": "guard"}))
+    items.append(fc.pod("near-guard", namespace="affinity", scheduler="kcycle", cpu="100m",
+                        memory="64Mi", affinity={"podAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                                "topologyKey": "kubernetes.io/hostname",
+                                "labelSelector": {"matchLabels": {"app": "guard"}},
+                                "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}))
     bulk_create(api, items)
     r = Replica(api, workdir, "replica-ports", leader_elect=False)
     r.start()
@@ -1090,6 +1103,10 @@ def scenario_ports(fc, api, workdir):
                        if p["metadata"]["namespace"] == "web" and p["spec"].get("nodeName"))
         wait_until(f"{expect_bound} web pods bound", lambda: bound_count() >= expect_bound, 120,
                    [r])
+        near = wait_until("near-guard bound", lambda: (api.get_object(
+            "pods", "near-guard", namespace="affinity") or {}).get("spec", {}).get("nodeName"),
+            60, [r])
+        check(near == "node-002", f"near-guard next to guard (namespaceSelector), got {near}")
         message = f"0/{nodes} nodes are available: {nodes} {PORTS_REASON}."
         wait_until("the pods left over told why", lambda: sum(
             1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >= 4,

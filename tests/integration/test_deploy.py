@@ -58,6 +58,7 @@ REQUIRED_RULES = {
     ("", "persistentvolumes"): {"get", "list", "watch", "patch"},
     ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
     ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
+    ("", "namespaces"): {"get", "list", "watch"},
 }
 
 
