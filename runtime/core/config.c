@@ -56,6 +56,7 @@ static const struct {
     {"prioritysort", 1},    {"nodeunschedulable", 1}, {"nodename", 1},      {"tainttoleration", 3},
     {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},
     {"volumerestrictions", 1}, {"nodevolumelimits", 1}, {"volumebinding", 1},
+    {"podtopologyspread", 2},  {"interpodaffinity", 2},
     {"defaultpreemption", 1}, {"defaultbinder", 1},
 };
 

@@ -215,6 +215,7 @@ void pod_free(struct pod *pod)
     free(pod->scheduler_name);
     free(pod->nominated_node_name);
     free(pod->pod_group);
+    free(pod->constraints_json);
     kv_list_free(&pod->labels);
     kv_list_free(&pod->annotations);
     kv_list_free(&pod->node_selector);
@@ -1238,6 +1239,65 @@ static bool present(const struct tree *map, const char *key)
     return t != NULL && (t->type == TREE_SCALAR || t->count > 0);
 }
 
+/* Append ,"key":<subtree as JSON> to buffer (grown with realloc). 0 or -ENOMEM. */
+static int append_json_member(char **buffer, size_t *length, const char *key,
+                              const struct tree *value)
+{
+    char *json = tree_to_json(value);
+    if (json == NULL)
+        return -ENOMEM;
+    size_t add = strlen(key) + strlen(json) + 5;
+    char *grown = realloc(*buffer, *length + add + 2);
+    if (grown == NULL) {
+        free(json);
+        return -ENOMEM;
+    }
+    *length += (size_t)snprintf(grown + *length, add + 2, "%s\"%s\":%s",
+                                *length > 1 ? "," : "", key, json);
+    *buffer = grown;
+    free(json);
+    return 0;
+}
+
+/* The pod-level placement constraints (topology spread, pod affinity and anti-affinity) kept
+ * as kube JSON: the plugins that read them parse the wire format themselves, so the model
+ * need not mirror label selectors and their many optional fields. */
+static int read_pod_constraints(const struct tree *spec, struct pod *pod)
+{
+    const struct tree *affinity = field(spec, "affinity");
+    const struct tree *parts[3] = {
+        present(spec, "topologySpreadConstraints") ? field(spec, "topologySpreadConstraints")
+                                                   : NULL,
+        affinity != NULL && present(affinity, "podAffinity") ? field(affinity, "podAffinity")
+                                                             : NULL,
+        affinity != NULL && present(affinity, "podAntiAffinity")
+            ? field(affinity, "podAntiAffinity")
+            : NULL,
+    };
+    static const char *const keys[3] = {"topologySpreadConstraints", "podAffinity",
+                                        "podAntiAffinity"};
+    if (parts[0] == NULL && parts[1] == NULL && parts[2] == NULL)
+        return 0;
+    char *buffer = strdup("{");
+    size_t length = 1;
+    if (buffer == NULL)
+        return -ENOMEM;
+    for (int i = 0; i < 3; i++) {
+        if (parts[i] == NULL)
+            continue;
+        int rc = append_json_member(&buffer, &length, keys[i], parts[i]);
+        if (rc != 0) {
+            free(buffer);
+            return rc;
+        }
+    }
+    buffer[length] = '}';
+    buffer[length + 1] = '\0';
+    free(pod->constraints_json);
+    pod->constraints_json = buffer;
+    return 0;
+}
+
 /* Fields kube-scheduler's default plugins read that the model does not carry: the pod records
  * that it uses them, so the runtime can refuse it when no enabled plugin handles them. */
 static void read_pod_fields(const struct tree *spec, struct pod *pod)
@@ -1381,6 +1441,8 @@ static int read_pod_spec(const struct tree *root, struct pod *pod, struct kc_err
         rc = read_host_ports(spec, pod, err);
     if (rc == 0)
         read_pod_fields(spec, pod);
+    if (rc == 0)
+        rc = read_pod_constraints(spec, pod);
     if (rc == 0)
         rc = read_volumes(spec, pod, err);
     if (rc == 0 && pod->node_name != NULL && pod->node_name[0] == '\0') {

@@ -179,6 +179,10 @@ struct pod {
     bool preempt_never;
     char *nominated_node_name;
     int64_t start_ms;
+    /* Pod-level placement constraints as kube JSON, for kc_pod_constraints_json:
+     * {"topologySpreadConstraints":[...],"podAffinity":{...},"podAntiAffinity":{...}} with the
+     * keys the pod has; NULL when it has none. */
+    char *constraints_json;
 };
 
 struct node {

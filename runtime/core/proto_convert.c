@@ -472,6 +472,7 @@ static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcyc
         rc = encode_used_fields(h, pod, msg);
     if (rc == 0)
         rc = encode_volumes(h, pod, msg);
+    msg->constraints_json = borrow(pod->constraints_json);
     return rc;
 }
 
@@ -1221,6 +1222,9 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
         decode_used_fields(in, pod);
     if (rc == 0)
         rc = decode_volumes(d, in, pod);
+    if (rc == 0)
+        rc = copy_optional_string(d, "constraints_json", in->constraints_json,
+                                  &pod->constraints_json);
     return rc;
 }
 

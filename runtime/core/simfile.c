@@ -12,6 +12,7 @@
 #include "model.h"
 #include "tree.h"
 
+#define HOSTNAME_LABEL "kubernetes.io/hostname"
 #define MAX_COUNT 1000000
 #define DEFAULT_POD_CAPACITY 110
 #define SYNTH_MAX 16
@@ -330,6 +331,16 @@ static int rename_node(struct node *node, bool had_uid, int64_t i)
     return 0;
 }
 
+/* The kubelet labels every node kubernetes.io/hostname=<name>; spreading over nodes
+ * (topologyKey kubernetes.io/hostname) needs it, so a simulated node gets it unless the file
+ * gives its own. 0 or -ENOMEM. */
+static int default_hostname_label(struct node *node)
+{
+    if (kv_list_get(&node->labels, HOSTNAME_LABEL) != NULL)
+        return 0;
+    return kv_list_set(&node->labels, HOSTNAME_LABEL, node->name) < 0 ? -ENOMEM : 0;
+}
+
 static int make_node(struct loader *l, const struct tree *entry, const struct tree *tree, bool kube,
                      int64_t index, bool has_count)
 {
@@ -342,6 +353,8 @@ static int make_node(struct loader *l, const struct tree *entry, const struct tr
         rc = -ENOMEM;
     if (rc == 0 && !has_key(allocatable_source(entry, kube), "pods"))
         rc = res_list_set(&node->allocatable, KC_RESOURCE_PODS, DEFAULT_POD_CAPACITY);
+    if (rc == 0)
+        rc = default_hostname_label(node);
     if (rc < 0) {
         node_free(node);
         return no_memory(entry, l->err);

@@ -1536,6 +1536,8 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     add_watch(b, "CSINode", "/apis/storage.k8s.io/v1/csinodes", NULL, 'o', false);
     /* preemption: budgets defaultpreemption respects, passed on as custom objects */
     add_watch(b, "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", NULL, 'o', false);
+    /* namespace labels, for the namespaceSelector of pod affinity terms (interpodaffinity) */
+    add_watch(b, "Namespace", "/api/v1/namespaces", NULL, 'o', false);
     if ((rc = nng_pair1_open(&b->sock)) != 0)
         return kc_error_set(err, -ENOMEM, "cannot open the scheduler socket: %s", nng_strerror(rc));
     b->sock_open = true;

@@ -315,6 +315,26 @@ static int pod_host_port_at(const kc_pod *p, uint32_t index, kc_host_port *out)
     return 0;
 }
 
+static const char *pod_constraints_json(const kc_pod *p)
+{
+    return POD(p)->constraints_json;
+}
+
+static uint32_t pod_label_count(const kc_pod *p)
+{
+    return POD(p)->labels.count;
+}
+
+static int pod_label_at(const kc_pod *p, uint32_t index, const char **key, const char **value)
+{
+    const struct kv_list *labels = &POD(p)->labels;
+    if (index >= labels->count)
+        return -1;
+    *key = labels->items[index].key;
+    *value = labels->items[index].value;
+    return 0;
+}
+
 static uint32_t pod_volume_count(const kc_pod *p)
 {
     return POD(p)->volume_count;
@@ -460,6 +480,9 @@ void hostapi_fill(kc_host_api *api)
     api->pod_node_constraints = pod_node_constraints;
     api->cycle_restrict_nodes = cycle_restrict_nodes;
     api->pod_volume_count = pod_volume_count;
+    api->pod_constraints_json = pod_constraints_json;
+    api->pod_label_count = pod_label_count;
+    api->pod_label_at = pod_label_at;
     api->pod_volume_at = pod_volume_at;
     api->cycle_write_object = cycle_write_object;
     /* added in 1.2: preemption */

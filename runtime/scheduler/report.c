@@ -11,6 +11,7 @@
 #include "simulator.h"
 #include "sim_numa.h"
 #include "sim_gpu.h"
+#include "sim_spread.h"
 
 struct reason_total {
     const char *text;
@@ -180,6 +181,7 @@ void report_print_summary(const struct simulator *sim, FILE *out)
     }
     sim_numa_print(sim, out);
     sim_gpu_print(sim, out);
+    sim_spread_print(sim, out);
     fprintf(out, "  simulated time %.3f s; wall time %.3f s; %.0f pods/s\n",
             (double)sim->now_ms / 1000.0, seconds,
             seconds > 0 ? (double)sim->bound / seconds : 0.0);
@@ -396,6 +398,9 @@ int report_write_json(const struct simulator *sim, const char *path, struct kc_e
     json_t *gpu = sim_gpu_json(sim);
     if (root != NULL && gpu != NULL)
         json_object_set_new(root, "gpu", gpu);
+    json_t *spread = sim_spread_json(sim);
+    if (root != NULL && spread != NULL)
+        json_object_set_new(root, "topology_spread", spread);
     if (root == NULL)
         return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -13,6 +13,7 @@
 #include "model.h"
 #include "sim_numa.h"
 #include "sim_gpu.h"
+#include "sim_spread.h"
 
 /* After the last arrival, time keeps moving only while something is due; pods that keep
  * failing with errors stop being retried this long after the last arrival. */
@@ -243,8 +244,11 @@ static int add_record(struct simulator *sim, const struct pod *pod)
     r->uid = strdup(pod->uid);
     r->arrival_ms = sim->now_ms;
     sim_gpu_note_pod(r, pod);
-    if (r->namespace == NULL || r->name == NULL || r->uid == NULL)
+    if (r->namespace == NULL || r->name == NULL || r->uid == NULL ||
+        sim_spread_note_pod(r, pod) != 0) {
+        sim_spread_record_free(r);
         return -ENOMEM;
+    }
     sim->record_count++;
     return strmap_put(&sim->record_index, r->uid, (void *)(uintptr_t)sim->record_count);
 }
@@ -432,6 +436,7 @@ void simulator_close(struct simulator *sim)
         free(sim->records[i].numa_zones);
         free(sim->records[i].gpu_assignment);
         free(sim->records[i].nominated);
+        sim_spread_record_free(&sim->records[i]);
     }
     free(sim->records);
     for (uint32_t i = 0; i < sim->eviction_count; i++) {

@@ -30,6 +30,9 @@ struct sim_record {
     /* GPUs (sim_gpu.c): the pod asks for GPUs; kcycle.io/gpu-assignment of its binding */
     bool gpu;
     char *gpu_assignment;
+    /* topology spread (sim_spread.c): the pod's labels; its constraints as JSON, or NULL */
+    struct kv_list spread_labels;
+    char *spread_json;
     char *nominated;           /* status.nominatedNodeName the scheduler set, or NULL */
     bool preempted;            /* bound, then evicted by a preemption */
 };

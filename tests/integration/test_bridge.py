@@ -15,7 +15,7 @@ Scenarios (one per meson test, so they run apart):
   ports   the default profile: pods asking for host ports (containers and sidecars, TCP and
           UDP, 0.0.0.0 and one address) never share a node's port (the test's own checker),
           the ones left over get kube's message; a pod using a field no enabled plugin
-          handles (topologySpreadConstraints) is refused with a reason naming it.
+          handles (resourceClaims) is refused with a reason naming it.
   constraints  node constraints with the default profile: labelled, tainted (NoSchedule,
           NoExecute, PreferNoSchedule) and cordoned nodes, pods with nodeSelector, required and
           preferred node affinity and tolerations; an independent checker written from
@@ -1111,11 +1111,22 @@ def scenario_ports(fc, api, workdir):
     # TCP 9000: some ask through a sidecar, some through the app container, one on an address
     items += [with_ports(kc(f"mesh-{i}"), [], sidecar=[("TCP", None, 9000)]) for i in range(3)]
     items += [with_ports(kc(f"app-{i}"), [("TCP", "0.0.0.0", 9000)]) for i in range(4)]
-    items.append(kc("spread", labels={"app": "spread"}, topologySpreadConstraints=[
-        {"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
-         "whenUnsatisfiable": "DoNotSchedule",
-         "labelSelector": {"matchLabels": {"app": "spread"}}}]))
+    items.append(kc("spread", labels={"app": "spread"},
+                    resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}]))
     items.append(kc("plain"))
+    # interpodaffinity through the bridge: a pod whose required affinity selects its partner's
+    # namespace by label (namespaceSelector) lands next to it, which needs the watched
+    # Namespace's labels (without them the term selects nothing and the pod stays pending)
+    items.insert(0, {"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": "team-a", "labels": {"team": "a"}}})
+    items.append(fc.pod("guard", namespace="team-a", cpu="100m", node="node-002",
+                        labels={"app": "guard"}))
+    items.append(fc.pod("near-guard", namespace="affinity", scheduler="kcycle", cpu="100m",
+                        memory="64Mi", affinity={"podAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": [{
+                                "topologyKey": "kubernetes.io/hostname",
+                                "labelSelector": {"matchLabels": {"app": "guard"}},
+                                "namespaceSelector": {"matchLabels": {"team": "a"}}}]}}))
     bulk_create(api, items)
     r = Replica(api, workdir, "replica-ports", leader_elect=False)
     r.start()
@@ -1127,6 +1138,10 @@ def scenario_ports(fc, api, workdir):
                        if p["metadata"]["namespace"] == "web" and p["spec"].get("nodeName"))
         wait_until(f"{expect_bound} web pods bound", lambda: bound_count() >= expect_bound, 120,
                    [r])
+        near = wait_until("near-guard bound", lambda: (api.get_object(
+            "pods", "near-guard", namespace="affinity") or {}).get("spec", {}).get("nodeName"),
+            60, [r])
+        check(near == "node-002", f"near-guard next to guard (namespaceSelector), got {near}")
         message = (f"0/{nodes} nodes are available: {nodes} {PORTS_REASON}." +
                    NO_VICTIMS.format(nodes))
         wait_until("the pods left over told why", lambda: sum(
@@ -1157,7 +1172,7 @@ def scenario_ports(fc, api, workdir):
             check(cond.get("status") == "False" and cond.get("reason") == "Unschedulable" and
                   cond.get("message") == message,
                   f"{name}: condition {cond}, expected message {message!r}")
-        want = (f"0/{nodes} nodes are available: pod uses spec.topologySpreadConstraints, which "
+        want = (f"0/{nodes} nodes are available: pod uses spec.resourceClaims, which "
                 "no enabled plugin handles.")
         check(spread.get("status") == "False" and spread.get("reason") == "Unschedulable" and
               spread.get("message") == want, f"spread: condition {spread}, expected {want!r}")

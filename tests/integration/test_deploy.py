@@ -59,6 +59,7 @@ REQUIRED_RULES = {
     ("storage.k8s.io", "storageclasses"): {"get", "list", "watch"},
     ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
+    ("", "namespaces"): {"get", "list", "watch"},
 }
 
 

@@ -193,9 +193,7 @@ def check_unhandled_fields(tmp):
             "  - {name: plain, requests: {cpu: 100m}}\n"
             "  - metadata: {name: spread, labels: {app: web}}\n"
             "    spec:\n"
-            "      topologySpreadConstraints:\n"
-            "        - {maxSkew: 1, topologyKey: kubernetes.io/hostname,"
-            " whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}\n"
+            "      resourceClaims: [{name: gpu, resourceClaimName: gpu}]\n"
             "      containers: [{name: c, resources: {requests: {cpu: 100m}}}]\n"
             "  - metadata: {name: claim}\n"
             "    spec:\n"
@@ -209,15 +207,16 @@ def check_unhandled_fields(tmp):
     if report is not None:
         pods = {p["name"]: p for p in report["pods"]}
         check(pods["plain"]["node"] is not None, "spread.yaml: the plain pod is bound")
+        # podtopologyspread is in the default profile: resource claims are no plugin's yet
         check(pods["spread"]["reason"] == "0/2 nodes are available: pod uses "
-              "spec.topologySpreadConstraints, which no enabled plugin handles.",
+              "spec.resourceClaims, which no enabled plugin handles.",
               f"spread.yaml: the spread pod names its field, got {pods['spread']}")
-        # volumebinding is in the default profile: only the anti-affinity is unhandled
-        check(pods["claim"]["reason"] == "0/2 nodes are available: pod uses "
-              "spec.affinity.podAntiAffinity, which no enabled plugin handles.",
-              f"spread.yaml: every unhandled field is named, got {pods['claim']}")
+        # volumebinding and interpodaffinity are in the default profile: the claim is missing
+        check(pods["claim"]["reason"] == '0/2 nodes are available: persistentvolumeclaim '
+              '"data" not found.' + NOT_HELPFUL.format(2), f"spread.yaml: the claim pod is volumebinding's, got "
+              f"{pods['claim']}")
     for config, label in (("  unhandledPodFields: {refuse: false}\n", "check off"),
-                          ("  unhandledPodFields:\n    ignore: [spec.topologySpreadConstraints,"
+                          ("  unhandledPodFields:\n    ignore: [spec.resourceClaims,"
                            " spec.affinity.podAntiAffinity,"
                            " \"spec.volumes[].persistentVolumeClaim\"]\n",
                            "fields ignored")):
@@ -381,6 +380,73 @@ def check_preemption(tmp):
           f"preemption-pdb.yaml without the budget: db-0 evicted, got {evicted}")
 
 
+def zone_skews(report):
+    """Per web pod placed, in scheduling order: the zones' counts' max - min after it."""
+    counts, skews = {"zone-a": 0, "zone-b": 0, "zone-c": 0}, []
+    for p in report["pods"]:
+        if p["name"].startswith("web-") and p["node"] is not None:
+            counts[p["node"].rsplit("-", 1)[0]] += 1
+            skews.append(max(counts.values()) - min(counts.values()))
+    return counts, skews
+
+
+def check_topology_spread(tmp):
+    """A 3,000-pod rollout over zones of 12, 8 and 4 nodes stays within maxSkew 1 after every
+    placement; a ScheduleAnyway hostname spread puts 2 cache pods on each of the 24 nodes.
+    Without podtopologyspread the same file skews (the scenario can fail)."""
+    path = os.path.join(SOURCE, "examples", "sim", "topology-spread.yaml")
+    report = simulated_report("topology-spread.yaml", tmp, path)
+    if report is not None:
+        counts, skews = zone_skews(report)
+        check(counts == {"zone-a": 1000, "zone-b": 1000, "zone-c": 1000} and len(skews) == 3000
+              and max(skews) <= 1, f"topology-spread.yaml: zones {counts}, worst skew "
+              f"{max(skews, default=None)} over {len(skews)} placements")
+        cache = {}
+        for p in report["pods"]:
+            if p["name"].startswith("cache-") and p["node"] is not None:
+                cache[p["node"]] = cache.get(p["node"], 0) + 1
+        check(len(cache) == 24 and set(cache.values()) == {2},
+              f"topology-spread.yaml: 2 cache pods per node, got {sorted(cache.items())}")
+        spread = {(c["topology_key"], c["when_unsatisfiable"]): c
+                  for c in report.get("topology_spread", [])}
+        zone = spread.get(("topology.kubernetes.io/zone", "DoNotSchedule"), {})
+        host = spread.get(("kubernetes.io/hostname", "ScheduleAnyway"), {})
+        check(zone.get("domains") == {"zone-a": 1000, "zone-b": 1000, "zone-c": 1000} and
+              zone.get("skew") == 0 and host.get("skew") == 0 and
+              len(host.get("domains", {})) == 24,
+              f"topology-spread.yaml: the report's per-domain counts, got {spread}")
+    off = with_config(tmp, path, "  plugins: [{name: prioritysort}, {name: noderesources},"
+                      " {name: defaultbinder}]\n  unhandledPodFields: {refuse: false}\n",
+                      "topology-spread-off.yaml")
+    report = simulated_report("topology-spread.yaml without the plugin", tmp, off)
+    if report is not None:
+        counts, skews = zone_skews(report)
+        check(max(skews) > 100, f"topology-spread.yaml without the plugin skews, got {counts}")
+
+
+ANTI_REASON = ("0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules." +
+               NO_VICTIMS.format(12))
+
+
+def check_pod_affinity(tmp):
+    """One-per-node required anti-affinity fills exactly the 12 nodes and refuses the other 4
+    with kube's reason; preferred affinity puts the web pods on the cache's node (least
+    allocated scoring alone would keep them off it)."""
+    path = os.path.join(SOURCE, "examples", "sim", "pod-affinity.yaml")
+    report = simulated_report("pod-affinity.yaml", tmp, path)
+    if report is None:
+        return
+    ingress = [p for p in report["pods"] if p["name"].startswith("ingress-")]
+    bound = [p["node"] for p in ingress if p["node"] is not None]
+    refused = [p["reason"] for p in ingress if p["node"] is None]
+    check(len(bound) == 12 and len(set(bound)) == 12 and refused == [ANTI_REASON] * 4,
+          f"pod-affinity.yaml: one ingress pod per node, 4 refused, got {bound} {refused}")
+    node = {p["name"]: p["node"] for p in report["pods"]}
+    web = [node[f"web-{i}"] for i in range(4)]
+    check(node["cache"] is not None and web == [node["cache"]] * 4,
+          f"pod-affinity.yaml: web next to its cache on {node['cache']}, got {web}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_preemption(tmp)
@@ -457,6 +523,8 @@ def main():
         check_host_ports(tmp)
         check_unhandled_fields(tmp)
         check_node_constraints(tmp)
+        check_topology_spread(tmp)
+        check_pod_affinity(tmp)
         # GPUs (gpushare): every card within its memory, the GPU figures add up, the pod that
         # asks for 16 cards is the one GPU pod left, with its reason.
         run, report_path = simulate(os.path.join(SOURCE, "examples", "sim", "gpu.yaml"), tmp)

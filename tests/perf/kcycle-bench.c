@@ -2,9 +2,11 @@
  * and an instant binder. Prints one JSON object (or a short text summary). Shapes:
  * scheduling-basic (kube's SchedulingBasic), gang (pod groups placed by the group cycle),
  * node-affinity (SchedulingNodeAffinity), taints (tainted nodes, half the pods tolerating),
- * preemption (kube's PreemptionBasic: high-priority pods preempting on a full cluster) and
+ * preemption (kube's PreemptionBasic: high-priority pods preempting on a full cluster),
  * preemption-async (kube's PreemptionAsync: ordinary pods measured while high-priority pods
- * arrive and preempt, one every 200 ms). */
+ * arrive and preempt, one every 200 ms); pod-anti-affinity, pod-affinity, topology-spreading
+ * and preferred-topology-spreading (scheduler_perf's SchedulingPodAntiAffinity,
+ * SchedulingPodAffinity, TopologySpreading and PreferredTopologySpreading). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -65,7 +67,101 @@ struct bench {
  * PreferNoSchedule taint on every fourth, with SchedulingBasic's pod counts; every second
  * measured pod tolerates foo. */
 
-enum { SHAPE_PLAIN = 0, SHAPE_NODE_AFFINITY = 1, SHAPE_TAINTS = 2 };
+enum {
+    SHAPE_PLAIN = 0,
+    SHAPE_NODE_AFFINITY = 1,
+    SHAPE_TAINTS = 2,
+    SHAPE_POD_ANTI_AFFINITY = 3,
+    SHAPE_POD_AFFINITY = 4,
+    SHAPE_SPREAD = 5,
+    SHAPE_PREFERRED_SPREAD = 6
+};
+
+/* ---- pod-level shapes (scheduler_perf affinity/ and topology_spreading/ configs) ---------- *
+ * pod-anti-affinity (5000Nodes_2000Pods): 1,000 existing and 2,000 measured pods labelled
+ * color=green with required anti-affinity to color=green over kubernetes.io/hostname.
+ * pod-affinity (5000Nodes_5000Pods): every node in zone1, 5,000 + 5,000 pods labelled foo=""
+ * with required affinity to foo="" over topology.kubernetes.io/zone. topology-spreading and
+ * preferred-topology-spreading (5000Nodes_5000Pods): nodes in zones moon-1..3, 5,000 plain
+ * existing pods, 5,000 measured pods color=blue spread with maxSkew 5 over the zone
+ * (DoNotSchedule, ScheduleAnyway). scheduler_perf puts the two pod sets in namespaces sched-0
+ * and sched-1 and lists both in the terms; here both are in one namespace, which the terms
+ * then select by default. Nodes carry kubernetes.io/hostname as the kubelet sets it. */
+
+static char *copy_text(const char *text);
+
+#define SPREAD_JSON(when) \
+    "{\"topologySpreadConstraints\":[{\"maxSkew\":5,\"topologyKey\":" \
+    "\"topology.kubernetes.io/zone\",\"whenUnsatisfiable\":\"" when "\"," \
+    "\"labelSelector\":{\"matchLabels\":{\"color\":\"blue\"}}}]}"
+
+static void shape_pod_level_node(const struct bench *b, struct node *n, uint32_t i)
+{
+    if (b->node_shape < SHAPE_POD_ANTI_AFFINITY)
+        return;
+    static const char *const moons[] = {"moon-1", "moon-2", "moon-3"};
+    kv_list_set(&n->labels, "kubernetes.io/hostname", n->name);
+    kv_list_set(&n->labels, "topology.kubernetes.io/zone",
+                b->node_shape == SHAPE_POD_AFFINITY ? "zone1" : moons[i % 3]);
+}
+
+static void shape_pod_level_pod(const struct bench *b, struct pod *p, bool measured)
+{
+    const char *json = NULL;
+    switch (b->node_shape) {
+    case SHAPE_POD_ANTI_AFFINITY:
+        kv_list_set(&p->labels, "color", "green");
+        p->fields |= POD_FIELD_POD_ANTI_AFFINITY;
+        json = "{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":["
+               "{\"labelSelector\":{\"matchLabels\":{\"color\":\"green\"}},"
+               "\"topologyKey\":\"kubernetes.io/hostname\"}]}}";
+        break;
+    case SHAPE_POD_AFFINITY:
+        kv_list_set(&p->labels, "foo", "");
+        p->fields |= POD_FIELD_POD_AFFINITY;
+        json = "{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":["
+               "{\"labelSelector\":{\"matchLabels\":{\"foo\":\"\"}},"
+               "\"topologyKey\":\"topology.kubernetes.io/zone\"}]}}";
+        break;
+    case SHAPE_SPREAD:
+    case SHAPE_PREFERRED_SPREAD:
+        if (!measured)
+            return;
+        kv_list_set(&p->labels, "color", "blue");
+        p->fields |= POD_FIELD_TOPOLOGY_SPREAD;
+        json = b->node_shape == SHAPE_SPREAD ? SPREAD_JSON("DoNotSchedule")
+                                             : SPREAD_JSON("ScheduleAnyway");
+        break;
+    default: return;
+    }
+    p->constraints_json = copy_text(json);
+}
+
+/* scheduler_perf's sizes for the pod-level shapes, unless given on the command line. */
+static int pod_level_shape_of(const char *name, struct bench *b)
+{
+    static const struct {
+        const char *name;
+        int shape;
+        uint32_t existing, pods;
+    } shapes[] = {
+        {"pod-anti-affinity", SHAPE_POD_ANTI_AFFINITY, 1000, 2000},
+        {"pod-affinity", SHAPE_POD_AFFINITY, 5000, 5000},
+        {"topology-spreading", SHAPE_SPREAD, 5000, 5000},
+        {"preferred-topology-spreading", SHAPE_PREFERRED_SPREAD, 5000, 5000},
+    };
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+        if (strcmp(name, shapes[i].name) != 0)
+            continue;
+        b->node_shape = shapes[i].shape;
+        if (b->existing == 1000 && b->pods == 10000) { /* the defaults: not given */
+            b->existing = shapes[i].existing;
+            b->pods = shapes[i].pods;
+        }
+        return 0;
+    }
+    return -1;
+}
 
 static char *copy_text(const char *text)
 {
@@ -79,6 +175,7 @@ static char *copy_text(const char *text)
 
 static void shape_node(const struct bench *b, struct node *n, uint32_t i)
 {
+    shape_pod_level_node(b, n, i);
     if (b->node_shape == SHAPE_NODE_AFFINITY)
         kv_list_set(&n->labels, "topology.kubernetes.io/zone", "zone1");
     if (b->node_shape != SHAPE_TAINTS || i % 2 != 0)
@@ -92,6 +189,7 @@ static void shape_node(const struct bench *b, struct node *n, uint32_t i)
 
 static void shape_pod(const struct bench *b, struct pod *p, uint32_t i, bool measured)
 {
+    shape_pod_level_pod(b, p, measured);
     if (b->node_shape == SHAPE_NODE_AFFINITY) {
         struct node_affinity *a = &p->affinity;
         a->has_required = true;
@@ -139,6 +237,8 @@ static int shape_of(const char *name, struct bench *b)
         b->node_shape = SHAPE_TAINTS;
         return 0;
     }
+    if (pod_level_shape_of(name, b) == 0)
+        return 0;
     return strcmp(name, "scheduling-basic") == 0 || strcmp(name, "gang") == 0 ? 0 : -1;
 }
 
@@ -392,8 +492,12 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: kcycle-bench --shape scheduling-basic|gang|node-affinity|taints|numa|gpu"
-                    "|preemption|preemption-async [--json] [--nodes N] "
+    fprintf(stderr, "usage: kcycle-bench --shape "
+                    "scheduling-basic|gang|node-affinity|taints|numa|gpu|"
+                    "preemption|preemption-async|"
+                    "pod-anti-affinity|pod-affinity|topology-spreading|"
+                    "preferred-topology-spreading "
+                    "[--json] [--nodes N] "
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process] [--profile default|minimal] "
@@ -522,7 +626,9 @@ int main(int argc, char **argv)
     bool preemption = strcmp(shape, "preemption") == 0 || async;
     if (!preemption && shape_of(shape, &b) < 0) {
         fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
-                        "node-affinity, taints, numa, gpu, preemption, preemption-async)\n",
+                        "node-affinity, taints, numa, gpu, preemption, preemption-async, "
+                        "pod-anti-affinity, pod-affinity, topology-spreading, "
+                        "preferred-topology-spreading)\n",
                 shape);
         return 2;
     }

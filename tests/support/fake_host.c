@@ -546,6 +546,26 @@ static int host_pod_host_port_at(const kc_pod *pod, uint32_t index, kc_host_port
     return 0;
 }
 
+static const char *host_pod_constraints_json(const kc_pod *pod)
+{
+    return pod->constraints_json;
+}
+
+static uint32_t host_pod_label_count(const kc_pod *pod)
+{
+    return pod->label_count;
+}
+
+static int host_pod_label_at(const kc_pod *pod, uint32_t index, const char **key,
+                             const char **value)
+{
+    if (index >= pod->label_count)
+        return -1;
+    *key = pod->labels[index].key;
+    *value = pod->labels[index].value;
+    return 0;
+}
+
 static uint32_t host_pod_volume_count(const kc_pod *pod)
 {
     return pod->volume_count;
@@ -772,6 +792,9 @@ static const kc_host_api api = {
     .pod_node_constraints = host_pod_node_constraints,
     .cycle_restrict_nodes = host_cycle_restrict_nodes,
     .pod_volume_count = host_pod_volume_count,
+    .pod_constraints_json = host_pod_constraints_json,
+    .pod_label_count = host_pod_label_count,
+    .pod_label_at = host_pod_label_at,
     .pod_volume_at = host_pod_volume_at,
     .cycle_write_object = host_cycle_write_object,
     .pod_preempt_never = host_pod_preempt_never,

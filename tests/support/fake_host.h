@@ -96,6 +96,8 @@ struct kc_pod {
     const char *nominated_node_name;
     int64_t start_ms;
     int terminating;
+    /* kc_pod_constraints_json (1.2): kube JSON, NULL when none */
+    const char *constraints_json;
 };
 
 struct kc_node {

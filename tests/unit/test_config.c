@@ -106,6 +106,7 @@ static void assert_default_values(const struct config *cfg)
         {"prioritysort", 1},    {"nodeunschedulable", 1}, {"nodename", 1},      {"tainttoleration", 3},
         {"nodeaffinity", 2},    {"nodeports", 1},         {"noderesources", 1},
         {"volumerestrictions", 1}, {"nodevolumelimits", 1}, {"volumebinding", 1},
+        {"podtopologyspread", 2},  {"interpodaffinity", 2},
         {"defaultpreemption", 1}, {"defaultbinder", 1},
     };
     assert_int_equal(cfg->plugin_count, sizeof(profile) / sizeof(profile[0]));

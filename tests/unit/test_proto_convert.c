@@ -808,6 +808,42 @@ static void large_pods_round_trip(void **state)
     pod_free(copy);
 }
 
+/* Pod-level constraints (podtopologyspread, interpodaffinity) reach a plugin host as the kube
+ * JSON the model keeps; a pod without them has none on either side. */
+static void pod_constraints_json_round_trips(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml(
+        "metadata: {name: web, labels: {app: web}}\n"
+        "spec:\n"
+        "  topologySpreadConstraints:\n"
+        "    - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule,\n"
+        "       labelSelector: {matchLabels: {app: web}}}\n"
+        "  affinity:\n"
+        "    nodeAffinity: {}\n"
+        "    podAntiAffinity:\n"
+        "      requiredDuringSchedulingIgnoredDuringExecution:\n"
+        "        - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}\n"
+        "  containers: [{name: c}]\n");
+    assert_non_null(pod->constraints_json);
+    assert_string_equal(pod->constraints_json,
+                        "{\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+                        "\"whenUnsatisfiable\":\"DoNotSchedule\",\"labelSelector\":{\"matchLabels\":"
+                        "{\"app\":\"web\"}}}],\"podAntiAffinity\":{\"requiredDuringScheduling"
+                        "IgnoredDuringExecution\":[{\"topologyKey\":\"kubernetes.io/hostname\","
+                        "\"labelSelector\":{\"matchLabels\":{\"app\":\"web\"}}}]}}");
+    struct pod *copy = pod_round_trip(pod);
+    assert_string_equal(copy->constraints_json, pod->constraints_json);
+    pod_free(copy);
+    pod_free(pod);
+    struct pod *plain = pod_yaml("metadata: {name: plain}\nspec: {containers: [{name: c}]}\n");
+    assert_null(plain->constraints_json);
+    copy = pod_round_trip(plain);
+    assert_null(copy->constraints_json);
+    pod_free(copy);
+    pod_free(plain);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +851,7 @@ int main(void)
         cmocka_unit_test(pod_with_only_a_name_round_trips_with_defaults),
         cmocka_unit_test(host_ports_and_used_fields_round_trip),
         cmocka_unit_test(pod_volumes_round_trip),
+        cmocka_unit_test(pod_constraints_json_round_trips),
         cmocka_unit_test(required_affinity_without_terms_survives),
         cmocka_unit_test(node_with_taints_labels_and_extended_resources_round_trips),
         cmocka_unit_test(node_without_uid_is_known_by_its_name),

@@ -243,6 +243,18 @@ typedef struct kc_host_api {
      * sidecar, which runs next to the app containers), 0 when not or init is 0, -1 when index
      * is out of range. */
     int (*pod_container_restartable)(const kc_pod *pod, int init, uint32_t index);
+
+    /* Added in 1.2 (pod topology spread and inter-pod affinity). The pod's pod-level placement
+     * constraints as kube JSON: an object with the keys "topologySpreadConstraints" (the
+     * spec's list), "podAffinity" and "podAntiAffinity" (from spec.affinity), each present
+     * only when the pod sets it; NULL when the pod sets none. Lives as long as the pod
+     * handle. */
+    const char *(*pod_constraints_json)(const kc_pod *pod);
+    /* Added in 1.2 (pod topology spread and inter-pod affinity). The pod's labels in key
+     * order, so a plugin can keep the labels of pods it indexes; pod_label_at: 0, or -1 when
+     * index is out of range. Strings live as long as the pod handle. */
+    uint32_t (*pod_label_count)(const kc_pod *pod);
+    int (*pod_label_at)(const kc_pod *pod, uint32_t index, const char **key, const char **value);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -174,4 +174,29 @@ static inline int kc_pod_volume_at(const kc_pod *pod, uint32_t index, kc_volume 
     return kc_host->pod_volume_at(pod, index, out);
 }
 
+/* Added in 1.2: NULL (no constraints) on an older host. */
+static inline const char *kc_pod_constraints_json(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_constraints_json))
+        return NULL;
+    return kc_host->pod_constraints_json(pod);
+}
+
+/* Added in 1.2: 0 labels on an older host. */
+static inline uint32_t kc_pod_label_count(const kc_pod *pod)
+{
+    if (!KC_HOST_HAS(kc_host, pod_label_count))
+        return 0;
+    return kc_host->pod_label_count(pod);
+}
+
+/* Added in 1.2: -1 on an older host. */
+static inline int kc_pod_label_at(const kc_pod *pod, uint32_t index, const char **key,
+                                  const char **value)
+{
+    if (!KC_HOST_HAS(kc_host, pod_label_at))
+        return -1;
+    return kc_host->pod_label_at(pod, index, key, value);
+}
+
 #endif
