@@ -11,6 +11,7 @@
 
 #include <kcycle/version.h>
 
+#include "crash.h"
 #include "host.h"
 #include "log.h"
 
@@ -93,6 +94,7 @@ int main(int argc, char **argv)
     if (getppid() != opts.parent)
         return 0;
 
+    crash_handler_install("kcycle-plugin-host", NULL); /* names the plugin before the host dies */
     struct kc_error err = {{0}};
     struct plugin_host *host;
     if (plugin_host_open(&opts, &host, &err) < 0) {

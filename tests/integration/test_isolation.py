@@ -106,6 +106,21 @@ def main():
             check(host["restarts"] >= 1, f"crash/Fail: the host was restarted, got {host}")
             check(report["summary"]["error_attempts"] >= 1,
                   "crash/Fail: the affected attempts went to backoff")
+            check("died of signal 6" in (host["last_error"] or ""),
+                  f"crash/Fail: the report says the host died of SIGABRT, got {host}")
+        check("kcycle-plugin-host: fatal signal 6 (SIGABRT) in plugin misbehave, phase Filter"
+              in proc.stderr, "crash/Fail: the host's last line names the plugin and the phase")
+        # 2b. the same plugin in process ends the scheduler, and its last line says where
+        for how, sig, name in (("crash_in_filter_after", 6, "SIGABRT"),
+                               ("segfault_in_filter_after", 11, "SIGSEGV")):
+            inproc = plugins("inprocess", f"  - {{name: misbehave, path: {MISBEHAVE}, "
+                                          f"args: {{{how}: 2000}}}}\n")
+            proc, _ = run(tmp, "crash-inprocess-" + how, inproc, big, timeout=300)
+            check(proc.returncode == -sig,
+                  f"in-process {name}: the scheduler dies of the signal, got {proc.returncode}")
+            line = f"kcycle-scheduler: fatal signal {sig} ({name}) in plugin misbehave, phase Filter"
+            check(line in proc.stderr, f"in-process {name}: stderr names plugin, phase and signal: "
+                                       f"{proc.stderr[-500:]}")
         # 3. the same with Ignore: the affected cycles skip the plugin
         ignore = crash.replace("failurePolicy: Fail", "failurePolicy: Ignore")
         proc, report = run(tmp, "crash-ignore", ignore, big, timeout=300)
