@@ -31,6 +31,7 @@ static void usage(FILE *out)
     fprintf(out, "usage: kcycle-plugin-host --fd N [--plugin-dir DIR] [-v]...\n"
                  "  --fd N            the connected SOCK_SEQPACKET socket inherited from the\n"
                  "                    scheduler (it passes 3)\n"
+                 "  --name NAME       the host group, put in every log line\n"
                  "  --plugin-dir DIR  where plugins without a path are found\n"
                  "  -v                more log lines (repeat for debug)\n"
                  "The scheduler starts this program; it stops on SIGTERM or when the scheduler "
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
 {
     struct plugin_host_options opts = {0};
     int verbosity = 0;
+    const char *name = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--fd") == 0 && i + 1 < argc) {
             char *end;
@@ -51,6 +53,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             opts.fd = (int)fd;
+        } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+            name = argv[++i];
         } else if (strcmp(argv[i], "--plugin-dir") == 0 && i + 1 < argc) {
             opts.plugin_dir = argv[++i];
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
@@ -94,7 +98,14 @@ int main(int argc, char **argv)
     if (getppid() != opts.parent)
         return 0;
 
-    crash_handler_install("kcycle-plugin-host", NULL); /* names the plugin before the host dies */
+    /* every line says which host it comes from, the crash line included */
+    static char who[128] = "kcycle-plugin-host", tag[128];
+    if (name != NULL) {
+        snprintf(who, sizeof(who), "kcycle-plugin-host %s", name);
+        snprintf(tag, sizeof(tag), "plugin host %s", name);
+        log_set_tag(tag);
+    }
+    crash_handler_install(who, NULL); /* names the plugin before the host dies */
     struct kc_error err = {{0}};
     struct plugin_host *host;
     if (plugin_host_open(&opts, &host, &err) < 0) {

@@ -332,7 +332,9 @@ static void host_fail(struct scheduler *s, struct remote_host *h)
         backoff *= 2;
     if (backoff > RESTART_BACKOFF_MAX_MS)
         backoff = RESTART_BACKOFF_MAX_MS;
-    h->next_start_ms = now_ms() + backoff;
+    /* on the scheduler's clock: under --simulate a killed host comes back within the run's
+     * simulated time, as it would in a cluster, however fast the simulation runs */
+    h->next_start_ms = scheduler_now(s) + backoff;
     if (h->consecutive_failures >= CIRCUIT_BREAKER_FAILURES) {
         h->state = REMOTE_BROKEN;
         log_error("plugin host %s is circuit-broken after %u failures in a row; its plugins are "
@@ -530,12 +532,12 @@ static int spawn(struct remote *r, struct remote_host *h)
     /* the scheduler's verbosity reaches the plugins: -v for info, -vv for debug */
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
-    const char *argv[] = {r->host_binary, "--fd", fd_text, NULL, NULL, NULL};
+    const char *argv[] = {r->host_binary, "--fd", fd_text, "--name", h->name, NULL, NULL, NULL};
     kc_log_level level = log_level();
     if (level >= KC_LOG_INFO)
-        argv[3] = "-v";
+        argv[5] = "-v";
     if (level >= KC_LOG_DEBUG)
-        argv[4] = "-v";
+        argv[6] = "-v";
     static const char cannot_run[] = "kcycle: cannot run the plugin host program\n";
     pid_t pid = fork();
     if (pid < 0) {
@@ -734,7 +736,7 @@ static int ensure_up(struct scheduler *s, struct remote_host *h)
 {
     if (h->state == REMOTE_UP)
         return 0;
-    if (h->state == REMOTE_BROKEN || h->retiring || now_ms() < h->next_start_ms)
+    if (h->state == REMOTE_BROKEN || h->retiring || scheduler_now(s) < h->next_start_ms)
         return -EAGAIN;
     h->restarts++;
     struct kc_error err;
