@@ -1068,6 +1068,22 @@ static void add_scores(struct scheduler *s, const struct remote_host *h,
     }
 }
 
+/* A reply may name only the request's candidates (marked), each once: a host that answers for
+ * other nodes is not trusted with any. */
+#define CANDIDATE_MARK 0x8000u
+static bool only_candidates(const struct scheduler *s, const Kcycle__V1__EvaluateReply *e,
+                            uint32_t candidate_count)
+{
+    if (e->n_feasible > candidate_count)
+        return false;
+    for (size_t i = 0; i < e->n_feasible; i++)
+        if (e->feasible[i] >= s->cache.node_count ||
+            !(s->remote_marks[e->feasible[i]] & CANDIDATE_MARK) ||
+            (i > 0 && e->feasible[i] == e->feasible[i - 1]))
+            return false;
+    return true;
+}
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
@@ -1120,11 +1136,20 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
         active[a]->evaluate_round_trips += sent[a];
     }
     pod_proto_free(pod);
+    /* candidates carry CANDIDATE_MARK while the replies are checked and merged */
+    for (uint32_t k = 0; k < candidate_count; k++)
+        s->remote_marks[candidates[k]] = CANDIDATE_MARK;
     for (uint32_t a = 0; a < n_active; a++) {
         struct remote_host *h = active[a];
         replies[a] = sent[a] ? receive_reply(s, h) : NULL;
         if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
             host_set_error(h, "an answer to evaluate that is not an evaluation");
+            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+            replies[a] = NULL;
+        }
+        if (replies[a] != NULL && !only_candidates(s, replies[a]->evaluate, candidate_count)) {
+            host_set_error(h, "protocol error: an evaluation that names nodes outside the "
+                              "request's candidates");
             kcycle__v1__reply__free_unpacked(replies[a], NULL);
             replies[a] = NULL;
         }
@@ -1161,15 +1186,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
             const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
             answered++;
             for (size_t i = 0; i < e->n_feasible; i++)
-                if (e->feasible[i] < s->cache.node_count)
-                    s->remote_marks[e->feasible[i]]++;
+                s->remote_marks[e->feasible[i]]++;
             for (size_t i = 0; i < e->n_reasons; i++)
                 reasons_add_count(s->reasons, &s->reason_count, e->reasons[i]->text,
                                   e->reasons[i]->count);
         }
         uint32_t limit = want == 0 ? candidate_count : want;
         for (uint32_t k = 0; k < candidate_count && count < limit; k++) {
-            if (s->remote_marks[candidates[k]] == answered) {
+            if ((s->remote_marks[candidates[k]] & ~CANDIDATE_MARK) == answered) {
                 s->feasible[count] = &s->cache.nodes[candidates[k]];
                 s->totals[count++] = 0;
                 if (count == limit)
@@ -1179,9 +1203,9 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
         for (uint32_t a = 0; a < n_active; a++)
             if (replies[a] != NULL && replies[a]->evaluate->status == KC_SUCCESS)
                 add_scores(s, active[a], replies[a]->evaluate, count);
-        for (uint32_t k = 0; k < candidate_count; k++)
-            s->remote_marks[candidates[k]] = 0;
     }
+    for (uint32_t k = 0; k < candidate_count; k++)
+        s->remote_marks[candidates[k]] = 0;
     for (uint32_t a = 0; a < n_active; a++)
         if (replies[a] != NULL)
             kcycle__v1__reply__free_unpacked(replies[a], NULL);
