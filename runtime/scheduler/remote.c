@@ -726,8 +726,8 @@ static int start_host(struct scheduler *s, struct remote_host *h, struct kc_erro
     }
     kcycle__v1__reply__free_unpacked(reply, NULL);
     journal_trim(r);
-    if (hello_rc == 0)
-        h->consecutive_failures = 0;
+    /* consecutive_failures is reset by a request served, not by a start: a host that starts
+     * and then fails every request (a crash on each pod, a protocol error) is circuit-broken */
     return hello_rc;
 }
 
@@ -1289,6 +1289,7 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
             }
             continue;
         }
+        h->consecutive_failures = 0;
         const Kcycle__V1__PhaseReply *pr = reply->phase;
         kc_status st = (kc_status)pr->status;
         uint32_t plugin = plugin_in(h, pr->plugin, cycle->fw);

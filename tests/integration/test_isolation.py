@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-SCHEDULER, SOURCE, TEST_PLUGINS = sys.argv[1], sys.argv[2], sys.argv[3]
+SCHEDULER, SOURCE, TEST_PLUGINS, LYING_HOST = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 MISBEHAVE = os.path.join(TEST_PLUGINS, "misbehave.so")
 FAILURES = []
 PASSED = [0]
@@ -193,6 +193,29 @@ def main():
             for seed in (1, 2, 3):
                 if clean is not None:
                     killed_host(tmp, killed_sim, plugin, seed, clean["summary"]["scheduled"])
+        # 2d. a host whose evaluations name nodes outside the candidates: a protocol error
+        lying_config = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+                        "  - {name: defaultbinder}\n"
+                        f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process}}\n")
+        cfg_path = os.path.join(tmp, "lying.config.yaml")
+        report_path = os.path.join(tmp, "lying.report.json")
+        with open(cfg_path, "w") as f:
+            f.write(lying_config)
+        proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
+                               write_workload(tmp, 30, 400), "--report", report_path, "--quiet",
+                               "--no-progress"], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST))
+        check(proc.returncode == 0, f"lying host: exit 0 ({proc.stderr[-500:]})")
+        check("outside the request's candidates" in proc.stderr,
+              f"lying host: the log calls it a protocol error ({proc.stderr[-500:]})")
+        if proc.returncode == 0:
+            with open(report_path) as f:
+                report = json.load(f)
+            every_pod_accounted("lying host", report)
+            host = report["summary"]["plugin_hosts"][0]
+            check(host["state"] == "circuit-broken" and report["summary"]["scheduled"] == 0,
+                  f"lying host: circuit-broken, no pod placed on its word, got {host}, "
+                  f"{report['summary']['scheduled']} scheduled")
         # 3. the same with Ignore: the affected cycles skip the plugin
         ignore = crash.replace("failurePolicy: Fail", "failurePolicy: Ignore")
         proc, report = run(tmp, "crash-ignore", ignore, big, timeout=300)
