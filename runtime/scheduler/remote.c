@@ -423,6 +423,9 @@ static void host_gone(struct remote_host *h)
             if (WIFSIGNALED(status))
                 host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
                                strsignal(WTERMSIG(status)));
+            else if (WEXITSTATUS(status) == 127)
+                host_set_error(h, "the plugin host program could not be run (exit status 127; "
+                                  "is kcycle-plugin-host installed, or KCYCLE_PLUGIN_HOST set?)");
             else
                 host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
             return;
