@@ -879,6 +879,7 @@ int remote_open(struct scheduler *s, struct kc_error *err)
             log_error("%s; its plugins are left out until it starts (required: false)",
                       err->message);
     }
+    log_info("plugin hosts started: %u", fw->host_count);
     return 0;
 }
 

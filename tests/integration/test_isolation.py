@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SCHEDULER, SOURCE, TEST_PLUGINS, LYING_HOST = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -99,20 +100,28 @@ def killed_host(tmp, sim, plugin, seed, expected_scheduled):
     report_path = os.path.join(tmp, name + ".report.json")
     with open(cfg_path, "w") as f:
         f.write(plugins("process"))
-    proc = subprocess.Popen([SCHEDULER, "--config", cfg_path, "--simulate", sim, "--report",
-                             report_path, "--quiet", "--no-progress", "--pace", "2000"],
+    proc = subprocess.Popen([SCHEDULER, "-v", "--config", cfg_path, "--simulate", sim,
+                             "--report", report_path, "--quiet", "--no-progress", "--pace",
+                             "2000"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    # the hosts have started and taken their snapshot: a kill now is one of the run, not of
+    # the scheduler's start (which a required plugin's host must survive)
     deadline = time.monotonic() + 60
-    pids = []
-    while not pids and proc.poll() is None and time.monotonic() < deadline:
-        pids = host_pids(proc.pid, plugin)
+    while (not any("plugin hosts started" in line for line in lines) and proc.poll() is None
+           and time.monotonic() < deadline):
         time.sleep(0.01)
+    pids = host_pids(proc.pid, plugin)
     check(len(pids) == 1, f"{name}: the {plugin} host was found running: {pids}")
     # a random point of the run, which lasts at least 1.5 s (3,000 arrivals at 2,000 a second)
     time.sleep(random.Random(seed).uniform(0.0, 1.2))
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
-    _, stderr = proc.communicate(timeout=300)
+    proc.wait(timeout=300)
+    reader.join(timeout=30)
+    stderr = "".join(lines)
     check(proc.returncode == 0, f"{name}: exit 0 ({stderr[-500:]})")
     if proc.returncode != 0 or not os.path.exists(report_path):
         return
