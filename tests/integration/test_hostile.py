@@ -135,6 +135,14 @@ def children(pid):
     return found
 
 
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def unix_socket_paths():
     """inode -> bound path of every AF_UNIX socket on the machine ("" when unbound)."""
     paths = {}
@@ -177,9 +185,10 @@ def test_default_directory(tmp):
         result = as_hostile(lambda: try_bind_and_connect(url_path))
         check(result == "bind errno 13, connect errno 13",
               f"uid {HOSTILE_UID} can neither bind nor connect in {directory}: {result}")
-        hosts = poll(lambda: [p for p in children(sched.pid)
-                              if os.path.exists(f"/proc/{p}/fd/3")] if sched.poll() is None
-                     else None)
+        def started_hosts():
+            found = [p for p in children(sched.pid) if b"\0--name\0" in cmdline(p)]
+            return found if len(found) == 2 or sched.poll() is not None else None
+        hosts = poll(started_hosts)
         check(hosts and len(hosts) == 2, f"the scheduler runs two plugin hosts: {hosts}")
         paths = unix_socket_paths()
         for pid in hosts or []:
