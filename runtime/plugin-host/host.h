@@ -1,4 +1,4 @@
-/* kcycle-plugin-host: runs plugins for one scheduler in another process (DESIGN section 5),
+/* kcycle-plugin-host: runs plugins for one scheduler in another process (docs/architecture.md),
  * keeping a replica of the scheduler's cache exact from the deltas of every request and
  * answering proto/kcycle/v1/plugin.proto over the socketpair the scheduler gave it
  * (core/channel.h). */
