@@ -107,7 +107,8 @@ int channel_send(struct channel *c, const void *data, size_t len, int64_t deadli
         return -EMSGSIZE;
     uint32_t header[2] = {CHANNEL_MAGIC, (uint32_t)len};
     const uint8_t *at = data;
-    size_t first = len < CHANNEL_RECORD_BYTES - HEADER_BYTES ? len : CHANNEL_RECORD_BYTES - HEADER_BYTES;
+    size_t room = CHANNEL_RECORD_BYTES - HEADER_BYTES; /* for bytes in the first record */
+    size_t first = len < room ? len : room;
     struct iovec iov[2] = {{header, HEADER_BYTES}, {(void *)at, first}};
     int rc = send_record(c, iov, first > 0 ? 2 : 1, deadline_ms);
     for (size_t sent = first; rc == 0 && sent < len;) {

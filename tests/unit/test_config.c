@@ -96,7 +96,8 @@ static void assert_default_values(const struct config *cfg)
     assert_string_equal(cfg->leader_election.lease_name, "kcycle");
     assert_string_equal(cfg->leader_election.lease_namespace, "");
     char bridge_url[96]; /* a private directory per user */
-    snprintf(bridge_url, sizeof(bridge_url), "ipc:///tmp/kcycle-%u/bridge.ipc", (unsigned)geteuid());
+    snprintf(bridge_url, sizeof(bridge_url), "ipc:///tmp/kcycle-%u/bridge.ipc",
+             (unsigned)geteuid());
     assert_string_equal(cfg->bridge_address, bridge_url);
     assert_true(cfg->refuse_unhandled_fields);
     assert_int_equal(cfg->ignored_unhandled_fields, 0);
