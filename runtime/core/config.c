@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pod_fields.h"
+#include "socket_dir.h"
 #include "tree.h"
 
 #define CONFIG_API_VERSION "kcycle.io/v1alpha1"
@@ -142,7 +143,9 @@ int config_default(struct config *cfg)
     cfg->scheduler_name = strdup("kcycle");
     cfg->leader_election.lease_name = strdup("kcycle");
     cfg->leader_election.lease_namespace = strdup(""); /* "": where the bridge runs */
-    cfg->bridge_address = strdup("ipc:///tmp/kcycle-bridge.ipc");
+    char bridge_url[96]; /* in this user's private socket directory (core/socket_dir.h) */
+    socket_dir_default_url(bridge_url, sizeof(bridge_url));
+    cfg->bridge_address = strdup(bridge_url);
     if (cfg->scheduler_name == NULL || cfg->leader_election.lease_name == NULL ||
         cfg->leader_election.lease_namespace == NULL || cfg->bridge_address == NULL ||
         default_plugin_list(cfg) != 0) {
@@ -543,7 +546,7 @@ static int read_bridge(const struct tree *root, struct config *cfg, struct kc_er
     if (rc == 0 && strstr(cfg->bridge_address, "://") == NULL) {
         return tree_error(value_of(bridge, "address"), err, -EINVAL, "address",
                           "'%.*s' is not an nng URL; expected a URL such as "
-                          "ipc:///tmp/kcycle-bridge.ipc or tcp://127.0.0.1:7070",
+                          "ipc:///run/kcycle/bridge.sock or tcp://127.0.0.1:7070",
                           QUOTE_MAX, cfg->bridge_address);
     }
     return rc;

@@ -42,7 +42,7 @@ struct config {
     struct plugin_config *plugins;
     uint32_t plugin_count;
     struct leader_election leader_election;
-    char *bridge_address;           /* nng url, "ipc:///tmp/kcycle-bridge.ipc" */
+    char *bridge_address;           /* nng url, "ipc:///tmp/kcycle-<euid>/bridge.ipc" */
     uint64_t seed;                  /* tie-breaking seed, default 1 */
     int32_t parallelism;            /* Filter/Score threads, 0 = number of cores */
     int64_t pod_initial_backoff_ms; /* 1 s */

@@ -15,6 +15,7 @@
 #include "bridge.pb-c.h"
 #include "health.h"
 #include "log.h"
+#include "socket_dir.h"
 #include "model.h"
 #include "proto_convert.h"
 #include "tree.h"
@@ -1538,13 +1539,18 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     add_watch(b, "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", NULL, 'o', false);
     /* namespace labels, for the namespaceSelector of pod affinity terms (interpodaffinity) */
     add_watch(b, "Namespace", "/api/v1/namespaces", NULL, 'o', false);
+    if ((rc = socket_dir_check(opt->listen_url, err)) < 0)
+        return rc;
     if ((rc = nng_pair1_open(&b->sock)) != 0)
         return kc_error_set(err, -ENOMEM, "cannot open the scheduler socket: %s", nng_strerror(rc));
     b->sock_open = true;
     nng_pipe_notify(b->sock, NNG_PIPE_EV_REM_POST, pipe_removed, b);
     nng_socket_set_ms(b->sock, NNG_OPT_RECVTIMEO, 200);
     nng_socket_set_ms(b->sock, NNG_OPT_SENDTIMEO, 60000);
-    nng_socket_set_size(b->sock, NNG_OPT_RECVMAXSZ, 0);
+    /* another user's process connecting to the socket never reaches the bridge */
+    if ((rc = ipc_peer_guard(b->sock, &b->peer, "bridge")) != 0)
+        return kc_error_set(err, -ENOMEM, "cannot set up the scheduler socket: %s",
+                            nng_strerror(rc));
     if ((rc = nng_listen(b->sock, opt->listen_url, NULL, 0)) != 0)
         return kc_error_set(err, -EADDRINUSE, "cannot listen on %s: %s", opt->listen_url,
                             nng_strerror(rc));

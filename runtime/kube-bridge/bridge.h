@@ -13,6 +13,7 @@
 #include <nng/nng.h>
 
 #include "error.h"
+#include "ipc_peer.h"
 #include "kube.h"
 #include "strmap.h"
 
@@ -110,6 +111,7 @@ struct bridge {
     atomic_bool stop;
     nng_socket sock;
     bool sock_open;
+    struct ipc_peer_guard peer; /* only the scheduler of this uid gets through */
     /* everything below up to `cond` is guarded by lock */
     pthread_mutex_t lock;
     pthread_cond_t cond;

@@ -29,7 +29,7 @@ static void usage(FILE *out)
             "  --config FILE          the scheduler config: schedulerName, leaderElection and\n"
             "                         bridge.address are read from it; flags win\n"
             "  --listen URL           where the scheduler connects (default: bridge.address,\n"
-            "                         ipc:///tmp/kcycle-bridge.ipc)\n"
+            "                         ipc:///tmp/kcycle-UID/bridge.ipc, a 0700 directory)\n"
             "  --kubeconfig FILE      (default: in-cluster service account, then $KUBECONFIG)\n"
             "  --context NAME         kubeconfig context (default: current-context)\n"
             "  --scheduler-name NAME  reported in events (default: schedulerName, kcycle)\n"

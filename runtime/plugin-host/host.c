@@ -5,9 +5,6 @@
 
 #include "array.h"
 
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/rep.h>
-
 #include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -17,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "channel.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
 #include "log.h"
@@ -27,8 +25,6 @@
 
 /* How often the serve loop looks at the stop flag and the parent while no request comes. */
 #define RECEIVE_POLL_MS 100
-/* A full snapshot of a large cluster is tens of MB; anything far above is not ours. */
-#define RECEIVE_MAX_BYTES ((size_t)1 << 30)
 
 /* A pod the scheduler evaluated here, kept for the phases that follow if it is chosen. */
 struct evaluated {
@@ -39,11 +35,9 @@ struct evaluated {
 };
 
 struct plugin_host {
-    char *listen_url;
     char *plugin_dir;
     pid_t parent;
-    nng_socket socket;
-    bool listening;
+    struct channel channel; /* to the scheduler; fd -1: only plugin_host_handle is usable */
     atomic_bool stop;
     bool open; /* a Hello was served: the replica and its plugins exist */
     struct config cfg;
@@ -1089,69 +1083,66 @@ int plugin_host_open(const struct plugin_host_options *opts, struct plugin_host 
         return kc_error_set(err, -ENOMEM, "out of memory");
     atomic_init(&h->stop, false);
     h->parent = opts->parent;
-    h->listen_url = opts->listen_url != NULL ? strdup(opts->listen_url) : NULL;
+    channel_init(&h->channel, -1);
     h->plugin_dir = opts->plugin_dir != NULL ? strdup(opts->plugin_dir) : NULL;
-    if ((opts->listen_url != NULL && h->listen_url == NULL) ||
-        (opts->plugin_dir != NULL && h->plugin_dir == NULL)) {
+    if (opts->plugin_dir != NULL && h->plugin_dir == NULL) {
         plugin_host_close(h);
         return kc_error_set(err, -ENOMEM, "out of memory");
     }
-    if (h->listen_url == NULL) {
-        *out = h;
-        return 0;
-    }
-    int rv = nng_rep0_open(&h->socket);
-    if (rv != 0) {
-        plugin_host_close(h);
-        return kc_error_set(err, -EIO, "cannot open an nng REP socket: %s", nng_strerror(rv));
-    }
-    h->listening = true;
-    rv = nng_socket_set_ms(h->socket, NNG_OPT_RECVTIMEO, RECEIVE_POLL_MS);
-    if (rv == 0)
-        rv = nng_socket_set_size(h->socket, NNG_OPT_RECVMAXSZ, RECEIVE_MAX_BYTES);
-    if (rv == 0)
-        rv = nng_listen(h->socket, h->listen_url, NULL, 0);
-    if (rv != 0) {
-        int code =
-            kc_error_set(err, -EIO, "cannot listen on %s: %s", h->listen_url, nng_strerror(rv));
-        plugin_host_close(h);
-        return code;
-    }
-    log_info("listening on %s", h->listen_url);
+    if (opts->fd > 0)
+        channel_init(&h->channel, opts->fd);
     *out = h;
     return 0;
 }
 
 int plugin_host_serve(struct plugin_host *h)
 {
-    if (!h->listening)
+    if (h->channel.fd < 0)
         return -EINVAL;
     while (!atomic_load(&h->stop)) {
         if (h->parent > 0 && getppid() != h->parent) {
             log_warn("the scheduler (pid %ld) went away; stopping", (long)h->parent);
             return 0;
         }
-        void *request = NULL;
-        size_t len = 0;
-        int rv = nng_recv(h->socket, &request, &len, NNG_FLAG_ALLOC);
-        if (rv == NNG_ETIMEDOUT || rv == NNG_EINTR)
+        /* a bounded wait, so the stop flag and the parent are looked at between requests */
+        int ready = channel_wait(&h->channel, RECEIVE_POLL_MS);
+        if (ready == 0)
             continue;
-        if (rv != 0) {
-            log_error("receiving on %s: %s", h->listen_url, nng_strerror(rv));
+        const uint8_t *request = NULL;
+        size_t len = 0;
+        int rc = ready < 0 ? ready
+                           : channel_recv(&h->channel, CHANNEL_REQUEST_MAX_BYTES, -1, &request,
+                                          &len);
+        if (rc == -EPIPE) {
+            log_info("the scheduler closed the channel; stopping");
+            return 0;
+        }
+        if (rc < 0) {
+            /* a message over the cap or cut records: the stream cannot be trusted any more */
+            log_error("receiving a request: %s", rc == -EMSGSIZE ? "over the size limit"
+                                                 : rc == -EPROTO ? "not a whole message"
+                                                                 : strerror(-rc));
             return -EIO;
         }
         uint8_t *reply = NULL;
         size_t reply_len = 0;
-        int rc = plugin_host_handle(h, request, len, &reply, &reply_len);
-        nng_free(request, len);
+        rc = plugin_host_handle(h, request, len, &reply, &reply_len);
         if (rc < 0) {
             log_error("out of memory: no reply can be sent; stopping");
             return rc;
         }
-        rv = nng_send(h->socket, reply, reply_len, 0);
+        rc = reply_len <= CHANNEL_REPLY_MAX_BYTES
+                 ? channel_send(&h->channel, reply, reply_len, -1)
+                 : -EMSGSIZE;
         free(reply);
-        if (rv != 0)
-            log_warn("sending a reply on %s: %s", h->listen_url, nng_strerror(rv));
+        if (rc == -EPIPE) {
+            log_info("the scheduler closed the channel; stopping");
+            return 0;
+        }
+        if (rc < 0) {
+            log_error("sending a reply of %zu bytes: %s", reply_len, strerror(-rc));
+            return -EIO;
+        }
     }
     return 0;
 }
@@ -1165,10 +1156,8 @@ void plugin_host_close(struct plugin_host *h)
 {
     if (h == NULL)
         return;
-    if (h->listening)
-        nng_close(h->socket);
+    channel_close(&h->channel);
     close_replica(h);
-    free(h->listen_url);
     free(h->plugin_dir);
     free(h);
 }

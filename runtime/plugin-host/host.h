@@ -1,6 +1,7 @@
-/* kcycle-plugin-host: runs plugins for one scheduler in another process (DESIGN section 5),
+/* kcycle-plugin-host: runs plugins for one scheduler in another process (docs/architecture.md),
  * keeping a replica of the scheduler's cache exact from the deltas of every request and
- * answering proto/kcycle/v1/plugin.proto over an nng REP socket. */
+ * answering proto/kcycle/v1/plugin.proto over the socketpair the scheduler gave it
+ * (core/channel.h). */
 #ifndef KC_PLUGIN_HOST_HOST_H
 #define KC_PLUGIN_HOST_HOST_H
 
@@ -13,29 +14,29 @@
 struct plugin_host;
 
 struct plugin_host_options {
-    const char *listen_url; /* nng URL (ipc://...) to listen on; NULL: no socket, only
-                               plugin_host_handle is usable */
+    int fd;                 /* > 0: the connected SOCK_SEQPACKET socket to serve (the
+                               host owns it from now on); 0: none, only plugin_host_handle
+                               is usable */
     const char *plugin_dir; /* where plugins without a path are looked up; NULL: the default
                                search list (KCYCLE_PLUGIN_DIR, the install dir, the build tree) */
     pid_t parent;           /* > 0: plugin_host_serve returns once getppid() is no longer this
                                (the scheduler died and the host was re-parented) */
 };
 
-/* Create a host and, when opts->listen_url is set, listen on it (a scheduler may dial as soon
- * as this returns). 0 with *out set (free it with plugin_host_close), or a negative code with
- * err naming the URL and the reason. The strings of opts are copied. */
+/* Create a host serving opts->fd. 0 with *out set (free it with plugin_host_close), or a
+ * negative code with err saying why. The strings of opts are copied. */
 int plugin_host_open(const struct plugin_host_options *opts, struct plugin_host **out,
                      struct kc_error *err);
 
 /* Receive requests and send their replies, one at a time, until plugin_host_stop is called
- * (0), the parent goes away (0) or the socket fails (-EIO, logged). */
+ * (0), the parent goes away or closes the channel (0), or the channel fails (-EIO, logged). */
 int plugin_host_serve(struct plugin_host *host);
 
 /* Ask plugin_host_serve to return; it does so within about 100 ms. Safe from any thread and
  * from a signal handler. */
 void plugin_host_stop(struct plugin_host *host);
 
-/* Unload the plugins, free the replica and close the socket. NULL is a no-op. */
+/* Unload the plugins, free the replica and close the channel. NULL is a no-op. */
 void plugin_host_close(struct plugin_host *host);
 
 /* Serve one packed kcycle.v1.Request: apply its deltas to the replica, run its call, and

@@ -15,6 +15,7 @@
 
 #include "array.h"
 #include "log.h"
+#include "socket_dir.h"
 #include "model.h"
 #include "proto_convert.h"
 
@@ -761,6 +762,8 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
                             opt->watch_config, err)) < 0)
         return rc;
     const char *url = opt->url != NULL ? opt->url : b->cfg.bridge_address;
+    if ((rc = socket_dir_check(url, err)) < 0)
+        return rc;
     if ((rc = nng_pair1_open(&b->sock)) != 0)
         return kc_error_set(err, -ENOMEM, "cannot open the bridge socket: %s", nng_strerror(rc));
     b->sock_open = true;
@@ -769,7 +772,9 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
     nng_socket_set_ms(b->sock, NNG_OPT_RECONNMINT, 100);
     nng_socket_set_ms(b->sock, NNG_OPT_RECONNMAXT, 2000);
     nng_socket_set_ms(b->sock, NNG_OPT_SENDTIMEO, SEND_TIMEOUT_MS);
-    nng_socket_set_size(b->sock, NNG_OPT_RECVMAXSZ, 0); /* a full sync can be large */
+    /* a bridge of another uid (one that bound the path first) never reaches the scheduler */
+    if ((rc = ipc_peer_guard(b->sock, &b->peer, "scheduler")) != 0)
+        return kc_error_set(err, -ENOMEM, "cannot set up the bridge socket: %s", nng_strerror(rc));
     /* non-blocking dial: the bridge may start later; nng keeps trying */
     if ((rc = nng_dial(b->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
         return kc_error_set(err, -EINVAL, "cannot dial the bridge at %s: %s", url,

@@ -13,6 +13,7 @@
 #include "bridge.pb-c.h"
 #include "config.h"
 #include "error.h"
+#include "ipc_peer.h"
 #include "reload.h"
 #include "scheduler.h"
 #include "strmap.h"
@@ -40,6 +41,7 @@ struct bridge_client {
     struct reloader reload;
     nng_socket sock;
     bool sock_open;
+    struct ipc_peer_guard peer; /* only this uid's bridge gets through */
     atomic_uint pipe_adds, pipe_removes; /* counted by nng's pipe callback */
     unsigned pipe_events_seen;           /* adds + removes when last looked at */
     bool connected;                      /* a pipe to the bridge is up */

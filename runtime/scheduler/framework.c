@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crash.h"
 #include "log.h"
 #include "pod_fields.h"
 
@@ -81,7 +82,9 @@ static int open_one(struct plugin *p, const struct plugin_config *pc, const char
     p->weight = pc->weight;
     p->failure_policy = pc->failure_policy;
     if (p->ops.init != NULL) {
+        crash_enter(p->name, "init");
         rc = p->ops.init(host, pc->args_json != NULL ? pc->args_json : "{}", &p->self);
+        crash_leave();
         if (rc != 0) {
             rc = kc_error_set(err, KC_ERR_PLUGIN,
                               "plugin %s (%s): init failed (%d); see the plugin's log line "

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "crash.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
 #include "log.h"
@@ -157,7 +158,9 @@ static bool declared_group(struct scheduler *s, const struct pod *pod, kc_group_
             continue;
         memset(info, 0, sizeof(*info));
         info->struct_size = sizeof(*info);
+        crash_enter(p->name, "group_of");
         kc_status st = p->ops.group_of(p->self, (const kc_pod *)pod, info);
+        crash_leave();
         if (st == KC_SUCCESS && info->name != NULL && info->name[0] != '\0') {
             *plugin = p->name;
             return true;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "crash.h"
 #include "log.h"
 
 #ifndef KC_PLUGIN_DIR
@@ -211,8 +212,11 @@ int loader_open_as(const char *path, struct plugin *p, const struct framework_lo
 
 void loader_close(struct plugin *p)
 {
-    if (p->initialized && p->ops.fini != NULL)
+    if (p->initialized && p->ops.fini != NULL) {
+        crash_enter(p->name, "fini");
         p->ops.fini(p->self);
+        crash_leave();
+    }
     if (p->dl_handle != NULL)
         dlclose(p->dl_handle);
     if (p->copy_fd > 0)

@@ -11,6 +11,7 @@
 #include <kcycle/version.h>
 
 #include "bridge_client.h"
+#include "crash.h"
 #include "health.h"
 #include "log.h"
 #include "simulator.h"
@@ -89,6 +90,10 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* an in-process plugin that crashes takes the scheduler down: say which one, and where */
+    crash_handler_install("kcycle-scheduler",
+                          "an in-process plugin that crashes ends the scheduler; with "
+                          "isolation: process it would cost one attempt");
     static const struct option options[] = {
         {"simulate", required_argument, NULL, 's'},
         {"report", required_argument, NULL, 'r'},

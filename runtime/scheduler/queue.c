@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "crash.h"
 #include "framework.h"
 #include "model.h"
 
@@ -45,9 +46,13 @@ typedef bool (*before_fn)(const struct queue *q, const struct sched_pod *a,
 static bool active_before(const struct queue *q, const struct sched_pod *a,
                           const struct sched_pod *b)
 {
-    if (q->sort != NULL)
-        return q->sort->ops.queue_less(q->sort->self, (const kc_pod *)a->pod,
-                                       (const kc_pod *)b->pod) != 0;
+    if (q->sort != NULL) {
+        crash_enter(q->sort->name, "QueueSort");
+        bool less = q->sort->ops.queue_less(q->sort->self, (const kc_pod *)a->pod,
+                                            (const kc_pod *)b->pod) != 0;
+        crash_leave();
+        return less;
+    }
     if (a->pod->enqueue_ms != b->pod->enqueue_ms)
         return a->pod->enqueue_ms < b->pod->enqueue_ms;
     return strcmp(a->pod->uid, b->pod->uid) < 0;

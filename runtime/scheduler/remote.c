@@ -1,11 +1,12 @@
-/* The scheduler side of out-of-process plugins (DESIGN section 5). Each host is a child
- * process with one REQ socket to it: requests go out in order and every one carries the
- * journal's deltas since the previous one, so the host's replica is exact when its plugins
- * run. REQ's automatic resend is off: a request that crashed a host is never replayed into
- * the new one. */
+/* The scheduler side of out-of-process plugins (docs/architecture.md). Each host is a child
+ * process holding the other end of a socketpair (core/channel.h): requests go out in order,
+ * one blocking round trip each, and every one carries the journal's deltas since the previous
+ * one, so the host's replica is exact when its plugins run. Nothing is ever resent: a request
+ * that crashed a host is never replayed into the new one. */
 #include "remote.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -15,9 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 
 #include "array.h"
 #include "cycle_internal.h"
@@ -31,13 +29,6 @@
 #define RESTART_BACKOFF_MAX_MS 10000
 #define CIRCUIT_BREAKER_FAILURES 5
 #define DEFAULT_TIMEOUT_MS 5000
-
-static nng_socket host_socket(const struct remote_host *h)
-{
-    nng_socket sock = NNG_SOCKET_INITIALIZER;
-    sock.id = h->socket_id;
-    return sock;
-}
 
 static int64_t now_ms(void)
 {
@@ -260,24 +251,13 @@ static void host_set_error(struct remote_host *h, const char *fmt, ...)
     h->last_error = strdup(text);
 }
 
-/* The socket file of the host's listener: a host that was killed leaves it behind. */
-static void unlink_socket_file(const struct remote_host *h)
-{
-    if (strncmp(h->url, "ipc://", 6) == 0)
-        unlink(h->url + 6);
-}
-
 static void host_stop(struct remote_host *h)
 {
-    if (h->socket_open) {
-        nng_close(host_socket(h));
-        h->socket_open = false;
-    }
+    channel_close(&h->channel);
     if (h->pid > 0) {
         kill(h->pid, SIGKILL);
         waitpid(h->pid, NULL, 0);
         h->pid = 0;
-        unlink_socket_file(h);
     }
 }
 
@@ -287,14 +267,9 @@ static void host_stop(struct remote_host *h)
 #define STOP_GRACE_MS 2000
 static void host_stop_gently(struct remote *r, struct remote_host *h)
 {
-    if (h->socket_open) {
-        nng_close(host_socket(h));
-        h->socket_open = false;
-    }
-    if (h->pid <= 0) {
-        unlink_socket_file(h);
+    channel_close(&h->channel); /* the host sees the end of its channel and stops too */
+    if (h->pid <= 0)
         return;
-    }
     void *grown =
         array_grow(r->stopping, &r->stopping_capacity, r->stopping_count + 1, sizeof(*r->stopping));
     if (grown == NULL) {
@@ -305,15 +280,12 @@ static void host_stop_gently(struct remote *r, struct remote_host *h)
     struct stopping_host *st = &r->stopping[r->stopping_count++];
     st->pid = h->pid;
     st->since_ms = now_ms();
-    snprintf(st->url, sizeof(st->url), "%s", h->url);
     kill(h->pid, SIGTERM);
     h->pid = 0;
 }
 
 static void stopped(struct remote *r, uint32_t i)
 {
-    if (strncmp(r->stopping[i].url, "ipc://", 6) == 0)
-        unlink(r->stopping[i].url + 6);
     memmove(&r->stopping[i], &r->stopping[i + 1],
             (r->stopping_count - i - 1) * sizeof(*r->stopping));
     r->stopping_count--;
@@ -353,7 +325,6 @@ static void host_fail(struct scheduler *s, struct remote_host *h)
             host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
     }
     host_stop(h);
-    unlink_socket_file(h); /* it is dead: a crash leaves its listener's file behind */
     h->state = REMOTE_DOWN;
     h->consecutive_failures++;
     int64_t backoff = RESTART_BACKOFF_MIN_MS;
@@ -361,7 +332,9 @@ static void host_fail(struct scheduler *s, struct remote_host *h)
         backoff *= 2;
     if (backoff > RESTART_BACKOFF_MAX_MS)
         backoff = RESTART_BACKOFF_MAX_MS;
-    h->next_start_ms = now_ms() + backoff;
+    /* on the scheduler's clock: under --simulate a killed host comes back within the run's
+     * simulated time, as it would in a cluster, however fast the simulation runs */
+    h->next_start_ms = scheduler_now(s) + backoff;
     if (h->consecutive_failures >= CIRCUIT_BREAKER_FAILURES) {
         h->state = REMOTE_BROKEN;
         log_error("plugin host %s is circuit-broken after %u failures in a row; its plugins are "
@@ -375,43 +348,36 @@ static void host_fail(struct scheduler *s, struct remote_host *h)
     journal_trim(&s->remote);
 }
 
-/* The request's bytes: the packed request without deltas, then every delta the host has not
- * seen as field 4 (protobuf parsers accept fields in any order). */
+/* The request's bytes (malloc'd): the packed request without deltas, then every delta the host
+ * has not seen as field 4 (protobuf parsers accept fields in any order). */
 static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__Request *req,
-                         nng_msg **out)
+                         uint8_t **out, size_t *out_len)
 {
     struct remote *r = &s->remote;
     size_t len = kcycle__v1__request__get_packed_size(req);
-    nng_msg *msg;
-    if (nng_msg_alloc(&msg, len) != 0)
-        return -ENOMEM;
-    kcycle__v1__request__pack(req, nng_msg_body(msg));
     uint64_t end = r->journal_base + r->journal_count;
-    /* room for every delta at once: appending them one by one to a message grown piece by
-     * piece costs a copy of the whole message again and again (a snapshot is thousands) */
+    /* room for every delta at once (a snapshot is thousands of them) */
     size_t total = len;
     for (uint64_t seq = h->cursor; seq < end; seq++)
         total += r->journal[seq - r->journal_base].len + 6;
-    if (total > len && nng_msg_reserve(msg, total) != 0) {
-        nng_msg_free(msg);
+    uint8_t *msg = malloc(total + 1);
+    if (msg == NULL)
         return -ENOMEM;
-    }
+    kcycle__v1__request__pack(req, msg);
+    size_t at = len;
     for (uint64_t seq = h->cursor; seq < end; seq++) {
         const struct journal_entry *e = &r->journal[seq - r->journal_base];
-        uint8_t head[12];
-        size_t n = 0;
-        head[n++] = (4 << 3) | 2; /* field 4, length-delimited */
+        msg[at++] = (4 << 3) | 2; /* field 4, length-delimited */
         for (uint32_t v = e->len;; v >>= 7) {
-            head[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+            msg[at++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
             if (v <= 0x7f)
                 break;
         }
-        if (nng_msg_append(msg, head, n) != 0 || nng_msg_append(msg, e->data, e->len) != 0) {
-            nng_msg_free(msg);
-            return -ENOMEM;
-        }
+        memcpy(msg + at, e->data, e->len);
+        at += e->len;
     }
     *out = msg;
+    *out_len = at;
     return 0;
 }
 
@@ -419,14 +385,25 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
 {
     req->id = ++h->request_id;
     req->generation = s->cache.generation - (uint64_t)h->generation_offset;
-    nng_msg *msg;
-    int rc = build_request(s, h, req, &msg);
+    uint8_t *msg;
+    size_t len;
+    int rc = build_request(s, h, req, &msg, &len);
     if (rc < 0)
         return rc;
-    rc = nng_sendmsg(host_socket(h), msg, 0);
-    if (rc != 0) {
-        nng_msg_free(msg);
-        host_set_error(h, "sending to the host: %s", nng_strerror(rc));
+    if (len > CHANNEL_REQUEST_MAX_BYTES) {
+        free(msg);
+        host_set_error(h, "a request of %zu bytes, over the limit of %zu", len,
+                       (size_t)CHANNEL_REQUEST_MAX_BYTES);
+        return -EMSGSIZE;
+    }
+    rc = channel_send(&h->channel, msg, len, now_ms() + s->remote.timeout_ms);
+    free(msg);
+    if (rc < 0) {
+        if (rc == -ETIMEDOUT)
+            host_set_error(h, "the host took no request within the deadline of %lld ms",
+                           (long long)s->remote.timeout_ms);
+        else
+            host_set_error(h, "sending to the host: %s", strerror(-rc));
         return -EIO;
     }
     h->cursor = s->remote.journal_base + s->remote.journal_count;
@@ -434,69 +411,59 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     return 0;
 }
 
-static void pipe_removed(nng_pipe pipe, nng_pipe_ev event, void *arg)
+/* The end of the channel means the host exited or died: wait for it briefly so the error can
+ * say how (a crash's signal), without blocking on a host that only closed its socket. */
+static void host_gone(struct remote_host *h)
 {
-    (void)pipe, (void)event;
-    struct remote_host *h = arg;
-    pthread_mutex_lock(&h->lock);
-    h->pipe_gone = true;
-    if (h->aio != NULL)
-        nng_aio_cancel(h->aio); /* wake the waiting receive: the host is gone */
-    pthread_mutex_unlock(&h->lock);
-}
-
-/* Wait for the answer until the deadline, or until the connection to the host closes: a REQ
- * socket does not fail a request when its peer goes away, so a dead host would otherwise
- * cost the whole deadline (and a timed-out receive cancels the request for good). */
-static int receive_message(struct remote_host *h, int64_t timeout_ms, nng_msg **msg)
-{
-    nng_aio_set_timeout(h->aio, (nng_duration)timeout_ms);
-    nng_recv_aio(host_socket(h), h->aio);
-    pthread_mutex_lock(&h->lock);
-    bool gone = h->pipe_gone;
-    pthread_mutex_unlock(&h->lock);
-    if (gone)
-        nng_aio_cancel(h->aio);
-    nng_aio_wait(h->aio);
-    int rc = nng_aio_result(h->aio);
-    if (rc == 0) {
-        *msg = nng_aio_get_msg(h->aio);
-        return 0;
-    }
-    pthread_mutex_lock(&h->lock);
-    gone = h->pipe_gone;
-    pthread_mutex_unlock(&h->lock);
     int status;
-    if (gone)
-        usleep(2000); /* a crashed host is usually reaped within this; a live one is killed */
-    if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
-        h->pid = 0;
-        if (WIFSIGNALED(status))
-            host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
-        else
-            host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
-        return NNG_ECLOSED;
+    for (int64_t until = now_ms() + 500; h->pid > 0;) {
+        pid_t got = waitpid(h->pid, &status, WNOHANG);
+        if (got == h->pid) {
+            h->pid = 0;
+            if (WIFSIGNALED(status))
+                host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
+                               strsignal(WTERMSIG(status)));
+            else if (WEXITSTATUS(status) == 127)
+                host_set_error(h, "the plugin host program could not be run (exit status 127; "
+                                  "is kcycle-plugin-host installed, or KCYCLE_PLUGIN_HOST set?)");
+            else
+                host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
+            return;
+        }
+        if (got < 0 || now_ms() >= until)
+            break;
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
     }
-    if (gone) {
-        host_set_error(h, "the connection to the host closed");
-        return NNG_ECLOSED;
-    }
-    host_set_error(h, "no answer within the deadline of %lld ms", (long long)timeout_ms);
-    return NNG_ETIMEDOUT;
+    host_set_error(h, "the host closed its channel");
 }
 
 static Kcycle__V1__Reply *receive_reply(struct scheduler *s, struct remote_host *h)
 {
     struct remote *r = &s->remote;
-    nng_msg *msg;
-    int rc = receive_message(h, r->timeout_ms, &msg);
-    if (rc != 0) {
-        if (rc != NNG_ECLOSED && rc != NNG_ETIMEDOUT)
-            host_set_error(h, "the host went away: %s", nng_strerror(rc));
+    const uint8_t *data;
+    size_t len;
+    int rc = channel_recv(&h->channel, CHANNEL_REPLY_MAX_BYTES, now_ms() + r->timeout_ms, &data,
+                          &len);
+    if (rc == -EPIPE) {
+        host_gone(h);
         return NULL;
     }
-    Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
-    nng_msg_free(msg);
+    if (rc == -ETIMEDOUT) {
+        host_set_error(h, "no answer within the deadline of %lld ms", (long long)r->timeout_ms);
+        return NULL;
+    }
+    if (rc == -EMSGSIZE || rc == -EPROTO) {
+        host_set_error(h, "protocol error: %s",
+                       rc == -EMSGSIZE ? "an answer over the size limit"
+                                       : "records that do not form a message");
+        return NULL;
+    }
+    if (rc < 0) {
+        host_set_error(h, "receiving from the host: %s", strerror(-rc));
+        return NULL;
+    }
+    Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, len, data);
     if (reply == NULL) {
         host_set_error(h, "an answer that does not decode as kcycle.v1.Reply");
         return NULL;
@@ -554,44 +521,50 @@ static char *find_host_binary(void)
     return strdup("kcycle-plugin-host"); /* from PATH */
 }
 
+/* Start the host as a child holding one end of a new socketpair as fd CHANNEL_HOST_FD. Both
+ * ends are close-on-exec, so no other host (and nothing the host starts) inherits them, and
+ * the end of the channel is seen as soon as one side exits. */
 static int spawn(struct remote *r, struct remote_host *h)
 {
-    static unsigned counter;
-    /* $TMPDIR first: a container with a read-only root gives a writable dir there */
-    const char *dir = getenv("TMPDIR");
-    if (dir == NULL || dir[0] != '/' || strlen(dir) > 64)
-        dir = "/tmp";
-    snprintf(h->url, sizeof(h->url), "ipc://%s/kcycle-%d-%s-%u.ipc", dir, (int)getpid(), h->name,
-             ++counter);
+    int ends[2];
+    int rc = channel_pair(ends);
+    if (rc < 0) {
+        host_set_error(h, "cannot create a socketpair: %s", strerror(-rc));
+        return rc;
+    }
+    /* the scheduler's verbosity reaches the plugins: -v for info, -vv for debug */
+    char fd_text[16];
+    snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
+    const char *argv[] = {r->host_binary, "--fd", fd_text, "--name", h->name, NULL, NULL, NULL};
+    kc_log_level level = log_level();
+    if (level >= KC_LOG_INFO)
+        argv[5] = "-v";
+    if (level >= KC_LOG_DEBUG)
+        argv[6] = "-v";
+    static const char cannot_run[] = "kcycle: cannot run the plugin host program\n";
     pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
+    if (pid < 0) {
+        rc = -errno;
+        close(ends[0]);
+        close(ends[1]);
+        host_set_error(h, "cannot start a process: %s", strerror(-rc));
+        return rc;
+    }
     if (pid == 0) {
-        execlp(r->host_binary, r->host_binary, "--listen", h->url, (char *)NULL);
-        fprintf(stderr, "kcycle: cannot run %s: %s\n", r->host_binary, strerror(errno));
+        /* only async-signal-safe calls between fork and exec: the scheduler has threads */
+        if (ends[1] == CHANNEL_HOST_FD)
+            fcntl(ends[1], F_SETFD, 0);
+        else if (dup2(ends[1], CHANNEL_HOST_FD) < 0)
+            _exit(127);
+        execvp(argv[0], (char *const *)argv);
+        ssize_t ignored = write(2, cannot_run, sizeof(cannot_run) - 1);
+        (void)ignored;
         _exit(127);
     }
+    close(ends[1]);
     h->pid = pid;
-    nng_socket sock;
-    int rc = nng_req0_open(&sock);
-    if (rc != 0)
-        return -ENOMEM;
-    h->socket_id = sock.id;
-    h->socket_open = true;
-    nng_duration timeout = (nng_duration)r->timeout_ms;
-    nng_socket_set_ms(sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-    h->pipe_gone = false;
-    if (h->aio == NULL && nng_aio_alloc(&h->aio, NULL, NULL) != 0)
-        return -ENOMEM;
-    nng_pipe_notify(sock, NNG_PIPE_EV_REM_POST, pipe_removed, h);
-    nng_socket_set_ms(sock, NNG_OPT_SENDTIMEO, timeout);
-    nng_socket_set_ms(sock, NNG_OPT_RECONNMINT, 2);
-    nng_socket_set_ms(sock, NNG_OPT_RECONNMAXT, 50);
-    rc = nng_dial(sock, h->url, NULL, NNG_FLAG_NONBLOCK);
-    if (rc != 0) {
-        host_set_error(h, "dialing %s: %s", h->url, nng_strerror(rc));
-        return -EIO;
-    }
+    channel_close(&h->channel);
+    channel_init(&h->channel, ends[0]);
     return 0;
 }
 
@@ -763,8 +736,8 @@ static int start_host(struct scheduler *s, struct remote_host *h, struct kc_erro
     }
     kcycle__v1__reply__free_unpacked(reply, NULL);
     journal_trim(r);
-    if (hello_rc == 0)
-        h->consecutive_failures = 0;
+    /* consecutive_failures is reset by a request served, not by a start: a host that starts
+     * and then fails every request (a crash on each pod, a protocol error) is circuit-broken */
     return hello_rc;
 }
 
@@ -773,7 +746,7 @@ static int ensure_up(struct scheduler *s, struct remote_host *h)
 {
     if (h->state == REMOTE_UP)
         return 0;
-    if (h->state == REMOTE_BROKEN || h->retiring || now_ms() < h->next_start_ms)
+    if (h->state == REMOTE_BROKEN || h->retiring || scheduler_now(s) < h->next_start_ms)
         return -EAGAIN;
     h->restarts++;
     struct kc_error err;
@@ -811,8 +784,7 @@ static struct remote_host *host_new(struct remote *r, const char *name, uint32_t
         free(h);
         return NULL;
     }
-    pthread_mutex_init(&h->lock, NULL);
-    pthread_cond_init(&h->cond, NULL);
+    channel_init(&h->channel, -1);
     h->generation = generation;
     r->hosts[r->host_count++] = h;
     return h;
@@ -828,10 +800,6 @@ static void host_free(struct remote *r, struct remote_host *h)
             break;
         }
     }
-    if (h->aio != NULL)
-        nng_aio_free(h->aio);
-    pthread_mutex_destroy(&h->lock);
-    pthread_cond_destroy(&h->cond);
     free(h->name);
     free(h->plugins);
     free(h->last_error);
@@ -918,6 +886,7 @@ int remote_open(struct scheduler *s, struct kc_error *err)
             log_error("%s; its plugins are left out until it starts (required: false)",
                       err->message);
     }
+    log_info("plugin hosts started: %u", fw->host_count);
     return 0;
 }
 
@@ -1110,6 +1079,22 @@ static void add_scores(struct scheduler *s, const struct remote_host *h,
     }
 }
 
+/* A reply may name only the request's candidates (marked), each once: a host that answers for
+ * other nodes is not trusted with any. */
+#define CANDIDATE_MARK 0x8000u
+static bool only_candidates(const struct scheduler *s, const Kcycle__V1__EvaluateReply *e,
+                            uint32_t candidate_count)
+{
+    if (e->n_feasible > candidate_count)
+        return false;
+    for (size_t i = 0; i < e->n_feasible; i++)
+        if (e->feasible[i] >= s->cache.node_count ||
+            !(s->remote_marks[e->feasible[i]] & CANDIDATE_MARK) ||
+            (i > 0 && e->feasible[i] == e->feasible[i - 1]))
+            return false;
+    return true;
+}
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
@@ -1162,11 +1147,20 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
         active[a]->evaluate_round_trips += sent[a];
     }
     pod_proto_free(pod);
+    /* candidates carry CANDIDATE_MARK while the replies are checked and merged */
+    for (uint32_t k = 0; k < candidate_count; k++)
+        s->remote_marks[candidates[k]] = CANDIDATE_MARK;
     for (uint32_t a = 0; a < n_active; a++) {
         struct remote_host *h = active[a];
         replies[a] = sent[a] ? receive_reply(s, h) : NULL;
         if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
             host_set_error(h, "an answer to evaluate that is not an evaluation");
+            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+            replies[a] = NULL;
+        }
+        if (replies[a] != NULL && !only_candidates(s, replies[a]->evaluate, candidate_count)) {
+            host_set_error(h, "protocol error: an evaluation that names nodes outside the "
+                              "request's candidates");
             kcycle__v1__reply__free_unpacked(replies[a], NULL);
             replies[a] = NULL;
         }
@@ -1203,15 +1197,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
             const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
             answered++;
             for (size_t i = 0; i < e->n_feasible; i++)
-                if (e->feasible[i] < s->cache.node_count)
-                    s->remote_marks[e->feasible[i]]++;
+                s->remote_marks[e->feasible[i]]++;
             for (size_t i = 0; i < e->n_reasons; i++)
                 reasons_add_count(s->reasons, &s->reason_count, e->reasons[i]->text,
                                   e->reasons[i]->count);
         }
         uint32_t limit = want == 0 ? candidate_count : want;
         for (uint32_t k = 0; k < candidate_count && count < limit; k++) {
-            if (s->remote_marks[candidates[k]] == answered) {
+            if ((s->remote_marks[candidates[k]] & ~CANDIDATE_MARK) == answered) {
                 s->feasible[count] = &s->cache.nodes[candidates[k]];
                 s->totals[count++] = 0;
                 if (count == limit)
@@ -1221,9 +1214,9 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
         for (uint32_t a = 0; a < n_active; a++)
             if (replies[a] != NULL && replies[a]->evaluate->status == KC_SUCCESS)
                 add_scores(s, active[a], replies[a]->evaluate, count);
-        for (uint32_t k = 0; k < candidate_count; k++)
-            s->remote_marks[candidates[k]] = 0;
     }
+    for (uint32_t k = 0; k < candidate_count; k++)
+        s->remote_marks[candidates[k]] = 0;
     for (uint32_t a = 0; a < n_active; a++)
         if (replies[a] != NULL)
             kcycle__v1__reply__free_unpacked(replies[a], NULL);
@@ -1307,6 +1300,7 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
             }
             continue;
         }
+        h->consecutive_failures = 0;
         const Kcycle__V1__PhaseReply *pr = reply->phase;
         kc_status st = (kc_status)pr->status;
         uint32_t plugin = plugin_in(h, pr->plugin, cycle->fw);

@@ -6,11 +6,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <sys/types.h>
 
 #include <kcycle/kcycle.h>
 
+#include "channel.h"
 #include "error.h"
 #include "framework.h"
 
@@ -29,13 +29,7 @@ struct remote_host {
     uint32_t phases; /* union of the plugins' Phase bits */
     enum remote_state state;
     pid_t pid;
-    bool socket_open;
-    uint32_t socket_id;   /* nng_socket */
-    struct nng_aio *aio;  /* the pending receive */
-    pthread_mutex_t lock; /* guards pipe_gone, set from nng's threads */
-    pthread_cond_t cond;
-    bool pipe_gone; /* the connection to the host closed */
-    char url[160];
+    struct channel channel; /* the inherited socketpair to the host; fd -1 while down */
     uint64_t cursor; /* journal sequence number of the next delta to send */
     int64_t generation_offset;
     uint64_t request_id;
@@ -60,7 +54,6 @@ struct journal_entry {
 struct stopping_host {
     pid_t pid;
     int64_t since_ms; /* when it was sent SIGTERM */
-    char url[160];
 };
 
 struct remote {
@@ -91,8 +84,8 @@ int remote_trial(struct scheduler *s, const struct config *cfg, const char *plug
                  struct kc_error *err);
 int remote_build(struct scheduler *s, struct framework *fw, struct kc_error *err);
 /* The hosts of a generation no cycle uses any more (or of one refused): ask them to stop
- * (SIGTERM; remote_reap_stopped reaps them, or kills them after a grace period, and removes
- * their socket files) and free them. */
+ * (SIGTERM and the end of their channel; remote_reap_stopped reaps them, or kills them after a
+ * grace period) and free them. */
 void remote_release(struct scheduler *s, struct framework *fw);
 /* Reap the hosts remote_release asked to stop (called every tick); wait: until all are gone
  * (at close). */

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "crash.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
 #include "plugin.pb-c.h"
@@ -62,7 +63,9 @@ static void dispatch_to(const struct framework *fw, const kc_event *ev)
 {
     for (uint32_t i = 0; i < fw->phase_count[PHASE_EVENT]; i++) {
         struct plugin *p = fw->phase[PHASE_EVENT][i];
+        crash_enter(p->name, "OnEvent");
         p->ops.on_event(p->self, ev);
+        crash_leave();
     }
 }
 
@@ -271,7 +274,10 @@ int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
         why = gate_reason(sp->pod, buf, sizeof(buf));
     for (uint32_t i = 0; why == NULL && i < s->fw->phase_count[PHASE_PRE_ENQUEUE]; i++) {
         struct plugin *p = s->fw->phase[PHASE_PRE_ENQUEUE][i];
-        if (p->ops.pre_enqueue(p->self, (const kc_pod *)sp->pod) != KC_SUCCESS) {
+        crash_enter(p->name, "PreEnqueue");
+        kc_status admitted = p->ops.pre_enqueue(p->self, (const kc_pod *)sp->pod);
+        crash_leave();
+        if (admitted != KC_SUCCESS) {
             snprintf(buf, sizeof(buf), "held by PreEnqueue plugin %s", p->name);
             why = buf;
         }
@@ -580,8 +586,10 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
     if (phase == PHASE_UNRESERVE) {
         for (uint32_t i = fw->reserve_all_count; i-- > 0;) {
             struct plugin *p = fw->reserve_all[i];
+            crash_enter(p->name, "Unreserve");
             if (p->ops.unreserve != NULL)
                 p->ops.unreserve(p->self, cycle, pod, n);
+            crash_leave();
         }
         return KC_SUCCESS;
     }
@@ -594,6 +602,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
         struct plugin *p = fw->phase[phase][i];
         kc_status st = KC_SUCCESS;
         uint32_t wait_ms = PERMIT_MAX_TIMEOUT_MS;
+        crash_enter(p->name, crash_phase(phase));
         switch (phase) {
         case PHASE_POST_FILTER: st = p->ops.post_filter(p->self, cycle, pod); break;
         case PHASE_RESERVE: st = p->ops.reserve(p->self, cycle, pod, n); break;
@@ -601,8 +610,9 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
         case PHASE_PRE_BIND: st = p->ops.pre_bind(p->self, cycle, pod, n); break;
         case PHASE_BIND: st = p->ops.bind(p->self, cycle, pod, n); break;
         case PHASE_POST_BIND: p->ops.post_bind(p->self, cycle, pod, n); break;
-        default: return KC_ERROR;
+        default: crash_leave(); return KC_ERROR;
         }
+        crash_leave();
         if (phase == PHASE_PERMIT && st == KC_WAIT) {
             if (wait_ms > PERMIT_MAX_TIMEOUT_MS)
                 wait_ms = PERMIT_MAX_TIMEOUT_MS;
@@ -784,7 +794,9 @@ kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
             continue;
         if (sink != NULL)
             sink->calls = 0;
+        crash_enter(p->name, "Filter");
         kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
+        crash_leave();
         if (st != KC_SUCCESS) {
             *rejector = p;
             return st;
@@ -935,7 +947,9 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
     *scored = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
+        crash_enter(p->name, "PreScore");
         kc_status st = p->ops.pre_score(p->self, cycle, pod);
+        crash_leave();
         if (st == KC_SKIP)
             skip |= 1ull << p->index;
         else if (st != KC_SUCCESS)
@@ -948,17 +962,25 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
         int64_t *scores = &s->scores[(size_t)k * s->scratch_capacity];
         for (uint32_t i = 0; i < found; i++) {
             scores[i] = 0;
-            if (p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i], &scores[i]) !=
-                KC_SUCCESS) {
+            crash_enter(p->name, "Score");
+            kc_status st = p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i],
+                                        &scores[i]);
+            crash_leave();
+            if (st != KC_SUCCESS) {
                 char *message = text_format("plugin %s failed in Score", p->name);
                 cycle_fail(cycle, message != NULL ? message : "Score failed");
                 free(message);
                 return -1;
             }
         }
-        if (p->ops.normalize_score != NULL &&
-            p->ops.normalize_score(p->self, cycle, pod, (const kc_node *const *)s->feasible, scores,
-                                   found) != KC_SUCCESS) {
+        crash_enter(p->name, "NormalizeScore");
+        kc_status normalized =
+            p->ops.normalize_score != NULL
+                ? p->ops.normalize_score(p->self, cycle, pod, (const kc_node *const *)s->feasible,
+                                         scores, found)
+                : KC_SUCCESS;
+        crash_leave();
+        if (normalized != KC_SUCCESS) {
             char *message = text_format("plugin %s failed in NormalizeScore", p->name);
             cycle_fail(cycle, message != NULL ? message : "NormalizeScore failed");
             free(message);
@@ -1169,7 +1191,9 @@ static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, ui
     *skip = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_FILTER]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_FILTER][i];
+        crash_enter(p->name, "PreFilter");
         kc_status st = p->ops.pre_filter(p->self, cycle, pod);
+        crash_leave();
         if (st == KC_SKIP) {
             *skip |= 1ull << p->index;
         } else if (st != KC_SUCCESS) {

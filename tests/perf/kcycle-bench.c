@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_ipc.h"
 #include "bench_numa.h"
 #include "config.h"
 #include "bench_gpu.h"
@@ -514,10 +515,37 @@ static void bench_free(struct scheduler *s, struct bench *b)
     scheduler_close(s);
 }
 
+/* --isolation process: the same run in process (a child run before this one) and the bare
+ * transport's round trip, reported beside this run's figures. */
+struct ipc_figures {
+    bool measured;
+    double raw_us, baseline_pods_per_second, baseline_group_ms;
+    char json[512];
+};
+
+static void ipc_measure(struct ipc_figures *ipc, int argc, char **argv)
+{
+    ipc->measured = true;
+    if (bench_ipc_inprocess_baseline(argc, argv, &ipc->baseline_pods_per_second,
+                                     &ipc->baseline_group_ms) < 0)
+        fprintf(stderr, "kcycle-bench: the in-process baseline run gave no figure\n");
+    if (bench_ipc_raw_round_trip_us(2000, &ipc->raw_us) < 0)
+        fprintf(stderr, "kcycle-bench: the raw socketpair round trip could not be measured\n");
+}
+
+static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
+{
+    if (!ipc->measured)
+        return "";
+    bench_ipc_json(ipc->json, sizeof(ipc->json), ipc->raw_us, ipc->baseline_pods_per_second,
+                   pods_per_second, ipc->baseline_group_ms);
+    return ipc->json;
+}
+
 /* The gang shape's figures: per group cycle latency (to its members bound) and decision time,
  * pods/s over the whole run, and whether every group was placed whole or not at all. */
 static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, int64_t elapsed_us,
-                       double round_trip_us)
+                       double round_trip_us, struct ipc_figures *ipc)
 {
     uint32_t placed, empty;
     bool whole = groups_whole(s, b, &placed, &empty);
@@ -536,11 +564,12 @@ static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, 
                "\"group_decision_ms_p50\": %.1f, \"group_decision_ms_p99\": %.1f, "
                "\"pods_per_second\": %.0f, \"elapsed_seconds\": %.3f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"isolation\": \"%s\", "
-               "\"ipc_round_trip_us_p50\": %.1f}\n",
+               "\"ipc_round_trip_us_p50\": %.1f%s}\n",
                b->nodes, b->groups, b->group_size, b->min_member, b->existing, b->pods, measured,
                placed, empty, whole ? "true" : "false", cycles, s->groups.rollbacks, group_p50,
                group_p99, decision_p50, decision_p99, pods_per_second, elapsed_us / 1e6,
-               peak_rss_bytes(), b->process ? "process" : "inprocess", round_trip_us);
+               peak_rss_bytes(), b->process ? "process" : "inprocess", round_trip_us,
+               ipc_json(ipc, pods_per_second));
     } else {
         printf("gang: %u groups of %u (minMember %u) on %u nodes, %u existing pods: %u placed "
                "whole, %u hold nothing%s\n"
@@ -624,6 +653,9 @@ int main(int argc, char **argv)
     bool gang = strcmp(shape, "gang") == 0;
     bool async = strcmp(shape, "preemption-async") == 0;
     bool preemption = strcmp(shape, "preemption") == 0 || async;
+    struct ipc_figures ipc = {0};
+    if (b.process && b.json)
+        ipc_measure(&ipc, argc, argv);
     if (!preemption && shape_of(shape, &b) < 0) {
         fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
                         "node-affinity, taints, numa, gpu, preemption, preemption-async, "
@@ -759,7 +791,7 @@ int main(int argc, char **argv)
         remote_round_trip_us(&s, 2000, &round_trip_us);
     if (gang) {
         free(rates);
-        return report_gang(&s, &b, measured, elapsed_us, round_trip_us);
+        return report_gang(&s, &b, measured, elapsed_us, round_trip_us, &ipc);
     }
     if (b.json) {
         printf("{\"shape\": \"%s\", \"nodes\": %u, \"pods\": %u, \"existing_pods\": %u, "
@@ -771,13 +803,14 @@ int main(int argc, char **argv)
                "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f, "
                "\"profile\": \"%s\", \"plugins\": %u, \"taint_violations\": %" PRIu64 ", "
                "\"pods_per_cpu_second\": %.0f, \"preemption_victims\": %" PRIu64 ", "
-               "\"preemptors\": %u, \"attempts\": %" PRIu64 "}\n",
+               "\"preemptors\": %u, \"attempts\": %" PRIu64 "%s}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
                elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
                b.process ? "process" : "inprocess", round_trip_us,
                b.minimal_profile ? "minimal" : "default", plugin_count, b.violations,
                cpu_used_us > 0 ? (double)measured * 1e6 / (double)cpu_used_us : 0.0, b.evictions,
-               async ? b.churned : (preemption ? b.pods : 0), s.stats.attempts);
+               async ? b.churned : (preemption ? b.pods : 0), s.stats.attempts,
+               ipc_json(&ipc, avg));
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"

@@ -1,5 +1,6 @@
 /* A test plugin that misbehaves on purpose, as args ask, to prove the runtime survives it:
  *   {"crash_in_filter_after": N}  abort() on the Nth Filter call (0: never)
+ *   {"segfault_in_filter_after": N}  write through a null pointer on the Nth Filter call
  *   {"hang_in_score_after": N}    block forever in the Nth Score call
  *   {"crash_in_init": true}       abort() in init
  *   {"leak_per_call": N}          leak N bytes on every Filter call
@@ -18,6 +19,7 @@ KC_PLUGIN_DEFINE_HOST;
 
 struct misbehave {
     long crash_in_filter_after;
+    long segfault_in_filter_after;
     long hang_in_score_after;
     long leak_per_call;
     int garbage_status;
@@ -49,6 +51,7 @@ static int init(const kc_host_api *host, const char *args, void **self)
     if (m == NULL)
         return -12;
     m->crash_in_filter_after = arg(args, "crash_in_filter_after");
+    m->segfault_in_filter_after = arg(args, "segfault_in_filter_after");
     m->hang_in_score_after = arg(args, "hang_in_score_after");
     m->leak_per_call = arg(args, "leak_per_call");
     m->garbage_status = (int)arg(args, "garbage_status");
@@ -67,6 +70,10 @@ static kc_status filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
     long calls = atomic_fetch_add(&m->filter_calls, 1) + 1;
     if (m->crash_in_filter_after > 0 && calls == m->crash_in_filter_after)
         abort();
+    if (m->segfault_in_filter_after > 0 && calls == m->segfault_in_filter_after) {
+        volatile int *nowhere = NULL;
+        *nowhere = 1;
+    }
     if (m->leak_per_call > 0) {
         volatile char *leak = malloc((size_t)m->leak_per_call);
         if (leak != NULL)

@@ -95,7 +95,10 @@ static void assert_default_values(const struct config *cfg)
     assert_int_equal(cfg->leader_election.retry_period_ms, 2000);
     assert_string_equal(cfg->leader_election.lease_name, "kcycle");
     assert_string_equal(cfg->leader_election.lease_namespace, "");
-    assert_string_equal(cfg->bridge_address, "ipc:///tmp/kcycle-bridge.ipc");
+    char bridge_url[96]; /* a private directory per user */
+    snprintf(bridge_url, sizeof(bridge_url), "ipc:///tmp/kcycle-%u/bridge.ipc",
+             (unsigned)geteuid());
+    assert_string_equal(cfg->bridge_address, bridge_url);
     assert_true(cfg->refuse_unhandled_fields);
     assert_int_equal(cfg->ignored_unhandled_fields, 0);
     /* kube-scheduler's default profile order and weights */
@@ -420,7 +423,7 @@ static void bad_values_of_other_types_are_errors(void **state)
                       "1:10: key 'plugins': got a map; expected a list of plugin entries");
     assert_load_error("bridge.yaml", "bridge:\n  address: /tmp/sock\n",
                       "2:12: key 'address': '/tmp/sock' is not an nng URL; expected a URL such as "
-                      "ipc:///tmp/kcycle-bridge.ipc or tcp://127.0.0.1:7070");
+                      "ipc:///run/kcycle/bridge.sock or tcp://127.0.0.1:7070");
     assert_load_error("empty-name.yaml", "schedulerName: \"\"\n",
                       "1:16: key 'schedulerName': is empty; expected a non-empty string");
     assert_load_error("root.yaml", "- a\n",

@@ -12,10 +12,9 @@
 
 #include <cmocka.h>
 
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 #include <pthread.h>
 
+#include "channel.h"
 #include "evaluate.h"
 #include "host.h"
 #include "model.h"
@@ -182,13 +181,12 @@ static void expected_free(struct expected *x)
         free(x->reasons[i]);
 }
 
-/* ---- a host in a thread and a REQ socket to it ---- */
+/* ---- a host in a thread and a socketpair to it, as the scheduler gives one ---- */
 
 struct client {
     struct plugin_host *host;
     pthread_t thread;
-    nng_socket socket;
-    char url[128];
+    struct channel channel;
     uint64_t next_id;
 };
 
@@ -200,26 +198,22 @@ static void *serve(void *host)
 
 static struct client *client_start(void)
 {
-    static int sequence;
     struct client *c = calloc(1, sizeof(*c));
-    snprintf(c->url, sizeof(c->url), "ipc:///tmp/kcycle-test-host-%d-%d.ipc", (int)getpid(),
-             sequence++);
-    struct plugin_host_options opts = {.listen_url = c->url};
+    int ends[2];
+    assert_int_equal(channel_pair(ends), 0);
+    struct plugin_host_options opts = {.fd = ends[1]};
     struct kc_error err = {{0}};
     if (plugin_host_open(&opts, &c->host, &err) != 0)
         fail_msg("plugin_host_open: %s", err.message);
+    channel_init(&c->channel, ends[0]);
     assert_int_equal(pthread_create(&c->thread, NULL, serve, c->host), 0);
-    assert_int_equal(nng_req0_open(&c->socket), 0);
-    assert_int_equal(nng_socket_set_ms(c->socket, NNG_OPT_RECVTIMEO, 20000), 0);
-    assert_int_equal(nng_dial(c->socket, c->url, NULL, 0), 0);
     c->next_id = 1;
     return c;
 }
 
 static void client_stop(struct client *c)
 {
-    nng_close(c->socket);
-    plugin_host_stop(c->host);
+    channel_close(&c->channel); /* the host sees the end of its channel and returns */
     assert_int_equal(pthread_join(c->thread, NULL), 0);
     plugin_host_close(c->host);
     free(c);
@@ -227,12 +221,12 @@ static void client_stop(struct client *c)
 
 static Kcycle__V1__Reply *send_bytes(struct client *c, const void *data, size_t len)
 {
-    assert_int_equal(nng_send(c->socket, (void *)data, len, 0), 0);
-    void *buf = NULL;
+    int64_t deadline = channel_now_ms() + 20000;
+    assert_int_equal(channel_send(&c->channel, data, len, deadline), 0);
+    const uint8_t *buf = NULL;
     size_t n = 0;
-    assert_int_equal(nng_recv(c->socket, &buf, &n, NNG_FLAG_ALLOC), 0);
+    assert_int_equal(channel_recv(&c->channel, CHANNEL_REPLY_MAX_BYTES, deadline, &buf, &n), 0);
     Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, n, buf);
-    nng_free(buf, n);
     assert_non_null(reply);
     return reply;
 }
@@ -705,6 +699,5 @@ int main(void)
         cmocka_unit_test(test_bad_requests_after_the_snapshot),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
-    nng_fini(); /* nng's own threads, so valgrind reports nothing of them */
     return failed;
 }

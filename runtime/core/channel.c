@@ -1,0 +1,205 @@
+/* Messages over a SOCK_SEQPACKET socketpair. A message is one record (an 8-byte header, the
+ * magic and the total length, then the first bytes) followed by as many continuation records
+ * as its length needs; the kernel keeps records whole and in order, so nothing else is
+ * framed. Every wait is a poll() with the time left to the caller's deadline. */
+#include "channel.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHANNEL_MAGIC 0x314d434bu /* "KCM1" */
+#define HEADER_BYTES 8
+
+int64_t channel_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int channel_pair(int ends[2])
+{
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) < 0)
+        return -errno;
+    /* room for a few records in flight; the kernel caps it at its own maximum */
+    int size = 4 * CHANNEL_RECORD_BYTES;
+    for (int i = 0; i < 2; i++) {
+        setsockopt(ends[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+        setsockopt(ends[i], SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+    }
+    return 0;
+}
+
+void channel_init(struct channel *c, int fd)
+{
+    c->fd = fd;
+    c->buf = NULL;
+    c->capacity = 0;
+}
+
+void channel_close(struct channel *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    free(c->buf);
+    c->buf = NULL;
+    c->capacity = 0;
+}
+
+/* Wait for events on the fd until the deadline: 0 ready, -ETIMEDOUT, -EPIPE (hung up). */
+static int wait_for(const struct channel *c, short events, int64_t deadline_ms)
+{
+    for (;;) {
+        int timeout = -1;
+        if (deadline_ms >= 0) {
+            int64_t left = deadline_ms - channel_now_ms();
+            if (left <= 0)
+                return -ETIMEDOUT;
+            timeout = left > 60000 ? 60000 : (int)left;
+        }
+        struct pollfd p = {.fd = c->fd, .events = events};
+        int n = poll(&p, 1, timeout);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            continue; /* the loop checks the deadline */
+        if (p.revents & events)
+            return 0; /* readable data comes before a hang-up */
+        if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+            return -EPIPE;
+    }
+}
+
+static int send_record(struct channel *c, struct iovec *iov, int iov_count, int64_t deadline_ms)
+{
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
+    for (;;) {
+        ssize_t n = sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n >= 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)
+            return -EPIPE;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int rc = wait_for(c, POLLOUT, deadline_ms);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+int channel_send(struct channel *c, const void *data, size_t len, int64_t deadline_ms)
+{
+    if (c->fd < 0)
+        return -EPIPE;
+    if (len > UINT32_MAX)
+        return -EMSGSIZE;
+    uint32_t header[2] = {CHANNEL_MAGIC, (uint32_t)len};
+    const uint8_t *at = data;
+    size_t room = CHANNEL_RECORD_BYTES - HEADER_BYTES; /* for bytes in the first record */
+    size_t first = len < room ? len : room;
+    struct iovec iov[2] = {{header, HEADER_BYTES}, {(void *)at, first}};
+    int rc = send_record(c, iov, first > 0 ? 2 : 1, deadline_ms);
+    for (size_t sent = first; rc == 0 && sent < len;) {
+        size_t n = len - sent < CHANNEL_RECORD_BYTES ? len - sent : CHANNEL_RECORD_BYTES;
+        struct iovec part = {(void *)(at + sent), n};
+        rc = send_record(c, &part, 1, deadline_ms);
+        sent += n;
+    }
+    return rc;
+}
+
+static int grow(struct channel *c, size_t size)
+{
+    if (size <= c->capacity)
+        return 0;
+    uint8_t *bigger = realloc(c->buf, size);
+    if (bigger == NULL)
+        return -ENOMEM;
+    c->buf = bigger;
+    c->capacity = size;
+    return 0;
+}
+
+/* One record into iov: its length, or -errno (-EPIPE at EOF, -EPROTO if it was cut). */
+static ssize_t recv_record(struct channel *c, struct iovec *iov, int iov_count, int64_t deadline_ms)
+{
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
+    for (;;) {
+        ssize_t n = recvmsg(c->fd, &msg, MSG_DONTWAIT);
+        if (n > 0) {
+            if (msg.msg_flags & MSG_TRUNC)
+                return -EPROTO;
+            return n;
+        }
+        if (n == 0)
+            return -EPIPE; /* no empty records are ever sent: this is the end of the stream */
+        if (errno == EINTR)
+            continue;
+        if (errno == ECONNRESET || errno == ENOTCONN)
+            return -EPIPE;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return -errno;
+        int rc = wait_for(c, POLLIN, deadline_ms);
+        if (rc < 0)
+            return rc;
+    }
+}
+
+int channel_recv(struct channel *c, size_t max_bytes, int64_t deadline_ms, const uint8_t **data,
+                 size_t *len)
+{
+    if (c->fd < 0)
+        return -EPIPE;
+    int rc = grow(c, CHANNEL_RECORD_BYTES);
+    if (rc < 0)
+        return rc;
+    uint32_t header[2];
+    struct iovec iov[2] = {{header, HEADER_BYTES}, {c->buf, CHANNEL_RECORD_BYTES - HEADER_BYTES}};
+    ssize_t n = recv_record(c, iov, 2, deadline_ms);
+    if (n < 0)
+        return (int)n;
+    if (n < HEADER_BYTES || header[0] != CHANNEL_MAGIC)
+        return -EPROTO;
+    size_t total = header[1], have = (size_t)n - HEADER_BYTES;
+    if (total > max_bytes)
+        return -EMSGSIZE;
+    if (have > total || (have < total && have != CHANNEL_RECORD_BYTES - HEADER_BYTES))
+        return -EPROTO;
+    if ((rc = grow(c, total)) < 0)
+        return rc;
+    while (have < total) {
+        struct iovec part = {c->buf + have, total - have < CHANNEL_RECORD_BYTES
+                                                ? total - have
+                                                : CHANNEL_RECORD_BYTES};
+        n = recv_record(c, &part, 1, deadline_ms);
+        if (n < 0)
+            return (int)n;
+        if ((size_t)n != part.iov_len)
+            return -EPROTO;
+        have += (size_t)n;
+    }
+    *data = c->buf;
+    *len = total;
+    return 0;
+}
+
+int channel_wait(const struct channel *c, int timeout_ms)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    int n = poll(&p, 1, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : -errno;
+    return n > 0 ? 1 : 0;
+}

@@ -1,0 +1,55 @@
+/* The link between the scheduler and one plugin host: a connected
+ * socketpair(AF_UNIX, SOCK_SEQPACKET) the host inherits, carrying whole messages (packed
+ * kcycle.v1 protobufs) in both directions. No filesystem path exists, so no other process can
+ * reach it, and no thread stands between the caller and the kernel (docs/architecture.md). */
+#ifndef KC_CORE_CHANNEL_H
+#define KC_CORE_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The largest record written: well under the default AF_UNIX send buffer, so one record
+ * always fits. A longer message (a cluster snapshot) is split into several records. */
+#define CHANNEL_RECORD_BYTES (64 * 1024)
+
+/* The plugin host protocol's caps: a request carries a whole cluster snapshot at most (tens of
+ * MB for a large cluster); a reply carries results for the request's candidates. */
+#define CHANNEL_REQUEST_MAX_BYTES ((size_t)512 << 20)
+#define CHANNEL_REPLY_MAX_BYTES ((size_t)64 << 20)
+
+/* The fd number a plugin host finds its channel on (kcycle-plugin-host --fd). */
+#define CHANNEL_HOST_FD 3
+
+struct channel {
+    int fd;       /* -1: closed */
+    uint8_t *buf; /* the last message received; owned, reused by the next receive */
+    size_t capacity;
+};
+
+/* Both ends of a new pair: ends[0] for this process, ends[1] for the child (both close on
+ * exec; the spawner moves the child's end to a fixed number). 0 or -errno. */
+int channel_pair(int ends[2]);
+
+/* An open channel on fd (taking ownership of it). */
+void channel_init(struct channel *c, int fd);
+
+/* Close the fd and free the buffer; safe twice and on a channel never opened. */
+void channel_close(struct channel *c);
+
+/* Send one message of len bytes (max_bytes: the peer's cap). deadline_ms: CLOCK_MONOTONIC
+ * milliseconds (channel_now_ms) after which it gives up, or < 0 to wait as long as it takes.
+ * 0; -EMSGSIZE (over max_bytes), -ETIMEDOUT, -EPIPE (the peer is gone), or another -errno. */
+int channel_send(struct channel *c, const void *data, size_t len, int64_t deadline_ms);
+
+/* Receive one message of at most max_bytes. 0 with *data (c's buffer, valid until the next
+ * receive or close) and *len; -ETIMEDOUT; -EPIPE (the peer closed its end: EOF); -EMSGSIZE
+ * (the announced length is over max_bytes); -EPROTO (records that do not form a message). */
+int channel_recv(struct channel *c, size_t max_bytes, int64_t deadline_ms, const uint8_t **data,
+                 size_t *len);
+
+/* Wait until a message starts arriving (or the peer closes): 1, 0 at the timeout, -errno. */
+int channel_wait(const struct channel *c, int timeout_ms);
+
+int64_t channel_now_ms(void);
+
+#endif

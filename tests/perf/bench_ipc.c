@@ -1,0 +1,147 @@
+/* The figures kcycle-bench --isolation process adds (docs/benchmarks.md): a bare socketpair
+ * echo between two processes, and the same shape scheduled in process by a child run. */
+#include "bench_ipc.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RAW_MESSAGE_BYTES 256
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int compare_int64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us)
+{
+    int ends[2];
+    if (samples == 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) < 0)
+        return -EINVAL;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(ends[0]);
+        close(ends[1]);
+        return -errno;
+    }
+    if (pid == 0) {
+        close(ends[0]);
+        char buf[RAW_MESSAGE_BYTES];
+        ssize_t n;
+        while ((n = recv(ends[1], buf, sizeof(buf), 0)) > 0)
+            if (send(ends[1], buf, (size_t)n, MSG_NOSIGNAL) != n)
+                break;
+        _exit(0);
+    }
+    close(ends[1]);
+    int64_t *times = calloc(samples, sizeof(*times));
+    char msg[RAW_MESSAGE_BYTES] = {1}, back[RAW_MESSAGE_BYTES];
+    uint32_t done = 0;
+    for (; times != NULL && done < samples; done++) {
+        int64_t start = now_ns();
+        if (send(ends[0], msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg) ||
+            recv(ends[0], back, sizeof(back), 0) != (ssize_t)sizeof(back))
+            break;
+        times[done] = now_ns() - start;
+    }
+    close(ends[0]);
+    waitpid(pid, NULL, 0);
+    int rc = times != NULL && done == samples ? 0 : -EIO;
+    if (rc == 0) {
+        qsort(times, done, sizeof(*times), compare_int64);
+        *p50_us = (double)times[done / 2] / 1000.0;
+    }
+    free(times);
+    return rc;
+}
+
+int bench_ipc_inprocess_baseline(int argc, char **argv, double *pods_per_second,
+                                 double *group_latency_ms_p50)
+{
+    char **args = calloc((size_t)argc + 4, sizeof(*args));
+    if (args == NULL)
+        return -ENOMEM;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--isolation") == 0 && i + 1 < argc) {
+            i++;
+            continue;
+        }
+        if (strncmp(argv[i], "--isolation=", 12) == 0 || strcmp(argv[i], "--json") == 0)
+            continue;
+        args[n++] = argv[i];
+    }
+    args[n++] = "--isolation";
+    args[n++] = "inprocess";
+    args[n++] = "--json";
+    int out[2];
+    if (pipe(out) < 0) {
+        free(args);
+        return -errno;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    free(args);
+    close(out[1]);
+    if (pid < 0) {
+        close(out[0]);
+        return -errno;
+    }
+    char text[8192];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof(text) - 1 && (got = read(out[0], text + len, sizeof(text) - 1 - len)) > 0)
+        len += (size_t)got;
+    text[len] = '\0';
+    close(out[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    json_t *report = json_loads(text, 0, NULL);
+    json_t *pps = json_object_get(report, "pods_per_second_avg");
+    if (pps == NULL)
+        pps = json_object_get(report, "pods_per_second");
+    int rc = json_is_number(pps) ? 0 : -EPROTO;
+    if (rc == 0) {
+        *pods_per_second = json_number_value(pps);
+        json_t *group = json_object_get(report, "group_latency_ms_p50");
+        *group_latency_ms_p50 = json_is_number(group) ? json_number_value(group) : 0;
+    }
+    json_decref(report);
+    return rc;
+}
+
+void bench_ipc_json(char *out, size_t size, double raw_us, double baseline_pods_per_second,
+                    double pods_per_second, double baseline_group_ms)
+{
+    double overhead = 0, ratio = 0;
+    if (baseline_pods_per_second > 0 && pods_per_second > 0) {
+        overhead = 1e6 / pods_per_second - 1e6 / baseline_pods_per_second;
+        ratio = pods_per_second / baseline_pods_per_second;
+    }
+    snprintf(out, size,
+             ", \"raw_round_trip_us_p50\": %.1f, \"inprocess_pods_per_second\": %.0f, "
+             "\"per_pod_overhead_us\": %.1f, \"process_to_inprocess_ratio\": %.3f, "
+             "\"inprocess_group_latency_ms_p50\": %.1f",
+             raw_us, baseline_pods_per_second, overhead, ratio, baseline_group_ms);
+}

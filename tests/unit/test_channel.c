@@ -1,0 +1,141 @@
+/* core/channel: whole messages over a SOCK_SEQPACKET socketpair, split into records and joined
+ * again, with size caps, deadlines and the end of the peer told apart. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "channel.h"
+
+struct pair {
+    struct channel a, b;
+};
+
+static void pair_open(struct pair *p)
+{
+    int ends[2];
+    assert_int_equal(channel_pair(ends), 0);
+    channel_init(&p->a, ends[0]);
+    channel_init(&p->b, ends[1]);
+}
+
+static void pair_close(struct pair *p)
+{
+    channel_close(&p->a);
+    channel_close(&p->b);
+}
+
+static void test_a_small_message_arrives_whole(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    const char text[] = "one request";
+    assert_int_equal(channel_send(&p.a, text, sizeof(text), channel_now_ms() + 5000), 0);
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(channel_recv(&p.b, 1024, channel_now_ms() + 5000, &data, &len), 0);
+    assert_int_equal(len, sizeof(text));
+    assert_memory_equal(data, text, sizeof(text));
+    pair_close(&p);
+}
+
+/* A message of many records (a snapshot) needs a reader while it is written: a child reads it
+ * and sends back its length and a checksum. */
+static void test_a_message_of_many_records_is_joined_in_order(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    size_t size = 5 * CHANNEL_RECORD_BYTES + 12345;
+    uint8_t *big = malloc(size);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < size; i++) {
+        big[i] = (uint8_t)(i * 7 + i / 4096);
+        sum += big[i] * (i % 251 + 1);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        const uint8_t *data;
+        size_t len;
+        uint64_t got[2] = {0, 0};
+        if (channel_recv(&p.b, size, channel_now_ms() + 20000, &data, &len) == 0) {
+            got[0] = len;
+            for (size_t i = 0; i < len; i++)
+                got[1] += data[i] * (i % 251 + 1);
+        }
+        channel_send(&p.b, got, sizeof(got), channel_now_ms() + 20000);
+        _exit(0);
+    }
+    assert_int_equal(channel_send(&p.a, big, size, channel_now_ms() + 20000), 0);
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(channel_recv(&p.a, 64, channel_now_ms() + 20000, &data, &len), 0);
+    uint64_t got[2];
+    memcpy(got, data, sizeof(got));
+    assert_int_equal(got[0], size);
+    assert_true(got[1] == sum);
+    free(big);
+    pair_close(&p);
+}
+
+static void test_a_message_over_the_cap_is_refused_before_reading_it(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    uint8_t bytes[100] = {0};
+    assert_int_equal(channel_send(&p.a, bytes, sizeof(bytes), channel_now_ms() + 5000), 0);
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(channel_recv(&p.b, 99, channel_now_ms() + 5000, &data, &len), -EMSGSIZE);
+    pair_close(&p);
+}
+
+static void test_no_answer_is_a_timeout_and_a_closed_peer_is_the_end(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    const uint8_t *data;
+    size_t len;
+    int64_t start = channel_now_ms();
+    assert_int_equal(channel_recv(&p.b, 1024, start + 50, &data, &len), -ETIMEDOUT);
+    assert_true(channel_now_ms() - start >= 50);
+    channel_close(&p.a);
+    assert_int_equal(channel_recv(&p.b, 1024, channel_now_ms() + 5000, &data, &len), -EPIPE);
+    assert_int_equal(channel_send(&p.b, "x", 1, channel_now_ms() + 5000), -EPIPE);
+    pair_close(&p);
+}
+
+static void test_records_without_the_header_are_a_protocol_error(void **state)
+{
+    (void)state;
+    struct pair p;
+    pair_open(&p);
+    const char junk[] = "no header here";
+    assert_int_equal(send(p.a.fd, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+    const uint8_t *data;
+    size_t len;
+    assert_int_equal(channel_recv(&p.b, 1024, channel_now_ms() + 5000, &data, &len), -EPROTO);
+    pair_close(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_small_message_arrives_whole),
+        cmocka_unit_test(test_a_message_of_many_records_is_joined_in_order),
+        cmocka_unit_test(test_a_message_over_the_cap_is_refused_before_reading_it),
+        cmocka_unit_test(test_no_answer_is_a_timeout_and_a_closed_peer_is_the_end),
+        cmocka_unit_test(test_records_without_the_header_are_a_protocol_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
