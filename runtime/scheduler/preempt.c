@@ -367,16 +367,18 @@ int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct pree
         if (cp == NULL || cp->assumed || p->victims[i]->node_name == NULL)
             return -EBUSY;
     }
+    for (uint32_t i = 0; i < p->victim_count; i++)
+        cache_remove_pod(&s->cache, p->victims[i]->uid);
+    if (cache_assume(&s->cache, cycle->sp->pod, p->node) < 0) {
+        for (uint32_t i = 0; i < p->victim_count; i++)
+            cache_add_pod(&s->cache, p->victims[i]);
+        /* no trial: the decision stays with the cycle (freed with it), and t->p stays NULL so
+         * the group never evicts for a member that was not placed */
+        return -ENOMEM;
+    }
     cycle->preemption = NULL;
     t->p = p;
     t->sp = cycle->sp;
-    for (uint32_t i = 0; i < p->victim_count; i++)
-        cache_remove_pod(&s->cache, p->victims[i]->uid);
-    if (cache_assume(&s->cache, t->sp->pod, p->node) < 0) {
-        for (uint32_t i = 0; i < p->victim_count; i++)
-            cache_add_pod(&s->cache, p->victims[i]);
-        return -ENOMEM;
-    }
     t->applied = true;
     return 0;
 }
