@@ -437,3 +437,19 @@ void preempt_pod_gone(struct scheduler *s, const char *uid)
 {
     nominations_remove(&s->nominations, uid);
 }
+
+/* ---- evictions that failed --------------------------------------------------------------- */
+
+void preempt_eviction_failed(struct scheduler *s, const char *preemptor_uid)
+{
+    struct sched_pod *sp = strmap_get(&s->pods, preemptor_uid);
+    if (sp == NULL || sp->deleted)
+        return;
+    nominate(s, sp, NULL);
+    /* waiting for the victim's deletion, or woken already: back off instead (a pod in an
+     * attempt, held in Permit or binding has moved on and keeps its course) */
+    if (sp->state == SP_UNSCHEDULABLE || sp->state == SP_ACTIVE) {
+        queue_remove(&s->queue, sp);
+        queue_push_backoff(&s->queue, sp, scheduler_now(s));
+    }
+}
