@@ -204,6 +204,15 @@ static int64_t node_allocatable(const kc_node *n, kc_resource id)
     return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->allocatable[id] : 0;
 }
 
+static int64_t node_nonzero_requested(const kc_node *n, kc_resource id)
+{
+    if (id == KC_RESOURCE_CPU)
+        return NODE(n)->nonzero_cpu;
+    if (id == KC_RESOURCE_MEMORY)
+        return NODE(n)->nonzero_memory;
+    return id >= 0 && id < KC_RESOURCE_MAX ? NODE(n)->requested[id] : 0;
+}
+
 static int64_t node_requested(const kc_node *n, kc_resource id)
 {
     return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->requested[id] : 0;
@@ -465,4 +474,5 @@ void hostapi_fill(kc_host_api *api)
     api->cycle_node_status = cycle_node_status;
     api->filter_what_if = filter_what_if;
     api->preempt = preempt;
+    api->node_nonzero_requested = node_nonzero_requested;
 }

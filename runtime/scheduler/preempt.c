@@ -39,8 +39,7 @@ static bool listed(const struct pod *const *pods, uint32_t count, const struct c
 
 static void view_account(struct cache_node *v, const struct res_list *request, int sign)
 {
-    for (uint32_t i = 0; i < request->count; i++)
-        v->requested[request->items[i].id] += sign * request->items[i].value;
+    cache_node_count_request(v, request, sign);
 }
 
 static int view_build(struct node_view *v, const struct cache_node *cn,

@@ -239,6 +239,10 @@ typedef struct kc_host_api {
      * the binder cannot evict (a plugin host), -ENOENT for a victim not on node. */
     int (*preempt)(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                    uint32_t victim_count);
+    /* Added in 1.2 (non-zero requests). As node_requested, but a pod that requests no cpu
+     * (memory) counts as 100m (200 MiB): kube-scheduler's NodeInfo.NonZeroRequested, what its
+     * LeastAllocated and MostAllocated scores read. Other resources: as node_requested. */
+    int64_t (*node_nonzero_requested)(const kc_node *node, kc_resource id);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */
