@@ -323,6 +323,36 @@ static void node_pods_list_assigned_and_assumed_pods(void **state)
     harness_close(h);
 }
 
+/* kc_node_nonzero_requested (kube's NodeInfo.NonZeroRequested): pods without a cpu or memory
+ * request count 100m / 200 MiB, through add, delete, assume and forget. */
+static void nonzero_requested_counts_kube_defaults(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    full_cluster(h); /* node-0: four pods of 1000m cpu and no memory request */
+    const kc_host_api *api = &h->sched.host;
+    const int64_t mib200 = 200LL * 1024 * 1024;
+    const kc_node *n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_requested(n0, KC_RESOURCE_MEMORY), 0);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 4 * mib200);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_CPU), 4000);
+    assert_int_equal(scheduler_pod_delete(&h->sched, "low-1"), 0);
+    n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 3 * mib200);
+    struct pod *empty = make_pod("empty", NULL, 0, 0);
+    assert_int_equal(scheduler_assume(&h->sched, empty, "node-0"), 0);
+    n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_requested(n0, KC_RESOURCE_CPU), 3000);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_CPU), 3100);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 4 * mib200);
+    assert_int_equal(scheduler_forget(&h->sched, empty), 0);
+    n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_CPU), 3000);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 3 * mib200);
+    pod_free(empty);
+    harness_close(h);
+}
+
 static void what_if_runs_the_real_filters_without_the_victims(void **state)
 {
     (void)state;
@@ -409,6 +439,7 @@ int main(void)
         cmocka_unit_test(nomination_from_the_pod_object_is_honoured),
         cmocka_unit_test(nomination_follows_the_object),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
+        cmocka_unit_test(nonzero_requested_counts_kube_defaults),
         cmocka_unit_test(what_if_runs_the_real_filters_without_the_victims),
         cmocka_unit_test(nomination_cleared_when_bound_elsewhere),
         cmocka_unit_test(larger_than_any_node_is_not_helped),
