@@ -93,25 +93,4 @@ bool vo_selector_matches(const json_t *claim, const json_t *volume);
 /* claimRef names the claim (and its uid, when the claimRef has one). */
 bool vo_volume_bound_to_claim(const json_t *volume, const json_t *claim);
 
-/* The volumes of the pods placed on each node (assigned or assumed), from pod events, for the
- * plugins that compare a pod with its node's other pods. */
-struct placed_volumes {
-    json_t *pods;   /* uid -> {"node", "namespace", "volumes": [{source, claim, disk, pool,
-                       monitors, read_only}]} */
-    json_t *nodes;  /* node -> {uid: true} */
-    json_t *claims; /* "namespace/claim" -> number of placed pods using it */
-};
-
-int placed_volumes_init(struct placed_volumes *pv);
-void placed_volumes_fini(struct placed_volumes *pv);
-/* Apply a pod event (others are ignored). */
-void placed_volumes_event(struct placed_volumes *pv, const kc_event *ev);
-/* The placed pods of node as {uid: true}, or NULL. */
-const json_t *placed_volumes_on(const struct placed_volumes *pv, const char *node);
-/* A placed pod's record, or NULL. */
-const json_t *placed_volumes_pod(const struct placed_volumes *pv, const char *uid);
-/* How many placed pods use the claim. */
-uint32_t placed_volumes_claim_users(const struct placed_volumes *pv, const char *namespace_name,
-                                    const char *claim);
-
 #endif

@@ -63,7 +63,8 @@ static inline void vt_objects(const kc_plugin_ops *ops, void *self, const char *
         vt_object_event(ops, self, KC_EVENT_OBJECT_ADD, objects[i]);
 }
 
-/* A pod already placed on a node, delivered as a pod event (POD_ADD with spec.nodeName). */
+/* A pod already placed on a node, delivered as a pod event (POD_ADD with spec.nodeName) and
+ * listed on that node. */
 struct vt_placed {
     const char *name;
     const char *node;
@@ -87,6 +88,10 @@ static inline void vt_place(const kc_plugin_ops *ops, void *self, const struct v
         }
         kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_ADD, .pod = pod};
         ops->on_event(self, &ev);
+        /* and on its node's pod list (kc_node_pod_at), where Filter reads a node's pods */
+        for (int n = 0; n < VT_NODES; n++)
+            if (placed[i].node != NULL && strcmp(vt_nodes[n].name, placed[i].node) == 0)
+                fake_node_add_pod(&vt_nodes[n], pod);
     }
 }
 

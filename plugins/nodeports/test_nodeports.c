@@ -1,6 +1,7 @@
 /* nodeports against the fake host: kube-scheduler's node_ports_test.go cases as a table (ports
- * held by pods on the node against the ports the pod asks for), then the ledger's life: assume,
- * forget, delete, move, replay into a fresh instance, and Filter on threads while events come. */
+ * held by pods on the node against the ports the pod asks for), then Filter reading exactly the
+ * pods the host lists on the node (a preemption what-if view, nominated pods) and Filter on
+ * threads. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,12 +64,6 @@ static void add_ports(kc_pod *pod, const char *const *specs)
         fake_pod_add_host_port(pod, ip[0] != '\0' ? ip : NULL, buf[0] != '\0' ? buf : NULL,
                                (int32_t)atoi(port));
     }
-}
-
-static void send(kc_event_type type, const kc_pod *pod, const kc_node *node)
-{
-    kc_event ev = {.struct_size = sizeof(ev), .type = type, .pod = pod, .node = node};
-    ops->on_event(self, &ev);
 }
 
 /* PreFilter then Filter of pod on node; the reasons stay in cycle (cleared here first). */
@@ -172,7 +167,7 @@ static void ports_table(void **state)
             fake_pod_init(&existing[e], "default", names[e]);
             existing[e].node_name = "n1";
             add_ports(&existing[e], tc->existing[e]);
-            send(KC_EVENT_POD_ADD, &existing[e], &node);
+            fake_node_add_pod(&node, &existing[e]);
         }
         kc_pod pod;
         fake_pod_init(&pod, "default", "incoming");
@@ -217,59 +212,7 @@ static void filter_without_prefilter_state_is_an_error(void **state)
     fake_cycle_clear(&cycle);
 }
 
-/* The ledger ----------------------------------------------------------------------------- */
-
-static void assumed_pod_holds_its_ports_until_forgotten(void **state)
-{
-    kc_node n1, n2;
-    fake_node_init(&n1, "n1");
-    fake_node_init(&n2, "n2");
-    kc_pod first, second;
-    fake_pod_init(&first, "default", "first");
-    fake_pod_init(&second, "default", "second");
-    add_ports(&first, (const char *const[]){"TCP//8080", NULL});
-    add_ports(&second, (const char *const[]){"TCP//8080", NULL});
-    send(KC_EVENT_POD_ADD, &first, NULL); /* pending: holds nothing yet */
-    expect_filter(&second, &n1, KC_SUCCESS);
-    send(KC_EVENT_POD_ASSUME, &first, &n1);
-    expect_filter(&second, &n1, KC_UNSCHEDULABLE);
-    expect_filter(&second, &n2, KC_SUCCESS);
-    send(KC_EVENT_POD_FORGET, &first, &n1);
-    expect_filter(&second, &n1, KC_SUCCESS);
-}
-
-static void bound_pod_replaces_its_assumption_and_delete_frees_the_port(void **state)
-{
-    kc_node n1;
-    fake_node_init(&n1, "n1");
-    kc_pod pending, bound, other;
-    fake_pod_init(&pending, "default", "web");
-    add_ports(&pending, (const char *const[]){"UDP//53", NULL});
-    bound = pending;
-    bound.node_name = "n1";
-    fake_pod_init(&other, "default", "dns");
-    add_ports(&other, (const char *const[]){"UDP//53", NULL});
-    send(KC_EVENT_POD_ASSUME, &pending, &n1);
-    send(KC_EVENT_POD_UPDATE, &bound, &n1); /* the binding confirmed: one holder, not two */
-    expect_filter(&other, &n1, KC_UNSCHEDULABLE);
-    /* a later FORGET of a confirmed pod would be a runtime bug; DELETE is what frees it */
-    send(KC_EVENT_POD_DELETE, &bound, &n1);
-    expect_filter(&other, &n1, KC_SUCCESS);
-}
-
-static void pod_seen_before_its_node_counts_on_that_node(void **state)
-{
-    kc_node n1;
-    kc_pod early, pod;
-    fake_pod_init(&early, "default", "early");
-    early.node_name = "n1";
-    add_ports(&early, (const char *const[]){"TCP//9100", NULL});
-    send(KC_EVENT_POD_ADD, &early, NULL); /* node unknown to the runtime yet */
-    fake_node_init(&n1, "n1");
-    fake_pod_init(&pod, "default", "p");
-    add_ports(&pod, (const char *const[]){"TCP//9100", NULL});
-    expect_filter(&pod, &n1, KC_UNSCHEDULABLE);
-}
+/* The node's pods ------------------------------------------------------------------------- */
 
 static void pods_on_other_nodes_and_own_reservation_do_not_conflict(void **state)
 {
@@ -280,88 +223,54 @@ static void pods_on_other_nodes_and_own_reservation_do_not_conflict(void **state
     fake_pod_init(&elsewhere, "default", "elsewhere");
     elsewhere.node_name = "n2";
     add_ports(&elsewhere, (const char *const[]){"TCP//443", NULL});
-    send(KC_EVENT_POD_ADD, &elsewhere, &n2);
+    fake_node_add_pod(&n2, &elsewhere);
     fake_pod_init(&pod, "default", "p");
     add_ports(&pod, (const char *const[]){"TCP//443", NULL});
     expect_filter(&pod, &n1, KC_SUCCESS);
     expect_filter(&pod, &n2, KC_UNSCHEDULABLE);
     /* the pod's own assumption (a retried attempt) is not another pod */
-    send(KC_EVENT_POD_ASSUME, &pod, &n1);
+    fake_node_add_pod(&n1, &pod);
     expect_filter(&pod, &n1, KC_SUCCESS);
 }
 
-static void a_pod_moved_to_another_node_frees_the_first(void **state)
+/* Preemption asks Filter about a view of the node without the victims (kube's RemovePod): the
+ * holder of the port gone, the port is free there. The plugin keeps nothing of its own that
+ * would still see the holder. */
+static void a_view_without_the_holder_frees_the_port(void **state)
 {
-    kc_node n1, n2;
-    fake_node_init(&n1, "n1");
-    fake_node_init(&n2, "n2");
-    kc_pod mover, pod;
-    fake_pod_init(&mover, "default", "mover");
-    mover.node_name = "n1";
-    add_ports(&mover, (const char *const[]){"TCP//80", NULL});
-    send(KC_EVENT_POD_ADD, &mover, &n1);
-    mover.node_name = "n2"; /* a recreated pod with the same uid, as a replica may see it */
-    send(KC_EVENT_POD_UPDATE, &mover, &n2);
-    fake_pod_init(&pod, "default", "p");
-    add_ports(&pod, (const char *const[]){"TCP//80", NULL});
-    expect_filter(&pod, &n1, KC_SUCCESS);
-    expect_filter(&pod, &n2, KC_UNSCHEDULABLE);
-}
-
-/* A fresh instance (a restarted plugin host, a hot reload) learns the cluster from the add and
- * assume events the runtime replays: the ledger comes out the same. */
-static void a_fresh_instance_rebuilds_the_ledger_from_replayed_events(void **state)
-{
-    kc_node nodes[3];
-    kc_pod held[3], pod;
-    static const char *const names[] = {"a", "b", "c"};
-    static const char *const node_names[] = {"n0", "n1", "n2"};
-    for (int i = 0; i < 3; i++) {
-        fake_node_init(&nodes[i], node_names[i]);
-        fake_pod_init(&held[i], "default", names[i]);
-        add_ports(&held[i], (const char *const[]){"TCP//30000", NULL});
-    }
-    held[0].node_name = "n0";
-    held[1].node_name = "n1";
-    send(KC_EVENT_POD_ADD, &held[0], &nodes[0]);
-    send(KC_EVENT_POD_ADD, &held[1], &nodes[1]);
-    send(KC_EVENT_POD_ASSUME, &held[2], &nodes[2]);
-    ops->fini(self);
-    assert_int_equal(ops->init(fake_host_api(), "{}", &self), 0);
-    fake_pod_init(&pod, "default", "p");
-    add_ports(&pod, (const char *const[]){"TCP//30000", NULL});
-    for (int i = 0; i < 3; i++) /* the new instance knows nothing yet */
-        expect_filter(&pod, &nodes[i], KC_SUCCESS);
-    send(KC_EVENT_POD_ADD, &held[0], &nodes[0]);
-    send(KC_EVENT_POD_ADD, &held[1], &nodes[1]);
-    send(KC_EVENT_POD_ADD, &held[2], NULL); /* pending */
-    send(KC_EVENT_POD_ASSUME, &held[2], &nodes[2]);
-    for (int i = 0; i < 3; i++)
-        expect_filter(&pod, &nodes[i], KC_UNSCHEDULABLE);
-}
-
-static void many_pods_grow_the_tables(void **state)
-{
-    enum { NODES = 300 };
-    static kc_node nodes[NODES];
-    static kc_pod pods[NODES];
-    static char names[NODES][16], uids[NODES][16];
-    for (int i = 0; i < NODES; i++) {
-        snprintf(names[i], sizeof(names[i]), "node-%d", i);
-        snprintf(uids[i], sizeof(uids[i]), "pod-%d", i);
-        fake_node_init(&nodes[i], names[i]);
-        fake_pod_init(&pods[i], "default", uids[i]);
-        pods[i].node_name = names[i];
-        add_ports(&pods[i], (const char *const[]){"TCP//8080", NULL});
-        send(KC_EVENT_POD_ADD, &pods[i], &nodes[i]);
-    }
-    for (int i = 0; i < NODES; i += 2)
-        send(KC_EVENT_POD_DELETE, &pods[i], &nodes[i]);
-    kc_pod pod;
-    fake_pod_init(&pod, "default", "p");
+    kc_node real, view;
+    fake_node_init(&real, "web-0");
+    kc_pod holder, plain, pod;
+    fake_pod_init(&holder, "batch", "low");
+    holder.node_name = "web-0";
+    add_ports(&holder, (const char *const[]){"TCP//8080", NULL});
+    fake_pod_init(&plain, "batch", "plain");
+    plain.node_name = "web-0";
+    fake_node_add_pod(&real, &plain);
+    fake_node_add_pod(&real, &holder);
+    fake_pod_init(&pod, "apps", "urgent");
     add_ports(&pod, (const char *const[]){"TCP//8080", NULL});
-    for (int i = 0; i < NODES; i++)
-        expect_filter(&pod, &nodes[i], i % 2 == 0 ? KC_SUCCESS : KC_UNSCHEDULABLE);
+    expect_filter(&pod, &real, KC_UNSCHEDULABLE);
+    fake_node_init(&view, "web-0"); /* same node, the victim removed */
+    fake_node_add_pod(&view, &plain);
+    expect_filter(&pod, &view, KC_SUCCESS);
+}
+
+/* A pod nominated on the node (kube's AddPod in RunFilterPluginsWithNominatedPods) holds its
+ * ports there for pods of no higher priority. */
+static void a_nominated_pod_in_the_view_holds_its_port(void **state)
+{
+    kc_node real, view;
+    fake_node_init(&real, "web-0");
+    fake_node_init(&view, "web-0");
+    kc_pod nominated, filler;
+    fake_pod_init(&nominated, "apps", "urgent");
+    add_ports(&nominated, (const char *const[]){"TCP//8080", NULL});
+    fake_node_add_pod(&view, &nominated);
+    fake_pod_init(&filler, "apps", "filler");
+    add_ports(&filler, (const char *const[]){"TCP//8080", NULL});
+    expect_filter(&filler, &real, KC_SUCCESS);
+    expect_filter(&filler, &view, KC_UNSCHEDULABLE);
 }
 
 /* Threads -------------------------------------------------------------------------------- */
@@ -391,19 +300,17 @@ static void *filter_loop(void *arg)
     return NULL;
 }
 
-/* Filter may run on several threads; events that touch other nodes never change its answers
- * nor crash it, even when they grow the tables under it. */
-static void filter_on_threads_while_events_arrive(void **state)
+/* Filter may run on several threads at once: it shares no state between calls. */
+static void filter_on_threads(void **state)
 {
-    kc_node busy, free_node, churn;
+    kc_node busy, free_node;
     fake_node_init(&busy, "busy");
     fake_node_init(&free_node, "free");
-    fake_node_init(&churn, "churn");
     kc_pod holder, pod;
     fake_pod_init(&holder, "default", "holder");
     holder.node_name = "busy";
     add_ports(&holder, (const char *const[]){"TCP//8080", NULL});
-    send(KC_EVENT_POD_ADD, &holder, &busy);
+    fake_node_add_pod(&busy, &holder);
     fake_pod_init(&pod, "default", "p");
     add_ports(&pod, (const char *const[]){"TCP//8080", NULL});
 
@@ -413,21 +320,10 @@ static void filter_on_threads_while_events_arrive(void **state)
         threads[i] = (struct filter_thread){&pod, &busy, &free_node, 0, 2000};
         assert_int_equal(pthread_create(&ids[i], NULL, filter_loop, &threads[i]), 0);
     }
-    static kc_pod churners[500];
-    static char uids[500][16];
-    for (int i = 0; i < 500; i++) {
-        snprintf(uids[i], sizeof(uids[i]), "churn-%d", i);
-        fake_pod_init(&churners[i], "default", uids[i]);
-        add_ports(&churners[i], (const char *const[]){"TCP//8080", NULL});
-        send(KC_EVENT_POD_ASSUME, &churners[i], &churn);
-        if (i % 3 == 0)
-            send(KC_EVENT_POD_FORGET, &churners[i], &churn);
-    }
     for (int i = 0; i < 3; i++) {
         assert_int_equal(pthread_join(ids[i], NULL), 0);
         assert_int_equal(threads[i].wrong, 0);
     }
-    expect_filter(&pod, &churn, KC_UNSCHEDULABLE);
 }
 
 /* Lifecycle ------------------------------------------------------------------------------ */
@@ -477,14 +373,10 @@ int main(void)
         TEST(ports_table),
         TEST(pod_without_host_ports_skips_filter),
         TEST(filter_without_prefilter_state_is_an_error),
-        TEST(assumed_pod_holds_its_ports_until_forgotten),
-        TEST(bound_pod_replaces_its_assumption_and_delete_frees_the_port),
-        TEST(pod_seen_before_its_node_counts_on_that_node),
         TEST(pods_on_other_nodes_and_own_reservation_do_not_conflict),
-        TEST(a_pod_moved_to_another_node_frees_the_first),
-        TEST(a_fresh_instance_rebuilds_the_ledger_from_replayed_events),
-        TEST(many_pods_grow_the_tables),
-        TEST(filter_on_threads_while_events_arrive),
+        TEST(a_view_without_the_holder_frees_the_port),
+        TEST(a_nominated_pod_in_the_view_holds_its_port),
+        TEST(filter_on_threads),
         TEST(requeues_on_deletes_forgets_and_nodes),
         TEST(a_host_without_host_port_accessors_is_refused),
         TEST(query_refuses_other_abi_major),

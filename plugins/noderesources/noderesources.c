@@ -650,8 +650,10 @@ static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod 
 
 /* kube's calculateResourceAllocatableRequest: false when the resource does not take part
  * in this node's score (an extended resource the pod does not request, the pods count, or
- * a resource the node does not have). */
-static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_request,
+ * a resource the node does not have). nonzero: the node's cpu and memory as
+ * NodeInfo.NonZeroRequested (LeastAllocated, MostAllocated: kube's useRequested false), where
+ * a pod without a request counts 100m / 200 MiB; else what is really requested. */
+static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_request, bool nonzero,
                           int64_t *allocatable, int64_t *requested)
 {
     bool scalar =
@@ -659,7 +661,9 @@ static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_reque
     if (id == KC_RESOURCE_PODS || (scalar && pod_request == 0))
         return false;
     *allocatable = kc_node_allocatable(node, id);
-    *requested = kc_node_requested(node, id) + pod_request;
+    bool defaults = nonzero && (id == KC_RESOURCE_CPU || id == KC_RESOURCE_MEMORY);
+    *requested = (defaults ? kc_node_nonzero_requested(node, id) : kc_node_requested(node, id)) +
+                 pod_request;
     return *allocatable > 0;
 }
 
@@ -729,8 +733,8 @@ static int64_t strategy_score(const struct plugin *plugin, const struct score_re
     for (uint32_t i = 0; i < plugin->scoring_count; i++) {
         int64_t allocatable;
         int64_t requested;
-        if (!allocation_of(node, plugin->scoring[i].id, requests->strategy[i], &allocatable,
-                           &requested))
+        if (!allocation_of(node, plugin->scoring[i].id, requests->strategy[i], !ratio,
+                           &allocatable, &requested))
             continue;
         int64_t score = resource_score(plugin, requested, allocatable);
         /* kube's RequestedToCapacityRatio scorer leaves a resource scoring 0 out of both sums */
@@ -756,7 +760,7 @@ static int64_t balanced_score(const struct plugin *plugin, const struct score_re
     for (uint32_t i = 0; i < plugin->balanced_count; i++) {
         int64_t allocatable;
         int64_t requested;
-        if (!allocation_of(node, plugin->balanced[i], requests->balanced[i], &allocatable,
+        if (!allocation_of(node, plugin->balanced[i], requests->balanced[i], false, &allocatable,
                            &requested))
             continue;
         double fraction = (double)requested / (double)allocatable;

@@ -457,6 +457,54 @@ static void pod_without_requests_scores_with_kube_defaults(void **state)
     assert_int_equal(score_on(&pod, &node), 15);
 }
 
+/* kube's NodeInfo.NonZeroRequested on the node side (resource_allocation.go, useRequested
+ * false for LeastAllocated and MostAllocated): pods on the node without a cpu or memory
+ * request count as 100m / 200 MiB there too. Node: 1000m, 1000 MiB. */
+struct nonzero_case {
+    const char *name;
+    int64_t placed[2][2]; /* the node's pods: {milli cpu, memory MiB}; {-1} ends */
+    int64_t pod[2];       /* the incoming pod */
+    int64_t least, most;
+};
+
+static void node_pods_without_requests_count_kube_defaults(void **state)
+{
+    static const struct nonzero_case cases[] = {
+        /* cpu 100+100+100 = 300: least 70, most 30; memory 200*3 = 600: least 40, most 60 */
+        {"best-effort pods everywhere", {{0, 0}, {0, 0}}, {0, 0}, 55, 45},
+        /* cpu 500+200 = 700: 30 / 70; memory 200 (default) + 300 = 500: 50 / 50 */
+        {"a pod without a memory request", {{500, 0}, {-1, -1}}, {200, 300}, 40, 60},
+        /* nothing defaulted: cpu 400+100 = 500, memory 100+100 = 200: least (50+80)/2 */
+        {"every request set", {{400, 100}, {-1, -1}}, {100, 100}, 65, 35},
+    };
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct nonzero_case *tc = &cases[c];
+        kc_node node;
+        kc_pod placed[2], pod;
+        fake_node_init(&node, "n");
+        fake_node_set_allocatable(&node, "cpu", 1000);
+        fake_node_set_allocatable(&node, "memory", 1000 * MIB);
+        fake_node_set_allocatable(&node, "pods", 110);
+        for (int i = 0; i < 2 && tc->placed[i][0] >= 0; i++) {
+            fake_pod_init(&placed[i], "default", i == 0 ? "a" : "b");
+            fake_pod_set_request(&placed[i], "cpu", tc->placed[i][0]);
+            fake_pod_set_request(&placed[i], "memory", tc->placed[i][1] * MIB);
+            fake_node_add_pod(&node, &placed[i]);
+        }
+        pod_with(&pod, tc->pod[0], tc->pod[1] * MIB);
+        assert_int_equal(start("{}"), 0);
+        int64_t least = score_on(&pod, &node);
+        ops->fini(self);
+        assert_int_equal(start("{\"scoringStrategy\": {\"type\": \"MostAllocated\"}}"), 0);
+        int64_t most = score_on(&pod, &node);
+        ops->fini(self);
+        self = NULL;
+        if (least != tc->least || most != tc->most)
+            fail_msg("%s: least %lld most %lld, want %lld %lld", tc->name, (long long)least,
+                     (long long)most, (long long)tc->least, (long long)tc->most);
+    }
+}
+
 static void extended_resource_scores_only_when_requested_and_present(void **state)
 {
     kc_pod pod;
@@ -944,6 +992,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(query_refuses_other_abi_major),
         TEST(fit_exactly_remaining_passes),
+        TEST(node_pods_without_requests_count_kube_defaults),
         TEST(fit_one_millicpu_over_is_insufficient_cpu),
         TEST(fit_one_byte_over_is_insufficient_memory),
         TEST(fit_extended_resource_missing_on_node_is_unresolvable),

@@ -1,7 +1,9 @@
 /* nodevolumelimits: kube-scheduler's NodeVolumeLimits (CSI). A node's CSINode object says how
  * many volumes of each CSI driver it can attach (spec.drivers[].allocatable.count); a pod whose
  * claims would take a driver past that, counting each volume once with those the node's pods
- * already use, does not fit. Nodes without a CSINode, or drivers without a count, are unlimited. */
+ * already use, does not fit. Nodes without a CSINode, or drivers without a count, are unlimited.
+ * The node's pods are read through kc_node_pod_at, so the runtime's node views (preemption with
+ * victims gone, nominated pods added) count as kube's PreFilter AddPod/RemovePod make them. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,9 +24,19 @@ KC_PLUGIN_DEFINE_HOST;
 
 #define REASON_MAX_VOLUME_COUNT "node(s) exceed max volume count"
 
+/* The volumes a node's pods use, counted in Filter without the heap: one entry per distinct
+ * volume (a hash of its unique handle) and the driver it counts under, per thread. */
+#define ATTACHED_MAX 1024
+
+struct attached {
+    uint64_t key;
+    const char *driver; /* owned by the object store, stable while Filter runs */
+};
+
+static _Thread_local struct attached attached_buf[ATTACHED_MAX];
+
 struct nodevolumelimits {
     struct volume_objects vo;
-    struct placed_volumes placed;
 };
 
 static int nvl_init(const kc_host_api *host, const char *args_json, void **self)
@@ -32,17 +44,12 @@ static int nvl_init(const kc_host_api *host, const char *args_json, void **self)
     (void)args_json;
     if (kc_plugin_attach(host) < 0)
         return -22;
-    if (!KC_HOST_HAS(host, pod_volume_at)) {
+    if (!KC_HOST_HAS(host, pod_volume_at) || !KC_HOST_HAS(host, node_pod_at)) {
         kc_log(KC_LOG_ERROR, PLUGIN_NAME, "the host is older than SDK 1.2: no pod volumes");
         return -95;
     }
     struct nodevolumelimits *nvl = calloc(1, sizeof(*nvl));
     if (nvl == NULL || volume_objects_init(&nvl->vo) < 0) {
-        free(nvl);
-        return ENOMEM_CODE;
-    }
-    if (placed_volumes_init(&nvl->placed) < 0) {
-        volume_objects_fini(&nvl->vo);
         free(nvl);
         return ENOMEM_CODE;
     }
@@ -54,15 +61,13 @@ static void nvl_fini(void *self)
 {
     struct nodevolumelimits *nvl = self;
     volume_objects_fini(&nvl->vo);
-    placed_volumes_fini(&nvl->placed);
     free(nvl);
 }
 
 static void nvl_on_event(void *self, const kc_event *ev)
 {
     struct nodevolumelimits *nvl = self;
-    if (!volume_objects_event(&nvl->vo, ev))
-        placed_volumes_event(&nvl->placed, ev);
+    volume_objects_event(&nvl->vo, ev);
 }
 
 static uint32_t nvl_requeue_events(void *self)
@@ -151,24 +156,56 @@ static int new_volumes(struct nodevolumelimits *nvl, const kc_pod *pod, json_t *
     return 0;
 }
 
-static void attached_volumes(struct nodevolumelimits *nvl, const char *node, json_t *volumes)
+/* FNV-1a, 64 bits: a volume's unique handle as a key (a collision is out of reach). */
+static uint64_t handle_key(const char *handle)
 {
-    const json_t *on_node = placed_volumes_on(&nvl->placed, node);
-    const char *uid;
-    json_t *unused;
-    json_object_foreach((json_t *)on_node, uid, unused)
-    {
-        const json_t *record = placed_volumes_pod(&nvl->placed, uid);
-        const char *ns = json_string_value(json_object_get(record, "namespace"));
-        size_t i;
-        json_t *v;
-        json_array_foreach(json_object_get(record, "volumes"), i, v)
-        {
-            const char *claim = json_string_value(json_object_get(v, "claim"));
-            if (claim != NULL)
-                add_volume(nvl, volumes, ns, claim);
+    uint64_t h = 14695981039346656037ull;
+    for (; *handle != '\0'; handle++)
+        h = (h ^ (uint8_t)*handle) * 1099511628211ull;
+    return h;
+}
+
+static bool attached_has(const struct attached *set, uint32_t count, uint64_t key)
+{
+    for (uint32_t i = 0; i < count; i++)
+        if (set[i].key == key)
+            return true;
+    return false;
+}
+
+/* The distinct CSI volumes the node's pods use, into set (at most ATTACHED_MAX; past that a
+ * volume is counted again for each pod using it, which can only refuse more). */
+static uint32_t attached_volumes(struct nodevolumelimits *nvl, const kc_node *node,
+                                 struct attached *set)
+{
+    uint32_t count = 0, pods = kc_node_pod_count(node);
+    for (uint32_t i = 0; i < pods; i++) {
+        const kc_pod *other = kc_node_pod_at(node, i);
+        if (other == NULL)
+            break;
+        uint32_t volumes = kc_pod_volume_count(other);
+        const char *ns = kc_pod_namespace(other);
+        for (uint32_t k = 0; k < volumes && ns != NULL; k++) {
+            kc_volume v = {.struct_size = sizeof(v)};
+            if (kc_pod_volume_at(other, k, &v) < 0 || v.claim_name == NULL ||
+                (v.source != KC_VOLUME_PVC && v.source != KC_VOLUME_EPHEMERAL))
+                continue;
+            const json_t *claim = vo_claim(&nvl->vo, ns, v.claim_name);
+            char handle[TEXT_MAX];
+            const char *driver =
+                claim != NULL ? driver_of(nvl, claim, ns, v.claim_name, handle, sizeof(handle))
+                              : NULL;
+            if (driver == NULL)
+                continue;
+            uint64_t key = handle_key(handle);
+            if (count < ATTACHED_MAX && attached_has(set, count, key))
+                continue;
+            if (count < ATTACHED_MAX)
+                set[count] = (struct attached){key, driver};
+            count++;
         }
     }
+    return count;
 }
 
 static int64_t driver_limit(const json_t *csinode, const char *driver)
@@ -234,9 +271,12 @@ static bool any_limited(const json_t *csinode, const json_t *mine)
 }
 
 /* kube's count: per limited driver, the pod's volumes not already attached here plus those
- * attached must stay within the limit. */
-static kc_status check_limits(const json_t *csinode, const json_t *mine, const json_t *attached)
+ * attached must stay within the limit. Past ATTACHED_MAX the overflow counts under every
+ * limited driver: a node that full refuses. */
+static kc_status check_limits(const json_t *csinode, const json_t *mine, const struct attached *set,
+                              uint32_t attached_count)
 {
+    uint32_t listed = attached_count < ATTACHED_MAX ? attached_count : ATTACHED_MAX;
     size_t i;
     json_t *d;
     json_array_foreach(json_object_get(json_object_get(csinode, "spec"), "drivers"), i, d)
@@ -245,19 +285,17 @@ static kc_status check_limits(const json_t *csinode, const json_t *mine, const j
         int64_t limit = name != NULL ? driver_limit(csinode, name) : -1;
         if (limit < 0)
             continue;
-        int64_t wanted = 0, used = 0;
+        int64_t wanted = 0, used = attached_count - listed;
         const char *handle;
         json_t *driver;
         json_object_foreach((json_t *)mine, handle, driver)
         {
             /* one volume used by several pods counts once */
             wanted += strcmp(json_string_value(driver), name) == 0 &&
-                      json_object_get(attached, handle) == NULL;
+                      !attached_has(set, listed, handle_key(handle));
         }
-        json_object_foreach((json_t *)attached, handle, driver)
-        {
-            used += strcmp(json_string_value(driver), name) == 0;
-        }
+        for (uint32_t k = 0; k < listed; k++)
+            used += strcmp(set[k].driver, name) == 0;
         if (wanted > 0 && used + wanted > limit)
             return KC_UNSCHEDULABLE;
     }
@@ -278,12 +316,8 @@ static kc_status nvl_filter(void *self, kc_cycle *cycle, const kc_pod *pod, cons
     const json_t *csinode = vo_csinode(&nvl->vo, kc_node_name(node));
     if (csinode == NULL || !any_limited(csinode, pv->mine))
         return KC_SUCCESS;
-    json_t *attached = json_object();
-    if (attached == NULL)
-        return KC_ERROR;
-    attached_volumes(nvl, kc_node_name(node), attached);
-    kc_status st = check_limits(csinode, pv->mine, attached);
-    json_decref(attached);
+    uint32_t count = attached_volumes(nvl, node, attached_buf);
+    kc_status st = check_limits(csinode, pv->mine, attached_buf, count);
     if (st == KC_UNSCHEDULABLE)
         kc_cycle_reject(cycle, REASON_MAX_VOLUME_COUNT);
     return st;

@@ -241,8 +241,10 @@ static const struct nvl_case cases[] = {
      PASS3},
 };
 
-/* A placed pod that goes away frees its attachment. */
-static void deleted_pod_frees_its_attachment(void **state)
+/* A node's volumes are those of the pods the host lists there: in preemption's what-if view of
+ * node-a without one of its pods (kube's RemovePod) its attachment is free, and a pod
+ * nominated there (kube's AddPod) takes one. */
+static void the_node_view_decides_the_attachments(void **state)
 {
     (void)state;
     const char *const objects[] = {TWO_ATTACHED, VT_BOUND_CLAIM("data", "pv-n", "ReadWriteOnce"),
@@ -250,16 +252,21 @@ static void deleted_pod_frees_its_attachment(void **state)
     vt_objects(ops, self, objects);
     const struct vt_placed placed[4] = ON_A_TWO;
     vt_place(ops, self, placed);
-    kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_DELETE,
-                   .pod = &vt_placed_pods[1]};
-    ops->on_event(self, &ev);
+    kc_node without, nominated;
+    fake_node_init(&without, "node-a");
+    fake_node_add_pod(&without, &vt_placed_pods[0]);
+    fake_node_init(&nominated, "node-a");
+    fake_node_add_pod(&nominated, &vt_placed_pods[0]);
+    fake_node_add_pod(&nominated, &vt_placed_pods[1]);
     kc_pod pod;
     fake_pod_init(&pod, "default", "new");
     fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
     kc_cycle cycle;
     fake_cycle_init(&cycle);
     assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &without), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &nominated), KC_UNSCHEDULABLE);
     fake_cycle_clear(&cycle);
 }
 
@@ -277,6 +284,6 @@ int main(void)
     for (int i = 0; i < COUNT; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, run_case, setup, teardown, (void *)&cases[i]};
     tests[COUNT] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
-        deleted_pod_frees_its_attachment, setup, teardown);
+        the_node_view_decides_the_attachments, setup, teardown);
     return _cmocka_run_group_tests("nodevolumelimits", tests, COUNT + 1, NULL, group_teardown);
 }

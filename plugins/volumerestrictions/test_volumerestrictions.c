@@ -214,6 +214,7 @@ static void forgotten_pod_releases_claim_and_disk(void **state)
     kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_FORGET,
                    .pod = &vt_placed_pods[0]};
     ops->on_event(self, &ev);
+    fake_node_init(&vt_nodes[0], "node-a"); /* the runtime no longer lists it there */
     kc_pod pod;
     fake_pod_init(&pod, "default", "new");
     fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
@@ -237,6 +238,7 @@ static void assumed_pod_holds_its_rwop_claim(void **state)
     kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_POD_ASSUME, .pod = &first,
                    .node = &vt_nodes[1]};
     ops->on_event(self, &ev);
+    fake_node_add_pod(&vt_nodes[1], &first);
     kc_pod pod;
     fake_pod_init(&pod, "default", "second");
     fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
@@ -245,6 +247,58 @@ static void assumed_pod_holds_its_rwop_claim(void **state)
     assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
     assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNSCHEDULABLE);
     assert_string_equal(cycle.reasons[0], RWOP);
+    fake_cycle_clear(&cycle);
+}
+
+/* Preemption's what-if view of node-a without the pod holding the RWOP claim (kube's
+ * RemovePod): the claim is free there, while the real node-a and node-b still refuse. */
+static void a_view_without_the_claim_holder_fits(void **state)
+{
+    (void)state;
+    const char *const objects[] = {RWOP_CLAIM("data"), NULL};
+    vt_objects(ops, self, objects);
+    const struct vt_placed placed[] = {{"old", "node-a", NULL, {CLAIM("data")}},
+                                       {NULL, NULL, NULL, {{0}}}};
+    vt_place(ops, self, placed);
+    kc_node view;
+    fake_node_init(&view, "node-a"); /* node-a with the victim gone */
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "new");
+    fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNSCHEDULABLE);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[1]), KC_UNSCHEDULABLE);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &view), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+/* A pod nominated on a node (in the view Filter gets, kube's AddPod) using the claim counts
+ * as a user there, on top of the placed ones; and an in-tree disk it mounts conflicts. */
+static void a_nominated_pod_in_the_view_counts(void **state)
+{
+    (void)state;
+    const char *const objects[] = {RWOP_CLAIM("data"), NULL};
+    vt_objects(ops, self, objects);
+    const struct vt_placed placed[] = {{"old", "node-b", NULL, {CLAIM("data")}},
+                                       {NULL, NULL, NULL, {{0}}}};
+    vt_place(ops, self, placed);
+    kc_pod nominated;
+    fake_pod_init(&nominated, "default", "nominated");
+    fake_pod_add_volume(&nominated, KC_VOLUME_GCE_PD, "pd", "pd-1");
+    kc_node view;
+    fake_node_init(&view, "node-a");
+    fake_node_add_pod(&view, &nominated);
+    kc_pod pod;
+    fake_pod_init(&pod, "default", "new");
+    fake_pod_add_volume(&pod, KC_VOLUME_GCE_PD, "pd", "pd-1");
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &cycle, &pod, &view), KC_UNSCHEDULABLE);
+    assert_string_equal(cycle.reasons[0], DISK);
     fake_cycle_clear(&cycle);
 }
 
@@ -258,12 +312,16 @@ static int group_teardown(void **state)
 int main(void)
 {
     enum { COUNT = sizeof(cases) / sizeof(cases[0]) };
-    struct CMUnitTest tests[COUNT + 2];
+    struct CMUnitTest tests[COUNT + 4];
     for (int i = 0; i < COUNT; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, run_case, setup, teardown, (void *)&cases[i]};
     tests[COUNT] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         forgotten_pod_releases_claim_and_disk, setup, teardown);
     tests[COUNT + 1] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
         assumed_pod_holds_its_rwop_claim, setup, teardown);
-    return _cmocka_run_group_tests("volumerestrictions", tests, COUNT + 2, NULL, group_teardown);
+    tests[COUNT + 2] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+        a_view_without_the_claim_holder_fits, setup, teardown);
+    tests[COUNT + 3] = (struct CMUnitTest)cmocka_unit_test_setup_teardown(
+        a_nominated_pod_in_the_view_counts, setup, teardown);
+    return _cmocka_run_group_tests("volumerestrictions", tests, COUNT + 4, NULL, group_teardown);
 }

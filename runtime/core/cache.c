@@ -43,6 +43,27 @@ struct cache_node *cache_node(const struct cache *cache, const char *name)
     return slot == 0 ? NULL : &cache->nodes[slot - 1];
 }
 
+/* kube-scheduler's defaults for a pod without a cpu or memory request
+ * (schedutil.DefaultMilliCPURequest, DefaultMemoryRequest). */
+#define NONZERO_MILLI_CPU 100
+#define NONZERO_MEMORY (200LL * 1024 * 1024)
+
+void cache_node_count_request(struct cache_node *cn, const struct res_list *request, int sign)
+{
+    int64_t cpu = 0, memory = 0;
+    for (uint32_t i = 0; i < request->count; i++) {
+        kc_resource id = request->items[i].id;
+        int64_t value = request->items[i].value;
+        cn->requested[id] += sign * value;
+        if (id == KC_RESOURCE_CPU)
+            cpu = value;
+        else if (id == KC_RESOURCE_MEMORY)
+            memory = value;
+    }
+    cn->nonzero_cpu += sign * (cpu != 0 ? cpu : NONZERO_MILLI_CPU);
+    cn->nonzero_memory += sign * (memory != 0 ? memory : NONZERO_MEMORY);
+}
+
 /* Count cp on cn (sign 1) or take it off (-1): requests and the node's pod list. */
 static int account(struct cache_node *cn, struct cache_pod *cp, int sign)
 {
@@ -59,9 +80,7 @@ static int account(struct cache_node *cn, struct cache_pod *cp, int sign)
         cn->pods[cp->slot] = last;
         last->slot = cp->slot;
     }
-    const struct res_list *request = &cp->request;
-    for (uint32_t i = 0; i < request->count; i++)
-        cn->requested[request->items[i].id] += sign * request->items[i].value;
+    cache_node_count_request(cn, &cp->request, sign);
     cn->pod_count += sign;
     cp->counted = sign > 0;
     return 0;

@@ -23,6 +23,9 @@ struct cache_node {
     uint32_t taint_count;
     int64_t allocatable[KC_RESOURCE_MAX];
     int64_t requested[KC_RESOURCE_MAX];
+    /* cpu and memory requested with kube's defaults (100m, 200 MiB) for a pod that requests
+     * none: NodeInfo.NonZeroRequested, what the LeastAllocated and MostAllocated scores read */
+    int64_t nonzero_cpu, nonzero_memory;
     /* The pods counted here, pods[0 .. pod_count): preemption walks them (in no order). */
     struct cache_pod **pods;
     uint32_t pods_capacity;
@@ -70,5 +73,8 @@ int cache_assume(struct cache *cache, const struct pod *pod, const char *node_na
 /* Undo cache_assume; -ENOENT when uid is not assumed. */
 int cache_forget(struct cache *cache, const char *uid);
 const struct cache_pod *cache_pod(const struct cache *cache, const char *uid);
+/* Add (sign 1) or take off (-1) a pod's effective request from cn's requested amounts, the
+ * non-zero ones included (also for the node views of preemption). */
+void cache_node_count_request(struct cache_node *cn, const struct res_list *request, int sign);
 
 #endif

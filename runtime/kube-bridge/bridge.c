@@ -1333,10 +1333,12 @@ static void do_nominate(struct bridge *b, struct kube_client *client, struct bri
     kube_response_free(&res);
 }
 
-static void eviction_result(struct bridge *b, const char *uid, int code, const char *message)
+static void eviction_result(struct bridge *b, const struct bridge_work *w, int code,
+                            const char *message)
 {
     Kcycle__V1__EvictionResult r = KCYCLE__V1__EVICTION_RESULT__INIT;
-    r.uid = (char *)uid;
+    r.uid = w->uid;
+    r.preemptor_uid = w->related_uid != NULL ? w->related_uid : "";
     r.code = code;
     r.message = (char *)message;
     size_t len = kcycle__v1__eviction_result__get_packed_size(&r);
@@ -1383,7 +1385,7 @@ static void do_evict(struct bridge *b, struct kube_client *client, struct bridge
     body = options != NULL ? json_dumps(options, JSON_COMPACT) : NULL;
     json_decref(options);
     if (body == NULL) {
-        eviction_result(b, w->uid, 0, "the bridge ran out of memory");
+        eviction_result(b, w, 0, "the bridge ran out of memory");
         return;
     }
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", w->namespace, w->name);
@@ -1395,7 +1397,7 @@ static void do_evict(struct bridge *b, struct kube_client *client, struct bridge
     if (rc >= 0)
         kube_status_text(res.body, text, sizeof(text));
     bool deleted = rc >= 0 && (res.status == 200 || res.status == 202);
-    eviction_result(b, w->uid, rc < 0 ? 0 : (int)res.status, rc < 0 ? err.message : text);
+    eviction_result(b, w, rc < 0 ? 0 : (int)res.status, rc < 0 ? err.message : text);
     if (deleted) {
         atomic_fetch_add(&b->stats.evictions, 1);
     } else {

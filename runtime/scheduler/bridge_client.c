@@ -17,6 +17,7 @@
 #include "log.h"
 #include "socket_dir.h"
 #include "model.h"
+#include "preempt.h"
 #include "proto_convert.h"
 
 #define LOOP_BUDGET_US 20000 /* schedule at most this long before looking at messages again */
@@ -353,7 +354,8 @@ static void sink_group_status(void *ctx, const char *namespace, const char *name
 static void sink_nominate(void *ctx, const struct pod *pod, const char *node)
 {
     struct bridge_client *b = ctx;
-    if (!b->connected ||
+    /* only the leader writes to the cluster (a follower's status patch would race its) */
+    if (!b->connected || !b->leader ||
         !reserve_slot((void ***)&b->nominations, &b->nomination_capacity, b->out.n_nominations))
         return; /* the pod's next attempt nominates it again */
     Kcycle__V1__Nomination *m = calloc(1, sizeof(*m));
@@ -364,6 +366,12 @@ static void sink_nominate(void *ctx, const struct pod *pod, const char *node)
     m->name = strdup(pod->name);
     m->uid = strdup(pod->uid);
     m->node = strdup(node != NULL ? node : "");
+    if (m->namespace_ == NULL || m->name == NULL || m->uid == NULL || m->node == NULL) {
+        log_warn("bridge: out of memory: the nomination of pod %s/%s is not written",
+                 pod->namespace, pod->name);
+        kcycle__v1__nomination__free_unpacked(m, NULL); /* frees the copies made */
+        return;
+    }
     b->out.nominations = b->nominations;
     b->out.nominations[b->out.n_nominations++] = m;
 }
@@ -372,11 +380,11 @@ static void sink_evict(void *ctx, const struct pod *victim, const struct pod *pr
                        const char *node)
 {
     struct bridge_client *b = ctx;
-    if (!b->connected ||
+    if (!b->connected || !b->leader ||
         !reserve_slot((void ***)&b->evictions, &b->eviction_capacity, b->out.n_evictions)) {
         /* the preemptor finds its victims in place and preempts again */
-        log_warn("bridge: not connected: pod %s/%s is not evicted", victim->namespace,
-                 victim->name);
+        log_warn("bridge: not connected or not leading: pod %s/%s is not evicted",
+                 victim->namespace, victim->name);
         return;
     }
     Kcycle__V1__Eviction *m = calloc(1, sizeof(*m));
@@ -390,19 +398,30 @@ static void sink_evict(void *ctx, const struct pod *victim, const struct pod *pr
     m->preemptor_namespace = strdup(preemptor->namespace);
     m->preemptor_name = strdup(preemptor->name);
     m->preemptor_uid = strdup(preemptor->uid);
+    if (m->namespace_ == NULL || m->name == NULL || m->uid == NULL || m->node == NULL ||
+        m->preemptor_namespace == NULL || m->preemptor_name == NULL || m->preemptor_uid == NULL) {
+        log_warn("bridge: out of memory: pod %s/%s is not evicted", victim->namespace,
+                 victim->name);
+        kcycle__v1__eviction__free_unpacked(m, NULL); /* frees the copies made */
+        return;
+    }
     b->out.evictions = b->evictions;
     b->out.evictions[b->out.n_evictions++] = m;
     b->stats.evictions++;
 }
 
-/* A failed eviction changes nothing here: the victim stays in the cluster (and in the watch),
- * so the preemptor's next attempt sees it and decides again. */
+/* A failed eviction (403, 422, 5xx, a timeout) leaves the victim in the cluster: as kube's
+ * prepareCandidate failing, the preemptor gives up its nomination and backs off, so its next
+ * attempt decides again and its room is not held for an eviction that never came. 409 (the
+ * uid precondition: the victim is already another pod) counts as gone. */
 static void apply_eviction_result(struct bridge_client *b, const Kcycle__V1__EvictionResult *r)
 {
-    if (r->code == 200 || r->code == 202 || r->code == 404)
+    if (r->code == 200 || r->code == 202 || r->code == 404 || r->code == 409)
         return; /* deleted, or gone already */
     b->stats.eviction_failures++;
     log_warn("bridge: evicting pod %s failed (%d): %s", r->uid, r->code, r->message);
+    if (r->preemptor_uid != NULL && r->preemptor_uid[0] != '\0')
+        preempt_eviction_failed(&b->sched, r->preemptor_uid);
 }
 
 /* A packed ToBridge that could not be sent: its bindings will never be answered. */

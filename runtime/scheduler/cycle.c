@@ -318,8 +318,8 @@ static void label_add(char *label, size_t size, const char *name)
 int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,
                          uint32_t count)
 {
-    if (cycle_filter_sink != NULL)
-        return -EINVAL; /* Filter runs on the nodes the restriction already chose */
+    if (!cycle->in_pre_filter || cycle_filter_sink != NULL)
+        return -EINVAL; /* later phases run on the nodes the restriction already chose */
     const struct cache *cache = &cycle->sched->cache;
     uint32_t *nodes = malloc(((size_t)count + 1) * sizeof(*nodes));
     if (nodes == NULL)

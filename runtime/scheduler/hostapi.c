@@ -210,6 +210,15 @@ static int64_t node_allocatable(const kc_node *n, kc_resource id)
     return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->allocatable[id] : 0;
 }
 
+static int64_t node_nonzero_requested(const kc_node *n, kc_resource id)
+{
+    if (id == KC_RESOURCE_CPU)
+        return NODE(n)->nonzero_cpu;
+    if (id == KC_RESOURCE_MEMORY)
+        return NODE(n)->nonzero_memory;
+    return id >= 0 && id < KC_RESOURCE_MAX ? NODE(n)->requested[id] : 0;
+}
+
 static int64_t node_requested(const kc_node *n, kc_resource id)
 {
     return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->requested[id] : 0;
@@ -496,4 +505,5 @@ void hostapi_fill(kc_host_api *api)
     api->preempt = preempt;
     /* added in 1.2: sidecars */
     api->pod_container_restartable = pod_container_restartable;
+    api->node_nonzero_requested = node_nonzero_requested;
 }

@@ -39,8 +39,7 @@ static bool listed(const struct pod *const *pods, uint32_t count, const struct c
 
 static void view_account(struct cache_node *v, const struct res_list *request, int sign)
 {
-    for (uint32_t i = 0; i < request->count; i++)
-        v->requested[request->items[i].id] += sign * request->items[i].value;
+    cache_node_count_request(v, request, sign);
 }
 
 static int view_build(struct node_view *v, const struct cache_node *cn,
@@ -367,16 +366,18 @@ int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct pree
         if (cp == NULL || cp->assumed || p->victims[i]->node_name == NULL)
             return -EBUSY;
     }
+    for (uint32_t i = 0; i < p->victim_count; i++)
+        cache_remove_pod(&s->cache, p->victims[i]->uid);
+    if (cache_assume(&s->cache, cycle->sp->pod, p->node) < 0) {
+        for (uint32_t i = 0; i < p->victim_count; i++)
+            cache_add_pod(&s->cache, p->victims[i]);
+        /* no trial: the decision stays with the cycle (freed with it), and t->p stays NULL so
+         * the group never evicts for a member that was not placed */
+        return -ENOMEM;
+    }
     cycle->preemption = NULL;
     t->p = p;
     t->sp = cycle->sp;
-    for (uint32_t i = 0; i < p->victim_count; i++)
-        cache_remove_pod(&s->cache, p->victims[i]->uid);
-    if (cache_assume(&s->cache, t->sp->pod, p->node) < 0) {
-        for (uint32_t i = 0; i < p->victim_count; i++)
-            cache_add_pod(&s->cache, p->victims[i]);
-        return -ENOMEM;
-    }
     t->applied = true;
     return 0;
 }
@@ -434,4 +435,20 @@ void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp, const struct po
 void preempt_pod_gone(struct scheduler *s, const char *uid)
 {
     nominations_remove(&s->nominations, uid);
+}
+
+/* ---- evictions that failed --------------------------------------------------------------- */
+
+void preempt_eviction_failed(struct scheduler *s, const char *preemptor_uid)
+{
+    struct sched_pod *sp = strmap_get(&s->pods, preemptor_uid);
+    if (sp == NULL || sp->deleted)
+        return;
+    nominate(s, sp, NULL);
+    /* waiting for the victim's deletion, or woken already: back off instead (a pod in an
+     * attempt, held in Permit or binding has moved on and keeps its course) */
+    if (sp->state == SP_UNSCHEDULABLE || sp->state == SP_ACTIVE) {
+        queue_remove(&s->queue, sp);
+        queue_push_backoff(&s->queue, sp, scheduler_now(s));
+    }
 }

@@ -71,5 +71,8 @@ kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
  * ends when it is assumed, bound or deleted. old: the previous version of the pod, or NULL. */
 void preempt_pod_seen(struct scheduler *s, struct sched_pod *sp, const struct pod *old);
 void preempt_pod_gone(struct scheduler *s, const char *uid);
+/* An eviction made for the pending pod preemptor_uid failed: its nomination (and the status
+ * field written for it) is cleared and it backs off, as after kube's failed prepareCandidate. */
+void preempt_eviction_failed(struct scheduler *s, const char *preemptor_uid);
 
 #endif

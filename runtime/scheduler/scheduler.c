@@ -1269,7 +1269,9 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     uint64_t skip;
     struct plugin *failed = NULL;
     cycle_restrict_clear(cycle);
+    cycle->in_pre_filter = true;
     kc_status st = run_pre_filters(s, cycle, &skip, &failed);
+    cycle->in_pre_filter = false;
     cycle->prefilter_status = st;
     cycle->filter_skip = skip;
     if (st != KC_SUCCESS) {

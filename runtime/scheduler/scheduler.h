@@ -110,6 +110,7 @@ struct kc_cycle {
      * allowed node indices, sorted; label names the restricting plugins for the message;
      * narrowed holds the candidates the restriction leaves (scheduler_evaluate). */
     bool restricted;
+    bool in_pre_filter; /* run_pre_filters is running: the only phase that may restrict */
     uint32_t *restricted_nodes, restricted_count;
     char restrict_label[160];
     uint32_t *narrowed;

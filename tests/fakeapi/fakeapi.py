@@ -100,6 +100,8 @@ DEFAULT_FAULTS = {
     "slow_ms": 0, "split_chunks": False, "bookmark_interval_s": None,
     "volume_patch_conflict_every": 0,
     "list_delay_ms": {},
+    # a pod DELETE (an eviction) answered with this HTTP code instead (0: none), e.g. 403
+    "pod_delete_fail_code": 0,
 }
 
 JSON_SEPARATORS = (",", ":")
@@ -1323,6 +1325,11 @@ class Handler(BaseHTTPRequestHandler):
                       "uid": old["metadata"].get("uid") if old else None}
             if res.plural == "pods":
                 store.deletions.append(record)
+                fail = store.faults["pod_delete_fail_code"]
+                if fail and old is not None:
+                    record["code"] = fail
+                    raise ApiError(fail, "Forbidden" if fail == 403 else "InternalError",
+                                   f"pods \"{name}\" cannot be deleted (injected fault)")
             record["code"] = 404
             if old is None:
                 raise not_found(res, name)

@@ -1442,6 +1442,37 @@ def preemption_objects(fc):
     return items
 
 
+def nominations_of(api, name):
+    """The nominatedNodeName values the scheduler patched into the pod's status, in order."""
+    bodies = [p["body"] if isinstance(p["body"], dict) else json.loads(p["body"] or "{}")
+              for p in api.stats()["status_patches"] if p["name"] == name]
+    return [b["status"]["nominatedNodeName"] for b in bodies
+            if "nominatedNodeName" in (b.get("status") or {})]
+
+
+def preemption_eviction_fails(fc, api, r):
+    """The API server refuses the eviction (403): as kube's failed prepareCandidate, the
+    preemptor's nomination is cleared (a status patch to null) and it backs off and tries
+    again, so once the API server lets the eviction through it evicts web-0 (node-2: no budget
+    violated, unlike node-1) and binds."""
+    api.faults(pod_delete_fail_code=403)
+    bulk_create(api, [fc.pod("again", namespace="apps", scheduler="kcycle", cpu="4",
+                             memory="100Mi", priority=1000)])
+
+    def cleared():
+        noms = nominations_of(api, "again")
+        return noms if "node-2" in noms and None in noms[noms.index("node-2"):] else None
+    noms = wait_until("again's nomination cleared after the refused eviction", cleared, 60, [r])
+    refused = [d for d in api.stats()["deletions"] if d["name"] == "web-0" and d["code"] == 403]
+    check(len(refused) >= 1, f"the eviction of web-0 was refused: {api.stats()['deletions']}")
+    api.faults(pod_delete_fail_code=0)
+    bound = wait_until("again bound once evictions go through", lambda: (api.get_object(
+        "pods", "again", namespace="apps") or {}).get("spec", {}).get("nodeName"), 60, [r])
+    check(bound == "node-2", f"again bound on node-2 after its retry, got {bound} ({noms})")
+    check(api.get_object("pods", "web-0", namespace="batch") is None,
+          "web-0 evicted once the API server allowed it")
+
+
 def scenario_preemption(fc, api, workdir):
     """kube's choice, by hand: node-1 (one victim of priority 0) would win but its victim is
     protected by a budget; node-0 (victims of priority 0) beats node-2 (priority 10): all four
@@ -1499,6 +1530,7 @@ def scenario_preemption(fc, api, workdir):
               f"a Preempted event per victim naming the preemptor: {preempted}")
         polite_now = api.get_object("pods", "polite", namespace="apps")
         check(not polite_now["spec"].get("nodeName"), "polite (Never) took nothing")
+        preemption_eviction_fails(fc, api, r)
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")

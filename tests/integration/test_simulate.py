@@ -447,8 +447,79 @@ def check_pod_affinity(tmp):
           f"pod-affinity.yaml: web next to its cache on {node['cache']}, got {web}")
 
 
+HOSTPORT_HOLDER = """nodes:
+  - {name: web, count: 1, allocatable: {cpu: 8, memory: 32Gi}}
+pods:
+  - name: low
+    namespace: batch
+    nodeName: web-0
+    priority: 0
+    requests: {cpu: 100m}
+    ports: [{containerPort: 8080, hostPort: 8080}]
+workload:
+  - name: urgent
+    namespace: apps
+    count: 1
+    priority: 1000
+    requests: {cpu: 100m}
+    ports: [{containerPort: 80, hostPort: 8080}]
+"""
+
+HOSTPORT_NOMINATED = """nodes:
+  - {name: web, count: 1, allocatable: {cpu: 1, memory: 32Gi}}
+pods:
+  - {name: low, namespace: batch, nodeName: web-0, priority: 0, requests: {cpu: 1}}
+workload:
+  - name: urgent
+    namespace: apps
+    count: 1
+    at: 1s
+    priority: 1000
+    requests: {cpu: 1}
+    ports: [{containerPort: 80, hostPort: 8080}]
+  - name: filler
+    namespace: apps
+    count: 1
+    at: 1001ms
+    priority: 0
+    requests: {memory: 1Gi}
+    ports: [{containerPort: 80, hostPort: 8080}]
+"""
+
+
+def check_preemption_host_ports(tmp):
+    """A host-port conflict is one preemption can fix (kube's NodePorts RemovePod): the holder
+    is evicted; and a nominated pod's host port is held for it (AddPod): a lower-priority pod
+    asking for the same port does not take the room."""
+    path = os.path.join(tmp, "hp-holder.yaml")
+    with open(path, "w") as f:
+        f.write(HOSTPORT_HOLDER)
+    report = simulated_report("hostPort holder", tmp, path)
+    if report is not None:
+        evicted = [(e["name"], e["preemptor"]) for e in report["preemptions"]]
+        pods = {p["name"]: p for p in report["pods"]}
+        check(evicted == [("low", "urgent-0")],
+              f"hostPort holder: low evicted for urgent-0, got {evicted}")
+        check(pods["urgent-0"].get("node") == "web-0",
+              f"hostPort holder: urgent-0 bound to web-0, got {pods['urgent-0']}")
+    path = os.path.join(tmp, "hp-nominated.yaml")
+    with open(path, "w") as f:
+        f.write(HOSTPORT_NOMINATED)
+    report = simulated_report("hostPort nominated", tmp, path)
+    if report is not None:
+        pods = {p["name"]: p for p in report["pods"]}
+        evicted = [(e["name"], e["preemptor"]) for e in report["preemptions"]]
+        check(evicted == [("low", "urgent-0")],
+              f"hostPort nominated: low evicted for urgent-0, got {evicted}")
+        check(pods["urgent-0"].get("node") == "web-0",
+              f"hostPort nominated: urgent-0 bound to web-0, got {pods['urgent-0']}")
+        check(pods["filler-0"].get("node") is None,
+              f"hostPort nominated: filler-0 keeps off the port, got {pods['filler-0']}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_preemption_host_ports(tmp)
         check_preemption(tmp)
         for example in ("small.yaml", "small.json"):
             path = os.path.join(SOURCE, "examples", "sim", example)

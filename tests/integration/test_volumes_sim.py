@@ -180,8 +180,42 @@ def isolated_same_result(tmp):
           f"the host's writes reach the binder, got {isolated['summary']['object_writes']}")
 
 
+RWOP_PREEMPTION = """
+nodes:
+  - {name: n, count: 1, allocatable: {cpu: 8, memory: 8Gi}}
+objects:
+  - {kind: PersistentVolumeClaim, spec: {volumeName: pv-0, accessModes: [ReadWriteOncePod]},
+     metadata: {name: shared, namespace: default,
+     annotations: {pv.kubernetes.io/bind-completed: "yes"}}}
+  - {kind: PersistentVolume, metadata: {name: pv-0}, spec: {accessModes: [ReadWriteOncePod],
+     csi: {driver: ebs.csi.aws.com, volumeHandle: vol-0}}}
+pods:
+  - {name: low, nodeName: n-0, priority: 0, requests: {cpu: 100m},
+     volumes: [{name: data, persistentVolumeClaim: {claimName: shared}}]}
+workload:
+  - {name: urgent, count: 1, priority: 1000, requests: {cpu: 100m},
+     volumes: [{name: data, persistentVolumeClaim: {claimName: shared}}]}
+"""
+
+
+def rwop_preemption(tmp):
+    """A ReadWriteOncePod claim held by a lower-priority pod is freed by preemption (kube's
+    VolumeRestrictions RemovePod): the holder is evicted and the preemptor takes the claim."""
+    path = os.path.join(tmp, "rwop-preemption.yaml")
+    with open(path, "w") as f:
+        f.write(RWOP_PREEMPTION)
+    report = simulate(path, tmp)
+    if report is None:
+        return
+    evicted = [(e["name"], e["preemptor"]) for e in report["preemptions"]]
+    pods = {p["name"]: p for p in report["pods"]}
+    check(evicted == [("low", "urgent-0")], f"RWOP holder low evicted for urgent-0, got {evicted}")
+    check(pods["urgent-0"]["node"] == "n-0", f"urgent-0 bound to n-0, got {pods['urgent-0']}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        rwop_preemption(tmp)
         volumes_example(tmp)
         attach_limits(tmp)
         isolated_same_result(tmp)

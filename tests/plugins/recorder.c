@@ -6,6 +6,8 @@
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
  *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all
  *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2)
+ *   restrict_late: a node name PreScore and Score try to restrict the attempt to; the call
+ *          must fail (-EINVAL outside PreFilter), else the phase returns an error
  *   write: PreBind writes the selected-node annotation on this PersistentVolumeClaim of the
  *          pod's namespace (kc_cycle_write_object; empty: no write) */
 #include <stdio.h>
@@ -30,6 +32,7 @@ struct recorder {
     char hold_label[64];
     unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
     char restrict_nodes[256];
+    char restrict_late[64];
     char write[64];               /* PreBind: the claim to write, or "" */
 };
 
@@ -79,6 +82,7 @@ static int init(const kc_host_api *host, const char *args, void **self)
     r->hold_until_nodes = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "hold_label", r->hold_label, sizeof(r->hold_label), "");
     arg(args, "restrict", r->restrict_nodes, sizeof(r->restrict_nodes), "");
+    arg(args, "restrict_late", r->restrict_late, sizeof(r->restrict_late), "");
     arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
     r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "write", r->write, sizeof(r->write), "");
@@ -145,10 +149,21 @@ static kc_status post_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
     return KC_UNSCHEDULABLE;
 }
 
+/* restrict_late: a restriction outside PreFilter is refused with -EINVAL (ok), anything else
+ * is a host bug the phase reports as an error. */
+static kc_status restrict_late(const struct recorder *r, kc_cycle *cycle)
+{
+    if (r->restrict_late[0] == '\0')
+        return KC_SUCCESS;
+    const char *names[1] = {r->restrict_late};
+    return kc_cycle_restrict_nodes(cycle, RECORDER_NAME, names, 1) == -22 ? KC_SUCCESS
+                                                                          : KC_ERROR;
+}
+
 static kc_status pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     record(self, "PreScore", pod);
-    return KC_SUCCESS;
+    return restrict_late(self, cycle);
 }
 
 static kc_status score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
@@ -156,7 +171,7 @@ static kc_status score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_
 {
     record(self, "Score", pod);
     *out = 50;
-    return KC_SUCCESS;
+    return restrict_late(self, cycle);
 }
 
 static kc_status normalize(void *self, kc_cycle *cycle, const kc_pod *pod,

@@ -347,6 +347,13 @@ static int64_t host_node_allocatable(const kc_node *node, kc_resource id)
     return node->allocatable[id];
 }
 
+static int64_t host_node_nonzero_requested(const kc_node *node, kc_resource id)
+{
+    if (id < 0 || id >= KC_RESOURCE_MAX)
+        return 0;
+    return node->requested[id] + node->nonzero_extra[id];
+}
+
 static int64_t host_node_requested(const kc_node *node, kc_resource id)
 {
     if (id < 0 || id >= KC_RESOURCE_MAX)
@@ -806,6 +813,7 @@ static const kc_host_api api = {
     .filter_what_if = host_filter_what_if,
     .preempt = host_preempt,
     .pod_container_restartable = host_pod_container_restartable,
+    .node_nonzero_requested = host_node_nonzero_requested,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -892,6 +900,10 @@ void fake_node_add_pod(kc_node *node, const kc_pod *pod)
     node->pod_count++;
     for (int r = 0; r < KC_RESOURCE_MAX; r++)
         node->requested[r] += pod->request[r];
+    if (pod->request[KC_RESOURCE_CPU] == 0)
+        node->nonzero_extra[KC_RESOURCE_CPU] += 100;
+    if (pod->request[KC_RESOURCE_MEMORY] == 0)
+        node->nonzero_extra[KC_RESOURCE_MEMORY] += 200LL * 1024 * 1024;
 }
 
 kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name)

@@ -118,6 +118,10 @@ struct kc_node {
     const kc_pod *pods[FAKE_MAX_NODE_PODS];
     uint32_t pod_list_count;
     int unresolvable;
+    /* non-zero requests (1.2): kube's defaults (100m cpu, 200 MiB) that fake_node_add_pod
+     * adds for a pod without a cpu or memory request; node_nonzero_requested answers
+     * requested plus this */
+    int64_t nonzero_extra[KC_RESOURCE_MAX];
 };
 
 struct fake_cycle_entry {

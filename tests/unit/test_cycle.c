@@ -342,6 +342,20 @@ static void test_prefilter_restrictions_intersect_and_name_their_plugins(void **
     harness_close(h);
 }
 
+/* kc_cycle_restrict_nodes outside PreFilter: -EINVAL from PreScore and Score (the recorder
+ * errs on any other answer), and the restriction it asked for changes nothing. */
+static void test_restrict_nodes_is_refused_after_prefilter(void **state)
+{
+    struct harness *h = harness_open("\"filter\": \"accept\", \"restrict_late\": \"node-2\"",
+                                     "\"filter\": \"accept\"", 3);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(scheduler_tick(&h->sched), 1);
+    assert_true(strncmp(h->bound_node, "node-", 5) == 0);
+    assert_int_equal(h->sched.stats.error_attempts, 0);
+    harness_close(h);
+}
+
 static void test_parked_pod_still_in_backoff_goes_to_backoff_queue(void **state)
 {
     struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 1);
@@ -946,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_permit_wait_times_out_and_unreserves),
         cmocka_unit_test(test_filter_rejection_parks_until_node_added),
         cmocka_unit_test(test_prefilter_restrictions_intersect_and_name_their_plugins),
+        cmocka_unit_test(test_restrict_nodes_is_refused_after_prefilter),
         cmocka_unit_test(test_parked_pod_still_in_backoff_goes_to_backoff_queue),
         cmocka_unit_test(test_unschedulable_pods_are_flushed_after_five_minutes),
         cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),

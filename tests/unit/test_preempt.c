@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "cycle_internal.h"
 #include "evaluate.h"
 #include "model.h"
 #include "preempt.h"
@@ -323,6 +324,70 @@ static void node_pods_list_assigned_and_assumed_pods(void **state)
     harness_close(h);
 }
 
+/* kc_node_nonzero_requested (kube's NodeInfo.NonZeroRequested): pods without a cpu or memory
+ * request count 100m / 200 MiB, through add, delete, assume and forget. */
+static void nonzero_requested_counts_kube_defaults(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    full_cluster(h); /* node-0: four pods of 1000m cpu and no memory request */
+    const kc_host_api *api = &h->sched.host;
+    const int64_t mib200 = 200LL * 1024 * 1024;
+    const kc_node *n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_requested(n0, KC_RESOURCE_MEMORY), 0);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 4 * mib200);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_CPU), 4000);
+    assert_int_equal(scheduler_pod_delete(&h->sched, "low-1"), 0);
+    n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 3 * mib200);
+    struct pod *empty = make_pod("empty", NULL, 0, 0);
+    assert_int_equal(scheduler_assume(&h->sched, empty, "node-0"), 0);
+    n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_requested(n0, KC_RESOURCE_CPU), 3000);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_CPU), 3100);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 4 * mib200);
+    assert_int_equal(scheduler_forget(&h->sched, empty), 0);
+    n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_CPU), 3000);
+    assert_int_equal(api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY), 3 * mib200);
+    pod_free(empty);
+    harness_close(h);
+}
+
+/* A group member's trial whose assume fails leaves nothing behind: the victims are back in
+ * the cache, the decision stays with the cycle and the trial holds none (so the group never
+ * evicts for a member that was not placed). */
+static void failed_trial_holds_no_preemption(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    full_cluster(h);
+    struct pod *member = make_pod("member", NULL, 10, 1000);
+    assert_int_equal(scheduler_pod_add(&h->sched, member), 0);
+    struct sched_pod *sp = strmap_get(&h->sched.pods, "member");
+    assert_non_null(sp);
+    /* the uid already accounted: cache_assume refuses (-EEXIST) */
+    struct pod *twin = make_pod("member", NULL, 10, 1000);
+    assert_int_equal(scheduler_assume(&h->sched, twin, "node-1"), 0);
+    struct kc_cycle *cycle = cycle_new(&h->sched, sp);
+    assert_non_null(cycle);
+    const struct cache_node *cn = cache_node(&h->sched.cache, "node-0");
+    const struct pod *victim = cn->pods[0]->pod;
+    assert_int_equal(preempt_choose(cycle, cn, &victim, 1), 0);
+    struct preempt_trial t;
+    assert_int_not_equal(preempt_trial_apply(&h->sched, cycle, &t), 0);
+    assert_null(t.p);
+    assert_false(t.applied);
+    assert_non_null(cycle->preemption);
+    assert_non_null(cache_pod(&h->sched.cache, victim->uid));
+    assert_int_equal(cache_node(&h->sched.cache, "node-0")->pod_count, 4);
+    preempt_trial_free(&t);
+    cycle_free(cycle);
+    assert_int_equal(scheduler_forget(&h->sched, twin), 0);
+    pod_free(twin);
+    harness_close(h);
+}
+
 static void what_if_runs_the_real_filters_without_the_victims(void **state)
 {
     (void)state;
@@ -409,6 +474,8 @@ int main(void)
         cmocka_unit_test(nomination_from_the_pod_object_is_honoured),
         cmocka_unit_test(nomination_follows_the_object),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
+        cmocka_unit_test(nonzero_requested_counts_kube_defaults),
+        cmocka_unit_test(failed_trial_holds_no_preemption),
         cmocka_unit_test(what_if_runs_the_real_filters_without_the_victims),
         cmocka_unit_test(nomination_cleared_when_bound_elsewhere),
         cmocka_unit_test(larger_than_any_node_is_not_helped),

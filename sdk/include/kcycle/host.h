@@ -255,6 +255,10 @@ typedef struct kc_host_api {
      * index is out of range. Strings live as long as the pod handle. */
     uint32_t (*pod_label_count)(const kc_pod *pod);
     int (*pod_label_at)(const kc_pod *pod, uint32_t index, const char **key, const char **value);
+    /* Added in 1.2 (non-zero requests). As node_requested, but a pod that requests no cpu
+     * (memory) counts as 100m (200 MiB): kube-scheduler's NodeInfo.NonZeroRequested, what its
+     * LeastAllocated and MostAllocated scores read. Other resources: as node_requested. */
+    int64_t (*node_nonzero_requested)(const kc_node *node, kc_resource id);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -45,6 +45,14 @@ static inline int64_t kc_node_requested(const kc_node *node, kc_resource id)
     return kc_host->node_requested(node, id);
 }
 
+/* Added in 1.2: requested with kube's defaults for pods without a cpu or memory request
+ * (NonZeroRequested); kc_node_requested on an older host. */
+static inline int64_t kc_node_nonzero_requested(const kc_node *node, kc_resource id)
+{
+    return KC_HOST_HAS(kc_host, node_nonzero_requested) ? kc_host->node_nonzero_requested(node, id)
+                                                        : kc_host->node_requested(node, id);
+}
+
 static inline uint32_t kc_node_pod_count(const kc_node *node)
 {
     return kc_host->node_pod_count(node);
