@@ -365,6 +365,18 @@ static void test_prefilter_restrictions_without_a_common_name_fail_prefilter(voi
     assert_string_equal(sp->reason, "0/6 nodes are available: 6 node(s) didn't satisfy "
                                     "plugin(s) [recorder recorder2].");
     harness_close(h);
+
+    /* one plugin restricting to no name at all: kube's singular wording, and the PreFilter
+     * of the plugin after it does not run */
+    h = harness_open("\"restrict\": \"-\"", "\"filter\": \"accept\"", 3);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason,
+                        "0/3 nodes are available: node(s) didn't satisfy plugin recorder.");
+    assert_null(strstr(read_log(h), "recorder2:PreFilter"));
+    harness_close(h);
 }
 
 static void test_parked_pod_still_in_backoff_goes_to_backoff_queue(void **state)
