@@ -1,5 +1,7 @@
-/* nodename: kube-scheduler's NodeName Filter. A pod that names its node (spec.nodeName) fits
- * only that node; a pod that names none is not this plugin's business (PreFilter skips it). */
+/* nodename: kube-scheduler's NodeName. A pod that names its node (spec.nodeName) fits only
+ * that node: PreFilter restricts the attempt to it, as kube v1.37 does, and Filter refuses the
+ * others where no restriction applies; a pod that names none is not this plugin's business
+ * (PreFilter skips it). */
 #include <string.h>
 
 #include <kcycle/kcycle.h>
@@ -7,6 +9,7 @@
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "nodename"
+#define KUBE_NAME "NodeName" /* the name in kube's message for nodes PreFilter leaves out */
 #define REASON "node(s) didn't match the requested node name"
 
 static int nodename_init(const kc_host_api *host, const char *args_json, void **self)
@@ -16,12 +19,17 @@ static int nodename_init(const kc_host_api *host, const char *args_json, void **
     return kc_plugin_attach(host);
 }
 
+/* kube-scheduler v1.37's NodeName PreFilter restricts the attempt to the named node (its
+ * PreFilterResult), so the other nodes count as "node(s) didn't satisfy plugin(s) [NodeName]"
+ * and run no Filter. A host without kc_cycle_restrict_nodes (SDK 1.1) leaves it to Filter. */
 static kc_status nodename_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     (void)self;
-    (void)cycle;
     const char *wanted = kc_pod_node_name(pod);
-    return wanted == NULL || wanted[0] == '\0' ? KC_SKIP : KC_SUCCESS;
+    if (wanted == NULL || wanted[0] == '\0')
+        return KC_SKIP;
+    int rc = kc_cycle_restrict_nodes(cycle, KUBE_NAME, &wanted, 1);
+    return rc == 0 || rc == -38 ? KC_SUCCESS : KC_ERROR;
 }
 
 /* Another node cannot become the named one, so preemption cannot help: unresolvable. */

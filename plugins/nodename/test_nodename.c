@@ -91,6 +91,32 @@ static void only_the_named_node_passes_in_a_cluster(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* kube-scheduler v1.37: PreFilter restricts the attempt to the named node under kube's
+ * plugin name, so the runtime counts the others as "node(s) didn't satisfy plugin(s)
+ * [NodeName]"; a pod naming no node restricts nothing. */
+static void pre_filter_restricts_to_the_named_node(void **state)
+{
+    (void)state;
+    kc_pod pod;
+    kc_cycle cycle;
+    fake_pod_init(&pod, "default", "p");
+    pod.node_name = "n3";
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+    assert_int_equal(cycle.restricted, 1);
+    assert_int_equal(cycle.restricted_count, 1);
+    assert_string_equal(cycle.restricted_names[0], "n3");
+    assert_string_equal(cycle.restrict_label, "NodeName");
+    assert_int_equal(cycle.reason_count, 0);
+    fake_cycle_clear(&cycle);
+
+    pod.node_name = NULL;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SKIP);
+    assert_int_equal(cycle.restricted, 0);
+    fake_cycle_clear(&cycle);
+}
+
 /* A cordon, taints or labels are other plugins' business. */
 static void other_node_properties_do_not_matter(void **state)
 {
@@ -131,6 +157,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TEST(filter_table),
         TEST(only_the_named_node_passes_in_a_cluster),
+        TEST(pre_filter_restricts_to_the_named_node),
         TEST(other_node_properties_do_not_matter),
         TEST(has_no_score_or_binding_phases),
         TEST(requeues_only_on_node_events),

@@ -1,5 +1,5 @@
 /* tainttoleration: kube-scheduler's TaintToleration. Filter refuses a node with a NoSchedule or
- * NoExecute taint the pod does not tolerate, naming the first such taint as kube does; Score
+ * NoExecute taint the pod does not tolerate, with kube-scheduler v1.37's reason; Score
  * counts the PreferNoSchedule taints the pod does not tolerate, and NormalizeScore turns the
  * counts around so that the node with the fewest scores 100. The plugin follows which nodes
  * carry taints (on_event) so that, in a cluster without them, it skips Filter and Score, whose
@@ -15,9 +15,9 @@
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "tainttoleration"
-/* Enough for a 253-character key, a 63-character value and the words around them; a longer
- * (invalid) taint is cut, still naming its key. */
-#define REASON_SIZE 512
+/* kube-scheduler v1.37 names no taint in the reason (docs/configuration.md, "Kubernetes
+ * version"), so every rejected node shares one reason and the message groups them. */
+#define REASON_UNTOLERATED "node(s) had untolerated taint(s)"
 
 #define FILTERING 0x1u  /* the node has a NoSchedule or NoExecute taint */
 #define PREFERRING 0x2u /* the node has a PreferNoSchedule taint */
@@ -166,31 +166,6 @@ static kc_status tainttoleration_pre_score(void *self, kc_cycle *cycle, const kc
     return ((struct plugin *)self)->preferring == 0 ? KC_SKIP : KC_SUCCESS;
 }
 
-/* The reason for one taint, formatted once per thread for as long as consecutive rejected
- * nodes carry the same taint (a tainted pool repeats it thousands of times per pod). */
-struct reason_cache {
-    char key[256], value[128];
-    char text[REASON_SIZE];
-};
-
-static _Thread_local struct reason_cache last_reason;
-
-static const char *untolerated_reason(const kc_taint *taint)
-{
-    const char *value = taint->value != NULL ? taint->value : "";
-    struct reason_cache *c = &last_reason;
-    if (c->text[0] != '\0' && strcmp(c->key, taint->key) == 0 && strcmp(c->value, value) == 0)
-        return c->text;
-    snprintf(c->text, sizeof(c->text), "node(s) had untolerated taint {%s: %s}", taint->key,
-             value);
-    bool fits = strlen(taint->key) < sizeof(c->key) && strlen(value) < sizeof(c->value);
-    snprintf(c->key, sizeof(c->key), "%s", fits ? taint->key : "");
-    snprintf(c->value, sizeof(c->value), "%s", value);
-    if (!fits)
-        c->text[0] = '\0'; /* too long to remember: format it again next time */
-    return fits ? c->text : NULL;
-}
-
 /* Removing pods cannot remove a taint: unresolvable, so preemption skips the node. */
 static kc_status tainttoleration_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
                                         const kc_node *node)
@@ -205,15 +180,7 @@ static kc_status tainttoleration_filter(void *self, kc_cycle *cycle, const kc_po
             continue;
         if (kc_pod_tolerates_taint(pod, &taint))
             continue;
-        const char *reason = untolerated_reason(&taint);
-        if (reason != NULL) {
-            kc_cycle_reject(cycle, reason);
-            return KC_UNRESOLVABLE;
-        }
-        char text[REASON_SIZE];
-        snprintf(text, sizeof(text), "node(s) had untolerated taint {%s: %s}", taint.key,
-                 taint.value != NULL ? taint.value : "");
-        kc_cycle_reject(cycle, text);
+        kc_cycle_reject(cycle, REASON_UNTOLERATED);
         return KC_UNRESOLVABLE;
     }
     return KC_SUCCESS;

@@ -37,6 +37,8 @@ static void add_tolerations(kc_pod *pod, const struct fake_toleration *toleratio
 
 /* Filter --------------------------------------------------------------------------------- */
 
+#define UNTOLERATED "node(s) had untolerated taint(s)"
+
 struct filter_case {
     const char *name;
     struct fake_toleration tolerations[MAX_ITEMS];
@@ -48,19 +50,19 @@ struct filter_case {
 static const struct filter_case filter_cases[] = {
     {"no tolerations, node without taints", {{0}}, {{0}}, KC_SUCCESS, NULL},
     {"no tolerations, NoSchedule taint", {{0}}, {{"dedicated", "user1", NS}}, KC_UNRESOLVABLE,
-     "node(s) had untolerated taint {dedicated: user1}"},
+     UNTOLERATED},
     {"Equal toleration for the dedicated user", {{"dedicated", "user1", 0, NS}},
      {{"dedicated", "user1", NS}}, KC_SUCCESS, NULL},
     {"Equal toleration for another user", {{"dedicated", "user2", 0, NS}},
      {{"dedicated", "user1", NS}}, KC_UNRESOLVABLE,
-     "node(s) had untolerated taint {dedicated: user1}"},
+     UNTOLERATED},
     {"Exists toleration tolerates any value", {{"foo", NULL, 1, NS}}, {{"foo", "bar", NS}},
      KC_SUCCESS, NULL},
     {"several tolerations cover several taints",
      {{"dedicated", "user2", 0, NS}, {"foo", NULL, 1, NS}},
      {{"dedicated", "user2", NS}, {"foo", "bar", NS}}, KC_SUCCESS, NULL},
     {"matching key and value, other non-empty effect", {{"foo", "bar", 0, PNS}},
-     {{"foo", "bar", NS}}, KC_UNRESOLVABLE, "node(s) had untolerated taint {foo: bar}"},
+     {{"foo", "bar", NS}}, KC_UNRESOLVABLE, UNTOLERATED},
     {"empty toleration effect matches NoSchedule", {{"foo", "bar", 0, 0}}, {{"foo", "bar", NS}},
      KC_SUCCESS, NULL},
     {"PreferNoSchedule taint never filters", {{"dedicated", "user2", 0, NS}},
@@ -68,23 +70,23 @@ static const struct filter_case filter_cases[] = {
     {"no tolerations, PreferNoSchedule taint", {{0}}, {{"dedicated", "user1", PNS}},
      KC_SUCCESS, NULL},
     {"NoExecute taint filters like NoSchedule", {{0}}, {{"evict", "now", NE}}, KC_UNRESOLVABLE,
-     "node(s) had untolerated taint {evict: now}"},
+     UNTOLERATED},
     {"NoExecute toleration does not cover NoSchedule", {{"gpu", "true", 0, NE}},
-     {{"gpu", "true", NS}}, KC_UNRESOLVABLE, "node(s) had untolerated taint {gpu: true}"},
+     {{"gpu", "true", NS}}, KC_UNRESOLVABLE, UNTOLERATED},
     {"empty key with Exists tolerates every taint", {{NULL, NULL, 1, 0}},
      {{"a", "1", NS}, {"b", "2", NE}}, KC_SUCCESS, NULL},
     {"empty key with Exists, effect bound", {{NULL, NULL, 1, NS}},
-     {{"a", "1", NS}, {"b", "2", NE}}, KC_UNRESOLVABLE, "node(s) had untolerated taint {b: 2}"},
-    {"first untolerated taint in node order is named", {{"b", NULL, 1, 0}},
+     {{"a", "1", NS}, {"b", "2", NE}}, KC_UNRESOLVABLE, UNTOLERATED},
+    {"an untolerated taint after a tolerated one", {{"b", NULL, 1, 0}},
      {{"a", "x", NE}, {"b", "y", NS}, {"c", "z", NS}}, KC_UNRESOLVABLE,
-     "node(s) had untolerated taint {a: x}"},
-    {"taint without value prints an empty value", {{0}}, {{"node-role", NULL, NS}},
-     KC_UNRESOLVABLE, "node(s) had untolerated taint {node-role: }"},
+     UNTOLERATED},
+    {"taint without value", {{0}}, {{"node-role", NULL, NS}},
+     KC_UNRESOLVABLE, UNTOLERATED},
     {"Equal toleration without value matches taint without value", {{"node-role", NULL, 0, NS}},
      {{"node-role", NULL, NS}}, KC_SUCCESS, NULL},
     {"Equal toleration without value against a valued taint", {{"node-role", NULL, 0, NS}},
      {{"node-role", "master", NS}}, KC_UNRESOLVABLE,
-     "node(s) had untolerated taint {node-role: master}"},
+     UNTOLERATED},
 };
 
 static void filter_table(void **state)
@@ -204,13 +206,13 @@ static void each_rejected_node_gives_one_reason(void **state)
         assert_int_equal(ops->filter(self, &cycle, &pod, &nodes[n]), KC_UNRESOLVABLE);
     }
     assert_int_equal(cycle.reason_count, 4);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "node(s) had untolerated taint {gpu: true}"), 4);
+    assert_int_equal(fake_cycle_reason_count(&cycle, UNTOLERATED), 4);
     fake_cycle_clear(&cycle);
 }
 
-/* Consecutive nodes with the same taint, then another, then a key too long to remember: each
- * reason names its own node's taint. */
-static void reasons_name_each_node_s_own_taint(void **state)
+/* kube-scheduler v1.37's reason names no taint: nodes with different taints, long keys
+ * included, all give the one reason, so the message counts them together. */
+static void reasons_are_the_same_for_every_taint(void **state)
 {
     (void)state;
     static char long_key[301];
@@ -226,10 +228,9 @@ static void reasons_name_each_node_s_own_taint(void **state)
         fake_node_init(&node, "n");
         fake_node_add_taint(&node, keys[i], values[i], NS);
         assert_int_equal(ops->filter(self, &cycle, &pod, &node), KC_UNRESOLVABLE);
-        char want[512];
-        snprintf(want, sizeof(want), "node(s) had untolerated taint {%s: %s}", keys[i], values[i]);
-        assert_string_equal(cycle.reasons[i], want);
+        assert_string_equal(cycle.reasons[i], UNTOLERATED);
     }
+    assert_int_equal(fake_cycle_reason_count(&cycle, UNTOLERATED), 6);
     fake_cycle_clear(&cycle);
 }
 
@@ -300,7 +301,7 @@ int main(void)
         TEST(score_table),
         TEST(score_is_untolerated_prefer_count_before_normalize),
         TEST(each_rejected_node_gives_one_reason),
-        TEST(reasons_name_each_node_s_own_taint),
+        TEST(reasons_are_the_same_for_every_taint),
         TEST(skips_follow_the_taints_of_the_cluster),
         TEST(requeues_on_node_and_pod_changes_only),
         TEST(query_refuses_other_abi_major),

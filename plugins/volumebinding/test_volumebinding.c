@@ -17,7 +17,7 @@
 KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
 
 #define NB "node(s) didn't find available persistent volumes to bind"
-#define NC "node(s) had volume node affinity conflict"
+#define NC "node(s) didn't match PersistentVolume's node affinity"
 #define PVX "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 
 struct vb_volume {

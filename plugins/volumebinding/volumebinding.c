@@ -23,7 +23,7 @@ KC_PLUGIN_DEFINE_HOST;
 #define ENOMEM_CODE (-12)
 #define TEXT_MAX 640
 
-#define REASON_NODE_CONFLICT "node(s) had volume node affinity conflict"
+#define REASON_NODE_CONFLICT "node(s) didn't match PersistentVolume's node affinity"
 #define REASON_BIND_CONFLICT "node(s) didn't find available persistent volumes to bind"
 #define REASON_PV_NOT_EXIST "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 #define REASON_UNBOUND_IMMEDIATE "pod has unbound immediate PersistentVolumeClaims"

@@ -17,7 +17,9 @@
 KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
 
 #define DISK "node(s) had no available disk"
-#define RWOP "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+#define RWOP                                                                                   \
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "  \
+    "in-use by another pod"
 
 struct vr_case {
     const char *name;

@@ -24,7 +24,8 @@ KC_PLUGIN_DEFINE_HOST;
 
 #define REASON_DISK_CONFLICT "node(s) had no available disk"
 #define REASON_RWOP_CONFLICT                                                                   \
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already "  \
+    "in-use by another pod"
 
 #define RWOP_MAX 16
 

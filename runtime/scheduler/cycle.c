@@ -292,6 +292,43 @@ void cycle_restrict_clear(struct kc_cycle *cycle)
     cycle->restricted_count = 0;
     cycle->restricted = false;
     cycle->restrict_label[0] = '\0';
+    for (uint32_t i = 0; i < cycle->restricted_missing_count; i++)
+        free(cycle->restricted_missing[i]);
+    free(cycle->restricted_missing);
+    cycle->restricted_missing = NULL;
+    cycle->restricted_missing_count = 0;
+}
+
+/* Keep, of the names no node has, those this restriction names too (all of them on the first
+ * restriction). 0 or -ENOMEM. */
+static int restrict_missing(struct kc_cycle *cycle, const struct cache *cache,
+                            const char *const *names, uint32_t count)
+{
+    char **kept = malloc(((size_t)count + 1) * sizeof(*kept));
+    if (kept == NULL)
+        return -ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        if (names[i] == NULL || cache_node(cache, names[i]) != NULL)
+            continue;
+        bool common = !cycle->restricted;
+        for (uint32_t j = 0; j < cycle->restricted_missing_count && !common; j++)
+            common = strcmp(cycle->restricted_missing[j], names[i]) == 0;
+        if (common && (kept[n] = strdup(names[i])) != NULL)
+            n++;
+    }
+    for (uint32_t i = 0; i < cycle->restricted_missing_count; i++)
+        free(cycle->restricted_missing[i]);
+    free(cycle->restricted_missing);
+    cycle->restricted_missing = kept;
+    cycle->restricted_missing_count = n;
+    return 0;
+}
+
+bool cycle_restriction_empty(const struct kc_cycle *cycle)
+{
+    return cycle->restricted && cycle->restricted_count == 0 &&
+           cycle->restricted_missing_count == 0;
 }
 
 /* kube lists the plugins sorted, separated by spaces: "[NodeAffinity VolumeBinding]". */
@@ -329,6 +366,10 @@ int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *
         const struct cache_node *cn = names[i] != NULL ? cache_node(cache, names[i]) : NULL;
         if (cn != NULL)
             nodes[found++] = cn->index;
+    }
+    if (restrict_missing(cycle, cache, names, count) < 0) {
+        free(nodes);
+        return -ENOMEM;
     }
     qsort(nodes, found, sizeof(*nodes), compare_index);
     uint32_t kept = 0;

@@ -39,6 +39,9 @@ int cycle_annotate(kc_cycle *cycle, const char *key, const char *value);
 /* kc_cycle_restrict_nodes: intersect the cycle's allowed nodes with names. */
 int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,
                          uint32_t count);
+/* Whether the restrictions so far leave no node name at all (kube's empty PreFilterResult;
+ * names of nodes that do not exist still count). */
+bool cycle_restriction_empty(const struct kc_cycle *cycle);
 /* Forget the restriction (a new evaluation of the cycle's pod starts without one). */
 void cycle_restrict_clear(struct kc_cycle *cycle);
 /* Keep an object update for the binder (copies everything). 0, -EINVAL or -ENOMEM. */

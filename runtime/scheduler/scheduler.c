@@ -1183,6 +1183,23 @@ static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
 }
 
 /* PreFilter on the in-process plugins; the plugin that rejected is in *failed. */
+/* kube-scheduler v1.37 (RunPreFilterPlugins): the restrictions of PreFilter leave no node
+ * name, so PreFilter fails UnschedulableAndUnresolvable, naming the restricting plugins:
+ * "node(s) didn't satisfy plugin(s) [A B] simultaneously", or "node(s) didn't satisfy plugin
+ * A" for one. */
+static kc_status restriction_failure(struct kc_cycle *cycle)
+{
+    char message[sizeof(cycle->restrict_label) + 64];
+    if (strchr(cycle->restrict_label, ' ') != NULL)
+        snprintf(message, sizeof(message), "node(s) didn't satisfy plugin(s) [%s] simultaneously",
+                 cycle->restrict_label);
+    else
+        snprintf(message, sizeof(message), "node(s) didn't satisfy plugin %s",
+                 cycle->restrict_label);
+    cycle_fail(cycle, message);
+    return KC_UNRESOLVABLE;
+}
+
 static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t *skip,
                                  struct plugin **failed)
 {
@@ -1199,6 +1216,10 @@ static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, ui
         } else if (st != KC_SUCCESS) {
             *failed = p;
             return st;
+        }
+        if (cycle_restriction_empty(cycle)) {
+            *failed = p;
+            return restriction_failure(cycle);
         }
     }
     return KC_SUCCESS;

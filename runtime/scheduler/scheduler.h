@@ -114,6 +114,10 @@ struct kc_cycle {
     uint32_t *restricted_nodes, restricted_count;
     char restrict_label[160];
     uint32_t *narrowed;
+    /* the restricting names no node has, common to every restriction so far: kube intersects
+     * names, not nodes, so an empty intersection of names (not of nodes) fails PreFilter */
+    char **restricted_missing;
+    uint32_t restricted_missing_count;
     /* object updates asked for in PreBind, handed to the sink before the bind */
     struct object_write *writes;
     uint32_t write_count;

@@ -589,7 +589,7 @@ def refusal(pod, node):
         return "node(s) were unschedulable"
     for taint in node["spec"].get("taints") or []:
         if taint["effect"] in ("NoSchedule", "NoExecute") and not pod_tolerates(pod, taint):
-            return f"node(s) had untolerated taint {{{taint['key']}: {taint.get('value', '')}}}"
+            return "node(s) had untolerated taint(s)"  # v1.37 names no taint
     if not affinity_holds(pod, node):
         return "node(s) didn't match Pod's node affinity/selector"
     return None
@@ -1386,8 +1386,9 @@ def scenario_volumes(fc, api, workdir):
         solo = [by_name["solo-0"], by_name["solo-1"]]
         loser = [p for p in solo if not p["spec"].get("nodeName")]
         check(len(loser) == 1 and pod_message(loser[0]) ==
-              "0/6 nodes are available: 6 node has pod using PersistentVolumeClaim with the "
-              "same name and ReadWriteOncePod access mode." + NO_VICTIMS.format(6),
+              "0/6 nodes are available: 6 node(s) unavailable due to PersistentVolumeClaim "
+              "with ReadWriteOncePod access mode already in-use by another pod." +
+              NO_VICTIMS.format(6),
               f"second ReadWriteOncePod user: {[pod_message(p) for p in loser]}")
         check(not any(by_name[f"cache-{i}"]["spec"]["nodeName"] == "node-0" for i in range(4)),
               "no fast-class pod on node-0 (CSINode count 0)")

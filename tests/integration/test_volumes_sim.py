@@ -89,8 +89,9 @@ def volumes_example(tmp):
     refused = [p for p in solo if not p["node"]]
     check(len(bound) == 1 and len(refused) == 1, f"one solo pod runs, got {solo}")
     if refused:
-        check(refused[0]["reason"] == "0/3 nodes are available: 3 node has pod using "
-              "PersistentVolumeClaim with the same name and ReadWriteOncePod access mode." +
+        check(refused[0]["reason"] == "0/3 nodes are available: 3 node(s) unavailable due "
+              "to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by "
+              "another pod." +
               NO_VICTIMS.format(3),
               f"the second ReadWriteOncePod user gets kube's reason, got {refused[0]}")
     check(report["summary"]["object_writes"] == 3 and

@@ -5,7 +5,8 @@
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
  *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all
- *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2)
+ *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2); "-"
+ *             restricts it to no name at all
  *   restrict_late: a node name PreScore and Score try to restrict the attempt to; the call
  *          must fail (-EINVAL outside PreFilter), else the phase returns an error
  *   write: PreBind writes the selected-node annotation on this PersistentVolumeClaim of the
@@ -127,7 +128,8 @@ static kc_status pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
     snprintf(copy, sizeof(copy), "%s", r->restrict_nodes);
     for (char *save = NULL, *p = strtok_r(copy, " ", &save); p != NULL && count < 32;
          p = strtok_r(NULL, " ", &save))
-        names[count++] = p;
+        if (strcmp(p, "-") != 0)
+            names[count++] = p;
     return kc_cycle_restrict_nodes(cycle, RECORDER_NAME, names, count) == 0 ? KC_SUCCESS
                                                                             : KC_ERROR;
 }

@@ -356,6 +356,43 @@ static void test_restrict_nodes_is_refused_after_prefilter(void **state)
     harness_close(h);
 }
 
+/* kube-scheduler v1.37 intersects the names of PreFilterResults, not the nodes: restrictions
+ * with no name in common fail PreFilter (the second plugin's PreFilter is the last to run),
+ * while a common name that no node has leaves every node counted under the plugins. */
+static void test_prefilter_restrictions_without_a_common_name_fail_prefilter(void **state)
+{
+    struct harness *h = harness_open("\"restrict\": \"node-0 missing\"",
+                                     "\"restrict\": \"node-1 other\"", 6);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    struct sched_pod *sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "0/6 nodes are available: node(s) didn't satisfy plugin(s) "
+                                    "[recorder recorder2] simultaneously.");
+    harness_close(h);
+
+    h = harness_open("\"restrict\": \"node-0 missing\"", "\"restrict\": \"missing\"", 6);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason, "0/6 nodes are available: 6 node(s) didn't satisfy "
+                                    "plugin(s) [recorder recorder2].");
+    harness_close(h);
+
+    /* one plugin restricting to no name at all: kube's singular wording, and the PreFilter
+     * of the plugin after it does not run */
+    h = harness_open("\"restrict\": \"-\"", "\"filter\": \"accept\"", 3);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    sp = pending(h, "p");
+    assert_int_equal(sp->state, SP_UNSCHEDULABLE);
+    assert_string_equal(sp->reason,
+                        "0/3 nodes are available: node(s) didn't satisfy plugin recorder.");
+    assert_null(strstr(read_log(h), "recorder2:PreFilter"));
+    harness_close(h);
+}
+
 static void test_parked_pod_still_in_backoff_goes_to_backoff_queue(void **state)
 {
     struct harness *h = harness_open("\"filter\": \"reject\"", "\"filter\": \"accept\"", 1);
@@ -961,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_filter_rejection_parks_until_node_added),
         cmocka_unit_test(test_prefilter_restrictions_intersect_and_name_their_plugins),
         cmocka_unit_test(test_restrict_nodes_is_refused_after_prefilter),
+        cmocka_unit_test(test_prefilter_restrictions_without_a_common_name_fail_prefilter),
         cmocka_unit_test(test_parked_pod_still_in_backoff_goes_to_backoff_queue),
         cmocka_unit_test(test_unschedulable_pods_are_flushed_after_five_minutes),
         cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),
