@@ -26,6 +26,14 @@ int reloader_open(struct reloader *r, struct scheduler *s, const char *config_pa
     int rc = watch_open(&r->watch, s->fw, watch_plugins, watch_config ? config_path : NULL);
     if (rc < 0)
         return kc_error_set(err, rc, "hot reload: cannot watch files: %s", kc_strerror(rc));
+    /* from here on a change of a watched file is seen (its identity is taken) and SIGHUP
+     * reloads: what a deployment check, or a test, waits for before changing a file */
+    uint32_t plugin_files = 0;
+    for (uint32_t i = 0; i < r->watch.file_count; i++)
+        plugin_files += !r->watch.files[i].config;
+    log_info("hot reload: ready, plugin generation %llu; %u plugin file(s) watched%s",
+             (unsigned long long)s->fw->generation, plugin_files,
+             watch_config ? ", the configuration file watched" : "");
     return 0;
 }
 
