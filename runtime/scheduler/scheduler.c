@@ -1,5 +1,5 @@
 /* The scheduling cycle (PreFilter .. Permit), the binding cycle (WaitOnPermit .. PostBind)
- * and the handling of cluster events, with kube-scheduler's semantics (DESIGN section 4). */
+ * and the handling of cluster events, with kube-scheduler's semantics (docs/architecture.md). */
 #include "scheduler.h"
 
 #include <pthread.h>
