@@ -73,64 +73,26 @@ static void binding_free(Kcycle__V1__Binding *m)
     free(m);
 }
 
+/* The outgoing messages other than bindings own every string they hold (strdup'd in the
+ * sink functions), so protobuf-c's own free releases each of them whole. */
+static void free_messages(void *items, size_t count)
+{
+    ProtobufCMessage **messages = items;
+    for (size_t i = 0; i < count; i++)
+        protobuf_c_message_free_unpacked(messages[i], NULL);
+}
+
 static void clear_out(struct bridge_client *b)
 {
     Kcycle__V1__ToBridge *out = &b->out;
     for (size_t i = 0; i < out->n_bindings; i++)
         binding_free(out->bindings[i]);
-    for (size_t i = 0; i < out->n_unschedulable; i++) {
-        Kcycle__V1__Unschedulable *m = out->unschedulable[i];
-        free(m->namespace_);
-        free(m->name);
-        free(m->uid);
-        free(m->reason);
-        free(m->message);
-        free(m);
-    }
-    for (size_t i = 0; i < out->n_scheduled; i++) {
-        Kcycle__V1__Scheduled *m = out->scheduled[i];
-        free(m->namespace_);
-        free(m->name);
-        free(m->uid);
-        free(m->node);
-        free(m);
-    }
-    for (size_t i = 0; i < out->n_group_status; i++) {
-        Kcycle__V1__GroupStatus *m = out->group_status[i];
-        free(m->namespace_);
-        free(m->name);
-        free(m->phase);
-        free(m->message);
-        free(m);
-    }
-    for (size_t i = 0; i < out->n_object_writes; i++) {
-        Kcycle__V1__ObjectWrite *m = out->object_writes[i];
-        free(m->kind);
-        free(m->namespace_);
-        free(m->name);
-        free(m->patch);
-        free(m->pod_uid);
-        free(m);
-    }
-    for (size_t i = 0; i < out->n_nominations; i++) {
-        Kcycle__V1__Nomination *m = out->nominations[i];
-        free(m->namespace_);
-        free(m->name);
-        free(m->uid);
-        free(m->node);
-        free(m);
-    }
-    for (size_t i = 0; i < out->n_evictions; i++) {
-        Kcycle__V1__Eviction *m = out->evictions[i];
-        free(m->namespace_);
-        free(m->name);
-        free(m->uid);
-        free(m->node);
-        free(m->preemptor_namespace);
-        free(m->preemptor_name);
-        free(m->preemptor_uid);
-        free(m);
-    }
+    free_messages(out->unschedulable, out->n_unschedulable);
+    free_messages(out->scheduled, out->n_scheduled);
+    free_messages(out->group_status, out->n_group_status);
+    free_messages(out->object_writes, out->n_object_writes);
+    free_messages(out->nominations, out->n_nominations);
+    free_messages(out->evictions, out->n_evictions);
     out->n_bindings = out->n_unschedulable = out->n_scheduled = out->n_group_status = 0;
     out->n_object_writes = out->n_nominations = out->n_evictions = 0;
     out->hello = false;
