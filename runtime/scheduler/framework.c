@@ -185,6 +185,7 @@ int framework_load(struct framework *fw, const struct config *cfg, const char *p
         if (rc < 0) {
             log_error("%s; continuing without it (required: false)", err->message);
             fw->errors[i] = strdup(err->message[0] != '\0' ? err->message : kc_strerror(rc));
+            fw->error_paths[i] = loader_find(pc->name, pc->path, dir);
             continue;
         }
         p->index = fw->count++;
@@ -207,8 +208,10 @@ void framework_close(struct framework *fw)
     for (int phase = 0; phase < PHASE_COUNT; phase++)
         free(fw->phase[phase]);
     free(fw->reserve_all);
-    for (uint32_t i = 0; i < FRAMEWORK_MAX_PLUGINS; i++)
+    for (uint32_t i = 0; i < FRAMEWORK_MAX_PLUGINS; i++) {
         free(fw->errors[i]);
+        free(fw->error_paths[i]);
+    }
     free(fw->hosts);
     memset(fw, 0, sizeof(*fw));
 }

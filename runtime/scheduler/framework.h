@@ -67,6 +67,7 @@ struct framework {
     /* Why each plugin left out (required: false) failed, by configuration position; NULL for
      * the others. Owned, freed by framework_close. The plugin host reports them per plugin. */
     char *errors[FRAMEWORK_MAX_PLUGINS];
+    char *error_paths[FRAMEWORK_MAX_PLUGINS]; /* the file each of those was looked for at */
     /* Hot reload: each load of the plugins is a generation, numbered from 1. The scheduler
      * holds one reference to the active generation and each open cycle one to the generation
      * it started on; a replaced generation is closed when its last cycle ends. */

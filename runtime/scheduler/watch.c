@@ -39,25 +39,33 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The content path names now, following symlinks (a Kubernetes ConfigMap volume swaps a
- * "..data" symlink and never touches the file's own name): its size and an FNV-1a hash. */
-static void identify(struct watch_file *f)
+/* The size and FNV-1a hash of what fd holds, read from offset 0 (pread: a plugin's private
+ * copy stays mapped, and its offset is nobody's business); present when it was read whole. */
+static void identify_fd(struct watch_file *f, int fd)
 {
     f->present = false;
     f->size = 0;
     f->hash = 0xcbf29ce484222325ull;
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
     unsigned char buf[65536];
     ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+    while ((n = pread(fd, buf, sizeof(buf), (off_t)f->size)) > 0) {
         f->size += (uint64_t)n;
         for (ssize_t i = 0; i < n; i++)
             f->hash = (f->hash ^ buf[i]) * 0x100000001b3ull;
     }
     f->present = n == 0;
-    close(fd);
+}
+
+/* The content path names now, following symlinks (a Kubernetes ConfigMap volume swaps a
+ * "..data" symlink and never touches the file's own name). */
+static void identify(struct watch_file *f)
+{
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    identify_fd(f, fd);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* Look again; true when the content is not what it was. */
@@ -68,7 +76,10 @@ static bool changed(struct watch_file *f)
     return f->present != before.present || f->size != before.size || f->hash != before.hash;
 }
 
-static int add_file(struct watch *w, const char *path, bool config)
+/* loaded_fd: the content that was loaded (a plugin's private copy), or -1. The file is
+ * watched from that content, not from what the path holds now: a file replaced between its
+ * load and this call is a change, seen at the next poll. */
+static int add_file(struct watch *w, const char *path, bool config, int loaded_fd)
 {
     const char *slash = strrchr(path, '/');
     char *dir = slash == NULL ? strdup(".") : strndup(path, (size_t)(slash - path));
@@ -101,6 +112,14 @@ static int add_file(struct watch *w, const char *path, bool config)
     struct watch_file *f = &w->files[w->file_count++];
     *f = (struct watch_file){.wd = wd, .dir = dir, .base = base, .path = copy, .config = config};
     identify(f);
+    if (loaded_fd >= 0) {
+        struct watch_file now = *f;
+        identify_fd(f, loaded_fd);
+        if (now.present != f->present || now.size != f->size || now.hash != f->hash) {
+            log_info("hot reload: %s changed since it was loaded", path);
+            w->plugins_due_us = now_us();
+        }
+    }
     return 0;
 }
 
@@ -116,10 +135,15 @@ int watch_open(struct watch *w, const struct framework *fw, bool plugins, const 
         const struct plugin *p = &fw->plugins[i];
         /* in process or in a plugin host (a reload starts a new host generation) alike */
         if (p->path != NULL)
-            add_file(w, p->path, false);
+            add_file(w, p->path, false, !p->remote && p->copy_fd > 0 ? p->copy_fd : -1);
     }
+    /* a required: false plugin that failed to load: a fixed file is loaded by the reload
+     * its change starts */
+    for (uint32_t i = 0; plugins && i < FRAMEWORK_MAX_PLUGINS; i++)
+        if (fw->error_paths[i] != NULL)
+            add_file(w, fw->error_paths[i], false, -1);
     if (config_path != NULL)
-        add_file(w, config_path, true);
+        add_file(w, config_path, true, -1);
     return 0;
 }
 

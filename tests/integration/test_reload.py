@@ -307,6 +307,67 @@ def test_bad_file_of_optional_plugin(tmp):
           f"{label}: one reload refused ({data['summary']['plugin_reloads_refused']})")
 
 
+def test_optional_plugin_fixed(tmp):
+    """A required: false plugin whose file could not be loaded at the start is watched: a
+    good file put there later is loaded by a reload."""
+    label = "required: false plugin fixed after the start"
+    pods = 20000
+    so = os.path.join(tmp, "versioned.so")
+    write(so, "this is not a shared object\n")
+    cfg = config(tmp)
+    with open(cfg) as f:
+        text = f.read().replace("args: {prefer: a-}}", "args: {prefer: a-}, required: false}")
+    check("required: false" in text, f"{label}: the configuration marks it optional")
+    write(cfg, text)
+    run = Run(tmp, cfg, workload(tmp, pods), pace=paced(5000), extra=["--watch-plugins"])
+    run.step(label, "the bad file left out", "continuing without it")
+    run.ready(label)
+    replace(plugin("versioned2"), so, "rename")
+    run.step(label, "the good file loaded", "hot reload: plugin generation")
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    versions = [g["plugin_versions"].get("versioned")
+                for g in data["summary"]["plugin_generations"]]
+    check(versions == [None, "2.0.0"],
+          f"{label}: served without it, then with 2.0.0 ({versions})")
+
+
+def test_replaced_while_loading(tmp):
+    """A plugin file replaced after it was read for loading and before the watch started is
+    a change: the plugin's init holds until the test has replaced the file."""
+    label = "file replaced while it was being loaded"
+    pods = 20000
+    so = os.path.join(tmp, "versioned.so")
+    hold = os.path.join(tmp, "hold")
+    if os.path.exists(hold):
+        os.unlink(hold)
+    shutil.copyfile(plugin("versioned1"), so)
+    cfg = config(tmp)
+    with open(cfg) as f:
+        text = f.read().replace("args: {prefer: a-}}",
+                                f"args: {{prefer: a-, hold: {json.dumps(hold)}}}}}")
+    check("hold" in text, f"{label}: the configuration holds the plugin's init")
+    write(cfg, text)
+    run = Run(tmp, cfg, workload(tmp, pods), pace=paced(5000), extra=["--watch-plugins"])
+    run.step(label, "the plugin's init holds", "init holds until")
+    replace(plugin("versioned2"), so, "rename")
+    write(hold, "")
+    run.ready(label)
+    run.step(label, "the change seen", "changed since it was loaded")
+    run.step(label, "the new file loaded", "hot reload: plugin generation")
+    data = run.wait()
+    check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
+    if data is None:
+        return
+    nothing_lost(label, data, pods)
+    versions = [g["plugin_versions"].get("versioned")
+                for g in data["summary"]["plugin_generations"]]
+    check(versions == ["1.0.0", "2.0.0"], f"{label}: 1.0.0 then 2.0.0 ({versions})")
+
+
 def test_config_reload(tmp):
     label = "config reload"
     pods = 20000
@@ -503,6 +564,8 @@ def main():
             test_new_version(tmp, "inprocess", how)
         test_bad_files(tmp, "inprocess")
         test_bad_file_of_optional_plugin(tmp)
+        test_optional_plugin_fixed(tmp)
+        test_replaced_while_loading(tmp)
         test_config_reload(tmp)
         test_crash_in_init_inprocess(tmp)
         test_fifty_reloads(tmp, "inprocess")

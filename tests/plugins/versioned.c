@@ -1,10 +1,14 @@
 /* A test plugin for hot reload, built twice with different version strings
  * (-DVERSIONED_VERSION). Score prefers the nodes whose name starts with args "prefer" (100,
  * else 0). It keeps state from cluster events: Filter rejects every node while it has heard of
- * no node, so a generation that was not told the cluster before serving fails pods. */
+ * no node, so a generation that was not told the cluster before serving fails pods. With args
+ * "hold", init waits (up to 60 s) until that file exists: a test replaces the plugin's file
+ * while it is being loaded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <kcycle/kcycle.h>
 
@@ -34,6 +38,15 @@ static int init(const kc_host_api *host, const char *args, void **self)
     if (p != NULL && (p = strchr(p + 8, '"')) != NULL) {
         size_t n = strcspn(p + 1, "\"");
         snprintf(v->prefer, sizeof(v->prefer), "%.*s", (int)n, p + 1);
+    }
+    if ((p = strstr(args, "\"hold\"")) != NULL && (p = strchr(p + 6, '"')) != NULL) {
+        char hold[512];
+        snprintf(hold, sizeof(hold), "%.*s", (int)strcspn(p + 1, "\""), p + 1);
+        char line[600];
+        snprintf(line, sizeof(line), "init holds until %s exists", hold);
+        kc_log(KC_LOG_INFO, "versioned", line);
+        for (int i = 0; i < 6000 && access(hold, F_OK) != 0; i++)
+            nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
     }
     *self = v;
     return 0;
