@@ -87,7 +87,8 @@ static void usage(FILE *out)
             "  --quiet             no placement table, only the summary\n"
             "  --no-progress       no progress lines on stderr (runs over a second)\n"
             "  -v, --verbose       more log output (repeat for debug)\n"
-            "  --version           print the version\n");
+            "  --version           print the version\n"
+            "  -h, --help          print this help\n");
 }
 
 int main(int argc, char **argv)
