@@ -124,7 +124,8 @@ static void time_axis(FILE *out, const struct sim_timeline *t, int bottom)
         }
     if (log_scale)
         time_tick(out, t, bottom, end_ms(t));
-    fprintf(out, "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"end\">simulated time%s</text>\n",
+    fprintf(out,
+            "<text class=\"label\" x=\"%d\" y=\"%d\" text-anchor=\"end\">simulated time%s</text>\n",
             MARGIN_LEFT + PLOT_WIDTH, bottom + 32, log_scale ? " (logarithmic)" : "");
 }
 
@@ -230,8 +231,8 @@ static void row_label(FILE *out, const struct simulator *sim, const struct sim_t
 
 static void heatmap_plot(FILE *out, const struct simulator *sim, const struct sim_timeline *t)
 {
-    bool drawn = t->sample_count > 0 && t->row_count > 0 &&
-                 sim->sched.cache.node_count >= t->node_count;
+    bool drawn =
+        t->sample_count > 0 && t->row_count > 0 && sim->sched.cache.node_count >= t->node_count;
     section_open(out, "heatmap", drawn, "Node load over time");
     fputs("<p>One row per node (or per run of neighbouring nodes when there are many): the "
           "largest requested/allocatable share over the resources above; darker is fuller.</p>\n",
@@ -260,8 +261,8 @@ static void heatmap_plot(FILE *out, const struct simulator *sim, const struct si
         fputc('\n', out);
     }
     for (uint32_t r = 0; r < t->row_count; r += (uint32_t)label_every) {
-        fprintf(out, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">",
-                MARGIN_LEFT - 4, MARGIN_TOP + (int)r * row_height + row_height);
+        fprintf(out, "<text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", MARGIN_LEFT - 4,
+                MARGIN_TOP + (int)r * row_height + row_height);
         row_label(out, sim, t, r);
         fputs("</text>\n", out);
     }
@@ -309,7 +310,10 @@ static void pending_plot(FILE *out, const struct sim_timeline *t)
     svg_open(out, "plot-pending", CHART_HEIGHT, "Pending pods by reason over time");
     value_axis(out, top, "");
     time_axis(out, t, MARGIN_TOP + PLOT_HEIGHT);
-    uint32_t bands = t->reason_count + 1; /* the last one: other reasons */
+    bool other = false; /* reasons beyond the table's: drawn last, when there are any */
+    for (uint32_t i = 0; i < t->sample_count; i++)
+        other = other || t->samples[i].pending[SIM_TIMELINE_MAX_REASONS] > 0;
+    uint32_t bands = t->reason_count + other;
     for (uint32_t k = 0; k < bands; k++) {
         uint32_t slot = k < t->reason_count ? k : SIM_TIMELINE_MAX_REASONS;
         fprintf(out, "<polygon class=\"band\" data-reason=\"%u\" fill=\"%s\" points=\"", k,
@@ -317,8 +321,7 @@ static void pending_plot(FILE *out, const struct sim_timeline *t)
         for (uint32_t i = 0; i < t->sample_count; i++) {
             const struct sim_sample *s = &t->samples[i];
             uint32_t upper = pending_below(s, slot) + s->pending[slot];
-            fprintf(out, "%.1f,%.1f ", x_of(t, s->at_ms),
-                    MARGIN_TOP + PLOT_HEIGHT - upper * scale);
+            fprintf(out, "%.1f,%.1f ", x_of(t, s->at_ms), MARGIN_TOP + PLOT_HEIGHT - upper * scale);
         }
         for (uint32_t i = t->sample_count; i-- > 0;) {
             const struct sim_sample *s = &t->samples[i];
@@ -330,7 +333,8 @@ static void pending_plot(FILE *out, const struct sim_timeline *t)
     fputs("</svg>\n<ul class=\"legend\">\n", out);
     for (uint32_t k = 0; k < t->reason_count; k++)
         legend_entry(out, k, t->reasons[k], NULL);
-    legend_entry(out, t->reason_count, "other reasons", NULL);
+    if (other)
+        legend_entry(out, t->reason_count, "other reasons", NULL);
     uint32_t most = 0;
     for (uint32_t i = 0; i < t->sample_count; i++)
         most = pending_total(&t->samples[i]) > most ? pending_total(&t->samples[i]) : most;
@@ -344,8 +348,8 @@ static const char *phase_colour(const char *phase)
 {
     static const struct {
         const char *phase, *colour;
-    } colours[] = {{"Pending", "#fdd49e"},   {"Scheduling", "#6baed6"}, {"Scheduled", "#a1d99b"},
-                   {"Running", "#31a354"},   {"Failed", "#de2d26"},     {"Finished", "#969696"}};
+    } colours[] = {{"Pending", "#fdd49e"}, {"Scheduling", "#6baed6"}, {"Scheduled", "#a1d99b"},
+                   {"Running", "#31a354"}, {"Failed", "#de2d26"},     {"Finished", "#969696"}};
     for (size_t i = 0; i < sizeof(colours) / sizeof(colours[0]); i++)
         if (strcmp(phase, colours[i].phase) == 0)
             return colours[i].colour;
@@ -611,8 +615,7 @@ static void page(FILE *out, const struct simulator *sim)
 int htmlreport_write(const struct simulator *sim, const char *path, struct kc_error *err)
 {
     if (sim->timeline == NULL)
-        return kc_error_set(err, -EINVAL, "%s: the run kept no timeline for the HTML report",
-                            path);
+        return kc_error_set(err, -EINVAL, "%s: the run kept no timeline for the HTML report", path);
     FILE *out = fopen(path, "w");
     if (out == NULL)
         return kc_error_set(err, -errno, "%s: cannot write the HTML report: %s", path,

@@ -36,8 +36,8 @@ int sim_timeline_open(struct sim_timeline *t, const struct simulator *sim)
         if (cluster_allocatable(cache, (kc_resource)id) > 0)
             t->resources[t->resource_count++] = (kc_resource)id;
     t->node_count = cache->node_count;
-    t->row_count = cache->node_count < SIM_TIMELINE_MAX_ROWS ? cache->node_count
-                                                             : SIM_TIMELINE_MAX_ROWS;
+    t->row_count =
+        cache->node_count < SIM_TIMELINE_MAX_ROWS ? cache->node_count : SIM_TIMELINE_MAX_ROWS;
     t->samples = calloc(SIM_TIMELINE_MAX_SAMPLES, sizeof(*t->samples));
     return t->samples != NULL ? 0 : -ENOMEM;
 }
