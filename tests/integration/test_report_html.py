@@ -268,10 +268,14 @@ class Browser:
                "--user-data-dir=" + profile, "--proxy-server=http://127.0.0.1:9",
                "--proxy-bypass-list=<-loopback>",
                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "about:blank"]
-        if os.geteuid() == 0:
-            cmd.insert(1, "--no-sandbox")  # Chromium refuses to run as root with its sandbox
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     preexec_fn=fds, pass_fds=(3, 4))
+        # The page is this test's own file: no sandbox (Chromium refuses one as root, and
+        # containers often lack the namespaces it needs), and no /dev/shm (often 64 MiB there).
+        cmd[1:1] = ["--no-sandbox", "--disable-dev-shm-usage"]
+        # stderr to a file: a pipe nobody reads while waiting on fd 4 could fill and stall it
+        self.log_path = os.path.join(os.path.dirname(profile), "chromium.log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+                                         preexec_fn=fds, pass_fds=(3, 4))
         os.close(to_browser_r)
         os.close(from_browser_w)
         self.next_id, self.buffer, self.events = 0, b"", []
@@ -285,10 +289,14 @@ class Browser:
                 raise Failed(f"chromium: no answer within {BROWSER_TIMEOUT_S} s")
             chunk = os.read(self.from_browser, 1 << 20)
             if not chunk:
-                raise Failed("chromium closed its pipe: " + self.proc.stderr.read().decode()[-2000:])
+                raise Failed("chromium closed its pipe: " + self.log()[-2000:])
             self.buffer += chunk
         message, self.buffer = self.buffer.split(b"\0", 1)
         return json.loads(message)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
 
     def call(self, method, session=None, **params):
         self.next_id += 1
