@@ -49,31 +49,41 @@ static int64_t node_amount(const struct cache_node *cn, kc_resource id, bool req
     return id == KC_RESOURCE_PODS ? cn->pod_count : cn->requested[id];
 }
 
-/* The largest requested/allocatable share of a node over the resources drawn, 0..1. */
-static double dominant_share(const struct sim_timeline *t, const struct cache_node *cn)
+/* Adds the node's amounts to the sample's totals; returns its largest requested/allocatable
+ * share over the resources drawn, 0..1. */
+static double add_node(const struct sim_timeline *t, const struct cache_node *cn,
+                       struct sim_sample *s)
 {
     double share = 0.0;
     for (uint32_t k = 0; k < t->resource_count; k++) {
         int64_t alloc = node_amount(cn, t->resources[k], false);
-        double s = alloc > 0 ? (double)node_amount(cn, t->resources[k], true) / (double)alloc : 0;
-        share = s > share ? s : share;
+        int64_t requested = node_amount(cn, t->resources[k], true);
+        s->allocatable[k] += alloc;
+        s->requested[k] += requested;
+        double part = alloc > 0 ? (double)requested / (double)alloc : 0.0;
+        share = part > share ? part : share;
     }
     return share > 1.0 ? 1.0 : share;
 }
 
-/* Node load per heat map row; nodes added after the layout are not drawn. */
-static void sample_rows(const struct sim_timeline *t, const struct cache *cache, uint8_t *rows)
+/* The cluster's totals and each heat map row's load (the mean share of its nodes), in one pass
+ * over the nodes; nodes added after the layout count in the totals only. */
+static void sample_nodes(const struct sim_timeline *t, const struct cache *cache,
+                         struct sim_sample *s)
 {
-    uint32_t nodes = cache->node_count < t->node_count ? cache->node_count : t->node_count;
+    uint32_t laid_out = cache->node_count < t->node_count ? cache->node_count : t->node_count;
     for (uint32_t r = 0; r < t->row_count; r++) {
         uint32_t first = (uint32_t)((uint64_t)r * t->node_count / t->row_count);
         uint32_t end = (uint32_t)((uint64_t)(r + 1) * t->node_count / t->row_count);
         double sum = 0.0;
         uint32_t counted = 0;
-        for (uint32_t n = first; n < end && n < nodes; n++, counted++)
-            sum += dominant_share(t, &cache->nodes[n]);
-        rows[r] = counted > 0 ? (uint8_t)(255.0 * sum / counted + 0.5) : 0;
+        for (uint32_t n = first; n < end && n < laid_out; n++, counted++)
+            sum += add_node(t, &cache->nodes[n], s);
+        if (s->rows != NULL)
+            s->rows[r] = counted > 0 ? (uint8_t)(255.0 * sum / counted + 0.5) : 0;
     }
+    for (uint32_t n = laid_out; n < cache->node_count; n++)
+        add_node(t, &cache->nodes[n], s);
 }
 
 /* Index of the reason's class (its text with each run of digits as N); the "other" slot when
@@ -151,16 +161,9 @@ void sim_timeline_sample(struct sim_timeline *t, const struct simulator *sim, bo
     struct sim_sample *s = &t->samples[t->sample_count];
     memset(s, 0, sizeof(*s));
     s->at_ms = sim->now_ms;
-    const struct cache *cache = &sim->sched.cache;
-    for (uint32_t n = 0; n < cache->node_count; n++)
-        for (uint32_t k = 0; k < t->resource_count; k++) {
-            s->requested[k] += node_amount(&cache->nodes[n], t->resources[k], true);
-            s->allocatable[k] += node_amount(&cache->nodes[n], t->resources[k], false);
-        }
     sample_pending(t, sim, s->pending);
     s->rows = t->row_count > 0 ? malloc(t->row_count) : NULL;
-    if (s->rows != NULL)
-        sample_rows(t, cache, s->rows);
+    sample_nodes(t, &sim->sched.cache, s);
     t->sample_count++;
 }
 
