@@ -359,10 +359,10 @@ static const char *phase_colour(const char *phase)
 static void group_row(FILE *out, const struct sim_timeline *t, uint32_t group, int y)
 {
     fprintf(out, "<g class=\"group\" data-group=\"");
-    put_escaped(out, t->groups[group]);
+    put_escaped(out, t->groups[group].name);
     fprintf(out, "\"><text class=\"tick\" x=\"%d\" y=\"%d\" text-anchor=\"end\">", MARGIN_LEFT - 4,
             y + 13);
-    put_escaped(out, t->groups[group]);
+    put_escaped(out, t->groups[group].name);
     fputs("</text>\n", out);
     for (uint32_t i = 0; i < t->change_count; i++) {
         const struct sim_group_change *c = &t->changes[i];

@@ -171,15 +171,21 @@ static uint32_t group_index(struct sim_timeline *t, const char *namespace_name, 
 {
     char key[512];
     snprintf(key, sizeof(key), "%s/%s", namespace_name, name);
-    for (uint32_t i = t->group_count; i-- > 0;)
-        if (strcmp(t->groups[i], key) == 0)
-            return i;
-    char **grown = array_grow(t->groups, &t->group_capacity, t->group_count + 1, sizeof(*grown));
+    uintptr_t slot = (uintptr_t)strmap_get(&t->group_index, key);
+    if (slot > 0)
+        return (uint32_t)slot - 1;
+    struct sim_timeline_group *grown =
+        array_grow(t->groups, &t->group_capacity, t->group_count + 1, sizeof(*grown));
     if (grown == NULL)
         return UINT32_MAX;
     t->groups = grown;
-    if ((grown[t->group_count] = strdup(key)) == NULL)
+    struct sim_timeline_group *g = &grown[t->group_count];
+    *g = (struct sim_timeline_group){.name = strdup(key)};
+    if (g->name == NULL ||
+        strmap_put(&t->group_index, g->name, (void *)(uintptr_t)(t->group_count + 1)) < 0) {
+        free(g->name);
         return UINT32_MAX;
+    }
     return t->group_count++;
 }
 
@@ -190,14 +196,10 @@ void sim_timeline_group(struct sim_timeline *t, int64_t at_ms, const char *names
     if (group == UINT32_MAX)
         return;
     /* a repeated status (the count of running members grew) changes nothing drawn */
-    for (uint32_t i = t->change_count; i-- > 0;) {
-        struct sim_group_change *c = &t->changes[i];
-        if (c->group != group)
-            continue;
-        if (strcmp(c->phase, phase) == 0 && c->scheduled == scheduled)
-            return;
-        break;
-    }
+    uint32_t last = t->groups[group].last_change;
+    if (last > 0 && strcmp(t->changes[last - 1].phase, phase) == 0 &&
+        t->changes[last - 1].scheduled == scheduled)
+        return;
     struct sim_group_change *grown =
         array_grow(t->changes, &t->change_capacity, t->change_count + 1, sizeof(*grown));
     if (grown == NULL)
@@ -207,6 +209,7 @@ void sim_timeline_group(struct sim_timeline *t, int64_t at_ms, const char *names
     if (copy == NULL)
         return;
     grown[t->change_count++] = (struct sim_group_change){group, at_ms, copy, scheduled};
+    t->groups[group].last_change = t->change_count;
 }
 
 void sim_timeline_free(struct sim_timeline *t)
@@ -216,8 +219,9 @@ void sim_timeline_free(struct sim_timeline *t)
     free(t->samples);
     for (uint32_t i = 0; i < t->reason_count; i++)
         free(t->reasons[i]);
+    strmap_free(&t->group_index);
     for (uint32_t i = 0; i < t->group_count; i++)
-        free(t->groups[i]);
+        free(t->groups[i].name);
     free(t->groups);
     for (uint32_t i = 0; i < t->change_count; i++)
         free(t->changes[i].phase);

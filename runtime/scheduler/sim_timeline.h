@@ -9,6 +9,8 @@
 
 #include <kcycle/resource.h>
 
+#include "strmap.h"
+
 struct simulator;
 
 /* At most this many samples are kept: when full, every other one is dropped and the spacing
@@ -38,6 +40,11 @@ struct sim_group_change {
     uint32_t scheduled;
 };
 
+struct sim_timeline_group {
+    char *name;           /* "namespace/name" (owned; the key of group_index) */
+    uint32_t last_change; /* index + 1 into sim_timeline.changes of its latest, 0: none */
+};
+
 struct sim_timeline {
     uint32_t resource_count;
     kc_resource resources[SIM_TIMELINE_MAX_RESOURCES];
@@ -48,8 +55,9 @@ struct sim_timeline {
     /* reasons as the report shows them: counts in the text replaced by N (owned) */
     char *reasons[SIM_TIMELINE_MAX_REASONS];
     uint32_t reason_count;
-    char **groups; /* "namespace/name" (owned) */
+    struct sim_timeline_group *groups; /* in the order they were first reported */
     uint32_t group_count, group_capacity;
+    struct strmap group_index; /* name -> index + 1 */
     struct sim_group_change *changes;
     uint32_t change_count, change_capacity;
 };

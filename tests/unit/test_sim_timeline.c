@@ -132,7 +132,7 @@ static void test_repeated_group_status_is_one_change(void **state)
     sim_timeline_group(&t, 30, "ml", "a", "Scheduling", 3);
     sim_timeline_group(&t, 40, "ml", "b", "Failed", 0);
     assert_int_equal(t.group_count, 2);
-    assert_string_equal(t.groups[0], "ml/a");
+    assert_string_equal(t.groups[0].name, "ml/a");
     assert_int_equal(t.change_count, 4);
     assert_int_equal(t.changes[2].at_ms, 20);
     assert_int_equal(t.changes[2].scheduled, 3);
