@@ -565,7 +565,8 @@ static const char style[] =
     ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}"
     ".detail{color:#666}.absent{color:#777;font-style:italic}"
     "table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #ddd;padding:2px 6px;"
-    "text-align:left}th{background:#f4f4f4;cursor:pointer}td.num{text-align:right}";
+    "text-align:left}th{background:#f4f4f4;cursor:pointer}td.num{text-align:right}"
+    "td:not(:last-child){white-space:nowrap}";
 
 /* Sorting by a column: numbers by value (empty cells last), the rest as text. */
 static const char script[] =
