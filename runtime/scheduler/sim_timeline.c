@@ -111,6 +111,28 @@ static uint32_t reason_class(struct sim_timeline *t, const char *reason)
     return t->reason_count++;
 }
 
+/* The class of a pod's reason, through its record's cache: a pod keeps its reason over many
+ * samples, and comparing it with the cached text is much cheaper than grouping it again. */
+static uint32_t record_reason_class(struct sim_timeline *t, uint32_t record, const char *reason)
+{
+    if (record >= t->cache_capacity) {
+        uint32_t before = t->cache_capacity;
+        struct sim_reason_cache *grown =
+            array_grow(t->cache, &t->cache_capacity, record + 1, sizeof(*grown));
+        if (grown == NULL)
+            return reason_class(t, reason);
+        memset(grown + before, 0, (t->cache_capacity - before) * sizeof(*grown));
+        t->cache = grown;
+    }
+    struct sim_reason_cache *c = &t->cache[record];
+    if (c->text != NULL && strcmp(c->text, reason) == 0)
+        return c->reason;
+    free(c->text);
+    c->text = strdup(reason);
+    c->reason = reason_class(t, reason);
+    return c->reason;
+}
+
 static void sample_pending(struct sim_timeline *t, const struct simulator *sim, uint32_t *pending)
 {
     for (uint32_t i = 0; i < sim->record_count; i++) {
@@ -122,7 +144,7 @@ static void sample_pending(struct sim_timeline *t, const struct simulator *sim, 
             reason = "no longer known to the scheduler";
         else if (reason == NULL)
             reason = "not attempted yet";
-        pending[reason_class(t, reason)]++;
+        pending[record_reason_class(t, i, reason)]++;
     }
 }
 
@@ -219,6 +241,9 @@ void sim_timeline_free(struct sim_timeline *t)
     free(t->samples);
     for (uint32_t i = 0; i < t->reason_count; i++)
         free(t->reasons[i]);
+    for (uint32_t i = 0; i < t->cache_capacity; i++)
+        free(t->cache[i].text);
+    free(t->cache);
     strmap_free(&t->group_index);
     for (uint32_t i = 0; i < t->group_count; i++)
         free(t->groups[i].name);

@@ -40,6 +40,11 @@ struct sim_group_change {
     uint32_t scheduled;
 };
 
+struct sim_reason_cache {
+    char *text;      /* the reason as the scheduler gave it (owned), or NULL */
+    uint32_t reason; /* its class: index into sim_timeline.reasons, or the "other" slot */
+};
+
 struct sim_timeline_group {
     char *name;           /* "namespace/name" (owned; the key of group_index) */
     uint32_t last_change; /* index + 1 into sim_timeline.changes of its latest, 0: none */
@@ -55,6 +60,8 @@ struct sim_timeline {
     /* reasons as the report shows them: counts in the text replaced by N (owned) */
     char *reasons[SIM_TIMELINE_MAX_REASONS];
     uint32_t reason_count;
+    struct sim_reason_cache *cache; /* per simulator record: its last reason and class */
+    uint32_t cache_capacity;
     struct sim_timeline_group *groups; /* in the order they were first reported */
     uint32_t group_count, group_capacity;
     struct strmap group_index; /* name -> index + 1 */
