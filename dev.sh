@@ -9,6 +9,7 @@ PACKAGES=(
     libprotobuf-c-dev protobuf-c-compiler libnng-dev libjansson-dev libhwloc-dev
     libcmocka-dev libcurl4-openssl-dev libyaml-dev
     python3 python3-grpcio clang libclang-rt-14-dev valgrind
+    chromium # test report-html opens the simulator's HTML report in it, headless
 )
 BUILD=${KCYCLE_BUILD:-build}
 

@@ -46,7 +46,8 @@ static void usage(FILE *out)
             "  --workers N            API writer threads (default 8)\n"
             "  --health-port N        /healthz and /readyz over HTTP (default 10259; 0 off)\n"
             "  -v, --verbose          more log output (repeat for debug)\n"
-            "  --version              print the version\n");
+            "  --version              print the version\n"
+            "  -h, --help             print this help\n");
 }
 
 /* A duration flag ("15s", "1500ms") through the config file's duration rules. */

@@ -28,12 +28,15 @@ static void on_stop_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kcycle-plugin-host --fd N [--plugin-dir DIR] [-v]...\n"
+    fprintf(out, "usage: kcycle-plugin-host --fd N [--name NAME] [--plugin-dir DIR] [-v]...\n"
+                 "\n"
                  "  --fd N            the connected SOCK_SEQPACKET socket inherited from the\n"
                  "                    scheduler (it passes 3)\n"
                  "  --name NAME       the host group, put in every log line\n"
                  "  --plugin-dir DIR  where plugins without a path are found\n"
-                 "  -v                more log lines (repeat for debug)\n"
+                 "  -v, --verbose     more log lines (repeat for debug)\n"
+                 "  --version         print the version\n"
+                 "  -h, --help        print this help\n"
                  "The scheduler starts this program; it stops on SIGTERM or when the scheduler "
                  "exits.\n");
 }

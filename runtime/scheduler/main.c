@@ -74,6 +74,8 @@ static void usage(FILE *out)
             "\n"
             "  --simulate FILE     schedule the cluster and workload described in FILE\n"
             "  --report FILE.json  write the placements and summary as JSON\n"
+            "  --report-html FILE  with --simulate: write a self-contained HTML page of the run\n"
+            "                      (utilisation, node load, pending reasons, groups, placements)\n"
             "  --bridge URL        schedule the cluster kcycle-kube-bridge serves at URL\n"
             "                      (e.g. ipc:///run/kcycle/bridge.sock)\n"
             "  --health-port N     with --bridge: /healthz and /readyz (default 10260; 0 off)\n"
@@ -85,7 +87,8 @@ static void usage(FILE *out)
             "  --quiet             no placement table, only the summary\n"
             "  --no-progress       no progress lines on stderr (runs over a second)\n"
             "  -v, --verbose       more log output (repeat for debug)\n"
-            "  --version           print the version\n");
+            "  --version           print the version\n"
+            "  -h, --help          print this help\n");
 }
 
 int main(int argc, char **argv)
@@ -109,6 +112,7 @@ int main(int argc, char **argv)
         {"watch-plugins", no_argument, NULL, 'W'},
         {"watch-config", no_argument, NULL, 'C'},
         {"pace", required_argument, NULL, 'A'},
+        {"report-html", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     const char *bridge_url = NULL;
@@ -119,6 +123,7 @@ int main(int argc, char **argv)
         switch (c) {
         case 's': opt.sim_path = optarg; break;
         case 'r': opt.report_path = optarg; break;
+        case 'R': opt.report_html_path = optarg; break;
         case 'c': opt.config_path = optarg; break;
         case 'p': opt.plugin_dir = optarg; break;
         case 'q': opt.quiet = true; break;
@@ -167,6 +172,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (bridge_url != NULL && (opt.report_path != NULL || opt.report_html_path != NULL)) {
+        fprintf(stderr, "kcycle-scheduler: --report and --report-html go with --simulate\n");
+        return 2;
+    }
     log_set_level(verbosity >= 2 ? KC_LOG_DEBUG : verbosity == 1 ? KC_LOG_INFO : KC_LOG_WARN);
     if (bridge_url != NULL) {
         struct bridge_client_options bopt = {.url = bridge_url,
@@ -192,6 +201,12 @@ int main(int argc, char **argv)
         report_print_table(&sim, stdout);
     report_print_summary(&sim, stdout);
     if (opt.report_path != NULL && (rc = report_write_json(&sim, opt.report_path, &err)) < 0) {
+        fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
+        simulator_close(&sim);
+        return 1;
+    }
+    if (opt.report_html_path != NULL &&
+        (rc = htmlreport_write(&sim, opt.report_html_path, &err)) < 0) {
         fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
         simulator_close(&sim);
         return 1;

@@ -328,3 +328,18 @@ json_t *sim_gpu_json(const struct simulator *sim)
         json_decref(cards);
     return gpu;
 }
+
+uint32_t sim_gpu_cards(const struct simulator *sim, sim_gpu_card_fn card, void *ctx)
+{
+    struct gpu_use use;
+    struct node_cards *nodes = measure(sim, &use);
+    uint32_t count = 0;
+    for (uint32_t n = 0; nodes != NULL && n < sim->sched.cache.node_count; n++)
+        for (uint32_t k = 0; k < nodes[n].count; k++, count++) {
+            const struct card_use *c = &nodes[n].cards[k];
+            card(ctx, sim->sched.cache.nodes[n].node->name, c->index, c->memory_mib, c->used_mib,
+                 c->users);
+        }
+    free(nodes);
+    return count;
+}

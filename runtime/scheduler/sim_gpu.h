@@ -28,5 +28,10 @@ void sim_gpu_record(struct sim_record *r, const struct kv_list *annotations);
 void sim_gpu_print(const struct simulator *sim, FILE *out);
 /* The report's "gpu" object, or NULL (nothing to say, or out of memory). */
 json_t *sim_gpu_json(const struct simulator *sim);
+/* Every card at the end of the run, node by node, as the summary counts them (the HTML
+ * report draws them). Returns how many cards there were. */
+typedef void (*sim_gpu_card_fn)(void *ctx, const char *node, int index, int64_t memory_mib,
+                                int64_t allocated_mib, uint32_t users);
+uint32_t sim_gpu_cards(const struct simulator *sim, sim_gpu_card_fn card, void *ctx);
 
 #endif

@@ -227,6 +227,8 @@ static void sim_group_status(void *ctx, const char *namespace_name, const char *
     r->scheduled = scheduled;
     r->running = running;
     r->reports++;
+    if (sim->timeline != NULL)
+        sim_timeline_group(sim->timeline, sim->now_ms, namespace_name, name, phase, scheduled);
 }
 
 static int add_record(struct simulator *sim, const struct pod *pod)
@@ -265,6 +267,17 @@ static int submit_pod(struct simulator *sim, struct pod *pod)
         }
     }
     return scheduler_pod_add(&sim->sched, pod);
+}
+
+/* --report-html: sample the run from now on (the cluster is delivered, nothing ran yet). */
+static int open_timeline(struct simulator *sim, struct kc_error *err)
+{
+    if (sim->opt.report_html_path == NULL)
+        return 0;
+    sim->timeline = calloc(1, sizeof(*sim->timeline));
+    if (sim->timeline == NULL || sim_timeline_open(sim->timeline, sim) < 0)
+        return kc_error_set(err, -ENOMEM, "out of memory for the HTML report's timeline");
+    return 0;
 }
 
 int simulator_open(struct simulator *sim, const struct sim_options *opt, struct kc_error *err)
@@ -329,7 +342,7 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
         if ((rc = submit_pod(sim, pod)) < 0)
             return kc_error_set(err, rc, "%s: adding pod: %s", opt->sim_path, kc_strerror(rc));
     }
-    return 0;
+    return open_timeline(sim, err);
 }
 
 /* With --pace, how many arrivals wall time allows by now. */
@@ -405,9 +418,14 @@ int simulator_run(struct simulator *sim, bool progress)
             break; /* only parked pods are left and nothing can change the cluster now */
         if (!arrivals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
             break;
-        if (next > sim->now_ms)
+        if (next > sim->now_ms) {
+            if (sim->timeline != NULL)
+                sim_timeline_sample(sim->timeline, sim, false);
             sim->now_ms = next;
+        }
     }
+    if (sim->timeline != NULL)
+        sim_timeline_sample(sim->timeline, sim, true);
     sim->wall_end_us = wall_us();
     return 0;
 }
@@ -416,6 +434,9 @@ void simulator_close(struct simulator *sim)
 {
     scheduler_close(&sim->sched);
     sim_storage_free(&sim->storage);
+    if (sim->timeline != NULL)
+        sim_timeline_free(sim->timeline);
+    free(sim->timeline);
     reloader_close(&sim->reload);
     for (uint32_t i = 0; i < sim->generation_count; i++) {
         for (uint32_t k = 0; k < sim->generations[i].plugin_count; k++) {

@@ -11,6 +11,7 @@
 #include "scheduler.h"
 #include "simfile.h"
 #include "reload.h"
+#include "sim_timeline.h"
 
 struct sim_record {
     char *namespace;
@@ -88,6 +89,7 @@ struct sim_options {
     const char *config_path; /* overrides the file's config section */
     const char *plugin_dir;
     const char *report_path; /* JSON report, or NULL */
+    const char *report_html_path; /* HTML report (htmlreport.c), or NULL */
     bool quiet;              /* no placement table */
     bool progress;           /* progress lines on stderr for long runs */
     bool watch_plugins;      /* hot reload of changed plugin files */
@@ -122,6 +124,8 @@ struct simulator {
     uint32_t generation_count, generation_capacity;
     int64_t wall_start_unix_ms;
     struct sim_storage storage;
+    /* --report-html: the run over time (sim_timeline.c), or NULL when no report is asked for */
+    struct sim_timeline *timeline;
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */
@@ -141,5 +145,7 @@ void sim_storage_free(struct sim_storage *st);
 void report_print_table(const struct simulator *sim, FILE *out);
 void report_print_summary(const struct simulator *sim, FILE *out);
 int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err);
+/* The self-contained HTML page of the run (htmlreport.c); needs sim->timeline. */
+int htmlreport_write(const struct simulator *sim, const char *path, struct kc_error *err);
 
 #endif

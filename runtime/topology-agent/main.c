@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <kcycle/version.h>
+
 #include "agent.h"
 #include "kubelet_config.h"
 #include "podresources.h"
@@ -13,16 +15,34 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: kcycle-topology-agent [--once] [--output FILE|-] [--node-name NAME]\n"
-            "         [--synthetic DESCRIPTION | --input-xml FILE]\n"
-            "         [--topology-manager-policy none|best-effort|restricted|single-numa-node]\n"
-            "         [--topology-manager-scope container|pod] [--reserved-cpus LIST]\n"
-            "         [--memory-manager-policy None|Static] [--kubelet-config FILE]\n"
-            "         [--device VENDOR:CLASS=RESOURCE]... [--podresources-socket PATH]\n"
-            "         [--kubeconfig FILE] [--poll-seconds N] [--publish-seconds N]\n"
-            "Builds the node's NodeResourceTopology (topology.node.k8s.io/v1alpha2) from hwloc\n"
-            "and the kubelet's podresources API; --once prints it, otherwise it is published\n"
-            "through the API server on change and every --publish-seconds (60).\n");
+            "usage: kcycle-topology-agent [options]\n"
+            "Builds the node's NodeResourceTopology (topology.node.k8s.io/v1alpha2) from\n"
+            "hwloc and the kubelet's podresources API; --once prints it, otherwise it is\n"
+            "published through the API server on change and every --publish-seconds.\n"
+            "\n"
+            "  --once                       build one report, print it (or --output), exit\n"
+            "  --output FILE|-              where --once writes (default -: standard output)\n"
+            "  --node-name NAME             the object's name (default $NODE_NAME, else the\n"
+            "                               host name)\n"
+            "  --synthetic DESCRIPTION      describe another machine with hwloc's synthetic\n"
+            "                               syntax, e.g. \"pack:2 numa:2 core:16 pu:2\"\n"
+            "  --input-xml FILE             describe another machine from an hwloc XML export\n"
+            "  --topology-manager-policy P  the kubelet's: none (default), best-effort,\n"
+            "                               restricted or single-numa-node\n"
+            "  --topology-manager-scope S   the kubelet's: container (default) or pod\n"
+            "  --reserved-cpus LIST         the kubelet's reservedSystemCPUs, e.g. 0-1,48\n"
+            "  --memory-manager-policy P    None or Static: the kubelet's (default Static)\n"
+            "  --kubelet-config FILE        read the four settings above from the kubelet's\n"
+            "                               KubeletConfiguration; a flag still wins\n"
+            "  --device VENDOR:CLASS=NAME   count matching PCI devices as resource NAME (hex,\n"
+            "                               e.g. 15b3:0200=mellanox.com/nic); repeatable\n"
+            "  --podresources-socket PATH   the kubelet's podresources API (default: its\n"
+            "                               socket when present); given, it must be readable\n"
+            "  --kubeconfig FILE            how to reach the API server (default: in-cluster)\n"
+            "  --poll-seconds N             how often the node is looked at (default 10)\n"
+            "  --publish-seconds N          write the object at least this often (default 60)\n"
+            "  --version                    print the version\n"
+            "  -h, --help                   print this help\n");
 }
 
 static bool one_of(const char *value, const char *const *allowed)
@@ -55,6 +75,7 @@ int main(int argc, char **argv)
         {"kubeconfig", required_argument, NULL, 'k'},
         {"poll-seconds", required_argument, NULL, 'l'},
         {"publish-seconds", required_argument, NULL, 'u'},
+        {"version", no_argument, NULL, 'V'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -65,7 +86,7 @@ int main(int argc, char **argv)
     for (; opt.rule_count < topology_default_rule_count; opt.rule_count++)
         opt.rules[opt.rule_count] = topology_default_rules[opt.rule_count];
     int c;
-    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
         case 'o': once = true; break;
         case 'O': opt.output = optarg; break;
@@ -93,6 +114,7 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'V': printf("kcycle-topology-agent %s\n", KC_VERSION_STRING); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }

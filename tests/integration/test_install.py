@@ -193,6 +193,13 @@ def main():
         for name in ("prioritysort", "nodeports", "noderesources", "defaultbinder"):
             check(os.path.exists(os.path.join(staged_plugins, name + ".so")),
                   f"{name}.so installed into the plugindir the .pc names ({plugindir})")
+        # every installed program comes with its man page (docs/man, install_man)
+        programs = glob.glob(os.path.join(stage, "**", "bin", "*"), recursive=True)
+        check(len(programs) >= 4, f"the four kcycle programs installed ({programs})")
+        for program in programs:
+            name = os.path.basename(program)
+            pages = glob.glob(os.path.join(stage, "**", "man1", name + ".1"), recursive=True)
+            check(len(pages) == 1, f"{name}: its man page installed in man1 ({pages})")
         hello = build_hello(args, tmp, stage, pc)
         print(f"staged {scheduler}; built {hello} against {pc}")
 

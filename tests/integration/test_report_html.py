@@ -1,0 +1,491 @@
+#!/usr/bin/env python3
+"""kcycle-scheduler --simulate FILE --report-html OUT: the page holds every plot, agrees with the
+JSON report of the same run, escapes the input's strings, and opens in headless Chromium
+without loading anything from the network.
+
+The page of examples/sim/gang.yaml is parsed for each plot (section data-plot=NAME, svg
+id=plot-NAME) and its marks are checked against the JSON report (placement rows, groups, the
+utilisation at the end); examples/sim/gpu.yaml must draw its GPU cards. Chromium, driven over
+the DevTools protocol, then opens the page: every plot must have a drawn size, a screenshot must
+not be blank (the PNG is decoded here), clicking a table heading must sort the table, and the
+page must send no network request. A control page (an http image and an https fetch) must show
+both requests, which proves the requests are seen.
+
+usage: test_report_html.py SCHEDULER SOURCE_DIR
+Chromium is found as $KCYCLE_CHROMIUM, chromium or chromium-browser; without it the browser
+part is skipped with exit status 77 after the other checks passed (./dev.sh deps installs it).
+"""
+import base64
+import fcntl
+import html.parser
+import json
+import os
+import re
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+SCHEDULER, SOURCE = sys.argv[1], sys.argv[2]
+SKIP = 77
+BROWSER_TIMEOUT_S = 60
+WINDOW = (1100, 1600)
+SHOT = (1100, 1000)  # the top of the page, at half scale: the first plots
+PLOTS = ["utilisation", "heatmap", "pending", "groups", "gpu", "queue-shares", "placements"]
+GANG_DRAWN = ["utilisation", "heatmap", "pending", "groups", "placements"]
+FAILURES = []
+PASSED = [0]
+
+
+def check(condition, message):
+    if condition:
+        PASSED[0] += 1
+        return
+    FAILURES.append(message)
+    print("FAIL: " + message)
+
+
+class Page(html.parser.HTMLParser):
+    """What the checks need from a report page: sections, SVG marks, table rows, and every
+    attribute that could make a browser load something."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.sections = {}  # data-plot -> data-state
+        self.svgs = {}  # id -> {tag or tag.class: count}
+        self.svg = None
+        self.groups = []
+        self.rows = []  # placement table rows as lists of cell texts
+        self.row = None
+        self.cell = None
+        self.csp = None
+        self.loads = []  # (tag, attribute, value) that name a resource
+        self.tags = set()
+        self.legend = []
+        self.li = None
+        self.in_table = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.add(tag)
+        for name, value in attrs:
+            if name in ("src", "href", "xlink:href", "srcset", "poster", "data", "action") or (
+                    value is not None and re.search(r"url\(|https?:|//", value)
+                    and name not in ("content",)):
+                self.loads.append((tag, name, value))
+        if tag == "meta" and a.get("http-equiv", "").lower() == "content-security-policy":
+            self.csp = a.get("content", "")
+        if tag == "section":
+            self.sections[a.get("data-plot")] = a.get("data-state")
+        if tag == "svg":
+            self.svg = a.get("id")
+            self.svgs[self.svg] = {}
+        elif self.svg is not None:
+            counts = self.svgs[self.svg]
+            counts[tag] = counts.get(tag, 0) + 1
+            if "class" in a:
+                key = tag + "." + a["class"]
+                counts[key] = counts.get(key, 0) + 1
+            if tag == "g" and a.get("class") == "group":
+                self.groups.append(a.get("data-group"))
+            if tag == "polyline":
+                counts.setdefault("points", []).append(len(a.get("points", "").split()))
+        if tag == "table" and a.get("id") == "placements":
+            self.in_table = True
+        if tag == "tr" and self.in_table and self.row is None:
+            self.row = []
+        if tag == "td" and self.row is not None:
+            self.cell = []
+        if tag == "li":
+            self.li = []
+
+    def handle_endtag(self, tag):
+        if tag == "svg":
+            self.svg = None
+        if tag == "table":
+            self.in_table = False
+        if tag == "td" and self.row is not None and self.cell is not None:
+            self.row.append("".join(self.cell))
+            self.cell = None
+        if tag == "tr" and self.row is not None:
+            if self.row:
+                self.rows.append(self.row)
+            self.row = None
+        if tag == "li" and self.li is not None:
+            self.legend.append("".join(self.li))
+            self.li = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+        if self.li is not None:
+            self.li.append(data)
+
+
+def parse(path):
+    page = Page()
+    with open(path, encoding="utf-8") as f:
+        page.feed(f.read())
+    return page
+
+
+def simulate(sim, tmp, tag):
+    out_html = os.path.join(tmp, tag + ".html")
+    out_json = os.path.join(tmp, tag + ".json")
+    run = subprocess.run([SCHEDULER, "--simulate", sim, "--quiet", "--no-progress", "--report",
+                          out_json, "--report-html", out_html],
+                         capture_output=True, text=True, timeout=120)
+    if run.returncode != 0:
+        raise SystemExit(f"FAIL: {sim}: exit {run.returncode}\n{run.stderr}")
+    with open(out_json) as f:
+        return out_html, json.load(f)
+
+
+def quantity(text):
+    """cpu as the JSON report writes it, in millicores."""
+    return int(text[:-1]) if text.endswith("m") else int(float(text) * 1000)
+
+
+def check_static(page, name):
+    """No way for the page to load anything, whatever the browser."""
+    check(page.csp is not None and "default-src 'none'" in page.csp,
+          f"{name}: a Content-Security-Policy with default-src 'none'")
+    check(page.loads == [], f"{name}: no attribute names a resource: {page.loads[:5]}")
+    for tag in ("link", "img", "iframe", "object", "embed", "image", "use"):
+        check(tag not in page.tags, f"{name}: no <{tag}> element")
+
+
+def check_gang(path, report):
+    page = parse(path)
+    check_static(page, "gang")
+    for plot in PLOTS:
+        check(plot in page.sections, f"gang: a section for the {plot} plot")
+    for plot in GANG_DRAWN:
+        check(page.sections.get(plot) == "drawn", f"gang: the {plot} plot is drawn")
+    for plot in GANG_DRAWN[:-1]:
+        check("plot-" + plot in page.svgs, f"gang: <svg id=plot-{plot}>")
+    util = page.svgs.get("plot-utilisation", {})
+    check(util.get("polyline.series") == 3, f"gang: cpu, memory and pods lines ({util})")
+    check(all(n >= 2 for n in util.get("points", [0])), "gang: every utilisation line has points")
+    heat = page.svgs.get("plot-heatmap", {})
+    check(heat.get("rect.cell", 0) >= len(report["nodes"]) * 2,
+          f"gang: a heat map cell per node and time column ({heat.get('rect.cell')})")
+    check(page.svgs.get("plot-pending", {}).get("polygon.band", 0) >= 2,
+          "gang: pending pods drawn in bands by reason")
+    groups = sorted(f"{g['namespace']}/{g['name']}" for g in report["podGroups"])
+    check(sorted(page.groups) == groups, f"gang: one timeline per pod group: {page.groups}")
+    # the placement table is the JSON report's pods, in order
+    pods = report["pods"]
+    check(len(page.rows) == len(pods), f"gang: {len(page.rows)} table rows for {len(pods)} pods")
+    mismatched = [i for i, (row, pod) in enumerate(zip(page.rows, pods))
+                  if row[:3] != [pod["namespace"], pod["name"], pod["node"] or ""]]
+    check(not mismatched, f"gang: table rows match the JSON report's pods ({mismatched[:3]})")
+    unbound = [row for row in page.rows if row[2] == ""]
+    check(unbound and all(row[7] for row in unbound), "gang: every pending pod shows its reason")
+    # the cpu line ends where the cluster's cpu stands in the JSON report
+    requested = sum(quantity(n["requested"]["cpu"]) for n in report["nodes"])
+    allocatable = sum(quantity(n["allocatable"]["cpu"]) for n in report["nodes"])
+    expected = 100.0 * requested / allocatable
+    shown = [float(m.group(1)) for item in page.legend
+             for m in [re.fullmatch(r"cpu ([0-9.]+)% at the end", " ".join(item.split()))] if m]
+    check(len(shown) == 1 and abs(shown[0] - expected) < 0.051,
+          f"gang: the legend's cpu at the end {shown} is the JSON report's {expected:.2f}%")
+
+
+def check_gpu(path):
+    page = parse(path)
+    check(page.sections.get("gpu") == "drawn", "gpu: the GPU card plot is drawn")
+    cards = page.svgs.get("plot-gpu", {}).get("g.card", 0)
+    check(cards == 40, f"gpu: 40 cards drawn (examples/sim/gpu.yaml has 5 nodes of 8): {cards}")
+
+
+def check_escaping(tmp):
+    sim = os.path.join(tmp, "escape.yaml")
+    with open(sim, "w") as f:
+        f.write('nodes:\n  - name: "n<b>&\\"x\'"\n    allocatable: {cpu: 1, memory: 1Gi}\n'
+                'workload:\n  - name: "p<i>"\n    namespace: "ns&<script>"\n    count: 2\n'
+                '    requests: {cpu: 600m}\n')
+    path, _ = simulate(sim, tmp, "escape")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    check("<b>" not in text and "<i>" not in text and "ns&<" not in text,
+          "escape: no markup from the input")
+    check("n&lt;b&gt;&amp;&quot;x&#39;" in text, "escape: the node name is escaped")
+    page = parse(path)
+    check([r[:3] for r in page.rows] == [["ns&<script>", "p<i>-0", "n<b>&\"x'"],
+                                         ["ns&<script>", "p<i>-1", ""]],
+          f"escape: the names read back as given: {[r[:3] for r in page.rows]}")
+
+
+# ---- the browser part: Chromium driven over the DevTools protocol on a pipe ----
+
+class Browser:
+    """Headless Chromium with --remote-debugging-pipe: commands on fd 3, replies and events on
+    fd 4, each message JSON ended by a NUL byte. Network events of the page's own session name
+    every request the page makes; the browser's background traffic (component updates) belongs
+    to no page and is kept from the network by a proxy address where nothing listens."""
+
+    def __init__(self, exe, profile):
+        to_browser_r, self.to_browser = os.pipe()
+        self.from_browser, from_browser_w = os.pipe()
+
+        def fds():  # in the child: its ends as fds 3 and 4, whatever numbers they had
+            read_end = fcntl.fcntl(to_browser_r, fcntl.F_DUPFD, 10)
+            write_end = fcntl.fcntl(from_browser_w, fcntl.F_DUPFD, 10)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+
+        cmd = [exe, "--headless", "--remote-debugging-pipe", "--disable-gpu",
+               "--hide-scrollbars", "--no-first-run", "--no-default-browser-check",
+               "--disable-background-networking", "--disable-component-update",
+               "--disable-default-apps", "--disable-sync", "--disable-extensions",
+               "--user-data-dir=" + profile, "--proxy-server=http://127.0.0.1:9",
+               "--proxy-bypass-list=<-loopback>",
+               "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1", "about:blank"]
+        # The page is this test's own file: no sandbox (Chromium refuses one as root, and
+        # containers often lack the namespaces it needs), and no /dev/shm (often 64 MiB there).
+        cmd[1:1] = ["--no-sandbox", "--disable-dev-shm-usage"]
+        # stderr to a file: a pipe nobody reads while waiting on fd 4 could fill and stall it
+        self.log_path = os.path.join(os.path.dirname(profile), "chromium.log")
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
+                                         preexec_fn=fds, pass_fds=(3, 4))
+        os.close(to_browser_r)
+        os.close(from_browser_w)
+        self.next_id, self.buffer, self.events = 0, b"", []
+        self.deadline = time.monotonic() + BROWSER_TIMEOUT_S
+
+    def receive(self):
+        while b"\0" not in self.buffer:
+            left = self.deadline - time.monotonic()
+            ready, _, _ = select.select([self.from_browser], [], [], max(left, 0))
+            if not ready:
+                raise Failed(f"chromium: no answer within {BROWSER_TIMEOUT_S} s")
+            chunk = os.read(self.from_browser, 1 << 20)
+            if not chunk:
+                raise Failed("chromium closed its pipe: " + self.log()[-2000:])
+            self.buffer += chunk
+        message, self.buffer = self.buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def log(self):
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def call(self, method, session=None, **params):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params}
+        if session is not None:
+            message["sessionId"] = session
+        os.write(self.to_browser, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self.receive()
+            if reply.get("id") == self.next_id:
+                if "error" in reply:
+                    raise Failed(f"chromium: {method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_event(self, method, session):
+        seen = [e for e in self.events if e.get("method") == method and e.get("sessionId") == session]
+        while not seen:
+            event = self.receive()
+            self.events.append(event)
+            if event.get("method") == method and event.get("sessionId") == session:
+                return event
+        return seen[0]
+
+    def open(self, url):
+        """A new page showing url, loaded; returns its session."""
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Network.enable", session)
+        self.call("Page.enable", session)
+        self.call("Emulation.setDeviceMetricsOverride", session, width=WINDOW[0],
+                  height=WINDOW[1], deviceScaleFactor=1, mobile=False)
+        self.call("Page.navigate", session, url=url)
+        self.wait_event("Page.loadEventFired", session)
+        return session
+
+    def evaluate(self, session, expression):
+        result = self.call("Runtime.evaluate", session, expression=expression,
+                           returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise Failed(f"chromium: {expression[:60]}...: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def requests(self, session):
+        """URLs the page asked the network for (file: and data: are not the network)."""
+        return [e["params"]["request"]["url"] for e in self.events
+                if e.get("method") == "Network.requestWillBeSent" and e.get("sessionId") == session
+                and not e["params"]["request"]["url"].startswith(("file:", "data:", "about:"))]
+
+    def close(self):
+        try:
+            self.call("Browser.close")
+        except (Failed, OSError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.to_browser)
+        os.close(self.from_browser)
+
+
+class Failed(Exception):
+    pass
+
+
+def browser():
+    for name in (os.environ.get("KCYCLE_CHROMIUM"), "chromium", "chromium-browser"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def png_pixels(path):
+    """(width, height, rows of RGB(A) bytes) of an 8-bit RGB or RGBA PNG, without libraries."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, width = 8, b"", 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            if depth != 8 or colour not in (2, 6) or interlace:
+                raise ValueError(f"unsupported PNG: depth {depth} colour {colour}")
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows, previous = zlib.decompress(idat), width * channels, [], None
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        prior = previous or bytearray(stride)
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = prior[i], prior[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 255
+            elif kind == 2:
+                line[i] = (line[i] + up) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 255
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 255
+        rows.append(line)
+        previous = line
+    return width, height, [bytes(r[i:i + 3]) for r in rows for i in range(0, stride, channels)]
+
+
+def check_screenshot(path):
+    try:
+        width, height, pixels = png_pixels(path)
+    except (OSError, ValueError, zlib.error) as e:
+        check(False, f"screenshot: a PNG was written ({e})")
+        return
+    check((width, height) == (SHOT[0] // 2, SHOT[1] // 2),
+          f"screenshot: {width}x{height}, the top of the page at half scale")
+    inked = sum(1 for p in pixels if p != b"\xff\xff\xff")
+    colours = len(set(pixels))
+    # the plots fill much of the first screen: lines, bands and the heat map's cells
+    check(inked > len(pixels) // 10,
+          f"screenshot: not blank ({inked} of {len(pixels)} pixels are not white)")
+    check(colours >= 20, f"screenshot: the plots' colours are there ({colours} distinct)")
+
+
+# What the browser reports of each plot: its state, its SVG's drawn size, and marks in it.
+PLOTS_IN_DOM = """Array.from(document.querySelectorAll('section[data-plot]')).map(function(s) {
+  var svg = s.querySelector('svg'), box = svg ? svg.getBoundingClientRect() : null;
+  return [s.getAttribute('data-plot'), s.getAttribute('data-state'),
+          box ? Math.round(box.width) : 0, box ? Math.round(box.height) : 0,
+          svg ? svg.querySelectorAll('polyline,polygon,rect,g').length : 0];
+})"""
+# Click "Waited (s)" and read that column back.
+SORT_BY_WAIT = """(function() {
+  document.querySelectorAll('#placements th')[5].click();
+  return Array.from(document.querySelectorAll('#placements tbody tr')).map(function(r) {
+    return r.cells[5].textContent; });
+})()"""
+
+
+def check_browser(exe, report_path, tmp):
+    # The control: a page that does load, an http image and an https fetch; both must be seen,
+    # or the check on the report proves nothing.
+    control_path = os.path.join(tmp, "control.html")
+    with open(control_path, "w", encoding="utf-8") as f:
+        f.write('<!DOCTYPE html><html><body><img src="http://report-test.invalid/pixel.png" '
+                'alt=""><script>fetch("https://report-test.invalid/data").catch(function() {});'
+                '</script></body></html>\n')
+    chrome = Browser(exe, os.path.join(tmp, "profile"))
+    try:
+        page = chrome.open("file://" + report_path)
+        plots = {p[0]: p[1:] for p in chrome.evaluate(page, PLOTS_IN_DOM)}
+        for plot in PLOTS:
+            check(plot in plots, f"chromium: the {plot} section is in the page")
+        for plot in GANG_DRAWN[:-1]:
+            state, width, height, marks = plots.get(plot, ("", 0, 0, 0))
+            check(state == "drawn" and width > 500 and height > 40 and marks > 2,
+                  f"chromium: the {plot} plot is drawn ({state}, {width}x{height}, {marks} marks)")
+        # half scale: a quarter of the pixels to decode, the plots still plain
+        clip = {"x": 0, "y": 0, "width": SHOT[0], "height": SHOT[1], "scale": 0.5}
+        shot = chrome.call("Page.captureScreenshot", page, format="png", clip=clip)["data"]
+        path = os.path.join(tmp, "gang.png")
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(shot))
+        check_screenshot(path)
+        waited = chrome.evaluate(page, SORT_BY_WAIT)
+        numbers = [float(w) for w in waited if w != ""]
+        check(len(waited) > 0 and numbers == sorted(numbers) and len(set(numbers)) > 1
+              and waited == [w for w in waited if w != ""] + [w for w in waited if w == ""],
+              f"chromium: clicking 'Waited (s)' sorts the table ({waited[:3]}...{waited[-3:]})")
+        check(chrome.requests(page) == [], f"report: no network request ({chrome.requests(page)})")
+        control_page = chrome.open("file://" + control_path)
+        # the fetch may start after the load event: poll for it, with a deadline
+        poll_until = time.monotonic() + 10
+        asked = chrome.requests(control_page)
+        while len(asked) < 2 and time.monotonic() < poll_until:
+            chrome.evaluate(control_page, "new Promise(function(done) { setTimeout(done, 50); })")
+            asked = chrome.requests(control_page)
+        check(any(u.startswith("http://report-test.invalid/") for u in asked)
+              and any(u.startswith("https://report-test.invalid/") for u in asked),
+              f"control: the page's http and https requests are seen ({asked})")
+    except Failed as e:
+        check(False, str(e))
+    finally:
+        chrome.close()
+
+
+def main():
+    with tempfile.TemporaryDirectory(prefix="kcycle-report-html-") as tmp:
+        gang, report = simulate(os.path.join(SOURCE, "examples/sim/gang.yaml"), tmp, "gang")
+        check_gang(gang, report)
+        gpu, _ = simulate(os.path.join(SOURCE, "examples/sim/gpu.yaml"), tmp, "gpu")
+        check_gpu(gpu)
+        check_escaping(tmp)
+        exe = browser()
+        if exe is not None:
+            check_browser(exe, gang, tmp)
+    print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
+    if FAILURES:
+        return 1
+    if exe is None:
+        print("SKIP: no chromium (./dev.sh deps installs Debian's chromium): the page was "
+              "checked, but not opened in a browser")
+        return SKIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
