@@ -84,7 +84,7 @@ bench() {
     "$BUILD/tests/perf/kcycle-bench" --shape scheduling-basic --json "$@"
 }
 
-FUZZ_TARGETS=(quantity tree config simfile)
+FUZZ_TARGETS=(quantity tree config simfile proto splitter kube sched host)
 
 # libFuzzer runs of tests/fuzz/ targets, for `seconds` each. build-fuzz is a clang build with
 # the whole core instrumented for coverage and ASan/UBSan, so the fuzzer sees into the parsers.
@@ -99,9 +99,9 @@ fuzz() {
     deps
     CC=clang configure build-fuzz -Db_sanitize=address,undefined -Db_lundef=false \
         -Dc_args=-fsanitize=fuzzer-no-link
-    local name targets=()
-    for name in "${FUZZ_TARGETS[@]}"; do targets+=("$name-fuzzer"); done
-    meson compile -C build-fuzz "${targets[@]}"
+    # everything, not only the fuzzers: the sched and host targets load the plugins
+    meson compile -C build-fuzz
+    local name
 
     local work failed=()
     work=$(mktemp -d "${TMPDIR:-/tmp}/kcycle-fuzz.XXXXXX")
