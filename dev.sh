@@ -84,7 +84,7 @@ bench() {
     "$BUILD/tests/perf/kcycle-bench" --shape scheduling-basic --json "$@"
 }
 
-FUZZ_TARGETS=(quantity tree config simfile proto splitter kube sched host)
+FUZZ_TARGETS=(quantity tree config simfile proto splitter kube sched host reply)
 
 # libFuzzer runs of tests/fuzz/ targets, for `seconds` each. build-fuzz is a clang build with
 # the whole core instrumented for coverage and ASan/UBSan, so the fuzzer sees into the parsers.
