@@ -256,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = bridge_client_open(&b, &opt, &err);
     if (rc == 0) {
         b.session = 0;
-        fuzz_check(bridge_client_feed(&b, sync, sync_len, 32, NULL) != -EPROTO,
+        fuzz_check(bridge_client_feed(&b, sync, sync_len, 32, NULL, NULL) != -EPROTO,
                    "bridge_client_feed", "the answer to the bridge does not decode");
         /* every pending pod is somewhere: bound (assumed), waiting or queued */
         uint32_t known = b.sched.pods.count;

@@ -65,7 +65,7 @@ static void feed(const uint8_t *data, size_t len)
 {
     client.session = 0;
     size_t out_len = 0;
-    int rc = bridge_client_feed(&client, data, len, CYCLES_PER_MESSAGE, &out_len);
+    int rc = bridge_client_feed(&client, data, len, CYCLES_PER_MESSAGE, NULL, &out_len);
     fuzz_check(rc == 0 || rc == -ENOMEM, "bridge_client_feed", "the answer does not decode");
     answered += out_len;
 }
