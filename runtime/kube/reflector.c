@@ -561,6 +561,10 @@ static int scan_page(const char *s, size_t len, struct page *p)
             p->items = s + i;
             p->items_len = end - i;
         } else if (key_len == 8 && memcmp(key, "metadata", 8) == 0) {
+            /* a second metadata key replaces the first, as in a JSON parser */
+            free(p->resource_version);
+            free(p->continue_token);
+            p->resource_version = p->continue_token = NULL;
             json_t *metadata = json_loadb(s + i, end - i, 0, NULL);
             const char *rv = json_string_value(json_object_get(metadata, "resourceVersion"));
             const char *token = json_string_value(json_object_get(metadata, "continue"));

@@ -2,7 +2,11 @@
  * sends over the socketpair): each frame of the input (fuzz.h) is one request to one host,
  * which starts empty for every input. The host's promise (runtime/plugin-host/host.h): every
  * request gets a reply that decodes, answers the request's id, and says what was wrong with a
- * request that does not decode. */
+ * request that does not decode.
+ *
+ * Each input loads and unloads the plugins its hello names. libFuzzer cannot follow
+ * instrumented code unloaded under it, so ./dev.sh fuzz points KCYCLE_PLUGIN_DIR at the
+ * plugins of the ordinary build for this target (README.md). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -182,9 +182,9 @@ static uint8_t *sync_message(size_t *len, uint32_t *pending)
 {
     struct sim_spec spec;
     struct kc_error err = {{0}};
-    fuzz_check(simfile_load(memfd_path("kcycle-fuzz-cluster", cluster_yaml), "kcycle", &spec,
-                            &err) == 0,
-               "simfile_load", err.message);
+    char *path = (char *)memfd_path("kcycle-fuzz-cluster", cluster_yaml);
+    fuzz_check(simfile_load(path, "kcycle", &spec, &err) == 0, "simfile_load", err.message);
+    free(path);
     uint32_t count = spec.node_count + spec.pod_count;
     Kcycle__V1__ClusterChange *changes = calloc(count, sizeof(*changes));
     Kcycle__V1__ClusterChange **list = calloc(count, sizeof(*list));
