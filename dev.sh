@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kcycle developer entry point: deps, demo, test, sanitize, bench.
+# kcycle developer entry point: deps, demo, test, sanitize, bench, fuzz, soak.
 # Run as root on a fresh Debian machine: missing packages are installed with apt-get.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -53,7 +53,14 @@ demo() {
 
 run_tests() {
     build
-    meson test -C "$BUILD" --print-errorlogs --no-suite perf --no-suite realkube "$@"
+    meson test -C "$BUILD" --print-errorlogs --no-suite perf --no-suite realkube \
+        --no-suite soak "$@"
+}
+
+# The soak test (tests/soak/README.md): 100,000 pods under churn, minutes, not part of test.
+soak() {
+    build
+    meson test -C "$BUILD" --print-errorlogs --verbose --suite soak "$@"
 }
 
 # The real-cluster suite: builds (or reuses) the control plane of `kube`, then runs the tests
@@ -215,11 +222,12 @@ case "${1:-}" in
     sanitize) shift; sanitize "$@" ;;
     bench) shift; bench "$@" ;;
     fuzz) shift; fuzz "$@" ;;
+    soak) shift; soak "$@" ;;
     kube) kube ;;
     realkube) shift; realkube "$@" ;;
     kube-perf) shift; kube_perf "$@" ;;
     *)
-        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|kube|realkube|kube-perf" >&2
+        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|soak|kube|realkube|kube-perf" >&2
         exit 2
         ;;
 esac

@@ -13,7 +13,7 @@
  *     or parked with a reason (an Unschedulable condition with a message);
  *   - RSS stays flat after the warm-up (--check-rss: the long run).
  * It prints pods, churn events, host kills, reloads, peak and final RSS, and exits 1 naming
- * the first invariant broken. docs/operations.md ("Soak test") explains how to run it. */
+ * the first invariant broken. tests/soak/README.md says how to run it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
