@@ -83,7 +83,7 @@ sanitize() {
     meson compile -C build-asan
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
         LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
-        meson test -C build-asan --print-errorlogs --suite unit --suite integration "$@"
+        meson test -C build-asan --print-errorlogs --suite unit --suite integration --suite fuzz "$@"
 }
 
 bench() {
