@@ -2,8 +2,9 @@
  * each frame of the input (fuzz.h) is one message, applied as bridge_client does, followed by
  * a few scheduling cycles, and the ToBridge the scheduler would answer is packed and read back.
  * One scheduler serves every input (opening one loads every plugin: too slow per input); after
- * each input an empty sync deletes what the input created, so inputs do not pile up. The
- * scheduler's own checks hold throughout: its cache never over-commits a node. */
+ * each input an empty sync deletes what the input created, so inputs do not pile up, and must
+ * leave no node and no pod behind. In between, the cache's books balance: what a node counts
+ * as requested is the sum of the pods it holds. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
