@@ -23,6 +23,7 @@
 #include "log.h"
 #include "model.h"
 #include "proto_convert.h"
+#include "roundtrip.h"
 #include "strmap.h"
 #include "tree.h"
 
@@ -55,20 +56,7 @@ static void as_pod(const struct tree *object)
         fuzz_check(pod == NULL && err.message[0] != '\0', "pod_from_tree", "a bad refusal");
         return;
     }
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (pod_to_proto_bytes(pod, &bytes, &len) == 0) {
-        struct pod *back = NULL;
-        int rc = pod_from_proto_bytes(bytes, len, &back, &err);
-        fuzz_check(rc == 0 || rc == -ENOMEM, "pod_from_proto_bytes",
-                   "a pod the bridge sends does not decode in the scheduler");
-        fuzz_check(back == NULL || (strcmp(back->uid, pod->uid) == 0 &&
-                                    strcmp(back->name, pod->name) == 0 &&
-                                    back->request.count == pod->request.count),
-                   "pod round trip", "the scheduler reads another pod than the bridge sent");
-        pod_free(back);
-        free(bytes);
-    }
+    pod_round_trip(pod, false);
     pod_free(pod);
 }
 
@@ -80,20 +68,7 @@ static void as_node(const struct tree *object)
         fuzz_check(node == NULL && err.message[0] != '\0', "node_from_tree", "a bad refusal");
         return;
     }
-    uint8_t *bytes = NULL;
-    size_t len = 0;
-    if (node_to_proto_bytes(node, &bytes, &len) == 0) {
-        struct node *back = NULL;
-        int rc = node_from_proto_bytes(bytes, len, &back, &err);
-        fuzz_check(rc == 0 || rc == -ENOMEM, "node_from_proto_bytes",
-                   "a node the bridge sends does not decode in the scheduler");
-        fuzz_check(back == NULL || (strcmp(back->name, node->name) == 0 &&
-                                    back->allocatable.count == node->allocatable.count &&
-                                    back->taint_count == node->taint_count),
-                   "node round trip", "the scheduler reads another node than the bridge sent");
-        node_free(back);
-        free(bytes);
-    }
+    node_round_trip(node, false);
     node_free(node);
 }
 

@@ -976,6 +976,9 @@ int main(int argc, char **argv)
     }
     uint64_t rss_final = rss_kib();
     size_t heap_final = mallinfo2().uordblks;
+    /* what of the RSS is free memory malloc keeps rather than memory in use */
+    malloc_trim(0);
+    uint64_t rss_trimmed = rss_kib();
     double seconds = (double)(now_us() - start) / 1e6;
     printf("soak: %llu pods created, %llu deleted, %llu bindings (%llu refused: pod deleted "
            "meanwhile), %u bound and %u parked with a reason at the end, %llu Unschedulable "
@@ -994,11 +997,11 @@ int main(int argc, char **argv)
            (unsigned long long)total.plugin_reloads_asked,
            (unsigned long long)total.config_reloads_asked, (unsigned long long)generations);
     printf("soak: RSS: %llu KiB after warm-up (%llu pods created), peak %llu KiB (after "
-           "warm-up %llu KiB), final %llu KiB; heap in use %zu KiB after warm-up, peak %zu KiB "
+           "warm-up %llu KiB), final %llu KiB (%llu KiB after malloc_trim); heap in use %zu KiB after warm-up, peak %zu KiB "
            "since, final %zu KiB; %llu steps in %.1f s\n",
            (unsigned long long)rss_warm, (unsigned long long)warm_at,
            (unsigned long long)rss_peak, (unsigned long long)rss_peak_after,
-           (unsigned long long)rss_final, heap_warm / 1024, heap_peak_after / 1024,
+           (unsigned long long)rss_final, (unsigned long long)rss_trimmed, heap_warm / 1024, heap_peak_after / 1024,
            heap_final / 1024, (unsigned long long)total.steps, seconds);
     if (total.host_kills == 0 || generations == 0 || total.drains == 0 || total.nodes_added == 0)
         fail("the churn did not happen: %llu host kills, %llu reloads, %llu drains, %llu nodes "
