@@ -130,6 +130,12 @@ int spread_constraints_parse(const kc_pod *pod, enum spread_action action,
         *count = 0;
         return rc;
     }
+    if (*count == 0) {
+        /* none of this action after all (the quick count above saw its word elsewhere, in a
+         * label value say): nothing to hand over, and the caller frees nothing it is not given */
+        free(items);
+        return 0;
+    }
     *out = items;
     return 0;
 }

@@ -179,6 +179,13 @@ int kube_reflector_init(struct kube_reflector *r, const struct kube_resource *re
 int kube_reflector_run(struct kube_reflector *r);
 void kube_reflector_free(struct kube_reflector *r);
 
+/* For fuzz targets and tests, without a server: one list response body (a page; the store is
+ * diffed against it unless it carries a continue token) or a watch response body (its events
+ * in order, up to an ERROR event), handed to the ops as kube_reflector_run would. 0, -EPROTO
+ * for a body that is not a list or not a stream of JSON values, -ENOMEM. */
+int kube_reflector_feed_list(struct kube_reflector *r, const char *body, size_t len);
+int kube_reflector_feed_watch(struct kube_reflector *r, const char *stream, size_t len);
+
 /* Parse a Status body ({"kind":"Status",...}) into reason and message for logs; "" if none. */
 void kube_status_text(const char *body, char *out, size_t size);
 

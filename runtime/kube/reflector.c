@@ -561,6 +561,10 @@ static int scan_page(const char *s, size_t len, struct page *p)
             p->items = s + i;
             p->items_len = end - i;
         } else if (key_len == 8 && memcmp(key, "metadata", 8) == 0) {
+            /* a second metadata key replaces the first, as in a JSON parser */
+            free(p->resource_version);
+            free(p->continue_token);
+            p->resource_version = p->continue_token = NULL;
             json_t *metadata = json_loadb(s + i, end - i, 0, NULL);
             const char *rv = json_string_value(json_object_get(metadata, "resourceVersion"));
             const char *token = json_string_value(json_object_get(metadata, "continue"));
@@ -1039,4 +1043,46 @@ void kube_reflector_free(struct kube_reflector *r)
     strmap_free(&r->store);
     free(r->resource_version);
     r->resource_version = NULL;
+}
+
+/* ---- fed by hand: the fuzz target of list and watch bodies (tests/fuzz/fuzz_kube.c) ---- */
+
+int kube_reflector_feed_list(struct kube_reflector *r, const char *body, size_t len)
+{
+    struct page_state ps = {.r = r};
+    struct json_splitter s = {0};
+    r->lists++;
+    for_each_item(r, clear_seen);
+    int rc = json_splitter_feed(&s, body, len, on_page, &ps);
+    if (rc == 0)
+        rc = json_splitter_finish(&s, on_page, &ps);
+    json_splitter_free(&s);
+    if (rc == 0 && !ps.done)
+        rc = -EPROTO;
+    if (rc == 0)
+        rc = ps.rc;
+    /* a page with a continue token is not the end of the list: nothing is known gone yet */
+    if (rc == 0 && (ps.page.continue_token == NULL || ps.page.continue_token[0] == '\0')) {
+        for_each_item(r, delete_unseen);
+        free(r->resource_version);
+        r->resource_version = ps.page.resource_version;
+        ps.page.resource_version = NULL;
+    }
+    free(ps.page.resource_version);
+    free(ps.page.continue_token);
+    return rc;
+}
+
+int kube_reflector_feed_watch(struct kube_reflector *r, const char *stream, size_t len)
+{
+    struct watch_state w = {.r = r};
+    struct json_splitter s = {0};
+    r->watches++;
+    int rc = json_splitter_feed(&s, stream, len, on_watch_value, &w);
+    if (rc == 0)
+        rc = json_splitter_finish(&s, on_watch_value, &w);
+    json_splitter_free(&s);
+    if (rc > 0)
+        rc = 0; /* the stream stopped at an ERROR event, as a watch does */
+    return rc < 0 ? rc : w.relist ? -ENOMEM : 0;
 }

@@ -638,12 +638,10 @@ static void apply_bind_result(struct bridge_client *b, const Kcycle__V1__BindRes
     scheduler_bind_result(&b->sched, r->uid, rc, text);
 }
 
-static void handle_message(struct bridge_client *b, nng_msg *msg)
+static void handle_bytes(struct bridge_client *b, const uint8_t *data, size_t len)
 {
     b->stats.messages++;
-    Kcycle__V1__ToScheduler *m =
-        kcycle__v1__to_scheduler__unpack(NULL, nng_msg_len(msg), nng_msg_body(msg));
-    nng_msg_free(msg);
+    Kcycle__V1__ToScheduler *m = kcycle__v1__to_scheduler__unpack(NULL, len, data);
     if (m == NULL) {
         b->stats.decode_errors++;
         log_warn("bridge: a message from the bridge does not decode (version mismatch?)");
@@ -672,6 +670,53 @@ static void handle_message(struct bridge_client *b, nng_msg *msg)
                  m->leadership->identity[0] ? m->leadership->identity : "unknown");
     }
     kcycle__v1__to_scheduler__free_unpacked(m, NULL);
+}
+
+static void handle_message(struct bridge_client *b, nng_msg *msg)
+{
+    handle_bytes(b, nng_msg_body(msg), nng_msg_len(msg));
+    nng_msg_free(msg);
+}
+
+/* ---- fed by hand: the fuzz target of bridge messages (tests/fuzz/fuzz_sched.c) ---- */
+
+int bridge_client_feed(struct bridge_client *b, const uint8_t *data, size_t len,
+                       uint32_t max_cycles, uint8_t **out, size_t *out_len)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (out_len != NULL)
+        *out_len = 0;
+    b->connected = true; /* fed by hand stands for a connected bridge */
+    binds_expire(b);
+    reloader_poll(&b->reload, &b->sched);
+    handle_bytes(b, data, len);
+    for (uint32_t n = 0; n < max_cycles && scheduler_schedule_one(&b->sched) > 0; n++) {
+        if (n % 32 == 31)
+            scheduler_tick(&b->sched);
+    }
+    scheduler_tick(&b->sched);
+    /* what flush would send, packed and read back instead: no bridge is listening */
+    Kcycle__V1__ToBridge *msg = &b->out;
+    size_t size = kcycle__v1__to_bridge__get_packed_size(msg);
+    uint8_t *packed = malloc(size + 1);
+    int rc = packed != NULL ? 0 : -ENOMEM;
+    if (rc == 0) {
+        kcycle__v1__to_bridge__pack(msg, packed);
+        Kcycle__V1__ToBridge *back = kcycle__v1__to_bridge__unpack(NULL, size, packed);
+        rc = back != NULL ? 0 : -EPROTO;
+        if (back != NULL)
+            kcycle__v1__to_bridge__free_unpacked(back, NULL);
+    }
+    if (rc == 0 && out != NULL) {
+        *out = packed;
+        packed = NULL;
+    }
+    free(packed);
+    if (out_len != NULL)
+        *out_len = size;
+    clear_out(b);
+    return rc;
 }
 
 /* ---- connection ---- */

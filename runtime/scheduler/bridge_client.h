@@ -86,6 +86,16 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
 int bridge_client_run(struct bridge_client *b, const atomic_bool *stop);
 void bridge_client_close(struct bridge_client *b);
 
+/* For fuzz targets and the soak test, in place of the bridge: one loop turn without nng. The
+ * bridge counts as connected; the reloader is polled, one packed ToScheduler applied as if
+ * received, then up to max_cycles scheduling cycles and a tick. What would be sent to the
+ * bridge is packed and checked to decode; with out non-NULL it is handed over (malloc'd, the
+ * caller frees it; its bindings wait for the BindResult the caller feeds back), else dropped.
+ * *out_len (may be NULL) gets its size. 0, -ENOMEM, or -EPROTO when the ToBridge the scheduler
+ * built does not decode. */
+int bridge_client_feed(struct bridge_client *b, const uint8_t *data, size_t len,
+                       uint32_t max_cycles, uint8_t **out, size_t *out_len);
+
 /* For the health endpoints: the loop turned within the last 30 s; synced and connected. */
 bool bridge_client_alive(const struct bridge_client *b, int64_t now_ms);
 bool bridge_client_ready(const struct bridge_client *b);

@@ -521,6 +521,34 @@ static char *find_host_binary(void)
     return strdup("kcycle-plugin-host"); /* from PATH */
 }
 
+/* ---- hosts started in-process: the fuzz target of host replies (tests/fuzz/fuzz_reply.c) ---- */
+
+static remote_spawn_fn spawn_hook;
+static void *spawn_hook_ctx;
+
+void remote_set_spawn_hook(remote_spawn_fn fn, void *ctx)
+{
+    spawn_hook = fn;
+    spawn_hook_ctx = ctx;
+}
+
+/* The hook's host has no process: pid stays 0, so nothing is signalled or waited for, and
+ * closing the scheduler's end of the channel is what stops it. */
+static int spawn_by_hook(struct remote_host *h, int ends[2])
+{
+    int rc = spawn_hook(spawn_hook_ctx, h->name, ends[1]);
+    if (rc < 0) {
+        close(ends[0]);
+        close(ends[1]);
+        host_set_error(h, "cannot start the host: %s", strerror(-rc));
+        return rc;
+    }
+    h->pid = 0;
+    channel_close(&h->channel);
+    channel_init(&h->channel, ends[0]);
+    return 0;
+}
+
 /* Start the host as a child holding one end of a new socketpair as fd CHANNEL_HOST_FD. Both
  * ends are close-on-exec, so no other host (and nothing the host starts) inherits them, and
  * the end of the channel is seen as soon as one side exits. */
@@ -532,6 +560,8 @@ static int spawn(struct remote *r, struct remote_host *h)
         host_set_error(h, "cannot create a socketpair: %s", strerror(-rc));
         return rc;
     }
+    if (spawn_hook != NULL)
+        return spawn_by_hook(h, ends);
     /* the scheduler's verbosity reaches the plugins: -v for info, -vv for debug */
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);

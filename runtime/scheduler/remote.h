@@ -114,6 +114,13 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
  * default. */
 void remote_set_timeout(struct scheduler *s, int64_t timeout_ms);
 
+/* For fuzz targets and tests: start every plugin host with fn instead of the host program.
+ * fn gets the host's end of the channel (it owns the fd from then on) and returns 0 or a
+ * negative code; closing the scheduler's end is the only way the scheduler stops such a host.
+ * NULL restores the program. Process-wide; not thread-safe. */
+typedef int (*remote_spawn_fn)(void *ctx, const char *name, int fd);
+void remote_set_spawn_hook(remote_spawn_fn fn, void *ctx);
+
 /* A later phase on every host that implements it. Same contract as scheduler_phase; Bind also
  * reports whether a remote Bind plugin asked for the binding (*bind_requested). */
 kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,

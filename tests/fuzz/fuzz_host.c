@@ -1,0 +1,65 @@
+/* Fuzz target for the plugin host's handling of requests (kcycle.v1.Request, what a scheduler
+ * sends over the socketpair): each frame of the input (fuzz.h) is one request to one host,
+ * which starts empty for every input. The host's promise (runtime/plugin-host/host.h): every
+ * request gets a reply that decodes, answers the request's id, and says what was wrong with a
+ * request that does not decode.
+ *
+ * Each input loads and unloads the plugins its hello names. libFuzzer cannot follow
+ * instrumented code unloaded under it, so ./dev.sh fuzz points KCYCLE_PLUGIN_DIR at the
+ * plugins of the ordinary build for this target (README.md). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "host.h"
+#include "log.h"
+#include "plugin.pb-c.h"
+
+static void check_reply(const uint8_t *request, size_t len, const uint8_t *reply, size_t reply_len)
+{
+    Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, reply_len, reply);
+    fuzz_check(r != NULL, "plugin_host_handle", "a reply that does not decode");
+    Kcycle__V1__Request *q = kcycle__v1__request__unpack(NULL, len, request);
+    if (q == NULL)
+        fuzz_check(r->error != NULL && r->error[0] != '\0', "plugin_host_handle",
+                   "a request that does not decode answered without an error");
+    else
+        fuzz_check(r->id == q->id, "plugin_host_handle", "a reply to another request id");
+    if (getenv("KCYCLE_FUZZ_VERBOSE") != NULL)
+        fprintf(stderr, "host: request %llu: reply %d%s%s\n",
+                q != NULL ? (unsigned long long)q->id : 0ull, (int)r->result_case,
+                r->error[0] != '\0' ? ", error: " : "", r->error);
+    if (q != NULL)
+        kcycle__v1__request__free_unpacked(q, NULL);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static int quiet;
+    if (!quiet) {
+        log_set_level(KC_LOG_ERROR);
+        quiet = 1;
+    }
+    struct plugin_host_options opts = {.fd = 0};
+    struct plugin_host *host;
+    struct kc_error err = {{0}};
+    fuzz_check(plugin_host_open(&opts, &host, &err) == 0, "plugin_host_open", err.message);
+    const uint8_t *frame;
+    size_t len;
+    while (fuzz_next_frame(&data, &size, &frame, &len)) {
+        uint8_t *reply = NULL;
+        size_t reply_len = 0;
+        int rc = plugin_host_handle(host, frame, len, &reply, &reply_len);
+        fuzz_check(rc == 0 || rc == -ENOMEM, "plugin_host_handle", "an undocumented failure");
+        fuzz_check((rc == 0) == (reply != NULL), "plugin_host_handle", "reply and code disagree");
+        if (rc == 0)
+            check_reply(frame, len, reply, reply_len);
+        free(reply);
+    }
+    plugin_host_close(host);
+    return 0;
+}
