@@ -14,6 +14,7 @@
 #include "config.h"
 #include "error.h"
 #include "ipc_peer.h"
+#include "metrics.h"
 #include "reload.h"
 #include "scheduler.h"
 #include "strmap.h"
@@ -72,6 +73,7 @@ struct bridge_client {
     int64_t next_expiry_check_ms;
     _Atomic int64_t last_loop_ms; /* for the liveness probe */
     atomic_bool ready;            /* connected and in sync, for the readiness probe */
+    struct metric_gauge *leader_metric; /* kcycle_leader, or NULL */
     struct bridge_client_stats {
         uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors,
             stale_messages, stale_results, bind_timeouts, evictions, eviction_failures;
@@ -85,6 +87,10 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
 /* Run until *stop: apply changes, schedule while leader, send decisions. 0 when stopped. */
 int bridge_client_run(struct bridge_client *b, const atomic_bool *stop);
 void bridge_client_close(struct bridge_client *b);
+
+/* Record the scheduler's metrics (sched_metrics.h) and the leader state into registry (borrowed,
+ * outlives b), after a successful open. 0 or -ENOMEM. */
+int bridge_client_metrics(struct bridge_client *b, struct metrics *registry);
 
 /* For the health endpoints: the loop turned within the last 30 s; synced and connected. */
 bool bridge_client_alive(const struct bridge_client *b, int64_t now_ms);

@@ -23,6 +23,7 @@
 #include "model.h"
 #include "plugin.pb-c.h"
 #include "proto_convert.h"
+#include "sched_metrics.h"
 #include "scheduler.h"
 
 #define RESTART_BACKOFF_MIN_MS 100
@@ -408,6 +409,7 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     }
     h->cursor = s->remote.journal_base + s->remote.journal_count;
     h->round_trips++;
+    h->sent_ns = sched_metrics_now(s);
     return 0;
 }
 
@@ -479,6 +481,7 @@ static Kcycle__V1__Reply *receive_reply(struct scheduler *s, struct remote_host 
         kcycle__v1__reply__free_unpacked(reply, NULL);
         return NULL;
     }
+    sched_metrics_round_trip(s, h->sent_ns);
     apply_waiting_actions(s, reply);
     return reply;
 }
