@@ -16,12 +16,15 @@
 #include <time.h>
 
 #include "bench_ipc.h"
+#include "bench_metrics.h"
 #include "bench_numa.h"
 #include "config.h"
 #include "bench_gpu.h"
 #include "log.h"
+#include "metrics.h"
 #include "model.h"
 #include "resource_table.h"
+#include "sched_metrics.h"
 #include "scheduler.h"
 
 struct bench {
@@ -502,7 +505,7 @@ static void usage(void)
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process] [--profile default|minimal] "
-                    "[--rounds N (numa)]\n");
+                    "[--rounds N (numa, --metrics compare)] [--metrics on|off|compare]\n");
 }
 
 static void bench_free(struct scheduler *s, struct bench *b)
@@ -598,6 +601,7 @@ int main(int argc, char **argv)
         {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
         {"min-member", required_argument, NULL, 'm'},  {"profile", required_argument, NULL, 'r'},
         {"min-member", required_argument, NULL, 'm'},  {"rounds", required_argument, NULL, 'R'},
+        {"metrics", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000,
@@ -609,6 +613,7 @@ int main(int argc, char **argv)
     const char *shape = "scheduling-basic";
     uint32_t rounds = 3; /* --shape numa */
     bool sized_existing = false, sized_pods = false;
+    bool with_metrics = false, compare_metrics = false; /* --metrics on|compare */
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
@@ -638,10 +643,22 @@ int main(int argc, char **argv)
             b.minimal_profile = strcmp(optarg, "minimal") == 0;
             break;
         case 'R': rounds = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'M':
+            if (strcmp(optarg, "on") == 0)
+                with_metrics = true;
+            else if (strcmp(optarg, "compare") == 0)
+                compare_metrics = true;
+            else if (strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "kcycle-bench: --metrics on|off|compare\n");
+                return 2;
+            }
+            break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
     }
+    if (compare_metrics)
+        return bench_metrics_compare(argc, argv, rounds);
     if (strcmp(shape, "numa") == 0) {
         struct bench_numa_options numa = {argv[0], b.plugin_dir, b.nodes, b.pods, b.seed,
                                           b.parallelism, rounds};
@@ -726,6 +743,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
         return 1;
     }
+    struct metrics *registry = NULL; /* --metrics on: recorded as the scheduler records them */
+    if (with_metrics && (metrics_open(&registry) < 0 || sched_metrics_open(&s, registry) < 0))
+        return 1;
     b.latency_us = calloc((size_t)b.pods * 4 + 1, sizeof(*b.latency_us));
     b.group_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.group_us));
     b.decision_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.decision_us));
@@ -826,6 +846,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcycle-bench: %" PRIu64 " pods bound to a node whose taint they do not "
                         "tolerate\n", b.violations);
     free(rates);
+    if (registry != NULL)
+        free(metrics_render(registry, NULL)); /* a scrape at the end, as Prometheus would */
     bench_free(&s, &b);
+    metrics_close(registry);
     return rc;
 }
