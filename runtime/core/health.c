@@ -62,8 +62,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
     }
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return reply_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
-    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 ||
-        strcmp(url, "/readyz") == 0) {
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0) {
         bool ok = h->opt.check(h->opt.ctx, strcmp(url, "/readyz") == 0 ? "/readyz" : "/healthz");
         return ok ? reply_text(connection, MHD_HTTP_OK, "ok\n")
                   : reply_text(connection, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
@@ -79,8 +78,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
     return reply_text(connection, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
-int health_start(struct health_server **out, const struct health_options *opt,
-                 struct kc_error *err)
+int health_start(struct health_server **out, const struct health_options *opt, struct kc_error *err)
 {
     *out = NULL;
     struct health_server *h = calloc(1, sizeof(*h));
@@ -89,12 +87,12 @@ int health_start(struct health_server **out, const struct health_options *opt,
     h->opt = *opt;
     errno = 0;
     /* poll, not select: no FD_SETSIZE limit on the descriptors a busy process already holds */
-    h->daemon = MHD_start_daemon(
-        MHD_USE_POLL_INTERNAL_THREAD, (uint16_t)opt->port, NULL, NULL, answer, h,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HEALTH_MAX_CONNECTIONS,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEALTH_REQUEST_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HEALTH_IDLE_TIMEOUT_S,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_END);
+    h->daemon =
+        MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD, (uint16_t)opt->port, NULL, NULL, answer, h,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HEALTH_MAX_CONNECTIONS,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEALTH_REQUEST_MEMORY,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HEALTH_IDLE_TIMEOUT_S,
+                         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_END);
     if (h->daemon == NULL) {
         int code = errno != 0 ? -errno : -EIO; /* the library does not always say */
         free(h);

@@ -66,8 +66,8 @@ static void add(struct line *l, const char *fmt, ...)
     int n = vsnprintf(l->text + l->length, sizeof(l->text) - l->length, fmt, ap);
     va_end(ap);
     if (n > 0)
-        l->length += (size_t)n < sizeof(l->text) - l->length ? (size_t)n
-                                                               : sizeof(l->text) - 1 - l->length;
+        l->length +=
+            (size_t)n < sizeof(l->text) - l->length ? (size_t)n : sizeof(l->text) - 1 - l->length;
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -190,8 +190,8 @@ static bool needs_quotes(const char *s)
     return s[0] == '\0' || strpbrk(s, " \"=\t\n") != NULL;
 }
 
-void log_fields(kc_log_level level, const char *msg, const struct log_field *fields,
-                uint32_t count, const char *rate_key)
+void log_fields(kc_log_level level, const char *msg, const struct log_field *fields, uint32_t count,
+                const char *rate_key)
 {
     if (level > current_level)
         return;

@@ -29,8 +29,8 @@ struct log_field {
  * most 3 lines per key a minute are written; the next one written says how many were dropped
  * (suppressed=N). The key names what makes lines "the same" (a pod and its outcome, not the
  * attempt's duration). Strings are copied out before returning. */
-void log_fields(kc_log_level level, const char *msg, const struct log_field *fields,
-                uint32_t count, const char *rate_key);
+void log_fields(kc_log_level level, const char *msg, const struct log_field *fields, uint32_t count,
+                const char *rate_key);
 
 #define log_error(...) log_msg(KC_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(KC_LOG_WARN, __VA_ARGS__)

@@ -139,8 +139,8 @@ struct metric_gauge *metrics_gauge(struct metrics *m, const char *name, const ch
 }
 
 struct metric_histogram *metrics_histogram(struct metrics *m, const char *name, const char *help,
-                                           const char *labels, const double *bounds,
-                                           uint32_t count, double scale)
+                                           const char *labels, const double *bounds, uint32_t count,
+                                           double scale)
 {
     if (count > METRICS_MAX_BUCKETS)
         count = METRICS_MAX_BUCKETS;
@@ -296,9 +296,9 @@ char *metrics_render(struct metrics *m, size_t *length)
                              (unsigned long long)atomic_load_explicit(&s->u.counter.value,
                                                                       memory_order_relaxed));
                 else if (f->type == METRIC_GAUGE)
-                    text_add(&t, "%s%s%s%s %lld\n", f->name, open, s->labels, close,
-                             (long long)atomic_load_explicit(&s->u.gauge.value,
-                                                             memory_order_relaxed));
+                    text_add(
+                        &t, "%s%s%s%s %lld\n", f->name, open, s->labels, close,
+                        (long long)atomic_load_explicit(&s->u.gauge.value, memory_order_relaxed));
                 else
                     add_histogram(&t, f->name, s);
             }

@@ -50,8 +50,8 @@ struct metric_gauge *metrics_gauge(struct metrics *m, const char *name, const ch
 /* bounds: count upper bounds in the exported unit (seconds), ascending, at most
  * METRICS_MAX_BUCKETS; scale: observed units per exported unit. */
 struct metric_histogram *metrics_histogram(struct metrics *m, const char *name, const char *help,
-                                           const char *labels, const double *bounds,
-                                           uint32_t count, double scale);
+                                           const char *labels, const double *bounds, uint32_t count,
+                                           double scale);
 
 /* Prometheus's ExponentialBuckets(start, factor, count) into out (count entries). */
 void metrics_exponential_buckets(double *out, double start, double factor, uint32_t count);

@@ -28,12 +28,13 @@ static void on_stop_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kcycle-plugin-host --fd N [--plugin-dir DIR] [-v]...\n"
+    fprintf(out, "usage: kcycle-plugin-host --fd N [--plugin-dir DIR] [-v]... [--log-format F]\n"
                  "  --fd N            the connected SOCK_SEQPACKET socket inherited from the\n"
                  "                    scheduler (it passes 3)\n"
                  "  --name NAME       the host group, put in every log line\n"
                  "  --plugin-dir DIR  where plugins without a path are found\n"
                  "  -v                more log lines (repeat for debug)\n"
+                 "  --log-format F    text (default) or json, as the scheduler's\n"
                  "The scheduler starts this program; it stops on SIGTERM or when the scheduler "
                  "exits.\n");
 }
@@ -59,6 +60,11 @@ int main(int argc, char **argv)
             opts.plugin_dir = argv[++i];
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
             verbosity++;
+        } else if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc) {
+            if (log_set_format(argv[++i]) < 0) {
+                fprintf(stderr, "kcycle-plugin-host: --log-format text|json, not '%s'\n", argv[i]);
+                return 2;
+            }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;

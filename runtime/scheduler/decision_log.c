@@ -31,7 +31,7 @@ void decision_log_attempt(struct scheduler *s, const struct kc_cycle *cycle,
     const struct pod *pod = cycle->sp->pod;
     char who[512];
     snprintf(who, sizeof(who), "%s/%s", pod->namespace, pod->name);
-    const char *result = p->placed ? (p->permit == KC_WAIT ? "waiting" : "scheduled")
+    const char *result = p->placed  ? (p->permit == KC_WAIT ? "waiting" : "scheduled")
                          : p->error ? "error"
                                     : "unschedulable";
     const char *reason = p->placed ? NULL : p->message != NULL ? p->message : "no reason given";
@@ -49,7 +49,9 @@ void decision_log_attempt(struct scheduler *s, const struct kc_cycle *cycle,
     /* the same pod failing the same way again is one decision repeated: rate-limited */
     char key[1024];
     snprintf(key, sizeof(key), "%s %s %s", who, result,
-             reason != NULL ? reason : p->placed ? cycle->node_name : "");
+             reason != NULL ? reason
+             : p->placed    ? cycle->node_name
+                            : "");
     log_fields(KC_LOG_INFO, "attempt", fields, sizeof(fields) / sizeof(fields[0]),
                p->placed ? NULL : key);
     (void)s;

@@ -109,6 +109,7 @@ static bool simulation_check(void *ctx, const char *path)
  * figures without racing the end of the run. */
 static void hold_until_stopped(int port)
 {
+    install_stop_signals(); /* only now: during the run SIGINT and SIGTERM end it as usual */
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGTERM);
@@ -267,7 +268,6 @@ int main(int argc, char **argv)
     struct health_server *health = NULL;
     struct metrics *registry = NULL;
     if (serve) {
-        install_stop_signals();
         if (serve_http(http_port, simulation_check, NULL, &registry, &health) != 0) {
             simulator_close(&sim);
             return 1;

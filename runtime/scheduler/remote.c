@@ -535,15 +535,21 @@ static int spawn(struct remote *r, struct remote_host *h)
         host_set_error(h, "cannot create a socketpair: %s", strerror(-rc));
         return rc;
     }
-    /* the scheduler's verbosity reaches the plugins: -v for info, -vv for debug */
+    /* the scheduler's verbosity and log format reach the plugins: -v for info, -vv for debug */
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
-    const char *argv[] = {r->host_binary, "--fd", fd_text, "--name", h->name, NULL, NULL, NULL};
+    const char *argv[] = {r->host_binary, "--fd", fd_text, "--name", h->name,
+                          NULL,           NULL,   NULL,    NULL,     NULL};
+    int argc = 5;
     kc_log_level level = log_level();
     if (level >= KC_LOG_INFO)
-        argv[5] = "-v";
+        argv[argc++] = "-v";
     if (level >= KC_LOG_DEBUG)
-        argv[6] = "-v";
+        argv[argc++] = "-v";
+    if (log_json()) {
+        argv[argc++] = "--log-format";
+        argv[argc++] = "json";
+    }
     static const char cannot_run[] = "kcycle: cannot run the plugin host program\n";
     pid_t pid = fork();
     if (pid < 0) {

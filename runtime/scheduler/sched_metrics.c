@@ -107,42 +107,41 @@ static void register_fixed(struct sched_metrics *m)
         m->pending[i] = metrics_gauge(r, "scheduler_pending_pods",
                                       "Number of pending pods, by the queue type.", labels);
         metrics_label(labels, sizeof(labels), "event", "PodAdd");
-        m->incoming[i] =
-            metrics_counter(r, "scheduler_queue_incoming_pods_total",
-                            "Number of pods added to scheduling queues by event and queue type.",
-                            labels);
+        m->incoming[i] = metrics_counter(
+            r, "scheduler_queue_incoming_pods_total",
+            "Number of pods added to scheduling queues by event and queue type.", labels);
     }
     m->preemption_victims = seconds_histogram(
         r, "scheduler_preemption_victims",
         "Number of selected preemption victims for preemption initiated by a single pod", "", 1, 2,
         7, 1);
-    m->preemption_attempts = metrics_counter(r, "scheduler_preemption_attempts_total",
-                                             "Total preemption attempts in the cluster till now",
-                                             "");
-    m->bindings[0] = metrics_counter(r, "kcycle_bindings_total",
-                                     "Bindings the scheduler completed, by result.",
-                                     "result=\"bound\"");
-    m->bindings[1] = metrics_counter(r, "kcycle_bindings_total",
-                                     "Bindings the scheduler completed, by result.",
-                                     "result=\"failed\"");
-    m->round_trip = seconds_histogram(
-        r, "kcycle_plugin_host_round_trip_seconds",
-        "Time from a request to a plugin host to its reply (isolation: process).", "", 0.00001,
-        2, 16, 1e9);
+    m->preemption_attempts =
+        metrics_counter(r, "scheduler_preemption_attempts_total",
+                        "Total preemption attempts in the cluster till now", "");
+    m->bindings[0] =
+        metrics_counter(r, "kcycle_bindings_total", "Bindings the scheduler completed, by result.",
+                        "result=\"bound\"");
+    m->bindings[1] =
+        metrics_counter(r, "kcycle_bindings_total", "Bindings the scheduler completed, by result.",
+                        "result=\"failed\"");
+    m->round_trip =
+        seconds_histogram(r, "kcycle_plugin_host_round_trip_seconds",
+                          "Time from a request to a plugin host to its reply (isolation: process).",
+                          "", 0.00001, 2, 16, 1e9);
     m->generation = metrics_gauge(r, "kcycle_plugin_generation",
                                   "The plugin generation that serves new scheduling cycles "
                                   "(1 at start, one more per hot reload).",
                                   "");
-    m->reloads_refused = metrics_counter(r, "kcycle_plugin_reloads_refused_total",
-                                         "Hot reloads refused (the serving generation stayed).",
-                                         "");
+    m->reloads_refused =
+        metrics_counter(r, "kcycle_plugin_reloads_refused_total",
+                        "Hot reloads refused (the serving generation stayed).", "");
     m->group_cycles = metrics_counter(r, "kcycle_group_cycles_total",
                                       "Pod group scheduling cycles run (all members at once).", "");
     m->group_rollbacks = metrics_counter(r, "kcycle_group_rollbacks_total",
                                          "Pod group cycles rolled back (no quorum placed).", "");
-    m->group_timeouts = metrics_counter(r, "kcycle_group_timeouts_total",
-                                        "Pod groups marked Failed by their scheduling timeout.",
-                                        "");
+    m->group_timeouts =
+        metrics_counter(r, "kcycle_group_timeouts_total",
+                        "Pod groups marked Failed by their scheduling timeout.", "");
 }
 
 int sched_metrics_open(struct scheduler *s, struct metrics *registry)
@@ -192,8 +191,7 @@ void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp)
     uint32_t slot = sp->attempts < SLI_ATTEMPT_LABELS ? sp->attempts : SLI_ATTEMPT_LABELS - 1;
     if (m->sli[slot] == NULL) {
         char value[16], labels[64] = "";
-        snprintf(value, sizeof(value), "%u%s", slot,
-                 slot == SLI_ATTEMPT_LABELS - 1 ? "+" : "");
+        snprintf(value, sizeof(value), "%u%s", slot, slot == SLI_ATTEMPT_LABELS - 1 ? "+" : "");
         metrics_label(labels, sizeof(labels), "attempts", value);
         m->sli[slot] = seconds_histogram(
             m->registry, "scheduler_pod_scheduling_sli_duration_seconds",
@@ -216,8 +214,10 @@ void sched_metrics_incoming(struct scheduler *s, const struct sched_pod *sp, con
     (void)event; /* only PodAdd is counted so far: the series is registered with it */
     if (s->metrics == NULL)
         return;
-    int queue = sp->state == SP_BACKOFF ? 1 : sp->state == SP_UNSCHEDULABLE ? 2
-                : sp->state == SP_GATED ? 3 : 0;
+    int queue = sp->state == SP_BACKOFF         ? 1
+                : sp->state == SP_UNSCHEDULABLE ? 2
+                : sp->state == SP_GATED         ? 3
+                                                : 0;
     metric_inc(s->metrics->incoming[queue]);
 }
 
@@ -312,9 +312,9 @@ static struct host_series *host_series(struct sched_metrics *m, const struct rem
     metrics_label(labels, sizeof(labels), "host", h->name);
     free_slot->host = h;
     snprintf(free_slot->name, sizeof(free_slot->name), "%s", h->name);
-    free_slot->restarts = metrics_counter(m->registry, "kcycle_plugin_host_restarts_total",
-                                          "Plugin host processes restarted after a failure.",
-                                          labels);
+    free_slot->restarts =
+        metrics_counter(m->registry, "kcycle_plugin_host_restarts_total",
+                        "Plugin host processes restarted after a failure.", labels);
     free_slot->broken = metrics_gauge(m->registry, "kcycle_plugin_host_circuit_open",
                                       "1 while a plugin host is circuit-broken (its plugins are "
                                       "left out), else 0.",

@@ -70,36 +70,6 @@ int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us)
     return rc;
 }
 
-json_t *bench_child_json(char **args)
-{
-    int out[2];
-    if (pipe(out) < 0)
-        return NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(out[1], 1);
-        close(out[0]);
-        close(out[1]);
-        execv("/proc/self/exe", args);
-        _exit(127);
-    }
-    close(out[1]);
-    if (pid < 0) {
-        close(out[0]);
-        return NULL;
-    }
-    char text[8192];
-    size_t len = 0;
-    ssize_t got;
-    while (len < sizeof(text) - 1 && (got = read(out[0], text + len, sizeof(text) - 1 - len)) > 0)
-        len += (size_t)got;
-    text[len] = '\0';
-    close(out[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    return json_loads(text, 0, NULL);
-}
-
 int bench_ipc_inprocess_baseline(int argc, char **argv, double *pods_per_second,
                                  double *group_latency_ms_p50)
 {
@@ -119,8 +89,35 @@ int bench_ipc_inprocess_baseline(int argc, char **argv, double *pods_per_second,
     args[n++] = "--isolation";
     args[n++] = "inprocess";
     args[n++] = "--json";
-    json_t *report = bench_child_json(args);
+    int out[2];
+    if (pipe(out) < 0) {
+        free(args);
+        return -errno;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
     free(args);
+    close(out[1]);
+    if (pid < 0) {
+        close(out[0]);
+        return -errno;
+    }
+    char text[8192];
+    size_t len = 0;
+    ssize_t got;
+    while (len < sizeof(text) - 1 && (got = read(out[0], text + len, sizeof(text) - 1 - len)) > 0)
+        len += (size_t)got;
+    text[len] = '\0';
+    close(out[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    json_t *report = json_loads(text, 0, NULL);
     json_t *pps = json_object_get(report, "pods_per_second_avg");
     if (pps == NULL)
         pps = json_object_get(report, "pods_per_second");

@@ -6,16 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <jansson.h>
-
 /* The median round trip of a 256-byte message over a bare socketpair(AF_UNIX, SOCK_SEQPACKET)
  * to a child process that echoes it: what any transport between two processes costs here.
  * 0, or -errno. */
 int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us);
-
-/* Run this benchmark again with args (NULL-terminated, args[0] ignored) in a child and parse
- * the JSON line it prints: a new reference, or NULL when it printed none. */
-json_t *bench_child_json(char **args);
 
 /* Run this benchmark again (argv as given, --isolation inprocess, --json) in a child and
  * return its pods/s (pods_per_second_avg, or pods_per_second for the gang shape) and, for the

@@ -16,7 +16,6 @@
 #include <time.h>
 
 #include "bench_ipc.h"
-#include "bench_metrics.h"
 #include "bench_numa.h"
 #include "config.h"
 #include "bench_gpu.h"
@@ -545,6 +544,122 @@ static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
     return ipc->json;
 }
 
+/* ---- --metrics compare: the cost of the scheduler's metrics -------------------------------- *
+ * Two schedulers in this process on the same cluster and pods, one recording metrics (as
+ * kcycle-scheduler does) and one not, take turns of CHUNK attempts each until both have placed
+ * every measured pod; each one's time is the sum of its turns. Turns of a few milliseconds put
+ * the machine's load drift on both alike, which separate runs on a shared machine cannot. */
+
+#define COMPARE_CHUNK 50
+
+static double thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Up to count attempts (with their ticks); false once nothing is left to do. */
+static bool run_attempts(struct scheduler *s, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        int rc = scheduler_schedule_one(s);
+        scheduler_tick(s);
+        if (rc <= 0 && !scheduler_busy(s))
+            return false;
+    }
+    return true;
+}
+
+struct compare_side {
+    struct scheduler s;
+    struct metrics *registry;
+    uint64_t init_bound;
+    double wall_us, cpu_us;
+    bool busy;
+};
+
+static int compare_open(struct compare_side *side, struct bench *b, struct config *cfg, bool on)
+{
+    struct scheduler_sink sink = {.ctx = b, .bind = sink_bind, .bound = sink_bound};
+    struct kc_error err = {{0}};
+    if (scheduler_open(&side->s, cfg, b->plugin_dir, &sink, NULL, &err) < 0) {
+        fprintf(stderr, "kcycle-bench: %s\n", err.message);
+        return -1;
+    }
+    if (on && (metrics_open(&side->registry) < 0 ||
+               sched_metrics_open(&side->s, side->registry) < 0))
+        return -1;
+    for (uint32_t i = 0; i < b->nodes; i++)
+        scheduler_node_add(&side->s, make_node(b, i));
+    for (uint32_t i = 0; i < b->existing; i++)
+        scheduler_pod_add(&side->s, make_pod(b, "init", i, NULL));
+    while (run_attempts(&side->s, 1000))
+        ;
+    side->init_bound = side->s.stats.scheduled;
+    for (uint32_t i = 0; i < b->pods; i++)
+        scheduler_pod_add(&side->s, make_pod(b, "measured", i, NULL));
+    side->busy = true;
+    return 0;
+}
+
+static void compare_turn(struct compare_side *side)
+{
+    if (!side->busy)
+        return;
+    double cpu = thread_cpu_us();
+    int64_t wall = now_us();
+    side->busy = run_attempts(&side->s, COMPARE_CHUNK);
+    side->wall_us += (double)(now_us() - wall);
+    side->cpu_us += thread_cpu_us() - cpu;
+}
+
+static int compare_metrics_paired(struct bench *b, struct config *cfg, uint32_t rounds)
+{
+    double wall[2] = {0, 0}, cpu[2] = {0, 0};
+    int rc = 0;
+    printf("{\"compare\": \"metrics\", \"nodes\": %u, \"existing_pods\": %u, \"pods\": %u, "
+           "\"chunk\": %u, \"rounds\": [",
+           b->nodes, b->existing, b->pods, COMPARE_CHUNK);
+    for (uint32_t r = 0; r < (rounds ? rounds : 1) && rc == 0; r++) {
+        struct compare_side sides[2] = {{.busy = false}, {.busy = false}}; /* [0] off, [1] on */
+        if (compare_open(&sides[0], b, cfg, false) < 0 || compare_open(&sides[1], b, cfg, true) < 0)
+            rc = 1;
+        /* who goes first alternates between turns */
+        for (uint32_t turn = 0; rc == 0 && (sides[0].busy || sides[1].busy); turn++) {
+            compare_turn(&sides[turn % 2]);
+            compare_turn(&sides[(turn + 1) % 2]);
+        }
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            uint64_t placed = sides[k].s.stats.scheduled - sides[k].init_bound;
+            if (placed != b->pods) {
+                fprintf(stderr, "kcycle-bench: metrics %s placed %" PRIu64 " of %u pods\n",
+                        k ? "on" : "off", placed, b->pods);
+                rc = 1;
+            }
+        }
+        if (rc == 0) {
+            printf("%s{\"pods_per_second_off\": %.0f, \"pods_per_second_on\": %.0f, "
+                   "\"on_over_off\": %.3f}",
+                   r ? ", " : "", b->pods * 1e6 / sides[0].wall_us,
+                   b->pods * 1e6 / sides[1].wall_us, sides[0].wall_us / sides[1].wall_us);
+            for (int k = 0; k < 2; k++) {
+                wall[k] += sides[k].wall_us;
+                cpu[k] += sides[k].cpu_us;
+            }
+        }
+        if (sides[1].registry != NULL)
+            free(metrics_render(sides[1].registry, NULL)); /* a scrape, as Prometheus would */
+        for (int k = 0; k < 2; k++) {
+            scheduler_close(&sides[k].s);
+            metrics_close(sides[k].registry);
+        }
+    }
+    printf("], \"on_over_off\": %.3f, \"cpu_on_over_off\": %.3f}\n",
+           wall[1] > 0 ? wall[0] / wall[1] : 0, cpu[1] > 0 ? cpu[0] / cpu[1] : 0);
+    return rc;
+}
+
 /* The gang shape's figures: per group cycle latency (to its members bound) and decision time,
  * pods/s over the whole run, and whether every group was placed whole or not at all. */
 static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, int64_t elapsed_us,
@@ -657,8 +772,6 @@ int main(int argc, char **argv)
         default: usage(); return 2;
         }
     }
-    if (compare_metrics)
-        return bench_metrics_compare(argc, argv, rounds);
     if (strcmp(shape, "numa") == 0) {
         struct bench_numa_options numa = {argv[0], b.plugin_dir, b.nodes, b.pods, b.seed,
                                           b.parallelism, rounds};
@@ -733,6 +846,8 @@ int main(int argc, char **argv)
         .unschedulable_flush_ms = 300000,
         .plugin_timeout_ms = 5000,
     };
+    if (compare_metrics)
+        return compare_metrics_paired(&b, &cfg, rounds);
     struct scheduler s;
     struct scheduler_sink sink = {
         .ctx = &b, .bind = sink_bind, .bound = sink_bound, .evict = preemption ? sink_evict : NULL};

@@ -76,7 +76,8 @@ static void fields_are_key_value_in_text_and_members_in_json(void **state)
     log_fields(KC_LOG_INFO, "attempt", fields, 4, NULL);
     char *text = written();
     assert_string_equal(
-        text, "kcycle: info: attempt pod=ns/a reason=\"0/3 nodes are available\" duration_ms=1.5\n");
+        text,
+        "kcycle: info: attempt pod=ns/a reason=\"0/3 nodes are available\" duration_ms=1.5\n");
     free(text);
     log_set_format("json");
     log_fields(KC_LOG_INFO, "attempt", fields, 4, NULL);

@@ -59,8 +59,8 @@ static void histogram_buckets_are_cumulative_with_inf_sum_and_count(void **state
     struct metrics *m = open_registry();
     double bounds[3];
     metrics_exponential_buckets(bounds, 0.001, 2, 3); /* 1 ms, 2 ms, 4 ms */
-    struct metric_histogram *h = metrics_histogram(m, "d_seconds", "D.", "r=\"ok\"", bounds, 3,
-                                                   1e6);
+    struct metric_histogram *h =
+        metrics_histogram(m, "d_seconds", "D.", "r=\"ok\"", bounds, 3, 1e6);
     metric_observe(h, 1000); /* exactly on a bound: counted in it (le) */
     metric_observe(h, 1500);
     metric_observe(h, 9000); /* over the last bound: only +Inf */
