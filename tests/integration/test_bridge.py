@@ -2073,11 +2073,15 @@ def scenario_metrics(fc, api, workdir):
             check(r.scrape(who, "/readyz")[0] == 200, f"{who} /readyz")
         bindings = len(api.stats()["bindings"])
         check(bindings == kcycle - unfit, f"the API server got {bindings} Bindings")
-        # the scheduler's figures settle once the bridge has answered every binding
-        sched = wait_until("the scheduler's bindings counted", lambda: (lambda f: f if
-                           prometheus_text.value(f, "kcycle_bindings_total", result="bound") ==
-                           bindings else None)(prometheus_text.parse(r.scrape("scheduler")[1])),
-                           30, [r])
+        # the scheduler's figures settle once the bridge has answered every binding; its queue
+        # gauges are refreshed at most every 100 ms
+        def settled():
+            f = prometheus_text.parse(r.scrape("scheduler")[1])
+            pending = sum(prometheus_text.value(f, "scheduler_pending_pods", queue=q) or 0
+                          for q in ("active", "backoff", "unschedulable", "gated"))
+            bound = prometheus_text.value(f, "kcycle_bindings_total", result="bound")
+            return f if bound == bindings and pending == unfit else None
+        sched = wait_until("the scheduler's bindings and pending pods counted", settled, 30, [r])
         v = lambda name, **l: prometheus_text.value(sched, name, **l)  # noqa: E731
         check(v("scheduler_schedule_attempts_total", result="scheduled", profile="kcycle") ==
               bindings, "attempts{scheduled} == Bindings the API server accepted")

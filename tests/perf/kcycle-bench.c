@@ -587,8 +587,8 @@ static int compare_open(struct compare_side *side, struct bench *b, struct confi
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
         return -1;
     }
-    if (on && (metrics_open(&side->registry) < 0 ||
-               sched_metrics_open(&side->s, side->registry) < 0))
+    if (on &&
+        (metrics_open(&side->registry) < 0 || sched_metrics_open(&side->s, side->registry) < 0))
         return -1;
     for (uint32_t i = 0; i < b->nodes; i++)
         scheduler_node_add(&side->s, make_node(b, i));
@@ -603,21 +603,34 @@ static int compare_open(struct compare_side *side, struct bench *b, struct confi
     return 0;
 }
 
-static void compare_turn(struct compare_side *side)
+/* One turn; its wall time in us, or 0 when the side had nothing left to do. */
+static double compare_turn(struct compare_side *side)
 {
     if (!side->busy)
-        return;
+        return 0;
     double cpu = thread_cpu_us();
     int64_t wall = now_us();
     side->busy = run_attempts(&side->s, COMPARE_CHUNK);
-    side->wall_us += (double)(now_us() - wall);
+    double took = (double)(now_us() - wall);
+    side->wall_us += took;
     side->cpu_us += thread_cpu_us() - cpu;
+    return took;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
 }
 
 static int compare_metrics_paired(struct bench *b, struct config *cfg, uint32_t rounds)
 {
     double wall[2] = {0, 0}, cpu[2] = {0, 0};
-    int rc = 0;
+    /* per pair of adjacent turns, off's time over on's: the median shrugs off the turns in
+     * which the machine took the core away, which dominate a sum on a loaded machine */
+    uint32_t pair_count = 0, pair_capacity = (rounds ? rounds : 1) * (b->pods / COMPARE_CHUNK + 8);
+    double *pairs = calloc(pair_capacity, sizeof(*pairs));
+    int rc = pairs == NULL;
     printf("{\"compare\": \"metrics\", \"nodes\": %u, \"existing_pods\": %u, \"pods\": %u, "
            "\"chunk\": %u, \"rounds\": [",
            b->nodes, b->existing, b->pods, COMPARE_CHUNK);
@@ -627,8 +640,11 @@ static int compare_metrics_paired(struct bench *b, struct config *cfg, uint32_t 
             rc = 1;
         /* who goes first alternates between turns */
         for (uint32_t turn = 0; rc == 0 && (sides[0].busy || sides[1].busy); turn++) {
-            compare_turn(&sides[turn % 2]);
-            compare_turn(&sides[(turn + 1) % 2]);
+            double took[2];
+            took[turn % 2] = compare_turn(&sides[turn % 2]);
+            took[(turn + 1) % 2] = compare_turn(&sides[(turn + 1) % 2]);
+            if (took[0] > 0 && took[1] > 0 && pair_count < pair_capacity)
+                pairs[pair_count++] = took[0] / took[1];
         }
         for (int k = 0; k < 2 && rc == 0; k++) {
             uint64_t placed = sides[k].s.stats.scheduled - sides[k].init_bound;
@@ -655,8 +671,12 @@ static int compare_metrics_paired(struct bench *b, struct config *cfg, uint32_t 
             metrics_close(sides[k].registry);
         }
     }
-    printf("], \"on_over_off\": %.3f, \"cpu_on_over_off\": %.3f}\n",
-           wall[1] > 0 ? wall[0] / wall[1] : 0, cpu[1] > 0 ? cpu[0] / cpu[1] : 0);
+    qsort(pairs, pair_count, sizeof(*pairs), compare_double);
+    printf("], \"on_over_off\": %.3f, \"cpu_on_over_off\": %.3f, \"pairs\": %u, "
+           "\"pair_median_on_over_off\": %.3f}\n",
+           wall[1] > 0 ? wall[0] / wall[1] : 0, cpu[1] > 0 ? cpu[0] / cpu[1] : 0, pair_count,
+           pair_count > 0 ? pairs[pair_count / 2] : 0);
+    free(pairs);
     return rc;
 }
 
@@ -716,8 +736,7 @@ int main(int argc, char **argv)
         {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
         {"min-member", required_argument, NULL, 'm'},  {"profile", required_argument, NULL, 'r'},
         {"min-member", required_argument, NULL, 'm'},  {"rounds", required_argument, NULL, 'R'},
-        {"metrics", required_argument, NULL, 'M'},
-        {NULL, 0, NULL, 0},
+        {"metrics", required_argument, NULL, 'M'},     {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000,
                       .existing = 1000,
