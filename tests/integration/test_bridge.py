@@ -2107,6 +2107,14 @@ def scenario_metrics(fc, api, workdir):
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+    # secrets never logged: the bridge's bearer token appears in neither log (both ran at -v,
+    # the scheduler with a decision line per attempt)
+    token = getattr(api, "token", None)
+    for p in (r.bridge, r.scheduler):
+        text = open(p.log_path, errors="replace").read()
+        check(not token or token not in text, f"the API token appears in {p.name}'s log")
+    check("attempt pod=" in open(r.scheduler.log_path, errors="replace").read(),
+          "the scheduler wrote its decision log at -v")
     # the scheduler's own last word agrees with what it served
     last = [l for l in open(r.scheduler.log_path, errors="replace") if "stopping:" in l]
     check(last and f", {bindings} scheduled" in last[-1], f"the stopping line: {last[-1:]}")
