@@ -20,6 +20,7 @@
 
 static const char *const result_names[] = {"scheduled", "unschedulable", "error"};
 static const char *const queue_names[] = {"active", "backoff", "unschedulable", "gated"};
+static const char *const event_names[SCHED_EVENT_COUNT] = {"PodAdd", "ScheduleAttemptFailure"};
 
 struct plugin_series {
     const char *name; /* the plugin's name when registered: a new generation may reuse slots */
@@ -41,7 +42,7 @@ struct sched_metrics {
     struct metric_histogram *attempt_duration[3];
     struct metric_histogram *sli[SLI_ATTEMPT_LABELS];
     struct metric_gauge *pending[4];
-    struct metric_counter *incoming[4];
+    struct metric_counter *incoming[SCHED_EVENT_COUNT][4]; /* by event, then queue */
     struct metric_histogram *preemption_victims;
     struct metric_counter *preemption_attempts;
     struct metric_counter *bindings[2];
@@ -106,11 +107,16 @@ static void register_fixed(struct sched_metrics *m)
         metrics_label(labels, sizeof(labels), "queue", queue_names[i]);
         m->pending[i] = metrics_gauge(r, "scheduler_pending_pods",
                                       "Number of pending pods, by the queue type.", labels);
-        metrics_label(labels, sizeof(labels), "event", "PodAdd");
-        m->incoming[i] = metrics_counter(
-            r, "scheduler_queue_incoming_pods_total",
-            "Number of pods added to scheduling queues by event and queue type.", labels);
     }
+    for (int e = 0; e < SCHED_EVENT_COUNT; e++)
+        for (int i = 0; i < 4; i++) {
+            labels[0] = '\0';
+            metrics_label(labels, sizeof(labels), "queue", queue_names[i]);
+            metrics_label(labels, sizeof(labels), "event", event_names[e]);
+            m->incoming[e][i] = metrics_counter(
+                r, "scheduler_queue_incoming_pods_total",
+                "Number of pods added to scheduling queues by event and queue type.", labels);
+        }
     m->preemption_victims = seconds_histogram(
         r, "scheduler_preemption_victims",
         "Number of selected preemption victims for preemption initiated by a single pod", "", 1, 2,
@@ -209,16 +215,15 @@ void sched_metrics_binding_failed(struct scheduler *s)
         metric_inc(s->metrics->bindings[1]);
 }
 
-void sched_metrics_incoming(struct scheduler *s, const struct sched_pod *sp, const char *event)
+void sched_metrics_incoming(struct scheduler *s, const struct sched_pod *sp, enum sched_event event)
 {
-    (void)event; /* only PodAdd is counted so far: the series is registered with it */
-    if (s->metrics == NULL)
+    if (s->metrics == NULL || event >= SCHED_EVENT_COUNT)
         return;
     int queue = sp->state == SP_BACKOFF         ? 1
                 : sp->state == SP_UNSCHEDULABLE ? 2
                 : sp->state == SP_GATED         ? 3
                                                 : 0;
-    metric_inc(s->metrics->incoming[queue]);
+    metric_inc(s->metrics->incoming[event][queue]);
 }
 
 void sched_metrics_preemption(struct scheduler *s, uint32_t victims)

@@ -36,8 +36,12 @@ void sched_metrics_attempt(struct scheduler *s, enum sched_result result, int64_
 /* sp is bound: a scheduled attempt, the SLI (first attempt to bound), a binding. */
 void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp);
 void sched_metrics_binding_failed(struct scheduler *s);
-/* sp entered the queue (where sp->state says) because of event ("PodAdd", ...). */
-void sched_metrics_incoming(struct scheduler *s, const struct sched_pod *sp, const char *event);
+/* kube's queue events that kcycle counts (scheduler_queue_incoming_pods_total's label). */
+enum sched_event { SCHED_EVENT_POD_ADD, SCHED_EVENT_ATTEMPT_FAILURE, SCHED_EVENT_COUNT };
+
+/* sp entered the queue (where sp->state says) because of event. */
+void sched_metrics_incoming(struct scheduler *s, const struct sched_pod *sp,
+                            enum sched_event event);
 void sched_metrics_preemption(struct scheduler *s, uint32_t victims);
 /* A plugin host's reply came to the request sent at sent_ns (sched_metrics_now). */
 int64_t sched_metrics_now(const struct scheduler *s); /* ns; 0 when metrics are off */

@@ -363,7 +363,7 @@ static int add_pending(struct scheduler *s, struct pod *pod)
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
     group_join(s, sp);
     int rc = scheduler_enqueue(s, sp);
-    sched_metrics_incoming(s, sp, "PodAdd");
+    sched_metrics_incoming(s, sp, SCHED_EVENT_POD_ADD);
     return rc;
 }
 
@@ -475,6 +475,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         queue_push_backoff_until(&s->queue, sp, backoff_until_ms);
     else
         queue_park_until(&s->queue, sp, now, backoff_until_ms);
+    sched_metrics_incoming(s, sp, SCHED_EVENT_ATTEMPT_FAILURE);
 }
 
 /* The attempt failed: tell the sink, then park (unschedulable) or back off (error), until at

@@ -125,6 +125,10 @@ def check_against_report(fams, report):
           f"pending pods {pending} == pods the report leaves unbound {s['unschedulable']}")
     check(v("scheduler_queue_incoming_pods_total", queue="active", event="PodAdd") ==
           len(report["pods"]), "every pod came in through activeQ once")
+    failures = sum(v("scheduler_queue_incoming_pods_total", queue=q,
+                     event="ScheduleAttemptFailure") for q in ("backoff", "unschedulable"))
+    check(failures == s["unschedulable_attempts"] + s["error_attempts"],
+          f"every failed attempt requeued its pod (backoff or unschedulable): {failures}")
     # the attempt histograms count the scheduling cycles; the SLI one pod per bound pod
     cycles = sum(v("scheduler_scheduling_attempt_duration_seconds_count", result=r,
                    profile="kcycle") for r in ("scheduled", "unschedulable", "error"))
