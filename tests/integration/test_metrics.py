@@ -9,9 +9,9 @@
    unschedulable attempts, plugin host restarts, the pods left pending.
 2. The HTTP endpoints: /healthz, /livez, /readyz, 404 for other paths, 405 for POST, HEAD,
    an oversized request refused, a connection limit that holds and then frees.
-3. The decision log: -v -v --log-format json writes only JSON lines; one attempt line per
-   attempt with pod, result, node or reason, duration and generation; score lines for the top
-   nodes; the text format says the same in key=value form."""
+3. The decision log: -v -v --log-format json writes only JSON lines (the plugin hosts' too);
+   one attempt line per attempt with pod, result, node or reason, duration and generation;
+   score lines for the top nodes; the text format says the same in key=value form."""
 import json
 import os
 import socket
@@ -293,6 +293,23 @@ def scenario_decision_log(tmp):
           f"text attempt lines: {len(text)}")
     check(all(l.startswith("kcycle: info: attempt pod=") for l in text),
           f"text lines read 'kcycle: info: attempt pod=...': {text[:1]}")
+    # plugin hosts log JSON too when the scheduler does, each line naming its host
+    config = os.path.join(tmp, "hosts.yaml")
+    with open(config, "w") as f:
+        f.write("plugins:\n  - {name: prioritysort}\n"
+                "  - {name: noderesources, isolation: process}\n"
+                "  - {name: defaultbinder, isolation: process}\n")
+    proc = subprocess.run([SCHEDULER, "--config", config, "--simulate", sim, "--quiet",
+                           "--no-progress", "-v", "--log-format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    components = set()
+    for line in proc.stderr.splitlines():
+        try:
+            components.add(json.loads(line).get("component"))
+        except ValueError:
+            check(False, f"with plugin hosts, a line that is not JSON: {line!r}")
+    check({"plugin host noderesources", "plugin host defaultbinder"} <= components,
+          f"the plugin hosts' JSON lines name them: {components}")
     bad = subprocess.run([SCHEDULER, "--simulate", sim, "--log-format", "xml"],
                          capture_output=True, text=True, timeout=60)
     check(bad.returncode == 2 and "--log-format" in bad.stderr, "an unknown log format is refused")
