@@ -1406,6 +1406,8 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
             not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
         else
             chosen = s->feasible[found > 1 ? select_node(s, cycle->fw, found, scored) : 0];
+        if (chosen != NULL) /* the hosts' plugins are in the totals, not in the list */
+            decision_log_scores(s, cycle, found > 1 ? found : 0, scored);
     }
     free(message);
     return chosen;
