@@ -7,7 +7,7 @@ cd "$(dirname "$0")"
 PACKAGES=(
     meson ninja-build pkg-config cmake gcc libc6-dev
     libprotobuf-c-dev protobuf-c-compiler libnng-dev libjansson-dev libhwloc-dev
-    libcmocka-dev libcurl4-openssl-dev libyaml-dev
+    libcmocka-dev libcurl4-openssl-dev libyaml-dev libmicrohttpd-dev
     python3 python3-grpcio clang libclang-rt-14-dev valgrind
     chromium # test report-html opens the simulator's HTML report in it, headless
 )

@@ -1,115 +1,108 @@
-/* Probe endpoints over plain HTTP/1.0: enough for httpGet probes, nothing more. */
+/* Probe and metrics endpoints over libmicrohttpd (see health.h). The library owns the HTTP
+ * parsing, keep-alive and timeouts; this file only maps paths to answers and bounds what a
+ * client may cost: a few connections, a small request buffer, a short idle timeout. */
 #include "health.h"
 
 #include <errno.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
+#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+
+#include "metrics.h"
+
+/* A probe or a scrape needs one connection; a few spare ones cover a slow client. */
+#define HEALTH_MAX_CONNECTIONS 16
+/* Request line and headers of a probe or a scrape fit in a few KiB; more is refused (431). */
+#define HEALTH_REQUEST_MEMORY (16 * 1024)
+#define HEALTH_IDLE_TIMEOUT_S 5
 
 struct health_server {
-    int fd;
+    struct MHD_Daemon *daemon;
     int port;
-    health_check_fn check;
-    void *ctx;
-    atomic_bool stop;
-    pthread_t thread;
+    struct health_options opt;
 };
 
-static void answer(struct health_server *h, int conn)
+static enum MHD_Result reply(struct MHD_Connection *connection, unsigned int status,
+                             const char *content_type, char *body, size_t length, bool owned)
 {
-    char request[512];
-    size_t got = 0;
-    /* the request line is all we need; a slow or silent client gets 1 s */
-    while (got < sizeof(request) - 1) {
-        struct pollfd p = {.fd = conn, .events = POLLIN};
-        if (poll(&p, 1, 1000) <= 0)
-            break;
-        ssize_t n = recv(conn, request + got, sizeof(request) - 1 - got, 0);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-        request[got] = '\0';
-        if (strstr(request, "\r\n") != NULL || strchr(request, '\n') != NULL)
-            break;
+    struct MHD_Response *response = MHD_create_response_from_buffer(
+        length, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) {
+        if (owned)
+            free(body);
+        return MHD_NO;
     }
-    request[got] = '\0';
-    char path[64] = "";
-    int status = 404;
-    if (sscanf(request, "GET %63s", path) == 1) {
-        char *query = strchr(path, '?');
-        if (query != NULL)
-            *query = '\0';
-        if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0 ||
-            strcmp(path, "/readyz") == 0)
-            status =
-                h->check(h->ctx, strcmp(path, "/readyz") == 0 ? "/readyz" : "/healthz") ? 200 : 503;
-    }
-    const char *body = status == 200 ? "ok\n" : status == 503 ? "not ready\n" : "not found\n";
-    char reply[256];
-    int len = snprintf(reply, sizeof(reply),
-                       "HTTP/1.0 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
-                       "Connection: close\r\n\r\n%s",
-                       status,
-                       status == 200   ? "OK"
-                       : status == 503 ? "Service Unavailable"
-                                       : "Not Found",
-                       strlen(body), body);
-    ssize_t sent = send(conn, reply, (size_t)len, MSG_NOSIGNAL);
-    (void)sent;
+    MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    enum MHD_Result rc = MHD_queue_response(connection, status, response);
+    MHD_destroy_response(response);
+    return rc;
 }
 
-static void *serve(void *arg)
+static enum MHD_Result reply_text(struct MHD_Connection *connection, unsigned int status,
+                                  const char *text)
 {
-    struct health_server *h = arg;
-    while (!atomic_load(&h->stop)) {
-        struct pollfd p = {.fd = h->fd, .events = POLLIN};
-        if (poll(&p, 1, 200) <= 0)
-            continue;
-        int conn = accept(h->fd, NULL, NULL);
-        if (conn < 0)
-            continue;
-        answer(h, conn);
-        close(conn);
-    }
-    return NULL;
+    return reply(connection, status, "text/plain; charset=utf-8", (char *)text, strlen(text),
+                 false);
 }
 
-int health_start(struct health_server **out, int port, health_check_fn check, void *ctx,
-                 struct kc_error *err)
+static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_size, void **request_state)
+{
+    static int headers_seen;
+    struct health_server *h = cls;
+    if (*request_state == NULL) {
+        /* the first call has the headers only; answer once the request is complete */
+        *request_state = &headers_seen;
+        return MHD_YES;
+    }
+    if (*upload_size != 0) {
+        *upload_size = 0; /* a body is never wanted: drop it */
+        return MHD_YES;
+    }
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return reply_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+    if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0) {
+        bool ok = h->opt.check(h->opt.ctx, strcmp(url, "/readyz") == 0 ? "/readyz" : "/healthz");
+        return ok ? reply_text(connection, MHD_HTTP_OK, "ok\n")
+                  : reply_text(connection, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n");
+    }
+    if (strcmp(url, "/metrics") == 0 && h->opt.metrics != NULL) {
+        size_t length = 0;
+        char *text = metrics_render(h->opt.metrics, &length);
+        if (text == NULL)
+            return reply_text(connection, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+        return reply(connection, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
+                     length, true);
+    }
+    return reply_text(connection, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+int health_start(struct health_server **out, const struct health_options *opt, struct kc_error *err)
 {
     *out = NULL;
     struct health_server *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return kc_error_set(err, -ENOMEM, "out of memory");
-    h->check = check;
-    h->ctx = ctx;
-    h->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    int one = 1;
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (h->fd < 0 || setsockopt(h->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(h->fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(h->fd, 16) < 0) {
-        int code = -errno;
-        if (h->fd >= 0)
-            close(h->fd);
+    h->opt = *opt;
+    errno = 0;
+    /* poll, not select: no FD_SETSIZE limit on the descriptors a busy process already holds */
+    h->daemon =
+        MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD, (uint16_t)opt->port, NULL, NULL, answer, h,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HEALTH_MAX_CONNECTIONS,
+                         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEALTH_REQUEST_MEMORY,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HEALTH_IDLE_TIMEOUT_S,
+                         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_END);
+    if (h->daemon == NULL) {
+        int code = errno != 0 ? -errno : -EIO; /* the library does not always say */
         free(h);
-        return kc_error_set(err, code, "cannot serve health probes on port %d: %s", port,
-                            strerror(-code));
+        return kc_error_set(err, code,
+                            "cannot serve /healthz, /readyz and /metrics on port %d: %s (choose "
+                            "another with --health-port)",
+                            opt->port, strerror(-code));
     }
-    socklen_t len = sizeof(addr);
-    getsockname(h->fd, (struct sockaddr *)&addr, &len);
-    h->port = ntohs(addr.sin_port);
-    if (pthread_create(&h->thread, NULL, serve, h) != 0) {
-        close(h->fd);
-        free(h);
-        return kc_error_set(err, -EAGAIN, "cannot start the health probe thread");
-    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info != NULL ? info->port : opt->port;
     *out = h;
     return 0;
 }
@@ -123,8 +116,6 @@ void health_stop(struct health_server *h)
 {
     if (h == NULL)
         return;
-    atomic_store(&h->stop, true);
-    pthread_join(h->thread, NULL);
-    close(h->fd);
+    MHD_stop_daemon(h->daemon);
     free(h);
 }

@@ -14,6 +14,7 @@
 
 #include "bridge.pb-c.h"
 #include "health.h"
+#include "metrics.h"
 #include "log.h"
 #include "socket_dir.h"
 #include "model.h"
@@ -425,6 +426,7 @@ void bridge_watch_event(void *ctx, enum kube_event_type type, const char *namesp
 {
     struct bridge_watch *w = ctx;
     struct bridge *b = w->bridge;
+    metric_inc(w->events_metric);
     char key[512];
     snprintf(key, sizeof(key), "%s%s%s", namespace, namespace[0] ? "/" : "", name);
     uint8_t *change = NULL;
@@ -510,6 +512,7 @@ static void list_settled(struct bridge_watch *w)
 static void on_synced(void *ctx)
 {
     struct bridge_watch *w = ctx;
+    metric_inc(w->lists_metric);
     bool was_not_served = atomic_exchange(&w->not_served, false);
     if (!atomic_exchange(&w->synced, true) || was_not_served)
         log_info("bridge: %s listed (%u objects) after %.3f s", w->resource.kind, w->items.count,
@@ -1609,9 +1612,15 @@ static int start_threads(struct bridge *b, struct kc_error *err)
     int rc = bridge_start_receiver(b, err);
     if (rc < 0)
         return rc;
-    if (b->opt.health_port >= 0)
-        return health_start(&b->health, b->opt.health_port, health_check, b, err);
-    return 0;
+    if (b->opt.health_port < 0)
+        return 0;
+    if (bridge_metrics_open(b) < 0)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    struct health_options hopt = {.port = b->opt.health_port,
+                                  .check = health_check,
+                                  .ctx = b,
+                                  .metrics = b->metrics.registry};
+    return health_start(&b->health, &hopt, err);
 }
 
 void bridge_send_loop(struct bridge *b)
@@ -1682,6 +1691,7 @@ void bridge_close(struct bridge *b)
     pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
     health_stop(b->health);
+    bridge_metrics_close(b);
     /* writers first: their last requests end before the lease is released */
     for (uint32_t i = 0; i < b->writer_count; i++)
         pthread_join(b->writers[i], NULL);

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "ipc_peer.h"
 #include "kube.h"
+#include "metrics.h"
 #include "strmap.h"
 
 struct bridge_options {
@@ -43,6 +44,7 @@ struct bridge_watch {
     atomic_bool synced;
     atomic_bool not_served; /* the list answered 404: readiness does not wait for it */
     int64_t last_warn_ms;   /* the reflector's thread only */
+    struct metric_counter *events_metric, *lists_metric; /* bridge_metrics.c; NULL: off */
     pthread_t thread;
     bool started;
 };
@@ -104,6 +106,13 @@ struct bridge_stats {
     _Atomic int64_t start_to_first_sync_ms, first_sync_to_first_binding_ms;
 };
 
+/* The bridge's series (bridge_metrics.c), served on the health port's /metrics. */
+struct bridge_metrics {
+    struct metrics *registry; /* NULL while the HTTP endpoints are off */
+    struct metric_counter *bindings[3], *api_errors, *syncs, *leader_changes, *events_written;
+    struct metric_gauge *leader;
+};
+
 struct bridge {
     struct bridge_options opt;
     struct kube_config kube;
@@ -153,6 +162,7 @@ struct bridge {
     pthread_t receiver;
     bool receiver_started;
     struct health_server *health;
+    struct bridge_metrics metrics;
     int64_t start_ms;
     struct bridge_stats stats;
 };
@@ -187,5 +197,10 @@ void bridge_note_leadership(struct bridge *b);
 int64_t bridge_monotonic_ms(void);
 /* RFC 3339 with microseconds, UTC: "2026-11-29T10:00:00.000000Z". */
 void bridge_format_time(char *out, size_t size);
+
+/* /metrics (bridge_metrics.c): make the registry and the series once the watches are set up.
+ * 0 or -ENOMEM; close is safe after a failed or no open. */
+int bridge_metrics_open(struct bridge *b);
+void bridge_metrics_close(struct bridge *b);
 
 #endif

@@ -44,7 +44,9 @@ static void usage(FILE *out)
             "  --renew-deadline D     (default: leaderElection.renewDeadline, 10s)\n"
             "  --retry-period D       (default: leaderElection.retryPeriod, 2s)\n"
             "  --workers N            API writer threads (default 8)\n"
-            "  --health-port N        /healthz and /readyz over HTTP (default 10259; 0 off)\n"
+            "  --health-port N        /healthz, /livez, /readyz and /metrics over HTTP\n"
+            "                         (default 10259; 0 off)\n"
+            "  --log-format F         text (default) or json: one JSON object per log line\n"
             "  -v, --verbose          more log output (repeat for debug)\n"
             "  --version              print the version\n"
             "  -h, --help             print this help\n");
@@ -81,7 +83,8 @@ int main(int argc, char **argv)
         O_RETRY,
         O_WORKERS,
         O_HEALTH,
-        O_VERSION
+        O_VERSION,
+        O_LOG_FORMAT
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -99,6 +102,7 @@ int main(int argc, char **argv)
         {"retry-period", required_argument, NULL, O_RETRY},
         {"workers", required_argument, NULL, O_WORKERS},
         {"health-port", required_argument, NULL, O_HEALTH},
+        {"log-format", required_argument, NULL, O_LOG_FORMAT},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, 'h'},
@@ -161,6 +165,13 @@ int main(int argc, char **argv)
             opt.health_port = n == 0 ? -1 : (int)n;
             break;
         }
+        case O_LOG_FORMAT:
+            if (log_set_format(optarg) < 0) {
+                fprintf(stderr, "kcycle-kube-bridge: --log-format '%s': expected text or json\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'v': verbosity++; break;
         case O_VERSION: printf("kcycle-kube-bridge %s\n", KC_VERSION_STRING); return 0;
         case 'h': usage(stdout); return 0;

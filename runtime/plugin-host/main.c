@@ -28,7 +28,8 @@ static void on_stop_signal(int sig)
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: kcycle-plugin-host --fd N [--name NAME] [--plugin-dir DIR] [-v]...\n"
+    fprintf(out, "usage: kcycle-plugin-host --fd N [--name NAME] [--plugin-dir DIR] [-v]... "
+                 "[--log-format F]\n"
                  "\n"
                  "  --fd N            the connected SOCK_SEQPACKET socket inherited from the\n"
                  "                    scheduler (it passes 3)\n"
@@ -37,6 +38,7 @@ static void usage(FILE *out)
                  "  -v, --verbose     more log lines (repeat for debug)\n"
                  "  --version         print the version\n"
                  "  -h, --help        print this help\n"
+                 "  --log-format F    text (default) or json, as the scheduler's\n"
                  "The scheduler starts this program; it stops on SIGTERM or when the scheduler "
                  "exits.\n");
 }
@@ -62,6 +64,11 @@ int main(int argc, char **argv)
             opts.plugin_dir = argv[++i];
         } else if (strcmp(argv[i], "-v") == 0 || strcmp(argv[i], "--verbose") == 0) {
             verbosity++;
+        } else if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc) {
+            if (log_set_format(argv[++i]) < 0) {
+                fprintf(stderr, "kcycle-plugin-host: --log-format text|json, not '%s'\n", argv[i]);
+                return 2;
+            }
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
             return 0;

@@ -19,6 +19,7 @@
 #include "model.h"
 #include "preempt.h"
 #include "proto_convert.h"
+#include "sched_metrics.h"
 
 #define LOOP_BUDGET_US 20000 /* schedule at most this long before looking at messages again */
 #define IDLE_WAIT_MS 100
@@ -665,6 +666,7 @@ static void handle_bytes(struct bridge_client *b, const uint8_t *data, size_t le
         sync_end(b);
     if (m->leadership != NULL && m->leadership->leader != b->leader) {
         b->leader = m->leadership->leader;
+        metric_set(b->leader_metric, b->leader);
         log_warn("bridge: %s (lease holder: %s)",
                  b->leader ? "this replica leads: scheduling" : "not the leader: not scheduling",
                  m->leadership->identity[0] ? m->leadership->identity : "unknown");
@@ -743,6 +745,7 @@ static void check_pipe(struct bridge_client *b)
                  "back");
         b->connected = false;
         b->leader = false;
+        metric_set(b->leader_metric, 0);
         b->synced = false;
         b->syncing = false;
         seen_clear(b);
@@ -807,6 +810,16 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
                             nng_strerror(rc));
     log_info("bridge: dialing %s", url);
     return 0;
+}
+
+int bridge_client_metrics(struct bridge_client *b, struct metrics *registry)
+{
+    b->leader_metric = metrics_gauge(registry, "kcycle_leader",
+                                     "1 while this scheduler's bridge holds the lease and the "
+                                     "scheduler schedules, else 0.",
+                                     "");
+    metric_set(b->leader_metric, b->leader);
+    return sched_metrics_open(&b->sched, registry);
 }
 
 bool bridge_client_alive(const struct bridge_client *b, int64_t now_ms)

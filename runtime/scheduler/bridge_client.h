@@ -14,6 +14,7 @@
 #include "config.h"
 #include "error.h"
 #include "ipc_peer.h"
+#include "metrics.h"
 #include "reload.h"
 #include "scheduler.h"
 #include "strmap.h"
@@ -72,6 +73,7 @@ struct bridge_client {
     int64_t next_expiry_check_ms;
     _Atomic int64_t last_loop_ms; /* for the liveness probe */
     atomic_bool ready;            /* connected and in sync, for the readiness probe */
+    struct metric_gauge *leader_metric; /* kcycle_leader, or NULL */
     struct bridge_client_stats {
         uint64_t messages, changes, syncs, bind_results, bind_failures, decode_errors,
             stale_messages, stale_results, bind_timeouts, evictions, eviction_failures;
@@ -95,6 +97,9 @@ void bridge_client_close(struct bridge_client *b);
  * built does not decode. */
 int bridge_client_feed(struct bridge_client *b, const uint8_t *data, size_t len,
                        uint32_t max_cycles, uint8_t **out, size_t *out_len);
+/* Record the scheduler's metrics (sched_metrics.h) and the leader state into registry (borrowed,
+ * outlives b), after a successful open. 0 or -ENOMEM. */
+int bridge_client_metrics(struct bridge_client *b, struct metrics *registry);
 
 /* For the health endpoints: the loop turned within the last 30 s; synced and connected. */
 bool bridge_client_alive(const struct bridge_client *b, int64_t now_ms);

@@ -14,6 +14,8 @@
 #include "crash.h"
 #include "health.h"
 #include "log.h"
+#include "metrics.h"
+#include "sched_metrics.h"
 #include "simulator.h"
 
 static atomic_bool stop_requested;
@@ -34,8 +36,37 @@ static bool health_check(void *ctx, const char *path)
     return bridge_client_alive(b, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+static void install_stop_signals(void)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The HTTP endpoints with a fresh registry: 0, or 1 after saying why (nothing left open). */
+static int serve_http(int port, health_check_fn check, void *ctx, struct metrics **registry,
+                      struct health_server **server)
+{
+    struct kc_error err = {{0}};
+    if (metrics_open(registry) < 0) {
+        fprintf(stderr, "kcycle-scheduler: out of memory\n");
+        return 1;
+    }
+    struct health_options hopt = {.port = port, .check = check, .ctx = ctx, .metrics = *registry};
+    if (health_start(server, &hopt, &err) < 0) {
+        fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
+        metrics_close(*registry);
+        *registry = NULL;
+        return 1;
+    }
+    log_info("serving /healthz, /livez, /readyz and /metrics on port %d", health_port(*server));
+    return 0;
+}
+
 /* Schedule a real cluster until SIGTERM or SIGINT. */
-static int run_bridge(const struct bridge_client_options *opt, int health_port)
+static int run_bridge(const struct bridge_client_options *opt, int port)
 {
     static struct bridge_client client;
     struct kc_error err = {{0}};
@@ -46,16 +77,14 @@ static int run_bridge(const struct bridge_client_options *opt, int health_port)
         return 1;
     }
     struct health_server *health = NULL;
-    if (health_port > 0 && health_start(&health, health_port, health_check, &client, &err) < 0) {
-        fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
+    struct metrics *registry = NULL;
+    if (port > 0 && serve_http(port, health_check, &client, &registry, &health) != 0) {
         bridge_client_close(&client);
         return 1;
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (registry != NULL && bridge_client_metrics(&client, registry) < 0)
+        log_warn("out of memory: the scheduler's metrics are not recorded");
+    install_stop_signals();
     bridge_client_run(&client, &stop_requested);
     health_stop(health);
     const struct scheduler_stats *st = &client.sched.stats;
@@ -63,7 +92,34 @@ static int run_bridge(const struct bridge_client_options *opt, int health_port)
              (unsigned long long)st->attempts, (unsigned long long)st->scheduled,
              (unsigned long long)st->bind_failures);
     bridge_client_close(&client);
+    metrics_close(registry);
     return 0;
+}
+
+/* --simulate with --health-port: the run is the whole life of the process, so it is alive and
+ * ready while it serves. */
+static bool simulation_check(void *ctx, const char *path)
+{
+    (void)ctx;
+    (void)path;
+    return true;
+}
+
+/* --hold: serve /metrics after the run until SIGTERM or SIGINT, so that a scrape sees the final
+ * figures without racing the end of the run. */
+static void hold_until_stopped(int port)
+{
+    install_stop_signals(); /* only now: during the run SIGINT and SIGTERM end it as usual */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    fprintf(stderr, "kcycle-scheduler: run done; holding, /metrics on port %d until SIGTERM\n",
+            port);
+    while (!atomic_load(&stop_requested))
+        sigsuspend(&old); /* the signals are blocked between the check and the wait */
+    sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
 static void usage(FILE *out)
@@ -78,7 +134,11 @@ static void usage(FILE *out)
             "                      (utilisation, node load, pending reasons, groups, placements)\n"
             "  --bridge URL        schedule the cluster kcycle-kube-bridge serves at URL\n"
             "                      (e.g. ipc:///run/kcycle/bridge.sock)\n"
-            "  --health-port N     with --bridge: /healthz and /readyz (default 10260; 0 off)\n"
+            "  --health-port N     /healthz, /livez, /readyz and /metrics over HTTP (default\n"
+            "                      10260 with --bridge, off with --simulate; 0 off)\n"
+            "  --hold              with --simulate and --health-port: after the run, keep\n"
+            "                      serving /metrics until SIGTERM\n"
+            "  --log-format F      text (default) or json: one JSON object per log line\n"
             "  --config FILE       scheduler configuration (YAML or JSON)\n"
             "  --plugin-dir DIR    where plugins are found (before pluginDir)\n"
             "  --watch-plugins     hot reload: load a changed plugin file as a new generation\n"
@@ -113,10 +173,13 @@ int main(int argc, char **argv)
         {"watch-config", no_argument, NULL, 'C'},
         {"pace", required_argument, NULL, 'A'},
         {"report-html", required_argument, NULL, 'R'},
+        {"hold", no_argument, NULL, 'O'},
+        {"log-format", required_argument, NULL, 'L'},
         {NULL, 0, NULL, 0},
     };
     const char *bridge_url = NULL;
-    int health_port = 10260;
+    int http_port = 10260;
+    bool http_port_given = false, hold = false;
     struct sim_options opt = {.progress = true};
     int verbosity = 0, c;
     while ((c = getopt_long(argc, argv, "vh", options, NULL)) != -1) {
@@ -136,9 +199,18 @@ int main(int argc, char **argv)
                         optarg);
                 return 2;
             }
-            health_port = (int)n;
+            http_port = (int)n;
+            http_port_given = true;
             break;
         }
+        case 'O': hold = true; break;
+        case 'L':
+            if (log_set_format(optarg) < 0) {
+                fprintf(stderr, "kcycle-scheduler: --log-format '%s': expected text or json\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 'P': opt.progress = false; break;
         case 'W': opt.watch_plugins = true; break;
         case 'C': opt.watch_config = true; break;
@@ -184,9 +256,15 @@ int main(int argc, char **argv)
                                              .watch_plugins = opt.watch_plugins,
                                              .watch_config = opt.watch_config};
         watch_install_sighup(); /* a reload, never the default: the end of the process */
-        return run_bridge(&bopt, health_port);
+        return run_bridge(&bopt, http_port);
     }
 
+    bool serve = http_port_given && http_port > 0;
+    if (hold && !serve) {
+        fprintf(stderr, "kcycle-scheduler: --hold needs --health-port N (N > 0): it holds to "
+                        "serve /metrics\n");
+        return 2;
+    }
     watch_install_sighup();
     struct simulator sim;
     struct kc_error err = {{0}};
@@ -196,21 +274,31 @@ int main(int argc, char **argv)
         simulator_close(&sim);
         return 1;
     }
+    struct health_server *health = NULL;
+    struct metrics *registry = NULL;
+    if (serve) {
+        if (serve_http(http_port, simulation_check, NULL, &registry, &health) != 0) {
+            simulator_close(&sim);
+            return 1;
+        }
+        if (sched_metrics_open(&sim.sched, registry) < 0)
+            log_warn("out of memory: the scheduler's metrics are not recorded");
+    }
     simulator_run(&sim, opt.progress);
+    sched_metrics_publish(&sim.sched, true);
     if (!opt.quiet)
         report_print_table(&sim, stdout);
     report_print_summary(&sim, stdout);
-    if (opt.report_path != NULL && (rc = report_write_json(&sim, opt.report_path, &err)) < 0) {
+    rc = 0;
+    if ((opt.report_path != NULL && report_write_json(&sim, opt.report_path, &err) < 0) ||
+        (opt.report_html_path != NULL && htmlreport_write(&sim, opt.report_html_path, &err) < 0)) {
         fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
-        simulator_close(&sim);
-        return 1;
+        rc = 1;
+    } else if (hold) {
+        hold_until_stopped(health_port(health));
     }
-    if (opt.report_html_path != NULL &&
-        (rc = htmlreport_write(&sim, opt.report_html_path, &err)) < 0) {
-        fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
-        simulator_close(&sim);
-        return 1;
-    }
+    health_stop(health);
     simulator_close(&sim);
-    return 0;
+    metrics_close(registry);
+    return rc;
 }

@@ -2,6 +2,7 @@
  * preemption a PostFilter plugin chose, carried out through the sink (docs/architecture.md,
  * "Preemption"). */
 #include "preempt.h"
+#include "sched_metrics.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -328,6 +329,7 @@ static void carry_out(struct scheduler *s, struct sched_pod *sp, struct preempti
         return;
     }
     s->stats.preemptions++;
+    sched_metrics_preemption(s, p->victim_count);
     for (uint32_t i = 0; i < p->victim_count; i++) {
         const struct pod *victim = p->victims[i];
         s->stats.preemption_victims++;

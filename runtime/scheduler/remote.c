@@ -23,6 +23,7 @@
 #include "model.h"
 #include "plugin.pb-c.h"
 #include "proto_convert.h"
+#include "sched_metrics.h"
 #include "scheduler.h"
 
 #define RESTART_BACKOFF_MIN_MS 100
@@ -408,6 +409,7 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     }
     h->cursor = s->remote.journal_base + s->remote.journal_count;
     h->round_trips++;
+    h->sent_ns = sched_metrics_now(s);
     return 0;
 }
 
@@ -479,6 +481,7 @@ static Kcycle__V1__Reply *receive_reply(struct scheduler *s, struct remote_host 
         kcycle__v1__reply__free_unpacked(reply, NULL);
         return NULL;
     }
+    sched_metrics_round_trip(s, h->sent_ns);
     apply_waiting_actions(s, reply);
     return reply;
 }
@@ -562,15 +565,21 @@ static int spawn(struct remote *r, struct remote_host *h)
     }
     if (spawn_hook != NULL)
         return spawn_by_hook(h, ends);
-    /* the scheduler's verbosity reaches the plugins: -v for info, -vv for debug */
+    /* the scheduler's verbosity and log format reach the plugins: -v for info, -vv for debug */
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
-    const char *argv[] = {r->host_binary, "--fd", fd_text, "--name", h->name, NULL, NULL, NULL};
+    const char *argv[] = {r->host_binary, "--fd", fd_text, "--name", h->name,
+                          NULL,           NULL,   NULL,    NULL,     NULL};
+    int argc = 5;
     kc_log_level level = log_level();
     if (level >= KC_LOG_INFO)
-        argv[5] = "-v";
+        argv[argc++] = "-v";
     if (level >= KC_LOG_DEBUG)
-        argv[6] = "-v";
+        argv[argc++] = "-v";
+    if (log_json()) {
+        argv[argc++] = "--log-format";
+        argv[argc++] = "json";
+    }
     static const char cannot_run[] = "kcycle: cannot run the plugin host program\n";
     pid_t pid = fork();
     if (pid < 0) {

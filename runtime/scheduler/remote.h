@@ -44,6 +44,7 @@ struct remote_host {
     bool in_evaluation;
     uint64_t evaluate_round_trips;
     uint64_t round_trips;
+    int64_t sent_ns; /* the last request's send time, for the round-trip metric (0: not timed) */
 };
 
 struct journal_entry {

@@ -15,12 +15,14 @@
 #include "array.h"
 #include "crash.h"
 #include "cycle_internal.h"
+#include "decision_log.h"
 #include "evaluate.h"
 #include "plugin.pb-c.h"
 #include "log.h"
 #include "model.h"
 #include "pod_fields.h"
 #include "preempt.h"
+#include "sched_metrics.h"
 
 static struct scheduler *current_scheduler;
 
@@ -360,7 +362,9 @@ static int add_pending(struct scheduler *s, struct pod *pod)
     preempt_pod_seen(s, sp, NULL);
     deliver(s, KC_EVENT_POD_ADD, pod, NULL);
     group_join(s, sp);
-    return scheduler_enqueue(s, sp);
+    int rc = scheduler_enqueue(s, sp);
+    sched_metrics_incoming(s, sp, SCHED_EVENT_POD_ADD);
+    return rc;
 }
 
 int scheduler_pod_add(struct scheduler *s, struct pod *pod)
@@ -440,6 +444,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         s->stats.error_attempts++;
     else
         s->stats.unschedulable_attempts++;
+    sched_metrics_result(s, error ? SCHED_RESULT_ERROR : SCHED_RESULT_UNSCHEDULABLE);
     if (sp->deleted) {
         strmap_remove(&s->pods, sp->pod->uid);
         sched_pod_free(sp);
@@ -470,6 +475,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         queue_push_backoff_until(&s->queue, sp, backoff_until_ms);
     else
         queue_park_until(&s->queue, sp, now, backoff_until_ms);
+    sched_metrics_incoming(s, sp, SCHED_EVENT_ATTEMPT_FAILURE);
 }
 
 /* The attempt failed: tell the sink, then park (unschedulable) or back off (error), until at
@@ -575,9 +581,9 @@ void scheduler_release(struct scheduler *s, struct kc_cycle *cycle, const char *
 
 /* ---- phases after a node is chosen ---- */
 
-kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
-                          const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
-                          uint64_t *waiting)
+static kc_status run_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
+                           const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
+                           uint64_t *waiting)
 {
     struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
@@ -602,6 +608,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
         struct plugin *p = fw->phase[phase][i];
         kc_status st = KC_SUCCESS;
         uint32_t wait_ms = PERMIT_MAX_TIMEOUT_MS;
+        int64_t started = sched_metrics_clock(s);
         crash_enter(p->name, crash_phase(phase));
         switch (phase) {
         case PHASE_POST_FILTER: st = p->ops.post_filter(p->self, cycle, pod); break;
@@ -613,6 +620,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
         default: crash_leave(); return KC_ERROR;
         }
         crash_leave();
+        sched_metrics_plugin(s, p, phase, st, started);
         if (phase == PHASE_PERMIT && st == KC_WAIT) {
             if (wait_ms > PERMIT_MAX_TIMEOUT_MS)
                 wait_ms = PERMIT_MAX_TIMEOUT_MS;
@@ -642,6 +650,16 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
     if (phase == PHASE_PERMIT && waiting != NULL && *waiting != 0)
         return KC_WAIT;
     return KC_SUCCESS;
+}
+
+kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase phase,
+                          const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
+                          uint64_t *waiting)
+{
+    int64_t started = sched_metrics_clock(s);
+    kc_status st = run_phase(s, cycle, phase, node, failed, timeout_ms, waiting);
+    sched_metrics_extension_point(s, phase, st, started);
+    return st;
 }
 
 int scheduler_assume(struct scheduler *s, const struct pod *pod, const char *node)
@@ -1291,7 +1309,9 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     struct plugin *failed = NULL;
     cycle_restrict_clear(cycle);
     cycle->in_pre_filter = true;
+    int64_t started = sched_metrics_clock(s);
     kc_status st = run_pre_filters(s, cycle, &skip, &failed);
+    sched_metrics_extension_point(s, PHASE_PRE_FILTER, st, started);
     cycle->in_pre_filter = false;
     cycle->prefilter_status = st;
     cycle->filter_skip = skip;
@@ -1317,7 +1337,9 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
             return -ENOMEM;
         }
     }
+    started = sched_metrics_clock(s);
     int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
+    sched_metrics_extension_point(s, PHASE_FILTER, found < 0 ? KC_ERROR : KC_SUCCESS, started);
     if (cycle->restricted)
         mark_restricted_out(s, cycle);
     out->rejectors = cycle->rejectors;
@@ -1327,10 +1349,13 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         return 0;
     }
     out->found = (uint32_t)found;
+    started = sched_metrics_clock(s);
     if (score && found > 1 && compute_scores(s, cycle, (uint32_t)found, &out->scored) < 0) {
         out->status = KC_ERROR;
         out->message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
     }
+    if (score && found > 1)
+        sched_metrics_extension_point(s, PHASE_SCORE, out->status, started);
     return 0;
 }
 
@@ -1381,6 +1406,8 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
             not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
         else
             chosen = s->feasible[found > 1 ? select_node(s, cycle->fw, found, scored) : 0];
+        if (chosen != NULL) /* the hosts' plugins are in the totals, not in the list */
+            decision_log_scores(s, cycle, found > 1 ? found : 0, scored);
     }
     free(message);
     return chosen;
@@ -1433,6 +1460,7 @@ static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycl
         } else {
             memset(s->totals, 0, e.found * sizeof(*s->totals));
             chosen = s->feasible[e.found > 1 ? select_node(s, cycle->fw, e.found, e.scored) : 0];
+            decision_log_scores(s, cycle, e.found > 1 ? e.found : 0, e.scored);
         }
     }
     evaluation_clear(&e);
@@ -1510,6 +1538,8 @@ int scheduler_schedule_one(struct scheduler *s)
     }
     sp->attempts++;
     sp->last_attempt_ms = scheduler_now(s);
+    if (sp->attempts == 1)
+        sp->first_attempt_ms = sp->last_attempt_ms; /* the SLI runs from here */
     s->stats.attempts++;
     struct kc_cycle *cycle = cycle_new(s, sp);
     if (cycle == NULL) {
@@ -1519,6 +1549,7 @@ int scheduler_schedule_one(struct scheduler *s)
     }
     struct placement p;
     scheduler_place(s, cycle, &p);
+    decision_log_attempt(s, cycle, &p, start);
     if (p.placed)
         scheduler_commit(s, cycle, &p);
     else
@@ -1526,6 +1557,10 @@ int scheduler_schedule_one(struct scheduler *s)
     free(p.message);
     group_flush_status(s);
     s->last_attempt_us = monotonic_us() - start;
+    sched_metrics_attempt(s, p.placed  ? SCHED_RESULT_SCHEDULED
+                             : p.error ? SCHED_RESULT_ERROR
+                                       : SCHED_RESULT_UNSCHEDULABLE,
+                          s->last_attempt_us);
     return 1;
 }
 
@@ -1536,6 +1571,7 @@ static void finish_bound(struct scheduler *s, struct kc_cycle *cycle)
     struct sched_pod *sp = cycle->sp;
     struct pod *pod = sp->pod;
     s->stats.scheduled++;
+    sched_metrics_bound(s, sp);
     s->serving = cycle->fw;
     if (s->sink.bound != NULL)
         s->sink.bound(s->sink.ctx, pod, cycle->node_name);
@@ -1632,6 +1668,7 @@ int scheduler_bind_result(struct scheduler *s, const char *uid, int rc, const ch
         return 0;
     }
     s->stats.bind_failures++;
+    sched_metrics_binding_failed(s);
     char text[768];
     snprintf(text, sizeof(text), "binding rejected: %s",
              message != NULL && message[0] != '\0' ? message : kc_strerror(rc));
@@ -1694,9 +1731,11 @@ static void flush_deferred_bindings(struct scheduler *s)
             res.status = KC_ERROR;
         if (res.status == KC_SKIP) {
             s->stats.bind_failures++;
+            sched_metrics_binding_failed(s);
             fail_binding(s, cycle, NO_BINDER);
         } else if (res.status != KC_SUCCESS) {
             s->stats.bind_failures++;
+            sched_metrics_binding_failed(s);
             fail_in_phase(s, cycle, &cycle->fw->plugins[res.failed], "Bind");
         } else {
             cycle->remote_post_bind_done = true; /* the hosts' PostBind rode in the batch */
@@ -1723,6 +1762,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
         st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
+        sched_metrics_binding_failed(s);
         return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind");
     }
     if (deferred) {
@@ -1741,10 +1781,12 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     }
     if (st == KC_SKIP) {
         s->stats.bind_failures++;
+        sched_metrics_binding_failed(s);
         return fail_binding(s, cycle, NO_BINDER);
     }
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
+        sched_metrics_binding_failed(s);
         return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind");
     }
     if (cycle->bind_pending)
@@ -1825,6 +1867,7 @@ int scheduler_tick(struct scheduler *s)
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);
     group_flush_status(s);
+    sched_metrics_publish(s, false);
     if (s->retiring_count > 0)
         scheduler_reap_generations(s);
     if (s->remote.stopping_count > 0)
@@ -2130,6 +2173,7 @@ static void free_cycle_and_pod(struct kc_cycle *cycle)
 void scheduler_close(struct scheduler *s)
 {
     current_scheduler = s;
+    sched_metrics_close(s);
     remote_close(s);
     while (s->waiting_count > 0) {
         struct kc_cycle *cycle = s->waiting[0]->cycle;

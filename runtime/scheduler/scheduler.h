@@ -207,6 +207,7 @@ struct scheduler {
     uint64_t filter_runs;
     bool force_parallel; /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
+    struct sched_metrics *metrics; /* sched_metrics.c; NULL: metrics off */
     int64_t last_attempt_us;   /* latency of the last attempt, for benchmarks */
     struct group_table groups; /* pod groups (group.c) */
     /* hot reload: replaced generations that cycles still use, closed when the last one ends */

@@ -55,6 +55,10 @@ Scenarios (one per meson test, so they run apart):
           another node; the preemptor is nominated (status.nominatedNodeName) and ends bound
           there; a Preempted event per victim; a pod with preemptionPolicy Never preempts
           nothing and says so.
+  metrics the scheduler's and the bridge's /metrics (--health-port), scraped during the run and
+          after it, read by a strict reader of the Prometheus text format
+          (prometheus_text.py): attempts, Bindings, pending pods, watch events and lists agree
+          with what the API server recorded and with the scheduler's own stopping line.
 
 With --api real the same scenarios run against a throwaway real control plane
 (tests/realkube: etcd, kube-apiserver with RBAC, the bridge on the ServiceAccount of
@@ -73,11 +77,14 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 
 ARGS = None
 CHECKS = 0
@@ -2002,13 +2009,125 @@ def real_api(workdir):
                            drop_rule=drop)
 
 
+# ---- metrics: /metrics of the scheduler and the bridge against the API server's record ----
+
+class MetricsReplica(Replica):
+    """A replica whose scheduler and bridge serve their HTTP endpoints on ports of their own."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.ports = {}
+        for who in ("bridge", "scheduler"):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.ports[who] = s.getsockname()[1]
+
+    def start_bridge(self):
+        argv = [ARGS.bridge, "--kubeconfig", self.kubeconfig, "--listen", self.socket,
+                "--identity", self.identity, *self.lease, "--health-port",
+                str(self.ports["bridge"]), "-v"]
+        if not self.leader_elect:
+            argv.append("--no-leader-elect")
+        self.bridge = Process(f"bridge-{self.identity}", argv, self.workdir)
+
+    def start_scheduler(self):
+        argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port",
+                str(self.ports["scheduler"]), "-v"]
+        self.scheduler = Process(f"scheduler-{self.identity}", argv, self.workdir)
+
+    def scrape(self, who, path="/metrics"):
+        url = f"http://127.0.0.1:{self.ports[who]}{path}"
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return None, ""
+
+
+def scenario_metrics(fc, api, workdir):
+    """Both /metrics endpoints scraped during the run and after it, read by a strict reader of
+    the Prometheus text format, and checked against what the API server recorded."""
+    import prometheus_text
+    prometheus_text.self_test()
+    nodes, kcycle, unfit = 30, 300, 5
+    bulk_create(api, workload(fc, kcycle=kcycle, unfit=unfit, others=20, nodes=nodes,
+                              existing=10))
+    r = MetricsReplica(api, workdir, "replica-m", leader_elect=False)
+    r.start()
+    try:
+        for who in ("scheduler", "bridge"):
+            wait_until(f"the {who}'s /healthz", lambda: r.scrape(who, "/healthz")[0] == 200, 60,
+                       [r])
+            # during the run: it answers and parses, whatever the counts are by then
+            status, body = r.scrape(who)
+            check(status == 200, f"{who} /metrics: {status}")
+            prometheus_text.parse(body)
+        wait_until("every fitting kcycle pod bound", lambda: kcycle_bound(api, kcycle - unfit),
+                   120, [r])
+        wait_until("the FailedScheduling events", lambda: sum(
+            1 for e in api.stats()["events"] if e.get("reason") == "FailedScheduling") >= unfit,
+            60, [r])
+        for who in ("scheduler", "bridge"):
+            check(r.scrape(who, "/readyz")[0] == 200, f"{who} /readyz")
+        bindings = len(api.stats()["bindings"])
+        check(bindings == kcycle - unfit, f"the API server got {bindings} Bindings")
+        # the scheduler's figures settle once the bridge has answered every binding; its queue
+        # gauges are refreshed at most every 100 ms
+        def settled():
+            f = prometheus_text.parse(r.scrape("scheduler")[1])
+            pending = sum(prometheus_text.value(f, "scheduler_pending_pods", queue=q) or 0
+                          for q in ("active", "backoff", "unschedulable", "gated"))
+            bound = prometheus_text.value(f, "kcycle_bindings_total", result="bound")
+            return f if bound == bindings and pending == unfit else None
+        sched = wait_until("the scheduler's bindings and pending pods counted", settled, 30, [r])
+        v = lambda name, **l: prometheus_text.value(sched, name, **l)  # noqa: E731
+        check(v("scheduler_schedule_attempts_total", result="scheduled", profile="kcycle") ==
+              bindings, "attempts{scheduled} == Bindings the API server accepted")
+        check(v("scheduler_schedule_attempts_total", result="unschedulable", profile="kcycle")
+              >= unfit, "at least one unschedulable attempt per pod that never fits")
+        check(v("scheduler_schedule_attempts_total", result="error", profile="kcycle") == 0,
+              "no error attempts")
+        pending = sum(v("scheduler_pending_pods", queue=q) for q in
+                      ("active", "backoff", "unschedulable", "gated"))
+        check(pending == unfit, f"{pending} pods pending, {unfit} expected (the unfit ones)")
+        check(v("kcycle_leader") == 1, "the scheduler says it leads")
+        bridge = prometheus_text.parse(r.scrape("bridge")[1])
+        b = lambda name, **l: prometheus_text.value(bridge, name, **l)  # noqa: E731
+        check(b("kcycle_bridge_bindings_total", result="bound") == bindings,
+              f"bridge bindings{{bound}} {b('kcycle_bridge_bindings_total', result='bound')} "
+              f"== {bindings}")
+        check(b("kcycle_bridge_watch_events_total", resource="Pod") >= kcycle + 20 + 10,
+              "the bridge saw every pod in its list and watch")
+        check(b("kcycle_bridge_watch_events_total", resource="Node") >= nodes, "and every node")
+        check(b("kcycle_bridge_lists_total", resource="Pod") >= 1, "pods listed")
+        check(b("kcycle_bridge_leader") == 1, "the bridge leads (no leader election)")
+        check(b("kcycle_bridge_api_errors_total") == 0, "no API errors")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+    # secrets never logged: the bridge's bearer token appears in neither log (both ran at -v,
+    # the scheduler with a decision line per attempt)
+    token = getattr(api, "token", None)
+    for p in (r.bridge, r.scheduler):
+        text = open(p.log_path, errors="replace").read()
+        check(not token or token not in text, f"the API token appears in {p.name}'s log")
+    check("attempt pod=" in open(r.scheduler.log_path, errors="replace").read(),
+          "the scheduler wrote its decision log at -v")
+    # the scheduler's own last word agrees with what it served
+    last = [l for l in open(r.scheduler.log_path, errors="replace") if "stopping:" in l]
+    check(last and f", {bindings} scheduled" in last[-1], f"the stopping line: {last[-1:]}")
+    print(f"metrics: {bindings} Bindings, the scheduler's and the bridge's /metrics agree")
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
                                              "ports", "volumes", "numa", "gpu", "bench", "first-sync",
                                              "optional-lists", "startup-bench",
-                                             "preemption", "rbac"])
+                                             "preemption", "rbac", "metrics"])
     parser.add_argument("--api", choices=["fake", "real"], default="fake")
     parser.add_argument("--pods", type=int, default=5000,
                         help="bench: pods to bind; startup-bench: kcycle pods pending at start")
@@ -2040,7 +2159,8 @@ def main():
              "bench": scenario_bench, "first-sync": scenario_first_sync,
              "optional-lists": scenario_optional_lists,
              "startup-bench": scenario_startup_bench,
-             "preemption": scenario_preemption, "rbac": scenario_rbac}[ARGS.scenario](fc, api, workdir)
+             "preemption": scenario_preemption, "rbac": scenario_rbac,
+             "metrics": scenario_metrics}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

@@ -20,8 +20,10 @@
 #include "config.h"
 #include "bench_gpu.h"
 #include "log.h"
+#include "metrics.h"
 #include "model.h"
 #include "resource_table.h"
+#include "sched_metrics.h"
 #include "scheduler.h"
 
 struct bench {
@@ -502,7 +504,7 @@ static void usage(void)
                     "[--existing N] [--pods N] [--groups N] [--group-size N] [--min-member N] "
                     "[--plugin-dir DIR] [--seed N] [--parallelism N] "
                     "[--isolation inprocess|process] [--profile default|minimal] "
-                    "[--rounds N (numa)]\n");
+                    "[--rounds N (numa, --metrics compare)] [--metrics on|off|compare]\n");
 }
 
 static void bench_free(struct scheduler *s, struct bench *b)
@@ -540,6 +542,142 @@ static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
     bench_ipc_json(ipc->json, sizeof(ipc->json), ipc->raw_us, ipc->baseline_pods_per_second,
                    pods_per_second, ipc->baseline_group_ms);
     return ipc->json;
+}
+
+/* ---- --metrics compare: the cost of the scheduler's metrics -------------------------------- *
+ * Two schedulers in this process on the same cluster and pods, one recording metrics (as
+ * kcycle-scheduler does) and one not, take turns of CHUNK attempts each until both have placed
+ * every measured pod; each one's time is the sum of its turns. Turns of a few milliseconds put
+ * the machine's load drift on both alike, which separate runs on a shared machine cannot. */
+
+#define COMPARE_CHUNK 50
+
+static double thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Up to count attempts (with their ticks); false once nothing is left to do. */
+static bool run_attempts(struct scheduler *s, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        int rc = scheduler_schedule_one(s);
+        scheduler_tick(s);
+        if (rc <= 0 && !scheduler_busy(s))
+            return false;
+    }
+    return true;
+}
+
+struct compare_side {
+    struct scheduler s;
+    struct metrics *registry;
+    uint64_t init_bound;
+    double wall_us, cpu_us;
+    bool busy;
+};
+
+static int compare_open(struct compare_side *side, struct bench *b, struct config *cfg, bool on)
+{
+    struct scheduler_sink sink = {.ctx = b, .bind = sink_bind, .bound = sink_bound};
+    struct kc_error err = {{0}};
+    if (scheduler_open(&side->s, cfg, b->plugin_dir, &sink, NULL, &err) < 0) {
+        fprintf(stderr, "kcycle-bench: %s\n", err.message);
+        return -1;
+    }
+    if (on &&
+        (metrics_open(&side->registry) < 0 || sched_metrics_open(&side->s, side->registry) < 0))
+        return -1;
+    for (uint32_t i = 0; i < b->nodes; i++)
+        scheduler_node_add(&side->s, make_node(b, i));
+    for (uint32_t i = 0; i < b->existing; i++)
+        scheduler_pod_add(&side->s, make_pod(b, "init", i, NULL));
+    while (run_attempts(&side->s, 1000))
+        ;
+    side->init_bound = side->s.stats.scheduled;
+    for (uint32_t i = 0; i < b->pods; i++)
+        scheduler_pod_add(&side->s, make_pod(b, "measured", i, NULL));
+    side->busy = true;
+    return 0;
+}
+
+/* One turn; its wall time in us, or 0 when the side had nothing left to do. */
+static double compare_turn(struct compare_side *side)
+{
+    if (!side->busy)
+        return 0;
+    double cpu = thread_cpu_us();
+    int64_t wall = now_us();
+    side->busy = run_attempts(&side->s, COMPARE_CHUNK);
+    double took = (double)(now_us() - wall);
+    side->wall_us += took;
+    side->cpu_us += thread_cpu_us() - cpu;
+    return took;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int compare_metrics_paired(struct bench *b, struct config *cfg, uint32_t rounds)
+{
+    double wall[2] = {0, 0}, cpu[2] = {0, 0};
+    /* per pair of adjacent turns, off's time over on's: the median shrugs off the turns in
+     * which the machine took the core away, which dominate a sum on a loaded machine */
+    uint32_t pair_count = 0, pair_capacity = (rounds ? rounds : 1) * (b->pods / COMPARE_CHUNK + 8);
+    double *pairs = calloc(pair_capacity, sizeof(*pairs));
+    int rc = pairs == NULL;
+    printf("{\"compare\": \"metrics\", \"nodes\": %u, \"existing_pods\": %u, \"pods\": %u, "
+           "\"chunk\": %u, \"rounds\": [",
+           b->nodes, b->existing, b->pods, COMPARE_CHUNK);
+    for (uint32_t r = 0; r < (rounds ? rounds : 1) && rc == 0; r++) {
+        struct compare_side sides[2] = {{.busy = false}, {.busy = false}}; /* [0] off, [1] on */
+        if (compare_open(&sides[0], b, cfg, false) < 0 || compare_open(&sides[1], b, cfg, true) < 0)
+            rc = 1;
+        /* who goes first alternates between turns */
+        for (uint32_t turn = 0; rc == 0 && (sides[0].busy || sides[1].busy); turn++) {
+            double took[2];
+            took[turn % 2] = compare_turn(&sides[turn % 2]);
+            took[(turn + 1) % 2] = compare_turn(&sides[(turn + 1) % 2]);
+            if (took[0] > 0 && took[1] > 0 && pair_count < pair_capacity)
+                pairs[pair_count++] = took[0] / took[1];
+        }
+        for (int k = 0; k < 2 && rc == 0; k++) {
+            uint64_t placed = sides[k].s.stats.scheduled - sides[k].init_bound;
+            if (placed != b->pods) {
+                fprintf(stderr, "kcycle-bench: metrics %s placed %" PRIu64 " of %u pods\n",
+                        k ? "on" : "off", placed, b->pods);
+                rc = 1;
+            }
+        }
+        if (rc == 0) {
+            printf("%s{\"pods_per_second_off\": %.0f, \"pods_per_second_on\": %.0f, "
+                   "\"on_over_off\": %.3f}",
+                   r ? ", " : "", b->pods * 1e6 / sides[0].wall_us,
+                   b->pods * 1e6 / sides[1].wall_us, sides[0].wall_us / sides[1].wall_us);
+            for (int k = 0; k < 2; k++) {
+                wall[k] += sides[k].wall_us;
+                cpu[k] += sides[k].cpu_us;
+            }
+        }
+        if (sides[1].registry != NULL)
+            free(metrics_render(sides[1].registry, NULL)); /* a scrape, as Prometheus would */
+        for (int k = 0; k < 2; k++) {
+            scheduler_close(&sides[k].s);
+            metrics_close(sides[k].registry);
+        }
+    }
+    qsort(pairs, pair_count, sizeof(*pairs), compare_double);
+    printf("], \"on_over_off\": %.3f, \"cpu_on_over_off\": %.3f, \"pairs\": %u, "
+           "\"pair_median_on_over_off\": %.3f}\n",
+           wall[1] > 0 ? wall[0] / wall[1] : 0, cpu[1] > 0 ? cpu[0] / cpu[1] : 0, pair_count,
+           pair_count > 0 ? pairs[pair_count / 2] : 0);
+    free(pairs);
+    return rc;
 }
 
 /* The gang shape's figures: per group cycle latency (to its members bound) and decision time,
@@ -598,7 +736,7 @@ int main(int argc, char **argv)
         {"groups", required_argument, NULL, 'g'},      {"group-size", required_argument, NULL, 'z'},
         {"min-member", required_argument, NULL, 'm'},  {"profile", required_argument, NULL, 'r'},
         {"min-member", required_argument, NULL, 'm'},  {"rounds", required_argument, NULL, 'R'},
-        {NULL, 0, NULL, 0},
+        {"metrics", required_argument, NULL, 'M'},     {NULL, 0, NULL, 0},
     };
     struct bench b = {.nodes = 5000,
                       .existing = 1000,
@@ -609,6 +747,7 @@ int main(int argc, char **argv)
     const char *shape = "scheduling-basic";
     uint32_t rounds = 3; /* --shape numa */
     bool sized_existing = false, sized_pods = false;
+    bool with_metrics = false, compare_metrics = false; /* --metrics on|compare */
     int c;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
@@ -638,6 +777,16 @@ int main(int argc, char **argv)
             b.minimal_profile = strcmp(optarg, "minimal") == 0;
             break;
         case 'R': rounds = (uint32_t)strtoul(optarg, NULL, 10); break;
+        case 'M':
+            if (strcmp(optarg, "on") == 0)
+                with_metrics = true;
+            else if (strcmp(optarg, "compare") == 0)
+                compare_metrics = true;
+            else if (strcmp(optarg, "off") != 0) {
+                fprintf(stderr, "kcycle-bench: --metrics on|off|compare\n");
+                return 2;
+            }
+            break;
         case 'h': usage(); return 0;
         default: usage(); return 2;
         }
@@ -716,6 +865,8 @@ int main(int argc, char **argv)
         .unschedulable_flush_ms = 300000,
         .plugin_timeout_ms = 5000,
     };
+    if (compare_metrics)
+        return compare_metrics_paired(&b, &cfg, rounds);
     struct scheduler s;
     struct scheduler_sink sink = {
         .ctx = &b, .bind = sink_bind, .bound = sink_bound, .evict = preemption ? sink_evict : NULL};
@@ -726,6 +877,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcycle-bench: %s\n", err.message);
         return 1;
     }
+    struct metrics *registry = NULL; /* --metrics on: recorded as the scheduler records them */
+    if (with_metrics && (metrics_open(&registry) < 0 || sched_metrics_open(&s, registry) < 0))
+        return 1;
     b.latency_us = calloc((size_t)b.pods * 4 + 1, sizeof(*b.latency_us));
     b.group_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.group_us));
     b.decision_us = calloc((size_t)b.groups * 4 + 1, sizeof(*b.decision_us));
@@ -826,6 +980,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "kcycle-bench: %" PRIu64 " pods bound to a node whose taint they do not "
                         "tolerate\n", b.violations);
     free(rates);
+    if (registry != NULL)
+        free(metrics_render(registry, NULL)); /* a scrape at the end, as Prometheus would */
     bench_free(&s, &b);
+    metrics_close(registry);
     return rc;
 }
