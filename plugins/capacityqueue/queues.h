@@ -1,0 +1,80 @@
+/* The queue tree of the capacityqueue plugin: CapacityQueue objects, their validation, the
+ * usage each queue holds, and the admission rule (limits at every level, borrowing only what
+ * the other queues do not use). Shared by the plugin's files; nothing here is public. */
+#ifndef CAPACITYQUEUE_QUEUES_H
+#define CAPACITYQUEUE_QUEUES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kcycle/kcycle.h>
+
+#define CQ_UNLIMITED INT64_MAX
+#define CQ_NAME_MAX 254
+#define CQ_ERROR_MAX 384
+
+/* One CapacityQueue. Quantities are in the resource's base unit, indexed by resource id. */
+struct cq_queue {
+    char *name;
+    char *parent_name; /* NULL for a root queue */
+    int32_t parent;    /* index in the tree, -1 for a root (or an unknown parent: see error) */
+    int64_t guaranteed[KC_RESOURCE_MAX];      /* 0 when not listed */
+    int64_t limit[KC_RESOURCE_MAX];           /* CQ_UNLIMITED when not listed */
+    int64_t borrowing_limit[KC_RESOURCE_MAX]; /* CQ_UNLIMITED when not listed */
+    int64_t lending_limit[KC_RESOURCE_MAX];   /* CQ_UNLIMITED when not listed */
+    uint64_t guaranteed_listed;               /* bit per resource id listed in guaranteed */
+    int32_t weight;                           /* spec.weight, >= 1 */
+    bool reclaimable; /* spec.reclaimable (default true): borrowed pods may be evicted */
+    /* why the queue (or an ancestor) is invalid, naming the queue and the rule; NULL: valid */
+    char *error;
+    /* what the queue holds: its own pods and its descendants' (placed or reserved) */
+    int64_t usage[KC_RESOURCE_MAX];
+    uint32_t admitted; /* pods placed or reserved in it (descendants included) */
+    uint32_t pending;  /* pods waiting in it (its own) */
+    /* fair order (capacityqueue.c): the weighted dominant share the queue reaches once its
+     * pending pods are admitted, and the resources it holds above its guarantee */
+    double next_tag;
+    bool status_dirty;
+};
+
+struct cq_tree {
+    struct cq_queue *queues;
+    uint32_t count, capacity;
+    int64_t cluster[KC_RESOURCE_MAX]; /* allocatable of every node: the roots' pool */
+};
+
+/* Read a Kubernetes quantity (500m, 4, 16Gi, 1e3) into the resource's base unit (cpu in
+ * milli-cores), rounded up. false when it is not a quantity. */
+bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out);
+
+/* Add or replace the queue described by the CapacityQueue JSON. 0, -EINVAL (the object is not
+ * readable: why is logged, naming the queue) or -ENOMEM. */
+int cq_tree_put(struct cq_tree *tree, const char *name, const char *json);
+void cq_tree_delete(struct cq_tree *tree, const char *name);
+void cq_tree_free(struct cq_tree *tree);
+/* Index of the queue called name, or -1. */
+int32_t cq_tree_find(const struct cq_tree *tree, const char *name);
+
+/* Link parents and check the rules; each queue's error says what is wrong with it or with its
+ * ancestors (unknown parent, a cycle, children guaranteed more than the parent, guaranteed
+ * above limit). Usage is zeroed: the caller counts its pods again. Returns the number of
+ * invalid queues and logs each new error once. */
+uint32_t cq_tree_link(struct cq_tree *tree);
+
+/* Add sign * request (dense, by resource id; only ids in mask) to the queue and its ancestors. */
+void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
+                     int sign, int pods);
+
+/* Admission: the queue at index may take request (dense, ids in mask) now. true, or false with
+ * why (naming the queue that refuses, the resource and the rule). */
+bool cq_admit(const struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
+              char *why, size_t why_size);
+
+/* The resource ids of mask in which the queue holds more than it is guaranteed. */
+uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask);
+
+/* The queue's weighted dominant share: its largest usage / cluster ratio, over its weight. */
+double cq_dominant_share(const struct cq_tree *tree, const int64_t *usage, int32_t weight);
+
+#endif
