@@ -359,7 +359,9 @@ static void write_status(struct cq_plugin *pl)
         for (int r = 0; r < KC_RESOURCE_MAX; r++) {
             if (q->usage[r] > 0 || (q->guaranteed_listed & (1ull << r)))
                 used |= 1ull << r;
-            if (q->usage[r] > q->guaranteed[r]) {
+            /* borrowed: above a guarantee the queue lists (unlisted resources come from the
+             * shared pool, all of what it uses is in used) */
+            if ((q->guaranteed_listed & (1ull << r)) && q->usage[r] > q->guaranteed[r]) {
                 borrowed[r] = q->usage[r] - q->guaranteed[r];
                 over |= 1ull << r;
             }

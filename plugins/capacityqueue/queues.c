@@ -366,13 +366,13 @@ static void explain(const struct cq_tree *tree, const struct cq_queue *q, int r,
 {
     const char *name = kc_resource_name(r);
     if (pool == q->limit[r])
-        snprintf(why, size, "queue %s: %s limit %lld%s exceeded (%lld%s with this pod)", q->name,
+        snprintf(why, size, "queue %s: %s limit %lld%s exceeded (%lld%s if admitted)", q->name,
                  name, (long long)q->limit[r], unit_of(r), (long long)want, unit_of(r));
     else if (q->borrowing_limit[r] != CQ_UNLIMITED &&
              pool == add_capped(q->guaranteed[r], q->borrowing_limit[r]))
         snprintf(why, size,
-                 "queue %s: %s borrowingLimit %lld%s exceeded (guaranteed %lld%s, %lld%s with this "
-                 "pod)",
+                 "queue %s: %s borrowingLimit %lld%s exceeded (guaranteed %lld%s, %lld%s if "
+                 "admitted)",
                  q->name, name, (long long)q->borrowing_limit[r], unit_of(r),
                  (long long)q->guaranteed[r], unit_of(r), (long long)want, unit_of(r));
     else

@@ -287,14 +287,20 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
     if (self == NULL || self->index < 0 || kc_pod_preempt_never(pod))
         return KC_UNSCHEDULABLE;
     const struct cq_queue *q = &pl->tree.queues[self->index];
+    uint32_t nodes = kc_node_count(), short_nodes = 0;
+    for (uint32_t i = 0; i < nodes; i++)
+        short_nodes += kc_cycle_node_status(cycle, kc_node_at(i)) == KC_UNSCHEDULABLE;
+    if (short_nodes == 0)
+        return KC_UNSCHEDULABLE; /* refused by admission or by rules no eviction changes */
     uint64_t need = reclaim_need(q, self);
+    if ((self->mask & q->guaranteed_listed) == 0)
+        return KC_UNSCHEDULABLE; /* the queue is guaranteed nothing the pod asks */
     if (need == 0)
         return say(cycle, "capacityqueue: queue %s would be above its guarantee; nothing to "
                    "reclaim", q->name);
     bool *shared = calloc(pl->tree.count + 1, sizeof(*shared));
     struct taken tk = {.usage = calloc(pl->tree.count + 1, sizeof(*tk.usage)),
                        .queues = pl->tree.count};
-    uint32_t nodes = kc_node_count();
     const kc_pod **removed = NULL;
     char *reason = malloc(REASON_SIZE);
     struct plan best = {0};

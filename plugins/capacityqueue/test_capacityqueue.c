@@ -213,7 +213,7 @@ static void limits_hold_at_every_level_of_three(void **state)
     }
     team_pod(&pods[4], "t4", "team", 1000);
     assert_int_equal(pre_filter(&pods[4], reason, sizeof(reason)), KC_UNRESOLVABLE);
-    assert_non_null(strstr(reason, "queue team: cpu limit 4000m exceeded (5000m with this pod)"));
+    assert_non_null(strstr(reason, "queue team: cpu limit 4000m exceeded (5000m if admitted)"));
     /* other may take 2 more under dept, then dept's limit of 6 stops it */
     team_pod(&pods[5], "o0", "other", 2000);
     assert_int_equal(pre_filter(&pods[5], reason, sizeof(reason)), KC_SUCCESS);
@@ -287,7 +287,7 @@ static void gang_is_admitted_as_a_whole(void **state)
                                    .needed = 3, .namespace_name = "ml", .name = "train"};
     assert_int_equal(ops->pre_filter(self, &cycle, &members[0]), KC_UNRESOLVABLE);
     assert_non_null(strstr(cycle.reasons[0], "pod group as a whole: queue t: cpu limit 5000m "
-                                             "exceeded (6000m with this pod)"));
+                                             "exceeded (6000m if admitted)"));
     fake_cycle_clear(&cycle);
     /* two of them fit */
     fake_cycle_init(&cycle);

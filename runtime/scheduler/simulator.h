@@ -9,6 +9,7 @@
 #include "config.h"
 #include "error.h"
 #include "scheduler.h"
+#include "sim_status.h"
 #include "simfile.h"
 #include "reload.h"
 
@@ -122,6 +123,8 @@ struct simulator {
     uint32_t generation_count, generation_capacity;
     int64_t wall_start_unix_ms;
     struct sim_storage storage;
+    /* object status reported by plugins (sim_status.c) */
+    struct sim_status status;
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */
