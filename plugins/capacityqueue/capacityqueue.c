@@ -355,17 +355,17 @@ static void write_status(struct cq_plugin *pl)
             continue;
         q->status_dirty = false;
         int64_t borrowed[KC_RESOURCE_MAX] = {0};
-        uint64_t used = 0, over = 0;
         for (int r = 0; r < KC_RESOURCE_MAX; r++) {
             if (q->usage[r] > 0 || (q->guaranteed_listed & (1ull << r)))
-                used |= 1ull << r;
+                q->shown_used |= 1ull << r;
             /* borrowed: above a guarantee the queue lists (unlisted resources come from the
              * shared pool, all of what it uses is in used) */
             if ((q->guaranteed_listed & (1ull << r)) && q->usage[r] > q->guaranteed[r]) {
                 borrowed[r] = q->usage[r] - q->guaranteed[r];
-                over |= 1ull << r;
+                q->shown_borrowed |= 1ull << r;
             }
         }
+        uint64_t used = q->shown_used, over = q->shown_borrowed;
         char json[2048];
         size_t n = (size_t)snprintf(json, sizeof(json), "{");
         n += put_resources(json + n, sizeof(json) - n, "used", q->usage, used);

@@ -173,6 +173,8 @@ int cq_tree_put(struct cq_tree *tree, const char *name, const char *json)
         at = (int32_t)tree->count++;
     } else {
         q.next_tag = tree->queues[at].next_tag;
+        q.shown_used = tree->queues[at].shown_used;
+        q.shown_borrowed = tree->queues[at].shown_borrowed;
         q.error = tree->queues[at].error; /* kept, so an unchanged error is not logged again */
         tree->queues[at].error = NULL;
         queue_clear(&tree->queues[at]);

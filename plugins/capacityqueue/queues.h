@@ -36,6 +36,9 @@ struct cq_queue {
      * pending pods are admitted, and the resources it holds above its guarantee */
     double next_tag;
     bool status_dirty;
+    /* resources ever reported in status.used and .borrowed: reported again (0 when gone), so a
+     * merge patch of the status leaves no stale figure */
+    uint64_t shown_used, shown_borrowed;
 };
 
 struct cq_tree {

@@ -442,7 +442,7 @@ static void status_reports_usage_borrowed_and_pending(void **state)
                                 "\"pending\":1,\"admitted\":1,\"valid\":true}");
     pod_event(KC_EVENT_POD_DELETE, &run, NULL);
     status = fake_host_status("CapacityQueue", "a");
-    assert_string_equal(status, "{\"used\":{\"cpu\":\"0m\"},\"borrowed\":{},"
+    assert_string_equal(status, "{\"used\":{\"cpu\":\"0m\"},\"borrowed\":{\"cpu\":\"0m\"},"
                                 "\"pending\":1,\"admitted\":0,\"valid\":true}");
 }
 
