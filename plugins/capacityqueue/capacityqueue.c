@@ -21,18 +21,6 @@ KC_PLUGIN_DEFINE_HOST;
 #define VOLCANO_QUEUE "scheduling.volcano.sh/queue-name"
 #define DEFAULT_QUEUE "default"
 
-static void log_line(kc_log_level level, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-static void log_line(kc_log_level level, const char *format, ...)
-{
-    char line[640];
-    va_list ap;
-    va_start(ap, format);
-    vsnprintf(line, sizeof(line), format, ap);
-    va_end(ap);
-    kc_log(level, PLUGIN_NAME, line);
-}
-
 static uint64_t hash_text(const char *text)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -89,7 +77,7 @@ void cq_pod_request(const struct cq_pod *p, int64_t *out)
         out[p->ids[i]] = p->values[i];
 }
 
-/* ---- namespaces: the default queue of their pods ---------------------------------------------- */
+/* ---- namespaces: the default queue of their pods -- */
 
 static struct cq_namespace **namespace_slot(struct cq_plugin *pl, const char *name)
 {
@@ -123,7 +111,8 @@ static bool namespace_put(struct cq_plugin *pl, const char *name, const char *js
     }
     if (queue != NULL && *at == NULL) {
         struct cq_namespace *ns = calloc(1, sizeof(*ns));
-        if (ns != NULL && (ns->name = strdup(name)) != NULL && (ns->queue = strdup(queue)) != NULL) {
+        if (ns != NULL && (ns->name = strdup(name)) != NULL &&
+            (ns->queue = strdup(queue)) != NULL) {
             ns->next = pl->namespaces;
             pl->namespaces = ns;
             changed = true;
@@ -231,7 +220,7 @@ static int read_request(struct cq_pod *p, const kc_pod *pod)
             value <= 0 || id == KC_RESOURCE_PODS)
             continue;
         if (p->count == CQ_POD_RESOURCES) {
-            log_line(KC_LOG_WARN, "pod %s/%s asks for more than %d resources; %s is not counted "
+            cq_log(KC_LOG_WARN, "pod %s/%s asks for more than %d resources; %s is not counted "
                      "in its queue", kc_pod_namespace(pod), kc_pod_name(pod), CQ_POD_RESOURCES,
                      kc_resource_name(id));
             continue;
@@ -275,7 +264,7 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         (group != NULL && (p->group = strdup(group_key)) == NULL)) {
         if (p != NULL)
             pod_free(p);
-        log_line(KC_LOG_ERROR, "out of memory counting pod %s/%s", kc_pod_namespace(pod),
+        cq_log(KC_LOG_ERROR, "out of memory counting pod %s/%s", kc_pod_namespace(pod),
                  kc_pod_name(pod));
         return NULL;
     }
@@ -412,7 +401,7 @@ static int capacityqueue_init(const kc_host_api *host, const char *args_json, vo
     bool empty = json_is_object(args) && json_object_size(args) == 0;
     json_decref(args);
     if (!empty) {
-        log_line(KC_LOG_ERROR, "args: capacityqueue takes no args (the queues are CapacityQueue "
+        cq_log(KC_LOG_ERROR, "args: capacityqueue takes no args (the queues are CapacityQueue "
                  "objects); got %s", args_json);
         return -EINVAL;
     }
@@ -437,7 +426,7 @@ static uint32_t capacityqueue_requeue_events(void *self)
            KC_EVENT_MASK(KC_EVENT_POD_FORGET) | KC_EVENT_MASK(KC_EVENT_POD_UPDATE);
 }
 
-/* ---- QueueSort: weighted dominant share, then priority, then FIFO ----------------------------- */
+/* ---- QueueSort: weighted dominant share, then priority, then FIFO -- */
 
 static int compare_int64(int64_t a, int64_t b)
 {
@@ -462,19 +451,6 @@ static int capacityqueue_queue_less(void *self, const kc_pod *a, const kc_pod *b
 }
 
 /* ---- PreFilter: admission -------------------------------------------------------------------- */
-
-static kc_status reject(kc_cycle *cycle, kc_status status, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static kc_status reject(kc_cycle *cycle, kc_status status, const char *format, ...)
-{
-    char reason[768];
-    va_list ap;
-    va_start(ap, format);
-    vsnprintf(reason, sizeof(reason), format, ap);
-    va_end(ap);
-    kc_cycle_reject(cycle, reason);
-    return status;
-}
 
 /* The first error on the queue's path to its root. */
 static const char *path_error(const struct cq_tree *tree, int32_t index)
@@ -516,12 +492,12 @@ static kc_status capacityqueue_pre_filter(void *self, kc_cycle *cycle, const kc_
     if (p->index < 0) {
         if (!p->explicit_queue && strcmp(p->queue, DEFAULT_QUEUE) == 0)
             return KC_SKIP; /* no queue governs it */
-        return reject(cycle, KC_UNRESOLVABLE, "queue %s does not exist (pod %s/%s)", p->queue,
+        return cq_reject(cycle, KC_UNRESOLVABLE, "queue %s does not exist (pod %s/%s)", p->queue,
                       kc_pod_namespace(pod), kc_pod_name(pod));
     }
     const char *error = path_error(&pl->tree, p->index);
     if (error != NULL)
-        return reject(cycle, KC_UNRESOLVABLE, "queue %s cannot admit pods: %s", p->queue, error);
+        return cq_reject(cycle, KC_UNRESOLVABLE, "queue %s cannot admit pods: %s", p->queue, error);
     cq_refresh_cluster(pl);
     int64_t request[KC_RESOURCE_MAX];
     uint64_t mask;
@@ -535,8 +511,8 @@ static kc_status capacityqueue_pre_filter(void *self, kc_cycle *cycle, const kc_
     }
     char why[512];
     if (!cq_admit(&pl->tree, p->index, request, mask, why, sizeof(why)))
-        return reject(cycle, KC_UNRESOLVABLE, "%s%s", whole_group ? "pod group as a whole: " : "",
-                      why);
+        return cq_reject(cycle, KC_UNRESOLVABLE, "%s%s",
+                         whole_group ? "pod group as a whole: " : "", why);
     return KC_SUCCESS;
 }
 
@@ -547,7 +523,7 @@ static kc_status capacityqueue_post_filter(void *self, kc_cycle *cycle, const kc
     return st;
 }
 
-/* ---- events ------------------------------------------------------------------------------------ */
+/* ---- events -- */
 
 static void capacityqueue_on_event(void *self, const kc_event *ev)
 {

@@ -13,16 +13,25 @@
 
 #define PLUGIN_NAME "capacityqueue"
 
-static void log_line(kc_log_level level, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-static void log_line(kc_log_level level, const char *format, ...)
+void cq_log(kc_log_level level, const char *format, ...)
 {
-    char line[CQ_ERROR_MAX + 128];
+    char line[CQ_ERROR_MAX + 256];
     va_list ap;
     va_start(ap, format);
     vsnprintf(line, sizeof(line), format, ap);
     va_end(ap);
     kc_log(level, PLUGIN_NAME, line);
+}
+
+kc_status cq_reject(kc_cycle *cycle, kc_status status, const char *format, ...)
+{
+    char reason[768];
+    va_list ap;
+    va_start(ap, format);
+    vsnprintf(reason, sizeof(reason), format, ap);
+    va_end(ap);
+    kc_cycle_reject(cycle, reason);
+    return status;
 }
 
 /* ---- quantities -------------------------------------------------------------------------- */
@@ -73,7 +82,7 @@ static int read_resources(const char *queue, const char *field, const json_t *li
     const char *key;
     const json_t *value;
     if (list != NULL && !json_is_object(list)) {
-        log_line(KC_LOG_ERROR, "CapacityQueue %s: spec.%s must be a map of resource to quantity",
+        cq_log(KC_LOG_ERROR, "CapacityQueue %s: spec.%s must be a map of resource to quantity",
                  queue, field);
         return -EINVAL;
     }
@@ -89,7 +98,7 @@ static int read_resources(const char *queue, const char *field, const json_t *li
         kc_resource id = kc_resource_id(key);
         int64_t amount;
         if (id < 0 || id >= KC_RESOURCE_MAX || !cq_parse_quantity(text, id, &amount)) {
-            log_line(KC_LOG_ERROR, "CapacityQueue %s: spec.%s.%s is not a quantity", queue,
+            cq_log(KC_LOG_ERROR, "CapacityQueue %s: spec.%s.%s is not a quantity", queue,
                      field, key);
             return -EINVAL;
         }
@@ -148,7 +157,7 @@ int cq_tree_put(struct cq_tree *tree, const char *name, const char *json)
     json_t *root = json_loads(json != NULL ? json : "{}", 0, &error);
     if (!json_is_object(root)) {
         json_decref(root);
-        log_line(KC_LOG_ERROR, "CapacityQueue %s: not a JSON object: %s", name, error.text);
+        cq_log(KC_LOG_ERROR, "CapacityQueue %s: not a JSON object: %s", name, error.text);
         return -EINVAL;
     }
     struct cq_queue q = {0};
@@ -283,9 +292,9 @@ uint32_t cq_tree_link(struct cq_tree *tree)
         char *fresh = NULL;
         check_rules(tree, i, &fresh);
         if (fresh != NULL && (q->error == NULL || strcmp(q->error, fresh) != 0))
-            log_line(KC_LOG_ERROR, "invalid CapacityQueue: %s", fresh);
+            cq_log(KC_LOG_ERROR, "invalid CapacityQueue: %s", fresh);
         if (fresh == NULL && q->error != NULL)
-            log_line(KC_LOG_INFO, "CapacityQueue %s is valid again", q->name);
+            cq_log(KC_LOG_INFO, "CapacityQueue %s is valid again", q->name);
         free(q->error);
         q->error = fresh;
         invalid += fresh != NULL;
@@ -382,7 +391,8 @@ static void explain(const struct cq_tree *tree, const struct cq_queue *q, int r,
                  "queue %s: %s above its guarantee (%lld%s) can only be borrowed from what other "
                  "queues%s%s leave unused: %lld%s available, %lld%s wanted",
                  q->name, name, (long long)q->guaranteed[r], unit_of(r),
-                 q->parent >= 0 ? " under " : "", q->parent >= 0 ? tree->queues[q->parent].name : "",
+                 q->parent >= 0 ? " under " : "",
+                 q->parent >= 0 ? tree->queues[q->parent].name : "",
                  (long long)pool, unit_of(r), (long long)want, unit_of(r));
 }
 

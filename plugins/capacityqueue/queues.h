@@ -47,6 +47,12 @@ struct cq_tree {
     int64_t cluster[KC_RESOURCE_MAX]; /* allocatable of every node: the roots' pool */
 };
 
+/* One log line of the plugin (printf-style). */
+void cq_log(kc_log_level level, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Give the cycle the reason (printf-style) and return status. */
+kc_status cq_reject(kc_cycle *cycle, kc_status status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Read a Kubernetes quantity (500m, 4, 16Gi, 1e3) into the resource's base unit (cpu in
  * milli-cores), rounded up. false when it is not a quantity. */
 bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out);

@@ -81,7 +81,8 @@ static bool gather_unit(const struct cq_plugin *pl, const kc_node *node, const k
     for (int pass = 0; pass < 2; pass++) {
         for (uint32_t b = 0; b < pl->pod_buckets; b++)
             for (const struct cq_pod *s = pl->pods[b]; s != NULL; s = s->next) {
-                if (s == t || s->node == NULL || s->group == NULL || strcmp(s->group, t->group) != 0)
+                if (s == t || s->node == NULL || s->group == NULL ||
+                    strcmp(s->group, t->group) != 0)
                     continue;
                 bool local = strcmp(s->node, here) == 0;
                 if (local != (pass == 0))
@@ -257,18 +258,6 @@ static int carry_out(kc_cycle *cycle, const kc_node *node, const struct plan *pl
     return rc;
 }
 
-static kc_status say(kc_cycle *cycle, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static kc_status say(kc_cycle *cycle, const char *format, ...)
-{
-    char reason[REASON_SIZE];
-    va_list ap;
-    va_start(ap, format);
-    vsnprintf(reason, sizeof(reason), format, ap);
-    va_end(ap);
-    kc_cycle_reject(cycle, reason);
-    return KC_UNSCHEDULABLE;
-}
-
 /* The resources the queue guarantees that the pod asks for, or 0 when taking the pod would put
  * the queue above its guarantee of one of them (then nothing is reclaimed for it). */
 static uint64_t reclaim_need(const struct cq_queue *q, const struct cq_pod *p)
@@ -296,8 +285,10 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
     if ((self->mask & q->guaranteed_listed) == 0)
         return KC_UNSCHEDULABLE; /* the queue is guaranteed nothing the pod asks */
     if (need == 0)
-        return say(cycle, "capacityqueue: queue %s would be above its guarantee; nothing to "
-                   "reclaim", q->name);
+        return cq_reject(cycle, KC_UNSCHEDULABLE,
+                         "capacityqueue: queue %s would be above its guarantee; nothing to "
+                         "reclaim",
+                         q->name);
     bool *shared = calloc(pl->tree.count + 1, sizeof(*shared));
     struct taken tk = {.usage = calloc(pl->tree.count + 1, sizeof(*tk.usage)),
                        .queues = pl->tree.count};
@@ -329,21 +320,22 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
         plan_clear(&plan);
     }
     if (best_node == NULL) {
-        say(cycle, "capacityqueue: no node can be freed from queues that borrow for queue %s",
-            q->name);
+        cq_reject(cycle, KC_UNSCHEDULABLE,
+                  "capacityqueue: no node can be freed from queues that borrow for queue %s",
+                  q->name);
         goto out;
     }
     int rc = carry_out(cycle, best_node, &best);
     if (rc != 0) {
-        say(cycle, "capacityqueue: reclaim on node %s failed (%s)", kc_node_name(best_node),
-            rc == -EBUSY ? "a pod group member reclaims only with its group" : strerror(-rc));
+        cq_reject(cycle, KC_UNSCHEDULABLE, "capacityqueue: reclaim on node %s failed (%s)",
+                  kc_node_name(best_node),
+                  rc == -EBUSY ? "a pod group member reclaims only with its group"
+                               : strerror(-rc));
         goto out;
     }
-    char line[256];
-    snprintf(line, sizeof(line), "pod %s/%s of queue %s reclaims %u pod(s) from borrowing queues, "
-             "nominated on node %s", kc_pod_namespace(pod), kc_pod_name(pod), q->name,
-             best.victims, kc_node_name(best_node));
-    kc_log(KC_LOG_INFO, "capacityqueue", line);
+    cq_log(KC_LOG_INFO, "pod %s/%s of queue %s reclaims %u pod(s) from borrowing queues, "
+           "nominated on node %s", kc_pod_namespace(pod), kc_pod_name(pod), q->name,
+           best.victims, kc_node_name(best_node));
     st = KC_SUCCESS;
 out:
     plan_clear(&best);

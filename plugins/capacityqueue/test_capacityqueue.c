@@ -191,7 +191,7 @@ static void pods_without_queue_pass_when_no_default_queue(void **state)
     assert_non_null(strstr(reason, "queue missing does not exist"));
 }
 
-/* ---- admission -------------------------------------------------------------------------------- */
+/* ---- admission -- */
 
 static void limits_hold_at_every_level_of_three(void **state)
 {
@@ -305,7 +305,8 @@ static void fair_order_follows_weighted_dominant_share(void **state)
     queue("a", "{\"weight\":2}");
     queue("b", "{\"weight\":1}");
     kc_pod pa[4], pb[4];
-    static const char *const an[] = {"a0", "a1", "a2", "a3"}, *const bn[] = {"b0", "b1", "b2", "b3"};
+    static const char *const an[] = {"a0", "a1", "a2", "a3"};
+    static const char *const bn[] = {"b0", "b1", "b2", "b3"};
     for (int i = 0; i < 4; i++) {
         team_pod(&pa[i], an[i], "a", 1000);
         pod_event(KC_EVENT_POD_ADD, &pa[i], NULL);
@@ -339,7 +340,7 @@ static void usage_moves_a_queue_back_in_the_order(void **state)
     assert_true(ops->queue_less(self, &pb, &pa));
 }
 
-/* ---- reclaim ----------------------------------------------------------------------------------- */
+/* ---- reclaim -- */
 
 static void reclaim_takes_borrowed_pods_on_the_node_needing_fewest(void **state)
 {

@@ -1293,38 +1293,6 @@ static int status_path(const char *kind, const char *namespace_name, const char 
     return 0;
 }
 
-/* A plugin's object status (CapacityQueue usage): a merge patch of the status subresource
- * with the reported status (the plugin keeps reporting every figure it ever reported, so a
- * merge leaves nothing stale). An object deleted meanwhile (404) is left alone. */
-static void write_object_status(struct bridge *b, struct kube_client *client,
-                                const struct bridge_work *w)
-{
-    char path[768];
-    if (status_path(w->kind, w->namespace, w->name, path, sizeof(path)) < 0) {
-        log_warn("bridge: a plugin reported the status of %s %s, a kind the bridge cannot write",
-                 w->kind, w->name);
-        return;
-    }
-    json_t *status = json_loads(w->annotations_json, 0, NULL);
-    json_t *patch = json_is_object(status) ? json_pack("{s:o}", "status", status) : NULL;
-    if (patch == NULL)
-        json_decref(status);
-    char *body = patch != NULL ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
-    if (body == NULL)
-        return;
-    struct kube_response res = {0};
-    struct kc_error err = {{0}};
-    int rc = kube_request(client, "PATCH", path, "application/merge-patch+json", body, strlen(body),
-                          API_TIMEOUT_MS, &res, &err);
-    free(body);
-    if (rc >= 0 && res.status < 300)
-        atomic_fetch_add(&b->stats.object_statuses, 1);
-    else if (rc < 0 || res.status != 404)
-        api_error(b, "the object status", w->name, rc < 0 ? 0 : res.status, res.body, &err);
-    kube_response_free(&res);
-}
-
 /* Write the group's latest status; client NULL: drop it (this replica writes nothing now). */
 static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
 {
@@ -1339,19 +1307,24 @@ static void do_group_status(struct bridge *b, struct kube_client *client, struct
         group_status_push(b, w->kind, w->namespace, w->name, key);
 }
 
-/* PodGroup status as scheduler-plugins keeps it: phase, scheduled and running counts (a
- * merge patch of the status subresource). A group without a PodGroup object is left alone. */
+/* A status as a merge patch of the status subresource: PodGroup status as scheduler-plugins
+ * keeps it (phase, scheduled and running counts), or a plugin's object status (CapacityQueue
+ * usage; the plugin reports every figure it ever reported, so a merge leaves nothing stale).
+ * An object that does not exist (a group without a PodGroup, a deleted queue) is left alone. */
 static void write_group_status(struct bridge *b, struct kube_client *client,
                                const struct bridge_work *w)
 {
     char path[768];
-    if (strcmp(w->kind, "PodGroup") != 0) {
-        write_object_status(b, client, w);
+    bool group = strcmp(w->kind, "PodGroup") == 0;
+    if (group)
+        snprintf(path, sizeof(path),
+                 "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status",
+                 w->namespace, w->name);
+    else if (status_path(w->kind, w->namespace, w->name, path, sizeof(path)) < 0) {
+        log_warn("bridge: a plugin reported the status of %s %s, a kind the bridge cannot write",
+                 w->kind, w->name);
         return;
     }
-    snprintf(path, sizeof(path),
-             "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", w->namespace,
-             w->name);
     size_t len = strlen(w->annotations_json) + 16;
     char *body = malloc(len);
     if (body == NULL)
@@ -1363,9 +1336,10 @@ static void write_group_status(struct bridge *b, struct kube_client *client,
                           API_TIMEOUT_MS, &res, &err);
     free(body);
     if (rc >= 0 && res.status < 300)
-        atomic_fetch_add(&b->stats.group_statuses, 1);
+        atomic_fetch_add(group ? &b->stats.group_statuses : &b->stats.object_statuses, 1);
     else if (rc < 0 || res.status != 404)
-        api_error(b, "the PodGroup status", w->name, rc < 0 ? 0 : res.status, res.body, &err);
+        api_error(b, group ? "the PodGroup status" : "the object status", w->name,
+                  rc < 0 ? 0 : res.status, res.body, &err);
     kube_response_free(&res);
 }
 

@@ -33,7 +33,8 @@ static struct sim_status_record *record_of(struct sim_status *st, const char *ki
     r->kind = strdup(kind);
     r->name = strdup(name);
     r->namespace_name = namespace_name != NULL ? strdup(namespace_name) : NULL;
-    if (r->kind == NULL || r->name == NULL || (namespace_name != NULL && r->namespace_name == NULL)) {
+    if (r->kind == NULL || r->name == NULL ||
+        (namespace_name != NULL && r->namespace_name == NULL)) {
         free(r->kind);
         free(r->name);
         free(r->namespace_name);
@@ -98,7 +99,8 @@ void sim_status_print(const struct simulator *sim, FILE *out)
         if (r->sample_count == 0)
             continue;
         json_t *status = json_loads(r->samples[r->sample_count - 1].json, 0, NULL);
-        fprintf(out, "    %s %s%s%s: used ", r->kind, r->namespace_name != NULL ? r->namespace_name : "",
+        fprintf(out, "    %s %s%s%s: used ", r->kind,
+                r->namespace_name != NULL ? r->namespace_name : "",
                 r->namespace_name != NULL ? "/" : "", r->name);
         print_resources(out, json_object_get(status, "used"));
         fprintf(out, "; borrowed ");

@@ -145,7 +145,8 @@ static int compare_arrival(const void *a, const void *b, void *ctx)
     int64_t x = w[*(const uint32_t *)a].arrival_ms, y = w[*(const uint32_t *)b].arrival_ms;
     if (x != y)
         return x < y ? -1 : 1;
-    return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    return (i > j) - (i < j);
 }
 
 static struct pod *make_pod(const struct queues_run *run, uint32_t index)
