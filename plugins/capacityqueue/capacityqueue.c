@@ -77,7 +77,7 @@ void cq_pod_request(const struct cq_pod *p, int64_t *out)
         out[p->ids[i]] = p->values[i];
 }
 
-/* ---- namespaces: the default queue of their pods -- */
+/* ---- namespaces: the default queue of their pods --------------------------------------------- */
 
 static struct cq_namespace **namespace_slot(struct cq_plugin *pl, const char *name)
 {
@@ -125,7 +125,7 @@ static bool namespace_put(struct cq_plugin *pl, const char *name, const char *js
     return changed;
 }
 
-/* ---- the queue of a pod --------------------------------------------------------------------- */
+/* ---- the queue of a pod ---------------------------------------------------------------------- */
 
 static const char *queue_of(struct cq_plugin *pl, const kc_pod *pod, bool *explicit_queue)
 {
@@ -313,7 +313,7 @@ static void recount_namespace(struct cq_plugin *pl, const char *name)
         }
 }
 
-/* ---- status ------------------------------------------------------------------------------ */
+/* ---- status ---------------------------------------------------------------------------------- */
 
 static size_t put_resources(char *out, size_t size, const char *key, const int64_t *values,
                             uint64_t show)
@@ -426,7 +426,7 @@ static uint32_t capacityqueue_requeue_events(void *self)
            KC_EVENT_MASK(KC_EVENT_POD_FORGET) | KC_EVENT_MASK(KC_EVENT_POD_UPDATE);
 }
 
-/* ---- QueueSort: weighted dominant share, then priority, then FIFO -- */
+/* ---- QueueSort: weighted dominant share, then priority, then FIFO ---------------------------- */
 
 static int compare_int64(int64_t a, int64_t b)
 {
@@ -523,7 +523,7 @@ static kc_status capacityqueue_post_filter(void *self, kc_cycle *cycle, const kc
     return st;
 }
 
-/* ---- events -- */
+/* ---- events ---------------------------------------------------------------------------------- */
 
 static void capacityqueue_on_event(void *self, const kc_event *ev)
 {

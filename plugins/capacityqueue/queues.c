@@ -34,7 +34,7 @@ kc_status cq_reject(kc_cycle *cycle, kc_status status, const char *format, ...)
     return status;
 }
 
-/* ---- quantities -------------------------------------------------------------------------- */
+/* ---- quantities ------------------------------------------------------------------------------ */
 
 bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out)
 {
@@ -65,7 +65,7 @@ bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out)
     return true;
 }
 
-/* ---- one queue from its object ------------------------------------------------------------ */
+/* ---- one queue from its object --------------------------------------------------------------- */
 
 static void queue_clear(struct cq_queue *q)
 {
@@ -209,7 +209,7 @@ void cq_tree_free(struct cq_tree *tree)
     memset(tree, 0, sizeof(*tree));
 }
 
-/* ---- the rules ------------------------------------------------------------------------------ */
+/* ---- the rules ------------------------------------------------------------------------------- */
 
 static void set_error(struct cq_queue *q, char **fresh, const char *format, ...)
     __attribute__((format(printf, 3, 4)));

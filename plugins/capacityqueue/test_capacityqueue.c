@@ -99,7 +99,7 @@ static kc_status pre_filter(const kc_pod *pod, char *reason, size_t size)
     return st;
 }
 
-/* ---- the rules of a tree ---------------------------------------------------------------- */
+/* ---- the rules of a tree --------------------------------------------------------------------- */
 
 static void cycle_in_tree_is_refused_naming_queue_and_rule(void **state)
 {
@@ -145,7 +145,7 @@ static void unknown_parent_is_refused(void **state)
     assert_non_null(strstr(fake_host.last_log, "queue t: parent nowhere does not exist"));
 }
 
-/* ---- the queue of a pod --------------------------------------------------------------------- */
+/* ---- the queue of a pod ---------------------------------------------------------------------- */
 
 static void pod_queue_from_label_annotation_namespace_or_default(void **state)
 {
@@ -191,7 +191,7 @@ static void pods_without_queue_pass_when_no_default_queue(void **state)
     assert_non_null(strstr(reason, "queue missing does not exist"));
 }
 
-/* ---- admission -- */
+/* ---- admission ------------------------------------------------------------------------------- */
 
 static void limits_hold_at_every_level_of_three(void **state)
 {
@@ -340,7 +340,7 @@ static void usage_moves_a_queue_back_in_the_order(void **state)
     assert_true(ops->queue_less(self, &pb, &pa));
 }
 
-/* ---- reclaim -- */
+/* ---- reclaim --------------------------------------------------------------------------------- */
 
 static void reclaim_takes_borrowed_pods_on_the_node_needing_fewest(void **state)
 {
