@@ -511,7 +511,7 @@ static const struct error_case error_cases[] = {
     {"podGroups:\n- minMember: 2\n", ":2:3", "name", NULL},
     {"capacityQueues:\n- {parent: a}\n", ":2:3", "name is required", NULL},
     {"capacityQueues:\n- {name: a, wieght: 2}\n", ":2:13", "wieght", NULL},
-    {"capacityQueues:\n- {kind: PodGroup, metadata: {name: q}}\n", ":2:9", "CapacityQueues",
+    {"capacityQueues:\n- {kind: PodGroup, metadata: {name: q}}\n", ":2:10", "CapacityQueues",
      NULL},
     {"podGroups:\n- name: g\n  minMember: 0\n", ":3:14", "minMember", NULL},
     {"podGroups:\n- name: g\n  minMembers: 2\n", ":3:3", "minMembers", NULL},
