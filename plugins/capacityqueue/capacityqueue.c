@@ -283,6 +283,23 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
     return p;
 }
 
+/* A pod added or updated: counted where its object says, except that a pod reserved by this
+ * scheduler stays counted on its node while its object, not bound yet, says no node (a status
+ * update during the binding). */
+static void pod_seen(struct cq_plugin *pl, const kc_pod *pod)
+{
+    const char *node = kc_pod_node_name(pod);
+    const struct cq_pod *was = cq_pod_find(pl, kc_pod_uid(pod));
+    char reserved[CQ_NAME_MAX + 1];
+    if (node == NULL && was != NULL && was->assumed && was->node != NULL) {
+        snprintf(reserved, sizeof(reserved), "%s", was->node); /* track may free was */
+        node = reserved;
+    }
+    struct cq_pod *p = track(pl, pod, node);
+    if (p != NULL && kc_pod_node_name(pod) != NULL)
+        p->assumed = false; /* bound */
+}
+
 /* The tree or the namespaces changed: link the tree and count every pod again. */
 static void recount(struct cq_plugin *pl)
 {
@@ -534,17 +551,21 @@ static void capacityqueue_on_event(void *self, const kc_event *ev)
     case KC_EVENT_NODE_UPDATE:
     case KC_EVENT_NODE_DELETE: pl->cluster_dirty = true; break;
     case KC_EVENT_POD_ADD:
-    case KC_EVENT_POD_UPDATE: track(pl, ev->pod, kc_pod_node_name(ev->pod)); break;
+    case KC_EVENT_POD_UPDATE: pod_seen(pl, ev->pod); break;
     case KC_EVENT_POD_ASSUME:
-        track(pl, ev->pod, ev->node != NULL ? kc_node_name(ev->node) : kc_pod_node_name(ev->pod));
+    case KC_EVENT_POD_FORGET: {
+        const char *node = ev->node != NULL ? kc_node_name(ev->node) : kc_pod_node_name(ev->pod);
+        struct cq_pod *p = track(pl, ev->pod, ev->type == KC_EVENT_POD_ASSUME ? node : NULL);
+        if (p != NULL)
+            p->assumed = ev->type == KC_EVENT_POD_ASSUME;
         break;
-    case KC_EVENT_POD_FORGET: track(pl, ev->pod, NULL); break;
+    }
     case KC_EVENT_POD_DELETE: untrack(pl, kc_pod_uid(ev->pod)); break;
     case KC_EVENT_OBJECT_ADD:
     case KC_EVENT_OBJECT_UPDATE:
         if (object && strcmp(ev->object_kind, KIND) == 0 && ev->object_name != NULL) {
-            cq_tree_put(&pl->tree, ev->object_name, ev->object_json);
-            recount(pl);
+            if (cq_tree_put(&pl->tree, ev->object_name, ev->object_json) == 0)
+                recount(pl);
         } else if (object && strcmp(ev->object_kind, "Namespace") == 0 &&
                    ev->object_name != NULL &&
                    namespace_put(pl, ev->object_name, ev->object_json)) {

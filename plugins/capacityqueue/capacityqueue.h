@@ -15,6 +15,7 @@ struct cq_pod {
     bool explicit_queue; /* named by the pod itself (label or Volcano annotation) */
     int32_t index;     /* the queue's index in the tree, -1 when none */
     char *node;        /* placed or reserved on this node; NULL while pending */
+    bool assumed;      /* reserved by this scheduler, not bound yet */
     char *group;       /* "namespace/podgroup" for a pod group member, else NULL */
     uint64_t mask;     /* resource ids requested */
     kc_resource ids[CQ_POD_RESOURCES];

@@ -69,6 +69,7 @@ bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out)
 
 static void queue_clear(struct cq_queue *q)
 {
+    free(q->spec_json);
     free(q->name);
     free(q->parent_name);
     free(q->error);
@@ -160,14 +161,24 @@ int cq_tree_put(struct cq_tree *tree, const char *name, const char *json)
         cq_log(KC_LOG_ERROR, "CapacityQueue %s: not a JSON object: %s", name, error.text);
         return -EINVAL;
     }
-    struct cq_queue q = {0};
+    /* the scheduler's own status writes come back as updates: an unchanged spec changes
+     * nothing (and costs no recount) */
+    char *spec = json_dumps(json_object_get(root, "spec"), JSON_COMPACT | JSON_SORT_KEYS |
+                                                               JSON_ENCODE_ANY);
+    int32_t at = cq_tree_find(tree, name);
+    if (at >= 0 && spec != NULL && tree->queues[at].spec_json != NULL &&
+        strcmp(spec, tree->queues[at].spec_json) == 0) {
+        free(spec);
+        json_decref(root);
+        return 1;
+    }
+    struct cq_queue q = {.spec_json = spec};
     int rc = queue_read(&q, name, json_object_get(root, "spec"));
     json_decref(root);
     if (rc != 0) {
         queue_clear(&q);
         return rc;
     }
-    int32_t at = cq_tree_find(tree, name);
     if (at < 0) {
         if (tree->count == tree->capacity) {
             uint32_t capacity = tree->capacity == 0 ? 8 : tree->capacity * 2;

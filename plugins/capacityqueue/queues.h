@@ -28,6 +28,7 @@ struct cq_queue {
     bool reclaimable; /* spec.reclaimable (default true): borrowed pods may be evicted */
     /* why the queue (or an ancestor) is invalid, naming the queue and the rule; NULL: valid */
     char *error;
+    char *spec_json; /* the spec as last read (sorted keys), to skip updates that keep it */
     /* what the queue holds: its own pods and its descendants' (placed or reserved) */
     int64_t usage[KC_RESOURCE_MAX];
     uint32_t admitted; /* pods placed or reserved in it (descendants included) */
@@ -57,8 +58,9 @@ kc_status cq_reject(kc_cycle *cycle, kc_status status, const char *format, ...)
  * milli-cores), rounded up. false when it is not a quantity. */
 bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out);
 
-/* Add or replace the queue described by the CapacityQueue JSON. 0, -EINVAL (the object is not
- * readable: why is logged, naming the queue) or -ENOMEM. */
+/* Add or replace the queue described by the CapacityQueue JSON. 0, 1 when the queue exists
+ * with the same spec (nothing changed), -EINVAL (the object is not readable: why is logged,
+ * naming the queue) or -ENOMEM. */
 int cq_tree_put(struct cq_tree *tree, const char *name, const char *json);
 void cq_tree_delete(struct cq_tree *tree, const char *name);
 void cq_tree_free(struct cq_tree *tree);

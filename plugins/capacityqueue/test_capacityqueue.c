@@ -447,6 +447,37 @@ static void status_reports_usage_borrowed_and_pending(void **state)
                                 "\"pending\":1,\"admitted\":0,\"valid\":true}");
 }
 
+static void a_reserved_pod_stays_counted_through_updates_until_forgotten(void **state)
+{
+    (void)state;
+    queue("a", "{}");
+    kc_pod pod;
+    team_pod(&pod, "p", "a", 1000);
+    pod_event(KC_EVENT_POD_ADD, &pod, NULL);
+    pod_event(KC_EVENT_POD_ASSUME, &pod, &nodes[0]);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"admitted\":1"));
+    /* a status update while the binding is on its way: the object has no node yet */
+    pod_event(KC_EVENT_POD_UPDATE, &pod, NULL);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"pending\":0,\"admitted\":1"));
+    pod_event(KC_EVENT_POD_FORGET, &pod, &nodes[0]);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"pending\":1,\"admitted\":0"));
+    /* bound: the object's node counts */
+    pod.node_name = "n1";
+    pod_event(KC_EVENT_POD_UPDATE, &pod, &nodes[1]);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"pending\":0,\"admitted\":1"));
+}
+
+static void an_unchanged_spec_is_not_read_again(void **state)
+{
+    (void)state;
+    queue("a", "{\"limit\":{\"cpu\":\"1\"}}");
+    uint32_t calls = fake_host.status_calls;
+    queue("a", "{\"limit\":{\"cpu\":\"1\"}}"); /* its status written back: the same spec */
+    assert_int_equal(fake_host.status_calls, calls);
+    queue("a", "{\"limit\":{\"cpu\":\"2\"}}");
+    assert_true(fake_host.status_calls > calls);
+}
+
 static void args_are_refused(void **state)
 {
     (void)state;
@@ -475,6 +506,8 @@ int main(void)
         CASE(reclaim_never_takes_from_a_queue_within_its_guarantee),
         CASE(reclaim_takes_a_gang_whole_across_nodes),
         CASE(status_reports_usage_borrowed_and_pending),
+        CASE(a_reserved_pod_stays_counted_through_updates_until_forgotten),
+        CASE(an_unchanged_spec_is_not_read_again),
         CASE(args_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
