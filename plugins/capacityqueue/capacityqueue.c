@@ -160,10 +160,26 @@ static double pod_share(const struct cq_plugin *pl, const struct cq_pod *p, int3
     return cq_dominant_share(&pl->tree, request, weight);
 }
 
+/* The queue's line of waiting pods of one priority (created on first use); NULL out of memory. */
+static struct cq_band *band_of(struct cq_queue *q, int32_t priority)
+{
+    for (uint32_t i = 0; i < q->band_count; i++)
+        if (q->bands[i].priority == priority)
+            return &q->bands[i];
+    struct cq_band *grown = realloc(q->bands, (q->band_count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return NULL;
+    q->bands = grown;
+    grown[q->band_count] = (struct cq_band){.priority = priority};
+    return &grown[q->band_count++];
+}
+
 /* A pod starts waiting in its queue: its place in the fair order is the queue's weighted
- * dominant share once the pods ahead of it in that queue and itself are admitted. Fixed when
- * the pod arrives, so the runtime's heap stays ordered (a key read from live usage would go
- * stale inside the heap). */
+ * dominant share once the pods of its priority ahead of it in that queue and itself are
+ * admitted. Fixed when the pod arrives, so the runtime's heap stays ordered (a key read from
+ * live usage would go stale inside the heap). One line per priority: a pod of higher priority
+ * starts from the queue's share now, not behind the queue's backlog of lower ones, and wins
+ * the ties. */
 static void tag_pending(struct cq_plugin *pl, struct cq_pod *p)
 {
     if (p->index < 0) {
@@ -173,9 +189,12 @@ static void tag_pending(struct cq_plugin *pl, struct cq_pod *p)
     struct cq_queue *q = &pl->tree.queues[p->index];
     cq_refresh_cluster(pl);
     double now = cq_dominant_share(&pl->tree, q->usage, q->weight);
-    double start = q->pending > 0 && q->next_tag > now ? q->next_tag : now;
+    struct cq_band *band = band_of(q, p->priority);
+    double start = band != NULL && band->pending > 0 && band->next_tag > now ? band->next_tag
+                                                                               : now;
     p->tag = start + pod_share(pl, p, q->weight);
-    q->next_tag = p->tag;
+    if (band != NULL)
+        band->next_tag = p->tag;
 }
 
 /* Count (sign 1) or uncount (-1) the pod in its queue. */
@@ -189,7 +208,10 @@ static void count_pod(struct cq_plugin *pl, struct cq_pod *p, int sign)
         cq_tree_account(&pl->tree, p->index, request, p->mask, sign, 1);
     } else {
         struct cq_queue *q = &pl->tree.queues[p->index];
+        struct cq_band *band = band_of(q, p->priority);
         q->pending += (uint32_t)sign;
+        if (band != NULL)
+            band->pending += (uint32_t)sign;
         q->status_dirty = true;
     }
 }
@@ -269,6 +291,7 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         return NULL;
     }
     p->explicit_queue = explicit_queue;
+    p->priority = kc_pod_priority(pod);
     p->index = cq_tree_find(&pl->tree, queue);
     read_request(p, pod);
     uint64_t b = hash_text(p->uid) & (pl->pod_buckets - 1);

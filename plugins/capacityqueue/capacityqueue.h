@@ -16,6 +16,7 @@ struct cq_pod {
     int32_t index;     /* the queue's index in the tree, -1 when none */
     char *node;        /* placed or reserved on this node; NULL while pending */
     bool assumed;      /* reserved by this scheduler, not bound yet */
+    int32_t priority;
     char *group;       /* "namespace/podgroup" for a pod group member, else NULL */
     uint64_t mask;     /* resource ids requested */
     kc_resource ids[CQ_POD_RESOURCES];

@@ -69,6 +69,7 @@ bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out)
 
 static void queue_clear(struct cq_queue *q)
 {
+    free(q->bands);
     free(q->spec_json);
     free(q->name);
     free(q->parent_name);
@@ -192,7 +193,9 @@ int cq_tree_put(struct cq_tree *tree, const char *name, const char *json)
         }
         at = (int32_t)tree->count++;
     } else {
-        q.next_tag = tree->queues[at].next_tag;
+        q.bands = tree->queues[at].bands; /* the order of the pods waiting stays */
+        q.band_count = tree->queues[at].band_count;
+        tree->queues[at].bands = NULL;
         q.shown_used = tree->queues[at].shown_used;
         q.shown_borrowed = tree->queues[at].shown_borrowed;
         q.error = tree->queues[at].error; /* kept, so an unchanged error is not logged again */
@@ -295,6 +298,8 @@ uint32_t cq_tree_link(struct cq_tree *tree)
         q->parent = q->parent_name != NULL ? cq_tree_find(tree, q->parent_name) : -1;
         memset(q->usage, 0, sizeof(q->usage));
         q->admitted = q->pending = 0;
+        for (uint32_t b = 0; b < q->band_count; b++)
+            q->bands[b].pending = 0;
         q->status_dirty = true;
     }
     uint32_t invalid = 0;

@@ -14,6 +14,14 @@
 #define CQ_NAME_MAX 254
 #define CQ_ERROR_MAX 384
 
+/* The waiting pods of one priority in a queue: the fair order keeps one line per priority, so
+ * a pod of higher priority does not queue behind the queue's backlog of lower ones. */
+struct cq_band {
+    int32_t priority;
+    uint32_t pending;
+    double next_tag; /* the key its last waiting pod got */
+};
+
 /* One CapacityQueue. Quantities are in the resource's base unit, indexed by resource id. */
 struct cq_queue {
     char *name;
@@ -33,9 +41,10 @@ struct cq_queue {
     int64_t usage[KC_RESOURCE_MAX];
     uint32_t admitted; /* pods placed or reserved in it (descendants included) */
     uint32_t pending;  /* pods waiting in it (its own) */
-    /* fair order (capacityqueue.c): the weighted dominant share the queue reaches once its
-     * pending pods are admitted, and the resources it holds above its guarantee */
-    double next_tag;
+    /* fair order (capacityqueue.c): per priority, the weighted dominant share the queue
+     * reaches once its waiting pods of that priority are admitted */
+    struct cq_band *bands;
+    uint32_t band_count;
     bool status_dirty;
     /* resources ever reported in status.used and .borrowed: reported again (0 when gone), so a
      * merge patch of the status leaves no stale figure */

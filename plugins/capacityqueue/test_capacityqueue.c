@@ -325,6 +325,29 @@ static void fair_order_follows_weighted_dominant_share(void **state)
     assert_true(ops->queue_less(self, &pa[0], &pa[1]));
 }
 
+static void a_higher_priority_pod_does_not_wait_behind_its_queues_backlog(void **state)
+{
+    (void)state;
+    queue("a", "{}");
+    queue("b", "{}");
+    kc_pod backlog[4], urgent, other;
+    static const char *const names[] = {"a0", "a1", "a2", "a3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&backlog[i], names[i], "a", 1000);
+        pod_event(KC_EVENT_POD_ADD, &backlog[i], NULL);
+    }
+    team_pod(&other, "b0", "b", 1000);
+    pod_event(KC_EVENT_POD_ADD, &other, NULL);
+    team_pod(&urgent, "urgent", "a", 1000);
+    urgent.priority = 100;
+    pod_event(KC_EVENT_POD_ADD, &urgent, NULL);
+    /* its own line starts at a's share now: level with a0, and first on priority */
+    assert_true(ops->queue_less(self, &urgent, &backlog[0]));
+    assert_true(ops->queue_less(self, &urgent, &backlog[3]));
+    /* across queues the shares still decide: b0 (share 1) before a1 (share 2) */
+    assert_true(ops->queue_less(self, &other, &backlog[1]));
+}
+
 static void usage_moves_a_queue_back_in_the_order(void **state)
 {
     (void)state;
@@ -502,6 +525,7 @@ int main(void)
         CASE(gang_is_admitted_as_a_whole),
         CASE(fair_order_follows_weighted_dominant_share),
         CASE(usage_moves_a_queue_back_in_the_order),
+        CASE(a_higher_priority_pod_does_not_wait_behind_its_queues_backlog),
         CASE(reclaim_takes_borrowed_pods_on_the_node_needing_fewest),
         CASE(reclaim_never_takes_from_a_queue_within_its_guarantee),
         CASE(reclaim_takes_a_gang_whole_across_nodes),
