@@ -111,9 +111,10 @@ static int evict_first(const void *a, const void *b)
     return (x->start_ms < y->start_ms) - (x->start_ms > y->start_ms);
 }
 
-/* Whether taking unit u keeps to the rule: some queue on its path below the queues it shares
- * with the preemptor holds more than its guarantee of a resource the preemptor needs, once
- * the victims chosen so far are gone. Applies (sign 1) or undoes (-1) the unit on taken. */
+/* Whether a pod of queue index may be taken: some queue on its path below the queues it shares
+ * with the preemptor holds more than its guarantee of a resource the preemptor needs (need),
+ * once the victims chosen so far (taken) are gone; never from a queue that is not
+ * reclaimable. */
 static bool borrowing_queue(const struct cq_plugin *pl, const bool *shared, const struct taken *tk,
                             int32_t index, uint64_t need)
 {
@@ -131,6 +132,7 @@ static bool borrowing_queue(const struct cq_plugin *pl, const bool *shared, cons
     return false;
 }
 
+/* Apply (sign 1) or undo (-1) unit u's requests on what the plan takes from each queue. */
 static void take(const struct cq_plugin *pl, struct taken *tk, const struct unit *u, int sign)
 {
     for (uint32_t i = 0; i < u->count; i++) {
@@ -155,7 +157,7 @@ static bool fits_without(kc_cycle *cycle, const kc_node *node, const struct plan
 
 /* The units on node that may be taken for the preemptor (of queue index, needing need). */
 static int collect(const struct cq_plugin *pl, const kc_node *node, const struct cq_pod *self,
-                   struct plan *plan)
+                   const bool *shared, const struct taken *tk, uint64_t need, struct plan *plan)
 {
     uint32_t n = kc_node_pod_count(node);
     plan->units = calloc(n + 1, sizeof(*plan->units));
@@ -165,6 +167,10 @@ static int collect(const struct cq_plugin *pl, const kc_node *node, const struct
         const kc_pod *pod = kc_node_pod_at(node, i);
         const struct cq_pod *t = pod != NULL ? cq_pod_find(pl, kc_pod_uid(pod)) : NULL;
         if (t == NULL || t == self || t->index < 0 || t->node == NULL || kc_pod_terminating(pod))
+            continue;
+        /* pods of queues within their guarantee are never taken: skip them before gathering
+         * their groups (plan_node checks again as victims are chosen) */
+        if (!borrowing_queue(pl, shared, tk, t->index, need & t->mask))
             continue;
         /* a group member already in a unit (several members on this node) */
         bool seen = false;
@@ -191,7 +197,7 @@ static bool plan_node(const struct cq_plugin *pl, kc_cycle *cycle, const kc_node
                       const struct cq_pod *self, const bool *shared, struct taken *tk,
                       uint64_t need, struct plan *plan, const kc_pod **removed, char *reason)
 {
-    if (collect(pl, node, self, plan) != 0)
+    if (collect(pl, node, self, shared, tk, need, plan) != 0)
         return false;
     bool fits = false;
     for (uint32_t i = 0; i < plan->count && !fits; i++) {
@@ -302,12 +308,15 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
     for (int32_t at = self->index, d = 0; at >= 0 && d <= (int32_t)pl->tree.count;
          at = pl->tree.queues[at].parent, d++)
         shared[at] = true;
+    uint32_t most_pods = 0;
+    for (uint32_t i = 0; i < nodes; i++)
+        if (kc_node_pod_count(kc_node_at(i)) > most_pods)
+            most_pods = kc_node_pod_count(kc_node_at(i));
+    removed = calloc(most_pods + 1, sizeof(*removed)); /* the what-if list, for every node */
     for (uint32_t i = 0; i < nodes; i++) {
         const kc_node *node = kc_node_at(i);
         if (kc_cycle_node_status(cycle, node) != KC_UNSCHEDULABLE)
             continue;
-        free(removed);
-        removed = calloc(kc_node_pod_count(node) + 1, sizeof(*removed));
         struct plan plan = {0};
         if (removed != NULL &&
             plan_node(pl, cycle, node, self, shared, &tk, need, &plan, removed, reason) &&
