@@ -243,8 +243,8 @@ static int read_request(struct cq_pod *p, const kc_pod *pod)
             continue;
         if (p->count == CQ_POD_RESOURCES) {
             cq_log(KC_LOG_WARN, "pod %s/%s asks for more than %d resources; %s is not counted "
-                     "in its queue", kc_pod_namespace(pod), kc_pod_name(pod), CQ_POD_RESOURCES,
-                     kc_resource_name(id));
+                   "in its queue", kc_pod_namespace(pod), kc_pod_name(pod), CQ_POD_RESOURCES,
+                   kc_resource_name(id));
             continue;
         }
         p->ids[p->count] = id;
@@ -287,7 +287,7 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         if (p != NULL)
             pod_free(p);
         cq_log(KC_LOG_ERROR, "out of memory counting pod %s/%s", kc_pod_namespace(pod),
-                 kc_pod_name(pod));
+               kc_pod_name(pod));
         return NULL;
     }
     p->explicit_queue = explicit_queue;
@@ -442,7 +442,7 @@ static int capacityqueue_init(const kc_host_api *host, const char *args_json, vo
     json_decref(args);
     if (!empty) {
         cq_log(KC_LOG_ERROR, "args: capacityqueue takes no args (the queues are CapacityQueue "
-                 "objects); got %s", args_json);
+               "objects); got %s", args_json);
         return -EINVAL;
     }
     struct cq_plugin *pl = calloc(1, sizeof(*pl));

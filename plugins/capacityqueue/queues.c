@@ -85,7 +85,7 @@ static int read_resources(const char *queue, const char *field, const json_t *li
     const json_t *value;
     if (list != NULL && !json_is_object(list)) {
         cq_log(KC_LOG_ERROR, "CapacityQueue %s: spec.%s must be a map of resource to quantity",
-                 queue, field);
+               queue, field);
         return -EINVAL;
     }
     json_object_foreach((json_t *)list, key, value)
@@ -101,7 +101,7 @@ static int read_resources(const char *queue, const char *field, const json_t *li
         int64_t amount;
         if (id < 0 || id >= KC_RESOURCE_MAX || !cq_parse_quantity(text, id, &amount)) {
             cq_log(KC_LOG_ERROR, "CapacityQueue %s: spec.%s.%s is not a quantity", queue,
-                     field, key);
+                   field, key);
             return -EINVAL;
         }
         values[id] = amount;
