@@ -37,7 +37,7 @@ static const char *const top_keys[] = {
 };
 static const char *const plugin_keys[] = {
     "name", "path", "weight", "isolation", "host", "failurePolicy", "required", "args", "handles",
-    NULL,
+    "queueSort", NULL,
 };
 static const char *const leader_keys[] = {
     "leaderElect", "leaseDuration", "renewDeadline",
@@ -389,6 +389,17 @@ static int read_plugin_args(const struct tree *entry, struct plugin_config *p, s
     return 0;
 }
 
+/* queueSort: false leaves the plugin's QueueSort out, so that another plugin's may run (one
+ * QueueSort only; e.g. coscheduling's pod groups under capacityqueue's fair order). */
+static int read_queue_sort(const struct tree *entry, struct plugin_config *p,
+                           struct kc_error *err)
+{
+    bool queue_sort = true;
+    int rc = read_bool(entry, "queueSort", &queue_sort, err);
+    p->queue_sort_off = !queue_sort;
+    return rc;
+}
+
 static int read_plugin(const struct tree *entry, uint32_t index, struct plugin_config *p,
                        struct kc_error *err)
 {
@@ -417,6 +428,8 @@ static int read_plugin(const struct tree *entry, uint32_t index, struct plugin_c
         rc = read_plugin_args(entry, p, err);
     if (rc == 0)
         rc = read_field_list(entry, "handles", &p->handles, err);
+    if (rc == 0)
+        rc = read_queue_sort(entry, p, err);
     p->isolation = (enum plugin_isolation)isolation;
     p->failure_policy = (enum failure_policy)failure_policy;
     p->line = entry->line;

@@ -22,6 +22,7 @@ struct plugin_config {
     bool required;         /* refuse to start without it (default true for in-process) */
     char *args_json;       /* the args object as JSON, "{}" when absent */
     uint32_t handles;      /* pod_field bits the entry declares it handles (`handles:`) */
+    bool queue_sort_off;   /* `queueSort: false`: the plugin's QueueSort is not used */
     uint32_t line, column; /* where the entry is, for messages */
 };
 

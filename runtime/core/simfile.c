@@ -819,6 +819,60 @@ static int load_podgroup(struct loader *l, const struct tree *entry)
     return rc;
 }
 
+/* ---- capacityQueues: CapacityQueue objects for the capacityqueue plugin ------------------ */
+
+/* The shorthand: the queue's name and its spec fields, as plugins/capacityqueue/README.md
+ * lists them; the plugin checks their values and the rules of the tree. */
+static const char *const capacity_queue_keys[] = {
+    "name",           "parent",       "guaranteed", "limit", "weight", "reclaimable",
+    "borrowingLimit", "lendingLimit", NULL};
+
+/* capacityQueues: the shorthand, or a CapacityQueue object as the API server holds it. */
+static int load_capacity_queue(struct loader *l, const struct tree *entry)
+{
+    if (entry->type != TREE_MAP)
+        return tree_error(entry, l->err, -EINVAL, "capacityQueues", "each entry must be a map");
+    if (tree_get(entry, "metadata") != NULL || tree_get(entry, "kind") != NULL) {
+        const struct tree *kind = field(entry, "kind");
+        if (kind != NULL &&
+            (kind->type != TREE_SCALAR || strcmp(kind->scalar, "CapacityQueue") != 0))
+            return tree_error(kind, l->err, -EINVAL, "kind",
+                              "capacityQueues holds CapacityQueues; put other objects under "
+                              "objects");
+        return load_object(l, entry);
+    }
+    int rc = tree_check_keys(entry, "capacityQueues entry", capacity_queue_keys, l->err);
+    const struct tree *name = field(entry, "name");
+    const char *name_text = NULL;
+    if (rc == 0 && name == NULL)
+        rc = tree_error(entry, l->err, -EINVAL, "capacityQueues entry", "name is required");
+    if (rc == 0)
+        rc = tree_string(name, "name", &name_text, l->err);
+    if (rc < 0)
+        return rc;
+    char *fields = tree_to_json(entry);
+    json_t *spec = fields != NULL ? json_loads(fields, 0, NULL) : NULL;
+    free(fields);
+    if (spec != NULL)
+        json_object_del(spec, "name");
+    json_t *root = spec != NULL ? json_pack("{s:s, s:s, s:{s:s}, s:o}", "apiVersion",
+                                            "scheduling.kcycle.io/v1alpha1", "kind",
+                                            "CapacityQueue", "metadata", "name", name_text,
+                                            "spec", spec)
+                                : NULL;
+    struct sim_object obj = {
+        .kind = strdup("CapacityQueue"),
+        .name = strdup(name_text),
+        .json = root != NULL ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL,
+    };
+    json_decref(root);
+    if (obj.kind == NULL || obj.name == NULL || obj.json == NULL) {
+        object_free(&obj);
+        return no_memory(entry, l->err);
+    }
+    return push_object(l, entry, &obj);
+}
+
 /* A workload entry's gang: true (a PodGroup of all count pods) or the PodGroup's fields. The
  * PodGroup is named after the entry and its pods get the pod-group label. */
 static int workload_gang(struct loader *l, const struct tree *entry, const struct tree *tree,
@@ -1063,8 +1117,8 @@ static int load_config(struct loader *l, const struct tree *root, const char *sc
 
 static int load_root(struct loader *l, const struct tree *root, const char *scheduler_name)
 {
-    static const char *const top_keys[] = {"config",  "nodes",     "pods", "workload",
-                                           "objects", "podGroups", NULL};
+    static const char *const top_keys[] = {"config",  "nodes",     "pods",           "workload",
+                                           "objects", "podGroups", "capacityQueues", NULL};
     int rc = tree_check_keys(root, "simulation file", top_keys, l->err);
     if (rc == 0)
         rc = load_config(l, root, scheduler_name);
@@ -1076,6 +1130,8 @@ static int load_root(struct loader *l, const struct tree *root, const char *sche
         rc = load_list(l, root, "workload", load_workload);
     if (rc == 0)
         rc = load_list(l, root, "podGroups", load_podgroup);
+    if (rc == 0)
+        rc = load_list(l, root, "capacityQueues", load_capacity_queue);
     if (rc == 0)
         rc = load_list(l, root, "objects", load_object);
     if (rc == 0)

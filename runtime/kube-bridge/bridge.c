@@ -390,7 +390,8 @@ static void item_free(struct bridge_item *item)
 }
 
 static void forget_reported(struct bridge *b, const char *uid);
-static void group_status_note(struct bridge *b, const char *namespace, const char *name,
+static void group_status_note(struct bridge *b, const char *kind, const char *namespace,
+                              const char *name,
                               char *json);
 static void work_free(struct bridge_work *w);
 static void work_push(struct bridge *b, struct bridge_work *w);
@@ -703,6 +704,7 @@ static void work_free(struct bridge_work *w)
     free(w->related_namespace);
     free(w->related_name);
     free(w->related_uid);
+    free(w->kind);
     free(w);
 }
 
@@ -851,7 +853,13 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         char *json = status != NULL ? json_dumps(status, JSON_COMPACT) : NULL;
         json_decref(status);
         if (json != NULL)
-            group_status_note(b, in->namespace_, in->name, json);
+            group_status_note(b, "PodGroup", in->namespace_, in->name, json);
+    }
+    for (size_t i = 0; i < m->n_object_status; i++) {
+        const Kcycle__V1__ObjectStatus *in = m->object_status[i];
+        char *json = strdup(in->status);
+        if (json != NULL)
+            group_status_note(b, in->kind, in->namespace_, in->name, json);
     }
     for (size_t i = 0; i < m->n_nominations; i++) {
         const Kcycle__V1__Nomination *in = m->nominations[i];
@@ -1195,10 +1203,14 @@ static bool group_status_queue(struct bridge_group_status *g)
 
 /* Hand the queued write to the writers; out of memory, the group is not queued after all (its
  * next status queues it again). */
-static void group_status_push(struct bridge *b, const char *namespace, const char *name,
-                              const char *key)
+static void group_status_push(struct bridge *b, const char *kind, const char *namespace,
+                              const char *name, const char *key)
 {
     struct bridge_work *w = work_new(WORK_GROUP_STATUS, namespace, name, "");
+    if (w != NULL && (w->kind = strdup(kind)) == NULL) {
+        work_free(w);
+        w = NULL;
+    }
     if (w != NULL)
         return work_push(b, w);
     log_error("bridge: out of memory writing the status of PodGroup %s", key);
@@ -1209,12 +1221,13 @@ static void group_status_push(struct bridge *b, const char *namespace, const cha
     pthread_mutex_unlock(&b->group_status_lock);
 }
 
-/* The scheduler reported a group's status (json is taken). Statuses that come faster than
- * they are written collapse into the latest. */
-static void group_status_note(struct bridge *b, const char *namespace, const char *name, char *json)
+/* The scheduler reported a group's status, or a plugin an object's (json is taken). Statuses
+ * that come faster than they are written collapse into the latest. */
+static void group_status_note(struct bridge *b, const char *kind, const char *namespace,
+                              const char *name, char *json)
 {
     char key[512];
-    snprintf(key, sizeof(key), "%s/%s", namespace, name);
+    snprintf(key, sizeof(key), "%s/%s/%s", kind, namespace, name);
     pthread_mutex_lock(&b->group_status_lock);
     struct bridge_group_status *g = strmap_get(&b->group_status, key);
     if (g == NULL && (g = calloc(1, sizeof(*g))) != NULL &&
@@ -1232,7 +1245,7 @@ static void group_status_note(struct bridge *b, const char *namespace, const cha
     pthread_mutex_unlock(&b->group_status_lock);
     free(json);
     if (push)
-        group_status_push(b, namespace, name, key);
+        group_status_push(b, kind, namespace, name, key);
 }
 
 /* The status to write now (malloc'd), the group marked as being written; NULL when a
@@ -1270,29 +1283,51 @@ static bool group_status_written(struct bridge *b, const char *key)
 static void write_group_status(struct bridge *b, struct kube_client *client,
                                const struct bridge_work *w);
 
+/* The status subresource of a custom object a plugin reports on; 0 or -EINVAL for a kind the
+ * bridge does not know. */
+static int status_path(const char *kind, const char *namespace_name, const char *name, char *out,
+                       size_t size)
+{
+    if (strcmp(kind, "CapacityQueue") == 0)
+        snprintf(out, size, "/apis/scheduling.kcycle.io/v1alpha1/capacityqueues/%s/status", name);
+    else
+        return -EINVAL;
+    (void)namespace_name;
+    return 0;
+}
+
 /* Write the group's latest status; client NULL: drop it (this replica writes nothing now). */
 static void do_group_status(struct bridge *b, struct kube_client *client, struct bridge_work *w)
 {
     char key[512];
-    snprintf(key, sizeof(key), "%s/%s", w->namespace, w->name);
+    snprintf(key, sizeof(key), "%s/%s/%s", w->kind, w->namespace, w->name);
     w->annotations_json = group_status_take(b, key);
     if (w->annotations_json == NULL)
         return;
     if (client != NULL)
         write_group_status(b, client, w);
     if (group_status_written(b, key))
-        group_status_push(b, w->namespace, w->name, key);
+        group_status_push(b, w->kind, w->namespace, w->name, key);
 }
 
-/* PodGroup status as scheduler-plugins keeps it: phase, scheduled and running counts (a
- * merge patch of the status subresource). A group without a PodGroup object is left alone. */
+/* A status as a merge patch of the status subresource: PodGroup status as scheduler-plugins
+ * keeps it (phase, scheduled and running counts), or a plugin's object status (CapacityQueue
+ * usage; the plugin reports every figure it ever reported, so a merge leaves nothing stale).
+ * An object that does not exist (a group without a PodGroup, a deleted queue) is left alone. */
 static void write_group_status(struct bridge *b, struct kube_client *client,
                                const struct bridge_work *w)
 {
     char path[768];
-    snprintf(path, sizeof(path),
-             "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status", w->namespace,
-             w->name);
+    bool group = strcmp(w->kind, "PodGroup") == 0;
+    if (group)
+        snprintf(path, sizeof(path),
+                 "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/%s/podgroups/%s/status",
+                 w->namespace, w->name);
+    else if (status_path(w->kind, w->namespace, w->name, path, sizeof(path)) < 0) {
+        log_warn("bridge: a plugin reported the status of %s %s, a kind the bridge cannot write",
+                 w->kind, w->name);
+        return;
+    }
     size_t len = strlen(w->annotations_json) + 16;
     char *body = malloc(len);
     if (body == NULL)
@@ -1304,9 +1339,10 @@ static void write_group_status(struct bridge *b, struct kube_client *client,
                           API_TIMEOUT_MS, &res, &err);
     free(body);
     if (rc >= 0 && res.status < 300)
-        atomic_fetch_add(&b->stats.group_statuses, 1);
+        atomic_fetch_add(group ? &b->stats.group_statuses : &b->stats.object_statuses, 1);
     else if (rc < 0 || res.status != 404)
-        api_error(b, "the PodGroup status", w->name, rc < 0 ? 0 : res.status, res.body, &err);
+        api_error(b, group ? "the PodGroup status" : "the object status", w->name,
+                  rc < 0 ? 0 : res.status, res.body, &err);
     kube_response_free(&res);
 }
 

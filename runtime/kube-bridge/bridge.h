@@ -72,7 +72,7 @@ struct bridge_binding {
 
 /* The status of a PodGroup still to write. */
 struct bridge_group_status {
-    char *key;  /* "namespace/name" */
+    char *key;  /* "kind/namespace/name" (PodGroups and plugins' custom objects) */
     char *json; /* the latest status object not yet written; NULL when none */
     bool queued, writing;
 };
@@ -94,13 +94,14 @@ struct bridge_work {
     /* bindings: the object updates to write first, [{"kind","namespace","name","patch"}] */
     char *writes_json;
     char *related_namespace, *related_name, *related_uid; /* evictions: the preemptor */
+    char *kind; /* status writes: the object's kind (PodGroup, CapacityQueue) */
     struct bridge_work *next;
 };
 
 struct bridge_stats {
     _Atomic uint64_t changes_sent, messages_sent, syncs, bindings, binding_failures, conditions,
         events, api_errors, leader_changes, skipped_objects, bindings_refused, group_statuses,
-        object_writes, nominations, evictions, eviction_failures;
+        object_writes, nominations, evictions, eviction_failures, object_statuses;
     /* Start-up, in ms (-1 until it happened): what an operator waits for after a restart or a
      * failover before pods are scheduled again. */
     _Atomic int64_t start_to_first_sync_ms, first_sync_to_first_binding_ms;

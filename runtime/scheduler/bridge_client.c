@@ -94,8 +94,9 @@ static void clear_out(struct bridge_client *b)
     free_messages(out->object_writes, out->n_object_writes);
     free_messages(out->nominations, out->n_nominations);
     free_messages(out->evictions, out->n_evictions);
+    free_messages(out->object_status, out->n_object_status);
     out->n_bindings = out->n_unschedulable = out->n_scheduled = out->n_group_status = 0;
-    out->n_object_writes = out->n_nominations = out->n_evictions = 0;
+    out->n_object_writes = out->n_nominations = out->n_evictions = out->n_object_status = 0;
     out->hello = false;
 }
 
@@ -396,11 +397,92 @@ static void fail_unsent_bindings(struct bridge_client *b, const char *why)
     }
 }
 
+/* ---- plugins' object status (kc_object_status) ---- */
+
+#define STATUS_INTERVAL_MS 1000
+
+static bool same_object(const Kcycle__V1__ObjectStatus *m, const char *kind, const char *ns,
+                        const char *name)
+{
+    return strcmp(m->kind, kind) == 0 && strcmp(m->namespace_, ns) == 0 &&
+           strcmp(m->name, name) == 0;
+}
+
+/* Keep the latest status of the object until the next send. */
+static void sink_object_status(void *ctx, const char *kind, const char *namespace_name,
+                               const char *name, const char *status_json)
+{
+    struct bridge_client *b = ctx;
+    const char *ns = namespace_name != NULL ? namespace_name : "";
+    char *json = strdup(status_json);
+    if (json == NULL)
+        return;
+    for (uint32_t i = 0; i < b->status_pending_count; i++)
+        if (same_object(b->status_pending[i], kind, ns, name)) {
+            free(b->status_pending[i]->status);
+            b->status_pending[i]->status = json;
+            return;
+        }
+    Kcycle__V1__ObjectStatus *m = calloc(1, sizeof(*m));
+    if (m == NULL || !reserve_slot((void ***)&b->status_pending, &b->status_pending_capacity,
+                                   b->status_pending_count)) {
+        free(m);
+        free(json);
+        return; /* the object's next status reports it whole again */
+    }
+    kcycle__v1__object_status__init(m);
+    m->kind = strdup(kind);
+    m->namespace_ = strdup(ns);
+    m->name = strdup(name);
+    m->status = json;
+    if (m->kind == NULL || m->namespace_ == NULL || m->name == NULL) {
+        protobuf_c_message_free_unpacked(&m->base, NULL);
+        return;
+    }
+    b->status_pending[b->status_pending_count++] = m;
+}
+
+/* The pending statuses go with this turn's message when a second has passed since the last
+ * ones; only the leader writes. */
+static void status_take(struct bridge_client *b)
+{
+    int64_t now = monotonic_ms();
+    if (b->status_pending_count == 0 || !b->connected || !b->leader ||
+        now - b->status_sent_ms < STATUS_INTERVAL_MS ||
+        !reserve_slot((void ***)&b->object_status, &b->object_status_capacity,
+                      b->status_pending_count))
+        return;
+    memcpy(b->object_status, b->status_pending,
+           b->status_pending_count * sizeof(*b->object_status));
+    b->out.object_status = b->object_status;
+    b->out.n_object_status = b->status_pending_count;
+    b->status_pending_count = 0;
+    b->status_sent_ms = now;
+}
+
+/* How long the loop may sleep before pending statuses are due. */
+static int64_t status_wait_ms(const struct bridge_client *b, int64_t wait)
+{
+    if (b->status_pending_count == 0 || !b->leader)
+        return wait;
+    int64_t due = b->status_sent_ms + STATUS_INTERVAL_MS - monotonic_ms();
+    return due < 1 ? 1 : due < wait ? due : wait;
+}
+
+static void status_free(struct bridge_client *b)
+{
+    free_messages(b->status_pending, b->status_pending_count);
+    free(b->status_pending);
+    free(b->object_status);
+}
+
 static void flush(struct bridge_client *b)
 {
     Kcycle__V1__ToBridge *out = &b->out;
+    status_take(b);
     if (!out->hello && out->n_bindings == 0 && out->n_unschedulable == 0 && out->n_scheduled == 0 &&
-        out->n_group_status == 0 && out->n_nominations == 0 && out->n_evictions == 0)
+        out->n_group_status == 0 && out->n_nominations == 0 && out->n_evictions == 0 &&
+        out->n_object_status == 0)
         return;
     size_t len = kcycle__v1__to_bridge__get_packed_size(out);
     nng_msg *msg;
@@ -778,7 +860,8 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
                                   .group_status = sink_group_status,
                                   .write_object = sink_write_object,
                                   .nominate = sink_nominate,
-                                  .evict = sink_evict};
+                                  .evict = sink_evict,
+                                  .object_status = sink_object_status};
     b->cfg.private_copies = opt->watch_plugins;
     b->next_bind_id = random_u64() & 0xffffffff00000000ull;
     /* the scheduler's own clock (monotonic): timers do not jump with the wall clock */
@@ -860,7 +943,7 @@ int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
         flush(b);
         if (may_schedule && scheduler_busy(s))
             continue;
-        int64_t wait = IDLE_WAIT_MS;
+        int64_t wait = status_wait_ms(b, IDLE_WAIT_MS);
         if (may_schedule) {
             int64_t due = scheduler_next_due(s) - scheduler_now(s);
             if (due < wait)
@@ -886,6 +969,7 @@ void bridge_client_close(struct bridge_client *b)
     free(b->object_writes);
     free(b->nominations);
     free(b->evictions);
+    status_free(b);
     seen_clear(b);
     if (b->sched_open)
         scheduler_close(&b->sched);

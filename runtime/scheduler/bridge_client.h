@@ -67,6 +67,11 @@ struct bridge_client {
     Kcycle__V1__Nomination **nominations;
     Kcycle__V1__Eviction **evictions;
     uint32_t nomination_capacity, eviction_capacity;
+    /* plugins' object status (kc_object_status): the latest per object not sent yet, sent at
+     * most once a second (the bridge writes each object's latest) */
+    Kcycle__V1__ObjectStatus **status_pending, **object_status;
+    uint32_t status_pending_count, status_pending_capacity, object_status_capacity;
+    int64_t status_sent_ms;
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */

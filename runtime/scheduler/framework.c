@@ -81,6 +81,8 @@ static int open_one(struct plugin *p, const struct plugin_config *pc, const char
     }
     p->weight = pc->weight;
     p->failure_policy = pc->failure_policy;
+    if (pc->queue_sort_off)
+        p->ops.queue_less = NULL; /* another plugin orders the queue (docs/configuration.md) */
     if (p->ops.init != NULL) {
         crash_enter(p->name, "init");
         rc = p->ops.init(host, pc->args_json != NULL ? pc->args_json : "{}", &p->self);

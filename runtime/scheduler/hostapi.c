@@ -1,6 +1,7 @@
 /* The host API table given to plugins: SDK handles mapped onto the runtime's objects.
  * kc_pod is struct pod, kc_node is struct cache_node, kc_cycle and kc_waiting_pod are the
  * scheduler's structs of the same name. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +426,27 @@ static int preempt(kc_cycle *cycle, const kc_node *n, const kc_pod *const *victi
     return preempt_choose(cycle, NODE(n), (const struct pod *const *)victims, victim_count);
 }
 
+/* ---- capacity queues (added in 1.2) ---- */
+
+static int object_status(const char *kind, const char *namespace_name, const char *name,
+                         const char *status_json)
+{
+    struct scheduler *s = scheduler_current();
+    if (kind == NULL || name == NULL || status_json == NULL || status_json[0] != '{')
+        return -EINVAL;
+    if (s == NULL || s->sink.object_status == NULL)
+        return -EOPNOTSUPP;
+    s->sink.object_status(s->sink.ctx, kind, namespace_name, name, status_json);
+    return 0;
+}
+
+static int preempt_more(kc_cycle *cycle, const kc_pod *const *victims, uint32_t victim_count)
+{
+    if (cycle->sched->sink.evict == NULL)
+        return -EOPNOTSUPP;
+    return preempt_choose_more(cycle, (const struct pod *const *)victims, victim_count);
+}
+
 void hostapi_fill(kc_host_api *api)
 {
     memset(api, 0, sizeof(*api));
@@ -506,4 +528,7 @@ void hostapi_fill(kc_host_api *api)
     /* added in 1.2: sidecars */
     api->pod_container_restartable = pod_container_restartable;
     api->node_nonzero_requested = node_nonzero_requested;
+    /* added in 1.2: capacity queues */
+    api->object_status = object_status;
+    api->preempt_more = preempt_more;
 }

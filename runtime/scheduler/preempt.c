@@ -288,6 +288,25 @@ int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
     return 0;
 }
 
+int preempt_choose_more(struct kc_cycle *cycle, const struct pod *const *victims,
+                        uint32_t victim_count)
+{
+    struct preemption *p = cycle->preemption;
+    if (p == NULL || p->node == NULL)
+        return -EINVAL;
+    for (uint32_t i = 0; i < victim_count; i++)
+        if (victims[i] == NULL || cache_pod(&cycle->sched->cache, victims[i]->uid) == NULL)
+            return -ENOENT;
+    const struct pod **grown =
+        realloc(p->victims, (p->victim_count + victim_count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return -ENOMEM;
+    p->victims = grown;
+    for (uint32_t i = 0; i < victim_count; i++)
+        p->victims[p->victim_count++] = victims[i];
+    return 0;
+}
+
 static void nominate(struct scheduler *s, struct sched_pod *sp, const char *node)
 {
     const struct pod *pod = sp->pod;

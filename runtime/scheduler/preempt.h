@@ -25,6 +25,11 @@ void preempt_decision_free(struct preemption *p);
  * when the sink cannot evict, -ENOENT for a victim not on node. */
 int preempt_choose(struct kc_cycle *cycle, const struct cache_node *node,
                    const struct pod *const *victims, uint32_t victim_count);
+/* Add victims on any node to the preemption chosen in this attempt (kc_preempt_more: the
+ * members of a pod group that goes whole). -EINVAL without a chosen node, -ENOENT for a pod
+ * not on a node, -ENOMEM. */
+int preempt_choose_more(struct kc_cycle *cycle, const struct pod *const *victims,
+                        uint32_t victim_count);
 /* Nominate, evict and clear lower-priority nominations, as the cycle's choice says. A group
  * cycle's choice is left in the cycle: the group cycle decides for the whole group. */
 void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle);

@@ -182,6 +182,7 @@ void report_print_summary(const struct simulator *sim, FILE *out)
     sim_numa_print(sim, out);
     sim_gpu_print(sim, out);
     sim_spread_print(sim, out);
+    sim_status_print(sim, out);
     fprintf(out, "  simulated time %.3f s; wall time %.3f s; %.0f pods/s\n",
             (double)sim->now_ms / 1000.0, seconds,
             seconds > 0 ? (double)sim->bound / seconds : 0.0);
@@ -401,6 +402,9 @@ int report_write_json(const struct simulator *sim, const char *path, struct kc_e
     json_t *spread = sim_spread_json(sim);
     if (root != NULL && spread != NULL)
         json_object_set_new(root, "topology_spread", spread);
+    json_t *status = sim_status_json(sim);
+    if (root != NULL && status != NULL)
+        json_object_set_new(root, "objectStatus", status);
     if (root == NULL)
         return kc_error_set(err, -ENOMEM, "%s: could not build the report", path);
     int rc = json_dump_file(root, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

@@ -67,6 +67,11 @@ struct scheduler_sink {
     void (*nominate)(void *ctx, const struct pod *pod, const char *node);
     void (*evict)(void *ctx, const struct pod *victim, const struct pod *preemptor,
                   const char *node);
+    /* A plugin reported a custom object's status (kc_object_status): status_json, a JSON
+     * object, replaces the object's status. The sink keeps the latest per object and writes it
+     * at its own pace. Optional; must not call back into the scheduler. */
+    void (*object_status)(void *ctx, const char *kind, const char *namespace_name,
+                          const char *name, const char *status_json);
 };
 
 /* The scheduler clock; the simulator supplies a virtual one. */

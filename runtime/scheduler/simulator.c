@@ -310,7 +310,8 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
                                   .group_status = sim_group_status,
                                   .write_object = sim_write_object,
                                   .nominate = sim_nominate,
-                                  .evict = sim_evict};
+                                  .evict = sim_evict,
+                                  .object_status = sim_status_report};
     struct scheduler_clock clock = {sim, sim_now};
     sim->cfg.private_copies = opt->watch_plugins;
     rc = scheduler_open(&sim->sched, &sim->cfg, opt->plugin_dir, &sink, &clock, err);
@@ -437,6 +438,7 @@ void simulator_close(struct simulator *sim)
     if (sim->timeline != NULL)
         sim_timeline_free(sim->timeline);
     free(sim->timeline);
+    sim_status_free(&sim->status);
     reloader_close(&sim->reload);
     for (uint32_t i = 0; i < sim->generation_count; i++) {
         for (uint32_t k = 0; k < sim->generations[i].plugin_count; k++) {

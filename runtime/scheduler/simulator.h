@@ -9,6 +9,7 @@
 #include "config.h"
 #include "error.h"
 #include "scheduler.h"
+#include "sim_status.h"
 #include "simfile.h"
 #include "reload.h"
 #include "sim_timeline.h"
@@ -126,6 +127,8 @@ struct simulator {
     struct sim_storage storage;
     /* --report-html: the run over time (sim_timeline.c), or NULL when no report is asked for */
     struct sim_timeline *timeline;
+    /* object status reported by plugins (sim_status.c) */
+    struct sim_status status;
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */

@@ -59,6 +59,10 @@ Scenarios (one per meson test, so they run apart):
           after it, read by a strict reader of the Prometheus text format
           (prometheus_text.py): attempts, Bindings, pending pods, watch events and lists agree
           with what the API server recorded and with the scheduler's own stopping line.
+  queues  CapacityQueue objects (capacityqueue): a queue borrows its idle sibling's share, the
+          sibling's pods reclaim it (exactly the borrowed pods deleted, a Preempted event each),
+          a queue's limit refuses a pod with a message naming it, and every queue's status
+          (used, borrowed, pending, admitted) is written back through the bridge.
 
 With --api real the same scenarios run against a throwaway real control plane
 (tests/realkube: etcd, kube-apiserver with RBAC, the bridge on the ServiceAccount of
@@ -1555,6 +1559,124 @@ def scenario_preemption(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
 
 
+# ---- queues (capacityqueue) -------------------------------------------------------------------
+
+QUEUES_CONFIG = """plugins:
+  - name: capacityqueue
+  - name: tainttoleration
+  - name: nodeaffinity
+  - name: noderesources
+  - name: defaultbinder
+"""
+
+
+def capacity_queue(name, **spec):
+    return {"apiVersion": "scheduling.kcycle.io/v1alpha1", "kind": "CapacityQueue",
+            "metadata": {"name": name}, "spec": spec}
+
+
+CAPPED_TAINT = {"key": "dedicated", "value": "capped", "effect": "NoSchedule"}
+
+
+def queue_pods(fc, prefix, queue, count, **spec):
+    return [fc.pod(f"{prefix}-{i}", namespace=queue, scheduler="kcycle", cpu="1", memory="100Mi",
+                   labels={"kcycle.io/queue": queue}, **spec) for i in range(count)]
+
+
+def bound_in(api, namespace):
+    return sorted(p["metadata"]["name"] for p in all_pods(api)
+                  if p["metadata"]["namespace"] == namespace and p["spec"].get("nodeName"))
+
+
+def queue_status_is(api, name, want):
+    """The CapacityQueue's status once it holds every key/value of want (nested dicts)."""
+    status = (api.get_object("CapacityQueue", name, namespace=None) or {}).get("status") or {}
+    for key, value in want.items():
+        have = status.get(key)
+        if isinstance(value, dict):
+            if not isinstance(have, dict) or any(have.get(k) != v for k, v in value.items()):
+                return None
+        elif have != value:
+            return None
+    return status
+
+
+def scenario_queues(fc, api, workdir):
+    """Two nodes of 4 CPUs; queues research and prod guaranteed 4 CPUs each, capped limited to
+    1. research's 8 pods borrow prod's idle half of the cluster; prod's 4 pods then reclaim it:
+    exactly 4 research pods deleted (uid precondition) with a Preempted event each, prod's pods
+    bound, and the queues' status written back through the bridge at each step. capped admits
+    one pod of two and tells the other why (its pods run on a node of their own, tainted)."""
+    items = [fc.node(f"node-{i}", cpu="4", memory="16Gi") for i in range(2)]
+    items.append(fc.node("node-capped", cpu="1", memory="16Gi", taints=[CAPPED_TAINT]))
+    items += [capacity_queue("research", guaranteed={"cpu": "4"}),
+              capacity_queue("prod", guaranteed={"cpu": "4"}),
+              capacity_queue("capped", limit={"cpu": "1"})]
+    bulk_create(api, items)
+    config = os.path.join(workdir, "config.yaml")
+    with open(config, "w") as f:
+        f.write(QUEUES_CONFIG)
+    r = Replica(api, workdir, "replica-q", leader_elect=False, config=config)
+    r.start()
+    scale = ARGS.time_scale
+    try:
+        tolerate = [dict(CAPPED_TAINT, operator="Equal")]
+        bulk_create(api, queue_pods(fc, "study", "research", 8) +
+                    queue_pods(fc, "c", "capped", 2, tolerations=tolerate,
+                               nodeSelector={"kubernetes.io/hostname": "node-capped"}))
+        wait_until("research's 8 pods bound (borrowing prod's idle half)",
+                   lambda: len(bound_in(api, "research")) == 8, 60 * scale, [r])
+        status = wait_until("research's status written back", lambda: queue_status_is(
+            api, "research", {"used": {"cpu": "8000m"}, "borrowed": {"cpu": "4000m"},
+                              "admitted": 8, "pending": 0}), 30 * scale, [r])
+        check(status["valid"] is True, f"research's status: {status}")
+        refused = wait_until("capped's second pod refused", lambda: next(
+            (c for p in all_pods(api) if p["metadata"]["namespace"] == "capped"
+             for c in (p.get("status") or {}).get("conditions") or []
+             if c.get("type") == "PodScheduled" and c.get("status") == "False"), None),
+            60 * scale, [r])
+        check("queue capped: cpu limit 1000m exceeded (2000m if admitted)" in refused["message"],
+              f"the refusal names the queue and its limit: {refused}")
+        check(len(bound_in(api, "capped")) == 1, "capped admits one pod of two")
+        check(not api.stats()["deletions"], "nothing deleted while prod is idle")
+
+        bulk_create(api, queue_pods(fc, "serve", "prod", 4))
+        wait_until("prod's 4 pods bound (reclaimed)", lambda: len(bound_in(api, "prod")) == 4,
+                   90 * scale, [r])
+        stats = api.stats()
+        deleted = [d for d in stats["deletions"] if d["code"] == 200]
+        check(len(deleted) == 4 and all(d["namespace"] == "research" for d in deleted),
+              f"exactly 4 research pods reclaimed, nothing else: {deleted}")
+        check(all(d["precondition_uid"] and d["precondition_uid"] == d["uid"] for d in deleted),
+              f"every deletion carries the victim's uid as precondition: {deleted}")
+        check(len(bound_in(api, "research")) == 4, "research keeps its guarantee: 4 pods")
+        victims = sorted(d["name"] for d in deleted)
+        preempted = wait_until("four Preempted events", lambda: [
+            e for e in api.stats()["events"] if e.get("reason") == "Preempted"] if len([
+                e for e in api.stats()["events"] if e.get("reason") == "Preempted"]) >= 4
+            else None, 30 * scale, [r])
+        check(sorted(e["regarding"]["name"] for e in preempted) == victims and
+              all(e["related"]["namespace"] == "prod" and e["type"] == "Normal"
+                  for e in preempted),
+              f"a Preempted event per victim naming a prod pod: {preempted}")
+        try:
+            wait_until("the statuses after the reclaim", lambda: queue_status_is(
+                api, "research", {"used": {"cpu": "4000m"}, "borrowed": {"cpu": "0m"},
+                                  "admitted": 4}) and queue_status_is(
+                api, "prod", {"used": {"cpu": "4000m"}, "admitted": 4, "pending": 0}),
+                30 * scale, [r])
+            prod = api.get_object("CapacityQueue", "prod", namespace=None)["status"]
+            check(prod["borrowed"].get("cpu", "0m") == "0m", f"prod never borrowed: {prod}")
+        except AssertionError:
+            statuses = {q: (api.get_object("CapacityQueue", q, namespace=None) or {}).get("status")
+                        for q in ("research", "prod")}
+            raise AssertionError(f"research and prod back at their guarantees in their status, "
+                                 f"got {statuses}")
+    finally:
+        codes = r.stop()
+    check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
+
+
 # ---- numa ------------------------------------------------------------------------------------
 
 NUMA_CONFIG = """plugins:
@@ -2127,7 +2249,7 @@ def main():
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
                                              "ports", "volumes", "numa", "gpu", "bench", "first-sync",
                                              "optional-lists", "startup-bench",
-                                             "preemption", "rbac", "metrics"])
+                                             "preemption", "rbac", "metrics", "queues"])
     parser.add_argument("--api", choices=["fake", "real"], default="fake")
     parser.add_argument("--pods", type=int, default=5000,
                         help="bench: pods to bind; startup-bench: kcycle pods pending at start")
@@ -2160,7 +2282,8 @@ def main():
              "optional-lists": scenario_optional_lists,
              "startup-bench": scenario_startup_bench,
              "preemption": scenario_preemption, "rbac": scenario_rbac,
-             "metrics": scenario_metrics}[ARGS.scenario](fc, api, workdir)
+             "metrics": scenario_metrics,
+             "queues": scenario_queues}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

@@ -900,11 +900,14 @@ def check_crds(objects):
                        "capacityqueues", "CapacityQueue", "Cluster", "v1alpha1", "cq")
     check(v.get("subresources", {}).get("status") == {}, "CapacityQueue: status subresource")
     spec = props(schema, "spec")
-    check({"parent", "guaranteed", "limit", "weight"} <= set(spec),
-          "CapacityQueue: spec parent, guaranteed, limit, weight")
+    check({"parent", "guaranteed", "limit", "weight", "reclaimable", "borrowingLimit",
+           "lendingLimit"} <= set(spec),
+          "CapacityQueue: spec parent, guaranteed, limit, weight, reclaimable, borrowingLimit, "
+          "lendingLimit (what capacityqueue reads: a real API server prunes unlisted fields)")
     check(spec.get("weight", {}).get("default") == 1, "CapacityQueue: weight defaults to 1")
-    check({"used", "borrowed"} <= set(props(schema, "status")),
-          "CapacityQueue: status used, borrowed")
+    check({"used", "borrowed", "pending", "admitted", "valid"} <= set(props(schema, "status")),
+          "CapacityQueue: status used, borrowed, pending, admitted, valid (what capacityqueue "
+          "writes)")
 
     v, schema, c = crd("noderesourcetopologies.topology.node.k8s.io", "topology.node.k8s.io",
                        "noderesourcetopologies", "NodeResourceTopology", "Cluster", "v1alpha2",

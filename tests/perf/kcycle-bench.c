@@ -19,6 +19,7 @@
 #include "bench_numa.h"
 #include "config.h"
 #include "bench_gpu.h"
+#include "bench_queues.h"
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
@@ -496,7 +497,7 @@ static bool groups_whole(const struct scheduler *s, const struct bench *b, uint3
 static void usage(void)
 {
     fprintf(stderr, "usage: kcycle-bench --shape "
-                    "scheduling-basic|gang|node-affinity|taints|numa|gpu|"
+                    "scheduling-basic|gang|node-affinity|taints|numa|gpu|queues|"
                     "preemption|preemption-async|"
                     "pod-anti-affinity|pod-affinity|topology-spreading|"
                     "preferred-topology-spreading "
@@ -799,6 +800,9 @@ int main(int argc, char **argv)
     /* GPU sharing (gpushare): its own trace, nodes and plugins */
     if (strcmp(shape, "gpu") == 0)
         return bench_gpu(b.plugin_dir, b.json, b.seed);
+    /* capacity queues (capacityqueue): Kueue's baseline shape on a virtual clock */
+    if (strcmp(shape, "queues") == 0)
+        return bench_queues(b.plugin_dir, b.json, b.seed);
     bool gang = strcmp(shape, "gang") == 0;
     bool async = strcmp(shape, "preemption-async") == 0;
     bool preemption = strcmp(shape, "preemption") == 0 || async;
@@ -807,7 +811,7 @@ int main(int argc, char **argv)
         ipc_measure(&ipc, argc, argv);
     if (!preemption && shape_of(shape, &b) < 0) {
         fprintf(stderr, "kcycle-bench: unknown shape '%s' (known: scheduling-basic, gang, "
-                        "node-affinity, taints, numa, gpu, preemption, preemption-async, "
+                        "node-affinity, taints, numa, gpu, queues, preemption, preemption-async, "
                         "pod-anti-affinity, pod-affinity, topology-spreading, "
                         "preferred-topology-spreading)\n",
                 shape);

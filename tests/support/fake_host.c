@@ -738,6 +738,50 @@ static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *cons
     return 0;
 }
 
+/* ---- capacity queues (1.2): object status and evictions on other nodes ---- */
+
+static int host_object_status(const char *kind, const char *namespace_name, const char *name,
+                              const char *status_json)
+{
+    (void)namespace_name;
+    if (kind == NULL || name == NULL || status_json == NULL || status_json[0] != '{')
+        return -22;
+    fake_host.status_calls++;
+    for (uint32_t i = 0; i < fake_host.status_count; i++)
+        if (strcmp(fake_host.statuses[i].kind, kind) == 0 &&
+            strcmp(fake_host.statuses[i].name, name) == 0) {
+            snprintf(fake_host.statuses[i].json, sizeof(fake_host.statuses[i].json), "%s",
+                     status_json);
+            return 0;
+        }
+    if (fake_host.status_count == FAKE_MAX_STATUSES)
+        return -12;
+    struct fake_status *st = &fake_host.statuses[fake_host.status_count++];
+    snprintf(st->kind, sizeof(st->kind), "%s", kind);
+    snprintf(st->name, sizeof(st->name), "%s", name);
+    snprintf(st->json, sizeof(st->json), "%s", status_json);
+    return 0;
+}
+
+const char *fake_host_status(const char *kind, const char *name)
+{
+    for (uint32_t i = 0; i < fake_host.status_count; i++)
+        if (strcmp(fake_host.statuses[i].kind, kind) == 0 &&
+            strcmp(fake_host.statuses[i].name, name) == 0)
+            return fake_host.statuses[i].json;
+    return NULL;
+}
+
+static int host_preempt_more(kc_cycle *cycle, const kc_pod *const *victims, uint32_t victim_count)
+{
+    (void)cycle;
+    if (fake_host.preempt_node == NULL)
+        return -22;
+    for (uint32_t i = 0; i < victim_count && fake_host.preempt_more_count < FAKE_MAX_VICTIMS; i++)
+        fake_host.preempt_more[fake_host.preempt_more_count++] = victims[i];
+    return 0;
+}
+
 static const kc_host_api api = {
     .struct_size = sizeof(kc_host_api),
     .abi_version = KC_ABI_VERSION,
@@ -814,6 +858,9 @@ static const kc_host_api api = {
     .preempt = host_preempt,
     .pod_container_restartable = host_pod_container_restartable,
     .node_nonzero_requested = host_node_nonzero_requested,
+    /* added in 1.2: capacity queues */
+    .object_status = host_object_status,
+    .preempt_more = host_preempt_more,
 };
 
 const kc_host_api *fake_host_api(void)

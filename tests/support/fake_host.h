@@ -24,6 +24,7 @@
 #define FAKE_MAX_NODE_PODS 16
 #define FAKE_MAX_VICTIMS 32
 #define FAKE_MAX_NOMINATED 8
+#define FAKE_MAX_STATUSES 16
 
 struct fake_kv {
     const char *key;
@@ -215,6 +216,16 @@ struct fake_host_state {
     const kc_node *preempt_node;
     const kc_pod *preempt_victims[FAKE_MAX_VICTIMS];
     uint32_t preempt_victim_count;
+    /* capacity queues (1.2): kc_object_status keeps the latest status per object;
+     * kc_preempt_more appends to preempt_more (after a kc_preempt with a node) */
+    struct fake_status {
+        char kind[64];
+        char name[64];
+        char json[1024];
+    } statuses[FAKE_MAX_STATUSES];
+    uint32_t status_count, status_calls;
+    const kc_pod *preempt_more[FAKE_MAX_VICTIMS];
+    uint32_t preempt_more_count;
 };
 
 extern struct fake_host_state fake_host;
@@ -258,6 +269,9 @@ void fake_node_add_pod(kc_node *node, const kc_pod *pod);
 
 /* Add a pod held in Permit on node_name; returns the handle. */
 kc_waiting_pod *fake_host_add_waiting(const kc_pod *pod, const char *node_name);
+
+/* The latest status kc_object_status reported for the object, or NULL. */
+const char *fake_host_status(const char *kind, const char *name);
 
 void fake_cycle_init(kc_cycle *cycle);
 /* Run the free functions of the cycle state and drop reasons and annotations. */

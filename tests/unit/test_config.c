@@ -285,6 +285,24 @@ static void empty_plugin_list_replaces_the_defaults(void **state)
     config_free(&cfg);
 }
 
+/* queueSort: false lets a second QueueSort plugin stay (coscheduling under capacityqueue). */
+static void queue_sort_false_leaves_a_plugins_queue_sort_out(void **state)
+{
+    struct config cfg;
+    struct kc_error err = {{0}};
+    assert_int_equal(load_text("sort.yaml",
+                               "plugins:\n  - name: capacityqueue\n  - name: coscheduling\n"
+                               "    queueSort: false\n",
+                               &cfg, &err),
+                     0);
+    assert_false(cfg.plugins[0].queue_sort_off);
+    assert_true(cfg.plugins[1].queue_sort_off);
+    config_free(&cfg);
+    assert_load_error("sort-bad.yaml", "plugins:\n  - name: a\n    queueSort: maybe\n",
+                      "3:16: key 'queueSort': 'maybe' is not a boolean; expected true or "
+                      "false, without quotes");
+}
+
 static void a_parsed_subtree_loads_with_its_file_name(void **state)
 {
     const char text[] = "nodes: []\nconfig:\n  schedulerName: sim\n  seed: 7\n";
@@ -326,7 +344,7 @@ static void unknown_keys_in_sections_are_errors_but_not_inside_args(void **state
     assert_load_error("plugin-key.yaml", "plugins:\n  - name: a\n    wieght: 2\n",
                       "3:5: key 'wieght': unknown key in a plugin entry; expected one of: name, "
                       "path, weight, isolation, host, failurePolicy, required, args, "
-                      "handles");
+                      "handles, queueSort");
     assert_load_error("leader-key.json", "{\"leaderElection\": {\"leaseDuraton\": \"15s\"}}",
                       "1:21: key 'leaseDuraton': unknown key in leaderElection; expected one of: "
                       "leaderElect, leaseDuration, renewDeadline, retryPeriod, resourceName, "
@@ -496,6 +514,7 @@ int main(void)
         cmocka_unit_test(tab_indented_json_file_sets_every_key),
         cmocka_unit_test(empty_plugin_list_replaces_the_defaults),
         cmocka_unit_test(a_parsed_subtree_loads_with_its_file_name),
+        cmocka_unit_test(queue_sort_false_leaves_a_plugins_queue_sort_out),
         cmocka_unit_test(unknown_top_level_key_names_its_position),
         cmocka_unit_test(unknown_keys_in_sections_are_errors_but_not_inside_args),
         cmocka_unit_test(bad_enums_list_the_valid_values),

@@ -299,6 +299,30 @@ static const struct sim_object *object_named(const struct sim_spec *spec, const 
     return NULL;
 }
 
+static void capacity_queues_become_capacityqueue_objects(void **state)
+{
+    (void)state;
+    struct sim_spec spec;
+    load_ok("capacityQueues:\n"
+            "- {name: org, guaranteed: {cpu: 8}}\n"
+            "- {name: team, parent: org, limit: {cpu: 4, nvidia.com/gpu: 2}, weight: 2}\n"
+            "- apiVersion: scheduling.kcycle.io/v1alpha1\n"
+            "  kind: CapacityQueue\n"
+            "  metadata: {name: whole}\n"
+            "  spec: {reclaimable: false}\n",
+            "kcycle", &spec);
+    assert_int_equal(spec.object_count, 3);
+    const struct sim_object *o = object_named(&spec, "team");
+    assert_string_equal(o->kind, "CapacityQueue");
+    assert_null(o->namespace);
+    assert_string_equal(o->json, "{\"apiVersion\":\"scheduling.kcycle.io/v1alpha1\",\"kind\":"
+                                 "\"CapacityQueue\",\"metadata\":{\"name\":\"team\"},\"spec\":"
+                                 "{\"parent\":\"org\",\"limit\":{\"cpu\":4,\"nvidia.com/gpu\":2},"
+                                 "\"weight\":2}}");
+    assert_contains(object_named(&spec, "whole")->json, "\"reclaimable\":false");
+    simfile_free(&spec);
+}
+
 static void pod_groups_and_gang_workloads_become_podgroups(void **state)
 {
     (void)state;
@@ -485,6 +509,10 @@ static const struct error_case error_cases[] = {
     {"workload:\n- name: w\n  tolerations: [{key: a, operator: Maybe}]\n", ":3:", "Maybe", NULL},
     {"config: {bogus: 1}\n", ":1:", "bogus", NULL},
     {"podGroups:\n- minMember: 2\n", ":2:3", "name", NULL},
+    {"capacityQueues:\n- {parent: a}\n", ":2:3", "name is required", NULL},
+    {"capacityQueues:\n- {name: a, wieght: 2}\n", ":2:13", "wieght", NULL},
+    {"capacityQueues:\n- {kind: PodGroup, metadata: {name: q}}\n", ":2:10", "CapacityQueues",
+     NULL},
     {"podGroups:\n- name: g\n  minMember: 0\n", ":3:14", "minMember", NULL},
     {"podGroups:\n- name: g\n  minMembers: 2\n", ":3:3", "minMembers", NULL},
     {"podGroups:\n- name: g\n  minResources: {cpu: lots}\n", ":3:23", "lots", NULL},
@@ -545,6 +573,7 @@ int main(void)
         cmocka_unit_test(kube_template_gets_indexed_names_and_uids),
         cmocka_unit_test(objects_are_kept_as_json),
         cmocka_unit_test(pod_groups_and_gang_workloads_become_podgroups),
+        cmocka_unit_test(capacity_queues_become_capacityqueue_objects),
         cmocka_unit_test(json_file_loads),
         cmocka_unit_test(taken_arrivals_are_left_to_the_taker),
         cmocka_unit_test(shipped_examples_load),

@@ -93,4 +93,14 @@ static inline int kc_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *nod
     return kc_host->bind(cycle, pod, node);
 }
 
+/* Report a custom object's status; the runtime writes the latest at its pace. Added in 1.2
+ * (capacity queues). */
+static inline int kc_object_status(const char *kind, const char *namespace_name,
+                                   const char *name, const char *status_json)
+{
+    if (!KC_HOST_HAS(kc_host, object_status))
+        return -38;
+    return kc_host->object_status(kind, namespace_name, name, status_json);
+}
+
 #endif

@@ -259,6 +259,22 @@ typedef struct kc_host_api {
      * (memory) counts as 100m (200 MiB): kube-scheduler's NodeInfo.NonZeroRequested, what its
      * LeastAllocated and MostAllocated scores read. Other resources: as node_requested. */
     int64_t (*node_nonzero_requested)(const kc_node *node, kc_resource id);
+
+    /* Added in 1.2 (capacity queues). */
+    /* Report the status of a custom object (kind e.g. "CapacityQueue"; namespace_name NULL for
+     * cluster-scoped kinds) as a JSON object that replaces the object's whole status. The
+     * runtime keeps the latest per object and writes it at its own pace through its binder
+     * (the bridge: a merge patch of the status subresource; the simulator: its summary and
+     * report). Not from Filter or Score. 0, -EINVAL (bad arguments or not a JSON object),
+     * -ENOMEM, or -EOPNOTSUPP where nothing can take it (a plugin host). */
+    int (*object_status)(const char *kind, const char *namespace_name, const char *name,
+                         const char *status_json);
+    /* In PostFilter, after preempt chose a node: evict these pods too, on whatever node they
+     * are, with that preemption (the members of a pod group that goes whole). They are not
+     * counted in the nominated node's Filter. 0, -EINVAL when preempt has not chosen a node in
+     * this attempt, -ENOENT for a pod that is not on a node, -EOPNOTSUPP when the binder cannot
+     * evict, -ENOMEM. */
+    int (*preempt_more)(kc_cycle *cycle, const kc_pod *const *victims, uint32_t victim_count);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

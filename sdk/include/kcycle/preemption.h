@@ -63,4 +63,14 @@ static inline int kc_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod 
     return kc_host->preempt(cycle, node, victims, victim_count);
 }
 
+/* Evict more pods, on any node, with the preemption kc_preempt chose (PostFilter only). Added
+ * in 1.2 (capacity queues). */
+static inline int kc_preempt_more(kc_cycle *cycle, const kc_pod *const *victims,
+                                  uint32_t victim_count)
+{
+    if (!KC_HOST_HAS(kc_host, preempt_more))
+        return -38;
+    return kc_host->preempt_more(cycle, victims, victim_count);
+}
+
 #endif

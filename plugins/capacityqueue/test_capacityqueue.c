@@ -1,0 +1,532 @@
+/* capacityqueue against the fake host: queue trees and their rules, the queue of a pod,
+ * admission with limits at every level and borrowing, gangs as a whole, the fair order, reclaim
+ * across nodes, and the status reported. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake_host.h"
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
+
+static const kc_plugin_ops *ops;
+static void *self;
+static kc_node nodes[4];
+
+static int setup(void **state)
+{
+    (void)state;
+    fake_host_reset();
+    /* four nodes of 4 cpu: a cluster of 16 cpu */
+    static const char *const names[] = {"n0", "n1", "n2", "n3"};
+    for (int i = 0; i < 4; i++) {
+        fake_node_init(&nodes[i], names[i]);
+        fake_node_set_allocatable(&nodes[i], "cpu", 4000);
+        fake_node_set_allocatable(&nodes[i], "pods", 110);
+        fake_host_add_node(&nodes[i]);
+    }
+    ops = kc_plugin_query(KC_ABI_VERSION)->ops;
+    assert_int_equal(ops->init(fake_host_api(), "{}", &self), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ops->fini(self);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    fake_host_release();
+    return 0;
+}
+
+static void queue(const char *name, const char *spec)
+{
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"apiVersion\":\"scheduling.kcycle.io/v1alpha1\",\"kind\":\"CapacityQueue\","
+             "\"metadata\":{\"name\":\"%s\"},\"spec\":%s}",
+             name, spec);
+    kc_event ev = {.struct_size = sizeof(ev), .type = KC_EVENT_OBJECT_ADD,
+                   .object_kind = "CapacityQueue", .object_name = name, .object_json = json};
+    ops->on_event(self, &ev);
+}
+
+static void pod_event(kc_event_type type, const kc_pod *pod, const kc_node *node)
+{
+    kc_event ev = {.struct_size = sizeof(ev), .type = type, .pod = pod, .node = node};
+    ops->on_event(self, &ev);
+}
+
+/* A pod of queue (label), asking cpu milli-cores. */
+static void team_pod(kc_pod *pod, const char *name, const char *queue_name, int64_t cpu)
+{
+    fake_pod_init(pod, "ml", name);
+    if (queue_name != NULL) {
+        pod->labels[0] = (struct fake_kv){"kcycle.io/queue", queue_name};
+        pod->label_count = 1;
+    }
+    fake_pod_set_request(pod, "cpu", cpu);
+}
+
+/* Put pod on node (bound) and tell the plugin. */
+static void running(kc_pod *pod, kc_node *node, int64_t start_ms)
+{
+    pod->node_name = node->name;
+    pod->start_ms = start_ms;
+    fake_node_add_pod(node, pod);
+    pod_event(KC_EVENT_POD_ADD, pod, node);
+}
+
+static kc_status pre_filter(const kc_pod *pod, char *reason, size_t size)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    pod_event(KC_EVENT_POD_ADD, pod, NULL);
+    kc_status st = ops->pre_filter(self, &cycle, pod);
+    snprintf(reason, size, "%s", cycle.reason_count > 0 ? cycle.reasons[0] : "");
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+/* PreFilter refuses pod (unresolvable) with a reason containing text. */
+static void assert_refused(const kc_pod *pod, const char *text)
+{
+    char reason[768];
+    assert_int_equal(pre_filter(pod, reason, sizeof(reason)), KC_UNRESOLVABLE);
+    if (strstr(reason, text) == NULL)
+        fail_msg("reason \"%s\" does not contain \"%s\"", reason, text);
+}
+
+/* ---- the rules of a tree --------------------------------------------------------------------- */
+
+static void cycle_in_tree_is_refused_naming_queue_and_rule(void **state)
+{
+    (void)state;
+    queue("a", "{\"parent\":\"b\"}");
+    queue("b", "{\"parent\":\"a\"}");
+    assert_non_null(strstr(fake_host.last_log, "cycle in the queue tree"));
+    assert_non_null(strstr(fake_host.last_log, "queue "));
+    kc_pod pod;
+    team_pod(&pod, "p", "a", 100);
+    assert_refused(&pod, "queue a: cycle in the queue tree (a -> b -> a)");
+}
+
+static void children_guarantees_above_parent_are_refused(void **state)
+{
+    (void)state;
+    queue("org", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("t1", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"5\"}}");
+    queue("t2", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"4\"}}");
+    assert_non_null(strstr(fake_host.last_log, "queue org: its children's guaranteed cpu (9000 "
+                                               "together) is above its own (8000)"));
+    kc_pod pod;
+    team_pod(&pod, "p", "t1", 100);
+    assert_refused(&pod, "queue t1 cannot admit pods: queue org");
+}
+
+static void guaranteed_above_limit_is_refused(void **state)
+{
+    (void)state;
+    queue("t", "{\"guaranteed\":{\"cpu\":\"4\"},\"limit\":{\"cpu\":\"2\"}}");
+    assert_non_null(strstr(fake_host.last_log,
+                           "queue t: guaranteed cpu (4000) is above its limit (2000)"));
+}
+
+static void unknown_parent_is_refused(void **state)
+{
+    (void)state;
+    queue("t", "{\"parent\":\"nowhere\"}");
+    assert_non_null(strstr(fake_host.last_log, "queue t: parent nowhere does not exist"));
+}
+
+/* ---- the queue of a pod ---------------------------------------------------------------------- */
+
+static void pod_queue_from_label_annotation_namespace_or_default(void **state)
+{
+    (void)state;
+    queue("lbl", "{\"limit\":{\"cpu\":\"1\"}}");
+    queue("vol", "{\"limit\":{\"cpu\":\"1\"}}");
+    queue("nsq", "{\"limit\":{\"cpu\":\"1\"}}");
+    queue("default", "{\"limit\":{\"cpu\":\"1\"}}");
+    kc_event ns = {.struct_size = sizeof(ns), .type = KC_EVENT_OBJECT_ADD,
+                   .object_kind = "Namespace", .object_name = "ml",
+                   .object_json = "{\"metadata\":{\"name\":\"ml\",\"annotations\":"
+                                  "{\"kcycle.io/queue\":\"nsq\"}}}"};
+    ops->on_event(self, &ns);
+    kc_pod a, b, c, d;
+    team_pod(&a, "a", "lbl", 2000);
+    team_pod(&b, "b", NULL, 2000);
+    b.annotations[0] = (struct fake_kv){"scheduling.volcano.sh/queue-name", "vol"};
+    b.annotation_count = 1;
+    team_pod(&c, "c", NULL, 2000);
+    team_pod(&d, "d", NULL, 2000);
+    d.namespace_name = "other";
+    d.uid = "other/d";
+    assert_refused(&a, "queue lbl: cpu limit 1000m exceeded");
+    assert_refused(&b, "queue vol:");
+    assert_refused(&c, "queue nsq:");
+    assert_refused(&d, "queue default:");
+}
+
+static void pods_without_queue_pass_when_no_default_queue(void **state)
+{
+    (void)state;
+    kc_pod pod;
+    team_pod(&pod, "p", NULL, 100);
+    char reason[768];
+    assert_int_equal(pre_filter(&pod, reason, sizeof(reason)), KC_SKIP);
+    team_pod(&pod, "q", "missing", 100);
+    assert_refused(&pod, "queue missing does not exist");
+}
+
+/* ---- admission ------------------------------------------------------------------------------- */
+
+static void limits_hold_at_every_level_of_three(void **state)
+{
+    (void)state;
+    queue("root", "{\"limit\":{\"cpu\":\"10\"}}");
+    queue("dept", "{\"parent\":\"root\",\"limit\":{\"cpu\":\"6\"}}");
+    queue("team", "{\"parent\":\"dept\",\"limit\":{\"cpu\":\"4\"}}");
+    queue("other", "{\"parent\":\"dept\"}");
+    kc_pod pods[8];
+    char reason[768];
+    /* team takes 4 cpu: its own limit stops the fifth */
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "t%d", i);
+        team_pod(&pods[i], strdup(name), "team", 1000);
+        pods[i].uid = pods[i].name;
+        assert_int_equal(pre_filter(&pods[i], reason, sizeof(reason)), KC_SUCCESS);
+        running(&pods[i], &nodes[0], i);
+    }
+    team_pod(&pods[4], "t4", "team", 1000);
+    assert_refused(&pods[4], "queue team: cpu limit 4000m exceeded (5000m if admitted)");
+    /* other may take 2 more under dept, then dept's limit of 6 stops it */
+    team_pod(&pods[5], "o0", "other", 2000);
+    assert_int_equal(pre_filter(&pods[5], reason, sizeof(reason)), KC_SUCCESS);
+    running(&pods[5], &nodes[1], 10);
+    team_pod(&pods[6], "o1", "other", 1000);
+    assert_refused(&pods[6], "queue dept: cpu limit 6000m exceeded");
+    for (int i = 0; i < 4; i++)
+        free((char *)pods[i].name);
+}
+
+static void borrowing_takes_only_what_siblings_do_not_use(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    kc_pod big, more, theirs;
+    char reason[768];
+    /* b is idle: a borrows all of the 16-cpu cluster */
+    team_pod(&big, "big", "a", 12000);
+    assert_int_equal(pre_filter(&big, reason, sizeof(reason)), KC_SUCCESS);
+    running(&big, &nodes[0], 1);
+    /* b uses 4 now: a cannot grow past 16 - 4 */
+    team_pod(&theirs, "theirs", "b", 4000);
+    assert_int_equal(pre_filter(&theirs, reason, sizeof(reason)), KC_SUCCESS);
+    running(&theirs, &nodes[1], 2);
+    team_pod(&more, "more", "a", 1000);
+    assert_refused(&more, "queue a: cpu above its guarantee (8000m) can only be borrowed from "
+                          "what other queues leave unused: 12000m");
+    /* b is within its guarantee: admitted although a holds the room (reclaim makes it) */
+    kc_pod back;
+    team_pod(&back, "back", "b", 4000);
+    assert_int_equal(pre_filter(&back, reason, sizeof(reason)), KC_SUCCESS);
+}
+
+static void lending_and_borrowing_limits_bound_the_loan(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"4\"},\"borrowingLimit\":{\"cpu\":\"2\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"8\"},\"lendingLimit\":{\"cpu\":\"1\"}}");
+    queue("c", "{\"guaranteed\":{\"cpu\":\"4\"}}");
+    kc_pod p;
+    char reason[768];
+    team_pod(&p, "p", "a", 7000);
+    assert_refused(&p, "queue a: cpu borrowingLimit 2000m exceeded");
+    /* c may borrow a's idle 4 and 1 of b's 8: 16 - 7 kept by b */
+    team_pod(&p, "q", "c", 9000);
+    assert_int_equal(pre_filter(&p, reason, sizeof(reason)), KC_SUCCESS);
+    team_pod(&p, "r", "c", 10000);
+    assert_refused(&p, "9000m available");
+}
+
+static void gang_is_admitted_as_a_whole(void **state)
+{
+    (void)state;
+    queue("t", "{\"limit\":{\"cpu\":\"5\"}}");
+    kc_pod members[3];
+    static const char *const names[] = {"g0", "g1", "g2"};
+    for (int i = 0; i < 3; i++) {
+        team_pod(&members[i], names[i], "t", 2000);
+        members[i].group = "train";
+        pod_event(KC_EVENT_POD_ADD, &members[i], NULL);
+    }
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    cycle.in_group = 1;
+    cycle.group = (kc_group_cycle){.struct_size = sizeof(cycle.group), .index = 0, .count = 3,
+                                   .needed = 3, .namespace_name = "ml", .name = "train"};
+    assert_int_equal(ops->pre_filter(self, &cycle, &members[0]), KC_UNRESOLVABLE);
+    assert_non_null(strstr(cycle.reasons[0], "pod group as a whole: queue t: cpu limit 5000m "
+                                             "exceeded (6000m if admitted)"));
+    fake_cycle_clear(&cycle);
+    /* two of them fit */
+    fake_cycle_init(&cycle);
+    cycle.in_group = 1;
+    cycle.group.needed = 2;
+    assert_int_equal(ops->pre_filter(self, &cycle, &members[0]), KC_SUCCESS);
+    fake_cycle_clear(&cycle);
+}
+
+/* ---- fair order ------------------------------------------------------------------------------ */
+
+static void fair_order_follows_weighted_dominant_share(void **state)
+{
+    (void)state;
+    queue("a", "{\"weight\":2}");
+    queue("b", "{\"weight\":1}");
+    kc_pod pa[4], pb[4];
+    static const char *const an[] = {"a0", "a1", "a2", "a3"};
+    static const char *const bn[] = {"b0", "b1", "b2", "b3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&pa[i], an[i], "a", 1000);
+        pod_event(KC_EVENT_POD_ADD, &pa[i], NULL);
+    }
+    for (int i = 0; i < 4; i++) {
+        team_pod(&pb[i], bn[i], "b", 1000);
+        pod_event(KC_EVENT_POD_ADD, &pb[i], NULL);
+    }
+    /* a (weight 2) gets two pods for each of b's: a0 a1 b0 a2 a3 b1 ... */
+    assert_true(ops->queue_less(self, &pa[0], &pb[0]));
+    assert_true(ops->queue_less(self, &pb[0], &pa[2]) || !ops->queue_less(self, &pa[2], &pb[0]));
+    assert_true(ops->queue_less(self, &pa[1], &pb[1]));
+    assert_true(ops->queue_less(self, &pb[0], &pa[3]));
+    assert_false(ops->queue_less(self, &pb[1], &pa[1]));
+    /* within a queue: arrival */
+    assert_true(ops->queue_less(self, &pa[0], &pa[1]));
+}
+
+static void a_higher_priority_pod_does_not_wait_behind_its_queues_backlog(void **state)
+{
+    (void)state;
+    queue("a", "{}");
+    queue("b", "{}");
+    kc_pod backlog[4], urgent, other;
+    static const char *const names[] = {"a0", "a1", "a2", "a3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&backlog[i], names[i], "a", 1000);
+        pod_event(KC_EVENT_POD_ADD, &backlog[i], NULL);
+    }
+    team_pod(&other, "b0", "b", 1000);
+    pod_event(KC_EVENT_POD_ADD, &other, NULL);
+    team_pod(&urgent, "urgent", "a", 1000);
+    urgent.priority = 100;
+    pod_event(KC_EVENT_POD_ADD, &urgent, NULL);
+    /* its own line starts at a's share now: level with a0, and first on priority */
+    assert_true(ops->queue_less(self, &urgent, &backlog[0]));
+    assert_true(ops->queue_less(self, &urgent, &backlog[3]));
+    /* across queues the shares still decide: b0 (share 1) before a1 (share 2) */
+    assert_true(ops->queue_less(self, &other, &backlog[1]));
+}
+
+static void usage_moves_a_queue_back_in_the_order(void **state)
+{
+    (void)state;
+    queue("a", "{}");
+    queue("b", "{}");
+    kc_pod used, pa, pb;
+    team_pod(&used, "used", "a", 8000);
+    running(&used, &nodes[0], 1);
+    team_pod(&pa, "pa", "a", 1000);
+    pod_event(KC_EVENT_POD_ADD, &pa, NULL);
+    team_pod(&pb, "pb", "b", 1000);
+    pod_event(KC_EVENT_POD_ADD, &pb, NULL);
+    assert_true(ops->queue_less(self, &pb, &pa));
+}
+
+/* ---- reclaim --------------------------------------------------------------------------------- */
+
+static void reclaim_takes_borrowed_pods_on_the_node_needing_fewest(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("c", "{}");
+    /* a borrows (12 of its 8 cpu): n0 holds two 2-cpu pods of a, n1 one 4-cpu pod of a, n2 a's
+     * 4-cpu pod of priority 5; n3 a 4-cpu pod of c, which borrows all it holds */
+    kc_pod a0, a1, a2, a3, c0;
+    team_pod(&a0, "a0", "a", 2000);
+    running(&a0, &nodes[0], 100);
+    team_pod(&a1, "a1", "a", 2000);
+    running(&a1, &nodes[0], 200);
+    team_pod(&a2, "a2", "a", 4000);
+    running(&a2, &nodes[1], 300);
+    team_pod(&a3, "a3", "a", 4000);
+    a3.priority = 5;
+    running(&a3, &nodes[2], 50);
+    team_pod(&c0, "c0", "c", 4000);
+    running(&c0, &nodes[3], 400);
+    kc_pod want;
+    team_pod(&want, "want", "b", 4000);
+    pod_event(KC_EVENT_POD_ADD, &want, NULL);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want;
+    assert_int_equal(ops->post_filter(self, &cycle, &want), KC_SUCCESS);
+    /* one victim is enough on n1, n2 (priority 5) and n3; n0 needs two. n1 and n3 tie (one
+     * victim of priority 0): the first node wins */
+    assert_ptr_equal(fake_host.preempt_node, &nodes[1]);
+    assert_int_equal(fake_host.preempt_victim_count, 1);
+    assert_ptr_equal(fake_host.preempt_victims[0], &a2);
+    fake_cycle_clear(&cycle);
+}
+
+static void reclaim_never_takes_from_a_queue_within_its_guarantee(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    kc_pod pods[4];
+    static const char *const names[] = {"a0", "a1", "a2", "a3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&pods[i], names[i], "a", 2000);
+        running(&pods[i], &nodes[i], i);
+    }
+    /* a holds 8: its guarantee. b's pod of 4 fits nowhere but takes nothing from a */
+    kc_pod want;
+    team_pod(&want, "want", "b", 4000);
+    pod_event(KC_EVENT_POD_ADD, &want, NULL);
+    for (int i = 0; i < 4; i++)
+        fake_node_set_requested(&nodes[i], "cpu", 4000);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want;
+    assert_int_equal(ops->post_filter(self, &cycle, &want), KC_UNSCHEDULABLE);
+    assert_int_equal(fake_host.preempt_calls, 0);
+    fake_cycle_clear(&cycle);
+}
+
+static void reclaim_takes_a_gang_whole_across_nodes(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"4\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"12\"}}");
+    kc_pod gang[4];
+    static const char *const names[] = {"g0", "g1", "g2", "g3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&gang[i], names[i], "a", 4000);
+        gang[i].group = "train";
+        running(&gang[i], &nodes[i], 10 + i);
+    }
+    kc_pod want;
+    team_pod(&want, "want", "b", 4000);
+    pod_event(KC_EVENT_POD_ADD, &want, NULL);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want;
+    assert_int_equal(ops->post_filter(self, &cycle, &want), KC_SUCCESS);
+    assert_int_equal(fake_host.preempt_victim_count, 1);
+    assert_int_equal(fake_host.preempt_more_count, 3);
+    fake_cycle_clear(&cycle);
+}
+
+/* ---- status ---------------------------------------------------------------------------------- */
+
+static void status_reports_usage_borrowed_and_pending(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"2\"}}");
+    kc_pod run, wait;
+    team_pod(&run, "run", "a", 3000);
+    running(&run, &nodes[0], 1);
+    team_pod(&wait, "wait", "a", 1000);
+    pod_event(KC_EVENT_POD_ADD, &wait, NULL);
+    const char *status = fake_host_status("CapacityQueue", "a");
+    assert_non_null(status);
+    assert_string_equal(status, "{\"used\":{\"cpu\":\"3000m\"},\"borrowed\":{\"cpu\":\"1000m\"},"
+                                "\"pending\":1,\"admitted\":1,\"valid\":true}");
+    pod_event(KC_EVENT_POD_DELETE, &run, NULL);
+    status = fake_host_status("CapacityQueue", "a");
+    assert_string_equal(status, "{\"used\":{\"cpu\":\"0m\"},\"borrowed\":{\"cpu\":\"0m\"},"
+                                "\"pending\":1,\"admitted\":0,\"valid\":true}");
+}
+
+static void a_reserved_pod_stays_counted_through_updates_until_forgotten(void **state)
+{
+    (void)state;
+    queue("a", "{}");
+    kc_pod pod;
+    team_pod(&pod, "p", "a", 1000);
+    pod_event(KC_EVENT_POD_ADD, &pod, NULL);
+    pod_event(KC_EVENT_POD_ASSUME, &pod, &nodes[0]);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"admitted\":1"));
+    /* a status update while the binding is on its way: the object has no node yet */
+    pod_event(KC_EVENT_POD_UPDATE, &pod, NULL);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"pending\":0,\"admitted\":1"));
+    pod_event(KC_EVENT_POD_FORGET, &pod, &nodes[0]);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"pending\":1,\"admitted\":0"));
+    /* bound: the object's node counts */
+    pod.node_name = "n1";
+    pod_event(KC_EVENT_POD_UPDATE, &pod, &nodes[1]);
+    assert_non_null(strstr(fake_host_status("CapacityQueue", "a"), "\"pending\":0,\"admitted\":1"));
+}
+
+static void an_unchanged_spec_is_not_read_again(void **state)
+{
+    (void)state;
+    queue("a", "{\"limit\":{\"cpu\":\"1\"}}");
+    uint32_t calls = fake_host.status_calls;
+    queue("a", "{\"limit\":{\"cpu\":\"1\"}}"); /* its status written back: the same spec */
+    assert_int_equal(fake_host.status_calls, calls);
+    queue("a", "{\"limit\":{\"cpu\":\"2\"}}");
+    assert_true(fake_host.status_calls > calls);
+}
+
+static void args_are_refused(void **state)
+{
+    (void)state;
+    void *other = NULL;
+    assert_int_equal(ops->init(fake_host_api(), "{\"x\":1}", &other), -22);
+}
+
+#define CASE(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        CASE(cycle_in_tree_is_refused_naming_queue_and_rule),
+        CASE(children_guarantees_above_parent_are_refused),
+        CASE(guaranteed_above_limit_is_refused),
+        CASE(unknown_parent_is_refused),
+        CASE(pod_queue_from_label_annotation_namespace_or_default),
+        CASE(pods_without_queue_pass_when_no_default_queue),
+        CASE(limits_hold_at_every_level_of_three),
+        CASE(borrowing_takes_only_what_siblings_do_not_use),
+        CASE(lending_and_borrowing_limits_bound_the_loan),
+        CASE(gang_is_admitted_as_a_whole),
+        CASE(fair_order_follows_weighted_dominant_share),
+        CASE(usage_moves_a_queue_back_in_the_order),
+        CASE(a_higher_priority_pod_does_not_wait_behind_its_queues_backlog),
+        CASE(reclaim_takes_borrowed_pods_on_the_node_needing_fewest),
+        CASE(reclaim_never_takes_from_a_queue_within_its_guarantee),
+        CASE(reclaim_takes_a_gang_whole_across_nodes),
+        CASE(status_reports_usage_borrowed_and_pending),
+        CASE(a_reserved_pod_stays_counted_through_updates_until_forgotten),
+        CASE(an_unchanged_spec_is_not_read_again),
+        CASE(args_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, group_teardown);
+}
