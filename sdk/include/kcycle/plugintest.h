@@ -1,0 +1,102 @@
+/* libkcycle-plugintest (pkg-config kcycle-plugintest): unit-test a plugin without the
+ * scheduler. Load the plugin's .so into a harness with a small cluster (a simulation file),
+ * call its phases for a pod, and check statuses, reasons, scores, logs and cycle state. The
+ * same test runs in both isolation modes: in this process, or in a kcycle-plugin-host child
+ * exactly as the scheduler runs isolation: process plugins. Guide: docs/plugin-testing.md. */
+#ifndef KCYCLE_PLUGINTEST_H
+#define KCYCLE_PLUGINTEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kc_harness_mode {
+    KC_HARNESS_IN_PROCESS = 0, /* the plugin runs in the test's process (isolation: inprocess) */
+    KC_HARNESS_PROCESS = 1     /* in a kcycle-plugin-host child (isolation: process) */
+} kc_harness_mode;
+
+/* The phases after Filter and Score, for kc_harness_call, on the pod's cycle from kc_harness_evaluate. */
+typedef enum kc_harness_phase {
+    KC_HARNESS_RESERVE = 1,
+    KC_HARNESS_UNRESERVE = 2,
+    KC_HARNESS_PERMIT = 3,
+    KC_HARNESS_PRE_BIND = 4,
+    KC_HARNESS_BIND = 5,
+    KC_HARNESS_POST_BIND = 6
+} kc_harness_phase;
+
+typedef struct kc_harness_options {
+    uint32_t struct_size; /* sizeof(kc_harness_options) */
+    kc_harness_mode mode;
+    const char *plugin;       /* the plugin's .so */
+    const char *args_json;    /* its args; NULL: "{}" */
+    /* The cluster, as a simulation file (docs/simulation.md): its nodes, its pods with a
+     * nodeName (placed on their nodes) and its custom objects. Its other pods and its workload
+     * are the pods a test evaluates, by "namespace/name" (or "name" in "default"). One of: */
+    const char *cluster_file;
+    const char *cluster_yaml; /* the same, as text */
+    /* KC_HARNESS_PROCESS: the kcycle-plugin-host program; NULL: $KCYCLE_PLUGIN_HOST, else the
+     * one installed with this library */
+    const char *host_binary;
+} kc_harness_options;
+
+typedef struct kc_harness kc_harness;
+
+/* Load the plugin (its init runs) with the cluster. 0 with *out set, or a negative errno with
+ * *out NULL and error saying why (a bad file, a plugin that failed to load or init). */
+KC_API int kc_harness_open(const kc_harness_options *options, kc_harness **out, char *error,
+                           size_t error_size);
+/* Unload the plugin (fini) and stop its host. NULL is a no-op. */
+KC_API void kc_harness_close(kc_harness *harness);
+
+/* PreFilter and Filter for pod on node alone. KC_SUCCESS when the node passes; else the
+ * status, with kc_harness_message() the reason (PreFilter's message, or Filter's reasons). */
+KC_API kc_status kc_harness_filter(kc_harness *harness, const char *pod, const char *node);
+/* A whole evaluation of pod: PreFilter, Filter on every node, then PreScore, Score and
+ * NormalizeScore on the feasible nodes. KC_SUCCESS when a node is feasible; when none is,
+ * KC_UNSCHEDULABLE, or KC_UNRESOLVABLE when Filter found every node unresolvable (reasons:
+ * kc_harness_reason_count); or PreFilter's status. The pod's cycle
+ * stays open for kc_harness_call. */
+KC_API kc_status kc_harness_evaluate(kc_harness *harness, const char *pod);
+/* After kc_harness_evaluate: 1 when node passed Filter, else 0. */
+KC_API int kc_harness_feasible(kc_harness *harness, const char *node);
+/* After kc_harness_evaluate: the plugin's normalized score of node, or -1 when the node was not
+ * scored (infeasible, or the plugin does not score). */
+KC_API int64_t kc_harness_score(kc_harness *harness, const char *node);
+/* After kc_harness_evaluate: how many nodes Filter rejected with reason. */
+KC_API uint32_t kc_harness_reason_count(kc_harness *harness, const char *reason);
+
+/* Call a later phase on the pod's cycle (the node the test chose; NULL for Unreserve).
+ * Permit's KC_WAIT is returned as is. */
+KC_API kc_status kc_harness_call(kc_harness *harness, const char *pod, kc_harness_phase phase,
+                                  const char *node);
+/* The message of the last call ("" when none). Lives until the next call. */
+KC_API const char *kc_harness_message(kc_harness *harness);
+/* A binding annotation the plugin set in the last phase call, or NULL. */
+KC_API const char *kc_harness_annotation(kc_harness *harness, const char *key);
+/* 1 when the pod's open cycle holds key (kc_cycle_set and not deleted), 0 when not, -1 when
+ * the pod has no open cycle (never evaluated, or ended by PostBind or Unreserve). */
+KC_API int kc_harness_cycle_has(kc_harness *harness, const char *pod, const char *key);
+
+/* The plugin's log lines since open (or the last kc_harness_clear_logs), oldest first, as
+ * "LEVEL plugin: message" with LEVEL one of ERROR WARN INFO DEBUG. */
+KC_API uint32_t kc_harness_log_count(kc_harness *harness);
+KC_API const char *kc_harness_log_at(kc_harness *harness, uint32_t index);
+/* 1 when a line contains text. */
+KC_API int kc_harness_logged(kc_harness *harness, const char *text);
+KC_API void kc_harness_clear_logs(kc_harness *harness);
+
+/* Why the last call failed without a plugin status (an unknown pod or node, a host that
+ * died); "" when it did not. */
+KC_API const char *kc_harness_error(kc_harness *harness);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

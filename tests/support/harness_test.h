@@ -1,0 +1,69 @@
+/* What a shipped plugin's cmocka test on libkcycle-plugintest starts with: the plugin's built
+ * .so (KC_PLUGIN_PATH, given by meson), a harness opened per test in the current isolation
+ * mode, and a main that runs every test once in each mode. Include after <cmocka.h>. */
+#ifndef KC_TESTS_HARNESS_TEST_H
+#define KC_TESTS_HARNESS_TEST_H
+
+#include <stdio.h>
+
+#include <kcycle/plugintest.h>
+
+static kc_harness_mode harness_mode;
+static kc_harness *harness;
+
+static inline const char *harness_mode_name(void)
+{
+    return harness_mode == KC_HARNESS_PROCESS ? "process" : "in-process";
+}
+
+/* Close the running harness, if any, and open one with args over the cluster (simulation file
+ * YAML); a failure fails the test with the harness's reason. */
+static inline kc_harness *harness_start(const char *args, const char *cluster_yaml)
+{
+    kc_harness_close(harness);
+    harness = NULL;
+    char error[1024] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = args,
+        .cluster_yaml = cluster_yaml,
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    return harness;
+}
+
+static inline int harness_teardown(void **state)
+{
+    (void)state;
+    kc_harness_close(harness);
+    harness = NULL;
+    return 0;
+}
+
+/* Fail with the case's name, the mode and what the harness said. */
+#define harness_expect_status(what, got, want)                                                  \
+    do {                                                                                        \
+        kc_status got_ = (got);                                                                 \
+        if (got_ != (want))                                                                     \
+            fail_msg("%s (%s): status %d, want %d; message \"%s\", error \"%s\"", (what),       \
+                     harness_mode_name(), (int)got_, (int)(want), kc_harness_message(harness),  \
+                     kc_harness_error(harness));                                                \
+    } while (0)
+
+#define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)
+
+/* Every test in both isolation modes: in this process, then in a kcycle-plugin-host child. */
+static inline int harness_run_both_modes(const struct CMUnitTest *tests, size_t count)
+{
+    harness_mode = KC_HARNESS_IN_PROCESS;
+    int failed = _cmocka_run_group_tests("in-process", tests, count, NULL, NULL);
+    harness_mode = KC_HARNESS_PROCESS;
+    return failed + _cmocka_run_group_tests("process", tests, count, NULL, NULL);
+}
+#define HARNESS_RUN_BOTH_MODES(tests) \
+    harness_run_both_modes(tests, sizeof(tests) / sizeof((tests)[0]))
+
+#endif
