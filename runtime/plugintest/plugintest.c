@@ -621,7 +621,10 @@ static int hello(kc_harness *h, const kc_harness_options *o, const char *name, c
             snprintf(error, error_size, "the plugin host answered the hello with something else");
             rc = -EPROTO;
         } else if (reply->hello->plugins[0]->error[0] != '\0') {
-            snprintf(error, error_size, "%s", reply->hello->plugins[0]->error);
+            /* init's failure says "see the plugin's log line": bring the line along */
+            const char *said = h->log_count > 0 ? h->logs[h->log_count - 1] : NULL;
+            snprintf(error, error_size, "%s%s%s", reply->hello->plugins[0]->error,
+                     said != NULL ? "; the plugin logged: " : "", said != NULL ? said : "");
             rc = -EINVAL;
         }
     } else {
