@@ -676,9 +676,12 @@ KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *
         rc = -EINVAL;
     if (rc == 0 && o->mode == KC_HARNESS_PROCESS) {
         const char *binary = o->host_binary != NULL ? o->host_binary : getenv("KCYCLE_PLUGIN_HOST");
+        /* then the one installed with this library, then the PATH's (a staged install) */
+        if (binary == NULL || binary[0] == '\0')
+            binary = access(KC_PLUGINTEST_HOST_BINARY, X_OK) == 0 ? KC_PLUGINTEST_HOST_BINARY
+                                                                  : "kcycle-plugin-host";
         h->transport = &child_process;
-        rc = spawn_host(h, binary != NULL && binary[0] != '\0' ? binary
-                                                               : KC_PLUGINTEST_HOST_BINARY);
+        rc = spawn_host(h, binary);
         if (rc < 0)
             snprintf(error, error_size, "%s", h->error);
     } else if (rc == 0) {

@@ -41,7 +41,7 @@ typedef struct kc_harness_options {
     const char *cluster_file;
     const char *cluster_yaml; /* the same, as text */
     /* KC_HARNESS_PROCESS: the kcycle-plugin-host program; NULL: $KCYCLE_PLUGIN_HOST, else the
-     * one installed with this library */
+     * one installed with this library, else the PATH's */
     const char *host_binary;
 } kc_harness_options;
 
