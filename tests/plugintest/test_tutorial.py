@@ -3,7 +3,8 @@
 from an empty temporary folder, using only the SDK that `meson install --destdir` staged
 (pkg-config kcycle-sdk kcycle-plugintest, the staged programs on PATH). The script's own
 checks (the simulator's placements, the harness test in both modes) decide; this test then
-checks that both modes of the harness test ran and that the report exists.
+checks that both modes of the harness test ran and that the report exists. It also checks that
+the install put every reference page in doc/kcycle/sdk/ and every symbol's man page in man3/.
 
 usage: test_tutorial.py --build DIR --source DIR [--meson EXE]
 Exit status 77 (skipped) when meson, pkg-config, cc or cmocka's pkg-config file are missing.
@@ -34,6 +35,22 @@ def one(pattern, what):
     if len(found) != 1:
         raise SystemExit(f"expected one {what} ({pattern}), found {found}")
     return found[0]
+
+
+def installed_docs_missing(source, stage):
+    """Every reference page is installed as Markdown and, for a symbol, as a man page."""
+    missing = []
+    for page in sorted(glob.glob(os.path.join(source, "docs", "sdk", "*.md"))):
+        name = os.path.basename(page)
+        if not glob.glob(os.path.join(stage, "**", "doc", "kcycle", "sdk", name), recursive=True):
+            missing.append("doc/kcycle/sdk/" + name)
+        if name.startswith(("kc_", "KC_")) and not glob.glob(
+                os.path.join(stage, "**", "man3", name[:-3] + ".3"), recursive=True):
+            missing.append("man3/" + name[:-3] + ".3")
+    for guide in ("plugin-tutorial.md", "plugin-testing.md", "ABI.md"):
+        if not glob.glob(os.path.join(stage, "**", "doc", "kcycle", guide), recursive=True):
+            missing.append("doc/kcycle/" + guide)
+    return missing
 
 
 def script_of(page):
@@ -74,6 +91,10 @@ def main():
                                      "libkcycle-plugintest.so"))
         plugins = os.path.dirname(one(os.path.join(stage, "**", "plugins", "defaultbinder.so"),
                                       "defaultbinder.so"))
+        missing = installed_docs_missing(args.source, stage)
+        if missing:
+            print("FAIL: meson install did not install: " + ", ".join(missing[:10]))
+            return 1
         env = clean_env()
         # A staged install stands where a real one would: its .pc files name the final prefix,
         # the sysroot maps them into the stage; the loader and the scheduler find the staged
