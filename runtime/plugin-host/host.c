@@ -1103,7 +1103,7 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
     /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */
     if (hello || req->snapshot)
         h->sched.cache.generation = req->generation;
-    else if (req->generation != h->sched.cache.generation)
+    else if (req->generation != h->sched.cache.generation && !req->adopt_generation)
         return reply_error(
             reply, sc, "replica out of sync: scheduler generation %llu, replica %llu",
             (unsigned long long)req->generation, (unsigned long long)h->sched.cache.generation);

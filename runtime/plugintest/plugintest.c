@@ -44,7 +44,13 @@ struct kc_harness {
     struct plugin_host *local; /* KC_HARNESS_IN_PROCESS */
     struct channel channel;    /* KC_HARNESS_PROCESS */
     pid_t pid;
-    struct sim_spec spec;
+    struct sim_spec spec;    /* the cluster kc_harness_open read */
+    struct sim_spec *updates; /* and those of kc_harness_update, oldest first */
+    uint32_t update_count;
+    /* the replica's nodes in its order (a put appends a new node, a delete moves the last
+     * one into the gap), so node indices mean the same on both sides */
+    char **nodes;
+    uint32_t node_count, node_capacity;
     uint64_t request_id;
     char message[2048];
     char error[1024];
@@ -209,8 +215,8 @@ static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
 {
     h->error[0] = '\0';
     req->id = ++h->request_id;
-    if (req->generation == 0)
-        req->generation = HARNESS_GENERATION;
+    req->generation = HARNESS_GENERATION;
+    req->adopt_generation = req->call_case != KCYCLE__V1__REQUEST__CALL_HELLO;
     size_t len = kcycle__v1__request__get_packed_size(req);
     uint8_t *packed = malloc(len != 0 ? len : 1);
     if (packed == NULL) {
@@ -231,7 +237,20 @@ static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
     return reply;
 }
 
-/* The pods a test may evaluate: those of the file without a node, and the workload. */
+static struct pod *find_pod_in(const struct sim_spec *spec, const char *ns, size_t ns_len,
+                               const char *name)
+{
+    for (uint32_t i = 0; i < spec->pod_count + spec->arrival_count; i++) {
+        struct pod *p = i < spec->pod_count ? spec->pods[i] : spec->arrivals[i - spec->pod_count].pod;
+        if (p != NULL && strcmp(p->name, name) == 0 && strlen(p->namespace) == ns_len &&
+            strncmp(p->namespace, ns, ns_len) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* The pods a test may evaluate: those of the files without a node, and the workloads; the
+ * latest update's first. */
 static struct pod *find_pod(kc_harness *h, const char *ref)
 {
     const char *slash = ref != NULL ? strchr(ref, '/') : NULL;
@@ -242,21 +261,22 @@ static struct pod *find_pod(kc_harness *h, const char *ref)
         ns_len = (size_t)(slash - ref);
         name = slash + 1;
     }
-    struct sim_spec *spec = &h->spec;
-    for (uint32_t i = 0; ref != NULL && i < spec->pod_count + spec->arrival_count; i++) {
-        struct pod *p = i < spec->pod_count ? spec->pods[i] : spec->arrivals[i - spec->pod_count].pod;
-        if (p != NULL && strcmp(p->name, name) == 0 && strlen(p->namespace) == ns_len &&
-            strncmp(p->namespace, ns, ns_len) == 0)
+    for (uint32_t u = h->update_count; ref != NULL && u > 0; u--) {
+        struct pod *p = find_pod_in(&h->updates[u - 1], ns, ns_len, name);
+        if (p != NULL)
             return p;
     }
+    struct pod *p = ref != NULL ? find_pod_in(&h->spec, ns, ns_len, name) : NULL;
+    if (p != NULL)
+        return p;
     set_error(h, "no pod '%s' in the cluster", ref != NULL ? ref : "(null)");
     return NULL;
 }
 
 static int node_position(kc_harness *h, const char *name)
 {
-    for (uint32_t i = 0; name != NULL && i < h->spec.node_count; i++)
-        if (strcmp(h->spec.nodes[i]->name, name) == 0)
+    for (uint32_t i = 0; name != NULL && i < h->node_count; i++)
+        if (strcmp(h->nodes[i], name) == 0)
             return (int)i;
     set_error(h, "no node '%s' in the cluster", name != NULL ? name : "(null)");
     return -1;
@@ -271,7 +291,7 @@ static void forget_evaluation(kc_harness *h)
     h->reasons = NULL;
     h->reason_counts = NULL;
     h->reason_total = 0;
-    for (uint32_t i = 0; i < h->spec.node_count; i++) {
+    for (uint32_t i = 0; i < h->node_count; i++) {
         h->feasible[i] = false;
         h->scores[i] = -1;
     }
@@ -281,7 +301,7 @@ static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
 {
     forget_evaluation(h);
     for (size_t i = 0; i < e->n_feasible; i++) {
-        if (e->feasible[i] >= h->spec.node_count)
+        if (e->feasible[i] >= h->node_count)
             continue;
         h->feasible[e->feasible[i]] = true;
         /* one plugin: its scores, per feasible node in the reply's order */
@@ -362,12 +382,12 @@ KC_API kc_status kc_harness_filter(kc_harness *h, const char *pod, const char *n
 
 KC_API kc_status kc_harness_evaluate(kc_harness *h, const char *pod)
 {
-    uint32_t *all = malloc((h->spec.node_count + 1) * sizeof(*all));
+    uint32_t *all = malloc((h->node_count + 1) * sizeof(*all));
     if (all == NULL)
         return KC_ERROR;
-    for (uint32_t i = 0; i < h->spec.node_count; i++)
+    for (uint32_t i = 0; i < h->node_count; i++)
         all[i] = i;
-    kc_status st = evaluate(h, pod, all, h->spec.node_count, true);
+    kc_status st = evaluate(h, pod, all, h->node_count, true);
     free(all);
     return st;
 }
@@ -521,7 +541,7 @@ static char *plugin_name(const char *path, char *error, size_t error_size)
     return name;
 }
 
-static int load_cluster(kc_harness *h, const kc_harness_options *o, char *error,
+static int load_cluster(struct sim_spec *spec, const kc_harness_options *o, char *error,
                         size_t error_size)
 {
     struct kc_error err = {{0}};
@@ -549,7 +569,7 @@ static int load_cluster(kc_harness *h, const kc_harness_options *o, char *error,
         snprintf(error, error_size, "no cluster: set cluster_file or cluster_yaml");
         return -EINVAL;
     }
-    int rc = simfile_load(file, "kcycle", &h->spec, &err);
+    int rc = simfile_load(file, "kcycle", spec, &err);
     if (path[0] != '\0')
         unlink(path);
     if (rc < 0)
@@ -557,42 +577,106 @@ static int load_cluster(kc_harness *h, const kc_harness_options *o, char *error,
     return rc;
 }
 
+/* ---- the cluster: deltas, and the replica's node order mirrored ---- */
+
+static int note_node_put(kc_harness *h, const char *name)
+{
+    for (uint32_t i = 0; i < h->node_count; i++)
+        if (strcmp(h->nodes[i], name) == 0)
+            return 0; /* replaced in place */
+    uint32_t capacity = h->node_capacity;
+    void *grown = array_grow(h->nodes, &h->node_capacity, h->node_count + 1, sizeof(*h->nodes));
+    if (grown == NULL)
+        return -ENOMEM;
+    h->nodes = grown;
+    if (h->node_capacity != capacity || h->feasible == NULL) {
+        bool *feasible = realloc(h->feasible, h->node_capacity * sizeof(*feasible));
+        if (feasible != NULL)
+            h->feasible = feasible;
+        int64_t *scores = realloc(h->scores, h->node_capacity * sizeof(*scores));
+        if (scores != NULL)
+            h->scores = scores;
+        if (feasible == NULL || scores == NULL)
+            return -ENOMEM;
+    }
+    if ((h->nodes[h->node_count] = strdup(name)) == NULL)
+        return -ENOMEM;
+    h->feasible[h->node_count] = false;
+    h->scores[h->node_count] = -1;
+    h->node_count++;
+    return 0;
+}
+
+/* As the replica's cache removes a node: the last one takes its place. */
+static void note_node_delete(kc_harness *h, uint32_t index)
+{
+    free(h->nodes[index]);
+    h->nodes[index] = h->nodes[--h->node_count];
+}
+
+struct deltas {
+    Kcycle__V1__Delta *items;
+    Kcycle__V1__Delta **list;
+    uint32_t count;
+};
+
+static void deltas_free(struct deltas *d)
+{
+    for (uint32_t i = 0; i < d->count; i++) {
+        if (d->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_NODE_PUT)
+            node_proto_free(d->items[i].node_put);
+        else if (d->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_POD_PUT)
+            pod_proto_free(d->items[i].pod_put);
+        else if (d->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT)
+            custom_object_proto_free(d->items[i].object_put);
+    }
+    free(d->items);
+    free(d->list);
+}
+
+/* A put for each node, each pod with a node and each object of spec (in that order, so a
+ * pod's node exists first). */
+static int deltas_from_spec(kc_harness *h, const struct sim_spec *spec, struct deltas *d)
+{
+    uint32_t max = spec->node_count + spec->pod_count + spec->object_count;
+    d->items = calloc(max + 1, sizeof(*d->items));
+    d->list = calloc(max + 1, sizeof(*d->list));
+    d->count = 0;
+    if (d->items == NULL || d->list == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < max; i++) {
+        Kcycle__V1__Delta *delta = &d->items[d->count];
+        kcycle__v1__delta__init(delta);
+        void *msg;
+        if (i < spec->node_count) {
+            delta->change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
+            msg = delta->node_put = node_to_proto(spec->nodes[i]);
+            if (msg != NULL && note_node_put(h, spec->nodes[i]->name) < 0)
+                return -ENOMEM;
+        } else if (i < spec->node_count + spec->pod_count) {
+            const struct pod *pod = spec->pods[i - spec->node_count];
+            if (pod->node_name == NULL)
+                continue;
+            delta->change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+            msg = delta->pod_put = pod_to_proto(pod);
+        } else {
+            delta->change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT;
+            msg = delta->object_put =
+                custom_object_to_proto(&spec->objects[i - spec->node_count - spec->pod_count]);
+        }
+        if (msg == NULL)
+            return errno == ENOMEM ? -ENOMEM : -EINVAL;
+        d->list[d->count++] = delta;
+    }
+    return 0;
+}
+
 /* The hello: the plugin, and the whole cluster as the replica's snapshot. */
 static int hello(kc_harness *h, const kc_harness_options *o, const char *name, char *error,
                  size_t error_size)
 {
-    struct sim_spec *spec = &h->spec;
-    uint32_t max = spec->node_count + spec->pod_count + spec->object_count;
-    Kcycle__V1__Delta *deltas = calloc(max + 1, sizeof(*deltas));
-    Kcycle__V1__Delta **list = calloc(max + 1, sizeof(*list));
-    int rc = deltas != NULL && list != NULL ? 0 : -ENOMEM;
-    uint32_t n = 0;
-    for (uint32_t i = 0; rc == 0 && i < spec->node_count; i++) {
-        kcycle__v1__delta__init(&deltas[n]);
-        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
-        if ((deltas[n].node_put = node_to_proto(spec->nodes[i])) == NULL)
-            rc = -EINVAL;
-        list[n] = &deltas[n];
-        n++;
-    }
-    for (uint32_t i = 0; rc == 0 && i < spec->pod_count; i++) {
-        if (spec->pods[i]->node_name == NULL)
-            continue;
-        kcycle__v1__delta__init(&deltas[n]);
-        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
-        if ((deltas[n].pod_put = pod_to_proto(spec->pods[i])) == NULL)
-            rc = -EINVAL;
-        list[n] = &deltas[n];
-        n++;
-    }
-    for (uint32_t i = 0; rc == 0 && i < spec->object_count; i++) {
-        kcycle__v1__delta__init(&deltas[n]);
-        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT;
-        if ((deltas[n].object_put = custom_object_to_proto(&spec->objects[i])) == NULL)
-            rc = -EINVAL;
-        list[n] = &deltas[n];
-        n++;
-    }
+    struct deltas d;
+    int rc = deltas_from_spec(h, &h->spec, &d);
     Kcycle__V1__Reply *reply = NULL;
     if (rc == 0) {
         Kcycle__V1__PluginSpec ps = KCYCLE__V1__PLUGIN_SPEC__INIT;
@@ -610,8 +694,8 @@ static int hello(kc_harness *h, const kc_harness_options *o, const char *name, c
         req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
         req.hello = &hi;
         req.snapshot = true;
-        req.deltas = list;
-        req.n_deltas = n;
+        req.deltas = d.list;
+        req.n_deltas = d.count;
         reply = call(h, &req);
         if (reply == NULL) {
             snprintf(error, error_size, "%s", h->error);
@@ -630,19 +714,78 @@ static int hello(kc_harness *h, const kc_harness_options *o, const char *name, c
     } else {
         snprintf(error, error_size, "the cluster cannot be sent: %s", strerror(-rc));
     }
-    for (uint32_t i = 0; i < n; i++) {
-        if (deltas[i].change_case == KCYCLE__V1__DELTA__CHANGE_NODE_PUT)
-            node_proto_free(deltas[i].node_put);
-        else if (deltas[i].change_case == KCYCLE__V1__DELTA__CHANGE_POD_PUT)
-            pod_proto_free(deltas[i].pod_put);
-        else
-            custom_object_proto_free(deltas[i].object_put);
-    }
-    free(deltas);
-    free(list);
+    deltas_free(&d);
     if (reply != NULL)
         kcycle__v1__reply__free_unpacked(reply, NULL);
     return rc;
+}
+
+/* Send deltas with a sync call: 0, or -EIO with h->error set. */
+static int sync_deltas(kc_harness *h, Kcycle__V1__Delta **list, uint32_t count)
+{
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    req.deltas = list;
+    req.n_deltas = count;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    if (reply == NULL)
+        return -EIO;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return 0;
+}
+
+KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
+{
+    kc_harness_options o = {.struct_size = sizeof(o), .cluster_yaml = cluster_yaml};
+    struct sim_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    h->error[0] = '\0';
+    int rc = load_cluster(&spec, &o, h->error, sizeof(h->error));
+    if (rc < 0)
+        return rc;
+    void *grown = realloc(h->updates, (h->update_count + 1) * sizeof(*h->updates));
+    if (grown == NULL) {
+        simfile_free(&spec);
+        return -ENOMEM;
+    }
+    h->updates = grown;
+    h->updates[h->update_count++] = spec; /* kept: its pods are evaluable */
+    struct deltas d;
+    rc = deltas_from_spec(h, &h->updates[h->update_count - 1], &d);
+    if (rc == 0)
+        rc = sync_deltas(h, d.list, d.count);
+    else
+        set_error(h, "the update cannot be sent: %s", strerror(-rc));
+    deltas_free(&d);
+    return rc;
+}
+
+KC_API int kc_harness_delete_node(kc_harness *h, const char *node)
+{
+    int index = node_position(h, node);
+    if (index < 0)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_NODE_DELETE;
+    delta.node_delete = (char *)node;
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    if (rc == 0)
+        note_node_delete(h, (uint32_t)index);
+    return rc;
+}
+
+KC_API int kc_harness_delete_pod(kc_harness *h, const char *pod_ref)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_DELETE;
+    delta.pod_delete = pod->uid;
+    Kcycle__V1__Delta *list[] = {&delta};
+    return sync_deltas(h, list, 1);
 }
 
 KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *error,
@@ -664,13 +807,7 @@ KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *
         return -ENOMEM;
     channel_init(&h->channel, -1);
     h->pid = -1;
-    int rc = load_cluster(h, o, error, error_size);
-    if (rc == 0) {
-        h->feasible = calloc(h->spec.node_count + 1, sizeof(*h->feasible));
-        h->scores = calloc(h->spec.node_count + 1, sizeof(*h->scores));
-        if (h->feasible == NULL || h->scores == NULL)
-            rc = -ENOMEM;
-    }
+    int rc = load_cluster(&h->spec, o, error, error_size);
     char *name = rc == 0 ? plugin_name(o->plugin, error, error_size) : NULL;
     if (rc == 0 && name == NULL)
         rc = -EINVAL;
@@ -709,8 +846,13 @@ KC_API void kc_harness_close(kc_harness *h)
         return;
     if (h->transport != NULL)
         h->transport->close(h);
-    if (h->feasible != NULL)
-        forget_evaluation(h);
+    forget_evaluation(h);
+    for (uint32_t i = 0; i < h->node_count; i++)
+        free(h->nodes[i]);
+    free(h->nodes);
+    for (uint32_t i = 0; i < h->update_count; i++)
+        simfile_free(&h->updates[i]);
+    free(h->updates);
     free(h->feasible);
     free(h->scores);
     kv_list_free(&h->annotations);

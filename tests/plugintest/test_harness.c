@@ -134,6 +134,45 @@ static void reserve_annotates_the_binding(void **state)
     assert_null(kc_harness_annotation(harness, "authoring/other"));
 }
 
+/* The cluster changes after open: a node added by an update passes Filter, a replaced one
+ * loses its label, a deleted one is gone, and a pod added on a node uses its GPUs. */
+static void updates_change_what_the_plugin_sees(void **state)
+{
+    (void)state;
+    harness_start("{\"weight\": 10}", cluster);
+    assert_int_equal(kc_harness_update(harness, "nodes:\n"
+                                                "  - name: gpu-new\n"
+                                                "    allocatable: {nvidia.com/gpu: 3}\n"
+                                                "    labels: {pool: gpu}\n"
+                                                "  - name: gpu-small\n"
+                                                "    allocatable: {nvidia.com/gpu: 4}\n"
+                                                "pods:\n"
+                                                "  - name: hog\n"
+                                                "    nodeName: gpu-new\n"
+                                                "    requests: {nvidia.com/gpu: 2}\n"
+                                                "  - name: late\n"),
+                     0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
+    assert_true(kc_harness_feasible(harness, "gpu-new"));
+    assert_int_equal(kc_harness_score(harness, "gpu-new"), 10); /* 3 - 2 free */
+    assert_false(kc_harness_feasible(harness, "gpu-small"));   /* its label went */
+    assert_int_equal(kc_harness_delete_node(harness, "cpu"), 0);
+    assert_int_equal(kc_harness_delete_node(harness, "cpu"), -2);
+    harness_expect_status("filter", kc_harness_filter(harness, "late", "cpu"), KC_ERROR);
+    /* the last node moved into the deleted one's place: names still mean the same nodes */
+    harness_expect_status("filter", kc_harness_filter(harness, "late", "gpu-new"), KC_SUCCESS);
+    harness_expect_status("filter", kc_harness_filter(harness, "late", "gpu-small"),
+                          KC_UNSCHEDULABLE);
+    assert_int_equal(kc_harness_delete_pod(harness, "hog"), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "gpu-new"), 30);
+    assert_int_equal(kc_harness_score(harness, "gpu-big"), 20);
+    /* one feasible node: the scheduler does not score, nor does the harness */
+    assert_int_equal(kc_harness_delete_node(harness, "gpu-big"), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "gpu-new"), -1);
+}
+
 static void unknown_pods_and_nodes_are_errors_not_statuses(void **state)
 {
     (void)state;
@@ -154,6 +193,7 @@ int main(void)
         HARNESS_TEST(bad_args_fail_open_naming_the_key),
         HARNESS_TEST(cycle_state_follows_the_phases),
         HARNESS_TEST(reserve_annotates_the_binding),
+        HARNESS_TEST(updates_change_what_the_plugin_sees),
         HARNESS_TEST(unknown_pods_and_nodes_are_errors_not_statuses),
     };
     return HARNESS_RUN_BOTH_MODES(tests);

@@ -54,6 +54,17 @@ KC_API int kc_harness_open(const kc_harness_options *options, kc_harness **out, 
 /* Unload the plugin (fini) and stop its host. NULL is a no-op. */
 KC_API void kc_harness_close(kc_harness *harness);
 
+/* Change the cluster as the scheduler's cache would, and tell the plugin (on_event): the
+ * nodes of cluster_yaml (a simulation file's text) are added or replace those of the same
+ * name, its pods with a nodeName are added or replaced on their nodes, its objects are put;
+ * its other pods become pods a test may evaluate. 0, or a negative errno with
+ * kc_harness_error() saying why. */
+KC_API int kc_harness_update(kc_harness *harness, const char *cluster_yaml);
+/* Remove a node, or a pod by "namespace/name", from the cluster. 0, -ENOENT (-2) when the
+ * harness does not know it, or another negative errno. */
+KC_API int kc_harness_delete_node(kc_harness *harness, const char *node);
+KC_API int kc_harness_delete_pod(kc_harness *harness, const char *pod);
+
 /* PreFilter and Filter for pod on node alone. KC_SUCCESS when the node passes; else the
  * status, with kc_harness_message() the reason (PreFilter's message, or Filter's reasons). */
 KC_API kc_status kc_harness_filter(kc_harness *harness, const char *pod, const char *node);
@@ -66,7 +77,8 @@ KC_API kc_status kc_harness_evaluate(kc_harness *harness, const char *pod);
 /* After kc_harness_evaluate: 1 when node passed Filter, else 0. */
 KC_API int kc_harness_feasible(kc_harness *harness, const char *node);
 /* After kc_harness_evaluate: the plugin's normalized score of node, or -1 when the node was not
- * scored (infeasible, or the plugin does not score). */
+ * scored (infeasible, the plugin does not score, or, as in the scheduler, only one node was
+ * feasible). */
 KC_API int64_t kc_harness_score(kc_harness *harness, const char *node);
 /* After kc_harness_evaluate: how many nodes Filter rejected with reason. */
 KC_API uint32_t kc_harness_reason_count(kc_harness *harness, const char *reason);
