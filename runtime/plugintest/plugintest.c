@@ -358,11 +358,14 @@ static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *ca
         keep_evaluation(h, e);
         st = (kc_status)e->status;
         if (st == KC_SUCCESS && e->n_feasible == 0) {
-            st = KC_UNSCHEDULABLE;
-            /* one candidate: Filter's own verdict (KC_UNRESOLVABLE included) */
+            /* Filter's verdicts: unresolvable when every candidate was (preemption cannot
+             * help), which for one candidate is that node's own status */
             const Kcycle__V1__Probe *probe = reply->probe;
-            if (count == 1 && probe != NULL && candidates[0] < probe->node_status.len)
-                st = (kc_status)probe->node_status.data[candidates[0]];
+            bool unresolvable = probe != NULL && count > 0;
+            for (uint32_t i = 0; unresolvable && i < count; i++)
+                unresolvable = candidates[i] < probe->node_status.len &&
+                               probe->node_status.data[candidates[i]] == KC_UNRESOLVABLE;
+            st = unresolvable ? KC_UNRESOLVABLE : KC_UNSCHEDULABLE;
         }
     } else {
         set_error(h, "the plugin host answered an evaluation with something else");
