@@ -153,38 +153,14 @@ static const struct transport child_process = {child_round_trip, child_close};
 
 static int spawn_host(kc_harness *h, const char *binary)
 {
-    int ends[2];
-    int rc = channel_pair(ends);
-    if (rc < 0) {
-        set_error(h, "cannot create a socketpair: %s", strerror(-rc));
-        return rc;
-    }
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
     const char *argv[] = {binary, "--fd", fd_text, "--name", "plugintest", NULL};
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = -errno;
-        close(ends[0]);
-        close(ends[1]);
-        set_error(h, "cannot start a process: %s", strerror(-rc));
-        return rc;
-    }
-    if (pid == 0) {
-        if (ends[1] == CHANNEL_HOST_FD)
-            fcntl(ends[1], F_SETFD, 0);
-        else if (dup2(ends[1], CHANNEL_HOST_FD) < 0)
-            _exit(127);
-        execvp(argv[0], (char *const *)argv);
-        static const char cannot_run[] = "kcycle-plugintest: cannot run the plugin host\n";
-        ssize_t ignored = write(2, cannot_run, sizeof(cannot_run) - 1);
-        (void)ignored;
-        _exit(127);
-    }
-    close(ends[1]);
-    h->pid = pid;
-    channel_init(&h->channel, ends[0]);
-    return 0;
+    int rc = channel_spawn(argv, "kcycle-plugintest: cannot run the plugin host\n", &h->channel,
+                           &h->pid);
+    if (rc < 0)
+        set_error(h, "cannot start %s: %s", binary, strerror(-rc));
+    return rc;
 }
 
 /* ---- requests ---- */

@@ -22,19 +22,16 @@ SKIP = 77
 SCRIPT_TIMEOUT_S = 300
 
 
-def clean_env():
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PKG_CONFIG", "MESON", "KCYCLE_"))}
-    for name in ("CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH", "LD_LIBRARY_PATH"):
-        env.pop(name, None)
-    return env
+# The staging helpers of the install test: the same clean environment and file lookups.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from test_install import Failed, clean_env, only_one  # noqa: E402
 
 
 def one(pattern, what):
-    found = glob.glob(pattern, recursive=True)
-    if len(found) != 1:
-        raise SystemExit(f"expected one {what} ({pattern}), found {found}")
-    return found[0]
+    try:
+        return only_one(pattern, what)
+    except Failed as failure:
+        raise SystemExit(str(failure))
 
 
 def installed_docs_missing(source, stage):
