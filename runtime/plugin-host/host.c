@@ -1259,7 +1259,7 @@ void plugin_host_close(struct plugin_host *h)
     channel_close(&h->channel);
     close_replica(h);
     if (h->capture_logs)
-        hostapi_capture_logs(NULL, NULL);
+        hostapi_capture_logs_stop(h);
     pthread_mutex_destroy(&h->log_lock);
     free(h->log_lines);
     free(h->plugin_dir);

@@ -28,6 +28,14 @@ void hostapi_capture_logs(hostapi_log_fn fn, void *ctx)
     log_capture_ctx = ctx;
 }
 
+void hostapi_capture_logs_stop(void *ctx)
+{
+    if (log_capture_ctx == ctx) {
+        log_capture = NULL;
+        log_capture_ctx = NULL;
+    }
+}
+
 static void host_log(kc_log_level level, const char *plugin, const char *message)
 {
     if (level > KC_LOG_DEBUG)

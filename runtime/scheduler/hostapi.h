@@ -10,5 +10,7 @@
 typedef void (*hostapi_log_fn)(void *ctx, kc_log_level level, const char *plugin,
                                const char *message);
 void hostapi_capture_logs(hostapi_log_fn fn, void *ctx);
+/* Stop the tap if ctx still holds it (a later one replaced it otherwise). */
+void hostapi_capture_logs_stop(void *ctx);
 
 #endif

@@ -96,7 +96,8 @@ KC_API const char *kc_harness_annotation(kc_harness *harness, const char *key);
 KC_API int kc_harness_cycle_has(kc_harness *harness, const char *pod, const char *key);
 
 /* The plugin's log lines since open (or the last kc_harness_clear_logs), oldest first, as
- * "LEVEL plugin: message" with LEVEL one of ERROR WARN INFO DEBUG. */
+ * "LEVEL plugin: message" with LEVEL one of ERROR WARN INFO DEBUG. In KC_HARNESS_IN_PROCESS
+ * the lines of a process go to its latest open harness only: open one at a time. */
 KC_API uint32_t kc_harness_log_count(kc_harness *harness);
 KC_API const char *kc_harness_log_at(kc_harness *harness, uint32_t index);
 /* 1 when a line contains text. */
