@@ -61,6 +61,7 @@ struct kc_harness {
     uint32_t *reason_counts;
     uint32_t reason_total;
     struct kv_list annotations;
+    bool bind_requested; /* the last phase call's */
     char **logs;
     uint32_t log_count, log_capacity;
 };
@@ -405,6 +406,7 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
 {
     h->message[0] = '\0';
     kv_list_free(&h->annotations);
+    h->bind_requested = false;
     if (phase < KC_HARNESS_RESERVE || phase > KC_HARNESS_POST_BIND) {
         set_error(h, "phase %d is not one of kc_harness_phase", (int)phase);
         return KC_ERROR;
@@ -426,6 +428,7 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
     if (reply->result_case == KCYCLE__V1__REPLY__RESULT_PHASE) {
         const Kcycle__V1__PhaseReply *r = reply->phase;
         st = (kc_status)r->status;
+        h->bind_requested = r->bind_requested;
         snprintf(h->message, sizeof(h->message), "%s", r->message);
         for (size_t i = 0; i < r->n_annotations; i++)
             kv_list_set(&h->annotations, r->annotations[i]->key, r->annotations[i]->value);
@@ -439,6 +442,11 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
 KC_API const char *kc_harness_message(kc_harness *h)
 {
     return h->message;
+}
+
+KC_API int kc_harness_bind_requested(kc_harness *h)
+{
+    return h->bind_requested;
 }
 
 KC_API const char *kc_harness_annotation(kc_harness *h, const char *key)

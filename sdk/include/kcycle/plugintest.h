@@ -89,6 +89,9 @@ KC_API kc_status kc_harness_call(kc_harness *harness, const char *pod, kc_harnes
                                   const char *node);
 /* The message of the last call ("" when none). Lives until the next call. */
 KC_API const char *kc_harness_message(kc_harness *harness);
+/* 1 when, in the last kc_harness_call, the plugin asked the runtime to bind the pod
+ * (kc_bind from Bind), else 0. */
+KC_API int kc_harness_bind_requested(kc_harness *harness);
 /* A binding annotation the plugin set in the last phase call, or NULL. */
 KC_API const char *kc_harness_annotation(kc_harness *harness, const char *key);
 /* 1 when the pod's open cycle holds key (kc_cycle_set and not deleted), 0 when not, -1 when
