@@ -16,8 +16,7 @@ static void bind_asks_the_runtime_to_bind(void **state)
     (void)state;
     harness_start("{}", "nodes:\n  - name: node-1\n  - name: node-2\n"
                         "pods:\n  - name: trainer-0\n    namespace: team-a\n");
-    harness_expect_status("evaluate", kc_harness_evaluate(harness, "team-a/trainer-0"),
-                          KC_SUCCESS);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "team-a/trainer-0"), KC_SUCCESS);
     kc_harness_clear_logs(harness);
     harness_expect_status("bind",
                           kc_harness_call(harness, "team-a/trainer-0", KC_HARNESS_BIND, "node-1"),
@@ -25,10 +24,9 @@ static void bind_asks_the_runtime_to_bind(void **state)
     assert_true(kc_harness_bind_requested(harness));
     assert_int_equal(kc_harness_log_count(harness), 0);
     /* the other phases are not its business */
-    harness_expect_status("reserve",
-                          kc_harness_call(harness, "team-a/trainer-0", KC_HARNESS_RESERVE,
-                                          "node-1"),
-                          KC_SUCCESS);
+    harness_expect_status(
+        "reserve", kc_harness_call(harness, "team-a/trainer-0", KC_HARNESS_RESERVE, "node-1"),
+        KC_SUCCESS);
     assert_false(kc_harness_bind_requested(harness));
 }
 

@@ -67,85 +67,271 @@ struct filter_case {
     const char *reason; /* "" for none */
 };
 
-#define ADDED_REQUIRED(terms) \
-    "{\"addedAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": " \
+#define ADDED_REQUIRED(terms)                                                                      \
+    "{\"addedAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": "                    \
     "{\"nodeSelectorTerms\": " terms "}}}"
 
 static const struct filter_case filter_cases[] = {
     {"no selector and no affinity", NULL, {{0}}, {0}, -1, "n1", {{0}}, KC_SUCCESS, ""},
-    {"nodeSelector, node without labels", NULL, {{"foo", "bar"}}, {0}, -1, "n1", {{0}},
-     KC_UNRESOLVABLE, POD_REASON},
-    {"nodeSelector matches the node label", NULL, {{"foo", "bar"}}, {0}, -1, "n1",
-     {{"foo", "bar"}}, KC_SUCCESS, ""},
-    {"nodeSelector with another value", NULL, {{"foo", "bar"}}, {0}, -1, "n1", {{"foo", "baz"}},
-     KC_UNRESOLVABLE, POD_REASON},
-    {"nodeSelector pairs are ANDed: all present", NULL, {{"foo", "bar"}, {"baz", "blah"}}, {0},
-     -1, "n1", {{"foo", "bar"}, {"baz", "blah"}}, KC_SUCCESS, ""},
-    {"nodeSelector pairs are ANDed: one missing", NULL, {{"foo", "bar"}, {"baz", "blah"}}, {0},
-     -1, "n1", {{"foo", "bar"}}, KC_UNRESOLVABLE, POD_REASON},
-    {"matchFields metadata.name names this node", NULL, {{0}}, {"node1"}, 1, "node1", {{0}},
-     KC_SUCCESS, ""},
-    {"matchFields metadata.name names another node", NULL, {{0}}, {"node1"}, 1, "node2", {{0}},
-     KC_UNRESOLVABLE, NARROWED},
-    {"matchFields over two terms, second name", NULL, {{0}}, {"node1", "node2"}, 2, "node2",
-     {{0}}, KC_SUCCESS, ""},
-    {"matchFields terms conflict: PreFilter refuses", NULL, {{0}}, {0}, 0, "node1", {{0}},
-     KC_UNRESOLVABLE, CONFLICT},
-    {"matchFields name plus a nodeSelector the node fails", NULL, {{"foo", "bar"}}, {"node1"},
-     1, "node1", {{0}}, KC_UNRESOLVABLE, POD_REASON},
-    {"added In: node has the value", ADDED_REQUIRED(
+    {"nodeSelector, node without labels",
+     NULL,
+     {{"foo", "bar"}},
+     {0},
+     -1,
+     "n1",
+     {{0}},
+     KC_UNRESOLVABLE,
+     POD_REASON},
+    {"nodeSelector matches the node label",
+     NULL,
+     {{"foo", "bar"}},
+     {0},
+     -1,
+     "n1",
+     {{"foo", "bar"}},
+     KC_SUCCESS,
+     ""},
+    {"nodeSelector with another value",
+     NULL,
+     {{"foo", "bar"}},
+     {0},
+     -1,
+     "n1",
+     {{"foo", "baz"}},
+     KC_UNRESOLVABLE,
+     POD_REASON},
+    {"nodeSelector pairs are ANDed: all present",
+     NULL,
+     {{"foo", "bar"}, {"baz", "blah"}},
+     {0},
+     -1,
+     "n1",
+     {{"foo", "bar"}, {"baz", "blah"}},
+     KC_SUCCESS,
+     ""},
+    {"nodeSelector pairs are ANDed: one missing",
+     NULL,
+     {{"foo", "bar"}, {"baz", "blah"}},
+     {0},
+     -1,
+     "n1",
+     {{"foo", "bar"}},
+     KC_UNRESOLVABLE,
+     POD_REASON},
+    {"matchFields metadata.name names this node",
+     NULL,
+     {{0}},
+     {"node1"},
+     1,
+     "node1",
+     {{0}},
+     KC_SUCCESS,
+     ""},
+    {"matchFields metadata.name names another node",
+     NULL,
+     {{0}},
+     {"node1"},
+     1,
+     "node2",
+     {{0}},
+     KC_UNRESOLVABLE,
+     NARROWED},
+    {"matchFields over two terms, second name",
+     NULL,
+     {{0}},
+     {"node1", "node2"},
+     2,
+     "node2",
+     {{0}},
+     KC_SUCCESS,
+     ""},
+    {"matchFields terms conflict: PreFilter refuses",
+     NULL,
+     {{0}},
+     {0},
+     0,
+     "node1",
+     {{0}},
+     KC_UNRESOLVABLE,
+     CONFLICT},
+    {"matchFields name plus a nodeSelector the node fails",
+     NULL,
+     {{"foo", "bar"}},
+     {"node1"},
+     1,
+     "node1",
+     {{0}},
+     KC_UNRESOLVABLE,
+     POD_REASON},
+    {"added In: node has the value",
+     ADDED_REQUIRED(
          "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
-         "[\"a\", \"b\"]}]}]"), {{0}}, {0}, -1, "n1", {{"zone", "b"}}, KC_SUCCESS, ""},
-    {"added In: node lacks the label", ADDED_REQUIRED(
+         "[\"a\", \"b\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"zone", "b"}},
+     KC_SUCCESS,
+     ""},
+    {"added In: node lacks the label",
+     ADDED_REQUIRED(
          "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
-         "[\"a\"]}]}]"), {{0}}, {0}, -1, "n1", {{0}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added NotIn: absent label passes", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
-         "[\"a\"]}]}]"), {{0}}, {0}, -1, "n1", {{0}}, KC_SUCCESS, ""},
-    {"added NotIn: listed value refused", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
-         "[\"a\"]}]}]"), {{0}}, {0}, -1, "n1", {{"zone", "a"}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added Exists", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"gpu\", \"operator\": \"Exists\"}]}]"), {{0}}, {0},
-     -1, "n1", {{"gpu", ""}}, KC_SUCCESS, ""},
-    {"added DoesNotExist", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"gpu\", \"operator\": \"DoesNotExist\"}]}]"),
-     {{0}}, {0}, -1, "n1", {{"gpu", "true"}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added Gt: larger integer label", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Gt\", \"values\": "
-         "[\"8\"]}]}]"), {{0}}, {0}, -1, "n1", {{"cores", "16"}}, KC_SUCCESS, ""},
-    {"added Gt: equal is not greater", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Gt\", \"values\": "
-         "[\"8\"]}]}]"), {{0}}, {0}, -1, "n1", {{"cores", "8"}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added Lt: label that is no integer never matches", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Lt\", \"values\": "
-         "[\"8\"]}]}]"), {{0}}, {0}, -1, "n1", {{"cores", "four"}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added Lt: negative label", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"t\", \"operator\": \"Lt\", \"values\": "
-         "[\"0\"]}]}]"), {{0}}, {0}, -1, "n1", {{"t", "-3"}}, KC_SUCCESS, ""},
-    {"added terms are ORed", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}]}, "
-         "{\"matchExpressions\": [{\"key\": \"b\", \"operator\": \"Exists\"}]}]"), {{0}}, {0}, -1,
-     "n1", {{"b", "1"}}, KC_SUCCESS, ""},
-    {"added expressions are ANDed", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}, "
-         "{\"key\": \"b\", \"operator\": \"Exists\"}]}]"), {{0}}, {0}, -1, "n1", {{"b", "1"}},
-     KC_UNRESOLVABLE, ENFORCED},
-    {"added empty term matches nothing", ADDED_REQUIRED("[{}]"), {{0}}, {0}, -1, "n1",
-     {{"a", "1"}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added matchFields metadata.name", ADDED_REQUIRED(
-         "[{\"matchFields\": [{\"key\": \"metadata.name\", \"operator\": \"NotIn\", \"values\": "
-         "[\"n1\"]}]}]"), {{0}}, {0}, -1, "n1", {{0}}, KC_UNRESOLVABLE, ENFORCED},
-    {"added affinity is checked before the pod's", ADDED_REQUIRED(
-         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
-         "[\"a\"]}]}]"), {{"foo", "bar"}}, {0}, -1, "n1", {{"zone", "b"}}, KC_UNRESOLVABLE,
+         "[\"a\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{0}},
+     KC_UNRESOLVABLE,
      ENFORCED},
-    {"added affinity passes, the pod's fails", ADDED_REQUIRED(
+    {"added NotIn: absent label passes",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+         "[\"a\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{0}},
+     KC_SUCCESS,
+     ""},
+    {"added NotIn: listed value refused",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"NotIn\", \"values\": "
+         "[\"a\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"zone", "a"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added Exists",
+     ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"gpu\", \"operator\": \"Exists\"}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"gpu", ""}},
+     KC_SUCCESS,
+     ""},
+    {"added DoesNotExist",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"gpu\", \"operator\": \"DoesNotExist\"}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"gpu", "true"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added Gt: larger integer label",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Gt\", \"values\": "
+         "[\"8\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"cores", "16"}},
+     KC_SUCCESS,
+     ""},
+    {"added Gt: equal is not greater",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Gt\", \"values\": "
+         "[\"8\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"cores", "8"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added Lt: label that is no integer never matches",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"cores\", \"operator\": \"Lt\", \"values\": "
+         "[\"8\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"cores", "four"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added Lt: negative label",
+     ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"t\", \"operator\": \"Lt\", \"values\": "
+                    "[\"0\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"t", "-3"}},
+     KC_SUCCESS,
+     ""},
+    {"added terms are ORed",
+     ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}]}, "
+                    "{\"matchExpressions\": [{\"key\": \"b\", \"operator\": \"Exists\"}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"b", "1"}},
+     KC_SUCCESS,
+     ""},
+    {"added expressions are ANDed",
+     ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"Exists\"}, "
+                    "{\"key\": \"b\", \"operator\": \"Exists\"}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"b", "1"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added empty term matches nothing",
+     ADDED_REQUIRED("[{}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{"a", "1"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added matchFields metadata.name",
+     ADDED_REQUIRED(
+         "[{\"matchFields\": [{\"key\": \"metadata.name\", \"operator\": \"NotIn\", \"values\": "
+         "[\"n1\"]}]}]"),
+     {{0}},
+     {0},
+     -1,
+     "n1",
+     {{0}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added affinity is checked before the pod's",
+     ADDED_REQUIRED(
          "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
-         "[\"a\"]}]}]"), {{"foo", "bar"}}, {0}, -1, "n1", {{"zone", "a"}}, KC_UNRESOLVABLE,
+         "[\"a\"]}]}]"),
+     {{"foo", "bar"}},
+     {0},
+     -1,
+     "n1",
+     {{"zone", "b"}},
+     KC_UNRESOLVABLE,
+     ENFORCED},
+    {"added affinity passes, the pod's fails",
+     ADDED_REQUIRED(
+         "[{\"matchExpressions\": [{\"key\": \"zone\", \"operator\": \"In\", \"values\": "
+         "[\"a\"]}]}]"),
+     {{"foo", "bar"}},
+     {0},
+     -1,
+     "n1",
+     {{"zone", "a"}},
+     KC_UNRESOLVABLE,
      POD_REASON},
 };
-
 
 /* A node named node with labels, and the pod p with a nodeSelector, required affinity by
  * metadata.name (one term per name; count 0: one term naming two nodes, which conflicts;
@@ -164,8 +350,9 @@ static const char *cluster_of(const char *node, const struct fake_kv *labels,
         return text;
     append(text, sizeof(text), "    affinity:\n      nodeAffinity:\n");
     if (name_count >= 0) {
-        append(text, sizeof(text), "        requiredDuringSchedulingIgnoredDuringExecution:\n"
-                                   "          nodeSelectorTerms:\n");
+        append(text, sizeof(text),
+               "        requiredDuringSchedulingIgnoredDuringExecution:\n"
+               "          nodeSelectorTerms:\n");
         if (name_count == 0)
             append(text, sizeof(text),
                    "            - matchFields: [{key: metadata.name, operator: In, values: [x]},"
@@ -192,9 +379,9 @@ static void filter_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(filter_cases) / sizeof(filter_cases[0]); i++) {
         const struct filter_case *c = &filter_cases[i];
-        harness_start(c->args != NULL ? c->args : "{}",
-                      cluster_of(c->node, c->labels, c->selector, c->node_names,
-                                 c->node_name_count, NULL));
+        harness_start(
+            c->args != NULL ? c->args : "{}",
+            cluster_of(c->node, c->labels, c->selector, c->node_names, c->node_name_count, NULL));
         harness_expect_status(c->name, kc_harness_filter(harness, "p", c->node), c->status);
         if (strcmp(kc_harness_message(harness), c->reason) != 0)
             fail_msg("%s (%s): reason \"%s\", want \"%s\"", c->name, harness_mode_name(),
@@ -212,29 +399,42 @@ struct score_case {
     int64_t scores[3];
 };
 
-#define ADDED_PREFERRED(terms) \
+#define ADDED_PREFERRED(terms)                                                                     \
     "{\"addedAffinity\": {\"preferredDuringSchedulingIgnoredDuringExecution\": " terms "}}"
 
 static const struct score_case score_cases[] = {
     {"no preferred terms: every node 0", NULL, {{0}}, {{{"foo", "bar"}}, {{0}}, {{0}}}, {0, 0, 0}},
-    {"no node matches: every node 0", NULL, {{"foo", "bar", 2}},
-     {{{"foo", "baz"}}, {{0}}, {{"x", "bar"}}}, {0, 0, 0}},
-    {"only one node matches", NULL, {{"foo", "bar", 2}},
-     {{{"foo", "bar"}}, {{0}}, {{"x", "bar"}}}, {100, 0, 0}},
-    {"weights add up; the best scores 100", NULL,
+    {"no node matches: every node 0",
+     NULL,
+     {{"foo", "bar", 2}},
+     {{{"foo", "baz"}}, {{0}}, {{"x", "bar"}}},
+     {0, 0, 0}},
+    {"only one node matches",
+     NULL,
+     {{"foo", "bar", 2}},
+     {{{"foo", "bar"}}, {{0}}, {{"x", "bar"}}},
+     {100, 0, 0}},
+    {"weights add up; the best scores 100",
+     NULL,
      {{"foo", "bar", 2}, {"key", "value", 5}, {"az", "az1", 3}},
      {{{"foo", "bar"}}, {{"foo", "bar"}, {"key", "value"}, {"az", "az1"}}, {{"key", "value"}}},
      {20, 100, 50}},
-    {"normalization truncates like kube", NULL, {{"a", "1", 1}, {"b", "1", 2}},
-     {{{"a", "1"}}, {{"b", "1"}}, {{"a", "1"}, {"b", "1"}}}, {33, 66, 100}},
-    {"added preferred term alone", ADDED_PREFERRED(
-         "[{\"weight\": 5, \"preference\": {\"matchExpressions\": [{\"key\": \"zone\", "
-         "\"operator\": \"In\", \"values\": [\"a\"]}]}}]"),
-     {{0}}, {{{"zone", "a"}}, {{"zone", "b"}}, {{0}}}, {100, 0, 0}},
-    {"added and pod terms add up", ADDED_PREFERRED(
-         "[{\"weight\": 3, \"preference\": {\"matchExpressions\": [{\"key\": \"zone\", "
-         "\"operator\": \"Exists\"}]}}]"),
-     {{"disk", "ssd", 1}}, {{{"zone", "a"}, {"disk", "ssd"}}, {{"zone", "b"}}, {{"disk", "ssd"}}},
+    {"normalization truncates like kube",
+     NULL,
+     {{"a", "1", 1}, {"b", "1", 2}},
+     {{{"a", "1"}}, {{"b", "1"}}, {{"a", "1"}, {"b", "1"}}},
+     {33, 66, 100}},
+    {"added preferred term alone",
+     ADDED_PREFERRED("[{\"weight\": 5, \"preference\": {\"matchExpressions\": [{\"key\": \"zone\", "
+                     "\"operator\": \"In\", \"values\": [\"a\"]}]}}]"),
+     {{0}},
+     {{{"zone", "a"}}, {{"zone", "b"}}, {{0}}},
+     {100, 0, 0}},
+    {"added and pod terms add up",
+     ADDED_PREFERRED("[{\"weight\": 3, \"preference\": {\"matchExpressions\": [{\"key\": \"zone\", "
+                     "\"operator\": \"Exists\"}]}}]"),
+     {{"disk", "ssd", 1}},
+     {{{"zone", "a"}, {"disk", "ssd"}}, {{"zone", "b"}}, {{"disk", "ssd"}}},
      {100, 75, 25}},
 };
 
@@ -246,8 +446,8 @@ static void score_table(void **state)
     for (size_t i = 0; i < sizeof(score_cases) / sizeof(score_cases[0]); i++) {
         const struct score_case *c = &score_cases[i];
         char cluster[4096];
-        snprintf(cluster, sizeof(cluster), "%s", cluster_of("a", c->labels[0], none, NULL, -1,
-                                                            c->preferred));
+        snprintf(cluster, sizeof(cluster), "%s",
+                 cluster_of("a", c->labels[0], none, NULL, -1, c->preferred));
         /* nodes b and c after a: put them before the pods */
         char *pods = strstr(cluster, "pods:\n");
         char rest[4096];
@@ -299,8 +499,10 @@ static void bad_args_are_refused_with_a_logged_reason(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(bad_args) / sizeof(bad_args[0]); i++) {
         char error[1024] = "";
-        kc_harness_options o = {.struct_size = sizeof(o), .mode = harness_mode,
-                                .plugin = KC_PLUGIN_PATH, .args_json = bad_args[i],
+        kc_harness_options o = {.struct_size = sizeof(o),
+                                .mode = harness_mode,
+                                .plugin = KC_PLUGIN_PATH,
+                                .args_json = bad_args[i],
                                 .cluster_yaml = "nodes:\n  - name: n1\n"};
         if (kc_harness_open(&o, &harness, error, sizeof(error)) == 0)
             fail_msg("args %s (%s): accepted", bad_args[i], harness_mode_name());
@@ -317,10 +519,11 @@ static void good_args_are_accepted(void **state)
     static const char cluster[] = "nodes:\n  - name: n1\n";
     harness_start("{}", cluster);
     harness_start("{\"addedAffinity\": {}}", cluster);
-    harness_start(ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\", "
-                                 "\"values\": [\"x\"]}], \"matchFields\": [{\"key\": "
-                                 "\"metadata.name\", \"operator\": \"In\", \"values\": [\"n1\"]}]}]"),
-                  cluster);
+    harness_start(
+        ADDED_REQUIRED("[{\"matchExpressions\": [{\"key\": \"a\", \"operator\": \"In\", "
+                       "\"values\": [\"x\"]}], \"matchFields\": [{\"key\": "
+                       "\"metadata.name\", \"operator\": \"In\", \"values\": [\"n1\"]}]}]"),
+        cluster);
 }
 
 int main(void)

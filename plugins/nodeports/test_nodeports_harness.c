@@ -32,10 +32,10 @@ static void yaml_ports(char *buf, size_t size, const char *const *specs)
         snprintf(proto, sizeof(proto), "%.*s", (int)(first - specs[i]), specs[i]);
         snprintf(ip, sizeof(ip), "%.*s", (int)(second - first - 1), first + 1);
         port = atoi(second + 1);
-        used += (size_t)snprintf(buf + used, size - used,
-                                 "%s{containerPort: %d, hostPort: %d%s%s%s%s}", i > 0 ? ", " : "",
-                                 port, port, proto[0] ? ", protocol: " : "", proto,
-                                 ip[0] ? ", hostIP: " : "", ip);
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s{containerPort: %d, hostPort: %d%s%s%s%s}",
+                             i > 0 ? ", " : "", port, port, proto[0] ? ", protocol: " : "", proto,
+                             ip[0] ? ", hostIP: " : "", ip);
     }
     if (used < size)
         snprintf(buf + used, size - used, "]\n");

@@ -59,8 +59,7 @@ static void filter_table(void **state)
                  c->tolerations[0] != '\0' ? "\n" : "");
         harness_start("{}", cluster);
         harness_expect_status(c->name, kc_harness_filter(harness, "p", "open"), KC_SUCCESS);
-        harness_expect_status(c->name, kc_harness_filter(harness, "p", "cordoned"),
-                              c->on_cordoned);
+        harness_expect_status(c->name, kc_harness_filter(harness, "p", "cordoned"), c->on_cordoned);
         if (c->on_cordoned != KC_SUCCESS)
             assert_string_equal(kc_harness_message(harness), REASON);
     }

@@ -17,7 +17,7 @@
 
 struct kc_args {
     json_t *root;
-    char error[256]; /* the first bad value; "" while none */
+    char error[256];                 /* the first bad value; "" while none */
     const char *read[ARGS_MAX_READ]; /* keys a getter asked for (the object's own strings) */
     uint32_t read_count;
 };
@@ -123,8 +123,7 @@ int plugin_args_bool(kc_args *args, const char *key, int fallback, int *out)
     return 0;
 }
 
-int plugin_args_quantity(kc_args *args, const char *key, int scale, int64_t fallback,
-                         int64_t *out)
+int plugin_args_quantity(kc_args *args, const char *key, int scale, int64_t fallback, int64_t *out)
 {
     json_t *v = take(args, key);
     *out = fallback;
@@ -158,7 +157,8 @@ int plugin_args_finish(kc_args *args, char *error, size_t error_size)
     } else {
         const char *key;
         json_t *value;
-        json_object_foreach(args->root, key, value) {
+        json_object_foreach(args->root, key, value)
+        {
             bool seen = false;
             for (uint32_t i = 0; i < args->read_count && !seen; i++)
                 seen = strcmp(args->read[i], key) == 0;

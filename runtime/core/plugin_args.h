@@ -10,8 +10,7 @@ kc_args *plugin_args_parse(const char *json, char *error, size_t error_size);
 int plugin_args_int(kc_args *args, const char *key, int64_t fallback, int64_t *out);
 int plugin_args_string(kc_args *args, const char *key, const char *fallback, const char **out);
 int plugin_args_bool(kc_args *args, const char *key, int fallback, int *out);
-int plugin_args_quantity(kc_args *args, const char *key, int scale, int64_t fallback,
-                         int64_t *out);
+int plugin_args_quantity(kc_args *args, const char *key, int scale, int64_t fallback, int64_t *out);
 int plugin_args_finish(kc_args *args, char *error, size_t error_size);
 
 #endif

@@ -44,7 +44,7 @@ struct kc_harness {
     struct plugin_host *local; /* KC_HARNESS_IN_PROCESS */
     struct channel channel;    /* KC_HARNESS_PROCESS */
     pid_t pid;
-    struct sim_spec spec;    /* the cluster kc_harness_open read */
+    struct sim_spec spec;     /* the cluster kc_harness_open read */
     struct sim_spec *updates; /* and those of kc_harness_update, oldest first */
     uint32_t update_count;
     /* the replica's nodes in its order (a put appends a new node, a delete moves the last
@@ -171,8 +171,7 @@ static void note_logs(kc_harness *h, const Kcycle__V1__Reply *reply)
     static const char *const levels[] = {"ERROR", "WARN", "INFO", "DEBUG"};
     for (size_t i = 0; i < reply->n_logs; i++) {
         const Kcycle__V1__LogLine *line = reply->logs[i];
-        void *grown =
-            array_grow(h->logs, &h->log_capacity, h->log_count + 1, sizeof(*h->logs));
+        void *grown = array_grow(h->logs, &h->log_capacity, h->log_count + 1, sizeof(*h->logs));
         if (grown == NULL)
             return;
         h->logs = grown;
@@ -218,7 +217,8 @@ static struct pod *find_pod_in(const struct sim_spec *spec, const char *ns, size
                                const char *name)
 {
     for (uint32_t i = 0; i < spec->pod_count + spec->arrival_count; i++) {
-        struct pod *p = i < spec->pod_count ? spec->pods[i] : spec->arrivals[i - spec->pod_count].pod;
+        struct pod *p =
+            i < spec->pod_count ? spec->pods[i] : spec->arrivals[i - spec->pod_count].pod;
         if (p != NULL && strcmp(p->name, name) == 0 && strlen(p->namespace) == ns_len &&
             strncmp(p->namespace, ns, ns_len) == 0)
             return p;
@@ -295,8 +295,9 @@ static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
         h->reasons[i] = strdup(e->reasons[i]->text);
         h->reason_counts[i] = e->reasons[i]->count;
         h->reason_total = (uint32_t)i + 1;
-        used += (size_t)snprintf(h->message + used, used < sizeof(h->message) ? sizeof(h->message) - used : 0,
-                                 "%s%s", i > 0 ? "; " : "", e->reasons[i]->text);
+        used += (size_t)snprintf(h->message + used,
+                                 used < sizeof(h->message) ? sizeof(h->message) - used : 0, "%s%s",
+                                 i > 0 ? "; " : "", e->reasons[i]->text);
         if (used >= sizeof(h->message))
             used = sizeof(h->message) - 1;
     }
@@ -402,7 +403,7 @@ static const Kcycle__V1__Phase wire_phases[] = {
 };
 
 KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_phase phase,
-                                  const char *node)
+                                 const char *node)
 {
     h->message[0] = '\0';
     kv_list_free(&h->annotations);

@@ -40,8 +40,7 @@ static void filter_and_score_as_released(void **state)
                      1);
     assert_int_equal(kc_harness_score(harness, "preferred"), 100);
     assert_int_equal(kc_harness_score(harness, "plain"), 0);
-    harness_expect_status("filter", kc_harness_filter(harness, "p", "rejected"),
-                          KC_UNSCHEDULABLE);
+    harness_expect_status("filter", kc_harness_filter(harness, "p", "rejected"), KC_UNSCHEDULABLE);
     assert_string_equal(kc_harness_message(harness), NAME ": node labelled abi.kcycle.io/reject");
 }
 

@@ -126,8 +126,7 @@ static kc_status authoring_reserve(void *self, kc_cycle *cycle, const kc_pod *po
 }
 
 /* Idempotent through kc_cycle_delete: a second Unreserve finds nothing to undo. */
-static void authoring_unreserve(void *self, kc_cycle *cycle, const kc_pod *pod,
-                                const kc_node *node)
+static void authoring_unreserve(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     (void)self;
     (void)node;

@@ -37,8 +37,7 @@ static void filter_keeps_the_labelled_nodes_with_the_plugins_reason(void **state
     harness_start("{}", cluster);
     harness_expect_status("gpu-big", kc_harness_filter(harness, "ml/trainer", "gpu-big"),
                           KC_SUCCESS);
-    harness_expect_status("cpu", kc_harness_filter(harness, "ml/trainer", "cpu"),
-                          KC_UNSCHEDULABLE);
+    harness_expect_status("cpu", kc_harness_filter(harness, "ml/trainer", "cpu"), KC_UNSCHEDULABLE);
     assert_string_equal(kc_harness_message(harness), "node(s) lack the pool label");
     /* args change the verdict: not strict, every node passes */
     harness_start("{\"strict\": false}", cluster);
@@ -73,7 +72,8 @@ static void logs_name_the_plugin_without_it_saying_so(void **state)
     kc_harness_clear_logs(harness);
     assert_int_equal(kc_harness_log_count(harness), 0);
     harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
-    assert_true(kc_harness_logged(harness, "DEBUG authoring: prefilter trainer: 3 nodes, 0 waiting"));
+    assert_true(
+        kc_harness_logged(harness, "DEBUG authoring: prefilter trainer: 3 nodes, 0 waiting"));
 }
 
 static void bad_args_fail_open_naming_the_key(void **state)
@@ -109,7 +109,8 @@ static void cycle_state_follows_the_phases(void **state)
                           KC_SUCCESS);
     assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/reserved"), 1);
     /* the replica numbers nodes in the order the cluster lists them; ids start at 1 */
-    assert_true(kc_harness_logged(harness, "INFO authoring: reserved trainer on gpu-small (node id 2)"));
+    assert_true(
+        kc_harness_logged(harness, "INFO authoring: reserved trainer on gpu-small (node id 2)"));
     harness_expect_status("permit",
                           kc_harness_call(harness, "ml/trainer", KC_HARNESS_PERMIT, "gpu-small"),
                           KC_SUCCESS);
@@ -155,7 +156,7 @@ static void updates_change_what_the_plugin_sees(void **state)
     harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
     assert_true(kc_harness_feasible(harness, "gpu-new"));
     assert_int_equal(kc_harness_score(harness, "gpu-new"), 10); /* 3 - 2 free */
-    assert_false(kc_harness_feasible(harness, "gpu-small"));   /* its label went */
+    assert_false(kc_harness_feasible(harness, "gpu-small"));    /* its label went */
     assert_int_equal(kc_harness_delete_node(harness, "cpu"), 0);
     assert_int_equal(kc_harness_delete_node(harness, "cpu"), -2);
     harness_expect_status("filter", kc_harness_filter(harness, "late", "cpu"), KC_ERROR);

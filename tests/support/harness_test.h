@@ -44,13 +44,13 @@ static inline int harness_teardown(void **state)
 }
 
 /* Fail with the case's name, the mode and what the harness said. */
-#define harness_expect_status(what, got, want)                                                  \
-    do {                                                                                        \
-        kc_status got_ = (got);                                                                 \
-        if (got_ != (want))                                                                     \
-            fail_msg("%s (%s): status %d, want %d; message \"%s\", error \"%s\"", (what),       \
-                     harness_mode_name(), (int)got_, (int)(want), kc_harness_message(harness),  \
-                     kc_harness_error(harness));                                                \
+#define harness_expect_status(what, got, want)                                                     \
+    do {                                                                                           \
+        kc_status got_ = (got);                                                                    \
+        if (got_ != (want))                                                                        \
+            fail_msg("%s (%s): status %d, want %d; message \"%s\", error \"%s\"", (what),          \
+                     harness_mode_name(), (int)got_, (int)(want), kc_harness_message(harness),     \
+                     kc_harness_error(harness));                                                   \
     } while (0)
 
 #define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)
@@ -63,7 +63,7 @@ static inline int harness_run_both_modes(const struct CMUnitTest *tests, size_t 
     harness_mode = KC_HARNESS_PROCESS;
     return failed + _cmocka_run_group_tests("process", tests, count, NULL, NULL);
 }
-#define HARNESS_RUN_BOTH_MODES(tests) \
+#define HARNESS_RUN_BOTH_MODES(tests)                                                              \
     harness_run_both_modes(tests, sizeof(tests) / sizeof((tests)[0]))
 
 #endif

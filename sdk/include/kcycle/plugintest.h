@@ -33,8 +33,8 @@ typedef enum kc_harness_phase {
 typedef struct kc_harness_options {
     uint32_t struct_size; /* sizeof(kc_harness_options) */
     kc_harness_mode mode;
-    const char *plugin;       /* the plugin's .so */
-    const char *args_json;    /* its args; NULL: "{}" */
+    const char *plugin;    /* the plugin's .so */
+    const char *args_json; /* its args; NULL: "{}" */
     /* The cluster, as a simulation file (docs/simulation.md): its nodes, its pods with a
      * nodeName (placed on their nodes) and its custom objects. Its other pods and its workload
      * are the pods a test evaluates, by "namespace/name" (or "name" in "default"). One of: */
@@ -86,7 +86,7 @@ KC_API uint32_t kc_harness_reason_count(kc_harness *harness, const char *reason)
 /* Call a later phase on the pod's cycle (the node the test chose; NULL for Unreserve).
  * Permit's KC_WAIT is returned as is. */
 KC_API kc_status kc_harness_call(kc_harness *harness, const char *pod, kc_harness_phase phase,
-                                  const char *node);
+                                 const char *node);
 /* The message of the last call ("" when none). Lives until the next call. */
 KC_API const char *kc_harness_message(kc_harness *harness);
 /* 1 when, in the last kc_harness_call, the plugin asked the runtime to bind the pod
