@@ -17,68 +17,40 @@
 #include "affinity_cases.h"
 #include "harness_test.h"
 
-static void append(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    va_list ap;
-    va_start(ap, fmt);
-    if (used < size)
-        vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
-/* The "key=value" words of spec after the first `skip`, as a YAML flow map. */
-static void yaml_labels(char *buf, size_t size, const char *spec, int skip)
-{
-    char copy[256];
-    snprintf(copy, sizeof(copy), "%s", spec);
-    int index = 0, written = 0;
-    append(buf, size, "{");
-    for (char *w = strtok(copy, " "); w != NULL; w = strtok(NULL, " "), index++) {
-        char *eq = strchr(w, '=');
-        if (index < skip || eq == NULL)
-            continue;
-        *eq = '\0';
-        append(buf, size, "%s'%s': '%s'", written++ > 0 ? ", " : "", w, eq + 1);
-    }
-    append(buf, size, "}");
-}
-
 /* A pod in the Kubernetes form: terms (the pod's affinity JSON, which YAML reads) or none. */
 static void yaml_pod(char *buf, size_t size, const char *name, const char *labels_spec,
                      const char *node, const char *terms)
 {
     char ns[64];
     sscanf(labels_spec, "%63s", ns);
-    append(buf, size, "  - metadata: {name: %s, namespace: %s, labels: ", name, ns);
-    yaml_labels(buf, size, labels_spec, 1);
-    append(buf, size, "}\n    spec: {\"containers\": [{\"name\": \"c\"}]");
+    harness_append(buf, size, "  - metadata: {name: %s, namespace: %s, labels: ", name, ns);
+    harness_yaml_labels(buf, size, labels_spec, 1);
+    harness_append(buf, size, "}\n    spec: {\"containers\": [{\"name\": \"c\"}]");
     if (node != NULL)
-        append(buf, size, ", \"nodeName\": \"%s\"", node);
+        harness_append(buf, size, ", \"nodeName\": \"%s\"", node);
     if (terms != NULL)
-        append(buf, size, ", \"affinity\": %s", terms);
-    append(buf, size, "}\n");
+        harness_append(buf, size, ", \"affinity\": %s", terms);
+    harness_append(buf, size, "}\n");
 }
 
 static const char *cluster_of(const struct affinity_case *c)
 {
     static char text[16384];
     text[0] = '\0';
-    append(text, sizeof(text), "nodes:\n");
+    harness_append(text, sizeof(text), "nodes:\n");
     for (int n = 0; n < MAX_NODES && c->nodes[n] != NULL; n++) {
         char name[64];
         sscanf(c->nodes[n], "%63s", name);
-        append(text, sizeof(text), "  - name: %s\n    labels: ", name);
-        yaml_labels(text, sizeof(text), c->nodes[n], 1);
-        append(text, sizeof(text), "\n");
+        harness_append(text, sizeof(text), "  - name: %s\n    labels: ", name);
+        harness_yaml_labels(text, sizeof(text), c->nodes[n], 1);
+        harness_append(text, sizeof(text), "\n");
     }
-    append(text, sizeof(text),
-           "objects:\n"
-           "  - {apiVersion: v1, kind: Namespace, metadata: {name: ns1, labels: {team: a}}}\n"
-           "  - {apiVersion: v1, kind: Namespace, metadata: {name: ns2, labels: {team: b}}}\n"
-           "pods:\n");
+    harness_append(
+        text, sizeof(text),
+        "objects:\n"
+        "  - {apiVersion: v1, kind: Namespace, metadata: {name: ns1, labels: {team: a}}}\n"
+        "  - {apiVersion: v1, kind: Namespace, metadata: {name: ns2, labels: {team: b}}}\n"
+        "pods:\n");
     for (int i = 0; i < MAX_PODS && c->existing[i] != NULL; i++) {
         /* "node ns labels... [| terms]" */
         char spec[1024], name[16];

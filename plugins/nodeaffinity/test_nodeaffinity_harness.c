@@ -33,26 +33,14 @@ struct fake_preferred {
     int64_t weight;
 };
 
-static void append(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    va_list ap;
-    va_start(ap, fmt);
-    if (used < size)
-        vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
 static void yaml_labels(char *buf, size_t size, const char *field, const struct fake_kv *kv)
 {
     if (kv[0].key == NULL)
         return;
-    append(buf, size, "    %s: {", field);
+    harness_append(buf, size, "    %s: {", field);
     for (int i = 0; i < MAX_LABELS && kv[i].key != NULL; i++)
-        append(buf, size, "%s'%s': '%s'", i > 0 ? ", " : "", kv[i].key, kv[i].value);
-    append(buf, size, "}\n");
+        harness_append(buf, size, "%s'%s': '%s'", i > 0 ? ", " : "", kv[i].key, kv[i].value);
+    harness_append(buf, size, "}\n");
 }
 
 struct filter_case {
@@ -342,34 +330,36 @@ static const char *cluster_of(const char *node, const struct fake_kv *labels,
 {
     static char text[4096];
     text[0] = '\0';
-    append(text, sizeof(text), "nodes:\n  - name: %s\n", node);
+    harness_append(text, sizeof(text), "nodes:\n  - name: %s\n", node);
     yaml_labels(text, sizeof(text), "labels", labels);
-    append(text, sizeof(text), "pods:\n  - name: p\n");
+    harness_append(text, sizeof(text), "pods:\n  - name: p\n");
     yaml_labels(text, sizeof(text), "nodeSelector", selector);
     if (name_count < 0 && (preferred == NULL || preferred[0].key == NULL))
         return text;
-    append(text, sizeof(text), "    affinity:\n      nodeAffinity:\n");
+    harness_append(text, sizeof(text), "    affinity:\n      nodeAffinity:\n");
     if (name_count >= 0) {
-        append(text, sizeof(text),
-               "        requiredDuringSchedulingIgnoredDuringExecution:\n"
-               "          nodeSelectorTerms:\n");
+        harness_append(text, sizeof(text),
+                       "        requiredDuringSchedulingIgnoredDuringExecution:\n"
+                       "          nodeSelectorTerms:\n");
         if (name_count == 0)
-            append(text, sizeof(text),
-                   "            - matchFields: [{key: metadata.name, operator: In, values: [x]},"
-                   " {key: metadata.name, operator: In, values: [y]}]\n");
+            harness_append(
+                text, sizeof(text),
+                "            - matchFields: [{key: metadata.name, operator: In, values: [x]},"
+                " {key: metadata.name, operator: In, values: [y]}]\n");
         for (int32_t i = 0; i < name_count; i++)
-            append(text, sizeof(text),
-                   "            - matchFields: [{key: metadata.name, operator: In, values: "
-                   "['%s']}]\n",
-                   names[i]);
+            harness_append(text, sizeof(text),
+                           "            - matchFields: [{key: metadata.name, operator: In, values: "
+                           "['%s']}]\n",
+                           names[i]);
     }
     if (preferred != NULL && preferred[0].key != NULL) {
-        append(text, sizeof(text), "        preferredDuringSchedulingIgnoredDuringExecution:\n");
+        harness_append(text, sizeof(text),
+                       "        preferredDuringSchedulingIgnoredDuringExecution:\n");
         for (int i = 0; i < 3 && preferred[i].key != NULL; i++)
-            append(text, sizeof(text),
-                   "          - weight: %lld\n            preference: {matchExpressions: "
-                   "[{key: '%s', operator: In, values: ['%s']}]}\n",
-                   (long long)preferred[i].weight, preferred[i].key, preferred[i].value);
+            harness_append(text, sizeof(text),
+                           "          - weight: %lld\n            preference: {matchExpressions: "
+                           "[{key: '%s', operator: In, values: ['%s']}]}\n",
+                           (long long)preferred[i].weight, preferred[i].key, preferred[i].value);
     }
     return text;
 }
@@ -454,10 +444,10 @@ static void score_table(void **state)
         snprintf(rest, sizeof(rest), "%s", pods);
         *pods = '\0';
         for (int n = 1; n < 3; n++) {
-            append(cluster, sizeof(cluster), "  - name: %s\n", names[n]);
+            harness_append(cluster, sizeof(cluster), "  - name: %s\n", names[n]);
             yaml_labels(cluster, sizeof(cluster), "labels", c->labels[n]);
         }
-        append(cluster, sizeof(cluster), "%s", rest);
+        harness_append(cluster, sizeof(cluster), "%s", rest);
         harness_start(c->args != NULL ? c->args : "{}", cluster);
         harness_expect_status(c->name, kc_harness_evaluate(harness, "p"), KC_SUCCESS);
         for (int n = 0; n < 3; n++) {

@@ -16,36 +16,6 @@
 #include "harness_test.h"
 #include "spread_cases.h"
 
-static void append(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    va_list ap;
-    va_start(ap, fmt);
-    if (used < size)
-        vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
-/* The words of spec after the first `skip`, as "key: 'value'" pairs of those without a prefix
- * (a label), into buf; prefixed words ("sel:", "tol:", "taint:") are left to the caller. */
-static void yaml_labels(char *buf, size_t size, const char *spec, int skip)
-{
-    char copy[256];
-    snprintf(copy, sizeof(copy), "%s", spec);
-    int index = 0, written = 0;
-    append(buf, size, "{");
-    for (char *w = strtok(copy, " "); w != NULL; w = strtok(NULL, " "), index++) {
-        char *eq = strchr(w, '=');
-        if (index < skip || eq == NULL || strchr(w, ':') != NULL)
-            continue;
-        *eq = '\0';
-        append(buf, size, "%s'%s': '%s'", written++ > 0 ? ", " : "", w, eq + 1);
-    }
-    append(buf, size, "}");
-}
-
 /* The values of the words of spec with prefix ("sel:k=v" gives "k=v"), in order. */
 static int prefixed(const char *spec, const char *prefix, char out[][64], int capacity)
 {
@@ -63,48 +33,52 @@ static const char *cluster_of(const struct spread_case *c)
     static char text[8192];
     char list[4][64];
     text[0] = '\0';
-    append(text, sizeof(text), "nodes:\n");
+    harness_append(text, sizeof(text), "nodes:\n");
     for (int n = 0; n < MAX_NODES && c->nodes[n] != NULL; n++) {
         char name[64];
         sscanf(c->nodes[n], "%63s", name);
-        append(text, sizeof(text), "  - name: %s\n    labels: ", name);
-        yaml_labels(text, sizeof(text), c->nodes[n], 1);
+        harness_append(text, sizeof(text), "  - name: %s\n    labels: ", name);
+        harness_yaml_labels(text, sizeof(text), c->nodes[n], 1);
         int taints = prefixed(c->nodes[n], "taint:", list, 4);
-        append(text, sizeof(text), "\n    taints: [");
+        harness_append(text, sizeof(text), "\n    taints: [");
         for (int t = 0; t < taints; t++)
-            append(text, sizeof(text), "%s{key: '%s', effect: NoSchedule}", t ? ", " : "", list[t]);
-        append(text, sizeof(text), "]\n");
+            harness_append(text, sizeof(text), "%s{key: '%s', effect: NoSchedule}", t ? ", " : "",
+                           list[t]);
+        harness_append(text, sizeof(text), "]\n");
     }
-    append(text, sizeof(text), "pods:\n");
+    harness_append(text, sizeof(text), "pods:\n");
     for (int i = 0; i < MAX_PODS && c->existing[i] != NULL; i++) {
         char node[64], ns[64];
         sscanf(c->existing[i], "%63s %63s", node, ns);
-        append(text, sizeof(text), "  - {name: p%d, namespace: %s, nodeName: %s, labels: ", i, ns,
-               node);
-        yaml_labels(text, sizeof(text), c->existing[i], 2);
-        append(text, sizeof(text), "}\n");
+        harness_append(text, sizeof(text),
+                       "  - {name: p%d, namespace: %s, nodeName: %s, labels: ", i, ns, node);
+        harness_yaml_labels(text, sizeof(text), c->existing[i], 2);
+        harness_append(text, sizeof(text), "}\n");
     }
     /* the incoming pod in the Kubernetes form: the constraints are JSON, which YAML reads;
      * the spec's other fields are added before the object's closing brace */
     char ns[64];
     sscanf(c->pod, "%63s", ns);
-    append(text, sizeof(text), "  - metadata: {name: incoming, namespace: %s, labels: ", ns);
-    yaml_labels(text, sizeof(text), c->pod, 1);
+    harness_append(text, sizeof(text),
+                   "  - metadata: {name: incoming, namespace: %s, labels: ", ns);
+    harness_yaml_labels(text, sizeof(text), c->pod, 1);
     size_t constraints_len = strlen(c->constraints);
-    append(text, sizeof(text), "}\n    spec: %.*s, \"containers\": [{\"name\": \"c\"}]",
-           (int)(constraints_len - 1), c->constraints);
+    harness_append(text, sizeof(text), "}\n    spec: %.*s, \"containers\": [{\"name\": \"c\"}]",
+                   (int)(constraints_len - 1), c->constraints);
     int selectors = prefixed(c->pod, "sel:", list, 4);
     for (int i = 0; i < selectors; i++) {
         char *eq = strchr(list[i], '=');
         *eq = '\0';
-        append(text, sizeof(text), "%s\"%s\": \"%s\"%s", i == 0 ? ", \"nodeSelector\": {" : ", ",
-               list[i], eq + 1, i == selectors - 1 ? "}" : "");
+        harness_append(text, sizeof(text), "%s\"%s\": \"%s\"%s",
+                       i == 0 ? ", \"nodeSelector\": {" : ", ", list[i], eq + 1,
+                       i == selectors - 1 ? "}" : "");
     }
     int tolerations = prefixed(c->pod, "tol:", list, 4);
     for (int i = 0; i < tolerations; i++)
-        append(text, sizeof(text), "%s{\"key\": \"%s\", \"operator\": \"Exists\"}%s",
-               i == 0 ? ", \"tolerations\": [" : ", ", list[i], i == tolerations - 1 ? "]" : "");
-    append(text, sizeof(text), "}\n");
+        harness_append(text, sizeof(text), "%s{\"key\": \"%s\", \"operator\": \"Exists\"}%s",
+                       i == 0 ? ", \"tolerations\": [" : ", ", list[i],
+                       i == tolerations - 1 ? "]" : "");
+    harness_append(text, sizeof(text), "}\n");
     return text;
 }
 

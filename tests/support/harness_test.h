@@ -4,7 +4,9 @@
 #ifndef KC_TESTS_HARNESS_TEST_H
 #define KC_TESTS_HARNESS_TEST_H
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <kcycle/plugintest.h>
 
@@ -52,6 +54,38 @@ static inline int harness_teardown(void **state)
                      harness_mode_name(), (int)got_, (int)(want), kc_harness_message(harness),     \
                      kc_harness_error(harness));                                                   \
     } while (0)
+
+/* Append printf output to the string in buf (size bytes in all), cut at the end: tests build
+ * their clusters' YAML with it. */
+static inline void harness_append(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void harness_append(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    if (used < size)
+        vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The "key=value" words of spec after the first `skip`, as a YAML flow map appended to buf;
+ * words with a prefix ("sel:k=v", "taint:k") are left to the caller. */
+static inline void harness_yaml_labels(char *buf, size_t size, const char *spec, int skip)
+{
+    char copy[256];
+    snprintf(copy, sizeof(copy), "%s", spec);
+    int index = 0, written = 0;
+    harness_append(buf, size, "{");
+    for (char *w = strtok(copy, " "); w != NULL; w = strtok(NULL, " "), index++) {
+        char *eq = strchr(w, '=');
+        if (index < skip || eq == NULL || strchr(w, ':') != NULL)
+            continue;
+        *eq = '\0';
+        harness_append(buf, size, "%s'%s': '%s'", written++ > 0 ? ", " : "", w, eq + 1);
+    }
+    harness_append(buf, size, "}");
+}
 
 #define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)
 
