@@ -62,6 +62,8 @@ struct kc_harness {
     uint32_t reason_total;
     struct kv_list annotations;
     bool bind_requested; /* the last phase call's */
+    char **writes;       /* the last phase call's object writes, "Kind ns/name patch" */
+    uint32_t write_count;
     char **logs;
     uint32_t log_count, log_capacity;
 };
@@ -402,12 +404,37 @@ static const Kcycle__V1__Phase wire_phases[] = {
     [KC_HARNESS_POST_BIND] = KCYCLE__V1__PHASE__PHASE_POST_BIND,
 };
 
+static void forget_writes(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->write_count; i++)
+        free(h->writes[i]);
+    free(h->writes);
+    h->writes = NULL;
+    h->write_count = 0;
+}
+
+static void keep_writes(kc_harness *h, const Kcycle__V1__PhaseReply *r)
+{
+    h->writes = calloc(r->n_object_writes + 1, sizeof(*h->writes));
+    for (size_t i = 0; h->writes != NULL && i < r->n_object_writes; i++) {
+        const Kcycle__V1__ObjectWrite *w = r->object_writes[i];
+        size_t size =
+            strlen(w->kind) + strlen(w->namespace_) + strlen(w->name) + strlen(w->patch) + 8;
+        char *text = malloc(size);
+        if (text == NULL)
+            return;
+        snprintf(text, size, "%s %s/%s %s", w->kind, w->namespace_, w->name, w->patch);
+        h->writes[h->write_count++] = text;
+    }
+}
+
 KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_phase phase,
                                  const char *node)
 {
     h->message[0] = '\0';
     kv_list_free(&h->annotations);
     h->bind_requested = false;
+    forget_writes(h);
     if (phase < KC_HARNESS_RESERVE || phase > KC_HARNESS_POST_BIND) {
         set_error(h, "phase %d is not one of kc_harness_phase", (int)phase);
         return KC_ERROR;
@@ -430,6 +457,7 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
         const Kcycle__V1__PhaseReply *r = reply->phase;
         st = (kc_status)r->status;
         h->bind_requested = r->bind_requested;
+        keep_writes(h, r);
         snprintf(h->message, sizeof(h->message), "%s", r->message);
         for (size_t i = 0; i < r->n_annotations; i++)
             kv_list_set(&h->annotations, r->annotations[i]->key, r->annotations[i]->value);
@@ -443,6 +471,16 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
 KC_API const char *kc_harness_message(kc_harness *h)
 {
     return h->message;
+}
+
+KC_API uint32_t kc_harness_write_count(kc_harness *h)
+{
+    return h->write_count;
+}
+
+KC_API const char *kc_harness_write_at(kc_harness *h, uint32_t index)
+{
+    return index < h->write_count ? h->writes[index] : NULL;
 }
 
 KC_API int kc_harness_bind_requested(kc_harness *h)
@@ -844,6 +882,7 @@ KC_API void kc_harness_close(kc_harness *h)
     free(h->feasible);
     free(h->scores);
     kv_list_free(&h->annotations);
+    forget_writes(h);
     kc_harness_clear_logs(h);
     free(h->logs);
     simfile_free(&h->spec);

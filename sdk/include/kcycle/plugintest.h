@@ -92,6 +92,11 @@ KC_API const char *kc_harness_message(kc_harness *harness);
 /* 1 when, in the last kc_harness_call, the plugin asked the runtime to bind the pod
  * (kc_bind from Bind), else 0. */
 KC_API int kc_harness_bind_requested(kc_harness *harness);
+/* The object writes (kc_cycle_write_object) the last kc_harness_call (PreBind) asked for, in
+ * order, each as "Kind namespace/name PATCH" (namespace empty for cluster-scoped kinds), or
+ * NULL out of range; the runtime would make them before the pod's Binding. */
+KC_API uint32_t kc_harness_write_count(kc_harness *harness);
+KC_API const char *kc_harness_write_at(kc_harness *harness, uint32_t index);
 /* A binding annotation the plugin set in the last phase call, or NULL. */
 KC_API const char *kc_harness_annotation(kc_harness *harness, const char *key);
 /* 1 when the pod's open cycle holds key (kc_cycle_set and not deleted), 0 when not, -1 when
