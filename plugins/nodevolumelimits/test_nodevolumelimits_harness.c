@@ -14,17 +14,6 @@
 #include "harness_test.h"
 #include "nvl_cases.h"
 
-/* A '-quoted JSON object as a line of the file's objects (JSON is YAML). */
-static void yaml_object(char *buf, size_t size, const char *quoted)
-{
-    char json[1024];
-    snprintf(json, sizeof(json), "%s", quoted);
-    for (char *c = json; *c != '\0'; c++)
-        if (*c == '\'')
-            *c = '"';
-    harness_append(buf, size, "  - %s\n", json);
-}
-
 static void yaml_volumes(char *buf, size_t size, const kc_volume *volumes)
 {
     harness_append(buf, size, "[");
@@ -58,9 +47,9 @@ static const char *cluster_of(const struct nvl_case *c)
                    "  - {name: node-c, labels: {kubernetes.io/hostname: node-c}}\n"
                    "objects:\n");
     for (size_t i = 0; i < sizeof(csinodes) / sizeof(csinodes[0]); i++)
-        yaml_object(text, sizeof(text), csinodes[i]);
+        harness_yaml_object(text, sizeof(text), csinodes[i]);
     for (int i = 0; i < VT_MAX_OBJECTS && c->objects[i] != NULL; i++)
-        yaml_object(text, sizeof(text), c->objects[i]);
+        harness_yaml_object(text, sizeof(text), c->objects[i]);
     harness_append(text, sizeof(text), "pods:\n");
     for (int i = 0; i < 4 && c->placed[i].name != NULL; i++) {
         harness_append(text, sizeof(text),

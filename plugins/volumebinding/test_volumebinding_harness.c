@@ -15,16 +15,6 @@
 #include "harness_test.h"
 #include "vb_cases.h"
 
-static void yaml_object(char *buf, size_t size, const char *quoted)
-{
-    char json[2048];
-    snprintf(json, sizeof(json), "%s", quoted);
-    for (char *c = json; *c != '\0'; c++)
-        if (*c == '\'')
-            *c = '"';
-    harness_append(buf, size, "  - %s\n", json);
-}
-
 static const char *cluster_of(const struct vb_case *c)
 {
     static char text[16384];
@@ -40,7 +30,7 @@ static const char *cluster_of(const struct vb_case *c)
     if (c->objects[0] != NULL)
         harness_append(text, sizeof(text), "objects:\n");
     for (int i = 0; i < VT_MAX_OBJECTS && c->objects[i] != NULL; i++)
-        yaml_object(text, sizeof(text), c->objects[i]);
+        harness_yaml_object(text, sizeof(text), c->objects[i]);
     /* uid "uid-web-0": the owner an ephemeral volume's claim names */
     harness_append(text, sizeof(text),
                    "pods:\n  - metadata: {name: web-0, namespace: default, uid: uid-web-0}\n"

@@ -87,6 +87,18 @@ static inline void harness_yaml_labels(char *buf, size_t size, const char *spec,
     harness_append(buf, size, "}");
 }
 
+/* A '-quoted JSON object (the volume plugins' notation) as an entry of a YAML list: JSON is
+ * YAML once its quotes are double. */
+static inline void harness_yaml_object(char *buf, size_t size, const char *quoted)
+{
+    char json[2048];
+    snprintf(json, sizeof(json), "%s", quoted);
+    for (char *c = json; *c != '\0'; c++)
+        if (*c == '\'')
+            *c = '"';
+    harness_append(buf, size, "  - %s\n", json);
+}
+
 #define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)
 
 /* Every test in both isolation modes: in this process, then in a kcycle-plugin-host child. */
