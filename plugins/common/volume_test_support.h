@@ -10,9 +10,7 @@
 #include <jansson.h>
 
 #include "fake_host.h"
-
-#define VT_NODES 3
-#define VT_MAX_OBJECTS 12
+#include "volume_cases.h"
 
 /* node-a: zone a; node-b: zone b; node-c: zone a, disk ssd. Each has its hostname label. */
 static kc_node vt_nodes[VT_NODES];
@@ -63,15 +61,8 @@ static inline void vt_objects(const kc_plugin_ops *ops, void *self, const char *
         vt_object_event(ops, self, KC_EVENT_OBJECT_ADD, objects[i]);
 }
 
-/* A pod already placed on a node, delivered as a pod event (POD_ADD with spec.nodeName) and
- * listed on that node. */
-struct vt_placed {
-    const char *name;
-    const char *node;
-    const char *namespace_name; /* NULL: default */
-    kc_volume volumes[3];       /* source 0 ends the list */
-};
-
+/* A pod already placed on a node (struct vt_placed of volume_cases.h), delivered as a pod
+ * event (POD_ADD with spec.nodeName) and listed on that node. */
 static kc_pod vt_placed_pods[4];
 
 static inline void vt_place(const kc_plugin_ops *ops, void *self, const struct vt_placed *placed)
@@ -94,40 +85,5 @@ static inline void vt_place(const kc_plugin_ops *ops, void *self, const struct v
                 fake_node_add_pod(&vt_nodes[n], pod);
     }
 }
-
-/* Common objects. */
-#define VT_CLASS_LOCAL                                                                         \
-    "{'kind':'StorageClass','metadata':{'name':'local'},"                                      \
-    "'provisioner':'kubernetes.io/no-provisioner','volumeBindingMode':'WaitForFirstConsumer'}"
-#define VT_CLASS_FAST                                                                          \
-    "{'kind':'StorageClass','metadata':{'name':'fast'},'provisioner':'csi.example.com',"       \
-    "'volumeBindingMode':'WaitForFirstConsumer'}"
-#define VT_CLASS_STANDARD                                                                      \
-    "{'kind':'StorageClass','metadata':{'name':'standard'},'provisioner':'csi.example.com',"   \
-    "'volumeBindingMode':'Immediate'}"
-
-/* An unbound claim of class, asking for size with mode. */
-#define VT_CLAIM(name, klass, size, mode)                                                      \
-    "{'kind':'PersistentVolumeClaim','metadata':{'name':'" name "','namespace':'default',"     \
-    "'uid':'uid-" name "','resourceVersion':'7'},'spec':{'storageClassName':'" klass "',"      \
-    "'accessModes':['" mode "'],'resources':{'requests':{'storage':'" size "'}}},"            \
-    "'status':{'phase':'Pending'}}"
-/* A claim bound to volume (the PV controller finished: bind-completed). */
-#define VT_BOUND_CLAIM(name, volume, mode)                                                     \
-    "{'kind':'PersistentVolumeClaim','metadata':{'name':'" name "','namespace':'default',"     \
-    "'uid':'uid-" name "','annotations':{'pv.kubernetes.io/bind-completed':'yes'}},"          \
-    "'spec':{'storageClassName':'local','volumeName':'" volume "','accessModes':['" mode       \
-    "'],'resources':{'requests':{'storage':'1Gi'}}},'status':{'phase':'Bound'}}"
-/* An Available volume of class and size, with the node affinity terms given (may be ""). */
-#define VT_VOLUME(name, klass, size, mode, affinity)                                           \
-    "{'kind':'PersistentVolume','metadata':{'name':'" name "','resourceVersion':'3'},"         \
-    "'spec':{'storageClassName':'" klass "','capacity':{'storage':'" size "'},"                \
-    "'accessModes':['" mode "']" affinity "},'status':{'phase':'Available'}}"
-#define VT_ON_HOST(host)                                                                       \
-    ",'nodeAffinity':{'required':{'nodeSelectorTerms':[{'matchExpressions':[{'key':"          \
-    "'kubernetes.io/hostname','operator':'In','values':['" host "']}]}]}}"
-#define VT_IN_ZONE(zone)                                                                       \
-    ",'nodeAffinity':{'required':{'nodeSelectorTerms':[{'matchExpressions':[{'key':"          \
-    "'topology.kubernetes.io/zone','operator':'In','values':['" zone "']}]}]}}"
 
 #endif

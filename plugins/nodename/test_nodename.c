@@ -1,5 +1,7 @@
 /* nodename against the fake host: kube-scheduler's NodeName cases (node_name_test.go) and the
- * edges around them, each asserting PreFilter, Filter status and kube's reason string. */
+ * edges around them, each asserting PreFilter, the plugin's own Filter status and kube's reason
+ * string (what a host without PreFilter restrictions shows). The same cases as the runtime
+ * applies them, restriction included, run on the harness: test_nodename_harness.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,30 +69,6 @@ static void filter_table(void **state)
     }
 }
 
-/* Over a cluster, exactly the named node passes and every other one is counted once. */
-static void only_the_named_node_passes_in_a_cluster(void **state)
-{
-    (void)state;
-    static const char *const names[] = {"n0", "n1", "n2", "n3", "n4"};
-    kc_node nodes[5];
-    kc_pod pod;
-    kc_cycle cycle;
-    fake_pod_init(&pod, "default", "p");
-    pod.node_name = "n3";
-    fake_cycle_init(&cycle);
-    uint32_t passed = 0;
-    for (int i = 0; i < 5; i++) {
-        fake_node_init(&nodes[i], names[i]);
-        if (ops->filter(self, &cycle, &pod, &nodes[i]) == KC_SUCCESS) {
-            passed++;
-            assert_string_equal(names[i], "n3");
-        }
-    }
-    assert_int_equal(passed, 1);
-    assert_int_equal(fake_cycle_reason_count(&cycle, REASON), 4);
-    fake_cycle_clear(&cycle);
-}
-
 /* kube-scheduler v1.37: PreFilter restricts the attempt to the named node under kube's
  * plugin name, so the runtime counts the others as "node(s) didn't satisfy plugin(s)
  * [NodeName]"; a pod naming no node restricts nothing. */
@@ -117,24 +95,6 @@ static void pre_filter_restricts_to_the_named_node(void **state)
     fake_cycle_clear(&cycle);
 }
 
-/* A cordon, taints or labels are other plugins' business. */
-static void other_node_properties_do_not_matter(void **state)
-{
-    (void)state;
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    fake_pod_init(&pod, "default", "p");
-    pod.node_name = "foo";
-    fake_node_init(&node, "foo");
-    node.unschedulable = 1;
-    fake_node_add_taint(&node, "k", "v", KC_TAINT_NO_SCHEDULE);
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &node), KC_SUCCESS);
-    assert_int_equal(cycle.reason_count, 0);
-    fake_cycle_clear(&cycle);
-}
-
 static void has_no_score_or_binding_phases(void **state)
 {
     (void)state;
@@ -156,9 +116,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TEST(filter_table),
-        TEST(only_the_named_node_passes_in_a_cluster),
         TEST(pre_filter_restricts_to_the_named_node),
-        TEST(other_node_properties_do_not_matter),
         TEST(has_no_score_or_binding_phases),
         TEST(requeues_only_on_node_events),
         TEST(query_refuses_other_abi_major),

@@ -1,7 +1,6 @@
-/* nodeports against the fake host: kube-scheduler's node_ports_test.go cases as a table (ports
- * held by pods on the node against the ports the pod asks for), then Filter reading exactly the
- * pods the host lists on the node (a preemption what-if view, nominated pods) and Filter on
- * threads. */
+/* nodeports against the fake host: Filter reading exactly the pods the host lists on the node
+ * (a preemption what-if view, nominated pods), Filter on threads, an older host. kube's
+ * node_ports_test.go table runs on the harness in both modes (test_nodeports_harness.c). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -89,101 +88,6 @@ static void expect_filter(const kc_pod *pod, const kc_node *node, kc_status want
         assert_int_equal(cycle.reason_count, 0);
     }
     fake_cycle_clear(&cycle);
-}
-
-/* The table ------------------------------------------------------------------------------ */
-
-struct ports_case {
-    const char *name;
-    const char *want[MAX_PORTS + 1];                 /* the incoming pod's ports */
-    const char *existing[MAX_EXISTING][MAX_PORTS + 1]; /* pods bound on the node */
-    kc_status status;
-};
-
-static const struct ports_case cases[] = {
-    /* node_ports_test.go TestNodePorts */
-    {"other port", {"UDP/127.0.0.1/8080"}, {{"UDP/127.0.0.1/9090"}}, KC_SUCCESS},
-    {"same udp port", {"UDP/127.0.0.1/8080"}, {{"UDP/127.0.0.1/8080"}}, KC_UNSCHEDULABLE},
-    {"same tcp port", {"TCP/127.0.0.1/8080"}, {{"TCP/127.0.0.1/8080"}}, KC_UNSCHEDULABLE},
-    {"different host ip", {"TCP/127.0.0.1/8080"}, {{"TCP/127.0.0.2/8080"}}, KC_SUCCESS},
-    {"different protocol", {"UDP/127.0.0.1/8080"}, {{"TCP/127.0.0.1/8080"}}, KC_SUCCESS},
-    {"second udp port conflict",
-     {"UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"},
-     {{"UDP/127.0.0.1/8080"}},
-     KC_UNSCHEDULABLE},
-    {"first tcp port conflict",
-     {"TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"},
-     {{"TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"}},
-     KC_UNSCHEDULABLE},
-    {"first tcp port conflict due to 0.0.0.0 hostIP",
-     {"TCP/0.0.0.0/8001"},
-     {{"TCP/127.0.0.1/8001"}},
-     KC_UNSCHEDULABLE},
-    {"TCP hostPort conflict due to 0.0.0.0 hostIP",
-     {"TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"},
-     {{"TCP/127.0.0.1/8001"}},
-     KC_UNSCHEDULABLE},
-    {"second tcp port conflict to 0.0.0.0 hostIP",
-     {"TCP/127.0.0.1/8001"},
-     {{"TCP/0.0.0.0/8001"}},
-     KC_UNSCHEDULABLE},
-    {"second different protocol", {"UDP/127.0.0.1/8001"}, {{"TCP/0.0.0.0/8001"}}, KC_SUCCESS},
-    {"UDP hostPort conflict due to 0.0.0.0 hostIP",
-     {"TCP/127.0.0.1/8001", "UDP/127.0.0.1/8001"},
-     {{"TCP/0.0.0.0/8001"}},
-     KC_UNSCHEDULABLE},
-    /* the API defaults: no protocol is TCP, no hostIP binds every address */
-    {"defaults conflict with explicit TCP on an address",
-     {"//8080"},
-     {{"TCP/10.1.1.1/8080"}},
-     KC_UNSCHEDULABLE},
-    {"defaulted protocol is not UDP", {"//53"}, {{"UDP//53"}}, KC_SUCCESS},
-    {"SCTP and TCP do not share", {"SCTP/0.0.0.0/9000"}, {{"TCP/0.0.0.0/9000"}}, KC_SUCCESS},
-    {"same SCTP port", {"SCTP//9000"}, {{"SCTP/0.0.0.0/9000"}}, KC_UNSCHEDULABLE},
-    {"conflict with the second of several pods",
-     {"TCP//7000"},
-     {{"TCP//6999"}, {"UDP//7000", "TCP//7000"}, {"TCP//7001"}},
-     KC_UNSCHEDULABLE},
-    {"several pods, no conflict",
-     {"TCP/10.0.0.1/7000", "TCP/10.0.0.2/7001"},
-     {{"TCP/10.0.0.2/7000"}, {"TCP/10.0.0.1/7001"}},
-     KC_SUCCESS},
-    {"a pod without host ports on the node holds nothing", {"TCP//80"}, {{NULL}}, KC_SUCCESS},
-};
-
-static void ports_table(void **state)
-{
-    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-        const struct ports_case *tc = &cases[c];
-        teardown(state);
-        setup(state);
-        kc_node node;
-        fake_node_init(&node, "n1");
-        kc_pod existing[MAX_EXISTING];
-        static const char *const names[MAX_EXISTING] = {"e0", "e1", "e2"};
-        for (uint32_t e = 0; e < MAX_EXISTING; e++) {
-            if (e > 0 && tc->existing[e][0] == NULL)
-                break;
-            fake_pod_init(&existing[e], "default", names[e]);
-            existing[e].node_name = "n1";
-            add_ports(&existing[e], tc->existing[e]);
-            fake_node_add_pod(&node, &existing[e]);
-        }
-        kc_pod pod;
-        fake_pod_init(&pod, "default", "incoming");
-        add_ports(&pod, tc->want);
-        kc_cycle cycle;
-        kc_status got = evaluate(&cycle, &pod, &node);
-        if (got != tc->status)
-            fail_msg("case \"%s\": status %d, want %d", tc->name, got, tc->status);
-        if (tc->status == KC_UNSCHEDULABLE) {
-            assert_int_equal(cycle.reason_count, 1);
-            assert_string_equal(cycle.reasons[0], REASON);
-        } else {
-            assert_int_equal(cycle.reason_count, 0);
-        }
-        fake_cycle_clear(&cycle);
-    }
 }
 
 /* PreFilter ------------------------------------------------------------------------------ */
@@ -370,7 +274,6 @@ static void query_refuses_other_abi_major(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TEST(ports_table),
         TEST(pod_without_host_ports_skips_filter),
         TEST(filter_without_prefilter_state_is_an_error),
         TEST(pods_on_other_nodes_and_own_reservation_do_not_conflict),

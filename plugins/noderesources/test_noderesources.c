@@ -1,6 +1,7 @@
-/* noderesources against the fake host: fit reasons as kube-scheduler reports them, the
- * LeastAllocated/MostAllocated/RequestedToCapacityRatio/BalancedAllocation scores on
- * hand-computed nodes, args checking, and a per-node path that never reads the pod again. */
+/* noderesources against the fake host: the LeastAllocated/MostAllocated/
+ * RequestedToCapacityRatio/BalancedAllocation scores on hand-computed nodes, args checking, and
+ * a per-node path that never reads the pod again. kube's Fit cases and their reasons run on the
+ * harness in both modes (test_noderesources_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,191 +90,7 @@ static int64_t score_on(const kc_pod *pod, const kc_node *node)
 
 /* Fit ------------------------------------------------------------------------------------ */
 
-static void fit_exactly_remaining_passes(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 1000, 4 * GIB);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
-    assert_int_equal(cycle.reason_count, 0);
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_one_millicpu_over_is_insufficient_cpu(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 1001, 1 * GIB);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
-    assert_int_equal(cycle.reason_count, 1);
-    assert_string_equal(cycle.reasons[0], "Insufficient cpu");
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_one_byte_over_is_insufficient_memory(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 500, 4 * GIB + 1);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
-    assert_int_equal(cycle.reason_count, 1);
-    assert_string_equal(cycle.reasons[0], "Insufficient memory");
-    fake_cycle_clear(&cycle);
-}
-
-/* The node has none at all, so preemption cannot help: unresolvable, as in kube. */
-static void fit_extended_resource_missing_on_node_is_unresolvable(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 100, 1 * GIB);
-    fake_pod_set_request(&pod, "nvidia.com/gpu", 1);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNRESOLVABLE);
-    assert_int_equal(cycle.reason_count, 1);
-    assert_string_equal(cycle.reasons[0], "Insufficient nvidia.com/gpu");
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_extended_resource_present_passes(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    fake_node_set_allocatable(&node, "nvidia.com/gpu", 4);
-    fake_node_set_requested(&node, "nvidia.com/gpu", 2);
-    pod_with(&pod, 100, 1 * GIB);
-    fake_pod_set_request(&pod, "nvidia.com/gpu", 2);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_full_node_is_too_many_pods(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    node.pod_count = 110;
-    pod_with(&pod, 100, 1 * GIB);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
-    assert_int_equal(cycle.reason_count, 1);
-    assert_string_equal(cycle.reasons[0], "Too many pods");
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_pod_without_requests_checks_only_pod_count(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    fake_node_set_requested(&node, "cpu", 4000); /* full */
-    fake_pod_init(&pod, "default", "best-effort");
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_two_failures_record_two_reasons(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 2000, 5 * GIB);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
-    assert_int_equal(cycle.reason_count, 2);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient cpu"), 1);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient memory"), 1);
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_request_above_node_allocatable_is_unresolvable(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 5000, 1 * GIB);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNRESOLVABLE);
-    assert_string_equal(cycle.reasons[0], "Insufficient cpu");
-    fake_cycle_clear(&cycle);
-}
-
-/* Each node adds its own reasons to the cycle: the runtime's "0/N nodes are available"
- * histogram is built from these counts. */
-static void fit_reasons_accumulate_per_node_for_histogram(void **state)
-{
-    kc_pod pod;
-    kc_node nodes[3];
-    kc_cycle cycle;
-    assert_int_equal(start("{}"), 0);
-    busy_node(&nodes[0], "n0");
-    busy_node(&nodes[1], "n1");
-    busy_node(&nodes[2], "n2");
-    nodes[2].pod_count = 110;
-    fake_node_set_requested(&nodes[2], "cpu", 0);
-    pod_with(&pod, 2000, 1 * GIB);
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(ops->filter(self, &cycle, &pod, &nodes[i]), KC_UNSCHEDULABLE);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient cpu"), 2);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "Too many pods"), 1);
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_ignored_resources_skip_extended_only(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{\"ignoredResources\": [\"example.com/foo\", \"cpu\"]}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 100, 1 * GIB);
-    fake_pod_set_request(&pod, "example.com/foo", 3);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_SUCCESS);
-    fake_cycle_clear(&cycle);
-
-    /* kube ignores only extended resources: "cpu" in the list changes nothing. */
-    pod_with(&pod, 2000, 1 * GIB);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNSCHEDULABLE);
-    assert_string_equal(cycle.reasons[0], "Insufficient cpu");
-    fake_cycle_clear(&cycle);
-}
-
-static void fit_ignored_resource_groups_skip_by_prefix(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    assert_int_equal(start("{\"ignoredResourceGroups\": [\"example.com\"]}"), 0);
-    busy_node(&node, "n1");
-    pod_with(&pod, 100, 1 * GIB);
-    fake_pod_set_request(&pod, "example.com/foo", 1);
-    fake_pod_set_request(&pod, "other.io/bar", 1);
-    assert_int_equal(filter_on(&cycle, &pod, &node), KC_UNRESOLVABLE);
-    assert_int_equal(cycle.reason_count, 1);
-    assert_string_equal(cycle.reasons[0], "Insufficient other.io/bar");
-    fake_cycle_clear(&cycle);
-}
+/* kube's Fit cases run on the harness in both modes: test_noderesources_harness.c. */
 
 static void filter_without_prefilter_state_is_error(void **state)
 {
@@ -991,19 +808,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TEST(query_refuses_other_abi_major),
-        TEST(fit_exactly_remaining_passes),
         TEST(node_pods_without_requests_count_kube_defaults),
-        TEST(fit_one_millicpu_over_is_insufficient_cpu),
-        TEST(fit_one_byte_over_is_insufficient_memory),
-        TEST(fit_extended_resource_missing_on_node_is_unresolvable),
-        TEST(fit_extended_resource_present_passes),
-        TEST(fit_full_node_is_too_many_pods),
-        TEST(fit_pod_without_requests_checks_only_pod_count),
-        TEST(fit_two_failures_record_two_reasons),
-        TEST(fit_request_above_node_allocatable_is_unresolvable),
-        TEST(fit_reasons_accumulate_per_node_for_histogram),
-        TEST(fit_ignored_resources_skip_extended_only),
-        TEST(fit_ignored_resource_groups_skip_by_prefix),
         TEST(fit_ignored_resources_table),
         TEST(requested_to_capacity_ratio_table),
         TEST(requested_to_capacity_ratio_broken_linear_function),

@@ -1,46 +1,45 @@
-/* nodeunschedulable against the fake host: kube-scheduler's NodeUnschedulable cases
- * (node_unschedulable_test.go): a cordoned node refuses pods with kube's reason unless the pod
- * tolerates node.kubernetes.io/unschedulable:NoSchedule. */
+/* nodeunschedulable on the plugin test harness, in both isolation modes: kube-scheduler's
+ * NodeUnschedulable cases (node_unschedulable_test.go). A cordoned node refuses pods with
+ * kube's reason unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
-#define PLUGIN_TEST_NAME "nodeunschedulable"
-#include "plugin_test.h"
+#include "harness_test.h"
 
 #define REASON "node(s) were unschedulable"
 #define KEY "node.kubernetes.io/unschedulable"
-#define NS KC_TAINT_NO_SCHEDULE
 
 struct filter_case {
     const char *name;
-    int unschedulable;
-    struct fake_toleration toleration; /* key NULL and exists 0: none */
-    kc_status status;
+    const char *tolerations; /* YAML flow list, "" for none */
+    kc_status on_cordoned;   /* the open node always passes */
 };
 
 static const struct filter_case cases[] = {
-    {"schedulable node, no toleration", 0, {0}, KC_SUCCESS},
-    {"cordoned node, no toleration", 1, {0}, KC_UNRESOLVABLE},
-    {"cordoned node, Exists toleration of the cordon taint", 1, {KEY, NULL, 1, NS}, KC_SUCCESS},
-    {"cordoned node, Equal toleration with empty value", 1, {KEY, "", 0, NS}, KC_SUCCESS},
-    {"cordoned node, Equal toleration with another value", 1, {KEY, "yes", 0, NS},
+    {"no toleration", "", KC_UNRESOLVABLE},
+    {"Exists toleration of the cordon taint",
+     "[{key: " KEY ", operator: Exists, effect: NoSchedule}]", KC_SUCCESS},
+    {"Equal toleration with empty value",
+     "[{key: " KEY ", operator: Equal, value: '', effect: NoSchedule}]", KC_SUCCESS},
+    {"Equal toleration with another value",
+     "[{key: " KEY ", operator: Equal, value: 'yes', effect: NoSchedule}]", KC_UNRESOLVABLE},
+    {"toleration with empty effect", "[{key: " KEY ", operator: Exists}]", KC_SUCCESS},
+    {"toleration for PreferNoSchedule only",
+     "[{key: " KEY ", operator: Exists, effect: PreferNoSchedule}]", KC_UNRESOLVABLE},
+    {"toleration for NoExecute only", "[{key: " KEY ", operator: Exists, effect: NoExecute}]",
      KC_UNRESOLVABLE},
-    {"cordoned node, toleration with empty effect", 1, {KEY, NULL, 1, 0}, KC_SUCCESS},
-    {"cordoned node, toleration for PreferNoSchedule only", 1,
-     {KEY, NULL, 1, KC_TAINT_PREFER_NO_SCHEDULE}, KC_UNRESOLVABLE},
-    {"cordoned node, toleration for NoExecute only", 1, {KEY, NULL, 1, KC_TAINT_NO_EXECUTE},
+    {"toleration of another key",
+     "[{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoSchedule}]",
      KC_UNRESOLVABLE},
-    {"cordoned node, toleration of another key", 1, {"node.kubernetes.io/not-ready", NULL, 1, NS},
-     KC_UNRESOLVABLE},
-    {"cordoned node, empty key with Exists tolerates everything", 1, {NULL, NULL, 1, 0},
+    {"empty key with Exists tolerates everything", "[{operator: Exists}]", KC_SUCCESS},
+    {"empty key with Exists and NoSchedule", "[{operator: Exists, effect: NoSchedule}]",
      KC_SUCCESS},
-    {"cordoned node, empty key with Exists and NoSchedule", 1, {NULL, NULL, 1, NS}, KC_SUCCESS},
-    {"schedulable node, toleration is irrelevant", 0, {KEY, NULL, 1, NS}, KC_SUCCESS},
 };
 
 static void filter_table(void **state)
@@ -48,23 +47,21 @@ static void filter_table(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct filter_case *c = &cases[i];
-        kc_pod pod;
-        kc_node node;
-        kc_cycle cycle;
-        fake_pod_init(&pod, "default", "p");
-        if (c->toleration.key != NULL || c->toleration.exists)
-            fake_pod_add_toleration(&pod, c->toleration);
-        fake_node_init(&node, "n1");
-        node.unschedulable = c->unschedulable;
-        fake_cycle_init(&cycle);
-        kc_status st = ops->filter(self, &cycle, &pod, &node);
-        if (st != c->status)
-            fail_msg("%s: status %d, want %d", c->name, st, c->status);
-        uint32_t want = c->status == KC_SUCCESS ? 0 : 1;
-        if (cycle.reason_count != want || (want == 1 && strcmp(cycle.reasons[0], REASON) != 0))
-            fail_msg("%s: %u reasons (first \"%s\"), want %u \"%s\"", c->name, cycle.reason_count,
-                     cycle.reason_count > 0 ? cycle.reasons[0] : "", want, REASON);
-        fake_cycle_clear(&cycle);
+        char cluster[1024];
+        snprintf(cluster, sizeof(cluster),
+                 "nodes:\n"
+                 "  - {name: open, allocatable: {cpu: 4}}\n"
+                 "  - {name: cordoned, allocatable: {cpu: 4}, unschedulable: true}\n"
+                 "pods:\n"
+                 "  - name: p\n"
+                 "%s%s%s",
+                 c->tolerations[0] != '\0' ? "    tolerations: " : "", c->tolerations,
+                 c->tolerations[0] != '\0' ? "\n" : "");
+        harness_start("{}", cluster);
+        harness_expect_status(c->name, kc_harness_filter(harness, "p", "open"), KC_SUCCESS);
+        harness_expect_status(c->name, kc_harness_filter(harness, "p", "cordoned"), c->on_cordoned);
+        if (c->on_cordoned != KC_SUCCESS)
+            assert_string_equal(kc_harness_message(harness), REASON);
     }
 }
 
@@ -73,55 +70,55 @@ static void filter_table(void **state)
 static void a_taint_with_the_cordon_key_is_not_a_cordon(void **state)
 {
     (void)state;
-    kc_pod pod;
-    kc_node node;
-    kc_cycle cycle;
-    fake_pod_init(&pod, "default", "p");
-    fake_node_init(&node, "n1");
-    fake_node_add_taint(&node, KEY, NULL, NS);
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &node), KC_SUCCESS);
-    fake_cycle_clear(&cycle);
+    harness_start("{}", "nodes:\n"
+                        "  - name: n1\n"
+                        "    taints: [{key: " KEY ", effect: NoSchedule}]\n"
+                        "pods:\n"
+                        "  - name: p\n");
+    harness_expect_status("tainted", kc_harness_filter(harness, "p", "n1"), KC_SUCCESS);
 }
 
 /* Three cordoned nodes out of five: three reasons for the histogram, two nodes pass. */
 static void cordoned_nodes_are_counted_once_each(void **state)
 {
     (void)state;
-    kc_pod pod;
-    kc_node nodes[5];
-    kc_cycle cycle;
-    fake_pod_init(&pod, "default", "p");
-    fake_cycle_init(&cycle);
-    int passed = 0;
-    for (int i = 0; i < 5; i++) {
-        fake_node_init(&nodes[i], "n");
-        nodes[i].unschedulable = i % 2 == 0;
-        passed += ops->filter(self, &cycle, &pod, &nodes[i]) == KC_SUCCESS;
-    }
-    assert_int_equal(passed, 2);
-    assert_int_equal(fake_cycle_reason_count(&cycle, REASON), 3);
-    fake_cycle_clear(&cycle);
+    harness_start("{}", "nodes:\n"
+                        "  - {name: n0, unschedulable: true}\n"
+                        "  - {name: n1}\n"
+                        "  - {name: n2, unschedulable: true}\n"
+                        "  - {name: n3}\n"
+                        "  - {name: n4, unschedulable: true}\n"
+                        "pods:\n"
+                        "  - name: p\n");
+    harness_expect_status("five nodes", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+    assert_int_equal(kc_harness_reason_count(harness, REASON), 3);
+    assert_true(kc_harness_feasible(harness, "n1"));
+    assert_true(kc_harness_feasible(harness, "n3"));
+    assert_false(kc_harness_feasible(harness, "n0"));
+    /* no Score: the harness reads no score for a feasible node */
+    assert_int_equal(kc_harness_score(harness, "n1"), -1);
 }
 
-static void filter_only(void **state)
+/* A cordoned cluster: nothing is feasible, and preemption could not help (every node is
+ * unresolvable); the evaluation says so with kube's reason. */
+static void an_all_cordoned_cluster_is_unschedulable(void **state)
 {
     (void)state;
-    assert_null(ops->pre_filter);
-    assert_null(ops->score);
-    assert_non_null(ops->filter);
-    assert_true(ops->requeue_events(self) & KC_EVENT_MASK(KC_EVENT_NODE_UPDATE));
+    harness_start("{}", "nodes:\n"
+                        "  - {name: n0, unschedulable: true}\n"
+                        "pods:\n"
+                        "  - name: p\n");
+    harness_expect_status("cordoned", kc_harness_evaluate(harness, "p"), KC_UNRESOLVABLE);
+    assert_int_equal(kc_harness_reason_count(harness, REASON), 1);
 }
-
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TEST(filter_table),
-        TEST(a_taint_with_the_cordon_key_is_not_a_cordon),
-        TEST(cordoned_nodes_are_counted_once_each),
-        TEST(filter_only),
-        TEST(query_refuses_other_abi_major),
+        HARNESS_TEST(filter_table),
+        HARNESS_TEST(a_taint_with_the_cordon_key_is_not_a_cordon),
+        HARNESS_TEST(cordoned_nodes_are_counted_once_each),
+        HARNESS_TEST(an_all_cordoned_cluster_is_unschedulable),
     };
-    return cmocka_run_group_tests(tests, NULL, plugin_group_teardown);
+    return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,7 +1,9 @@
 /* numaalign: the topology manager's hint merging for every policy and scope (hints.c driven
  * directly, one case per row), and the plugin on the fake host: which pods it aligns,
  * NodeResourceTopology parsing, Filter/Score, and the zone accounting across reserve,
- * unreserve, forget, bound pods and agent reports that arrive late. */
+ * unreserve, forget, bound pods and agent reports that arrive late. The policies and scopes
+ * end to end (Filter, the zones Reserve writes) run on the harness in both modes
+ * (test_numaalign_harness.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -531,73 +533,6 @@ static kc_status place(const kc_pod *pod, char *zones, size_t size)
         assert_null(shared);
     fake_cycle_clear(&cycle);
     return st;
-}
-
-static void container_scope_places_each_container_in_its_own_zone(void **state)
-{
-    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
-    kc_pod pod;
-    fake_pod_init(&pod, "default", "two");
-    add_container(&pod, "a", 10000, 4 * GI, true, 0);
-    add_container(&pod, "b", 10000, 4 * GI, true, 0);
-    char zones[32];
-    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
-    assert_string_equal(zones, "0,1");
-}
-
-static void pod_scope_rejects_a_pod_larger_than_a_zone(void **state)
-{
-    report("n0", "single-numa-node", "pod", 16, 16, 0, 0, NULL);
-    kc_pod pod;
-    fake_pod_init(&pod, "default", "two");
-    add_container(&pod, "a", 10000, 4 * GI, true, 0);
-    add_container(&pod, "b", 10000, 4 * GI, true, 0);
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_UNSCHEDULABLE);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align pod"), 1);
-    fake_cycle_clear(&cycle);
-}
-
-static void container_scope_rejects_a_container_larger_than_a_zone(void **state)
-{
-    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
-    kc_pod pod;
-    guaranteed_pod(&pod, "big", 17);
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_UNSCHEDULABLE);
-    assert_int_equal(fake_cycle_reason_count(&cycle, "cannot align container"), 1);
-    fake_cycle_clear(&cycle);
-}
-
-static void restricted_pod_scope_admits_two_zones(void **state)
-{
-    report("n0", "restricted", "pod", 16, 16, 0, 0, NULL);
-    kc_pod pod;
-    /* memory wider than a zone too: both providers prefer {0,1}, so the merge is preferred */
-    fake_pod_init(&pod, "default", "wide");
-    add_container(&pod, "main", 20000, 100 * GI, true, 0);
-    char zones[32];
-    assert_int_equal(place(&pod, zones, sizeof(zones)), KC_SUCCESS);
-    assert_string_equal(zones, "0,1");
-}
-
-static void best_effort_admits_misaligned_and_marks_it(void **state)
-{
-    report("n0", "best-effort", "container", 8, 8, 0, 0, NULL);
-    kc_pod pod;
-    guaranteed_pod(&pod, "split", 10);
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(filter(&cycle, &pod, &nodes[0]), KC_SUCCESS);
-    assert_int_equal(ops->reserve(self, &cycle, &pod, &nodes[0]), KC_SUCCESS);
-    bool marked = false;
-    for (uint32_t i = 0; i < cycle.annotation_count; i++)
-        marked = marked || (strcmp(cycle.annotations[i].key, "kcycle.io/numa-aligned") == 0 &&
-                            strcmp(cycle.annotations[i].value, "false") == 0);
-    assert_true(marked);
-    fake_cycle_clear(&cycle);
 }
 
 static void restricted_container_scope_aligns_each_container(void **state)
@@ -1141,11 +1076,6 @@ int main(void)
         (struct CMUnitTest)cmocka_unit_test(single_numa_node_fast_path_equals_the_general_merge);
     merge_tests[count + 2] = (struct CMUnitTest)cmocka_unit_test(merge_equals_the_kubelet_walk);
     const struct CMUnitTest plugin_tests[] = {
-        PLUGIN_TEST(container_scope_places_each_container_in_its_own_zone),
-        PLUGIN_TEST(pod_scope_rejects_a_pod_larger_than_a_zone),
-        PLUGIN_TEST(container_scope_rejects_a_container_larger_than_a_zone),
-        PLUGIN_TEST(restricted_pod_scope_admits_two_zones),
-        PLUGIN_TEST(best_effort_admits_misaligned_and_marks_it),
         PLUGIN_TEST(restricted_container_scope_aligns_each_container),
         PLUGIN_TEST(best_effort_pod_scope_admits_a_split_pod),
         PLUGIN_TEST(burstable_pod_without_devices_is_skipped),

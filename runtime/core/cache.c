@@ -128,6 +128,7 @@ int cache_put_node(struct cache *cache, struct node *node)
     memset(cn, 0, sizeof(*cn));
     cn->node = node;
     cn->index = cache->node_count;
+    cn->id = ++cache->last_node_id;
     if (strmap_put(&cache->node_index, node->name, (void *)(uintptr_t)(cn->index + 1)) < 0)
         return -ENOMEM;
     cache->node_count++;

@@ -29,6 +29,9 @@ struct cache_node {
     /* The pods counted here, pods[0 .. pod_count): preemption walks them (in no order). */
     struct cache_pod **pods;
     uint32_t pods_capacity;
+    /* kc_node_id (SDK 1.2): given when the node is first put, kept until it is removed; index
+     * moves when another node is removed, this does not */
+    uint64_t id;
 };
 
 /* A pod the cache accounts for: assigned (seen with spec.nodeName) or assumed by us. */
@@ -52,6 +55,7 @@ struct cache {
     struct strmap node_index; /* name -> (index + 1) */
     struct strmap pods;       /* uid -> struct cache_pod */
     uint64_t generation;      /* bumped on every change */
+    uint64_t last_node_id;    /* the id given to the latest new node (ids are never reused) */
 };
 
 void cache_init(struct cache *cache);

@@ -37,6 +37,38 @@ int channel_pair(int ends[2])
     return 0;
 }
 
+int channel_spawn(const char *const argv[], const char *cannot_run, struct channel *c,
+                  pid_t *pid)
+{
+    int ends[2];
+    int rc = channel_pair(ends);
+    if (rc < 0)
+        return rc;
+    size_t cannot_run_len = strlen(cannot_run);
+    pid_t child = fork();
+    if (child < 0) {
+        rc = -errno;
+        close(ends[0]);
+        close(ends[1]);
+        return rc;
+    }
+    if (child == 0) {
+        if (ends[1] == CHANNEL_HOST_FD)
+            fcntl(ends[1], F_SETFD, 0);
+        else if (dup2(ends[1], CHANNEL_HOST_FD) < 0)
+            _exit(127);
+        execvp(argv[0], (char *const *)argv);
+        ssize_t ignored = write(2, cannot_run, cannot_run_len);
+        (void)ignored;
+        _exit(127);
+    }
+    close(ends[1]);
+    *pid = child;
+    channel_close(c);
+    channel_init(c, ends[0]);
+    return 0;
+}
+
 void channel_init(struct channel *c, int fd)
 {
     c->fd = fd;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* The largest record written: well under the default AF_UNIX send buffer, so one record
  * always fits. A longer message (a cluster snapshot) is split into several records. */
@@ -30,6 +31,12 @@ struct channel {
  * exec; the spawner moves the child's end to a fixed number). 0 or -errno. */
 int channel_pair(int ends[2]);
 
+/* Start argv (argv[0] looked up on PATH when it has no slash) with the child's end of a new
+ * pair on CHANNEL_HOST_FD: 0 with *pid and c open on this process's end, or -errno (nothing
+ * started, c untouched). The child writes cannot_run to stderr and exits 127 when exec fails.
+ * Only async-signal-safe calls run between fork and exec: the caller may have threads. */
+int channel_spawn(const char *const argv[], const char *cannot_run, struct channel *c,
+                  pid_t *pid);
 /* An open channel on fd (taking ownership of it). */
 void channel_init(struct channel *c, int fd);
 

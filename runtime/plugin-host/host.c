@@ -6,6 +6,7 @@
 #include "array.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include "channel.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
+#include "hostapi.h"
 #include "log.h"
 #include "model.h"
 #include "plugin.pb-c.h"
@@ -50,6 +52,13 @@ struct plugin_host {
     uint64_t objects_seen;
     char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
     bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
+    /* Hello.capture_logs (the plugin test harness): the lines plugins log while a request is
+     * served, for its Reply.logs; Filter and Score may log from several threads */
+    bool capture_logs;
+    pthread_mutex_t log_lock;
+    struct scratch *log_scratch; /* the reply's memory while a request is served, else NULL */
+    Kcycle__V1__LogLine **log_lines;
+    uint32_t log_count, log_capacity;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -576,6 +585,88 @@ static void index_plugins(struct plugin_host *h, const Kcycle__V1__Hello *hello)
     }
 }
 
+/* ---- the test harness's taps: Hello.capture_logs and Request.cycle_keys_of ---- */
+
+static void capture_log(void *ctx, kc_log_level level, const char *plugin, const char *message)
+{
+    struct plugin_host *h = ctx;
+    pthread_mutex_lock(&h->log_lock);
+    struct scratch *sc = h->log_scratch;
+    Kcycle__V1__LogLine *line = sc != NULL ? scratch_alloc(sc, sizeof(*line)) : NULL;
+    void *grown = line != NULL ? array_grow(h->log_lines, &h->log_capacity, h->log_count + 1,
+                                            sizeof(*h->log_lines))
+                               : NULL;
+    if (grown != NULL) {
+        h->log_lines = grown;
+        kcycle__v1__log_line__init(line);
+        line->level = (int32_t)level;
+        line->plugin = text_or_empty(sc, plugin);
+        line->message = text_or_empty(sc, message);
+        h->log_lines[h->log_count++] = line;
+    }
+    pthread_mutex_unlock(&h->log_lock);
+}
+
+static void capture_start(struct plugin_host *h, struct scratch *sc)
+{
+    pthread_mutex_lock(&h->log_lock);
+    h->log_scratch = sc;
+    h->log_count = 0;
+    pthread_mutex_unlock(&h->log_lock);
+}
+
+/* The lines go into the reply (their memory is the reply's scratch) and capture pauses. */
+static void capture_finish(struct plugin_host *h, Kcycle__V1__Reply *reply)
+{
+    pthread_mutex_lock(&h->log_lock);
+    reply->n_logs = h->log_count;
+    reply->logs = h->log_lines;
+    h->log_scratch = NULL;
+    pthread_mutex_unlock(&h->log_lock);
+}
+
+static void fill_cycle_keys(struct plugin_host *h, const char *uid, Kcycle__V1__Probe *probe,
+                            struct scratch *sc)
+{
+    struct evaluated *ev = strmap_get(&h->evaluated, uid);
+    if (ev == NULL || ev->cycle->state_count == 0)
+        return;
+    char **keys = scratch_alloc(sc, ev->cycle->state_count * sizeof(*keys));
+    if (keys == NULL)
+        return;
+    for (uint32_t i = 0; i < ev->cycle->state_count; i++)
+        keys[i] = text_or_empty(sc, ev->cycle->state[i].key);
+    probe->n_cycle_keys = ev->cycle->state_count;
+    probe->cycle_keys = keys;
+}
+
+/* For a harness (capture_logs): the cycle keys asked for, and Filter's verdict per node after
+ * an evaluation (the scheduler reads only the feasible list; a test wants the status). */
+static void fill_probe(struct plugin_host *h, const Kcycle__V1__Request *req,
+                       Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    Kcycle__V1__Probe *probe = scratch_alloc(sc, sizeof(*probe));
+    if (probe == NULL)
+        return;
+    kcycle__v1__probe__init(probe);
+    if (req->cycle_keys_of[0] != '\0')
+        fill_cycle_keys(h, req->cycle_keys_of, probe, sc);
+    const struct scheduler *s = &h->sched;
+    if (reply->result_case == KCYCLE__V1__REPLY__RESULT_EVALUATE && s->node_status != NULL &&
+        s->cache.node_count > 0) {
+        uint8_t *status = scratch_alloc(sc, s->cache.node_count);
+        if (status == NULL)
+            return;
+        memcpy(status, s->node_status, s->cache.node_count);
+        for (size_t i = 0; i < reply->evaluate->n_feasible; i++)
+            if (reply->evaluate->feasible[i] < s->cache.node_count)
+                status[reply->evaluate->feasible[i]] = KC_SUCCESS;
+        probe->node_status.data = status;
+        probe->node_status.len = s->cache.node_count;
+    }
+    reply->probe = probe;
+}
+
 static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, struct kc_error *err)
 {
     if (hello->n_plugins > FRAMEWORK_MAX_PLUGINS)
@@ -597,6 +688,10 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
     if (rc < 0) {
         config_free(&h->cfg);
         return kc_error_set(err, rc, "hello: out of memory");
+    }
+    if (hello->capture_logs) {
+        h->capture_logs = true;
+        hostapi_capture_logs(capture_log, h);
     }
     struct scheduler_sink sink = {.ctx = h, .bind = record_bind};
     rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink, NULL, err);
@@ -1008,7 +1103,7 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
     /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */
     if (hello || req->snapshot)
         h->sched.cache.generation = req->generation;
-    else if (req->generation != h->sched.cache.generation)
+    else if (req->generation != h->sched.cache.generation && !req->adopt_generation)
         return reply_error(
             reply, sc, "replica out of sync: scheduler generation %llu, replica %llu",
             (unsigned long long)req->generation, (unsigned long long)h->sched.cache.generation);
@@ -1055,9 +1150,13 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
         log_debug("request %llu: call %d, %zu deltas, generation %llu%s",
                   (unsigned long long)req->id, (int)req->call_case, req->n_deltas,
                   (unsigned long long)req->generation, req->snapshot ? ", snapshot" : "");
+        capture_start(h, &sc);
         serve_request(h, req, &reply, &sc);
         if (h->open && collect_waiting_actions(h, &reply, &sc) < 0)
             sc.failed = true;
+        if (h->open && h->capture_logs)
+            fill_probe(h, req, &reply, &sc);
+        capture_finish(h, &reply);
     }
     if (sc.failed) {
         Kcycle__V1__Reply fallback = KCYCLE__V1__REPLY__INIT;
@@ -1082,6 +1181,7 @@ int plugin_host_open(const struct plugin_host_options *opts, struct plugin_host 
     if (h == NULL)
         return kc_error_set(err, -ENOMEM, "out of memory");
     atomic_init(&h->stop, false);
+    pthread_mutex_init(&h->log_lock, NULL);
     h->parent = opts->parent;
     channel_init(&h->channel, -1);
     h->plugin_dir = opts->plugin_dir != NULL ? strdup(opts->plugin_dir) : NULL;
@@ -1158,6 +1258,10 @@ void plugin_host_close(struct plugin_host *h)
         return;
     channel_close(&h->channel);
     close_replica(h);
+    if (h->capture_logs)
+        hostapi_capture_logs_stop(h);
+    pthread_mutex_destroy(&h->log_lock);
+    free(h->log_lines);
     free(h->plugin_dir);
     free(h);
 }

@@ -241,6 +241,23 @@ int cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void
     return 0;
 }
 
+int cycle_delete(kc_cycle *cycle, const char *key)
+{
+    for (uint32_t i = 0; i < cycle->state_count; i++) {
+        if (strcmp(cycle->state[i].key, key) == 0) {
+            char *gone_key = cycle->state[i].key;
+            void *gone_data = cycle->state[i].data;
+            void (*gone_free)(void *) = cycle->state[i].free_fn;
+            cycle->state[i] = cycle->state[--cycle->state_count];
+            free(gone_key);
+            if (gone_free != NULL)
+                gone_free(gone_data);
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 void *cycle_get(kc_cycle *cycle, const char *key)
 {
     for (uint32_t i = 0; i < cycle->state_count; i++)

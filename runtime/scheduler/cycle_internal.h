@@ -35,6 +35,9 @@ void cycle_fail(struct kc_cycle *cycle, const char *message);
 void cycle_reject(kc_cycle *cycle, const char *reason);
 int cycle_set(kc_cycle *cycle, const char *key, void *data, void (*free_fn)(void *));
 void *cycle_get(kc_cycle *cycle, const char *key);
+/* Remove key, calling its free function after the entry is gone (so a free function that
+ * reads the cycle does not see it): 0, or -ENOENT. */
+int cycle_delete(kc_cycle *cycle, const char *key);
 int cycle_annotate(kc_cycle *cycle, const char *key, const char *value);
 /* kc_cycle_restrict_nodes: intersect the cycle's allowed nodes with names. */
 int cycle_restrict_nodes(kc_cycle *cycle, const char *label, const char *const *names,

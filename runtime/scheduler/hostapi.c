@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crash.h"
 #include "cycle_internal.h"
+#include "hostapi.h"
 #include "log.h"
 #include "model.h"
+#include "plugin_args.h"
 #include "preempt.h"
 #include "resource_table.h"
 #include "scheduler.h"
@@ -16,11 +19,44 @@
 #define POD(p) ((const struct pod *)(p))
 #define NODE(n) ((const struct cache_node *)(n))
 
+/* Where plugin log lines also go (hostapi_capture_logs); NULL: only the process log. */
+static hostapi_log_fn log_capture;
+static void *log_capture_ctx;
+
+void hostapi_capture_logs(hostapi_log_fn fn, void *ctx)
+{
+    log_capture = fn;
+    log_capture_ctx = ctx;
+}
+
+void hostapi_capture_logs_stop(void *ctx)
+{
+    if (log_capture_ctx == ctx) {
+        log_capture = NULL;
+        log_capture_ctx = NULL;
+    }
+}
+
 static void host_log(kc_log_level level, const char *plugin, const char *message)
 {
     if (level > KC_LOG_DEBUG)
         level = KC_LOG_DEBUG;
-    log_msg(level, "plugin %s: %s", plugin != NULL ? plugin : "?", message != NULL ? message : "");
+    if (plugin == NULL && crash_calls.depth > 0 && crash_calls.depth <= CRASH_DEPTH)
+        plugin = crash_calls.plugin[crash_calls.depth - 1];
+    if (message == NULL)
+        message = "";
+    log_msg(level, "plugin %s: %s", plugin != NULL ? plugin : "?", message);
+    if (log_capture != NULL)
+        log_capture(log_capture_ctx, level, plugin != NULL ? plugin : "?", message);
+}
+
+/* The plugin is the innermost one the runtime is calling on this thread: every plugin call
+ * goes through crash_enter, which records it for the crash handler. */
+static void host_logv(kc_log_level level, const char *fmt, va_list ap)
+{
+    char line[1024];
+    vsnprintf(line, sizeof(line), fmt != NULL ? fmt : "", ap);
+    host_log(level, NULL, line);
 }
 
 static const char *pod_namespace(const kc_pod *p)
@@ -270,6 +306,34 @@ static const char *waiting_pod_node(const kc_waiting_pod *w)
 static int64_t now_ms(void)
 {
     return scheduler_now(scheduler_current());
+}
+
+/* ---- added in 1.2: the handle-taking forms, node ids ---- */
+
+static uint64_t node_id(const kc_node *n)
+{
+    return NODE(n)->id;
+}
+
+static uint32_t cycle_node_count(kc_cycle *cycle)
+{
+    return cycle->sched->cache.node_count;
+}
+
+static const kc_node *cycle_node_at(kc_cycle *cycle, uint32_t index)
+{
+    struct scheduler *s = cycle->sched;
+    return index < s->cache.node_count ? (const kc_node *)&s->cache.nodes[index] : NULL;
+}
+
+static uint32_t cycle_waiting_pod_count(kc_cycle *cycle)
+{
+    return cycle->sched->waiting_count;
+}
+
+static int64_t cycle_now_ms(kc_cycle *cycle)
+{
+    return scheduler_now(cycle->sched);
 }
 
 static int bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
@@ -531,4 +595,18 @@ void hostapi_fill(kc_host_api *api)
     /* added in 1.2: capacity queues */
     api->object_status = object_status;
     api->preempt_more = preempt_more;
+    /* added in 1.2: for plugin authors */
+    api->logv = host_logv;
+    api->cycle_delete = cycle_delete;
+    api->node_id = node_id;
+    api->cycle_node_count = cycle_node_count;
+    api->cycle_node_at = cycle_node_at;
+    api->cycle_waiting_pod_count = cycle_waiting_pod_count;
+    api->cycle_now_ms = cycle_now_ms;
+    api->args_parse = plugin_args_parse;
+    api->args_int = plugin_args_int;
+    api->args_string = plugin_args_string;
+    api->args_bool = plugin_args_bool;
+    api->args_quantity = plugin_args_quantity;
+    api->args_finish = plugin_args_finish;
 }

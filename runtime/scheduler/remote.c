@@ -557,14 +557,15 @@ static int spawn_by_hook(struct remote_host *h, int ends[2])
  * the end of the channel is seen as soon as one side exits. */
 static int spawn(struct remote *r, struct remote_host *h)
 {
-    int ends[2];
-    int rc = channel_pair(ends);
-    if (rc < 0) {
-        host_set_error(h, "cannot create a socketpair: %s", strerror(-rc));
-        return rc;
-    }
-    if (spawn_hook != NULL)
+    if (spawn_hook != NULL) {
+        int ends[2];
+        int rc = channel_pair(ends);
+        if (rc < 0) {
+            host_set_error(h, "cannot create a socketpair: %s", strerror(-rc));
+            return rc;
+        }
         return spawn_by_hook(h, ends);
+    }
     /* the scheduler's verbosity and log format reach the plugins: -v for info, -vv for debug */
     char fd_text[16];
     snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
@@ -580,31 +581,11 @@ static int spawn(struct remote *r, struct remote_host *h)
         argv[argc++] = "--log-format";
         argv[argc++] = "json";
     }
-    static const char cannot_run[] = "kcycle: cannot run the plugin host program\n";
-    pid_t pid = fork();
-    if (pid < 0) {
-        rc = -errno;
-        close(ends[0]);
-        close(ends[1]);
-        host_set_error(h, "cannot start a process: %s", strerror(-rc));
-        return rc;
-    }
-    if (pid == 0) {
-        /* only async-signal-safe calls between fork and exec: the scheduler has threads */
-        if (ends[1] == CHANNEL_HOST_FD)
-            fcntl(ends[1], F_SETFD, 0);
-        else if (dup2(ends[1], CHANNEL_HOST_FD) < 0)
-            _exit(127);
-        execvp(argv[0], (char *const *)argv);
-        ssize_t ignored = write(2, cannot_run, sizeof(cannot_run) - 1);
-        (void)ignored;
-        _exit(127);
-    }
-    close(ends[1]);
-    h->pid = pid;
-    channel_close(&h->channel);
-    channel_init(&h->channel, ends[0]);
-    return 0;
+    int rc = channel_spawn(argv, "kcycle: cannot run the plugin host program\n", &h->channel,
+                           &h->pid);
+    if (rc < 0)
+        host_set_error(h, "cannot start the plugin host: %s", strerror(-rc));
+    return rc;
 }
 
 static Kcycle__V1__PluginSpec **plugin_specs(struct remote_host *h)

@@ -2,9 +2,12 @@
  * counting the calls a test wants to assert on (a plugin's hot path must not allocate). */
 #include "fake_host.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "plugin_args.h"
 
 struct fake_host_state fake_host;
 
@@ -84,7 +87,18 @@ static void host_log(kc_log_level level, const char *plugin, const char *message
     fake_host.calls.log++;
     fake_host.log_count++;
     fake_host.last_log_level = level;
+    if (plugin == NULL)
+        plugin = fake_host.calling_plugin != NULL ? fake_host.calling_plugin : "?";
     snprintf(fake_host.last_log, sizeof(fake_host.last_log), "%s: %s", plugin, message);
+}
+
+/* The plugin is the one the test says it calls (fake_host.calling_plugin), as the runtime
+ * knows the plugin it calls. */
+static void host_logv(kc_log_level level, const char *fmt, va_list ap)
+{
+    char line[FAKE_LOG_SIZE / 2]; /* room for the plugin's name in last_log */
+    vsnprintf(line, sizeof(line), fmt, ap);
+    host_log(level, NULL, line);
 }
 
 static int64_t host_now_ms(void)
@@ -431,6 +445,20 @@ static int host_cycle_set(kc_cycle *cycle, const char *key, void *data, void (*f
     entry->key = copy_string(key);
     entry->data = data;
     entry->free_fn = free_fn;
+    return 0;
+}
+
+static int host_cycle_delete(kc_cycle *cycle, const char *key)
+{
+    fake_host.calls.cycle_delete++;
+    struct fake_cycle_entry *entry = cycle_find(cycle, key);
+    if (entry == NULL)
+        return -2;
+    struct fake_cycle_entry gone = *entry;
+    *entry = cycle->entries[--cycle->entry_count];
+    free(gone.key);
+    if (gone.free_fn != NULL)
+        gone.free_fn(gone.data);
     return 0;
 }
 
@@ -782,6 +810,37 @@ static int host_preempt_more(kc_cycle *cycle, const kc_pod *const *victims, uint
     return 0;
 }
 
+/* Added in 1.2: the handle-taking forms (one fake scheduler: the cycle only proves the
+ * plugin passed one), node ids. */
+static uint32_t host_cycle_node_count(kc_cycle *cycle)
+{
+    (void)cycle;
+    return fake_host.node_count;
+}
+
+static const kc_node *host_cycle_node_at(kc_cycle *cycle, uint32_t index)
+{
+    (void)cycle;
+    return index < fake_host.node_count ? fake_host.nodes[index] : NULL;
+}
+
+static uint32_t host_cycle_waiting_pod_count(kc_cycle *cycle)
+{
+    (void)cycle;
+    return fake_host.waiting_count;
+}
+
+static int64_t host_cycle_now_ms(kc_cycle *cycle)
+{
+    (void)cycle;
+    return fake_host.now_ms;
+}
+
+static uint64_t host_node_id(const kc_node *node)
+{
+    return node->id;
+}
+
 static const kc_host_api api = {
     .struct_size = sizeof(kc_host_api),
     .abi_version = KC_ABI_VERSION,
@@ -861,6 +920,20 @@ static const kc_host_api api = {
     /* added in 1.2: capacity queues */
     .object_status = host_object_status,
     .preempt_more = host_preempt_more,
+    .logv = host_logv,
+    .cycle_delete = host_cycle_delete,
+    .node_id = host_node_id,
+    .cycle_node_count = host_cycle_node_count,
+    .cycle_node_at = host_cycle_node_at,
+    .cycle_waiting_pod_count = host_cycle_waiting_pod_count,
+    .cycle_now_ms = host_cycle_now_ms,
+    /* the runtime's own args code: the tests read args as a plugin will in the scheduler */
+    .args_parse = plugin_args_parse,
+    .args_int = plugin_args_int,
+    .args_string = plugin_args_string,
+    .args_bool = plugin_args_bool,
+    .args_quantity = plugin_args_quantity,
+    .args_finish = plugin_args_finish,
 };
 
 const kc_host_api *fake_host_api(void)
@@ -936,6 +1009,10 @@ void fake_host_add_node(kc_node *node)
     if (fake_host.node_count == FAKE_MAX_NODES)
         return;
     node->index = fake_host.node_count;
+    /* ids are never reused: they keep counting across fake_host_reset */
+    static uint64_t last_id;
+    if (node->id == 0)
+        node->id = ++last_id;
     fake_host.nodes[fake_host.node_count++] = node;
 }
 

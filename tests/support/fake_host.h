@@ -114,6 +114,7 @@ struct kc_node {
     kc_taint taints[FAKE_MAX_TAINTS];
     uint32_t taint_count;
     uint32_t index; /* set by fake_host_add_node */
+    uint64_t id;    /* kc_node_id (1.2): set by fake_host_add_node when 0 */
     /* preemption (1.2): the pods fake_node_add_pod put here (node_pod_at), and how Filter
      * judged the node (kc_cycle_node_status: KC_UNSCHEDULABLE unless unresolvable) */
     const kc_pod *pods[FAKE_MAX_NODE_PODS];
@@ -177,6 +178,7 @@ struct fake_calls {
     uint32_t pod_request_at;
     uint32_t cycle_set;
     uint32_t cycle_get;
+    uint32_t cycle_delete;
     uint32_t cycle_reject;
     uint32_t bind;
     uint32_t log;
@@ -192,6 +194,8 @@ struct fake_host_state {
     kc_log_level last_log_level;
     char last_log[FAKE_LOG_SIZE]; /* "plugin: message" of the last log line */
     uint32_t log_count;
+    /* the plugin kc_logf attributes lines to (the runtime knows whom it calls); NULL: "?" */
+    const char *calling_plugin;
     kc_node *nodes[FAKE_MAX_NODES];
     uint32_t node_count;
     kc_waiting_pod waiting[FAKE_MAX_WAITING];

@@ -23,6 +23,7 @@ static inline int plugin_setup(void **state)
 {
     (void)state;
     fake_host_reset();
+    fake_host.calling_plugin = PLUGIN_TEST_NAME;
     ops = kc_plugin_query(KC_ABI_VERSION)->ops;
     self = NULL;
     plugin_start("{}");

@@ -88,6 +88,44 @@ static inline int kc_cycle_write_object(kc_cycle *cycle, const char *kind,
     return kc_host->cycle_write_object(cycle, kind, namespace_name, name, merge_patch_json);
 }
 
+/* Added in 1.2: -38 (ENOSYS) on an older host. */
+static inline int kc_cycle_delete(kc_cycle *cycle, const char *key)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_delete))
+        return -38;
+    return kc_host->cycle_delete(cycle, key);
+}
+
+/* Added in 1.2: the snapshot and clock of the scheduler running cycle. On an older host they
+ * fall back to the functions without a handle. */
+static inline uint32_t kc_cycle_node_count(kc_cycle *cycle)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_node_count))
+        return kc_host->node_count();
+    return kc_host->cycle_node_count(cycle);
+}
+
+static inline const kc_node *kc_cycle_node_at(kc_cycle *cycle, uint32_t index)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_node_at))
+        return kc_host->node_at(index);
+    return kc_host->cycle_node_at(cycle, index);
+}
+
+static inline uint32_t kc_cycle_waiting_pod_count(kc_cycle *cycle)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_waiting_pod_count))
+        return kc_host->waiting_pod_count();
+    return kc_host->cycle_waiting_pod_count(cycle);
+}
+
+static inline int64_t kc_cycle_now_ms(kc_cycle *cycle)
+{
+    if (!KC_HOST_HAS(kc_host, cycle_now_ms))
+        return kc_host->now_ms();
+    return kc_host->cycle_now_ms(cycle);
+}
+
 static inline int kc_bind(kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     return kc_host->bind(cycle, pod, node);

@@ -2,6 +2,7 @@
 #ifndef KCYCLE_HOST_H
 #define KCYCLE_HOST_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,8 @@ typedef struct kc_pod kc_pod;
 typedef struct kc_node kc_node;
 typedef struct kc_cycle kc_cycle;
 typedef struct kc_waiting_pod kc_waiting_pod;
+/* A plugin's parsed args (added in 1.2): kc_args_parse() to kc_args_finish(). */
+typedef struct kc_args kc_args;
 
 typedef enum kc_log_level {
     KC_LOG_ERROR = 0,
@@ -275,6 +278,36 @@ typedef struct kc_host_api {
      * this attempt, -ENOENT for a pod that is not on a node, -EOPNOTSUPP when the binder cannot
      * evict, -ENOMEM. */
     int (*preempt_more)(kc_cycle *cycle, const kc_pod *const *victims, uint32_t victim_count);
+    /* Added in 1.2 (for plugin authors; which phase may call what: docs/sdk/phases.md). */
+    /* One log line attributed to the plugin the runtime is calling, so the caller need not
+     * name itself; fmt and ap as vprintf. Any phase, init and fini. */
+    void (*logv)(kc_log_level level, const char *fmt, va_list ap);
+    /* Remove key from the cycle, calling its free function: 0, or -2 (ENOENT) when the key is
+     * not set. Same phases as cycle_set. */
+    int (*cycle_delete)(kc_cycle *cycle, const char *key);
+    /* The node's id: never 0, fixed for as long as this process knows the node (across
+     * cycles, unlike node_index, which a node deletion may change), never given to another
+     * node. */
+    uint64_t (*node_id)(const kc_node *node);
+    /* node_count, node_at, waiting_pod_count and now_ms of the scheduler running cycle. */
+    uint32_t (*cycle_node_count)(kc_cycle *cycle);
+    const kc_node *(*cycle_node_at)(kc_cycle *cycle, uint32_t index);
+    uint32_t (*cycle_waiting_pod_count)(kc_cycle *cycle);
+    int64_t (*cycle_now_ms)(kc_cycle *cycle);
+    /* Args: parse the JSON object given to init once, read typed values by key (a missing key
+     * gives the fallback), then finish: an error for the first bad value or for a key nothing
+     * read, naming the key. The getters return 0, or -22 (EINVAL) for a value of the wrong
+     * type (recorded for args_finish). Strings live until args_finish. */
+    kc_args *(*args_parse)(const char *json, char *error, size_t error_size);
+    int (*args_int)(kc_args *args, const char *key, int64_t fallback, int64_t *out);
+    int (*args_string)(kc_args *args, const char *key, const char *fallback, const char **out);
+    int (*args_bool)(kc_args *args, const char *key, int fallback, int *out);
+    /* A Kubernetes quantity ("4Gi", "500m") or a JSON number, in units of 10^scale (0: units,
+     * -3: milli-units, as cpu is counted), rounded up. */
+    int (*args_quantity)(kc_args *args, const char *key, int scale, int64_t fallback,
+                         int64_t *out);
+    /* Frees args (NULL is a no-op): 0, or -22 (EINVAL) with the first error in error. */
+    int (*args_finish)(kc_args *args, char *error, size_t error_size);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

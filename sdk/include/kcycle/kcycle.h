@@ -13,5 +13,6 @@
 #include "cycle.h"
 #include "score.h"
 #include "preemption.h"
+#include "args.h"
 
 #endif

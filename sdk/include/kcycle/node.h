@@ -78,4 +78,12 @@ static inline const kc_node *kc_node_by_name(const char *name)
     return kc_host->node_by_name(name);
 }
 
+/* Added in 1.2. On an older host: index + 1, which is only stable while no node is deleted. */
+static inline uint64_t kc_node_id(const kc_node *node)
+{
+    if (!KC_HOST_HAS(kc_host, node_id))
+        return (uint64_t)kc_host->node_index(node) + 1;
+    return kc_host->node_id(node);
+}
+
 #endif

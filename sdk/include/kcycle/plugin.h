@@ -2,8 +2,10 @@
 #ifndef KCYCLE_PLUGIN_H
 #define KCYCLE_PLUGIN_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "host.h"
 #include "status.h"
@@ -165,6 +167,25 @@ static inline void kc_log(kc_log_level level, const char *plugin, const char *me
 static inline int64_t kc_now_ms(void)
 {
     return kc_host->now_ms();
+}
+
+/* Added in 1.2: a printf-style log line the host attributes to the calling plugin. On an older
+ * host the line is formatted here (up to 511 bytes) and logged without the plugin's name. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static inline void kc_logf(kc_log_level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (KC_HOST_HAS(kc_host, logv)) {
+        kc_host->logv(level, fmt, ap);
+    } else {
+        char line[512];
+        vsnprintf(line, sizeof(line), fmt, ap);
+        kc_host->log(level, NULL, line);
+    }
+    va_end(ap);
 }
 
 #ifdef __cplusplus

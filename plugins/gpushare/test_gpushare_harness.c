@@ -1,0 +1,93 @@
+/* gpushare on the plugin test harness, in both isolation modes: cards shared by memory, cores
+ * and users and never overcommitted, as pods are placed one after the other (Filter, then
+ * Reserve on the chosen node), with the reasons kube's users see; and the HAMi and kcycle
+ * annotations Reserve writes on the Binding. The parsers, the ledger's invariants, MIG and the
+ * adoption of bound pods stay in test_gpushare.c on the fake host. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness_test.h"
+
+/* node l4: one 24 GiB card shared by up to three users; pods s0..s2 of 4 GiB and 30 % of the
+ * cores, and the probes p-* asking for what the card may or may not still give */
+static const char cluster[] =
+    "nodes:\n"
+    "  - name: l4\n"
+    "    allocatable: {cpu: 16, nvidia.com/gpu: 3}\n"
+    "    annotations:\n"
+    "      kcycle.io/gpus: '[{\"memory\": 24576, \"split\": 3, \"uuid\": \"GPU-l4\", "
+    "\"model\": \"NVIDIA-L4\"}]'\n"
+    "pods:\n"
+    "  - {name: s0, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 4096, "
+    "nvidia.com/gpucores: 30}}\n"
+    "  - {name: s1, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 4096, "
+    "nvidia.com/gpucores: 30}}\n"
+    "  - {name: s2, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 4096, "
+    "nvidia.com/gpucores: 30}}\n"
+    "  - {name: p-user, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1024, "
+    "nvidia.com/gpucores: 1}}\n"
+    "  - {name: p-memory, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 20000, "
+    "nvidia.com/gpucores: 10}}\n"
+    "  - {name: p-cores, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1000, "
+    "nvidia.com/gpucores: 50}}\n"
+    "  - {name: p-fits, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1000, "
+    "nvidia.com/gpucores: 40}}\n";
+
+static void place(const char *pod)
+{
+    harness_expect_status(pod, kc_harness_filter(harness, pod, "l4"), KC_SUCCESS);
+    harness_expect_status(pod, kc_harness_call(harness, pod, KC_HARNESS_RESERVE, "l4"), KC_SUCCESS);
+}
+
+static void refused(const char *pod, const char *reason)
+{
+    harness_expect_status(pod, kc_harness_filter(harness, pod, "l4"), KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), reason);
+}
+
+static void cards_are_shared_and_never_overcommitted(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    place("ml/s0");
+    place("ml/s1");
+    place("ml/s2");
+    refused("ml/p-user", "GPU sharing limit reached");
+    /* s0 undone: a user's room, but not 20000 MiB nor 50 % of the cores */
+    harness_expect_status(
+        "unreserve", kc_harness_call(harness, "ml/s0", KC_HARNESS_UNRESERVE, "l4"), KC_SUCCESS);
+    refused("ml/p-memory", "Insufficient GPU memory");
+    refused("ml/p-cores", "Insufficient GPU cores");
+    place("ml/p-fits");
+}
+
+static void reserve_writes_hami_and_kcycle_annotations(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    place("ml/s0");
+    const char *hami = kc_harness_annotation(harness, "hami.io/vgpu-devices-to-allocate");
+    assert_non_null(hami);
+    assert_non_null(strstr(hami, "GPU-l4,NVIDIA,4096,30:;"));
+    assert_string_equal(kc_harness_annotation(harness, "hami.io/vgpu-devices-allocated"), hami);
+    assert_string_equal(kc_harness_annotation(harness, "hami.io/vgpu-node"), "l4");
+    assert_string_equal(kc_harness_annotation(harness, "hami.io/bind-phase"), "allocating");
+    const char *own = kc_harness_annotation(harness, "kcycle.io/gpu-assignment");
+    assert_non_null(own);
+    assert_non_null(strstr(own, "\"uuid\":\"GPU-l4\""));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        HARNESS_TEST(cards_are_shared_and_never_overcommitted),
+        HARNESS_TEST(reserve_writes_hami_and_kcycle_annotations),
+    };
+    return HARNESS_RUN_BOTH_MODES(tests);
+}

@@ -1,0 +1,152 @@
+/* nodeports on the plugin test harness, in both isolation modes: kube-scheduler's
+ * node_ports_test.go cases as a table (ports held by pods on the node against the ports the
+ * pod asks for), and a holder leaving the node. What needs the fake host (a preemption what-if
+ * view, nominated pods, Filter on threads, an older host) stays in test_nodeports.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness_test.h"
+
+#define REASON "node(s) didn't have free ports for the requested pod ports"
+#define MAX_PORTS 4
+#define MAX_EXISTING 3
+
+/* "PROTO/IP/PORT" ("TCP/127.0.0.1/8080") as a shorthand ports list: an empty protocol or IP
+ * is left out, for the API defaults (TCP, 0.0.0.0). */
+static void yaml_ports(char *buf, size_t size, const char *const *specs)
+{
+    size_t used = strlen(buf);
+    used += (size_t)snprintf(buf + used, size - used, "    ports: [");
+    for (uint32_t i = 0; i < MAX_PORTS && specs[i] != NULL && used < size; i++) {
+        char proto[16], ip[32];
+        int port = 0;
+        const char *first = strchr(specs[i], '/'), *second = first ? strchr(first + 1, '/') : NULL;
+        assert_non_null(second);
+        snprintf(proto, sizeof(proto), "%.*s", (int)(first - specs[i]), specs[i]);
+        snprintf(ip, sizeof(ip), "%.*s", (int)(second - first - 1), first + 1);
+        port = atoi(second + 1);
+        used +=
+            (size_t)snprintf(buf + used, size - used, "%s{containerPort: %d, hostPort: %d%s%s%s%s}",
+                             i > 0 ? ", " : "", port, port, proto[0] ? ", protocol: " : "", proto,
+                             ip[0] ? ", hostIP: " : "", ip);
+    }
+    if (used < size)
+        snprintf(buf + used, size - used, "]\n");
+}
+
+struct ports_case {
+    const char *name;
+    const char *want[MAX_PORTS + 1];                   /* the incoming pod's ports */
+    const char *existing[MAX_EXISTING][MAX_PORTS + 1]; /* pods bound on the node */
+    kc_status status;
+};
+
+static const struct ports_case cases[] = {
+    /* node_ports_test.go TestNodePorts */
+    {"other port", {"UDP/127.0.0.1/8080"}, {{"UDP/127.0.0.1/9090"}}, KC_SUCCESS},
+    {"same udp port", {"UDP/127.0.0.1/8080"}, {{"UDP/127.0.0.1/8080"}}, KC_UNSCHEDULABLE},
+    {"same tcp port", {"TCP/127.0.0.1/8080"}, {{"TCP/127.0.0.1/8080"}}, KC_UNSCHEDULABLE},
+    {"different host ip", {"TCP/127.0.0.1/8080"}, {{"TCP/127.0.0.2/8080"}}, KC_SUCCESS},
+    {"different protocol", {"UDP/127.0.0.1/8080"}, {{"TCP/127.0.0.1/8080"}}, KC_SUCCESS},
+    {"second udp port conflict",
+     {"UDP/127.0.0.1/8000", "UDP/127.0.0.1/8080"},
+     {{"UDP/127.0.0.1/8080"}},
+     KC_UNSCHEDULABLE},
+    {"first tcp port conflict",
+     {"TCP/127.0.0.1/8001", "UDP/127.0.0.1/8080"},
+     {{"TCP/127.0.0.1/8001", "UDP/127.0.0.1/8081"}},
+     KC_UNSCHEDULABLE},
+    {"first tcp port conflict due to 0.0.0.0 hostIP",
+     {"TCP/0.0.0.0/8001"},
+     {{"TCP/127.0.0.1/8001"}},
+     KC_UNSCHEDULABLE},
+    {"TCP hostPort conflict due to 0.0.0.0 hostIP",
+     {"TCP/10.0.10.10/8001", "TCP/0.0.0.0/8001"},
+     {{"TCP/127.0.0.1/8001"}},
+     KC_UNSCHEDULABLE},
+    {"second tcp port conflict to 0.0.0.0 hostIP",
+     {"TCP/127.0.0.1/8001"},
+     {{"TCP/0.0.0.0/8001"}},
+     KC_UNSCHEDULABLE},
+    {"second different protocol", {"UDP/127.0.0.1/8001"}, {{"TCP/0.0.0.0/8001"}}, KC_SUCCESS},
+    {"UDP hostPort conflict due to 0.0.0.0 hostIP",
+     {"TCP/127.0.0.1/8001", "UDP/127.0.0.1/8001"},
+     {{"TCP/0.0.0.0/8001"}},
+     KC_UNSCHEDULABLE},
+    /* the API defaults: no protocol is TCP, no hostIP binds every address */
+    {"defaults conflict with explicit TCP on an address",
+     {"//8080"},
+     {{"TCP/10.1.1.1/8080"}},
+     KC_UNSCHEDULABLE},
+    {"defaulted protocol is not UDP", {"//53"}, {{"UDP//53"}}, KC_SUCCESS},
+    {"SCTP and TCP do not share", {"SCTP/0.0.0.0/9000"}, {{"TCP/0.0.0.0/9000"}}, KC_SUCCESS},
+    {"same SCTP port", {"SCTP//9000"}, {{"SCTP/0.0.0.0/9000"}}, KC_UNSCHEDULABLE},
+    {"conflict with the second of several pods",
+     {"TCP//7000"},
+     {{"TCP//6999"}, {"UDP//7000", "TCP//7000"}, {"TCP//7001"}},
+     KC_UNSCHEDULABLE},
+    {"several pods, no conflict",
+     {"TCP/10.0.0.1/7000", "TCP/10.0.0.2/7001"},
+     {{"TCP/10.0.0.2/7000"}, {"TCP/10.0.0.1/7001"}},
+     KC_SUCCESS},
+    {"a pod without host ports on the node holds nothing", {"TCP//80"}, {{NULL}}, KC_SUCCESS},
+};
+
+static void ports_table(void **state)
+{
+    (void)state;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const struct ports_case *tc = &cases[c];
+        char cluster[4096] = "nodes:\n  - name: n1\npods:\n";
+        for (uint32_t e = 0; e < MAX_EXISTING; e++) {
+            if (e > 0 && tc->existing[e][0] == NULL)
+                break;
+            size_t used = strlen(cluster);
+            snprintf(cluster + used, sizeof(cluster) - used, "  - name: e%u\n    nodeName: n1\n",
+                     e);
+            if (tc->existing[e][0] != NULL)
+                yaml_ports(cluster, sizeof(cluster), tc->existing[e]);
+        }
+        strcat(cluster, "  - name: incoming\n");
+        yaml_ports(cluster, sizeof(cluster), tc->want);
+        harness_start("{}", cluster);
+        harness_expect_status(tc->name, kc_harness_filter(harness, "incoming", "n1"), tc->status);
+        assert_string_equal(kc_harness_message(harness),
+                            tc->status == KC_UNSCHEDULABLE ? REASON : "");
+    }
+}
+
+/* The holder of a port leaves the node (deleted): the port is free there again; another node
+ * never conflicted. */
+static void a_deleted_holder_frees_its_port(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - name: web-0\n  - name: web-1\n"
+                        "pods:\n"
+                        "  - name: holder\n    nodeName: web-0\n"
+                        "    ports: [{containerPort: 8080, hostPort: 8080}]\n"
+                        "  - name: incoming\n"
+                        "    ports: [{containerPort: 80, hostPort: 8080}]\n");
+    harness_expect_status("held", kc_harness_filter(harness, "incoming", "web-0"),
+                          KC_UNSCHEDULABLE);
+    harness_expect_status("other node", kc_harness_filter(harness, "incoming", "web-1"),
+                          KC_SUCCESS);
+    assert_int_equal(kc_harness_delete_pod(harness, "holder"), 0);
+    harness_expect_status("freed", kc_harness_filter(harness, "incoming", "web-0"), KC_SUCCESS);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        HARNESS_TEST(ports_table),
+        HARNESS_TEST(a_deleted_holder_frees_its_port),
+    };
+    return HARNESS_RUN_BOTH_MODES(tests);
+}

@@ -1,0 +1,98 @@
+/* nodevolumelimits on the plugin test harness, in both isolation modes: kube-scheduler's
+ * csi_test.go cases (nvl_cases.h) written as a cluster (CSINodes, claims, volumes and classes as
+ * objects; the placed pods on their nodes), asserting Filter's verdict and reason on each node
+ * (every node passes when PreFilter skips). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness_test.h"
+#include "nvl_cases.h"
+
+static void yaml_volumes(char *buf, size_t size, const kc_volume *volumes)
+{
+    harness_append(buf, size, "[");
+    for (int k = 0; k < 3 && volumes[k].source != KC_VOLUME_OTHER; k++) {
+        const kc_volume *v = &volumes[k];
+        const char *sep = k > 0 ? ", " : "";
+        if (v->source == KC_VOLUME_PVC)
+            harness_append(buf, size, "%s{name: %s, persistentVolumeClaim: {claimName: %s}}", sep,
+                           v->name, v->claim_name);
+        else if (v->source == KC_VOLUME_EPHEMERAL) /* its claim: "<pod>-<volume>" */
+            harness_append(buf, size, "%s{name: %s, ephemeral: {volumeClaimTemplate: {}}}", sep,
+                           v->name);
+        else if (v->source == KC_VOLUME_GCE_PD)
+            harness_append(buf, size, "%s{name: %s, gcePersistentDisk: {pdName: %s}}", sep, v->name,
+                           v->disk);
+        else
+            fail_msg("volume kind %d is not written here", (int)v->source);
+    }
+    harness_append(buf, size, "]");
+}
+
+static const char *cluster_of(const struct nvl_case *c)
+{
+    static char text[16384];
+    static const char *const csinodes[] = {CSINODES};
+    text[0] = '\0';
+    harness_append(text, sizeof(text),
+                   "nodes:\n"
+                   "  - {name: node-a, labels: {kubernetes.io/hostname: node-a}}\n"
+                   "  - {name: node-b, labels: {kubernetes.io/hostname: node-b}}\n"
+                   "  - {name: node-c, labels: {kubernetes.io/hostname: node-c}}\n"
+                   "objects:\n");
+    for (size_t i = 0; i < sizeof(csinodes) / sizeof(csinodes[0]); i++)
+        harness_yaml_object(text, sizeof(text), csinodes[i]);
+    for (int i = 0; i < VT_MAX_OBJECTS && c->objects[i] != NULL; i++)
+        harness_yaml_object(text, sizeof(text), c->objects[i]);
+    harness_append(text, sizeof(text), "pods:\n");
+    for (int i = 0; i < 4 && c->placed[i].name != NULL; i++) {
+        harness_append(text, sizeof(text),
+                       "  - {name: %s, nodeName: %s, volumes: ", c->placed[i].name,
+                       c->placed[i].node);
+        yaml_volumes(text, sizeof(text), c->placed[i].volumes);
+        harness_append(text, sizeof(text), "}\n");
+    }
+    /* uid "new": the owner an ephemeral volume's claim names */
+    harness_append(text, sizeof(text),
+                   "  - metadata: {name: new, namespace: default, uid: new}\n"
+                   "    spec: {containers: [{name: c}], volumes: ");
+    yaml_volumes(text, sizeof(text), c->volumes);
+    harness_append(text, sizeof(text), "}\n");
+    return text;
+}
+
+static void table(void **state)
+{
+    (void)state;
+    static const char *const nodes[VT_NODES] = {"node-a", "node-b", "node-c"};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct nvl_case *c = &cases[i];
+        harness_start("{}", cluster_of(c));
+        for (int n = 0; n < VT_NODES; n++) {
+            kc_status want = c->pre_filter == KC_SKIP ? KC_SUCCESS : c->filter[n];
+            const char *reason =
+                c->pre_filter == KC_SKIP || c->reason[n] == NULL ? "" : c->reason[n];
+            harness_expect_status(c->name, kc_harness_filter(harness, "new", nodes[n]), want);
+            /* an error's message is the runtime's: the plugin failed in Filter on the node */
+            const char *got = kc_harness_message(harness);
+            if (want == KC_ERROR ? strstr(got, "nodevolumelimits failed in Filter") == NULL
+                                 : strcmp(got, reason) != 0)
+                fail_msg("%s (%s): %s: reason \"%s\", want \"%s\"", c->name, harness_mode_name(),
+                         nodes[n], got, reason);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        HARNESS_TEST(table),
+    };
+    return HARNESS_RUN_BOTH_MODES(tests);
+}

@@ -1,0 +1,155 @@
+/* podtopologyspread on the plugin test harness, in both isolation modes: kube-scheduler's
+ * filtering and scoring cases (spread_cases.h), each written as a cluster whose existing pods
+ * sit on their nodes, asserting every node's Filter status and reason and the normalized
+ * scores. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness_test.h"
+#include "spread_cases.h"
+
+/* The values of the words of spec with prefix ("sel:k=v" gives "k=v"), in order. */
+static int prefixed(const char *spec, const char *prefix, char out[][64], int capacity)
+{
+    char copy[256];
+    snprintf(copy, sizeof(copy), "%s", spec);
+    int count = 0;
+    for (char *w = strtok(copy, " "); w != NULL && count < capacity; w = strtok(NULL, " "))
+        if (strncmp(w, prefix, strlen(prefix)) == 0)
+            snprintf(out[count++], 64, "%s", w + strlen(prefix));
+    return count;
+}
+
+static const char *cluster_of(const struct spread_case *c)
+{
+    static char text[8192];
+    char list[4][64];
+    text[0] = '\0';
+    harness_append(text, sizeof(text), "nodes:\n");
+    for (int n = 0; n < MAX_NODES && c->nodes[n] != NULL; n++) {
+        char name[64];
+        sscanf(c->nodes[n], "%63s", name);
+        harness_append(text, sizeof(text), "  - name: %s\n    labels: ", name);
+        harness_yaml_labels(text, sizeof(text), c->nodes[n], 1);
+        int taints = prefixed(c->nodes[n], "taint:", list, 4);
+        harness_append(text, sizeof(text), "\n    taints: [");
+        for (int t = 0; t < taints; t++)
+            harness_append(text, sizeof(text), "%s{key: '%s', effect: NoSchedule}", t ? ", " : "",
+                           list[t]);
+        harness_append(text, sizeof(text), "]\n");
+    }
+    harness_append(text, sizeof(text), "pods:\n");
+    for (int i = 0; i < MAX_PODS && c->existing[i] != NULL; i++) {
+        char node[64], ns[64];
+        sscanf(c->existing[i], "%63s %63s", node, ns);
+        harness_append(text, sizeof(text),
+                       "  - {name: p%d, namespace: %s, nodeName: %s, labels: ", i, ns, node);
+        harness_yaml_labels(text, sizeof(text), c->existing[i], 2);
+        harness_append(text, sizeof(text), "}\n");
+    }
+    /* the incoming pod in the Kubernetes form: the constraints are JSON, which YAML reads;
+     * the spec's other fields are added before the object's closing brace */
+    char ns[64];
+    sscanf(c->pod, "%63s", ns);
+    harness_append(text, sizeof(text),
+                   "  - metadata: {name: incoming, namespace: %s, labels: ", ns);
+    harness_yaml_labels(text, sizeof(text), c->pod, 1);
+    size_t constraints_len = strlen(c->constraints);
+    harness_append(text, sizeof(text), "}\n    spec: %.*s, \"containers\": [{\"name\": \"c\"}]",
+                   (int)(constraints_len - 1), c->constraints);
+    int selectors = prefixed(c->pod, "sel:", list, 4);
+    for (int i = 0; i < selectors; i++) {
+        char *eq = strchr(list[i], '=');
+        *eq = '\0';
+        harness_append(text, sizeof(text), "%s\"%s\": \"%s\"%s",
+                       i == 0 ? ", \"nodeSelector\": {" : ", ", list[i], eq + 1,
+                       i == selectors - 1 ? "}" : "");
+    }
+    int tolerations = prefixed(c->pod, "tol:", list, 4);
+    for (int i = 0; i < tolerations; i++)
+        harness_append(text, sizeof(text), "%s{\"key\": \"%s\", \"operator\": \"Exists\"}%s",
+                       i == 0 ? ", \"tolerations\": [" : ", ", list[i],
+                       i == tolerations - 1 ? "]" : "");
+    harness_append(text, sizeof(text), "}\n");
+    return text;
+}
+
+static void check_filter(const struct spread_case *c, int node_count)
+{
+    char expected[MAX_NODES][64];
+    if (c->filter == NULL) { /* PreFilter skips: every node passes */
+        for (int n = 0; n < node_count; n++)
+            snprintf(expected[n], sizeof(expected[n]), "ok");
+    } else {
+        char copy[128];
+        snprintf(copy, sizeof(copy), "%s", c->filter);
+        int n = 0;
+        for (char *w = strtok(copy, " "); w != NULL && n < MAX_NODES; w = strtok(NULL, " "))
+            snprintf(expected[n++], sizeof(expected[0]), "%s", w);
+        assert_int_equal(n, node_count);
+    }
+    for (int n = 0; n < node_count; n++) {
+        char node[64];
+        sscanf(c->nodes[n], "%63s", node);
+        kc_status want = strcmp(expected[n], "ok") == 0     ? KC_SUCCESS
+                         : strcmp(expected[n], "skew") == 0 ? KC_UNSCHEDULABLE
+                                                            : KC_UNRESOLVABLE;
+        const char *reason = want == KC_SUCCESS         ? ""
+                             : want == KC_UNSCHEDULABLE ? REASON_SKEW
+                                                        : REASON_LABEL;
+        harness_expect_status(c->name, kc_harness_filter(harness, "ns/incoming", node), want);
+        if (strcmp(kc_harness_message(harness), reason) != 0)
+            fail_msg("%s (%s): node %s: reason \"%s\", want \"%s\"", c->name, harness_mode_name(),
+                     node, kc_harness_message(harness), reason);
+    }
+}
+
+static void check_scores(const struct spread_case *c, int node_count)
+{
+    if (c->scores[0] == NO_SCORE && strstr(c->constraints, "ScheduleAnyway") != NULL)
+        return; /* scored, but kube's case says nothing of the scores */
+    kc_status st = kc_harness_evaluate(harness, "ns/incoming");
+    if (st != KC_SUCCESS)
+        return; /* nothing feasible: nothing scored */
+    for (int n = 0; n < node_count; n++) {
+        char node[64];
+        sscanf(c->nodes[n], "%63s", node);
+        int64_t got = kc_harness_score(harness, node);
+        /* without ScheduleAnyway PreScore skips: no node is scored */
+        int64_t want = c->scores[0] == NO_SCORE ? -1 : c->scores[n];
+        if (got != want)
+            fail_msg("%s (%s): node %s scored %lld, want %lld", c->name, harness_mode_name(), node,
+                     (long long)got, (long long)want);
+    }
+}
+
+static void kube_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct spread_case *c = &cases[i];
+        int node_count = 0;
+        while (node_count < MAX_NODES && c->nodes[node_count] != NULL)
+            node_count++;
+        harness_start("{}", cluster_of(c));
+        check_filter(c, node_count);
+        check_scores(c, node_count);
+    }
+    assert_true(sizeof(cases) / sizeof(cases[0]) >= 30);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        HARNESS_TEST(kube_cases),
+    };
+    return HARNESS_RUN_BOTH_MODES(tests);
+}

@@ -1,0 +1,890 @@
+/* libkcycle-plugintest (<kcycle/plugintest.h>, docs/plugin-testing.md): a plugin under test
+ * runs in a real plugin host (the runtime's host API, not a fake), driven with the plugin host
+ * protocol (proto/kcycle/v1/plugin.proto). One transport serves each isolation mode: the host
+ * library called in this process, or a kcycle-plugin-host child over the socketpair the
+ * scheduler would give it; everything above the transport is the same for both. */
+#include <kcycle/plugintest.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "channel.h"
+#include "host.h"
+#include "model.h"
+#include "plugin.pb-c.h"
+#include "proto_convert.h"
+#include "simfile.h"
+
+#ifndef KC_PLUGINTEST_HOST_BINARY
+#define KC_PLUGINTEST_HOST_BINARY "kcycle-plugin-host"
+#endif
+
+/* The replica's generation: the harness sends its cluster once, in the hello. */
+#define HARNESS_GENERATION 1
+#define HARNESS_TIMEOUT_MS 30000
+
+struct transport {
+    /* Send one packed Request, return the unpacked Reply (NULL: h->error says why). */
+    Kcycle__V1__Reply *(*round_trip)(kc_harness *h, const uint8_t *request, size_t len);
+    void (*close)(kc_harness *h);
+};
+
+struct kc_harness {
+    const struct transport *transport;
+    struct plugin_host *local; /* KC_HARNESS_IN_PROCESS */
+    struct channel channel;    /* KC_HARNESS_PROCESS */
+    pid_t pid;
+    struct sim_spec spec;     /* the cluster kc_harness_open read */
+    struct sim_spec *updates; /* and those of kc_harness_update, oldest first */
+    uint32_t update_count;
+    /* the replica's nodes in its order (a put appends a new node, a delete moves the last
+     * one into the gap), so node indices mean the same on both sides */
+    char **nodes;
+    uint32_t node_count, node_capacity;
+    uint64_t request_id;
+    char message[2048];
+    char error[1024];
+    /* the last evaluation, by node index (the spec's node order is the replica's) */
+    bool *feasible;
+    int64_t *scores;
+    char **reasons;
+    uint32_t *reason_counts;
+    uint32_t reason_total;
+    struct kv_list annotations;
+    bool bind_requested; /* the last phase call's */
+    char **writes;       /* the last phase call's object writes, "Kind ns/name patch" */
+    uint32_t write_count;
+    char **logs;
+    uint32_t log_count, log_capacity;
+};
+
+static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(kc_harness *h, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->error, sizeof(h->error), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- the two transports ---- */
+
+static Kcycle__V1__Reply *local_round_trip(kc_harness *h, const uint8_t *request, size_t len)
+{
+    uint8_t *packed;
+    size_t packed_len;
+    if (plugin_host_handle(h->local, request, len, &packed, &packed_len) < 0) {
+        set_error(h, "the plugin host library ran out of memory");
+        return NULL;
+    }
+    Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, packed_len, packed);
+    free(packed);
+    if (reply == NULL)
+        set_error(h, "a reply that does not decode");
+    return reply;
+}
+
+static void local_close(kc_harness *h)
+{
+    plugin_host_close(h->local);
+    h->local = NULL;
+}
+
+static const struct transport in_process = {local_round_trip, local_close};
+
+static Kcycle__V1__Reply *child_round_trip(kc_harness *h, const uint8_t *request, size_t len)
+{
+    int64_t deadline = channel_now_ms() + HARNESS_TIMEOUT_MS;
+    int rc = channel_send(&h->channel, request, len, deadline);
+    const uint8_t *data = NULL;
+    size_t data_len = 0;
+    if (rc == 0)
+        rc = channel_recv(&h->channel, CHANNEL_REPLY_MAX_BYTES, deadline, &data, &data_len);
+    if (rc == -EPIPE) {
+        int status = 0;
+        if (h->pid > 0 && waitpid(h->pid, &status, 0) == h->pid) {
+            h->pid = -1;
+            if (WIFSIGNALED(status))
+                set_error(h, "the plugin host died of signal %d", WTERMSIG(status));
+            else
+                set_error(h, "the plugin host exited with status %d", WEXITSTATUS(status));
+        } else {
+            set_error(h, "the plugin host closed the channel");
+        }
+        return NULL;
+    }
+    if (rc < 0) {
+        set_error(h, "talking to the plugin host: %s", strerror(-rc));
+        return NULL;
+    }
+    Kcycle__V1__Reply *reply = kcycle__v1__reply__unpack(NULL, data_len, data);
+    if (reply == NULL)
+        set_error(h, "a reply that does not decode");
+    return reply;
+}
+
+static void child_close(kc_harness *h)
+{
+    /* the end of the channel stops the host: it unloads the plugin (fini) and exits */
+    channel_close(&h->channel);
+    if (h->pid > 0) {
+        int status;
+        int64_t deadline = channel_now_ms() + HARNESS_TIMEOUT_MS;
+        while (waitpid(h->pid, &status, WNOHANG) == 0) {
+            if (channel_now_ms() > deadline) {
+                kill(h->pid, SIGKILL);
+                waitpid(h->pid, &status, 0);
+                break;
+            }
+            usleep(10000); /* polling for the exit, bounded by the deadline */
+        }
+        h->pid = -1;
+    }
+}
+
+static const struct transport child_process = {child_round_trip, child_close};
+
+static int spawn_host(kc_harness *h, const char *binary)
+{
+    char fd_text[16];
+    snprintf(fd_text, sizeof(fd_text), "%d", CHANNEL_HOST_FD);
+    const char *argv[] = {binary, "--fd", fd_text, "--name", "plugintest", NULL};
+    int rc = channel_spawn(argv, "kcycle-plugintest: cannot run the plugin host\n", &h->channel,
+                           &h->pid);
+    if (rc < 0)
+        set_error(h, "cannot start %s: %s", binary, strerror(-rc));
+    return rc;
+}
+
+/* ---- requests ---- */
+
+static void note_logs(kc_harness *h, const Kcycle__V1__Reply *reply)
+{
+    static const char *const levels[] = {"ERROR", "WARN", "INFO", "DEBUG"};
+    for (size_t i = 0; i < reply->n_logs; i++) {
+        const Kcycle__V1__LogLine *line = reply->logs[i];
+        void *grown = array_grow(h->logs, &h->log_capacity, h->log_count + 1, sizeof(*h->logs));
+        if (grown == NULL)
+            return;
+        h->logs = grown;
+        int level = line->level >= 0 && line->level <= 3 ? line->level : 3;
+        size_t size = strlen(line->plugin) + strlen(line->message) + 16;
+        char *text = malloc(size);
+        if (text == NULL)
+            return;
+        snprintf(text, size, "%s %s: %s", levels[level], line->plugin, line->message);
+        h->logs[h->log_count++] = text;
+    }
+}
+
+/* Pack req, send it, and return the reply (NULL with h->error set when the request failed,
+ * the host's own error included). */
+static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
+{
+    h->error[0] = '\0';
+    req->id = ++h->request_id;
+    req->generation = HARNESS_GENERATION;
+    req->adopt_generation = req->call_case != KCYCLE__V1__REQUEST__CALL_HELLO;
+    size_t len = kcycle__v1__request__get_packed_size(req);
+    uint8_t *packed = malloc(len != 0 ? len : 1);
+    if (packed == NULL) {
+        set_error(h, "out of memory");
+        return NULL;
+    }
+    kcycle__v1__request__pack(req, packed);
+    Kcycle__V1__Reply *reply = h->transport->round_trip(h, packed, len);
+    free(packed);
+    if (reply == NULL)
+        return NULL;
+    note_logs(h, reply);
+    if (reply->error != NULL && reply->error[0] != '\0') {
+        set_error(h, "the plugin host: %s", reply->error);
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        return NULL;
+    }
+    return reply;
+}
+
+static struct pod *find_pod_in(const struct sim_spec *spec, const char *ns, size_t ns_len,
+                               const char *name)
+{
+    for (uint32_t i = 0; i < spec->pod_count + spec->arrival_count; i++) {
+        struct pod *p =
+            i < spec->pod_count ? spec->pods[i] : spec->arrivals[i - spec->pod_count].pod;
+        if (p != NULL && strcmp(p->name, name) == 0 && strlen(p->namespace) == ns_len &&
+            strncmp(p->namespace, ns, ns_len) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* The pods a test may evaluate: those of the files without a node, and the workloads; the
+ * latest update's first. */
+static struct pod *find_pod(kc_harness *h, const char *ref)
+{
+    const char *slash = ref != NULL ? strchr(ref, '/') : NULL;
+    const char *ns = "default", *name = ref;
+    size_t ns_len = strlen(ns);
+    if (slash != NULL) {
+        ns = ref;
+        ns_len = (size_t)(slash - ref);
+        name = slash + 1;
+    }
+    for (uint32_t u = h->update_count; ref != NULL && u > 0; u--) {
+        struct pod *p = find_pod_in(&h->updates[u - 1], ns, ns_len, name);
+        if (p != NULL)
+            return p;
+    }
+    struct pod *p = ref != NULL ? find_pod_in(&h->spec, ns, ns_len, name) : NULL;
+    if (p != NULL)
+        return p;
+    set_error(h, "no pod '%s' in the cluster", ref != NULL ? ref : "(null)");
+    return NULL;
+}
+
+static int node_position(kc_harness *h, const char *name)
+{
+    for (uint32_t i = 0; name != NULL && i < h->node_count; i++)
+        if (strcmp(h->nodes[i], name) == 0)
+            return (int)i;
+    set_error(h, "no node '%s' in the cluster", name != NULL ? name : "(null)");
+    return -1;
+}
+
+static void forget_evaluation(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->reason_total; i++)
+        free(h->reasons[i]);
+    free(h->reasons);
+    free(h->reason_counts);
+    h->reasons = NULL;
+    h->reason_counts = NULL;
+    h->reason_total = 0;
+    for (uint32_t i = 0; i < h->node_count; i++) {
+        h->feasible[i] = false;
+        h->scores[i] = -1;
+    }
+}
+
+static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
+{
+    forget_evaluation(h);
+    for (size_t i = 0; i < e->n_feasible; i++) {
+        if (e->feasible[i] >= h->node_count)
+            continue;
+        h->feasible[e->feasible[i]] = true;
+        /* one plugin: its scores, per feasible node in the reply's order */
+        if (e->n_scores > 0 && i < e->scores[0]->n_scores)
+            h->scores[e->feasible[i]] = e->scores[0]->scores[i];
+    }
+    h->reasons = calloc(e->n_reasons + 1, sizeof(*h->reasons));
+    h->reason_counts = calloc(e->n_reasons + 1, sizeof(*h->reason_counts));
+    if (h->reasons == NULL || h->reason_counts == NULL)
+        return;
+    size_t used = 0;
+    h->message[0] = '\0';
+    for (size_t i = 0; i < e->n_reasons; i++) {
+        h->reasons[i] = strdup(e->reasons[i]->text);
+        h->reason_counts[i] = e->reasons[i]->count;
+        h->reason_total = (uint32_t)i + 1;
+        used += (size_t)snprintf(h->message + used,
+                                 used < sizeof(h->message) ? sizeof(h->message) - used : 0, "%s%s",
+                                 i > 0 ? "; " : "", e->reasons[i]->text);
+        if (used >= sizeof(h->message))
+            used = sizeof(h->message) - 1;
+    }
+    if (e->message != NULL && e->message[0] != '\0')
+        snprintf(h->message, sizeof(h->message), "%s", e->message);
+}
+
+static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
+                          uint32_t count, bool score)
+{
+    h->message[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return KC_ERROR;
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    if (msg == NULL) {
+        set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
+        return KC_ERROR;
+    }
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    ev.pod = msg;
+    ev.candidates = (uint32_t *)candidates;
+    ev.n_candidates = count;
+    ev.want = count;
+    ev.score = score;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = &ev;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    pod_proto_free(msg);
+    if (reply == NULL)
+        return KC_ERROR;
+    kc_status st = KC_ERROR;
+    if (reply->result_case == KCYCLE__V1__REPLY__RESULT_EVALUATE) {
+        const Kcycle__V1__EvaluateReply *e = reply->evaluate;
+        keep_evaluation(h, e);
+        st = (kc_status)e->status;
+        if (st == KC_SUCCESS && e->n_feasible == 0) {
+            /* Filter's verdicts: unresolvable when every candidate was (preemption cannot
+             * help), which for one candidate is that node's own status */
+            const Kcycle__V1__Probe *probe = reply->probe;
+            bool unresolvable = probe != NULL && count > 0;
+            for (uint32_t i = 0; unresolvable && i < count; i++)
+                unresolvable = candidates[i] < probe->node_status.len &&
+                               probe->node_status.data[candidates[i]] == KC_UNRESOLVABLE;
+            st = unresolvable ? KC_UNRESOLVABLE : KC_UNSCHEDULABLE;
+        }
+    } else {
+        set_error(h, "the plugin host answered an evaluation with something else");
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return st;
+}
+
+KC_API kc_status kc_harness_filter(kc_harness *h, const char *pod, const char *node)
+{
+    int index = node_position(h, node);
+    if (index < 0)
+        return KC_ERROR;
+    uint32_t candidate = (uint32_t)index;
+    return evaluate(h, pod, &candidate, 1, false);
+}
+
+KC_API kc_status kc_harness_evaluate(kc_harness *h, const char *pod)
+{
+    uint32_t *all = malloc((h->node_count + 1) * sizeof(*all));
+    if (all == NULL)
+        return KC_ERROR;
+    for (uint32_t i = 0; i < h->node_count; i++)
+        all[i] = i;
+    kc_status st = evaluate(h, pod, all, h->node_count, true);
+    free(all);
+    return st;
+}
+
+KC_API int kc_harness_feasible(kc_harness *h, const char *node)
+{
+    int index = node_position(h, node);
+    return index >= 0 && h->feasible[index];
+}
+
+KC_API int64_t kc_harness_score(kc_harness *h, const char *node)
+{
+    int index = node_position(h, node);
+    return index >= 0 ? h->scores[index] : -1;
+}
+
+KC_API uint32_t kc_harness_reason_count(kc_harness *h, const char *reason)
+{
+    for (uint32_t i = 0; reason != NULL && i < h->reason_total; i++)
+        if (h->reasons[i] != NULL && strcmp(h->reasons[i], reason) == 0)
+            return h->reason_counts[i];
+    return 0;
+}
+
+static const Kcycle__V1__Phase wire_phases[] = {
+    [KC_HARNESS_RESERVE] = KCYCLE__V1__PHASE__PHASE_RESERVE,
+    [KC_HARNESS_UNRESERVE] = KCYCLE__V1__PHASE__PHASE_UNRESERVE,
+    [KC_HARNESS_PERMIT] = KCYCLE__V1__PHASE__PHASE_PERMIT,
+    [KC_HARNESS_PRE_BIND] = KCYCLE__V1__PHASE__PHASE_PRE_BIND,
+    [KC_HARNESS_BIND] = KCYCLE__V1__PHASE__PHASE_BIND,
+    [KC_HARNESS_POST_BIND] = KCYCLE__V1__PHASE__PHASE_POST_BIND,
+};
+
+static void forget_writes(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->write_count; i++)
+        free(h->writes[i]);
+    free(h->writes);
+    h->writes = NULL;
+    h->write_count = 0;
+}
+
+static void keep_writes(kc_harness *h, const Kcycle__V1__PhaseReply *r)
+{
+    h->writes = calloc(r->n_object_writes + 1, sizeof(*h->writes));
+    for (size_t i = 0; h->writes != NULL && i < r->n_object_writes; i++) {
+        const Kcycle__V1__ObjectWrite *w = r->object_writes[i];
+        size_t size =
+            strlen(w->kind) + strlen(w->namespace_) + strlen(w->name) + strlen(w->patch) + 8;
+        char *text = malloc(size);
+        if (text == NULL)
+            return;
+        snprintf(text, size, "%s %s/%s %s", w->kind, w->namespace_, w->name, w->patch);
+        h->writes[h->write_count++] = text;
+    }
+}
+
+KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_phase phase,
+                                 const char *node)
+{
+    h->message[0] = '\0';
+    kv_list_free(&h->annotations);
+    h->bind_requested = false;
+    forget_writes(h);
+    if (phase < KC_HARNESS_RESERVE || phase > KC_HARNESS_POST_BIND) {
+        set_error(h, "phase %d is not one of kc_harness_phase", (int)phase);
+        return KC_ERROR;
+    }
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || (node != NULL && node_position(h, node) < 0))
+        return KC_ERROR;
+    Kcycle__V1__PhaseCall pc = KCYCLE__V1__PHASE_CALL__INIT;
+    pc.phase = wire_phases[phase];
+    pc.pod_uid = pod->uid;
+    pc.node = (char *)(node != NULL ? node : "");
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
+    req.phase = &pc;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    if (reply == NULL)
+        return KC_ERROR;
+    kc_status st = KC_ERROR;
+    if (reply->result_case == KCYCLE__V1__REPLY__RESULT_PHASE) {
+        const Kcycle__V1__PhaseReply *r = reply->phase;
+        st = (kc_status)r->status;
+        h->bind_requested = r->bind_requested;
+        keep_writes(h, r);
+        snprintf(h->message, sizeof(h->message), "%s", r->message);
+        for (size_t i = 0; i < r->n_annotations; i++)
+            kv_list_set(&h->annotations, r->annotations[i]->key, r->annotations[i]->value);
+    } else {
+        set_error(h, "the plugin host answered a phase call with something else");
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return st;
+}
+
+KC_API const char *kc_harness_message(kc_harness *h)
+{
+    return h->message;
+}
+
+KC_API uint32_t kc_harness_write_count(kc_harness *h)
+{
+    return h->write_count;
+}
+
+KC_API const char *kc_harness_write_at(kc_harness *h, uint32_t index)
+{
+    return index < h->write_count ? h->writes[index] : NULL;
+}
+
+KC_API int kc_harness_bind_requested(kc_harness *h)
+{
+    return h->bind_requested;
+}
+
+KC_API const char *kc_harness_annotation(kc_harness *h, const char *key)
+{
+    return kv_list_get(&h->annotations, key);
+}
+
+KC_API int kc_harness_cycle_has(kc_harness *h, const char *pod_ref, const char *key)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -1;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    req.cycle_keys_of = pod->uid;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    if (reply == NULL)
+        return -1;
+    /* an open cycle lists its keys; the harness cannot tell an open cycle without keys from
+     * none, so a pod without keys answers 0 */
+    int found = 0;
+    const Kcycle__V1__Probe *probe = reply->probe;
+    for (size_t i = 0; probe != NULL && i < probe->n_cycle_keys && key != NULL; i++)
+        found |= strcmp(probe->cycle_keys[i], key) == 0;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return found;
+}
+
+KC_API uint32_t kc_harness_log_count(kc_harness *h)
+{
+    return h->log_count;
+}
+
+KC_API const char *kc_harness_log_at(kc_harness *h, uint32_t index)
+{
+    return index < h->log_count ? h->logs[index] : NULL;
+}
+
+KC_API int kc_harness_logged(kc_harness *h, const char *text)
+{
+    for (uint32_t i = 0; text != NULL && i < h->log_count; i++)
+        if (strstr(h->logs[i], text) != NULL)
+            return 1;
+    return 0;
+}
+
+KC_API void kc_harness_clear_logs(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->log_count; i++)
+        free(h->logs[i]);
+    h->log_count = 0;
+}
+
+KC_API const char *kc_harness_error(kc_harness *h)
+{
+    return h->error;
+}
+
+/* ---- open and close ---- */
+
+/* The plugin's own name (the configuration must call it that): from its descriptor. */
+static char *plugin_name(const char *path, char *error, size_t error_size)
+{
+    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (so == NULL) {
+        snprintf(error, error_size, "plugin %s: %s", path, dlerror());
+        return NULL;
+    }
+    const kc_plugin_descriptor *(*query)(uint32_t) =
+        (const kc_plugin_descriptor *(*)(uint32_t))dlsym(so, "kc_plugin_query");
+    const kc_plugin_descriptor *d = query != NULL ? query(KC_ABI_VERSION) : NULL;
+    char *name = d != NULL && d->name != NULL ? strdup(d->name) : NULL;
+    if (name == NULL)
+        snprintf(error, error_size, "plugin %s: %s", path,
+                 query == NULL ? "not a kcycle plugin: no kc_plugin_query()"
+                               : "kc_plugin_query() declined this SDK's ABI");
+    dlclose(so);
+    return name;
+}
+
+static int load_cluster(struct sim_spec *spec, const kc_harness_options *o, char *error,
+                        size_t error_size)
+{
+    struct kc_error err = {{0}};
+    char path[64] = "";
+    const char *file = o->cluster_file;
+    if (file == NULL && o->cluster_yaml != NULL) {
+        const char *dir = getenv("TMPDIR");
+        snprintf(path, sizeof(path), "%s/plugintest-XXXXXX.yaml",
+                 dir != NULL && strlen(dir) < 32 ? dir : "/tmp");
+        int fd = mkstemps(path, 5);
+        size_t len = strlen(o->cluster_yaml);
+        if (fd < 0 || write(fd, o->cluster_yaml, len) != (ssize_t)len) {
+            snprintf(error, error_size, "cannot write the cluster to %s: %s", path,
+                     strerror(errno));
+            if (fd >= 0) {
+                close(fd);
+                unlink(path);
+            }
+            return -EIO;
+        }
+        close(fd);
+        file = path;
+    }
+    if (file == NULL) {
+        snprintf(error, error_size, "no cluster: set cluster_file or cluster_yaml");
+        return -EINVAL;
+    }
+    int rc = simfile_load(file, "kcycle", spec, &err);
+    if (path[0] != '\0')
+        unlink(path);
+    if (rc < 0)
+        snprintf(error, error_size, "%s", err.message);
+    return rc;
+}
+
+/* ---- the cluster: deltas, and the replica's node order mirrored ---- */
+
+static int note_node_put(kc_harness *h, const char *name)
+{
+    for (uint32_t i = 0; i < h->node_count; i++)
+        if (strcmp(h->nodes[i], name) == 0)
+            return 0; /* replaced in place */
+    uint32_t capacity = h->node_capacity;
+    void *grown = array_grow(h->nodes, &h->node_capacity, h->node_count + 1, sizeof(*h->nodes));
+    if (grown == NULL)
+        return -ENOMEM;
+    h->nodes = grown;
+    if (h->node_capacity != capacity || h->feasible == NULL) {
+        bool *feasible = realloc(h->feasible, h->node_capacity * sizeof(*feasible));
+        if (feasible != NULL)
+            h->feasible = feasible;
+        int64_t *scores = realloc(h->scores, h->node_capacity * sizeof(*scores));
+        if (scores != NULL)
+            h->scores = scores;
+        if (feasible == NULL || scores == NULL)
+            return -ENOMEM;
+    }
+    if ((h->nodes[h->node_count] = strdup(name)) == NULL)
+        return -ENOMEM;
+    h->feasible[h->node_count] = false;
+    h->scores[h->node_count] = -1;
+    h->node_count++;
+    return 0;
+}
+
+/* As the replica's cache removes a node: the last one takes its place. */
+static void note_node_delete(kc_harness *h, uint32_t index)
+{
+    free(h->nodes[index]);
+    h->nodes[index] = h->nodes[--h->node_count];
+}
+
+struct deltas {
+    Kcycle__V1__Delta *items;
+    Kcycle__V1__Delta **list;
+    uint32_t count;
+};
+
+static void deltas_free(struct deltas *d)
+{
+    for (uint32_t i = 0; i < d->count; i++) {
+        if (d->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_NODE_PUT)
+            node_proto_free(d->items[i].node_put);
+        else if (d->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_POD_PUT)
+            pod_proto_free(d->items[i].pod_put);
+        else if (d->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT)
+            custom_object_proto_free(d->items[i].object_put);
+    }
+    free(d->items);
+    free(d->list);
+}
+
+/* A put for each node, each pod with a node and each object of spec (in that order, so a
+ * pod's node exists first). */
+static int deltas_from_spec(kc_harness *h, const struct sim_spec *spec, struct deltas *d)
+{
+    uint32_t max = spec->node_count + spec->pod_count + spec->object_count;
+    d->items = calloc(max + 1, sizeof(*d->items));
+    d->list = calloc(max + 1, sizeof(*d->list));
+    d->count = 0;
+    if (d->items == NULL || d->list == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < max; i++) {
+        Kcycle__V1__Delta *delta = &d->items[d->count];
+        kcycle__v1__delta__init(delta);
+        void *msg;
+        if (i < spec->node_count) {
+            delta->change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
+            msg = delta->node_put = node_to_proto(spec->nodes[i]);
+            if (msg != NULL && note_node_put(h, spec->nodes[i]->name) < 0)
+                return -ENOMEM;
+        } else if (i < spec->node_count + spec->pod_count) {
+            const struct pod *pod = spec->pods[i - spec->node_count];
+            if (pod->node_name == NULL)
+                continue;
+            delta->change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+            msg = delta->pod_put = pod_to_proto(pod);
+        } else {
+            delta->change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT;
+            msg = delta->object_put =
+                custom_object_to_proto(&spec->objects[i - spec->node_count - spec->pod_count]);
+        }
+        if (msg == NULL)
+            return errno == ENOMEM ? -ENOMEM : -EINVAL;
+        d->list[d->count++] = delta;
+    }
+    return 0;
+}
+
+/* The hello: the plugin, and the whole cluster as the replica's snapshot. */
+static int hello(kc_harness *h, const kc_harness_options *o, const char *name, char *error,
+                 size_t error_size)
+{
+    struct deltas d;
+    int rc = deltas_from_spec(h, &h->spec, &d);
+    Kcycle__V1__Reply *reply = NULL;
+    if (rc == 0) {
+        Kcycle__V1__PluginSpec ps = KCYCLE__V1__PLUGIN_SPEC__INIT;
+        ps.name = (char *)name;
+        ps.path = (char *)o->plugin;
+        ps.args_json = (char *)(o->args_json != NULL ? o->args_json : "{}");
+        Kcycle__V1__PluginSpec *specs[] = {&ps};
+        Kcycle__V1__Hello hi = KCYCLE__V1__HELLO__INIT;
+        hi.abi_version = KC_ABI_VERSION;
+        hi.plugins = specs;
+        hi.n_plugins = 1;
+        hi.parallelism = 1;
+        hi.capture_logs = true;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+        req.hello = &hi;
+        req.snapshot = true;
+        req.deltas = d.list;
+        req.n_deltas = d.count;
+        reply = call(h, &req);
+        if (reply == NULL) {
+            snprintf(error, error_size, "%s", h->error);
+            rc = -EIO;
+        } else if (reply->result_case != KCYCLE__V1__REPLY__RESULT_HELLO ||
+                   reply->hello->n_plugins != 1) {
+            snprintf(error, error_size, "the plugin host answered the hello with something else");
+            rc = -EPROTO;
+        } else if (reply->hello->plugins[0]->error[0] != '\0') {
+            /* init's failure says "see the plugin's log line": bring the line along */
+            const char *said = h->log_count > 0 ? h->logs[h->log_count - 1] : NULL;
+            snprintf(error, error_size, "%s%s%s", reply->hello->plugins[0]->error,
+                     said != NULL ? "; the plugin logged: " : "", said != NULL ? said : "");
+            rc = -EINVAL;
+        }
+    } else {
+        snprintf(error, error_size, "the cluster cannot be sent: %s", strerror(-rc));
+    }
+    deltas_free(&d);
+    if (reply != NULL)
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+    return rc;
+}
+
+/* Send deltas with a sync call: 0, or -EIO with h->error set. */
+static int sync_deltas(kc_harness *h, Kcycle__V1__Delta **list, uint32_t count)
+{
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    req.deltas = list;
+    req.n_deltas = count;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    if (reply == NULL)
+        return -EIO;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return 0;
+}
+
+KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
+{
+    kc_harness_options o = {.struct_size = sizeof(o), .cluster_yaml = cluster_yaml};
+    struct sim_spec spec;
+    memset(&spec, 0, sizeof(spec));
+    h->error[0] = '\0';
+    int rc = load_cluster(&spec, &o, h->error, sizeof(h->error));
+    if (rc < 0)
+        return rc;
+    void *grown = realloc(h->updates, (h->update_count + 1) * sizeof(*h->updates));
+    if (grown == NULL) {
+        simfile_free(&spec);
+        return -ENOMEM;
+    }
+    h->updates = grown;
+    h->updates[h->update_count++] = spec; /* kept: its pods are evaluable */
+    struct deltas d;
+    rc = deltas_from_spec(h, &h->updates[h->update_count - 1], &d);
+    if (rc == 0)
+        rc = sync_deltas(h, d.list, d.count);
+    else
+        set_error(h, "the update cannot be sent: %s", strerror(-rc));
+    deltas_free(&d);
+    return rc;
+}
+
+KC_API int kc_harness_delete_node(kc_harness *h, const char *node)
+{
+    int index = node_position(h, node);
+    if (index < 0)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_NODE_DELETE;
+    delta.node_delete = (char *)node;
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    if (rc == 0)
+        note_node_delete(h, (uint32_t)index);
+    return rc;
+}
+
+KC_API int kc_harness_delete_pod(kc_harness *h, const char *pod_ref)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_DELETE;
+    delta.pod_delete = pod->uid;
+    Kcycle__V1__Delta *list[] = {&delta};
+    return sync_deltas(h, list, 1);
+}
+
+KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *error,
+                           size_t error_size)
+{
+    char ignored[8];
+    if (error == NULL || error_size == 0) {
+        error = ignored;
+        error_size = sizeof(ignored);
+    }
+    error[0] = '\0';
+    *out = NULL;
+    if (o == NULL || o->struct_size < sizeof(uint32_t) * 2 || o->plugin == NULL) {
+        snprintf(error, error_size, "no options, or no plugin in them");
+        return -EINVAL;
+    }
+    kc_harness *h = calloc(1, sizeof(*h));
+    if (h == NULL)
+        return -ENOMEM;
+    channel_init(&h->channel, -1);
+    h->pid = -1;
+    int rc = load_cluster(&h->spec, o, error, error_size);
+    char *name = rc == 0 ? plugin_name(o->plugin, error, error_size) : NULL;
+    if (rc == 0 && name == NULL)
+        rc = -EINVAL;
+    if (rc == 0 && o->mode == KC_HARNESS_PROCESS) {
+        const char *binary = o->host_binary != NULL ? o->host_binary : getenv("KCYCLE_PLUGIN_HOST");
+        /* then the one installed with this library, then the PATH's (a staged install) */
+        if (binary == NULL || binary[0] == '\0')
+            binary = access(KC_PLUGINTEST_HOST_BINARY, X_OK) == 0 ? KC_PLUGINTEST_HOST_BINARY
+                                                                  : "kcycle-plugin-host";
+        h->transport = &child_process;
+        rc = spawn_host(h, binary);
+        if (rc < 0)
+            snprintf(error, error_size, "%s", h->error);
+    } else if (rc == 0) {
+        struct plugin_host_options ho = {0};
+        struct kc_error err = {{0}};
+        h->transport = &in_process;
+        rc = plugin_host_open(&ho, &h->local, &err);
+        if (rc < 0)
+            snprintf(error, error_size, "%s", err.message);
+    }
+    if (rc == 0)
+        rc = hello(h, o, name, error, error_size);
+    free(name);
+    if (rc < 0) {
+        kc_harness_close(h);
+        return rc;
+    }
+    *out = h;
+    return 0;
+}
+
+KC_API void kc_harness_close(kc_harness *h)
+{
+    if (h == NULL)
+        return;
+    if (h->transport != NULL)
+        h->transport->close(h);
+    forget_evaluation(h);
+    for (uint32_t i = 0; i < h->node_count; i++)
+        free(h->nodes[i]);
+    free(h->nodes);
+    for (uint32_t i = 0; i < h->update_count; i++)
+        simfile_free(&h->updates[i]);
+    free(h->updates);
+    free(h->feasible);
+    free(h->scores);
+    kv_list_free(&h->annotations);
+    forget_writes(h);
+    kc_harness_clear_logs(h);
+    free(h->logs);
+    simfile_free(&h->spec);
+    free(h);
+}

@@ -1,0 +1,123 @@
+/* libkcycle-plugintest (pkg-config kcycle-plugintest): unit-test a plugin without the
+ * scheduler. Load the plugin's .so into a harness with a small cluster (a simulation file),
+ * call its phases for a pod, and check statuses, reasons, scores, logs and cycle state. The
+ * same test runs in both isolation modes: in this process, or in a kcycle-plugin-host child
+ * exactly as the scheduler runs isolation: process plugins. Guide: docs/plugin-testing.md. */
+#ifndef KCYCLE_PLUGINTEST_H
+#define KCYCLE_PLUGINTEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kc_harness_mode {
+    KC_HARNESS_IN_PROCESS = 0, /* the plugin runs in the test's process (isolation: inprocess) */
+    KC_HARNESS_PROCESS = 1     /* in a kcycle-plugin-host child (isolation: process) */
+} kc_harness_mode;
+
+/* The phases after Filter and Score, for kc_harness_call, on the pod's cycle from kc_harness_evaluate. */
+typedef enum kc_harness_phase {
+    KC_HARNESS_RESERVE = 1,
+    KC_HARNESS_UNRESERVE = 2,
+    KC_HARNESS_PERMIT = 3,
+    KC_HARNESS_PRE_BIND = 4,
+    KC_HARNESS_BIND = 5,
+    KC_HARNESS_POST_BIND = 6
+} kc_harness_phase;
+
+typedef struct kc_harness_options {
+    uint32_t struct_size; /* sizeof(kc_harness_options) */
+    kc_harness_mode mode;
+    const char *plugin;    /* the plugin's .so */
+    const char *args_json; /* its args; NULL: "{}" */
+    /* The cluster, as a simulation file (docs/simulation.md): its nodes, its pods with a
+     * nodeName (placed on their nodes) and its custom objects. Its other pods and its workload
+     * are the pods a test evaluates, by "namespace/name" (or "name" in "default"). One of: */
+    const char *cluster_file;
+    const char *cluster_yaml; /* the same, as text */
+    /* KC_HARNESS_PROCESS: the kcycle-plugin-host program; NULL: $KCYCLE_PLUGIN_HOST, else the
+     * one installed with this library, else the PATH's */
+    const char *host_binary;
+} kc_harness_options;
+
+typedef struct kc_harness kc_harness;
+
+/* Load the plugin (its init runs) with the cluster. 0 with *out set, or a negative errno with
+ * *out NULL and error saying why (a bad file, a plugin that failed to load or init). */
+KC_API int kc_harness_open(const kc_harness_options *options, kc_harness **out, char *error,
+                           size_t error_size);
+/* Unload the plugin (fini) and stop its host. NULL is a no-op. */
+KC_API void kc_harness_close(kc_harness *harness);
+
+/* Change the cluster as the scheduler's cache would, and tell the plugin (on_event): the
+ * nodes of cluster_yaml (a simulation file's text) are added or replace those of the same
+ * name, its pods with a nodeName are added or replaced on their nodes, its objects are put;
+ * its other pods become pods a test may evaluate. 0, or a negative errno with
+ * kc_harness_error() saying why. */
+KC_API int kc_harness_update(kc_harness *harness, const char *cluster_yaml);
+/* Remove a node, or a pod by "namespace/name", from the cluster. 0, -ENOENT (-2) when the
+ * harness does not know it, or another negative errno. */
+KC_API int kc_harness_delete_node(kc_harness *harness, const char *node);
+KC_API int kc_harness_delete_pod(kc_harness *harness, const char *pod);
+
+/* PreFilter and Filter for pod on node alone. KC_SUCCESS when the node passes; else the
+ * status, with kc_harness_message() the reason (PreFilter's message, or Filter's reasons). */
+KC_API kc_status kc_harness_filter(kc_harness *harness, const char *pod, const char *node);
+/* A whole evaluation of pod: PreFilter, Filter on every node, then PreScore, Score and
+ * NormalizeScore on the feasible nodes. KC_SUCCESS when a node is feasible; when none is,
+ * KC_UNSCHEDULABLE, or KC_UNRESOLVABLE when Filter found every node unresolvable (reasons:
+ * kc_harness_reason_count); or PreFilter's status. The pod's cycle
+ * stays open for kc_harness_call. */
+KC_API kc_status kc_harness_evaluate(kc_harness *harness, const char *pod);
+/* After kc_harness_evaluate: 1 when node passed Filter, else 0. */
+KC_API int kc_harness_feasible(kc_harness *harness, const char *node);
+/* After kc_harness_evaluate: the plugin's normalized score of node, or -1 when the node was not
+ * scored (infeasible, the plugin does not score, or, as in the scheduler, only one node was
+ * feasible). */
+KC_API int64_t kc_harness_score(kc_harness *harness, const char *node);
+/* After kc_harness_evaluate: how many nodes Filter rejected with reason. */
+KC_API uint32_t kc_harness_reason_count(kc_harness *harness, const char *reason);
+
+/* Call a later phase on the pod's cycle (the node the test chose; NULL for Unreserve).
+ * Permit's KC_WAIT is returned as is. */
+KC_API kc_status kc_harness_call(kc_harness *harness, const char *pod, kc_harness_phase phase,
+                                 const char *node);
+/* The message of the last call ("" when none). Lives until the next call. */
+KC_API const char *kc_harness_message(kc_harness *harness);
+/* 1 when, in the last kc_harness_call, the plugin asked the runtime to bind the pod
+ * (kc_bind from Bind), else 0. */
+KC_API int kc_harness_bind_requested(kc_harness *harness);
+/* The object writes (kc_cycle_write_object) the last kc_harness_call (PreBind) asked for, in
+ * order, each as "Kind namespace/name PATCH" (namespace empty for cluster-scoped kinds), or
+ * NULL out of range; the runtime would make them before the pod's Binding. */
+KC_API uint32_t kc_harness_write_count(kc_harness *harness);
+KC_API const char *kc_harness_write_at(kc_harness *harness, uint32_t index);
+/* A binding annotation the plugin set in the last phase call, or NULL. */
+KC_API const char *kc_harness_annotation(kc_harness *harness, const char *key);
+/* 1 when the pod's open cycle holds key (kc_cycle_set and not deleted), 0 when not, -1 when
+ * the pod has no open cycle (never evaluated, or ended by PostBind or Unreserve). */
+KC_API int kc_harness_cycle_has(kc_harness *harness, const char *pod, const char *key);
+
+/* The plugin's log lines since open (or the last kc_harness_clear_logs), oldest first, as
+ * "LEVEL plugin: message" with LEVEL one of ERROR WARN INFO DEBUG. In KC_HARNESS_IN_PROCESS
+ * the lines of a process go to its latest open harness only: open one at a time. */
+KC_API uint32_t kc_harness_log_count(kc_harness *harness);
+KC_API const char *kc_harness_log_at(kc_harness *harness, uint32_t index);
+/* 1 when a line contains text. */
+KC_API int kc_harness_logged(kc_harness *harness, const char *text);
+KC_API void kc_harness_clear_logs(kc_harness *harness);
+
+/* Why the last call failed without a plugin status (an unknown pod or node, a host that
+ * died); "" when it did not. */
+KC_API const char *kc_harness_error(kc_harness *harness);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

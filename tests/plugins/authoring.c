@@ -1,0 +1,167 @@
+/* A plugin that uses what SDK 1.2 added for plugin authors, for the harness's own tests
+ * (tests/plugintest): typed args, kc_logf, kc_cycle_delete, kc_node_id and the handle-taking
+ * snapshot functions. Filter keeps nodes labelled label=value; Score prefers free GPUs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <kcycle/kcycle.h>
+
+KC_PLUGIN_DEFINE_HOST;
+
+#define SEEN "authoring/seen"
+#define RESERVED "authoring/reserved"
+
+struct authoring {
+    const char *label, *value; /* owned copies */
+    int64_t weight;
+    int strict;
+    int64_t memory_floor;
+    kc_resource gpu;
+};
+
+static int authoring_init(const kc_host_api *host, const char *args_json, void **self)
+{
+    if (kc_plugin_attach(host) != 0)
+        return -22;
+    char error[256];
+    kc_args *args = kc_args_parse(args_json, error, sizeof(error));
+    if (args == NULL) {
+        kc_logf(KC_LOG_ERROR, "%s", error);
+        return -22;
+    }
+    const char *label, *value;
+    int64_t weight, floor;
+    int strict;
+    kc_args_string(args, "label", "pool", &label);
+    kc_args_string(args, "value", "gpu", &value);
+    kc_args_int(args, "weight", 10, &weight);
+    kc_args_bool(args, "strict", 1, &strict);
+    kc_args_quantity(args, "memoryFloor", 0, 0, &floor);
+    struct authoring *a = calloc(1, sizeof(*a));
+    if (a != NULL) {
+        a->label = strdup(label);
+        a->value = strdup(value);
+    }
+    /* finish after copying: the strings live until then */
+    if (kc_args_finish(args, error, sizeof(error)) != 0 || a == NULL || a->label == NULL ||
+        a->value == NULL) {
+        kc_logf(KC_LOG_ERROR, "%s", a == NULL ? "out of memory" : error);
+        if (a != NULL) {
+            free((char *)a->label);
+            free((char *)a->value);
+        }
+        free(a);
+        return -22;
+    }
+    a->weight = weight;
+    a->strict = strict;
+    a->memory_floor = floor;
+    a->gpu = kc_resource_id("nvidia.com/gpu");
+    kc_logf(KC_LOG_INFO, "init: %s=%s weight %lld strict %d memoryFloor %lld", a->label, a->value,
+            (long long)weight, strict, (long long)floor);
+    *self = a;
+    return 0;
+}
+
+static void authoring_fini(void *self)
+{
+    struct authoring *a = self;
+    free((char *)a->label);
+    free((char *)a->value);
+    free(a);
+}
+
+static kc_status authoring_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
+{
+    (void)self;
+    if (kc_cycle_node_count(cycle) == 0 || kc_cycle_node_at(cycle, 0) == NULL) {
+        kc_cycle_reject(cycle, "no nodes");
+        return KC_UNSCHEDULABLE;
+    }
+    kc_logf(KC_LOG_DEBUG, "prefilter %s: %u nodes, %u waiting, now %lld", kc_pod_name(pod),
+            kc_cycle_node_count(cycle), kc_cycle_waiting_pod_count(cycle),
+            (long long)kc_cycle_now_ms(cycle));
+    return kc_cycle_set(cycle, SEEN, (void *)SEEN, NULL) == 0 ? KC_SUCCESS : KC_ERROR;
+}
+
+static kc_status authoring_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
+                                  const kc_node *node)
+{
+    struct authoring *a = self;
+    (void)pod;
+    const char *got = kc_node_label(node, a->label);
+    if (got != NULL && strcmp(got, a->value) == 0)
+        return KC_SUCCESS;
+    if (!a->strict)
+        return KC_SUCCESS;
+    kc_cycle_reject(cycle, "node(s) lack the pool label");
+    return KC_UNSCHEDULABLE;
+}
+
+static kc_status authoring_score(void *self, kc_cycle *cycle, const kc_pod *pod,
+                                 const kc_node *node, int64_t *score)
+{
+    struct authoring *a = self;
+    (void)cycle;
+    (void)pod;
+    int64_t free_gpus = kc_node_allocatable(node, a->gpu) - kc_node_requested(node, a->gpu);
+    *score = free_gpus * a->weight > KC_MAX_NODE_SCORE ? KC_MAX_NODE_SCORE : free_gpus * a->weight;
+    return KC_SUCCESS;
+}
+
+static kc_status authoring_reserve(void *self, kc_cycle *cycle, const kc_pod *pod,
+                                   const kc_node *node)
+{
+    (void)self;
+    const char *node_name = kc_node_name(node);
+    char *copy = strdup(node_name);
+    if (copy == NULL || kc_cycle_set(cycle, RESERVED, copy, free) != 0) {
+        free(copy);
+        return KC_ERROR;
+    }
+    kc_cycle_annotate(cycle, "authoring/node", node_name);
+    kc_logf(KC_LOG_INFO, "reserved %s on %s (node id %llu)", kc_pod_name(pod), node_name,
+            (unsigned long long)kc_node_id(node));
+    return KC_SUCCESS;
+}
+
+/* Idempotent through kc_cycle_delete: a second Unreserve finds nothing to undo. */
+static void authoring_unreserve(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    (void)self;
+    (void)node;
+    int rc = kc_cycle_delete(cycle, RESERVED);
+    kc_logf(KC_LOG_INFO, "unreserve %s: %s", kc_pod_name(pod), rc == 0 ? "undone" : "nothing");
+}
+
+/* Permit drops the PreFilter marker: what a test sees with kc_harness_cycle_has. */
+static kc_status authoring_permit(void *self, kc_cycle *cycle, const kc_pod *pod,
+                                  const kc_node *node, uint32_t *timeout_ms)
+{
+    (void)self;
+    (void)pod;
+    (void)node;
+    (void)timeout_ms;
+    return kc_cycle_delete(cycle, SEEN) == 0 ? KC_SUCCESS : KC_ERROR;
+}
+
+static const kc_plugin_ops ops = {
+    .struct_size = sizeof(kc_plugin_ops),
+    .init = authoring_init,
+    .fini = authoring_fini,
+    .pre_filter = authoring_pre_filter,
+    .filter = authoring_filter,
+    .score = authoring_score,
+    .reserve = authoring_reserve,
+    .unreserve = authoring_unreserve,
+    .permit = authoring_permit,
+};
+
+KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version)
+{
+    static const kc_plugin_descriptor descriptor =
+        KC_PLUGIN_DESCRIPTOR_INIT("authoring", "1.0.0", &ops);
+    if (KC_ABI_VERSION_MAJOR(host_abi_version) != KC_ABI_MAJOR)
+        return NULL;
+    return &descriptor;
+}

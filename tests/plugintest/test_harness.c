@@ -1,0 +1,201 @@
+/* libkcycle-plugintest on tests/plugins/authoring.c, in both isolation modes: what a plugin
+ * test asserts (statuses, reasons, scores, logs, cycle state, annotations) comes back the same
+ * from this process and from a kcycle-plugin-host child, and SDK 1.2's author functions work in
+ * the real host API (args with unknown keys, kc_logf naming the plugin, kc_cycle_delete,
+ * kc_node_id, the handle-taking snapshot functions). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness_test.h"
+
+static const char cluster[] = "nodes:\n"
+                              "  - name: gpu-big\n"
+                              "    allocatable: {cpu: 8, nvidia.com/gpu: 8}\n"
+                              "    labels: {pool: gpu}\n"
+                              "  - name: gpu-small\n"
+                              "    allocatable: {cpu: 8, nvidia.com/gpu: 4}\n"
+                              "    labels: {pool: gpu}\n"
+                              "  - name: cpu\n"
+                              "    allocatable: {cpu: 8}\n"
+                              "pods:\n"
+                              "  - name: running\n"
+                              "    nodeName: gpu-big\n"
+                              "    requests: {nvidia.com/gpu: 6}\n"
+                              "  - name: trainer\n"
+                              "    namespace: ml\n"
+                              "    requests: {nvidia.com/gpu: 1}\n";
+
+static void filter_keeps_the_labelled_nodes_with_the_plugins_reason(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    harness_expect_status("gpu-big", kc_harness_filter(harness, "ml/trainer", "gpu-big"),
+                          KC_SUCCESS);
+    harness_expect_status("cpu", kc_harness_filter(harness, "ml/trainer", "cpu"), KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), "node(s) lack the pool label");
+    /* args change the verdict: not strict, every node passes */
+    harness_start("{\"strict\": false}", cluster);
+    harness_expect_status("lenient", kc_harness_filter(harness, "ml/trainer", "cpu"), KC_SUCCESS);
+}
+
+static void evaluate_scores_free_gpus_on_the_feasible_nodes(void **state)
+{
+    (void)state;
+    harness_start("{\"weight\": 20}", cluster);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    assert_true(kc_harness_feasible(harness, "gpu-big"));
+    assert_false(kc_harness_feasible(harness, "cpu"));
+    assert_int_equal(kc_harness_reason_count(harness, "node(s) lack the pool label"), 1);
+    /* gpu-big: 8 - 6 running = 2 free, x20; gpu-small: 4 free, x20 */
+    assert_int_equal(kc_harness_score(harness, "gpu-big"), 40);
+    assert_int_equal(kc_harness_score(harness, "gpu-small"), 80);
+    /* capped at KC_MAX_NODE_SCORE */
+    harness_start("{\"weight\": 30}", cluster);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "gpu-small"), 100);
+    assert_int_equal(kc_harness_score(harness, "cpu"), -1);
+}
+
+static void logs_name_the_plugin_without_it_saying_so(void **state)
+{
+    (void)state;
+    harness_start("{\"label\": \"pool\", \"memoryFloor\": \"1Gi\"}", cluster);
+    assert_true(kc_harness_logged(harness,
+                                  "INFO authoring: init: pool=gpu weight 10 strict 1 memoryFloor "
+                                  "1073741824"));
+    kc_harness_clear_logs(harness);
+    assert_int_equal(kc_harness_log_count(harness), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    assert_true(
+        kc_harness_logged(harness, "DEBUG authoring: prefilter trainer: 3 nodes, 0 waiting"));
+}
+
+static void bad_args_fail_open_naming_the_key(void **state)
+{
+    (void)state;
+    char error[512] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = "{\"weight\": 2, \"wieght\": 3}",
+        .cluster_yaml = cluster,
+    };
+    assert_int_not_equal(kc_harness_open(&o, &harness, error, sizeof(error)), 0);
+    assert_null(harness);
+    /* init's failure, with the line the plugin logged */
+    assert_non_null(strstr(error, "init failed"));
+    assert_non_null(strstr(error, "args: unknown key \"wieght\""));
+    o.args_json = "{\"weight\": \"heavy\"}";
+    assert_int_not_equal(kc_harness_open(&o, &harness, error, sizeof(error)), 0);
+    assert_non_null(strstr(error, "args: key \"weight\": want an integer"));
+}
+
+static void cycle_state_follows_the_phases(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/seen"), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/seen"), 1);
+    harness_expect_status("reserve",
+                          kc_harness_call(harness, "ml/trainer", KC_HARNESS_RESERVE, "gpu-small"),
+                          KC_SUCCESS);
+    assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/reserved"), 1);
+    /* the replica numbers nodes in the order the cluster lists them; ids start at 1 */
+    assert_true(
+        kc_harness_logged(harness, "INFO authoring: reserved trainer on gpu-small (node id 2)"));
+    harness_expect_status("permit",
+                          kc_harness_call(harness, "ml/trainer", KC_HARNESS_PERMIT, "gpu-small"),
+                          KC_SUCCESS);
+    /* Permit deleted the PreFilter marker; Reserve's entry stays */
+    assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/seen"), 0);
+    assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/reserved"), 1);
+    harness_expect_status("unreserve",
+                          kc_harness_call(harness, "ml/trainer", KC_HARNESS_UNRESERVE, "gpu-small"),
+                          KC_SUCCESS);
+    assert_true(kc_harness_logged(harness, "INFO authoring: unreserve trainer: undone"));
+}
+
+static void reserve_annotates_the_binding(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    harness_expect_status("reserve",
+                          kc_harness_call(harness, "ml/trainer", KC_HARNESS_RESERVE, "gpu-big"),
+                          KC_SUCCESS);
+    assert_string_equal(kc_harness_annotation(harness, "authoring/node"), "gpu-big");
+    assert_null(kc_harness_annotation(harness, "authoring/other"));
+}
+
+/* The cluster changes after open: a node added by an update passes Filter, a replaced one
+ * loses its label, a deleted one is gone, and a pod added on a node uses its GPUs. */
+static void updates_change_what_the_plugin_sees(void **state)
+{
+    (void)state;
+    harness_start("{\"weight\": 10}", cluster);
+    assert_int_equal(kc_harness_update(harness, "nodes:\n"
+                                                "  - name: gpu-new\n"
+                                                "    allocatable: {nvidia.com/gpu: 3}\n"
+                                                "    labels: {pool: gpu}\n"
+                                                "  - name: gpu-small\n"
+                                                "    allocatable: {nvidia.com/gpu: 4}\n"
+                                                "pods:\n"
+                                                "  - name: hog\n"
+                                                "    nodeName: gpu-new\n"
+                                                "    requests: {nvidia.com/gpu: 2}\n"
+                                                "  - name: late\n"),
+                     0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
+    assert_true(kc_harness_feasible(harness, "gpu-new"));
+    assert_int_equal(kc_harness_score(harness, "gpu-new"), 10); /* 3 - 2 free */
+    assert_false(kc_harness_feasible(harness, "gpu-small"));    /* its label went */
+    assert_int_equal(kc_harness_delete_node(harness, "cpu"), 0);
+    assert_int_equal(kc_harness_delete_node(harness, "cpu"), -2);
+    harness_expect_status("filter", kc_harness_filter(harness, "late", "cpu"), KC_ERROR);
+    /* the last node moved into the deleted one's place: names still mean the same nodes */
+    harness_expect_status("filter", kc_harness_filter(harness, "late", "gpu-new"), KC_SUCCESS);
+    harness_expect_status("filter", kc_harness_filter(harness, "late", "gpu-small"),
+                          KC_UNSCHEDULABLE);
+    assert_int_equal(kc_harness_delete_pod(harness, "hog"), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "gpu-new"), 30);
+    assert_int_equal(kc_harness_score(harness, "gpu-big"), 20);
+    /* one feasible node: the scheduler does not score, nor does the harness */
+    assert_int_equal(kc_harness_delete_node(harness, "gpu-big"), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "late"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "gpu-new"), -1);
+}
+
+static void unknown_pods_and_nodes_are_errors_not_statuses(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    harness_expect_status("unknown pod", kc_harness_filter(harness, "nobody", "cpu"), KC_ERROR);
+    assert_string_equal(kc_harness_error(harness), "no pod 'nobody' in the cluster");
+    harness_expect_status("unknown node", kc_harness_filter(harness, "ml/trainer", "gone"),
+                          KC_ERROR);
+    assert_string_equal(kc_harness_error(harness), "no node 'gone' in the cluster");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        HARNESS_TEST(filter_keeps_the_labelled_nodes_with_the_plugins_reason),
+        HARNESS_TEST(evaluate_scores_free_gpus_on_the_feasible_nodes),
+        HARNESS_TEST(logs_name_the_plugin_without_it_saying_so),
+        HARNESS_TEST(bad_args_fail_open_naming_the_key),
+        HARNESS_TEST(cycle_state_follows_the_phases),
+        HARNESS_TEST(reserve_annotates_the_binding),
+        HARNESS_TEST(updates_change_what_the_plugin_sees),
+        HARNESS_TEST(unknown_pods_and_nodes_are_errors_not_statuses),
+    };
+    return HARNESS_RUN_BOTH_MODES(tests);
+}

@@ -1,0 +1,115 @@
+/* What a shipped plugin's cmocka test on libkcycle-plugintest starts with: the plugin's built
+ * .so (KC_PLUGIN_PATH, given by meson), a harness opened per test in the current isolation
+ * mode, and a main that runs every test once in each mode. Include after <cmocka.h>. */
+#ifndef KC_TESTS_HARNESS_TEST_H
+#define KC_TESTS_HARNESS_TEST_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <kcycle/plugintest.h>
+
+static kc_harness_mode harness_mode;
+static kc_harness *harness;
+
+static inline const char *harness_mode_name(void)
+{
+    return harness_mode == KC_HARNESS_PROCESS ? "process" : "in-process";
+}
+
+/* Close the running harness, if any, and open one with args over the cluster (simulation file
+ * YAML); a failure fails the test with the harness's reason. */
+static inline kc_harness *harness_start(const char *args, const char *cluster_yaml)
+{
+    kc_harness_close(harness);
+    harness = NULL;
+    char error[1024] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = args,
+        .cluster_yaml = cluster_yaml,
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    return harness;
+}
+
+static inline int harness_teardown(void **state)
+{
+    (void)state;
+    kc_harness_close(harness);
+    harness = NULL;
+    return 0;
+}
+
+/* Fail with the case's name, the mode and what the harness said. */
+#define harness_expect_status(what, got, want)                                                     \
+    do {                                                                                           \
+        kc_status got_ = (got);                                                                    \
+        if (got_ != (want))                                                                        \
+            fail_msg("%s (%s): status %d, want %d; message \"%s\", error \"%s\"", (what),          \
+                     harness_mode_name(), (int)got_, (int)(want), kc_harness_message(harness),     \
+                     kc_harness_error(harness));                                                   \
+    } while (0)
+
+/* Append printf output to the string in buf (size bytes in all), cut at the end: tests build
+ * their clusters' YAML with it. */
+static inline void harness_append(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline void harness_append(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    if (used < size)
+        vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The "key=value" words of spec after the first `skip`, as a YAML flow map appended to buf;
+ * words with a prefix ("sel:k=v", "taint:k") are left to the caller. */
+static inline void harness_yaml_labels(char *buf, size_t size, const char *spec, int skip)
+{
+    char copy[256];
+    snprintf(copy, sizeof(copy), "%s", spec);
+    int index = 0, written = 0;
+    harness_append(buf, size, "{");
+    for (char *w = strtok(copy, " "); w != NULL; w = strtok(NULL, " "), index++) {
+        char *eq = strchr(w, '=');
+        if (index < skip || eq == NULL || strchr(w, ':') != NULL)
+            continue;
+        *eq = '\0';
+        harness_append(buf, size, "%s'%s': '%s'", written++ > 0 ? ", " : "", w, eq + 1);
+    }
+    harness_append(buf, size, "}");
+}
+
+/* A '-quoted JSON object (the volume plugins' notation) as an entry of a YAML list: JSON is
+ * YAML once its quotes are double. */
+static inline void harness_yaml_object(char *buf, size_t size, const char *quoted)
+{
+    char json[2048];
+    snprintf(json, sizeof(json), "%s", quoted);
+    for (char *c = json; *c != '\0'; c++)
+        if (*c == '\'')
+            *c = '"';
+    harness_append(buf, size, "  - %s\n", json);
+}
+
+#define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)
+
+/* Every test in both isolation modes: in this process, then in a kcycle-plugin-host child. */
+static inline int harness_run_both_modes(const struct CMUnitTest *tests, size_t count)
+{
+    harness_mode = KC_HARNESS_IN_PROCESS;
+    int failed = _cmocka_run_group_tests("in-process", tests, count, NULL, NULL);
+    harness_mode = KC_HARNESS_PROCESS;
+    return failed + _cmocka_run_group_tests("process", tests, count, NULL, NULL);
+}
+#define HARNESS_RUN_BOTH_MODES(tests)                                                              \
+    harness_run_both_modes(tests, sizeof(tests) / sizeof((tests)[0]))
+
+#endif

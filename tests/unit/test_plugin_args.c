@@ -1,0 +1,101 @@
+/* The typed args behind <kcycle/args.h>: values by type, fallbacks for absent keys, the first
+ * bad value and unknown keys reported by finish with the key's name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "plugin_args.h"
+
+static void reads_each_type_and_falls_back_for_absent_keys(void **state)
+{
+    (void)state;
+    char error[128] = "";
+    kc_args *args = plugin_args_parse(
+        "{\"weight\": 3, \"label\": \"gpu\", \"strict\": true, \"memory\": \"4Gi\","
+        " \"cpu\": \"500m\", \"whole\": 2.0, \"gone\": null}",
+        error, sizeof(error));
+    assert_non_null(args);
+    int64_t weight, memory, cpu, whole, missing, gone;
+    const char *label, *other;
+    int strict, flag;
+    assert_int_equal(plugin_args_int(args, "weight", 1, &weight), 0);
+    assert_int_equal(weight, 3);
+    assert_int_equal(plugin_args_string(args, "label", "x", &label), 0);
+    assert_string_equal(label, "gpu");
+    assert_int_equal(plugin_args_bool(args, "strict", 0, &strict), 0);
+    assert_int_equal(strict, 1);
+    assert_int_equal(plugin_args_quantity(args, "memory", 0, 0, &memory), 0);
+    assert_int_equal(memory, 4LL << 30);
+    assert_int_equal(plugin_args_quantity(args, "cpu", -3, 0, &cpu), 0);
+    assert_int_equal(cpu, 500);
+    assert_int_equal(plugin_args_int(args, "whole", 0, &whole), 0);
+    assert_int_equal(whole, 2);
+    assert_int_equal(plugin_args_int(args, "absent", 7, &missing), 0);
+    assert_int_equal(missing, 7);
+    assert_int_equal(plugin_args_int(args, "gone", 9, &gone), 0);
+    assert_int_equal(gone, 9);
+    assert_int_equal(plugin_args_string(args, "other", "dflt", &other), 0);
+    assert_string_equal(other, "dflt");
+    assert_int_equal(plugin_args_bool(args, "flag", 1, &flag), 0);
+    assert_int_equal(flag, 1);
+    assert_int_equal(plugin_args_finish(args, error, sizeof(error)), 0);
+}
+
+static void wrong_type_names_the_key_and_keeps_the_fallback(void **state)
+{
+    (void)state;
+    char error[128] = "";
+    kc_args *args = plugin_args_parse("{\"weight\": \"heavy\", \"strict\": 1, \"size\": \"4 Gi\"}",
+                                      error, sizeof(error));
+    assert_non_null(args);
+    int64_t weight, size;
+    int strict;
+    assert_int_equal(plugin_args_int(args, "weight", 5, &weight), -22);
+    assert_int_equal(weight, 5);
+    assert_int_equal(plugin_args_bool(args, "strict", 0, &strict), -22);
+    assert_int_equal(plugin_args_quantity(args, "size", 0, 0, &size), -22);
+    assert_int_equal(plugin_args_finish(args, error, sizeof(error)), -22);
+    /* the first bad value is the one reported */
+    assert_string_equal(error, "args: key \"weight\": want an integer");
+}
+
+static void a_key_nothing_read_is_an_error(void **state)
+{
+    (void)state;
+    char error[128] = "";
+    kc_args *args = plugin_args_parse("{\"weight\": 2, \"wieght\": 3}", error, sizeof(error));
+    int64_t weight;
+    assert_int_equal(plugin_args_int(args, "weight", 1, &weight), 0);
+    assert_int_equal(plugin_args_finish(args, error, sizeof(error)), -22);
+    assert_string_equal(error, "args: unknown key \"wieght\"");
+}
+
+static void bad_json_or_not_an_object_fails_parse(void **state)
+{
+    (void)state;
+    char error[128] = "";
+    assert_null(plugin_args_parse("{\"weight\": ", error, sizeof(error)));
+    assert_non_null(strstr(error, "args: line 1"));
+    assert_null(plugin_args_parse("[1]", error, sizeof(error)));
+    assert_string_equal(error, "args: want a JSON object");
+    /* NULL and "" read as {} */
+    kc_args *args = plugin_args_parse(NULL, error, sizeof(error));
+    assert_non_null(args);
+    assert_int_equal(plugin_args_finish(args, error, sizeof(error)), 0);
+    assert_int_equal(plugin_args_finish(NULL, error, sizeof(error)), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reads_each_type_and_falls_back_for_absent_keys),
+        cmocka_unit_test(wrong_type_names_the_key_and_keeps_the_fallback),
+        cmocka_unit_test(a_key_nothing_read_is_an_error),
+        cmocka_unit_test(bad_json_or_not_an_object_fails_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
