@@ -152,6 +152,37 @@ static void test_repeated_group_status_is_one_change(void **state)
     sim_timeline_free(&t);
 }
 
+/* A pending pod parked at Permit says so in every report, rather than "not attempted yet" or
+ * its last failure: the scheduler's waiting cycles are looked at (one is put there by hand). */
+static void test_reason_of_a_pod_waiting_at_permit(void **state)
+{
+    (void)state;
+    struct run r;
+    run_start(&r, "nodes: [{name: n, allocatable: {cpu: 1, pods: 10}}]\n"
+                  "workload: [{name: p, count: 2, requests: {cpu: 600m}}]\n");
+    const struct sim_record *pending = r.sim.records[0].node == NULL ? &r.sim.records[0]
+                                                                     : &r.sim.records[1];
+    assert_null(pending->node);
+    const char *before = report_record_reason(&r.sim, pending);
+    assert_non_null(before);
+    assert_null(strstr(before, "Permit"));
+    struct sched_pod *sp = strmap_get(&r.sim.sched.pods, pending->uid);
+    assert_non_null(sp);
+    struct kc_cycle cycle = {.sp = sp};
+    struct kc_waiting_pod waiting = {.cycle = &cycle, .group_hold = true};
+    struct kc_waiting_pod *list[] = {&waiting};
+    struct scheduler *s = &r.sim.sched;
+    struct kc_waiting_pod **saved = s->waiting;
+    uint32_t saved_count = s->waiting_count;
+    s->waiting = list;
+    s->waiting_count = 1;
+    const char *during = report_record_reason(&r.sim, pending);
+    s->waiting = saved;
+    s->waiting_count = saved_count;
+    assert_string_equal(during, "waiting at Permit for its pod group");
+    run_end(&r);
+}
+
 /* Group names are kept whole: two long names that differ only at the end are two groups. */
 static void test_long_group_names_stay_apart(void **state)
 {
@@ -216,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_long_run_thinned_to_the_limit),
         cmocka_unit_test(test_heat_map_row_is_its_nodes_load),
         cmocka_unit_test(test_repeated_group_status_is_one_change),
+        cmocka_unit_test(test_reason_of_a_pod_waiting_at_permit),
         cmocka_unit_test(test_long_group_names_stay_apart),
         cmocka_unit_test(test_page_holds_every_plot),
     };
