@@ -79,8 +79,8 @@ def options_section(text):
 
 
 def man_entry_flags(options):
-    """Flags of the OPTIONS section's entries: the tag line right after each .TP (".BR -v , --verbose",
-    ".BI --simulate FILE"); flags named in a description do not count."""
+    """Flags of the OPTIONS section's entries: the tag line right after each .TP
+    (".BR -v , --verbose", ".BI --simulate FILE"); flags named in a description do not count."""
     lines = options.splitlines()
     flags = set()
     for i, line in enumerate(lines[:-1]):
