@@ -1,6 +1,7 @@
 /* --report-html: one self-contained HTML page of a simulation. Every plot is inline SVG written
- * here, the only script sorts the placement table, and a Content-Security-Policy forbids any
- * load, so the page shows the same offline, in a CI artifact or a mail attachment. Every string
+ * here, the only script (htmlreport_sort.js) sorts the placement table, and a
+ * Content-Security-Policy forbids any load and runs no script but that one (allowed by its
+ * hash), so the page shows the same offline, in a CI artifact or a mail attachment. Every string
  * that comes from the input (names, reasons, phases) is HTML-escaped. Each plot is a
  * <section data-plot=NAME data-state=drawn|absent> holding <svg id="plot-NAME">: the tests
  * and readers find them by those names. */
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "htmlreport_script.h"
 #include "model.h"
 #include "resource_table.h"
 #include "sim_gpu.h"
@@ -178,8 +180,10 @@ static void utilisation_plot(FILE *out, const struct sim_timeline *t)
     value_axis(out, 100.0, "%");
     time_axis(out, t, MARGIN_TOP + PLOT_HEIGHT);
     for (uint32_t k = 0; k < t->resource_count; k++) {
-        fprintf(out, "<polyline class=\"series\" data-resource=\"%s\" stroke=\"%s\" points=\"",
-                resource_name(t->resources[k]), palette[k % PALETTE_SIZE]);
+        /* resource names come from the input (a node's allocatable keys): escaped */
+        fputs("<polyline class=\"series\" data-resource=\"", out);
+        put_escaped(out, resource_name(t->resources[k]));
+        fprintf(out, "\" stroke=\"%s\" points=\"", palette[k % PALETTE_SIZE]);
         for (uint32_t i = 0; i < t->sample_count; i++) {
             const struct sim_sample *s = &t->samples[i];
             double y = MARGIN_TOP + PLOT_HEIGHT * (1.0 - share(s->requested[k], s->allocatable[k]));
@@ -527,11 +531,10 @@ static void placement_row(FILE *out, const struct simulator *sim, const struct s
                 sim->generations[r->generation_index - 1].generation);
     else
         fputs("<td class=\"num\"></td><td>", out);
-    const char *node = NULL, *reason = NULL;
     if (r->preempted)
         fputs("preempted", out);
-    else if (r->node == NULL && scheduler_pod_status(&sim->sched, r->uid, &node, &reason) == 0)
-        put_escaped(out, reason != NULL ? reason : "not attempted yet");
+    else
+        put_escaped(out, report_record_reason(sim, r));
     fputs("</td></tr>\n", out);
 }
 
@@ -568,18 +571,6 @@ static const char style[] =
     "text-align:left}th{background:#f4f4f4;cursor:pointer}td.num{text-align:right}"
     "td:not(:last-child){white-space:nowrap}";
 
-/* Sorting by a column: numbers by value (empty cells last), the rest as text. */
-static const char script[] =
-    "document.querySelectorAll('table.sortable th').forEach(function(th,col){"
-    "th.addEventListener('click',function(){"
-    "var body=th.closest('table').tBodies[0],rows=Array.prototype.slice.call(body.rows);"
-    "var num=th.getAttribute('data-type')==='num',dir=th.getAttribute('data-dir')==='asc'?-1:1;"
-    "th.setAttribute('data-dir',dir===1?'asc':'desc');"
-    "rows.sort(function(a,b){var x=a.cells[col].textContent,y=b.cells[col].textContent;"
-    "if(num){x=x===''?Infinity:parseFloat(x);y=y===''?Infinity:parseFloat(y);"
-    "return dir*(x<y?-1:x>y?1:0);}return dir*x.localeCompare(y);});"
-    "rows.forEach(function(r){body.appendChild(r);});});});";
-
 static void summary(FILE *out, const struct simulator *sim)
 {
     fputs("<p id=\"summary\">", out);
@@ -597,7 +588,8 @@ static void page(FILE *out, const struct simulator *sim)
     const struct sim_timeline *t = sim->timeline;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\n<title>kcycle simulation: ",
+          "style-src 'unsafe-inline'; script-src 'sha256-" HTMLREPORT_SCRIPT_SHA256 "'\">\n"
+          "<title>kcycle simulation: ",
           out);
     put_escaped(out, sim->opt.sim_path);
     fprintf(out, "</title>\n<style>%s</style>\n</head><body>\n<h1>kcycle simulation report</h1>\n",
@@ -610,7 +602,8 @@ static void page(FILE *out, const struct simulator *sim)
     gpu_plot(out, sim);
     queue_shares_plot(out, sim);
     placement_table(out, sim);
-    fprintf(out, "<script>%s</script>\n</body></html>\n", script);
+    /* exactly the bytes the policy's hash is of (htmlreport_sort.js) */
+    fputs("<script>" HTMLREPORT_SCRIPT "</script>\n</body></html>\n", out);
 }
 
 int htmlreport_write(const struct simulator *sim, const char *path, struct kc_error *err)

@@ -29,13 +29,30 @@ static void format_quantity(kc_resource id, int64_t value, char *buf, size_t siz
         snprintf(buf, size, "%" PRId64, value);
 }
 
-static const char *record_reason(const struct simulator *sim, const struct sim_record *r)
+/* A pod parked at Permit: a gang member waiting for its group, or a plugin's Wait. Found by its
+ * scheduler entry among the waiting cycles (few at a time), only for a pod without a node. */
+static const struct kc_waiting_pod *waiting_at_permit(const struct scheduler *s, const char *uid)
+{
+    if (s->waiting_count == 0)
+        return NULL;
+    const struct sched_pod *sp = strmap_get(&s->pods, uid);
+    for (uint32_t i = 0; sp != NULL && i < s->waiting_count; i++)
+        if (s->waiting[i]->cycle != NULL && s->waiting[i]->cycle->sp == sp)
+            return s->waiting[i];
+    return NULL;
+}
+
+const char *report_record_reason(const struct simulator *sim, const struct sim_record *r)
 {
     const char *node = NULL, *reason = NULL;
     if (r->node != NULL)
         return NULL;
     if (scheduler_pod_status(&sim->sched, r->uid, &node, &reason) < 0)
         return "the pod is no longer known to the scheduler";
+    const struct kc_waiting_pod *w = waiting_at_permit(&sim->sched, r->uid);
+    if (w != NULL)
+        return w->group_hold || w->wait_plugin == NULL ? "waiting at Permit for its pod group"
+                                                       : "waiting at Permit for a plugin";
     return reason != NULL ? reason : "not attempted yet";
 }
 
@@ -55,7 +72,7 @@ void report_print_table(const struct simulator *sim, FILE *out)
             "NODE", "REASON");
     for (uint32_t i = 0; i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
-        const char *reason = record_reason(sim, r);
+        const char *reason = report_record_reason(sim, r);
         fprintf(out, "%-*s  %-*s  %-*s  %s\n", ns_width, r->namespace, name_width, r->name,
                 node_width, r->node != NULL ? r->node : "<none>",
                 r->preempted ? "preempted" : reason != NULL ? reason : "");
@@ -74,7 +91,7 @@ static uint32_t collect_reasons(const struct simulator *sim, struct reason_total
 {
     uint32_t count = 0;
     for (uint32_t i = 0; i < sim->record_count; i++) {
-        const char *reason = record_reason(sim, &sim->records[i]);
+        const char *reason = report_record_reason(sim, &sim->records[i]);
         if (reason == NULL)
             continue;
         uint32_t j = 0;
@@ -224,7 +241,7 @@ static json_t *pods_json(const struct simulator *sim)
     json_t *pods = json_array();
     for (uint32_t i = 0; pods != NULL && i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
-        const char *reason = record_reason(sim, r);
+        const char *reason = report_record_reason(sim, r);
         json_t *pod = json_pack("{s:s, s:s, s:o, s:o}", "namespace", r->namespace, "name", r->name,
                                 "node", r->node != NULL ? json_string(r->node) : json_null(),
                                 "reason", reason != NULL ? json_string(reason) : json_null());

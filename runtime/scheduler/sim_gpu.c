@@ -250,14 +250,6 @@ static struct node_cards *measure(const struct simulator *sim, struct gpu_use *u
     return nodes;
 }
 
-static const char *unschedulable_reason(const struct simulator *sim, const struct sim_record *r)
-{
-    const char *node = NULL, *reason = NULL;
-    if (scheduler_pod_status(&sim->sched, r->uid, &node, &reason) < 0)
-        return "the pod is no longer known to the scheduler";
-    return reason != NULL ? reason : "not attempted yet";
-}
-
 void sim_gpu_print(const struct simulator *sim, FILE *out)
 {
     struct gpu_use use;
@@ -276,7 +268,7 @@ void sim_gpu_print(const struct simulator *sim, FILE *out)
     for (uint32_t i = 0; i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
         if (r->gpu && r->node == NULL)
-            fprintf(out, "    %s/%s: %s\n", r->namespace, r->name, unschedulable_reason(sim, r));
+            fprintf(out, "    %s/%s: %s\n", r->namespace, r->name, report_record_reason(sim, r));
     }
 }
 
@@ -313,7 +305,7 @@ json_t *sim_gpu_json(const struct simulator *sim)
         if (r->gpu && r->node == NULL)
             json_array_append_new(unschedulable,
                                   json_pack("{s:s, s:s, s:s}", "namespace", r->namespace, "name",
-                                            r->name, "reason", unschedulable_reason(sim, r)));
+                                            r->name, "reason", report_record_reason(sim, r)));
     }
     json_t *gpu =
         json_pack("{s:i, s:i, s:I, s:I, s:I, s:i, s:i, s:i, s:i, s:o}", "cards", use.cards, "nodes",

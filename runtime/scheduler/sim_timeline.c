@@ -7,6 +7,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,21 +140,17 @@ static void sample_pending(struct sim_timeline *t, const struct simulator *sim, 
         const struct sim_record *r = &sim->records[i];
         if (r->node != NULL)
             continue;
-        const char *node = NULL, *reason = NULL;
-        if (scheduler_pod_status(&sim->sched, r->uid, &node, &reason) < 0)
-            reason = "no longer known to the scheduler";
-        else if (reason == NULL)
-            reason = "not attempted yet";
-        pending[record_reason_class(t, i, reason)]++;
+        pending[record_reason_class(t, i, report_record_reason(sim, r))]++;
     }
 }
 
-/* Full: keep every other sample (the later of each pair) and sample half as often. */
+/* Full: keep every other sample and sample half as often. The first sample (the run's start)
+ * always stays, and so does the last, so the plots still span the whole run. */
 static void thin_out(struct sim_timeline *t)
 {
     uint32_t kept = 0;
     for (uint32_t i = 0; i < t->sample_count; i++) {
-        if (i % 2 == 0 && i + 1 < t->sample_count) {
+        if (i % 2 == 1 && i + 1 < t->sample_count) {
             free(t->samples[i].rows);
             continue;
         }
@@ -191,23 +188,25 @@ void sim_timeline_sample(struct sim_timeline *t, const struct simulator *sim, bo
 
 static uint32_t group_index(struct sim_timeline *t, const char *namespace_name, const char *name)
 {
-    char key[512];
-    snprintf(key, sizeof(key), "%s/%s", namespace_name, name);
+    /* the whole name, however long: a cut one could merge two groups */
+    char *key = NULL;
+    if (asprintf(&key, "%s/%s", namespace_name, name) < 0)
+        return UINT32_MAX;
     uintptr_t slot = (uintptr_t)strmap_get(&t->group_index, key);
-    if (slot > 0)
+    if (slot > 0) {
+        free(key);
         return (uint32_t)slot - 1;
+    }
     struct sim_timeline_group *grown =
         array_grow(t->groups, &t->group_capacity, t->group_count + 1, sizeof(*grown));
-    if (grown == NULL)
-        return UINT32_MAX;
-    t->groups = grown;
-    struct sim_timeline_group *g = &grown[t->group_count];
-    *g = (struct sim_timeline_group){.name = strdup(key)};
-    if (g->name == NULL ||
-        strmap_put(&t->group_index, g->name, (void *)(uintptr_t)(t->group_count + 1)) < 0) {
-        free(g->name);
+    if (grown != NULL)
+        t->groups = grown;
+    if (grown == NULL ||
+        strmap_put(&t->group_index, key, (void *)(uintptr_t)(t->group_count + 1)) < 0) {
+        free(key);
         return UINT32_MAX;
     }
+    grown[t->group_count] = (struct sim_timeline_group){.name = key};
     return t->group_count++;
 }
 

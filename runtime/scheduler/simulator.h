@@ -145,6 +145,9 @@ void sim_storage_flush(struct simulator *sim);
 void sim_storage_free(struct sim_storage *st);
 
 /* Output (report.c). */
+/* Why a pod has no node, as every report says it (table, JSON, HTML, timeline); NULL when it has
+ * one. The last attempt's reason, or that it waits at Permit or was not attempted yet. */
+const char *report_record_reason(const struct simulator *sim, const struct sim_record *r);
 void report_print_table(const struct simulator *sim, FILE *out);
 void report_print_summary(const struct simulator *sim, FILE *out);
 int report_write_json(const struct simulator *sim, const char *path, struct kc_error *err);

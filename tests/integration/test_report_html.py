@@ -8,8 +8,11 @@ id=plot-NAME) and its marks are checked against the JSON report (placement rows,
 utilisation at the end); examples/sim/gpu.yaml must draw its GPU cards. Chromium, driven over
 the DevTools protocol, then opens the page: every plot must have a drawn size, a screenshot must
 not be blank (the PNG is decoded here), clicking a table heading must sort the table, and the
-page must send no network request. A control page (an http image and an https fetch) must show
-both requests, which proves the requests are seen.
+page must send no network request and raise no Content-Security-Policy violation (Chromium
+does not report a request its policy blocked, so the page's securitypolicyviolation events are
+collected). Two control pages prove both are seen: one without a policy (an http image and an
+https fetch) must show both requests, one under the report's policy (its script, allowed by
+hash, fetches; an image) must raise a violation for each.
 
 usage: test_report_html.py SCHEDULER SOURCE_DIR
 Chromium is found as $KCYCLE_CHROMIUM, chromium or chromium-browser; without it the browser
@@ -17,6 +20,7 @@ part is skipped with exit status 77 after the other checks passed (./dev.sh deps
 """
 import base64
 import fcntl
+import hashlib
 import html.parser
 import json
 import os
@@ -32,7 +36,7 @@ import zlib
 
 SCHEDULER, SOURCE = sys.argv[1], sys.argv[2]
 SKIP = 77
-BROWSER_TIMEOUT_S = 60
+BROWSER_WAIT_S = 30  # for each answer or event awaited from the browser
 WINDOW = (1100, 1600)
 SHOT = (1100, 1000)  # the top of the page, at half scale: the first plots
 PLOTS = ["utilisation", "heatmap", "pending", "groups", "gpu", "queue-shares", "placements"]
@@ -68,6 +72,11 @@ class Page(html.parser.HTMLParser):
         self.legend = []
         self.li = None
         self.in_table = False
+        self.scripts = []  # each <script>'s text
+        self.in_script = False
+        self.resources = []  # data-resource of the utilisation lines
+        self.title = self.summary = None  # texts of <title> (the page's) and p#summary
+        self.text_of = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -102,8 +111,23 @@ class Page(html.parser.HTMLParser):
             self.cell = []
         if tag == "li":
             self.li = []
+        if tag == "script":
+            self.scripts.append("")
+            self.in_script = True
+        if tag == "polyline" and "data-resource" in a:
+            self.resources.append(a["data-resource"])
+        if (tag == "title" and self.svg is None) or (tag == "p" and a.get("id") == "summary"):
+            self.text_of = (tag, [])
 
     def handle_endtag(self, tag):
+        if tag == "script":
+            self.in_script = False
+        if self.text_of is not None and tag == self.text_of[0]:
+            if tag == "title":
+                self.title = "".join(self.text_of[1])
+            else:
+                self.summary = "".join(self.text_of[1])
+            self.text_of = None
         if tag == "svg":
             self.svg = None
         if tag == "table":
@@ -120,6 +144,10 @@ class Page(html.parser.HTMLParser):
             self.li = None
 
     def handle_data(self, data):
+        if self.in_script:
+            self.scripts[-1] += data
+        if self.text_of is not None:
+            self.text_of[1].append(data)
         if self.cell is not None:
             self.cell.append(data)
         if self.li is not None:
@@ -131,6 +159,17 @@ def parse(path):
     with open(path, encoding="utf-8") as f:
         page.feed(f.read())
     return page
+
+
+def csp_directives(csp):
+    """A policy as {directive: its sources}."""
+    return {parts[0]: " ".join(parts[1:]) for parts in (d.split() for d in csp.split(";"))
+            if parts}
+
+
+def script_hash(text):
+    """The CSP source that allows an inline script of exactly this text."""
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
 def simulate(sim, tmp, tag):
@@ -154,6 +193,12 @@ def check_static(page, name):
     """No way for the page to load anything, whatever the browser."""
     check(page.csp is not None and "default-src 'none'" in page.csp,
           f"{name}: a Content-Security-Policy with default-src 'none'")
+    # one script, allowed by its hash alone (recomputed here, so it cannot go stale)
+    directives = csp_directives(page.csp or "")
+    check(len(page.scripts) == 1, f"{name}: exactly one <script> ({len(page.scripts)})")
+    check(page.scripts and directives.get("script-src") == script_hash(page.scripts[0]),
+          f"{name}: script-src is the one script's hash, no 'unsafe-inline' "
+          f"({directives.get('script-src')})")
     check(page.loads == [], f"{name}: no attribute names a resource: {page.loads[:5]}")
     for tag in ("link", "img", "iframe", "object", "embed", "image", "use"):
         check(tag not in page.tags, f"{name}: no <{tag}> element")
@@ -203,22 +248,54 @@ def check_gpu(path):
     check(cards == 40, f"gpu: 40 cards drawn (examples/sim/gpu.yaml has 5 nodes of 8): {cards}")
 
 
+# Input strings that would be markup, or break out of an attribute, if written unescaped.
+RESOURCE = 'x"><script>document.title="pwned"</script><b x="'
+GROUP = "g<s>&\"'"
+
+
 def check_escaping(tmp):
-    sim = os.path.join(tmp, "escape.yaml")
+    """Every string of the input the page shows comes out escaped: node, namespace, pod and
+    pod-group names, an extended resource's name (an attribute), a reason that names the group,
+    and the --simulate path (title and summary). Returns the page's path."""
+    folder = os.path.join(tmp, 'in<p>"&')
+    os.mkdir(folder)
+    sim = os.path.join(folder, "escape.yaml")
     with open(sim, "w") as f:
-        f.write('nodes:\n  - name: "n<b>&\\"x\'"\n    allocatable: {cpu: 1, memory: 1Gi}\n'
+        f.write("config:\n  plugins:\n    - name: coscheduling\n"
+                "      args: {permitWaitingTimeSeconds: 1, podGroupBackoffSeconds: 0}\n"
+                "    - name: noderesources\n    - name: defaultbinder\n"
+                'nodes:\n  - name: "n<b>&\\"x\'"\n    allocatable: {cpu: 1, memory: 1Gi, '
+                + json.dumps(RESOURCE) + ': 2}\n'
                 'workload:\n  - name: "p<i>"\n    namespace: "ns&<script>"\n    count: 2\n'
-                '    requests: {cpu: 600m}\n')
-    path, _ = simulate(sim, tmp, "escape")
+                '    requests: {cpu: 600m}\n'
+                "  - name: " + json.dumps(GROUP) + "\n    namespace: ml\n    count: 2\n"
+                "    at: 1s\n    gang: {minMember: 3, scheduleTimeoutSeconds: 1}\n"
+                "    requests: {cpu: 100m}\n")
+    path, report = simulate(sim, tmp, "escape")
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    check("<b>" not in text and "<i>" not in text and "ns&<" not in text,
-          "escape: no markup from the input")
+    check("<b>" not in text and "<i>" not in text and "ns&<" not in text and "<s>" not in text
+          and "in<p>" not in text, "escape: no markup from the input")
+    check(text.count("<script") == 1, f"escape: one <script> only ({text.count('<script')})")
+    check("pwned" not in text.replace("&quot;pwned&quot;", ""),
+          "escape: the resource name cannot leave its attribute")
     check("n&lt;b&gt;&amp;&quot;x&#39;" in text, "escape: the node name is escaped")
     page = parse(path)
-    check([r[:3] for r in page.rows] == [["ns&<script>", "p<i>-0", "n<b>&\"x'"],
-                                         ["ns&<script>", "p<i>-1", ""]],
-          f"escape: the names read back as given: {[r[:3] for r in page.rows]}")
+    check_static(page, "escape")
+    check([r[:3] for r in page.rows[:2]] == [["ns&<script>", "p<i>-0", "n<b>&\"x'"],
+                                             ["ns&<script>", "p<i>-1", ""]],
+          f"escape: the names read back as given: {[r[:3] for r in page.rows[:2]]}")
+    series = page.svgs.get("plot-utilisation", {})
+    check(series.get("polyline.series") == 4 and RESOURCE in page.resources,
+          f"escape: the resource's line, its name read back as given ({page.resources})")
+    check(page.groups == ["ml/" + GROUP], f"escape: the group's name read back ({page.groups})")
+    reasons = {p["reason"] for p in report["pods"] if p["namespace"] == "ml" and p["reason"]}
+    shown = {row[7] for row in page.rows if row[0] == "ml"}
+    check(reasons and any(GROUP in r for r in reasons) and shown == reasons,
+          f"escape: the group's reason, which names it, read back as given ({shown})")
+    check(page.title.startswith("kcycle simulation: " + sim) and page.summary.startswith(sim),
+          f"escape: the --simulate path read back in title and summary ({page.title!r})")
+    return path
 
 
 # ---- the browser part: Chromium driven over the DevTools protocol on a pipe ----
@@ -257,14 +334,15 @@ class Browser:
         os.close(to_browser_r)
         os.close(from_browser_w)
         self.next_id, self.buffer, self.events = 0, b"", []
-        self.deadline = time.monotonic() + BROWSER_TIMEOUT_S
 
-    def receive(self):
+    def receive(self, what):
+        """The next message; what is awaited, for the error when none comes in time."""
+        deadline = time.monotonic() + BROWSER_WAIT_S
         while b"\0" not in self.buffer:
-            left = self.deadline - time.monotonic()
+            left = deadline - time.monotonic()
             ready, _, _ = select.select([self.from_browser], [], [], max(left, 0))
             if not ready:
-                raise Failed(f"chromium: no answer within {BROWSER_TIMEOUT_S} s")
+                raise Failed(f"chromium: no {what} within {BROWSER_WAIT_S} s")
             chunk = os.read(self.from_browser, 1 << 20)
             if not chunk:
                 raise Failed("chromium closed its pipe: " + self.log()[-2000:])
@@ -283,7 +361,7 @@ class Browser:
             message["sessionId"] = session
         os.write(self.to_browser, json.dumps(message).encode() + b"\0")
         while True:
-            reply = self.receive()
+            reply = self.receive("answer to " + method)
             if reply.get("id") == self.next_id:
                 if "error" in reply:
                     raise Failed(f"chromium: {method}: {reply['error']}")
@@ -293,7 +371,7 @@ class Browser:
     def wait_event(self, method, session):
         seen = [e for e in self.events if e.get("method") == method and e.get("sessionId") == session]
         while not seen:
-            event = self.receive()
+            event = self.receive(method)
             self.events.append(event)
             if event.get("method") == method and event.get("sessionId") == session:
                 return event
@@ -305,6 +383,9 @@ class Browser:
         session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         self.call("Network.enable", session)
         self.call("Page.enable", session)
+        # Chromium does not report a request its CSP blocked as a network request: the page's
+        # own securitypolicyviolation events count them, from before its first script
+        self.call("Page.addScriptToEvaluateOnNewDocument", session, source=WATCH_VIOLATIONS)
         self.call("Emulation.setDeviceMetricsOverride", session, width=WINDOW[0],
                   height=WINDOW[1], deviceScaleFactor=1, mobile=False)
         self.call("Page.navigate", session, url=url)
@@ -317,6 +398,16 @@ class Browser:
         if "exceptionDetails" in result:
             raise Failed(f"chromium: {expression[:60]}...: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def violations(self, session, at_least=0):
+        """The page's CSP violations ("directive blocked-uri"); with at_least, polled until that
+        many are there or a deadline passes (events come after the load, asynchronously)."""
+        deadline = time.monotonic() + 10
+        seen = self.evaluate(session, "window.__cspViolations || null")
+        while seen is not None and len(seen) < at_least and time.monotonic() < deadline:
+            self.evaluate(session, "new Promise(function(done) { setTimeout(done, 50); })")
+            seen = self.evaluate(session, "window.__cspViolations || null")
+        return seen
 
     def requests(self, session):
         """URLs the page asked the network for (file: and data: are not the network)."""
@@ -405,6 +496,15 @@ def check_screenshot(path):
     check(colours >= 20, f"screenshot: the plots' colours are there ({colours} distinct)")
 
 
+# Run in each page before its own scripts: collects the CSP violations the page raises.
+WATCH_VIOLATIONS = """window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', function(e) {
+  window.__cspViolations.push(e.effectiveDirective + ' ' + e.blockedURI);
+});"""
+# The CSP control: the report's policy, its script allowed by hash, and a script fetch and an
+# image that the policy must block (and report) as it would the report's own.
+CONTROL_SCRIPT = 'fetch("https://report-test.invalid/data").catch(function() {});'
+
 # What the browser reports of each plot: its state, its SVG's drawn size, and marks in it.
 PLOTS_IN_DOM = """Array.from(document.querySelectorAll('section[data-plot]')).map(function(s) {
   var svg = s.querySelector('svg'), box = svg ? svg.getBoundingClientRect() : null;
@@ -420,14 +520,23 @@ SORT_BY_WAIT = """(function() {
 })()"""
 
 
-def check_browser(exe, report_path, tmp):
-    # The control: a page that does load, an http image and an https fetch; both must be seen,
-    # or the check on the report proves nothing.
+def check_browser(exe, report_path, escape_path, tmp):
+    # The controls: a page without a policy that does load, an http image and an https fetch,
+    # both of which must be seen as requests; and a page under the report's policy whose
+    # allowed script fetches and which shows an image, which must raise violations. Without
+    # them the checks on the report prove nothing.
     control_path = os.path.join(tmp, "control.html")
     with open(control_path, "w", encoding="utf-8") as f:
         f.write('<!DOCTYPE html><html><body><img src="http://report-test.invalid/pixel.png" '
-                'alt=""><script>fetch("https://report-test.invalid/data").catch(function() {});'
-                '</script></body></html>\n')
+                'alt=""><script>' + CONTROL_SCRIPT + '</script></body></html>\n')
+    report_csp = parse(report_path).csp or ""
+    csp_control_path = os.path.join(tmp, "csp-control.html")
+    with open(csp_control_path, "w", encoding="utf-8") as f:
+        policy = re.sub(r"script-src [^;]*", "script-src " + script_hash(CONTROL_SCRIPT),
+                        report_csp)
+        f.write('<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" '
+                f'content="{policy}"></head><body><img src="http://report-test.invalid/p.png" '
+                'alt=""><script>' + CONTROL_SCRIPT + '</script></body></html>\n')
     chrome = Browser(exe, os.path.join(tmp, "profile"))
     try:
         page = chrome.open("file://" + report_path)
@@ -451,6 +560,14 @@ def check_browser(exe, report_path, tmp):
               and waited == [w for w in waited if w != ""] + [w for w in waited if w == ""],
               f"chromium: clicking 'Waited (s)' sorts the table ({waited[:3]}...{waited[-3:]})")
         check(chrome.requests(page) == [], f"report: no network request ({chrome.requests(page)})")
+        check(chrome.violations(page) == [],
+              f"report: no CSP violation, its script ran by hash ({chrome.violations(page)})")
+        escape = chrome.open("file://" + escape_path)
+        check(chrome.evaluate(escape, "document.title").startswith("kcycle simulation: ")
+              and chrome.evaluate(escape, "document.scripts.length") == 1,
+              "escape: in the browser, the input's markup is text (title kept, one script)")
+        check(chrome.violations(escape) == [],
+              f"escape: no CSP violation ({chrome.violations(escape)})")
         control_page = chrome.open("file://" + control_path)
         # the fetch may start after the load event: poll for it, with a deadline
         poll_until = time.monotonic() + 10
@@ -461,6 +578,12 @@ def check_browser(exe, report_path, tmp):
         check(any(u.startswith("http://report-test.invalid/") for u in asked)
               and any(u.startswith("https://report-test.invalid/") for u in asked),
               f"control: the page's http and https requests are seen ({asked})")
+        csp_page = chrome.open("file://" + csp_control_path)
+        blocked = chrome.violations(csp_page, at_least=2) or []
+        check(any(v.startswith("connect-src https://report-test.invalid/") for v in blocked)
+              and any(v.startswith("img-src http://report-test.invalid/") for v in blocked),
+              f"csp control: the report's policy blocks a script's fetch and an image, and "
+              f"both are seen ({blocked})")
     except Failed as e:
         check(False, str(e))
     finally:
@@ -473,10 +596,10 @@ def main():
         check_gang(gang, report)
         gpu, _ = simulate(os.path.join(SOURCE, "examples/sim/gpu.yaml"), tmp, "gpu")
         check_gpu(gpu)
-        check_escaping(tmp)
+        escape = check_escaping(tmp)
         exe = browser()
         if exe is not None:
-            check_browser(exe, gang, tmp)
+            check_browser(exe, gang, escape, tmp)
     print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
     if FAILURES:
         return 1

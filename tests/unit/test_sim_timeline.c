@@ -1,7 +1,8 @@
 /* The simulation timeline behind --report-html (sim_timeline.c) on small simulated runs:
  * reasons are grouped with their counts taken out, a long run is thinned to the sample limit
- * and still ends at the run's end, a heat map row is its nodes' load, repeated group statuses
- * are one change, and the page written from it holds every plot. */
+ * and still starts and ends with the run, a heat map row is its nodes' load, repeated group
+ * statuses are one change, long group names stay apart, and the page written from it holds
+ * every plot and runs its one script by hash. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,17 +21,26 @@
     "  plugins: [{name: prioritysort}, {name: noderesources}, {name: defaultbinder}]\n"
 
 struct run {
-    char path[64];
+    char path[4096];
     struct simulator sim;
 };
 
-/* Simulate body (nodes and workload after the config) with a timeline. */
+/* A new empty file in $TMPDIR (or /tmp), named after prefix; its path is in path. */
+static void temp_file(char *path, size_t size, const char *prefix)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, size, "%s/%s-XXXXXX", dir != NULL && dir[0] != '\0' ? dir : "/tmp", prefix);
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+/* Simulate body (nodes and workload after the config) with a timeline. The input file is
+ * removed before any check, so a failing test leaves nothing behind. */
 static void run_start(struct run *r, const char *body)
 {
-    snprintf(r->path, sizeof(r->path), "/tmp/kcycle-timeline-XXXXXX");
-    int fd = mkstemp(r->path);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
+    temp_file(r->path, sizeof(r->path), "kcycle-timeline");
+    FILE *f = fopen(r->path, "w");
     assert_non_null(f);
     fputs(CONFIG, f);
     fputs(body, f);
@@ -39,6 +49,7 @@ static void run_start(struct run *r, const char *body)
         .sim_path = r->path, .plugin_dir = KC_PLUGIN_BUILD_DIR, .report_html_path = "unused"};
     struct kc_error err = {{0}};
     int rc = simulator_open(&r->sim, &opt, &err);
+    unlink(r->path);
     if (rc < 0)
         fail_msg("%s", err.message);
     assert_non_null(r->sim.timeline);
@@ -48,7 +59,6 @@ static void run_start(struct run *r, const char *body)
 static void run_end(struct run *r)
 {
     simulator_close(&r->sim);
-    unlink(r->path);
 }
 
 static uint32_t pending(const struct sim_sample *s)
@@ -90,7 +100,8 @@ static void test_long_run_thinned_to_the_limit(void **state)
     assert_true(t->sample_count >= SIM_TIMELINE_MAX_SAMPLES / 4);
     for (uint32_t i = 1; i < t->sample_count; i++)
         assert_true(t->samples[i].at_ms > t->samples[i - 1].at_ms);
-    assert_true(t->samples[0].at_ms <= 16000);
+    /* thinning keeps the run's first sample: the plots start where the run did */
+    assert_int_equal(t->samples[0].at_ms, 0);
     assert_int_equal(t->samples[t->sample_count - 1].at_ms, r.sim.now_ms);
     assert_int_equal(t->samples[t->sample_count - 1].requested[0], 30000);
     run_end(&r);
@@ -141,26 +152,76 @@ static void test_repeated_group_status_is_one_change(void **state)
     sim_timeline_free(&t);
 }
 
+/* A pending pod parked at Permit says so in every report, rather than "not attempted yet" or
+ * its last failure: the scheduler's waiting cycles are looked at (one is put there by hand). */
+static void test_reason_of_a_pod_waiting_at_permit(void **state)
+{
+    (void)state;
+    struct run r;
+    run_start(&r, "nodes: [{name: n, allocatable: {cpu: 1, pods: 10}}]\n"
+                  "workload: [{name: p, count: 2, requests: {cpu: 600m}}]\n");
+    const struct sim_record *pending = r.sim.records[0].node == NULL ? &r.sim.records[0]
+                                                                     : &r.sim.records[1];
+    assert_null(pending->node);
+    const char *before = report_record_reason(&r.sim, pending);
+    assert_non_null(before);
+    assert_null(strstr(before, "Permit"));
+    struct sched_pod *sp = strmap_get(&r.sim.sched.pods, pending->uid);
+    assert_non_null(sp);
+    struct kc_cycle cycle = {.sp = sp};
+    struct kc_waiting_pod waiting = {.cycle = &cycle, .group_hold = true};
+    struct kc_waiting_pod *list[] = {&waiting};
+    struct scheduler *s = &r.sim.sched;
+    struct kc_waiting_pod **saved = s->waiting;
+    uint32_t saved_count = s->waiting_count;
+    s->waiting = list;
+    s->waiting_count = 1;
+    const char *during = report_record_reason(&r.sim, pending);
+    s->waiting = saved;
+    s->waiting_count = saved_count;
+    assert_string_equal(during, "waiting at Permit for its pod group");
+    run_end(&r);
+}
+
+/* Group names are kept whole: two long names that differ only at the end are two groups. */
+static void test_long_group_names_stay_apart(void **state)
+{
+    (void)state;
+    char a[700], b[700];
+    memset(a, 'x', sizeof(a) - 1);
+    a[sizeof(a) - 1] = '\0';
+    memcpy(b, a, sizeof(b));
+    a[sizeof(a) - 2] = 'a';
+    b[sizeof(b) - 2] = 'b';
+    struct sim_timeline t;
+    memset(&t, 0, sizeof(t));
+    sim_timeline_group(&t, 0, "ml", a, "Pending", 0);
+    sim_timeline_group(&t, 10, "ml", b, "Scheduling", 2);
+    assert_int_equal(t.group_count, 2);
+    assert_int_equal(t.change_count, 2);
+    assert_int_equal(strlen(t.groups[1].name), strlen("ml/") + strlen(b));
+    assert_int_equal(t.changes[1].group, 1);
+    sim_timeline_free(&t);
+}
+
 static void test_page_holds_every_plot(void **state)
 {
     (void)state;
     struct run r;
     run_start(&r, "nodes: [{name: \"a<b>\", allocatable: {cpu: 1, pods: 10}}]\n"
                   "workload: [{name: p, count: 3, interval: 1s, requests: {cpu: 400m}}]\n");
-    char out[64];
-    snprintf(out, sizeof(out), "/tmp/kcycle-timeline-html-XXXXXX");
-    int fd = mkstemp(out);
-    assert_true(fd >= 0);
-    close(fd);
+    char out[4096];
+    temp_file(out, sizeof(out), "kcycle-timeline-html");
     struct kc_error err = {{0}};
-    assert_int_equal(htmlreport_write(&r.sim, out, &err), 0);
+    int rc = htmlreport_write(&r.sim, out, &err);
     FILE *f = fopen(out, "r");
+    unlink(out);
+    assert_int_equal(rc, 0);
     assert_non_null(f);
     static char page[1 << 20];
     size_t n = fread(page, 1, sizeof(page) - 1, f);
     page[n] = '\0';
     fclose(f);
-    unlink(out);
     static const char *const wanted[] = {"id=\"plot-utilisation\"",
                                          "id=\"plot-heatmap\"",
                                          "id=\"plot-pending\"",
@@ -169,11 +230,13 @@ static void test_page_holds_every_plot(void **state)
                                          "data-plot=\"queue-shares\"",
                                          "id=\"placements\"",
                                          "a&lt;b&gt;",
-                                         "Content-Security-Policy"};
+                                         "Content-Security-Policy",
+                                         "script-src 'sha256-"};
     for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++)
         if (strstr(page, wanted[i]) == NULL)
             fail_msg("the page lacks %s", wanted[i]);
     assert_null(strstr(page, "a<b>"));
+    assert_null(strstr(page, "script-src 'unsafe-inline'"));
     run_end(&r);
 }
 
@@ -184,6 +247,8 @@ int main(void)
         cmocka_unit_test(test_long_run_thinned_to_the_limit),
         cmocka_unit_test(test_heat_map_row_is_its_nodes_load),
         cmocka_unit_test(test_repeated_group_status_is_one_change),
+        cmocka_unit_test(test_reason_of_a_pod_waiting_at_permit),
+        cmocka_unit_test(test_long_group_names_stay_apart),
         cmocka_unit_test(test_page_holds_every_plot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
