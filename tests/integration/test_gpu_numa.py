@@ -118,6 +118,8 @@ def run(tmp, node, pods, plugins=("numaalign", "gpushare"), isolation="inprocess
                           capture_output=True, text=True, timeout=120)
     label = f"{node} {'+'.join(plugins)} {isolation}"
     check(proc.returncode == 0, f"{label}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    # exit 0 without a report is a failure too: the caller skips its checks on None
+    check(proc.returncode != 0 or os.path.exists(report), f"{label}: exit 0 but no report")
     if proc.returncode != 0 or not os.path.exists(report):
         return label, None
     with open(report) as f:
