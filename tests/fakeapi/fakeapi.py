@@ -651,17 +651,20 @@ class Hostile:
 
     @staticmethod
     def endless_list(handler, res, total):
-        item = {"apiVersion": res.api_version, "kind": res.kind,
-                "metadata": {"name": "", "uid": "", "resourceVersion": "1"}}
-        Hostile.chunk(handler, Hostile.list_head(res) + b'"items":[')
-        sent, index = 0, 0
+        # one chunk of distinct items, built once and sent again and again: the client never
+        # gets far enough to mind the repeated names, and the server stays cheap
+        items, index, size = [], 0, 0
+        while size < Hostile.CHUNK:
+            item = dumps({"apiVersion": res.api_version, "kind": res.kind,
+                          "metadata": {"name": "endless-%d" % index, "uid": "endless-%d" % index,
+                                       "resourceVersion": "1"}})
+            items.append(item)
+            size += len(item) + 1
+            index += 1
+        data = b"," + b",".join(items)
+        Hostile.chunk(handler, Hostile.list_head(res) + b'"items":[' + data[1:])
+        sent = len(data)
         while sent < total:
-            items = []
-            while sum(len(i) for i in items) < Hostile.CHUNK:
-                item["metadata"]["name"] = item["metadata"]["uid"] = "endless-%d" % index
-                items.append((b"," if index else b"") + dumps(item))
-                index += 1
-            data = b"".join(items)
             Hostile.chunk(handler, data)
             sent += len(data)
         Hostile.chunk(handler, b"]}")
