@@ -29,7 +29,9 @@ python*)
             n=$((n + 1))
             shim="$shims/$n/$(basename "$arg")"
             mkdir -p "$shims/$n"
-            printf '#!/bin/sh\nexec %s %s "$@"\n' "$VALGRIND" "$arg" >"$shim"
+            # absolute: harnesses run programs from other folders
+            real="$(cd "$(dirname "$arg")" && pwd)/$(basename "$arg")"
+            printf '#!/bin/sh\nexec %s %s "$@"\n' "$VALGRIND" "$real" >"$shim"
             chmod +x "$shim"
             arg=$shim
         fi
