@@ -2120,6 +2120,9 @@ def main():
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"logs kept in {workdir}", file=sys.stderr)
+    if ok and CHECKS == 0 and not ARGS.scenario.endswith("bench"):
+        ok = False  # a scenario that checked nothing proves nothing
+        print(f"FAIL: {ARGS.scenario}: no check ran", file=sys.stderr)
     print(f"{ARGS.scenario}: {CHECKS} checks passed" if ok else
           f"{ARGS.scenario}: failed after {CHECKS} checks")
     return 0 if ok else 1
