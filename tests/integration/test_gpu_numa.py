@@ -93,6 +93,8 @@ NODES = {
 
 def sim_file(tmp, node, pods, plugins, isolation):
     lines = ["config:", "  plugins:", "    - name: prioritysort", "    - name: noderesources"]
+    if os.environ.get("KCYCLE_TEST_WRAPPER"):  # a plugin host under memcheck starts in seconds
+        lines.insert(1, "  pluginTimeout: 120s")
     for name in plugins:
         lines.append("    - name: " + name)
         if isolation == "process":

@@ -151,7 +151,8 @@ NOT_HELPFUL = (" preemption: 0/{0} nodes are available: {0} Preemption is not he
                "scheduling.")
 
 
-ISOLATED = """
+# Under `meson test --setup valgrind` the plugin host starts under memcheck: seconds, not ms.
+ISOLATED = ("pluginTimeout: 120s\n" if os.environ.get("KCYCLE_TEST_WRAPPER") else "") + """
 plugins:
   - {name: prioritysort}
   - {name: noderesources}
