@@ -31,6 +31,8 @@ import threading
 import time
 
 FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+# The probe runs under memcheck in `meson test --setup valgrind`: many times slower.
+SCALE = 20 if os.environ.get("KCYCLE_TEST_WRAPPER") else 1
 
 
 class TestFailure(Exception):
@@ -74,9 +76,7 @@ class Probe:
         return [l for l in self.snapshot() if l["type"] in ("ADDED", "MODIFIED", "DELETED")]
 
     def wait_for(self, predicate, timeout, what):
-        # the probe runs under memcheck in `meson test --setup valgrind`: many times slower
-        if os.environ.get("KCYCLE_TEST_WRAPPER"):
-            timeout *= 20
+        timeout *= SCALE
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate(self.snapshot()):
@@ -312,7 +312,7 @@ def main():
         probe = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE,
                                    "--token-file", token_file, "--resource", "pods",
                                    "--page-size", "25", "--watch-timeout", "3",
-                                   "--seconds", "100"],
+                                   "--seconds", str(100 * SCALE)],
                       os.path.join(workdir, "probe.log"))
         probe.wait_for(lambda ls: any(l["type"] == "SYNCED" for l in ls), 20, "the first sync")
         check(len(probe.events()) == 120, f"first list: {len(probe.events())} events, want 120")
@@ -513,7 +513,7 @@ def run_side_checks(args, fc, api, workdir, history):
     # The scheduler's field selector, URL-encoded: a pod that finishes leaves the watch as
     # DELETED.
     watch = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE, "--token", "token-4",
-                               "--field-selector", FIELD_SELECTOR, "--seconds", "30"],
+                               "--field-selector", FIELD_SELECTOR, "--seconds", str(30 * SCALE)],
                   os.path.join(workdir, "selector.log"))
     watch.wait_for(lambda ls: any(l["type"] == "SYNCED" for l in ls), 10, "selector sync")
     obj = history.create("s-finishes")
@@ -546,7 +546,7 @@ def check_not_served(args, fc, api, workdir):
              "metadata": {"name": "g1", "namespace": "default"}, "spec": {"minMember": 2}}
     api.create(group)
     probe = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE, "--token", api.token,
-                               "--resource", "podgroups", "--seconds", "60"],
+                               "--resource", "podgroups", "--seconds", str(60 * SCALE)],
                   os.path.join(workdir, "not-served.log"))
 
     def seen(kind, key=None, after=0):
