@@ -20,6 +20,7 @@ is_elf() {
 case "$(basename "$1")" in
 python*)
     shims=$(mktemp -d "${TMPDIR:-/tmp}/kcycle-valgrind.XXXXXX")
+    chmod 755 "$shims" # integration/hostile runs a program as another uid
     trap 'rm -rf "$shims"' EXIT
     interpreter=$1
     shift
