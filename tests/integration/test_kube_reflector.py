@@ -359,10 +359,16 @@ def main():
         keys = sorted(k for k in history.live if k.split("/")[1].startswith("b-"))
         history.update(keys[0])
         api.faults(slow_ms=250)
+        pages = api.stats()["requests"].get("list pods", 0)
         api.compact()
         probe.wait_for(lambda ls: sum("too old (410)" in l.get("message", "") for l in ls) >
                        relists_seen, 10, "the watch to expire")
-        time.sleep(0.6)  # a page or two into the relist
+        # a page into the relist, polled on the server's count of list pages rather than slept
+        # (a busy machine or valgrind may not have asked for the first page yet)
+        deadline = time.monotonic() + 30 * SCALE
+        while (api.stats()["requests"].get("list pods", 0) <= pages and
+               time.monotonic() < deadline):
+            time.sleep(0.02)
         history.delete(keys[1])
         api.compact()
         probe.wait_for(lambda ls: any("continue token expired" in l.get("message", "")
