@@ -2096,6 +2096,8 @@ def main():
     parser.add_argument("--source", required=True)
     parser.add_argument("--agent", help="numa: kcycle-topology-agent, to publish some topologies")
     ARGS = parser.parse_args()
+    if os.environ.get("KCYCLE_TEST_WRAPPER"):  # `meson test --setup valgrind`: memcheck
+        ARGS.time_scale *= 20
     sys.path.insert(0, os.path.join(ARGS.source, "tests", "fakeapi"))
     import fakeclient as fc
     if ARGS.scenario == "rbac" and ARGS.api != "real":
