@@ -1115,6 +1115,57 @@ static int load_config(struct loader *l, const struct tree *root, const char *sc
     return 0;
 }
 
+/* ---- object budget ------------------------------------------------------------------------ */
+
+/* The objects one entry of a top-level list makes: count copies where the entry may have a
+ * count, plus the PodGroup of a workload's gang. A count the loader will refuse counts as one
+ * here, so its own error (naming the key) is the one reported. */
+static uint64_t entry_objects(const struct tree *entry, bool counted, bool may_gang)
+{
+    uint64_t n = 1;
+    const struct tree *count = counted ? field(entry, "count") : NULL;
+    struct kc_error ignored = {{0}};
+    int64_t v;
+    if (count != NULL && tree_int64(count, "count", &v, &ignored) == 0 && v >= 0 && v <= MAX_COUNT)
+        n = (uint64_t)v;
+    if (may_gang && field(entry, "gang") != NULL)
+        n++;
+    return n;
+}
+
+/* Add up what the file asks for before anything is built: a 2 KB file of large counts must
+ * not reach the allocator with tens of millions of pods. */
+static int check_budget(const struct tree *root, uint64_t max_objects, struct kc_error *err)
+{
+    static const struct {
+        const char *key;
+        bool counted, may_gang;
+    } lists[] = {{"nodes", true, false},
+                 {"pods", false, false},
+                 {"workload", true, true},
+                 {"podGroups", false, false},
+                 {"objects", false, false}};
+    uint64_t total = 0;
+    for (size_t k = 0; k < sizeof(lists) / sizeof(lists[0]); k++) {
+        const struct tree *list = field(root, lists[k].key);
+        if (list == NULL || list->type != TREE_SEQ)
+            continue; /* the loader says what is wrong with it */
+        for (uint32_t i = 0; i < list->count; i++) {
+            const struct tree *entry = list->items[i];
+            total += entry_objects(entry, lists[k].counted, lists[k].may_gang);
+            if (total <= max_objects)
+                continue;
+            const struct tree *count = lists[k].counted ? field(entry, "count") : NULL;
+            return tree_error(count != NULL ? count : entry, err, -E2BIG, lists[k].key,
+                              "with this entry the file asks for more than %" PRIu64
+                              " objects (nodes, pods, arrivals, groups); lower the counts or "
+                              "raise kcycle-scheduler --max-objects",
+                              max_objects);
+        }
+    }
+    return 0;
+}
+
 static int load_root(struct loader *l, const struct tree *root, const char *scheduler_name)
 {
     static const char *const top_keys[] = {"config",  "nodes",     "pods",           "workload",
@@ -1144,6 +1195,12 @@ static int load_root(struct loader *l, const struct tree *root, const char *sche
 int simfile_load(const char *path, const char *scheduler_name, struct sim_spec *spec,
                  struct kc_error *err)
 {
+    return simfile_load_limited(path, scheduler_name, 0, spec, err);
+}
+
+int simfile_load_limited(const char *path, const char *scheduler_name, uint64_t max_objects,
+                         struct sim_spec *spec, struct kc_error *err)
+{
     memset(spec, 0, sizeof(*spec));
     spec->file = strdup(path);
     if (spec->file == NULL)
@@ -1161,7 +1218,9 @@ int simfile_load(const char *path, const char *scheduler_name, struct sim_spec *
         return rc;
     }
     struct loader l = {.spec = spec, .err = err};
-    rc = load_root(&l, root, scheduler_name);
+    rc = check_budget(root, max_objects != 0 ? max_objects : SIMFILE_DEFAULT_MAX_OBJECTS, err);
+    if (rc == 0)
+        rc = load_root(&l, root, scheduler_name);
     free(l.node_at);
     free(l.pod_at);
     free(l.arrival_at);

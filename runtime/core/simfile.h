@@ -55,6 +55,16 @@ struct sim_spec {
  * config's schedulerName when the file sets one). Errors name file:line:column and the key. */
 int simfile_load(const char *path, const char *scheduler_name, struct sim_spec *spec,
                  struct kc_error *err);
+
+/* The most objects (nodes, pods, arrivals, PodGroups, custom objects, counted entries
+ * expanded) a file may ask for by default. A pod costs a few KiB in the model, so this keeps a
+ * short file with large counts within a few GiB. */
+#define SIMFILE_DEFAULT_MAX_OBJECTS 2000000u
+/* simfile_load with another object limit (0: the default). The file's total is added up
+ * before anything is created; over the limit is -E2BIG naming file:line:column of the entry
+ * that crosses it. */
+int simfile_load_limited(const char *path, const char *scheduler_name, uint64_t max_objects,
+                         struct sim_spec *spec, struct kc_error *err);
 void simfile_free(struct sim_spec *spec);
 
 #endif

@@ -1467,6 +1467,8 @@ static void *writer_main(void *arg)
     struct kc_error err = {{0}};
     if (kube_client_new(&b->kube, b->user_agent, &client, &err) < 0)
         log_error("bridge: an API writer cannot start: %s", err.message);
+    else
+        kube_client_set_limits(client, &b->opt.limits);
     for (;;) {
         pthread_mutex_lock(&b->work_lock);
         while (b->work_head == NULL && !atomic_load(&b->stop))
@@ -1628,6 +1630,7 @@ static int start_threads(struct bridge *b, struct kc_error *err)
         int rc = kube_client_new(&b->kube, b->user_agent, &w->client, err);
         if (rc < 0)
             return rc;
+        kube_client_set_limits(w->client, &b->opt.limits);
         if ((rc = kube_reflector_init(&w->reflector, &w->resource, &ops, w->client, &b->stop)) < 0)
             return kc_error_set(err, rc, "cannot start watching %s", w->resource.kind);
         if (pthread_create(&w->thread, NULL, watch_main, w) != 0)

@@ -30,6 +30,7 @@ struct bridge_options {
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     uint32_t workers; /* API writers */
     int health_port;  /* -1: off */
+    struct kube_limits limits; /* every API client's; zeros: the defaults */
 };
 
 /* One listed and watched resource, with what was last sent of each object. */

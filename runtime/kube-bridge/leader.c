@@ -209,6 +209,7 @@ void *bridge_leader_main(void *arg)
         log_error("bridge: leader election cannot start: %s", err.message);
         return NULL;
     }
+    kube_client_set_limits(e.client, &b->opt.limits);
     snprintf(e.collection, sizeof(e.collection),
              "/apis/coordination.k8s.io/v1/namespaces/%s/leases", b->opt.lease_namespace);
     snprintf(e.path, sizeof(e.path), "%s/%s", e.collection, b->opt.lease_name);

@@ -11,6 +11,7 @@
 #include "bridge.h"
 #include "config.h"
 #include "log.h"
+#include "quantity.h"
 #include "tree.h"
 
 static struct bridge the_bridge;
@@ -47,9 +48,27 @@ static void usage(FILE *out)
             "  --health-port N        /healthz, /livez, /readyz and /metrics over HTTP\n"
             "                         (default 10259; 0 off)\n"
             "  --log-format F         text (default) or json: one JSON object per log line\n"
+            "  --max-response-bytes Q the most one API response (a list page) may bring, decoded\n"
+            "                         (default 256Mi); a larger one is an error, then a retry\n"
+            "  --max-event-bytes Q    the most one watch event may bring (default 16Mi)\n"
             "  -v, --verbose          more log output (repeat for debug)\n"
             "  --version              print the version\n"
             "  -h, --help             print this help\n");
+}
+
+/* A size flag: a quantity ("256Mi", "16M", "1048576") of at least 1 KiB. */
+static int parse_size(const char *flag, const char *text, size_t *out)
+{
+    int64_t v = 0;
+    if (quantity_parse(text, strlen(text), 0, &v) < 0 || v < 1024 || (uint64_t)v > SIZE_MAX) {
+        fprintf(stderr,
+                "kcycle-kube-bridge: --%s '%s': expected a size of at least 1Ki (e.g. "
+                "256Mi)\n",
+                flag, text);
+        return -1;
+    }
+    *out = (size_t)v;
+    return 0;
 }
 
 /* A duration flag ("15s", "1500ms") through the config file's duration rules. */
@@ -84,7 +103,9 @@ int main(int argc, char **argv)
         O_WORKERS,
         O_HEALTH,
         O_VERSION,
-        O_LOG_FORMAT
+        O_LOG_FORMAT,
+        O_MAX_RESPONSE,
+        O_MAX_EVENT
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -103,6 +124,8 @@ int main(int argc, char **argv)
         {"workers", required_argument, NULL, O_WORKERS},
         {"health-port", required_argument, NULL, O_HEALTH},
         {"log-format", required_argument, NULL, O_LOG_FORMAT},
+        {"max-response-bytes", required_argument, NULL, O_MAX_RESPONSE},
+        {"max-event-bytes", required_argument, NULL, O_MAX_EVENT},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, 'h'},
@@ -171,6 +194,14 @@ int main(int argc, char **argv)
                         optarg);
                 return 2;
             }
+            break;
+        case O_MAX_RESPONSE:
+            if (parse_size("max-response-bytes", optarg, &opt.limits.response_bytes) < 0)
+                return 2;
+            break;
+        case O_MAX_EVENT:
+            if (parse_size("max-event-bytes", optarg, &opt.limits.event_bytes) < 0)
+                return 2;
             break;
         case 'v': verbosity++; break;
         case O_VERSION: printf("kcycle-kube-bridge %s\n", KC_VERSION_STRING); return 0;

@@ -36,6 +36,7 @@ struct kube_client {
     char *token_file;
     char *token;       /* what the Authorization header carries now; NULL: none */
     time_t token_read; /* monotonic seconds of the last read of token_file */
+    struct kube_limits limits;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -141,6 +142,14 @@ void kube_client_free(struct kube_client *c)
     free(c);
 }
 
+void kube_client_set_limits(struct kube_client *c, const struct kube_limits *limits)
+{
+    struct kube_limits l = limits != NULL ? *limits : (struct kube_limits){0};
+    c->limits.response_bytes =
+        l.response_bytes != 0 ? l.response_bytes : KUBE_DEFAULT_MAX_RESPONSE_BYTES;
+    c->limits.event_bytes = l.event_bytes != 0 ? l.event_bytes : KUBE_DEFAULT_MAX_EVENT_BYTES;
+}
+
 int kube_client_new(const struct kube_config *cfg, const char *user_agent, struct kube_client **out,
                     struct kc_error *err)
 {
@@ -157,6 +166,7 @@ int kube_client_new(const struct kube_config *cfg, const char *user_agent, struc
     struct kube_client *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return kc_error_set(err, -ENOMEM, "kube client: out of memory");
+    kube_client_set_limits(c, NULL);
     int rc = 0;
     if ((rc = dup_optional(cfg->server, &c->server)) != 0 ||
         (rc = dup_optional(user_agent != NULL ? user_agent : "kcycle", &c->user_agent)) != 0 ||
@@ -374,23 +384,43 @@ static int transfer_error(struct kube_client *c, const char *method, const char 
                         c->errbuf[0] != '\0' ? ")" : "", curl_code_hint(code));
 }
 
+/* A response over a limit: name the request, the limit and the flag that raises it. */
+static int too_large_error(struct kube_client *c, const char *method, const char *path,
+                           const char *what, size_t limit, const char *flag, struct kc_error *err)
+{
+    return kc_error_set(err, -EFBIG,
+                        "%s %s%s: %s is larger than the limit of %zu bytes (%.1f MiB, decoded); "
+                        "if the cluster really needs more, raise %s",
+                        method, c->server, path, what, limit, (double)limit / (1 << 20), flag);
+}
+
 /* ---- whole responses ---- */
 
 struct body_buffer {
     char *data;
     size_t len, capacity;
-    size_t max; /* 0: no limit; beyond it bytes are dropped */
+    size_t max;       /* 0: no limit; beyond it bytes are dropped, or refused when refuse_over */
+    bool refuse_over; /* a body over max fails the transfer (too_large) instead of being cut */
     bool failed;
+    bool too_large;
 };
 
 static bool body_append(struct body_buffer *b, const char *data, size_t len)
 {
-    if (b->max != 0 && b->len + len > b->max)
+    if (b->max != 0 && b->len + len > b->max) {
+        if (b->refuse_over) {
+            b->too_large = true;
+            return false;
+        }
         len = b->len < b->max ? b->max - b->len : 0;
+    }
     if (b->len + len + 1 > b->capacity) {
         size_t capacity = b->capacity < 4096 ? 4096 : b->capacity;
         while (capacity < b->len + len + 1)
             capacity *= 2;
+        /* never more than the limit allows: doubling past it would only reserve memory */
+        if (b->max != 0 && capacity > b->max + 1 && b->len + len + 1 <= b->max + 1)
+            capacity = b->max + 1;
         char *grown = realloc(b->data, capacity);
         if (grown == NULL) {
             b->failed = true;
@@ -430,7 +460,7 @@ static int request_once(struct kube_client *c, const char *method, const char *p
     struct curl_slist *headers = build_headers(c, content_type);
     if (headers == NULL)
         return kc_error_set(err, -ENOMEM, "%s %s: out of memory", method, path);
-    struct body_buffer response = {0};
+    struct body_buffer response = {.max = c->limits.response_bytes, .refuse_over = true};
     curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, write_body);
     curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &response);
@@ -453,6 +483,11 @@ static int request_once(struct kube_client *c, const char *method, const char *p
     curl_slist_free_all(headers);
     if (code == CURLE_WRITE_ERROR && response.failed)
         code = CURLE_OUT_OF_MEMORY;
+    if (code == CURLE_WRITE_ERROR && response.too_large) {
+        free(response.data);
+        return too_large_error(c, method, path, "the response", c->limits.response_bytes,
+                               "--max-response-bytes", err);
+    }
     if (code != CURLE_OK) {
         free(response.data);
         return transfer_error(c, method, path, code, err);
@@ -488,6 +523,9 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 
 struct stream_state {
     struct kube_client *c;
+    enum kube_stream_kind kind;
+    size_t received; /* decoded bytes of a 200 body so far */
+    bool too_large;  /* a list body over the response limit */
     const atomic_bool *stop;
     kube_value_fn fn;
     void *ctx;
@@ -515,6 +553,13 @@ static size_t write_stream(char *data, size_t size, size_t count, void *userdata
         curl_easy_getinfo(s->c->curl, CURLINFO_RESPONSE_CODE, &s->status);
     if (s->status != 200)
         return body_append(&s->error_body, data, len) ? len : 0;
+    /* Counted here, after curl decoded the body, so a compressed one is bounded by what it
+     * expands to. A watch's events are bounded one by one by the splitter instead. */
+    s->received += len;
+    if (s->kind == KUBE_STREAM_LIST && s->received > s->c->limits.response_bytes) {
+        s->too_large = true;
+        return 0;
+    }
     int rc = json_splitter_feed(&s->splitter, data, len, forward_value, s);
     if (rc != 0 && s->fn_result == 0)
         s->split_result = rc;
@@ -556,6 +601,15 @@ static int stream_once(struct kube_client *c, const char *path, const char *url,
         return 0;
     if (code == CURLE_WRITE_ERROR && s->fn_result != 0)
         return 0;
+    if (code == CURLE_WRITE_ERROR && s->too_large)
+        return too_large_error(c, "GET", path, "the list", c->limits.response_bytes,
+                               "--max-response-bytes", err);
+    if (code == CURLE_WRITE_ERROR && s->split_result == -EFBIG)
+        return s->kind == KUBE_STREAM_LIST
+                   ? too_large_error(c, "GET", path, "the list", c->limits.response_bytes,
+                                     "--max-response-bytes", err)
+                   : too_large_error(c, "GET", path, "one watch event", c->limits.event_bytes,
+                                     "--max-event-bytes", err);
     if (code == CURLE_WRITE_ERROR && s->split_result == -EPROTO)
         return kc_error_set(err, -EPROTO,
                             "GET %s%s: the server sent something that is not a stream of JSON "
@@ -571,9 +625,9 @@ static int stream_once(struct kube_client *c, const char *path, const char *url,
     return 0;
 }
 
-int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
-                const atomic_bool *stop, kube_value_fn fn, void *ctx, long *status,
-                char **error_body, struct kc_error *err)
+int kube_stream(struct kube_client *c, const char *path, enum kube_stream_kind kind,
+                long idle_timeout_ms, const atomic_bool *stop, kube_value_fn fn, void *ctx,
+                long *status, char **error_body, struct kc_error *err)
 {
     *status = 0;
     if (error_body != NULL)
@@ -582,14 +636,17 @@ int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
     if (url == NULL)
         return kc_error_set(err, -ENOMEM, "GET %s: out of memory", path);
     refresh_token(c, false);
-    struct stream_state s = {.c = c, .stop = stop, .fn = fn, .ctx = ctx};
+    struct stream_state s = {.c = c, .kind = kind, .stop = stop, .fn = fn, .ctx = ctx};
     s.error_body.max = ERROR_BODY_MAX;
+    s.splitter.max_value =
+        kind == KUBE_STREAM_LIST ? c->limits.response_bytes : c->limits.event_bytes;
     int rc = stream_once(c, path, url, idle_timeout_ms, &s, err);
     if (rc == 0 && s.status == 401 && c->token_file != NULL && !(stop && atomic_load(stop))) {
         refresh_token(c, true);
         free(s.error_body.data);
         s.error_body = (struct body_buffer){.max = ERROR_BODY_MAX};
         s.status = 0;
+        s.received = 0;
         rc = stream_once(c, path, url, idle_timeout_ms, &s, err);
     }
     free(url);

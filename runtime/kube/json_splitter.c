@@ -70,6 +70,8 @@ static void compact(struct json_splitter *s)
 static int emit(struct json_splitter *s, size_t end, kube_value_fn fn, void *ctx)
 {
     size_t start = s->start;
+    if (s->max_value != 0 && end - start > s->max_value)
+        return -EFBIG;
     s->in_value = false;
     s->in_string = false;
     s->escape = false;
@@ -178,6 +180,9 @@ int json_splitter_feed(struct json_splitter *s, const char *data, size_t len, ku
     if (rc != 0)
         return rc;
     rc = scan(s, fn, ctx);
+    /* An unfinished value already over the limit will not shrink: stop before it grows on. */
+    if (rc == 0 && s->in_value && s->max_value != 0 && s->len - s->start > s->max_value)
+        rc = -EFBIG;
     compact(s);
     return rc;
 }

@@ -57,6 +57,19 @@ int kube_client_new(const struct kube_config *cfg, const char *user_agent,
                     struct kube_client **out, struct kc_error *err);
 void kube_client_free(struct kube_client *c);
 
+/* How much one response may bring, counted in decoded bytes (after gzip or any other content
+ * encoding curl undoes), so a small compressed body cannot expand without bound. A request or
+ * list body over response_bytes, or one watch event over event_bytes, ends the transfer with
+ * -EFBIG and a message naming the request and the limit; the caller backs off as after any
+ * failure. A new client has the defaults. */
+#define KUBE_DEFAULT_MAX_RESPONSE_BYTES ((size_t)256 << 20)
+#define KUBE_DEFAULT_MAX_EVENT_BYTES ((size_t)16 << 20)
+struct kube_limits {
+    size_t response_bytes; /* a whole response (a list page, a GET); 0: the default */
+    size_t event_bytes;    /* one JSON value of a watch stream; 0: the default */
+};
+void kube_client_set_limits(struct kube_client *c, const struct kube_limits *limits);
+
 /* A finished request: status is the HTTP status (0 when no response came); body is
  * NUL-terminated, malloc'd. */
 struct kube_response {
@@ -77,14 +90,19 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
 /* Each complete JSON value of a stream, in order. Return 0 to go on, non-zero to stop. */
 typedef int (*kube_value_fn)(void *ctx, const char *json, size_t len);
 
+/* What a stream is, for its limits: a list's body is one value bounded by the response limit;
+ * a watch runs for minutes with any number of events, each bounded by the event limit. */
+enum kube_stream_kind { KUBE_STREAM_LIST, KUBE_STREAM_WATCH };
+
 /* GET path and hand every top-level JSON value of the body to fn as it completes (a watch).
  * Returns when the server closes the stream, fn returns non-zero, *stop becomes true (checked
  * at least every 200 ms) or after timeout_ms of silence (0: none). *status gets the HTTP
  * status. When the status is not 200 the body is not split: it is returned in *error_body
- * (malloc'd, NUL-terminated, may be NULL). 0 on a clean end, negative on a transport error. */
-int kube_stream(struct kube_client *c, const char *path, long idle_timeout_ms,
-                const atomic_bool *stop, kube_value_fn fn, void *ctx, long *status,
-                char **error_body, struct kc_error *err);
+ * (malloc'd, NUL-terminated, may be NULL). 0 on a clean end, negative on a transport error,
+ * -EFBIG over a limit (see kube_client_set_limits). */
+int kube_stream(struct kube_client *c, const char *path, enum kube_stream_kind kind,
+                long idle_timeout_ms, const atomic_bool *stop, kube_value_fn fn, void *ctx,
+                long *status, char **error_body, struct kc_error *err);
 
 /* Splits a byte stream into top-level JSON values (objects, arrays, strings, numbers,
  * literals) whatever the chunking: a value may arrive in many pieces and one piece may hold
@@ -96,9 +114,11 @@ struct json_splitter {
     size_t start;   /* where the current value starts */
     int depth;
     bool in_value, in_string, escape;
+    size_t max_value; /* a longer value fails the feed with -EFBIG; 0: no limit */
 };
 /* Feed bytes; fn gets each completed value. Returns 0, -ENOMEM, -EPROTO on a byte that cannot
- * start or continue a value (e.g. a stray '}' at depth 0), or fn's non-zero return. */
+ * start or continue a value (e.g. a stray '}' at depth 0), -EFBIG when a value (complete or
+ * not) passes max_value, or fn's non-zero return. */
 int json_splitter_feed(struct json_splitter *s, const char *data, size_t len, kube_value_fn fn,
                        void *ctx);
 /* (added) The stream ended: hand fn a top-level number or literal still waiting for the byte

@@ -708,8 +708,8 @@ static enum list_result list_all(struct kube_reflector *r)
         long status = 0;
         char *error_body = NULL;
         struct kc_error err = {{0}};
-        int rc = kube_stream(r->client, path, LIST_IDLE_TIMEOUT_MS, r->stop, on_page, &ps, &status,
-                             &error_body, &err);
+        int rc = kube_stream(r->client, path, KUBE_STREAM_LIST, LIST_IDLE_TIMEOUT_MS, r->stop,
+                             on_page, &ps, &status, &error_body, &err);
         if (stopped(r)) {
             free(error_body);
             free(ps.page.resource_version);
@@ -943,8 +943,9 @@ static enum watch_result watch_once(struct kube_reflector *r, uint64_t *delivere
     long status = 0;
     char *error_body = NULL;
     struct kc_error err = {{0}};
-    int rc = kube_stream(r->client, path, ((long)timeout_s + WATCH_IDLE_GRACE_S) * 1000, r->stop,
-                         on_watch_value, &w, &status, &error_body, &err);
+    int rc = kube_stream(r->client, path, KUBE_STREAM_WATCH,
+                         ((long)timeout_s + WATCH_IDLE_GRACE_S) * 1000, r->stop, on_watch_value, &w,
+                         &status, &error_body, &err);
     *delivered = w.delivered;
     enum watch_result result = WATCH_ENDED;
     if (stopped(r)) {

@@ -144,6 +144,8 @@ static void usage(FILE *out)
             "  --watch-plugins     hot reload: load a changed plugin file as a new generation\n"
             "  --watch-config      hot reload: reload a changed --config file (SIGHUP also does)\n"
             "  --pace N            with --simulate: at most N pod arrivals per wall-clock second\n"
+            "  --max-objects N     with --simulate: refuse a file that asks for more objects\n"
+            "                      (nodes, pods, arrivals, groups; default 2000000)\n"
             "  --quiet             no placement table, only the summary\n"
             "  --no-progress       no progress lines on stderr (runs over a second)\n"
             "  -v, --verbose       more log output (repeat for debug)\n"
@@ -175,6 +177,7 @@ int main(int argc, char **argv)
         {"report-html", required_argument, NULL, 'R'},
         {"hold", no_argument, NULL, 'O'},
         {"log-format", required_argument, NULL, 'L'},
+        {"max-objects", required_argument, NULL, 'M'},
         {NULL, 0, NULL, 0},
     };
     const char *bridge_url = NULL;
@@ -224,6 +227,19 @@ int main(int argc, char **argv)
                 return 2;
             }
             opt.pace = (uint32_t)n;
+            break;
+        }
+        case 'M': {
+            char *end;
+            unsigned long long n = strtoull(optarg, &end, 10);
+            if (*end != '\0' || optarg[0] == '-' || n < 1) {
+                fprintf(stderr,
+                        "kcycle-scheduler: --max-objects '%s': expected a count, 1 or "
+                        "more\n",
+                        optarg);
+                return 2;
+            }
+            opt.max_objects = n;
             break;
         }
         case 'v': verbosity++; break;

@@ -293,7 +293,8 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
         if ((rc = config_load_file(opt->config_path, &sim->cfg, err)) < 0)
             return rc;
     }
-    rc = simfile_load(opt->sim_path, sim->cfg.scheduler_name, &sim->spec, err);
+    rc = simfile_load_limited(opt->sim_path, sim->cfg.scheduler_name, opt->max_objects, &sim->spec,
+                              err);
     if (rc == 0)
         rc = sim_numa_prepare(&sim->spec, err);
     if (rc < 0)

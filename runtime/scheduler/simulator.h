@@ -96,6 +96,7 @@ struct sim_options {
     bool watch_plugins;      /* hot reload of changed plugin files */
     bool watch_config;       /* hot reload of a changed --config file (SIGHUP always reloads) */
     uint32_t pace;           /* at most this many arrivals per wall second (0: no pacing) */
+    uint64_t max_objects;    /* the file's object limit (0: SIMFILE_DEFAULT_MAX_OBJECTS) */
 };
 
 struct simulator {

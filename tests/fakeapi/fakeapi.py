@@ -22,6 +22,7 @@ import threading
 import time
 import traceback
 import uuid
+import zlib
 from collections import OrderedDict, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -102,6 +103,8 @@ DEFAULT_FAULTS = {
     "list_delay_ms": {},
     # a pod DELETE (an eviction) answered with this HTTP code instead (0: none), e.g. 403
     "pod_delete_fail_code": 0,
+    # hostile responses (Hostile below): {"<group/>plural": {"mode": ..., "bytes": N}}
+    "hostile": {},
 }
 
 JSON_SEPARATORS = (",", ":")
@@ -598,6 +601,106 @@ def response_format(accept):
 # ---------------------------------------------------------------------------------------------
 # The store
 
+class Hostile:
+    """The `hostile` fault: answers a client must survive without its memory following them.
+    Per resource, one of
+      endless_list  a list (200, chunked) whose items never end;
+      gzip_bomb     a list sent gzip-encoded that expands ~1000:1 into one endless string;
+      huge_event    a watch whose first event is one object of `bytes` bytes.
+    `bytes` (default 4 GiB) bounds what is sent, decoded, should the client never stop; a
+    client that stops reading ends the response (the write fails)."""
+
+    CHUNK = 1 << 20
+    DEFAULT_BYTES = 4 << 30
+
+    @staticmethod
+    def serve(handler, res, verb):
+        """Answer the request if a hostile mode applies to it; True when answered."""
+        spec = (handler.server.store.faults.get("hostile") or {}).get(res.path)
+        if not isinstance(spec, dict):
+            return False
+        mode = spec.get("mode")
+        total = int(spec.get("bytes") or Hostile.DEFAULT_BYTES)
+        modes = {"list": {"endless_list": Hostile.endless_list, "gzip_bomb": Hostile.gzip_bomb},
+                 "watch": {"huge_event": Hostile.huge_event}}
+        answer = modes.get(verb, {}).get(mode)
+        if answer is None:
+            return False
+        head = ("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                "Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n")
+        if mode == "gzip_bomb":
+            head += "Content-Encoding: gzip\r\n"
+        handler.close_connection = True
+        handler.code = 200
+        try:
+            handler.wfile.write((head + "\r\n").encode())
+            answer(handler, res, total)
+            handler.end_stream()
+        except (OSError, ssl.SSLError):
+            pass  # the client gave up: what the test wants
+        return True
+
+    @staticmethod
+    def chunk(handler, data):
+        handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    @staticmethod
+    def list_head(res):
+        return ('{"kind":"%s","apiVersion":"%s","metadata":{"resourceVersion":"1"},'
+                % (res.list_kind, res.api_version)).encode()
+
+    @staticmethod
+    def endless_list(handler, res, total):
+        # one chunk of distinct items, built once and sent again and again: the client never
+        # gets far enough to mind the repeated names, and the server stays cheap
+        items, index, size = [], 0, 0
+        while size < Hostile.CHUNK:
+            item = dumps({"apiVersion": res.api_version, "kind": res.kind,
+                          "metadata": {"name": "endless-%d" % index, "uid": "endless-%d" % index,
+                                       "resourceVersion": "1"}})
+            items.append(item)
+            size += len(item) + 1
+            index += 1
+        data = b"," + b",".join(items)
+        Hostile.chunk(handler, Hostile.list_head(res) + b'"items":[' + data[1:])
+        sent = len(data)
+        while sent < total:
+            Hostile.chunk(handler, data)
+            sent += len(data)
+        Hostile.chunk(handler, b"]}")
+
+    @staticmethod
+    def gzip_bomb(handler, res, total):
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: gzip framing
+        Hostile.chunk(handler, packer.compress(Hostile.list_head(res) + b'"items":[],"pad":"'))
+        spaces = b" " * Hostile.CHUNK
+        sent = 0
+        while sent < total:
+            data = packer.compress(spaces) + packer.flush(zlib.Z_SYNC_FLUSH)
+            if data:
+                Hostile.chunk(handler, data)
+            sent += len(spaces)
+        Hostile.chunk(handler, packer.compress(b'"}') + packer.flush())
+
+    @staticmethod
+    def huge_event(handler, res, total):
+        with handler.server.store.lock:
+            rv = handler.server.store.rv + 1
+        head = {"type": "ADDED", "object": {"apiVersion": res.api_version, "kind": res.kind,
+                                            "metadata": {"name": "huge", "uid": "huge",
+                                                         "resourceVersion": str(rv),
+                                                         "annotations": {"pad": ""}}}}
+        text = dumps(head)
+        cut = text.index(b'"pad":""') + len(b'"pad":"')
+        Hostile.chunk(handler, text[:cut])
+        filler = b"x" * Hostile.CHUNK
+        sent = 0
+        while sent < total:
+            Hostile.chunk(handler, filler)
+            sent += len(filler)
+        Hostile.chunk(handler, text[cut:] + b"\n")
+
+
 class Resource:
     def __init__(self, d):
         self.group, self.version, self.plural = d["group"], d["version"], d["plural"]
@@ -1079,6 +1182,8 @@ class Handler(BaseHTTPRequestHandler):
         with store.lock:
             store.requests[counter] = store.requests.get(counter, 0) + 1
         fmt = response_format(self.headers.get("Accept"))
+        if verb in ("list", "watch") and Hostile.serve(self, res, verb):
+            return
         if verb == "list":
             return self.list(res, namespace, query, fmt)
         if verb == "watch":

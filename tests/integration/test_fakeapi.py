@@ -761,7 +761,7 @@ def main():
                 with open(api.log_path, errors="replace") as f:
                     print("--- fakeapi log (tail) ---\n" + f.read()[-3000:])
     print(f"fakeapi: {PASSED[0]} checks passed, {len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    return 1 if FAILURES or PASSED[0] == 0 else 0  # a run that checked nothing fails
 
 
 if __name__ == "__main__":

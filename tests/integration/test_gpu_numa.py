@@ -93,6 +93,8 @@ NODES = {
 
 def sim_file(tmp, node, pods, plugins, isolation):
     lines = ["config:", "  plugins:", "    - name: prioritysort", "    - name: noderesources"]
+    if os.environ.get("KCYCLE_TEST_WRAPPER"):  # a plugin host under memcheck starts in seconds
+        lines.insert(1, "  pluginTimeout: 120s")
     for name in plugins:
         lines.append("    - name: " + name)
         if isolation == "process":
@@ -118,6 +120,8 @@ def run(tmp, node, pods, plugins=("numaalign", "gpushare"), isolation="inprocess
                           capture_output=True, text=True, timeout=120)
     label = f"{node} {'+'.join(plugins)} {isolation}"
     check(proc.returncode == 0, f"{label}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    # exit 0 without a report is a failure too: the caller skips its checks on None
+    check(proc.returncode != 0 or os.path.exists(report), f"{label}: exit 0 but no report")
     if proc.returncode != 0 or not os.path.exists(report):
         return label, None
     with open(report) as f:

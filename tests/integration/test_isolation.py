@@ -36,10 +36,25 @@ def run(tmp, name, config, sim, timeout=120, env=None):
                            report, "--quiet", "--no-progress"],
                           capture_output=True, text=True, timeout=timeout, env=env)
     data = None
-    if proc.returncode == 0 and os.path.exists(report):
-        with open(report) as f:
-            data = json.load(f)
+    if proc.returncode == 0:
+        # a run that exits 0 and writes no report must fail here: the callers skip their
+        # checks on a missing report, and that would be a test that checks nothing
+        check(os.path.exists(report), f"{name}: exit 0 but no report written")
+        data = read_report(name, report)
     return proc, data
+
+
+def read_report(name, path):
+    """The JSON report, or None after a recorded failure (missing, not JSON, no pods)."""
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        check(False, f"{name}: the report cannot be read: {e}")
+        return None
+    check(isinstance(data, dict) and isinstance(data.get("pods"), list) and data["pods"],
+          f"{name}: the report lists no pods")
+    return data
 
 
 def plugins(isolation, extra=""):
@@ -123,10 +138,11 @@ def killed_host(tmp, sim, plugin, seed, expected_scheduled):
     reader.join(timeout=30)
     stderr = "".join(lines)
     check(proc.returncode == 0, f"{name}: exit 0 ({stderr[-500:]})")
-    if proc.returncode != 0 or not os.path.exists(report_path):
+    if proc.returncode != 0:
         return
-    with open(report_path) as f:
-        report = json.load(f)
+    report = read_report(name, report_path)
+    if report is None:
+        return
     every_pod_accounted(name, report)
     host = [h for h in report["summary"]["plugin_hosts"] if h["name"] == plugin][0]
     check(host["restarts"] >= 1 and host["state"] == "up",
@@ -343,8 +359,10 @@ def main():
                   f"group cycle: at most one evaluation round trip per member attempt, got "
                   f"{hosts['noderesources']['evaluate_round_trips']} for {attempts} attempts")
 
+    if PASSED[0] == 0:
+        FAILURES.append("no check ran")
     print(f"{PASSED[0]} passed, {len(FAILURES)} failed")
-    return 1 if FAILURES else 0
+    return 1 if FAILURES or PASSED[0] == 0 else 0  # a run that checked nothing fails
 
 
 if __name__ == "__main__":

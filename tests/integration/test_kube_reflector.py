@@ -31,6 +31,8 @@ import threading
 import time
 
 FIELD_SELECTOR = "status.phase!=Succeeded,status.phase!=Failed"
+# The probe runs under memcheck in `meson test --setup valgrind`: many times slower.
+SCALE = 20 if os.environ.get("KCYCLE_TEST_WRAPPER") else 1
 
 
 class TestFailure(Exception):
@@ -74,6 +76,7 @@ class Probe:
         return [l for l in self.snapshot() if l["type"] in ("ADDED", "MODIFIED", "DELETED")]
 
     def wait_for(self, predicate, timeout, what):
+        timeout *= SCALE
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if predicate(self.snapshot()):
@@ -309,7 +312,7 @@ def main():
         probe = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE,
                                    "--token-file", token_file, "--resource", "pods",
                                    "--page-size", "25", "--watch-timeout", "3",
-                                   "--seconds", "100"],
+                                   "--seconds", str(100 * SCALE)],
                       os.path.join(workdir, "probe.log"))
         probe.wait_for(lambda ls: any(l["type"] == "SYNCED" for l in ls), 20, "the first sync")
         check(len(probe.events()) == 120, f"first list: {len(probe.events())} events, want 120")
@@ -356,10 +359,16 @@ def main():
         keys = sorted(k for k in history.live if k.split("/")[1].startswith("b-"))
         history.update(keys[0])
         api.faults(slow_ms=250)
+        pages = api.stats()["requests"].get("list pods", 0)
         api.compact()
         probe.wait_for(lambda ls: sum("too old (410)" in l.get("message", "") for l in ls) >
                        relists_seen, 10, "the watch to expire")
-        time.sleep(0.6)  # a page or two into the relist
+        # a page into the relist, polled on the server's count of list pages rather than slept
+        # (a busy machine or valgrind may not have asked for the first page yet)
+        deadline = time.monotonic() + 30 * SCALE
+        while (api.stats()["requests"].get("list pods", 0) <= pages and
+               time.monotonic() < deadline):
+            time.sleep(0.02)
         history.delete(keys[1])
         api.compact()
         probe.wait_for(lambda ls: any("continue token expired" in l.get("message", "")
@@ -510,7 +519,7 @@ def run_side_checks(args, fc, api, workdir, history):
     # The scheduler's field selector, URL-encoded: a pod that finishes leaves the watch as
     # DELETED.
     watch = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE, "--token", "token-4",
-                               "--field-selector", FIELD_SELECTOR, "--seconds", "30"],
+                               "--field-selector", FIELD_SELECTOR, "--seconds", str(30 * SCALE)],
                   os.path.join(workdir, "selector.log"))
     watch.wait_for(lambda ls: any(l["type"] == "SYNCED" for l in ls), 10, "selector sync")
     obj = history.create("s-finishes")
@@ -543,7 +552,7 @@ def check_not_served(args, fc, api, workdir):
              "metadata": {"name": "g1", "namespace": "default"}, "spec": {"minMember": 2}}
     api.create(group)
     probe = Probe(args.probe, ["--server", api.url, "--ca", fc.CA_FILE, "--token", api.token,
-                               "--resource", "podgroups", "--seconds", "60"],
+                               "--resource", "podgroups", "--seconds", str(60 * SCALE)],
                   os.path.join(workdir, "not-served.log"))
 
     def seen(kind, key=None, after=0):

@@ -124,6 +124,9 @@ static struct gang *gang_open_with(uint32_t nodes, const char *args, const char 
     h->cfg.pod_initial_backoff_ms = 1000;
     h->cfg.pod_max_backoff_ms = 10000;
     h->cfg.unschedulable_flush_ms = 5 * 60 * 1000;
+    /* No test here is about the host deadline: a reload's throwaway plugin host gets time to
+     * start on a loaded machine or under valgrind (5 s is not enough there). */
+    h->cfg.plugin_timeout_ms = 120 * 1000;
     struct scheduler_sink sink = {
         .ctx = h, .bind = sink_bind, .bound = sink_bound, .group_status = sink_group_status};
     struct scheduler_clock clock = {h, fake_now};

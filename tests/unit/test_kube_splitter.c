@@ -317,6 +317,40 @@ static void a_large_value_is_given_back_after_it_is_done(void **state)
     json_splitter_free(&s);
 }
 
+/* A watch event over max_value fails the feed whether it arrives whole or in pieces, and the
+ * buffer never holds much more than the limit plus one piece. */
+static void a_value_over_the_limit_is_refused_before_it_grows_on(void **state)
+{
+    struct json_splitter s = {.max_value = 64};
+    struct collected c = {0};
+    const char *small = "{\"a\":1} {\"b\":2}";
+    assert_int_equal(json_splitter_feed(&s, small, strlen(small), collect, &c), 0);
+    assert_int_equal(c.count, 2);
+    char whole[256];
+    memset(whole, ' ', sizeof(whole));
+    memcpy(whole, "{\"x\":\"", 6);
+    memcpy(whole + sizeof(whole) - 3, "\"}\n", 3);
+    assert_int_equal(json_splitter_feed(&s, whole, sizeof(whole), collect, &c), -EFBIG);
+    assert_int_equal(c.count, 2);
+    json_splitter_free(&s);
+
+    /* an endless string fed 16 bytes at a time: refused as soon as it passes the limit */
+    s = (struct json_splitter){.max_value = 1024};
+    assert_int_equal(json_splitter_feed(&s, "{\"pad\":\"", 8, collect, &c), 0);
+    size_t fed = 8;
+    int rc = 0;
+    while (rc == 0 && fed < 1024 * 1024) {
+        rc = json_splitter_feed(&s, "xxxxxxxxxxxxxxxx", 16, collect, &c);
+        fed += 16;
+    }
+    assert_int_equal(rc, -EFBIG);
+    assert_true(fed <= 1024 + 16);
+    assert_true(s.capacity <= 4096);
+    assert_int_equal(c.count, 2);
+    json_splitter_free(&s);
+    collected_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +367,7 @@ int main(void)
         cmocka_unit_test(a_non_zero_return_stops_and_the_rest_waits),
         cmocka_unit_test(memory_stays_bounded_over_100k_values),
         cmocka_unit_test(a_large_value_is_given_back_after_it_is_done),
+        cmocka_unit_test(a_value_over_the_limit_is_refused_before_it_grows_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

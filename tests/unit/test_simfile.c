@@ -561,6 +561,45 @@ static void missing_file_is_an_error(void **state)
     simfile_free(&spec); /* harmless after a failed load */
 }
 
+/* A short file whose counts ask for tens of millions of objects is refused before anything is
+ * built, naming the count that crosses the limit; a file within the limit loads whole. */
+static void an_amplifying_file_is_refused_before_anything_is_built(void **state)
+{
+    (void)state;
+    char text[4096];
+    int at = snprintf(text, sizeof(text), "nodes:\n  - name: n\n    count: 1000000\n"
+                                          "workload:\n");
+    for (int i = 0; i < 40; i++)
+        at += snprintf(text + at, sizeof(text) - (size_t)at,
+                       "  - name: w%d\n    count: 1000000\n    requests: {cpu: 100m}\n", i);
+    struct sim_spec spec;
+    struct kc_error err;
+    assert_int_equal(load_text("sim.yaml", text, "kcycle", &spec, &err), -E2BIG);
+    /* the second template's count (line 9) is the one past 2,000,000 */
+    assert_non_null(strstr(err.message, "sim.yaml:9:12"));
+    assert_non_null(strstr(err.message, "2000000"));
+    assert_non_null(strstr(err.message, "--max-objects"));
+    assert_int_equal(spec.node_count, 0);
+    assert_null(spec.nodes);
+
+    const char *small = "nodes:\n  - name: n\n    count: 3\n"
+                        "workload:\n  - name: w\n    count: 4\n    gang: true\n";
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(simfile_load_limited(path, "kcycle", 8, &spec, &err), -E2BIG);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(small, f);
+    fclose(f);
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(simfile_load_limited(path, "kcycle", 7, &spec, &err), -E2BIG);
+    assert_non_null(strstr(err.message, "sim.yaml:6:12"));
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(simfile_load_limited(path, "kcycle", 8, &spec, &err), 0);
+    assert_int_equal(spec.node_count, 3);
+    assert_int_equal(spec.arrival_count, 4);
+    simfile_free(&spec);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -579,6 +618,7 @@ int main(void)
         cmocka_unit_test(shipped_examples_load),
         cmocka_unit_test(errors_name_file_line_and_column),
         cmocka_unit_test(missing_file_is_an_error),
+        cmocka_unit_test(an_amplifying_file_is_refused_before_anything_is_built),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
