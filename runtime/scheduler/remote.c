@@ -1225,6 +1225,263 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     return result;
 }
 
+/* ---- evaluation merged node by node (several backends filter) ---- */
+
+#define FILTER_PHASES (KCYCLE__V1__PHASE__PHASE_PRE_FILTER | KCYCLE__V1__PHASE__PHASE_FILTER)
+#define SCORE_PHASES                                                                               \
+    (KCYCLE__V1__PHASE__PHASE_PRE_SCORE | KCYCLE__V1__PHASE__PHASE_SCORE |                         \
+     KCYCLE__V1__PHASE__PHASE_NORMALIZE_SCORE)
+
+bool remote_single_evaluation(const struct framework *fw)
+{
+    /* an in-process PreFilter rejects no node: only its own rejection of the pod could come
+     * in the wrong order, which remote_pre_filter_before tells */
+    bool local_filters = fw->phase_count[PHASE_FILTER] > 0;
+    uint32_t evaluating = 0, filtering = 0;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        evaluating += (fw->hosts[k]->phases & EVALUATE_PHASES) != 0;
+        filtering += (fw->hosts[k]->phases & FILTER_PHASES) != 0;
+    }
+    /* one host evaluates what in-process PreFilter and Filter left, and its scores are over the
+     * final list when it is the only one that filters or scores */
+    return evaluating == 0 || (evaluating == 1 && (filtering == 0 || !local_filters));
+}
+
+bool remote_pre_filter_before(const struct framework *fw, uint32_t plugin)
+{
+    for (uint32_t i = 0; i < plugin && i < fw->count; i++)
+        if (fw->plugins[i].remote && !fw->plugins[i].disabled &&
+            (fw->plugins[i].remote_phases & KCYCLE__V1__PHASE__PHASE_PRE_FILTER))
+            return true;
+    return false;
+}
+
+/* Send ev to the hosts of cycle's generation with any of `phases`, for those whose ask[k] is
+ * set when ask is given, then collect their evaluations into replies[k] (NULL: not asked, or
+ * failed: then the host is restarted). The request's candidates carry CANDIDATE_MARK in
+ * s->remote_marks (the caller's job) so that replies are checked against them. Returns
+ * KC_ERROR with *message when a host whose plugins fail pods could not answer. */
+static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
+                                Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
+                                uint32_t candidate_count, Kcycle__V1__Reply **replies,
+                                char **message)
+{
+    const struct framework *fw = cycle->fw;
+    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
+    kc_status result = KC_SUCCESS;
+    Kcycle__V1__Pod *pod = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        replies[k] = NULL;
+        if (!(h->phases & phases) || (ask != NULL && !ask[k]))
+            continue;
+        if (ensure_up(s, h) < 0) {
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = text_format("plugin host %s is down: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "starting");
+            }
+            continue;
+        }
+        if (pod == NULL && (pod = pod_to_proto(cycle->sp->pod)) == NULL) {
+            *message = text_format("pod %s/%s cannot be sent to plugin hosts",
+                                   cycle->sp->pod->namespace, cycle->sp->pod->name);
+            return KC_ERROR;
+        }
+        ev->pod = pod;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+        req.evaluate = ev;
+        sent[k] = send_request(s, h, &req) == 0;
+        h->evaluate_round_trips += sent[k];
+    }
+    pod_proto_free(pod);
+    ev->pod = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        if (!(h->phases & phases) || (ask != NULL && !ask[k]) || h->state != REMOTE_UP)
+            continue;
+        Kcycle__V1__Reply *reply = sent[k] ? receive_reply(s, h) : NULL;
+        if (reply != NULL && reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
+            host_set_error(h, "an answer to evaluate that is not an evaluation");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply != NULL && (!only_candidates(s, reply->evaluate, candidate_count) ||
+                              (reply->evaluate->n_node_rejectors != 0 &&
+                               reply->evaluate->n_node_rejectors != candidate_count))) {
+            host_set_error(h, "protocol error: an evaluation that names nodes outside the "
+                              "request's candidates");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply == NULL) {
+            host_fail(s, h);
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = text_format("plugin host %s failed: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "no detail");
+            }
+            continue;
+        }
+        h->consecutive_failures = 0;
+        cycle->rejectors |= map_plugins(h, fw, reply->evaluate->rejectors);
+        if (reply->evaluate->status != KC_SUCCESS &&
+            reply->evaluate->status != KC_UNSCHEDULABLE &&
+            reply->evaluate->status != KC_UNRESOLVABLE && host_fails_pods(h) &&
+            result == KC_SUCCESS) {
+            result = KC_ERROR;
+            *message = text_format("plugin host %s: %s", h->name,
+                                   reply->evaluate->message != NULL ? reply->evaluate->message
+                                                                    : "error");
+        }
+        replies[k] = reply;
+    }
+    return result;
+}
+
+static void free_replies(const struct framework *fw, Kcycle__V1__Reply **replies)
+{
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (replies[k] != NULL)
+            kcycle__v1__reply__free_unpacked(replies[k], NULL);
+}
+
+static void mark_candidates(struct scheduler *s, const uint32_t *candidates, uint32_t count,
+                            uint16_t mark)
+{
+    for (uint32_t k = 0; k < count; k++)
+        s->remote_marks[candidates != NULL ? candidates[k] : k] = mark;
+}
+
+/* The verdict on one node of two backends: the rejection of the plugin that comes first in
+ * the configuration, a PreFilter restriction before any Filter. */
+static uint16_t first_rejection(uint16_t kept, uint16_t other)
+{
+    if (other == 0 || (kept & NODE_REJECTOR_RESTRICTED))
+        return kept;
+    if (kept == 0 || (other & NODE_REJECTOR_RESTRICTED))
+        return other;
+    return (other & 0xffu) < (kept & 0xffu) ? other : kept;
+}
+
+kc_status remote_filter_merged(struct scheduler *s, struct kc_cycle *cycle, uint32_t start,
+                               uint32_t *pre_filter_plugin, kc_status *pre_filter_status,
+                               char **pre_filter_message, char **message)
+{
+    const struct framework *fw = cycle->fw;
+    uint32_t n = s->cache.node_count;
+    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS];
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    ev.all_nodes = true;
+    ev.start = start;
+    ev.node_rejectors = true;
+    *message = NULL;
+    mark_candidates(s, NULL, n, CANDIDATE_MARK);
+    kc_status result = evaluate_round(s, cycle, &ev, FILTER_PHASES, NULL, n, replies, message);
+    mark_candidates(s, NULL, n, 0);
+    for (uint32_t k = 0; result == KC_SUCCESS && k < fw->host_count; k++) {
+        const struct remote_host *h = fw->hosts[k];
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        if (e == NULL)
+            continue;
+        if (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE) {
+            /* this host's PreFilter rejected: the first such plugin in the configuration wins */
+            uint64_t bits = map_plugins(h, fw, e->rejectors);
+            uint32_t plugin = bits != 0 ? (uint32_t)__builtin_ctzll(bits) : UINT32_MAX - 1;
+            if (plugin < *pre_filter_plugin) {
+                *pre_filter_plugin = plugin;
+                *pre_filter_status = (kc_status)e->status;
+                free(*pre_filter_message);
+                *pre_filter_message = strdup(e->message != NULL ? e->message : h->name);
+            }
+            continue;
+        }
+        if (e->status != KC_SUCCESS || e->n_node_rejectors != n)
+            continue; /* Ignore: the host's plugins are skipped for this attempt */
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t v = e->node_rejectors[i];
+            uint16_t mine = 0;
+            if (v & NODE_REJECTOR_RESTRICTED)
+                mine = (uint16_t)(NODE_REJECTOR_RESTRICTED | (k + 1));
+            else if ((v & 0xffu) != 0 && (v & 0xffu) <= h->plugin_count)
+                mine = (uint16_t)((plugin_in(h, (v & 0xffu) - 1, fw) + 1) |
+                                  (v & NODE_REJECTOR_UNRESOLVABLE));
+            uint32_t node = (start + i) % n;
+            s->node_winner[node] = first_rejection(s->node_winner[node], mine);
+        }
+    }
+    free_replies(fw, replies);
+    journal_trim(&s->remote);
+    return result;
+}
+
+/* Whether host k of fw gave the merged verdict on a node. */
+static bool host_won(const struct framework *fw, uint32_t k, uint16_t winner)
+{
+    if (winner & NODE_REJECTOR_RESTRICTED)
+        return (winner & 0xffu) == k + 1;
+    uint32_t plugin = winner & 0xffu;
+    return plugin != 0 && plugin <= fw->count && fw->plugins[plugin - 1].host == fw->hosts[k];
+}
+
+kc_status remote_merged_reasons(struct scheduler *s, struct kc_cycle *cycle, char **message)
+{
+    const struct framework *fw = cycle->fw;
+    uint32_t n = s->cache.node_count;
+    *message = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (host_won(fw, k, s->node_winner[i]))
+                s->candidates[count++] = i;
+        if (count == 0)
+            continue;
+        /* one host at a time: each has its own candidates */
+        bool ask[FRAMEWORK_MAX_PLUGINS] = {0};
+        ask[k] = true;
+        Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS];
+        Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+        ev.candidates = s->candidates;
+        ev.n_candidates = count;
+        mark_candidates(s, s->candidates, count, CANDIDATE_MARK);
+        kc_status st = evaluate_round(s, cycle, &ev, FILTER_PHASES, ask, count, replies, message);
+        mark_candidates(s, s->candidates, count, 0);
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        for (size_t i = 0; e != NULL && i < e->n_reasons; i++)
+            reasons_add_count(s->reasons, &s->reason_count, e->reasons[i]->text,
+                              e->reasons[i]->count);
+        free_replies(fw, replies);
+        if (st != KC_SUCCESS)
+            return st;
+    }
+    journal_trim(&s->remote);
+    return KC_SUCCESS;
+}
+
+kc_status remote_merged_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                               char **message)
+{
+    const struct framework *fw = cycle->fw;
+    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS];
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    for (uint32_t i = 0; i < found; i++)
+        s->candidates[i] = s->feasible[i]->index;
+    ev.candidates = s->candidates;
+    ev.n_candidates = found;
+    ev.score = found > 1; /* one node: nothing to score, but the host keeps the cycle */
+    *message = NULL;
+    mark_candidates(s, s->candidates, found, CANDIDATE_MARK);
+    kc_status st = evaluate_round(s, cycle, &ev, SCORE_PHASES, NULL, found, replies, message);
+    mark_candidates(s, s->candidates, found, 0);
+    for (uint32_t k = 0; st == KC_SUCCESS && k < fw->host_count; k++)
+        if (replies[k] != NULL && replies[k]->evaluate->status == KC_SUCCESS)
+            add_scores(s, fw->hosts[k], replies[k]->evaluate, found);
+    free_replies(fw, replies);
+    journal_trim(&s->remote);
+    return st;
+}
+
 /* ---- later phases ---- */
 
 static uint32_t phase_bits(enum phase phase)

@@ -74,6 +74,8 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     r->node = copy;
     r->bound_ms = sim->now_ms;
     r->bind_order = ++sim->bind_count;
+    if (!scheduler_pod_score(&sim->sched, pod->uid, &r->score))
+        r->score = 0;
     sim_numa_record(r, pod, annotations);
     sim_gpu_record(r, annotations);
     return 0;
