@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "backend.h"
 #include "crash.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
@@ -501,10 +502,10 @@ static int forget(struct scheduler *s, const struct pod *pod, bool requeue);
  * freed room may let parked pods fit (requeue), unless it was only held within this cycle. */
 static void unreserve_pod(struct scheduler *s, struct kc_cycle *cycle, bool requeue)
 {
-    /* plugin hosts reserved after the in-process plugins: they unreserve first */
-    remote_phase(s, cycle, PHASE_UNRESERVE, cycle->node_name, NULL, NULL, NULL, NULL);
-    scheduler_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), NULL, NULL,
-                    NULL);
+    /* in the reverse order of Reserve: plugin hosts first */
+    struct phase_result r;
+    cycle_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), BACKENDS_ALL,
+                &r);
     forget(s, cycle->sp->pod, requeue);
 }
 
@@ -1070,14 +1071,8 @@ static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
 {
     char *message = cycle->message; /* the post-filter message is collected apart */
     cycle->message = NULL;
-    bool succeeded = false;
-    for (uint32_t i = 0; i < cycle->fw->phase_count[PHASE_POST_FILTER] && !succeeded; i++) {
-        struct plugin *p = cycle->fw->phase[PHASE_POST_FILTER][i];
-        succeeded = p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod) ==
-                    KC_SUCCESS;
-    }
-    if (!succeeded)
-        remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
+    struct phase_result r;
+    bool succeeded = cycle_phase(s, cycle, PHASE_POST_FILTER, NULL, BACKENDS_ALL, &r) == KC_SUCCESS;
     free(cycle->post_filter_message);
     cycle->post_filter_message = succeeded ? NULL : cycle->message;
     if (succeeded)
@@ -1182,32 +1177,24 @@ static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
     if (cycle->node_name == NULL || scheduler_assume(s, cycle->sp->pod, cn->node->name) < 0)
         return not_placed(out, true, strdup("could not assume the pod in the cache"));
     cn = cache_node(&s->cache, cycle->node_name);
-    uint32_t failed = 0, timeout = 0;
-    uint64_t waiting = 0;
+    struct phase_result r;
     const char *phase = "Reserve";
-    kc_status st = scheduler_phase(s, cycle, PHASE_RESERVE, cn, &failed, NULL, NULL);
-    if (st == KC_SUCCESS)
-        st = remote_phase(s, cycle, PHASE_RESERVE, cycle->node_name, &failed, NULL, NULL, NULL);
+    kc_status st = cycle_phase(s, cycle, PHASE_RESERVE, cn, BACKENDS_ALL, &r);
     if (st == KC_SUCCESS) {
         phase = "Permit";
-        st = scheduler_phase(s, cycle, PHASE_PERMIT, cn, &failed, &timeout, &waiting);
-        if (st == KC_SUCCESS || st == KC_WAIT) {
-            kc_status remote = remote_phase(s, cycle, PHASE_PERMIT, cycle->node_name, &failed,
-                                            &timeout, &waiting, NULL);
-            st = remote == KC_SUCCESS ? st : remote;
-        }
+        st = cycle_phase(s, cycle, PHASE_PERMIT, cn, BACKENDS_ALL, &r);
     }
     if (st != KC_SUCCESS && st != KC_WAIT) {
         unreserve_pod(s, cycle, cycle->group == NULL);
         bool error;
-        char *message = phase_failure(cycle, &fw->plugins[failed], phase, st, &error);
+        char *message = phase_failure(cycle, &fw->plugins[r.failed], phase, st, &error);
         return not_placed(out, error, message);
     }
     out->placed = true;
     out->permit = st;
-    out->waiting = waiting;
-    out->timeout_ms = timeout;
-    out->wait_plugin = failed;
+    out->waiting = r.waiting;
+    out->timeout_ms = r.timeout_ms;
+    out->wait_plugin = r.failed;
 }
 
 /* PreFilter on the in-process plugins; the plugin that rejected is in *failed. */
@@ -1757,13 +1744,11 @@ static bool sink_bind(struct scheduler *s, struct kc_cycle *cycle)
 static void complete_binding(struct scheduler *s, struct kc_cycle *cycle)
 {
     const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
-    if (node != NULL) /* PostBind never sees a NULL node: one deleted meanwhile gets none */
-        scheduler_phase(s, cycle, PHASE_POST_BIND, node, NULL, NULL, NULL);
-    else
-        log_info("pod %s/%s: bound to %s, which is gone; PostBind skipped",
+    if (node == NULL) /* PostBind never sees a NULL node: one deleted meanwhile gets none */
+        log_info("pod %s/%s: bound to %s, which is gone; PostBind skipped in process",
                  cycle->sp->pod->namespace, cycle->sp->pod->name, cycle->node_name);
-    if (!cycle->remote_post_bind_done)
-        remote_phase(s, cycle, PHASE_POST_BIND, cycle->node_name, NULL, NULL, NULL, NULL);
+    struct phase_result r;
+    cycle_phase(s, cycle, PHASE_POST_BIND, node, BACKENDS_ALL, &r);
     finish_bound(s, cycle);
 }
 
@@ -1893,36 +1878,31 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
     if (node == NULL || cycle->sp->deleted)
         return fail_binding(s, cycle, "the node or the pod went away before binding");
-    uint32_t failed = 0;
-    kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
-    bool deferred = st == KC_SUCCESS && fw->phase_count[PHASE_BIND] == 0 && remote_binds(fw);
-    if (st == KC_SUCCESS && !deferred)
-        st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
+    /* the binder is in a plugin host: the hosts' PreBind, Bind and PostBind ride with other
+     * pods' binding cycles */
+    bool deferred = fw->phase_count[PHASE_BIND] == 0 && remote_binds(fw);
+    struct phase_result r;
+    kc_status st = cycle_phase(s, cycle, PHASE_PRE_BIND, node,
+                               deferred ? BACKENDS_INPROCESS : BACKENDS_ALL, &r);
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind");
+        return fail_in_phase(s, cycle, &fw->plugins[r.failed], "PreBind");
     }
     if (deferred) {
-        /* the binder is in a plugin host: the hosts' PreBind, Bind and PostBind ride with
-         * other pods' binding cycles */
         defer_binding(s, cycle);
         return;
     }
-    st = scheduler_phase(s, cycle, PHASE_BIND, node, &failed, NULL, NULL);
-    if (st == KC_SKIP && fw->host_count > 0) {
-        /* a Bind plugin in a plugin host asks for the binding; the binder is here */
-        bool requested = false;
-        st = remote_phase(s, cycle, PHASE_BIND, cycle->node_name, &failed, NULL, NULL, &requested);
-        if (st == KC_SUCCESS && requested && !sink_bind(s, cycle))
-            st = KC_ERROR;
-    }
+    st = cycle_phase(s, cycle, PHASE_BIND, node, BACKENDS_ALL, &r);
+    /* a Bind plugin in a plugin host asks for the binding; the binder is here */
+    if (st == KC_SUCCESS && r.bind_requested && !sink_bind(s, cycle))
+        st = KC_ERROR;
     if (st == KC_SKIP) {
         s->stats.bind_failures++;
         return fail_binding(s, cycle, NO_BINDER);
     }
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind");
+        return fail_in_phase(s, cycle, &fw->plugins[r.failed], "Bind");
     }
     if (cycle->bind_pending)
         await_binding(s, cycle);
