@@ -1004,9 +1004,12 @@ void remote_release(struct scheduler *s, struct framework *fw)
     journal_trim(&s->remote);
 }
 
+static void drop_filter_replies(struct remote *r);
+
 void remote_close(struct scheduler *s)
 {
     struct remote *r = &s->remote;
+    drop_filter_replies(r);
     while (r->host_count > 0)
         host_free(r, r->hosts[r->host_count - 1]);
     remote_reap_stopped(s, true);
@@ -1347,6 +1350,15 @@ static void free_replies(const struct framework *fw, Kcycle__V1__Reply **replies
             kcycle__v1__reply__free_unpacked(replies[k], NULL);
 }
 
+static void drop_filter_replies(struct remote *r)
+{
+    for (uint32_t k = 0; k < FRAMEWORK_MAX_PLUGINS; k++) {
+        if (r->filter_replies[k] != NULL)
+            kcycle__v1__reply__free_unpacked(r->filter_replies[k], NULL);
+        r->filter_replies[k] = NULL;
+    }
+}
+
 static void mark_candidates(struct scheduler *s, const uint32_t *candidates, uint32_t count,
                             uint16_t mark)
 {
@@ -1376,7 +1388,9 @@ kc_status remote_filter_merged(struct scheduler *s, struct kc_cycle *cycle, uint
     ev.all_nodes = true;
     ev.start = start;
     ev.node_rejectors = true;
+    ev.score = true; /* often no other backend rejects a node this one keeps: then it is final */
     *message = NULL;
+    drop_filter_replies(&s->remote);
     mark_candidates(s, NULL, n, CANDIDATE_MARK);
     kc_status result = evaluate_round(s, cycle, &ev, FILTER_PHASES, NULL, n, replies, message);
     mark_candidates(s, NULL, n, 0);
@@ -1409,6 +1423,10 @@ kc_status remote_filter_merged(struct scheduler *s, struct kc_cycle *cycle, uint
                                   (v & NODE_REJECTOR_UNRESOLVABLE));
             uint32_t node = (start + i) % n;
             s->node_winner[node] = first_rejection(s->node_winner[node], mine);
+        }
+        if (h->phases & SCORE_PHASES) {
+            s->remote.filter_replies[k] = replies[k];
+            replies[k] = NULL;
         }
     }
     free_replies(fw, replies);
@@ -1471,8 +1489,24 @@ kc_status remote_merged_scores(struct scheduler *s, struct kc_cycle *cycle, uint
     ev.n_candidates = found;
     ev.score = found > 1; /* one node: nothing to score, but the host keeps the cycle */
     *message = NULL;
+    /* a host whose own feasible nodes are the final list scored exactly these in the filter
+     * round (NormalizeScore saw the same nodes): no second round trip */
+    bool ask[FRAMEWORK_MAX_PLUGINS] = {0}, asking = false;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        const Kcycle__V1__Reply *kept = s->remote.filter_replies[k];
+        bool same = kept != NULL && kept->evaluate->n_feasible == found;
+        for (uint32_t i = 0; same && i < found; i++)
+            same = kept->evaluate->feasible[i] == s->candidates[i];
+        if (same)
+            add_scores(s, fw->hosts[k], kept->evaluate, found);
+        ask[k] = !same && (fw->hosts[k]->phases & SCORE_PHASES);
+        asking = asking || ask[k];
+    }
+    drop_filter_replies(&s->remote);
+    if (!asking)
+        return KC_SUCCESS;
     mark_candidates(s, s->candidates, found, CANDIDATE_MARK);
-    kc_status st = evaluate_round(s, cycle, &ev, SCORE_PHASES, NULL, found, replies, message);
+    kc_status st = evaluate_round(s, cycle, &ev, SCORE_PHASES, ask, found, replies, message);
     mark_candidates(s, s->candidates, found, 0);
     for (uint32_t k = 0; st == KC_SUCCESS && k < fw->host_count; k++)
         if (replies[k] != NULL && replies[k]->evaluate->status == KC_SUCCESS)

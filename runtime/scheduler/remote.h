@@ -66,6 +66,9 @@ struct remote {
     char *host_binary;
     struct stopping_host *stopping; /* hosts asked to stop, not reaped yet */
     uint32_t stopping_count, stopping_capacity;
+    /* the merged evaluation's filter round, kept per host of the cycle's generation until the
+     * final list is known: a host whose feasible nodes are that list scored it already */
+    struct Kcycle__V1__Reply *filter_replies[FRAMEWORK_MAX_PLUGINS];
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required

@@ -315,6 +315,29 @@ def main():
                   [(p["name"], p["node"], p["reason"]) for p in results["process"]["pods"]],
                   "gang: the same outcome in process and in a host")
 
+        # 7b. a plugin in a host rejects pods waiting in Permit (the third arrival turns the
+        # two waiting ones away, long before their timeout), as in process
+        results = {}
+        for mode in ("inprocess", "process"):
+            cfg = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+                   f"  - {{name: recorderhost, path: {recorder}, isolation: {mode}, "
+                   "args: {reject_when_waiting: 3, timeout_ms: 600000}}\n"
+                   "  - {name: defaultbinder}\n")
+            proc, report = run(tmp, "gang-reject-" + mode, cfg, gang)
+            check(proc.returncode == 0, f"gang reject ({mode}): exit 0 ({proc.stderr})")
+            results[mode] = report
+        if all(results.values()):
+            for mode, report in results.items():
+                s = report["summary"]
+                check(s["scheduled"] == 0 and s["permit_timeouts"] == 0 and
+                      s["reasons"].get("rejected in Permit by plugin recorderhost: recorderhost "
+                                       "rejected the waiting pods", 0) >= 4,
+                      f"gang reject ({mode}): the waiting pods rejected by the plugin: {s}")
+            check(results["inprocess"]["pods"] == results["process"]["pods"] and
+                  results["inprocess"]["summary"]["attempts"] ==
+                  results["process"]["summary"]["attempts"],
+                  "gang reject: the same outcome in process and in a host")
+
         # 8. the group cycle with noderesources and defaultbinder in hosts: the same pod groups
         # placed whole (or holding nothing) on the same nodes as in process, one evaluation
         # round trip per member

@@ -5,6 +5,7 @@
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
  *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all
+ *   reject_when_waiting: N: Permit waits until N pods wait, then rejects them all and itself
  *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2); "-"
  *             restricts it to no name at all
  *   restrict_late: a node name PreScore and Score try to restrict the attempt to; the call
@@ -35,6 +36,7 @@ struct recorder {
     unsigned hold_until_nodes;
     char hold_label[64];
     unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
+    unsigned reject_when_waiting; /* Permit: wait until this many pods wait, then reject them */
     char restrict_nodes[256];
     char restrict_late[64];
     char write[64];               /* PreBind: the claim to write, or "" */
@@ -91,6 +93,8 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "restrict_late", r->restrict_late, sizeof(r->restrict_late), "");
     arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
     r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
+    arg(args, "reject_when_waiting", timeout, sizeof(timeout), "0");
+    r->reject_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "write", r->write, sizeof(r->write), "");
     arg(args, "reject_name", r->reject_name, sizeof(r->reject_name), "");
     arg(args, "score_by_name", r->score_by_name, sizeof(r->score_by_name), "no");
@@ -227,6 +231,18 @@ static kc_status permit(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
         for (uint32_t i = kc_waiting_pod_count(); i-- > 0;)
             kc_waiting_pod_allow(kc_waiting_pod_at(i), RECORDER_NAME);
         return KC_SUCCESS;
+    }
+    if (r->reject_when_waiting > 0) {
+        /* a gang that cannot complete: the last of N arrivals turns them all away */
+        if (kc_waiting_pod_count() + 1 < r->reject_when_waiting) {
+            *timeout_ms = r->timeout_ms;
+            return KC_WAIT;
+        }
+        for (uint32_t i = kc_waiting_pod_count(); i-- > 0;)
+            kc_waiting_pod_reject(kc_waiting_pod_at(i), RECORDER_NAME,
+                                  RECORDER_NAME " rejected the waiting pods");
+        kc_cycle_reject(cycle, RECORDER_NAME " rejected the last of the waiting pods");
+        return KC_UNSCHEDULABLE;
     }
     if (strcmp(r->permit, "wait") == 0) {
         *timeout_ms = r->timeout_ms;
