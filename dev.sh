@@ -53,7 +53,15 @@ demo() {
 
 run_tests() {
     build
-    meson test -C "$BUILD" --print-errorlogs --no-suite perf --no-suite realkube "$@"
+    meson test -C "$BUILD" --print-errorlogs --no-suite perf --no-suite realkube \
+        --no-suite soak "$@"
+}
+
+# Long fault runs (suite soak): plugin hosts killed at random points of 20,000-pod runs under
+# ten seeds. Minutes, so not part of `test`.
+soak() {
+    build
+    meson test -C "$BUILD" --print-errorlogs --suite soak "$@"
 }
 
 # The real-cluster suite: builds (or reuses) the control plane of `kube`, then runs the tests
@@ -210,8 +218,9 @@ case "${1:-}" in
     kube) kube ;;
     realkube) shift; realkube "$@" ;;
     kube-perf) shift; kube_perf "$@" ;;
+    soak) shift; soak "$@" ;;
     *)
-        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|kube|realkube|kube-perf" >&2
+        echo "usage: ./dev.sh deps|build|demo|test|sanitize|bench|fuzz [seconds]|kube|realkube|kube-perf|soak" >&2
         exit 2
         ;;
 esac
