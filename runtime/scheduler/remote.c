@@ -1098,38 +1098,33 @@ static bool only_candidates(const struct scheduler *s, const Kcycle__V1__Evaluat
     return true;
 }
 
+static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
+                                Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
+                                uint32_t candidate_count, Kcycle__V1__Reply **replies,
+                                char **message);
+static void free_replies(const struct framework *fw, Kcycle__V1__Reply **replies);
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
 {
     struct remote *r = &s->remote;
-    struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
     Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS] = {0};
-    uint32_t n_active = 0;
-    kc_status result = KC_SUCCESS;
-    *message = NULL;
     const struct framework *fw = cycle->fw;
+    *message = NULL;
+    uint32_t evaluating = 0;
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
-        if (!(h->phases & EVALUATE_PHASES) && h->state == REMOTE_UP)
-            continue;
-        if (ensure_up(s, h) == 0) {
-            if (h->phases & EVALUATE_PHASES)
-                active[n_active++] = h;
-        } else if (host_fails_pods(h)) {
+        evaluating += (h->phases & EVALUATE_PHASES) != 0;
+        /* a host this attempt will need later (the binder's) comes back up now */
+        if (!(h->phases & EVALUATE_PHASES) && h->state != REMOTE_UP && ensure_up(s, h) < 0 &&
+            host_fails_pods(h)) {
             *message = text_format("plugin host %s is down: %s", h->name,
                                    h->last_error != NULL ? h->last_error : "starting");
             return KC_ERROR;
         }
     }
-    Kcycle__V1__Pod *pod = n_active > 0 ? pod_to_proto(cycle->sp->pod) : NULL;
-    if (n_active > 0 && pod == NULL) {
-        *message = text_format("pod %s/%s cannot be sent to plugin hosts",
-                               cycle->sp->pod->namespace, cycle->sp->pod->name);
-        return KC_ERROR;
-    }
     Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
-    ev.pod = pod;
     /* every node in rotated order (nothing in process filtered): say so instead of listing */
     bool all = candidate_count == s->cache.node_count && candidate_count > 0 &&
                s->cache.nodes[candidates[0]].index ==
@@ -1138,66 +1133,28 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     ev.start = all ? candidates[0] : 0;
     ev.n_candidates = all ? 0 : candidate_count;
     ev.candidates = all ? NULL : (uint32_t *)candidates;
-    ev.want = n_active == 1 ? want : 0; /* several hosts: each filters every candidate */
+    ev.want = evaluating == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
-    /* send to every host, then collect: the hosts work in parallel */
-    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
-    for (uint32_t a = 0; a < n_active; a++) {
-        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-        req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
-        req.evaluate = &ev;
-        sent[a] = send_request(s, active[a], &req) == 0;
-        active[a]->evaluate_round_trips += sent[a];
-    }
-    pod_proto_free(pod);
     /* candidates carry CANDIDATE_MARK while the replies are checked and merged */
     for (uint32_t k = 0; k < candidate_count; k++)
         s->remote_marks[candidates[k]] = CANDIDATE_MARK;
-    for (uint32_t a = 0; a < n_active; a++) {
-        struct remote_host *h = active[a];
-        replies[a] = sent[a] ? receive_reply(s, h) : NULL;
-        if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
-            host_set_error(h, "an answer to evaluate that is not an evaluation");
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
-            replies[a] = NULL;
-        }
-        if (replies[a] != NULL && !only_candidates(s, replies[a]->evaluate, candidate_count)) {
-            host_set_error(h, "protocol error: an evaluation that names nodes outside the "
-                              "request's candidates");
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
-            replies[a] = NULL;
-        }
-        if (replies[a] == NULL) {
-            host_fail(s, h);
-            if (host_fails_pods(h) && result == KC_SUCCESS) {
-                result = KC_ERROR;
-                *message = text_format("plugin host %s failed: %s", h->name,
-                                       h->last_error != NULL ? h->last_error : "no detail");
-            }
-            continue;
-        }
-        h->consecutive_failures = 0;
-        const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
-        cycle->rejectors |= map_plugins(h, cycle->fw, e->rejectors);
-        if (result != KC_SUCCESS)
-            continue;
-        if (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE) {
+    kc_status result = evaluate_round(s, cycle, &ev, EVALUATE_PHASES, NULL, candidate_count,
+                                      replies, message);
+    for (uint32_t k = 0; result == KC_SUCCESS && k < fw->host_count; k++) {
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        if (e != NULL && (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE)) {
             result = (kc_status)e->status;
-            *message = strdup(e->message != NULL ? e->message : h->name);
-        } else if (e->status != KC_SUCCESS && host_fails_pods(h)) {
-            result = KC_ERROR;
-            *message = text_format("plugin host %s: %s", h->name,
-                                   e->message != NULL ? e->message : "error");
+            *message = strdup(e->message != NULL ? e->message : fw->hosts[k]->name);
         }
     }
     /* merge: a node is feasible when every host that answered says so */
     uint32_t answered = 0, count = 0;
     *processed = candidate_count;
     if (result == KC_SUCCESS) {
-        for (uint32_t a = 0; a < n_active; a++) {
-            if (replies[a] == NULL || replies[a]->evaluate->status != KC_SUCCESS)
+        for (uint32_t k = 0; k < fw->host_count; k++) {
+            if (replies[k] == NULL || replies[k]->evaluate->status != KC_SUCCESS)
                 continue;
-            const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
+            const Kcycle__V1__EvaluateReply *e = replies[k]->evaluate;
             answered++;
             for (size_t i = 0; i < e->n_feasible; i++)
                 s->remote_marks[e->feasible[i]]++;
@@ -1214,15 +1171,13 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
                     *processed = k + 1;
             }
         }
-        for (uint32_t a = 0; a < n_active; a++)
-            if (replies[a] != NULL && replies[a]->evaluate->status == KC_SUCCESS)
-                add_scores(s, active[a], replies[a]->evaluate, count);
+        for (uint32_t k = 0; k < fw->host_count; k++)
+            if (replies[k] != NULL && replies[k]->evaluate->status == KC_SUCCESS)
+                add_scores(s, fw->hosts[k], replies[k]->evaluate, count);
     }
     for (uint32_t k = 0; k < candidate_count; k++)
         s->remote_marks[candidates[k]] = 0;
-    for (uint32_t a = 0; a < n_active; a++)
-        if (replies[a] != NULL)
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+    free_replies(fw, replies);
     journal_trim(r);
     *found = count;
     return result;
