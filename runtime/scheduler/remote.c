@@ -1785,6 +1785,40 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
 
 /* A scheduler with nothing to schedule still journals every cluster change: past a size, send
  * them so neither the journal nor the next request grows without bound. */
+void remote_watch(struct scheduler *s)
+{
+    struct remote *r = &s->remote;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = r->hosts[k];
+        if (h->retiring)
+            continue;
+        int status;
+        if (h->state == REMOTE_UP && h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
+            h->pid = 0;
+            if (WIFSIGNALED(status))
+                host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
+                               strsignal(WTERMSIG(status)));
+            else
+                host_set_error(h, "the host process exited with status %d",
+                               WEXITSTATUS(status));
+            host_fail(s, h);
+        }
+        if (h->state == REMOTE_DOWN && scheduler_now(s) >= h->next_start_ms)
+            ensure_up(s, h);
+    }
+}
+
+int64_t remote_next_due(const struct scheduler *s)
+{
+    int64_t due = INT64_MAX;
+    for (uint32_t k = 0; k < s->remote.host_count; k++) {
+        const struct remote_host *h = s->remote.hosts[k];
+        if (h->state == REMOTE_DOWN && !h->retiring && h->next_start_ms < due)
+            due = h->next_start_ms;
+    }
+    return due;
+}
+
 void remote_sync_if_large(struct scheduler *s)
 {
     struct remote *r = &s->remote;

@@ -113,6 +113,13 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message);
 
+/* Between attempts: a host that died while idle (nothing asked it anything) is noticed, and a
+ * down host is started again (and resynced) once its backoff ends, so a host comes back even
+ * when no pod needs it yet. */
+void remote_watch(struct scheduler *s);
+/* When remote_watch next has a host to start (scheduler clock), or INT64_MAX. */
+int64_t remote_next_due(const struct scheduler *s);
+
 /* Whether one round trip per host gives the result of one backend running every plugin:
  * no host evaluates, or one does and it is the only backend with Filter or the only one that
  * scores what the others left (an in-process PreFilter's rejection is checked apart with

@@ -1978,6 +1978,7 @@ int scheduler_tick(struct scheduler *s)
         s->binding_count -= count;
     }
     remote_sync_if_large(s);
+    remote_watch(s);
     uint64_t before = s->stats.scheduled;
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);
@@ -1998,7 +1999,8 @@ int64_t scheduler_next_due(const struct scheduler *s)
     for (uint32_t i = 0; i < s->waiting_count; i++)
         if (s->waiting[i]->deadline_ms < due)
             due = s->waiting[i]->deadline_ms;
-    return due;
+    int64_t restart = remote_next_due(s); /* a host to start again */
+    return restart < due ? restart : due;
 }
 
 bool scheduler_busy(const struct scheduler *s)

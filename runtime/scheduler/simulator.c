@@ -403,7 +403,7 @@ int simulator_run(struct simulator *sim, bool progress)
         if (next == INT64_MAX)
             break;
         if (!arrivals_left && s->waiting_count == 0 && s->queue.backoff.count == 0 &&
-            group_next_due(s) == INT64_MAX)
+            group_next_due(s) == INT64_MAX && remote_next_due(s) == INT64_MAX)
             break; /* only parked pods are left and nothing can change the cluster now */
         if (!arrivals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
             break;
