@@ -1491,7 +1491,8 @@ static void merged_no_fit(struct scheduler *s, struct kc_cycle *cycle, struct pl
 static const struct cache_node *choose_merged(struct scheduler *s, struct kc_cycle *cycle,
                                               struct placement *out)
 {
-    uint32_t n = s->cache.node_count, start = s->next_start_node % n;
+    /* where in-process Filter starts (run_filters), so the feasible nodes come in its order */
+    uint32_t n = s->cache.node_count, start = s->next_start_node < n ? s->next_start_node : 0;
     /* each backend's evaluation adds the plugins that rejected in it; the attempt's rejectors
      * are those whose verdict counted, as with one backend */
     uint64_t rejectors = cycle->rejectors;
