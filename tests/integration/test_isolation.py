@@ -215,16 +215,21 @@ def main():
             f.write("nodes:\n  - {name: n, count: 3, allocatable: {cpu: 4, memory: 8Gi}}\n"
                     "workload:\n  - {name: g, count: 6, interval: 100ms, requests: {cpu: 1}}\n"
                     "  - {name: late, count: 2, at: 10s, interval: 100ms, requests: {cpu: 1}}\n")
-        results = {}
-        for mode in ("inprocess", "process"):
-            open(log, "w").close()
-            cfg = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
-                   f"  - {{name: recorderhost, path: {recorder}, isolation: {mode}, "
-                   f"args: {{log: {log}, allow_when_waiting: 3, timeout_ms: 2000}}}}\n"
-                   "  - {name: defaultbinder}\n")
-            proc, report = run(tmp, "gang-" + mode, cfg, gang)
-            check(proc.returncode == 0, f"gang ({mode}): exit 0 ({proc.stderr})")
-            results[mode] = report
+        def gang_runs(name, args):
+            """The gang workload with recorderhost(args) in process, then in a host."""
+            results = {}
+            for mode in ("inprocess", "process"):
+                open(log, "w").close()
+                cfg = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+                       f"  - {{name: recorderhost, path: {recorder}, isolation: {mode}, "
+                       f"args: {{log: {log}, {args}}}}}\n"
+                       "  - {name: defaultbinder}\n")
+                proc, report = run(tmp, f"{name}-{mode}", cfg, gang)
+                check(proc.returncode == 0, f"{name} ({mode}): exit 0 ({proc.stderr})")
+                results[mode] = report
+            return results
+
+        results = gang_runs("gang", "allow_when_waiting: 3, timeout_ms: 2000")
         if all(results.values()):
             for mode, report in results.items():
                 s = report["summary"]
@@ -237,15 +242,7 @@ def main():
 
         # 7b. a plugin in a host rejects pods waiting in Permit (the third arrival turns the
         # two waiting ones away, long before their timeout), as in process
-        results = {}
-        for mode in ("inprocess", "process"):
-            cfg = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
-                   f"  - {{name: recorderhost, path: {recorder}, isolation: {mode}, "
-                   "args: {reject_when_waiting: 3, timeout_ms: 600000}}\n"
-                   "  - {name: defaultbinder}\n")
-            proc, report = run(tmp, "gang-reject-" + mode, cfg, gang)
-            check(proc.returncode == 0, f"gang reject ({mode}): exit 0 ({proc.stderr})")
-            results[mode] = report
+        results = gang_runs("gang-reject", "reject_when_waiting: 3, timeout_ms: 600000")
         if all(results.values()):
             for mode, report in results.items():
                 s = report["summary"]
