@@ -58,7 +58,9 @@ run_tests() {
         --no-suite soak "$@"
 }
 
-# The soak test (tests/soak/README.md): 100,000 pods under churn, minutes, not part of test.
+# The long runs of suite soak, minutes, so not part of `test`: 100,000 pods under churn
+# (tests/soak/README.md) and plugin hosts killed at random points of 20,000-pod runs under ten
+# seeds (tests/integration/test_host_kill.py).
 soak() {
     build
     meson test -C "$BUILD" --print-errorlogs --verbose --suite soak "$@"

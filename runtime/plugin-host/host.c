@@ -802,6 +802,30 @@ static void fill_evaluation(struct plugin_host *h, const struct evaluation *e,
     fill_scores(h, e, r, sc);
 }
 
+/* Per candidate, in the request's order, the first of this host's plugins that rejected it
+ * (plugin.proto's EvaluateReply.node_rejectors), so the scheduler can merge backends node by
+ * node in the configured plugin order. */
+static void fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                                Kcycle__V1__EvaluateReply *r, struct scratch *sc)
+{
+    const struct scheduler *s = &h->sched;
+    uint32_t n = call->all_nodes ? s->cache.node_count : (uint32_t)call->n_candidates;
+    uint32_t *out = scratch_alloc(sc, ((size_t)n + 1) * sizeof(*out));
+    if (out == NULL)
+        return;
+    uint32_t start = call->start < s->cache.node_count ? call->start : 0;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t node = call->all_nodes ? (start + k) % n : call->candidates[k];
+        uint32_t v = s->node_rejector[node];
+        uint32_t plugin = v & 0xffu;
+        if (plugin != 0 && !(v & NODE_REJECTOR_RESTRICTED))
+            v = (v & ~0xffu) | (h->hello_index[plugin - 1] + 1);
+        out[k] = v;
+    }
+    r->n_node_rejectors = n;
+    r->node_rejectors = out;
+}
+
 static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
                           Kcycle__V1__Reply *reply, struct scratch *sc)
 {
@@ -847,6 +871,8 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     if (r != NULL) {
         kcycle__v1__evaluate_reply__init(r);
         fill_evaluation(h, &e, r, sc);
+        if (call->node_rejectors && e.status == KC_SUCCESS)
+            fill_node_rejectors(h, call, r, sc);
         reply->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
         reply->evaluate = r;
     }

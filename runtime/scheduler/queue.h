@@ -36,6 +36,7 @@ struct sched_pod {
     uint32_t heap_index; /* position in activeQ or backoffQ */
     uint32_t list_index; /* position in the unschedulable or gated list */
     char *reason;        /* last failure message, or NULL */
+    int64_t score;       /* total weighted score of the node the last attempt chose, or 0 */
     bool deleted;        /* deleted while in flight: freed when the attempt ends */
     /* pod groups (group.c) */
     struct pod_group *group; /* the group a plugin's group_of put it in, or NULL */

@@ -1024,9 +1024,12 @@ void remote_release(struct scheduler *s, struct framework *fw)
     journal_trim(&s->remote);
 }
 
+static void drop_filter_replies(struct remote *r);
+
 void remote_close(struct scheduler *s)
 {
     struct remote *r = &s->remote;
+    drop_filter_replies(r);
     while (r->host_count > 0)
         host_free(r, r->hosts[r->host_count - 1]);
     remote_reap_stopped(s, true);
@@ -1115,38 +1118,33 @@ static bool only_candidates(const struct scheduler *s, const Kcycle__V1__Evaluat
     return true;
 }
 
+static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
+                                Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
+                                uint32_t candidate_count, Kcycle__V1__Reply **replies,
+                                char **message);
+static void free_replies(const struct framework *fw, Kcycle__V1__Reply **replies);
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
 {
     struct remote *r = &s->remote;
-    struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
     Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS] = {0};
-    uint32_t n_active = 0;
-    kc_status result = KC_SUCCESS;
-    *message = NULL;
     const struct framework *fw = cycle->fw;
+    *message = NULL;
+    uint32_t evaluating = 0;
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
-        if (!(h->phases & EVALUATE_PHASES) && h->state == REMOTE_UP)
-            continue;
-        if (ensure_up(s, h) == 0) {
-            if (h->phases & EVALUATE_PHASES)
-                active[n_active++] = h;
-        } else if (host_fails_pods(h)) {
+        evaluating += (h->phases & EVALUATE_PHASES) != 0;
+        /* a host this attempt will need later (the binder's) comes back up now */
+        if (!(h->phases & EVALUATE_PHASES) && h->state != REMOTE_UP && ensure_up(s, h) < 0 &&
+            host_fails_pods(h)) {
             *message = text_format("plugin host %s is down: %s", h->name,
                                    h->last_error != NULL ? h->last_error : "starting");
             return KC_ERROR;
         }
     }
-    Kcycle__V1__Pod *pod = n_active > 0 ? pod_to_proto(cycle->sp->pod) : NULL;
-    if (n_active > 0 && pod == NULL) {
-        *message = text_format("pod %s/%s cannot be sent to plugin hosts",
-                               cycle->sp->pod->namespace, cycle->sp->pod->name);
-        return KC_ERROR;
-    }
     Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
-    ev.pod = pod;
     /* every node in rotated order (nothing in process filtered): say so instead of listing */
     bool all = candidate_count == s->cache.node_count && candidate_count > 0 &&
                s->cache.nodes[candidates[0]].index ==
@@ -1155,66 +1153,28 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     ev.start = all ? candidates[0] : 0;
     ev.n_candidates = all ? 0 : candidate_count;
     ev.candidates = all ? NULL : (uint32_t *)candidates;
-    ev.want = n_active == 1 ? want : 0; /* several hosts: each filters every candidate */
+    ev.want = evaluating == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
-    /* send to every host, then collect: the hosts work in parallel */
-    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
-    for (uint32_t a = 0; a < n_active; a++) {
-        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-        req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
-        req.evaluate = &ev;
-        sent[a] = send_request(s, active[a], &req) == 0;
-        active[a]->evaluate_round_trips += sent[a];
-    }
-    pod_proto_free(pod);
     /* candidates carry CANDIDATE_MARK while the replies are checked and merged */
     for (uint32_t k = 0; k < candidate_count; k++)
         s->remote_marks[candidates[k]] = CANDIDATE_MARK;
-    for (uint32_t a = 0; a < n_active; a++) {
-        struct remote_host *h = active[a];
-        replies[a] = sent[a] ? receive_reply(s, h) : NULL;
-        if (replies[a] != NULL && replies[a]->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
-            host_set_error(h, "an answer to evaluate that is not an evaluation");
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
-            replies[a] = NULL;
-        }
-        if (replies[a] != NULL && !only_candidates(s, replies[a]->evaluate, candidate_count)) {
-            host_set_error(h, "protocol error: an evaluation that names nodes outside the "
-                              "request's candidates");
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
-            replies[a] = NULL;
-        }
-        if (replies[a] == NULL) {
-            host_fail(s, h);
-            if (host_fails_pods(h) && result == KC_SUCCESS) {
-                result = KC_ERROR;
-                *message = text_format("plugin host %s failed: %s", h->name,
-                                       h->last_error != NULL ? h->last_error : "no detail");
-            }
-            continue;
-        }
-        h->consecutive_failures = 0;
-        const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
-        cycle->rejectors |= map_plugins(h, cycle->fw, e->rejectors);
-        if (result != KC_SUCCESS)
-            continue;
-        if (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE) {
+    kc_status result = evaluate_round(s, cycle, &ev, EVALUATE_PHASES, NULL, candidate_count,
+                                      replies, message);
+    for (uint32_t k = 0; result == KC_SUCCESS && k < fw->host_count; k++) {
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        if (e != NULL && (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE)) {
             result = (kc_status)e->status;
-            *message = strdup(e->message != NULL ? e->message : h->name);
-        } else if (e->status != KC_SUCCESS && host_fails_pods(h)) {
-            result = KC_ERROR;
-            *message = text_format("plugin host %s: %s", h->name,
-                                   e->message != NULL ? e->message : "error");
+            *message = strdup(e->message != NULL ? e->message : fw->hosts[k]->name);
         }
     }
     /* merge: a node is feasible when every host that answered says so */
     uint32_t answered = 0, count = 0;
     *processed = candidate_count;
     if (result == KC_SUCCESS) {
-        for (uint32_t a = 0; a < n_active; a++) {
-            if (replies[a] == NULL || replies[a]->evaluate->status != KC_SUCCESS)
+        for (uint32_t k = 0; k < fw->host_count; k++) {
+            if (replies[k] == NULL || replies[k]->evaluate->status != KC_SUCCESS)
                 continue;
-            const Kcycle__V1__EvaluateReply *e = replies[a]->evaluate;
+            const Kcycle__V1__EvaluateReply *e = replies[k]->evaluate;
             answered++;
             for (size_t i = 0; i < e->n_feasible; i++)
                 s->remote_marks[e->feasible[i]]++;
@@ -1231,18 +1191,304 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
                     *processed = k + 1;
             }
         }
-        for (uint32_t a = 0; a < n_active; a++)
-            if (replies[a] != NULL && replies[a]->evaluate->status == KC_SUCCESS)
-                add_scores(s, active[a], replies[a]->evaluate, count);
+        for (uint32_t k = 0; k < fw->host_count; k++)
+            if (replies[k] != NULL && replies[k]->evaluate->status == KC_SUCCESS)
+                add_scores(s, fw->hosts[k], replies[k]->evaluate, count);
     }
     for (uint32_t k = 0; k < candidate_count; k++)
         s->remote_marks[candidates[k]] = 0;
-    for (uint32_t a = 0; a < n_active; a++)
-        if (replies[a] != NULL)
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+    free_replies(fw, replies);
     journal_trim(r);
     *found = count;
     return result;
+}
+
+/* ---- evaluation merged node by node (several backends filter) ---- */
+
+#define FILTER_PHASES (KCYCLE__V1__PHASE__PHASE_PRE_FILTER | KCYCLE__V1__PHASE__PHASE_FILTER)
+#define SCORE_PHASES                                                                               \
+    (KCYCLE__V1__PHASE__PHASE_PRE_SCORE | KCYCLE__V1__PHASE__PHASE_SCORE |                         \
+     KCYCLE__V1__PHASE__PHASE_NORMALIZE_SCORE)
+
+bool remote_single_evaluation(const struct framework *fw)
+{
+    /* an in-process PreFilter rejects no node: only its own rejection of the pod could come
+     * in the wrong order, which remote_pre_filter_before tells */
+    bool local_filters = fw->phase_count[PHASE_FILTER] > 0;
+    uint32_t evaluating = 0, filtering = 0;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        evaluating += (fw->hosts[k]->phases & EVALUATE_PHASES) != 0;
+        filtering += (fw->hosts[k]->phases & FILTER_PHASES) != 0;
+    }
+    /* one host evaluates what in-process PreFilter and Filter left, and its scores are over the
+     * final list when it is the only one that filters or scores */
+    return evaluating == 0 || (evaluating == 1 && (filtering == 0 || !local_filters));
+}
+
+bool remote_pre_filter_before(const struct framework *fw, uint32_t plugin)
+{
+    for (uint32_t i = 0; i < plugin && i < fw->count; i++)
+        if (fw->plugins[i].remote && !fw->plugins[i].disabled &&
+            (fw->plugins[i].remote_phases & KCYCLE__V1__PHASE__PHASE_PRE_FILTER))
+            return true;
+    return false;
+}
+
+/* Send ev to the hosts of cycle's generation with any of `phases`, for those whose ask[k] is
+ * set when ask is given, then collect their evaluations into replies[k] (NULL: not asked, or
+ * failed: then the host is restarted). The request's candidates carry CANDIDATE_MARK in
+ * s->remote_marks (the caller's job) so that replies are checked against them. Returns
+ * KC_ERROR with *message when a host whose plugins fail pods could not answer. */
+static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
+                                Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
+                                uint32_t candidate_count, Kcycle__V1__Reply **replies,
+                                char **message)
+{
+    const struct framework *fw = cycle->fw;
+    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
+    kc_status result = KC_SUCCESS;
+    Kcycle__V1__Pod *pod = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        replies[k] = NULL;
+        if (!(h->phases & phases) || (ask != NULL && !ask[k]))
+            continue;
+        if (ensure_up(s, h) < 0) {
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = text_format("plugin host %s is down: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "starting");
+            }
+            continue;
+        }
+        if (pod == NULL && (pod = pod_to_proto(cycle->sp->pod)) == NULL) {
+            *message = text_format("pod %s/%s cannot be sent to plugin hosts",
+                                   cycle->sp->pod->namespace, cycle->sp->pod->name);
+            return KC_ERROR;
+        }
+        ev->pod = pod;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+        req.evaluate = ev;
+        sent[k] = send_request(s, h, &req) == 0;
+        h->evaluate_round_trips += sent[k];
+    }
+    pod_proto_free(pod);
+    ev->pod = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        if (!(h->phases & phases) || (ask != NULL && !ask[k]) || h->state != REMOTE_UP)
+            continue;
+        Kcycle__V1__Reply *reply = sent[k] ? receive_reply(s, h) : NULL;
+        if (reply != NULL && reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
+            host_set_error(h, "an answer to evaluate that is not an evaluation");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply != NULL && (!only_candidates(s, reply->evaluate, candidate_count) ||
+                              (reply->evaluate->n_node_rejectors != 0 &&
+                               reply->evaluate->n_node_rejectors != candidate_count))) {
+            host_set_error(h, "protocol error: an evaluation that names nodes outside the "
+                              "request's candidates");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply == NULL) {
+            host_fail(s, h);
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = text_format("plugin host %s failed: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "no detail");
+            }
+            continue;
+        }
+        h->consecutive_failures = 0;
+        cycle->rejectors |= map_plugins(h, fw, reply->evaluate->rejectors);
+        if (reply->evaluate->status != KC_SUCCESS &&
+            reply->evaluate->status != KC_UNSCHEDULABLE &&
+            reply->evaluate->status != KC_UNRESOLVABLE && host_fails_pods(h) &&
+            result == KC_SUCCESS) {
+            result = KC_ERROR;
+            *message = text_format("plugin host %s: %s", h->name,
+                                   reply->evaluate->message != NULL ? reply->evaluate->message
+                                                                    : "error");
+        }
+        replies[k] = reply;
+    }
+    return result;
+}
+
+static void free_replies(const struct framework *fw, Kcycle__V1__Reply **replies)
+{
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (replies[k] != NULL)
+            kcycle__v1__reply__free_unpacked(replies[k], NULL);
+}
+
+static void drop_filter_replies(struct remote *r)
+{
+    for (uint32_t k = 0; k < FRAMEWORK_MAX_PLUGINS; k++) {
+        if (r->filter_replies[k] != NULL)
+            kcycle__v1__reply__free_unpacked(r->filter_replies[k], NULL);
+        r->filter_replies[k] = NULL;
+    }
+}
+
+static void mark_candidates(struct scheduler *s, const uint32_t *candidates, uint32_t count,
+                            uint16_t mark)
+{
+    for (uint32_t k = 0; k < count; k++)
+        s->remote_marks[candidates != NULL ? candidates[k] : k] = mark;
+}
+
+/* The verdict on one node of two backends: the rejection of the plugin that comes first in
+ * the configuration, a PreFilter restriction before any Filter. */
+static uint16_t first_rejection(uint16_t kept, uint16_t other)
+{
+    if (other == 0 || (kept & NODE_REJECTOR_RESTRICTED))
+        return kept;
+    if (kept == 0 || (other & NODE_REJECTOR_RESTRICTED))
+        return other;
+    return (other & 0xffu) < (kept & 0xffu) ? other : kept;
+}
+
+kc_status remote_filter_merged(struct scheduler *s, struct kc_cycle *cycle, uint32_t start,
+                               uint32_t *pre_filter_plugin, kc_status *pre_filter_status,
+                               char **pre_filter_message, char **message)
+{
+    const struct framework *fw = cycle->fw;
+    uint32_t n = s->cache.node_count;
+    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS];
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    ev.all_nodes = true;
+    ev.start = start;
+    ev.node_rejectors = true;
+    ev.score = true; /* often no other backend rejects a node this one keeps: then it is final */
+    *message = NULL;
+    drop_filter_replies(&s->remote);
+    mark_candidates(s, NULL, n, CANDIDATE_MARK);
+    kc_status result = evaluate_round(s, cycle, &ev, FILTER_PHASES, NULL, n, replies, message);
+    mark_candidates(s, NULL, n, 0);
+    for (uint32_t k = 0; result == KC_SUCCESS && k < fw->host_count; k++) {
+        const struct remote_host *h = fw->hosts[k];
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        if (e == NULL)
+            continue;
+        if (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE) {
+            /* this host's PreFilter rejected: the first such plugin in the configuration wins */
+            uint64_t bits = map_plugins(h, fw, e->rejectors);
+            uint32_t plugin = bits != 0 ? (uint32_t)__builtin_ctzll(bits) : UINT32_MAX - 1;
+            if (plugin < *pre_filter_plugin) {
+                *pre_filter_plugin = plugin;
+                *pre_filter_status = (kc_status)e->status;
+                free(*pre_filter_message);
+                *pre_filter_message = strdup(e->message != NULL ? e->message : h->name);
+            }
+            continue;
+        }
+        if (e->status != KC_SUCCESS || e->n_node_rejectors != n)
+            continue; /* Ignore: the host's plugins are skipped for this attempt */
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t v = e->node_rejectors[i];
+            uint16_t mine = 0;
+            if (v & NODE_REJECTOR_RESTRICTED)
+                mine = (uint16_t)(NODE_REJECTOR_RESTRICTED | (k + 1));
+            else if ((v & 0xffu) != 0 && (v & 0xffu) <= h->plugin_count)
+                mine = (uint16_t)((plugin_in(h, (v & 0xffu) - 1, fw) + 1) |
+                                  (v & NODE_REJECTOR_UNRESOLVABLE));
+            uint32_t node = (start + i) % n;
+            s->node_winner[node] = first_rejection(s->node_winner[node], mine);
+        }
+        if (h->phases & SCORE_PHASES) {
+            s->remote.filter_replies[k] = replies[k];
+            replies[k] = NULL;
+        }
+    }
+    free_replies(fw, replies);
+    journal_trim(&s->remote);
+    return result;
+}
+
+/* Whether host k of fw gave the merged verdict on a node. */
+static bool host_won(const struct framework *fw, uint32_t k, uint16_t winner)
+{
+    if (winner & NODE_REJECTOR_RESTRICTED)
+        return (winner & 0xffu) == k + 1;
+    uint32_t plugin = winner & 0xffu;
+    return plugin != 0 && plugin <= fw->count && fw->plugins[plugin - 1].host == fw->hosts[k];
+}
+
+kc_status remote_merged_reasons(struct scheduler *s, struct kc_cycle *cycle, char **message)
+{
+    const struct framework *fw = cycle->fw;
+    uint32_t n = s->cache.node_count;
+    *message = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        uint32_t count = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (host_won(fw, k, s->node_winner[i]))
+                s->candidates[count++] = i;
+        if (count == 0)
+            continue;
+        /* one host at a time: each has its own candidates */
+        bool ask[FRAMEWORK_MAX_PLUGINS] = {0};
+        ask[k] = true;
+        Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS];
+        Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+        ev.candidates = s->candidates;
+        ev.n_candidates = count;
+        mark_candidates(s, s->candidates, count, CANDIDATE_MARK);
+        kc_status st = evaluate_round(s, cycle, &ev, FILTER_PHASES, ask, count, replies, message);
+        mark_candidates(s, s->candidates, count, 0);
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        for (size_t i = 0; e != NULL && i < e->n_reasons; i++)
+            reasons_add_count(s->reasons, &s->reason_count, e->reasons[i]->text,
+                              e->reasons[i]->count);
+        free_replies(fw, replies);
+        if (st != KC_SUCCESS)
+            return st;
+    }
+    journal_trim(&s->remote);
+    return KC_SUCCESS;
+}
+
+kc_status remote_merged_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                               char **message)
+{
+    const struct framework *fw = cycle->fw;
+    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS];
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    for (uint32_t i = 0; i < found; i++)
+        s->candidates[i] = s->feasible[i]->index;
+    ev.candidates = s->candidates;
+    ev.n_candidates = found;
+    ev.score = found > 1; /* one node: nothing to score, but the host keeps the cycle */
+    *message = NULL;
+    /* a host whose own feasible nodes are the final list scored exactly these in the filter
+     * round (NormalizeScore saw the same nodes): no second round trip */
+    bool ask[FRAMEWORK_MAX_PLUGINS] = {0}, asking = false;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        const Kcycle__V1__Reply *kept = s->remote.filter_replies[k];
+        bool same = kept != NULL && kept->evaluate->n_feasible == found;
+        for (uint32_t i = 0; same && i < found; i++)
+            same = kept->evaluate->feasible[i] == s->candidates[i];
+        if (same)
+            add_scores(s, fw->hosts[k], kept->evaluate, found);
+        ask[k] = !same && (fw->hosts[k]->phases & SCORE_PHASES);
+        asking = asking || ask[k];
+    }
+    drop_filter_replies(&s->remote);
+    if (!asking)
+        return KC_SUCCESS;
+    mark_candidates(s, s->candidates, found, CANDIDATE_MARK);
+    kc_status st = evaluate_round(s, cycle, &ev, SCORE_PHASES, ask, found, replies, message);
+    mark_candidates(s, s->candidates, found, 0);
+    for (uint32_t k = 0; st == KC_SUCCESS && k < fw->host_count; k++)
+        if (replies[k] != NULL && replies[k]->evaluate->status == KC_SUCCESS)
+            add_scores(s, fw->hosts[k], replies[k]->evaluate, found);
+    free_replies(fw, replies);
+    journal_trim(&s->remote);
+    return st;
 }
 
 /* ---- later phases ---- */
@@ -1559,6 +1805,40 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
 
 /* A scheduler with nothing to schedule still journals every cluster change: past a size, send
  * them so neither the journal nor the next request grows without bound. */
+void remote_watch(struct scheduler *s)
+{
+    struct remote *r = &s->remote;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *h = r->hosts[k];
+        if (h->retiring)
+            continue;
+        int status;
+        if (h->state == REMOTE_UP && h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
+            h->pid = 0;
+            if (WIFSIGNALED(status))
+                host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
+                               strsignal(WTERMSIG(status)));
+            else
+                host_set_error(h, "the host process exited with status %d",
+                               WEXITSTATUS(status));
+            host_fail(s, h);
+        }
+        if (h->state == REMOTE_DOWN && scheduler_now(s) >= h->next_start_ms)
+            ensure_up(s, h);
+    }
+}
+
+int64_t remote_next_due(const struct scheduler *s)
+{
+    int64_t due = INT64_MAX;
+    for (uint32_t k = 0; k < s->remote.host_count; k++) {
+        const struct remote_host *h = s->remote.hosts[k];
+        if (h->state == REMOTE_DOWN && !h->retiring && h->next_start_ms < due)
+            due = h->next_start_ms;
+    }
+    return due;
+}
+
 void remote_sync_if_large(struct scheduler *s)
 {
     struct remote *r = &s->remote;

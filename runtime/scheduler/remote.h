@@ -67,6 +67,9 @@ struct remote {
     char *host_binary;
     struct stopping_host *stopping; /* hosts asked to stop, not reaped yet */
     uint32_t stopping_count, stopping_capacity;
+    /* the merged evaluation's filter round, kept per host of the cycle's generation until the
+     * final list is known: a host whose feasible nodes are that list scored it already */
+    struct Kcycle__V1__Reply *filter_replies[FRAMEWORK_MAX_PLUGINS];
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required
@@ -110,6 +113,42 @@ void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w,
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message);
+
+/* Between attempts: a host that died while idle (nothing asked it anything) is noticed, and a
+ * down host is started again (and resynced) once its backoff ends, so a host comes back even
+ * when no pod needs it yet. */
+void remote_watch(struct scheduler *s);
+/* When remote_watch next has a host to start (scheduler clock), or INT64_MAX. */
+int64_t remote_next_due(const struct scheduler *s);
+
+/* Whether one round trip per host gives the result of one backend running every plugin:
+ * no host evaluates, or one does and it is the only backend with Filter or the only one that
+ * scores what the others left (an in-process PreFilter's rejection is checked apart with
+ * remote_pre_filter_before). Otherwise the cycle merges node by node (the three below). */
+bool remote_single_evaluation(const struct framework *fw);
+
+/* Whether a plugin in a host with PreFilter comes before plugin (an index of fw) in the
+ * configuration: its PreFilter's rejection would be the attempt's, not plugin's. */
+bool remote_pre_filter_before(const struct framework *fw, uint32_t plugin);
+
+/* Every host with PreFilter or Filter evaluates every node (rotated from start) and answers
+ * which of its plugins rejected each; merged into s->node_winner (which holds the in-process
+ * verdicts) so each node keeps the rejection of the plugin first in the configuration. A
+ * host's PreFilter rejection replaces *pre_filter_plugin, *pre_filter_status and
+ * *pre_filter_message (owned by the caller) when its plugin comes earlier. Returns KC_SUCCESS
+ * or KC_ERROR with *message (the caller frees it). */
+kc_status remote_filter_merged(struct scheduler *s, struct kc_cycle *cycle, uint32_t start,
+                               uint32_t *pre_filter_plugin, kc_status *pre_filter_status,
+                               char **pre_filter_message, char **message);
+
+/* No node fits: each host re-evaluates the nodes whose verdict is its own, and its reasons are
+ * added to s->reasons. Returns KC_SUCCESS or KC_ERROR with *message. */
+kc_status remote_merged_reasons(struct scheduler *s, struct kc_cycle *cycle, char **message);
+
+/* The hosts with score plugins score the final list s->feasible[0..found): weighted scores
+ * added to s->totals. Returns KC_SUCCESS or KC_ERROR with *message. */
+kc_status remote_merged_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                               char **message);
 
 /* A new pluginTimeout (a configuration reload): the deadline of each later request; <= 0: the
  * default. */

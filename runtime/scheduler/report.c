@@ -252,8 +252,10 @@ static json_t *pods_json(const struct simulator *sim)
             json_object_set_new(pod, "plugin_versions", versions_json(g));
             json_object_set_new(pod, "bound_wall_ms", json_integer((json_int_t)r->bound_wall_ms));
         }
-        if (pod != NULL && r->bind_order > 0)
+        if (pod != NULL && r->bind_order > 0) {
             json_object_set_new(pod, "bind_order", json_integer((json_int_t)r->bind_order));
+            json_object_set_new(pod, "score", json_integer((json_int_t)r->score));
+        }
         if (pod != NULL && r->numa_zones != NULL)
             json_object_set_new(pod, "numa_zones", json_string(r->numa_zones));
         if (pod != NULL && r->gpu_assignment != NULL)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "backend.h"
 #include "crash.h"
 #include "cycle_internal.h"
 #include "decision_log.h"
@@ -507,10 +508,10 @@ static int forget(struct scheduler *s, const struct pod *pod, bool requeue);
  * freed room may let parked pods fit (requeue), unless it was only held within this cycle. */
 static void unreserve_pod(struct scheduler *s, struct kc_cycle *cycle, bool requeue)
 {
-    /* plugin hosts reserved after the in-process plugins: they unreserve first */
-    remote_phase(s, cycle, PHASE_UNRESERVE, cycle->node_name, NULL, NULL, NULL, NULL);
-    scheduler_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), NULL, NULL,
-                    NULL);
+    /* in the reverse order of Reserve: plugin hosts first */
+    struct phase_result r;
+    cycle_phase(s, cycle, PHASE_UNRESERVE, cache_node(&s->cache, cycle->node_name), BACKENDS_ALL,
+                &r);
     forget(s, cycle->sp->pod, requeue);
 }
 
@@ -739,10 +740,15 @@ static int ensure_scratch(struct scheduler *s)
     free(s->nominated_first);
     free(s->nominated_count);
     s->node_status = calloc(capacity, 1);
+    free(s->node_rejector);
+    free(s->node_winner);
+    s->node_rejector = calloc(capacity, sizeof(*s->node_rejector));
+    s->node_winner = calloc(capacity, sizeof(*s->node_winner));
     s->nominated_first = calloc(capacity, sizeof(*s->nominated_first));
     s->nominated_count = calloc(capacity, sizeof(*s->nominated_count));
     if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL ||
-        s->node_status == NULL || s->nominated_first == NULL || s->nominated_count == NULL) {
+        s->node_status == NULL || s->nominated_first == NULL || s->nominated_count == NULL ||
+        s->node_rejector == NULL || s->node_winner == NULL) {
         s->scratch_capacity = 0;
         return -ENOMEM;
     }
@@ -861,6 +867,9 @@ static void filter_worker(void *ctx, uint32_t worker)
                 if (sink.calls == 0) /* the plugin gave no reason: name it */
                     reasons_add(ws->reasons, &ws->reason_count, p->default_reason);
                 ws->rejectors |= 1ull << p->index;
+                s->node_rejector[cn->index] =
+                    (uint16_t)(p->index + 1) |
+                    (st == KC_UNRESOLVABLE ? NODE_REJECTOR_UNRESOLVABLE : 0);
                 if (st == KC_UNRESOLVABLE) /* preemption cannot help here */
                     s->node_status[cn->index] = KC_UNRESOLVABLE;
                 feasible = 0;
@@ -897,6 +906,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
         .nominated = preempt_flag_nominated(s, cycle->sp->pod),
     };
     memset(s->node_status, KC_UNSCHEDULABLE, s->cache.node_count);
+    memset(s->node_rejector, 0, s->cache.node_count * sizeof(*s->node_rejector));
     uint32_t workers = s->workers.count + 1;
     for (uint32_t w = 0; w < workers; w++) {
         reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
@@ -1052,6 +1062,25 @@ static uint32_t select_node(struct scheduler *s, const struct framework *fw, uin
     return best;
 }
 
+/* The position of the best of found feasible nodes; the pod remembers its total weighted score
+ * for the report (0 when a single node was feasible: nothing is scored then). */
+static uint32_t pick_node(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                          uint64_t scored)
+{
+    uint32_t best = found > 1 ? select_node(s, cycle->fw, found, scored) : 0;
+    cycle->sp->score = found > 1 ? s->totals[best] : 0;
+    return best;
+}
+
+bool scheduler_pod_score(const struct scheduler *s, const char *uid, int64_t *score)
+{
+    const struct sched_pod *sp = strmap_get(&s->pods, uid);
+    if (sp == NULL)
+        return false;
+    *score = sp->score;
+    return true;
+}
+
 /* PostFilter (preemption, group rejection) after any unschedulable evaluation, as kube runs it
  * on every FitError: in order until one succeeds (a preemption); the reasons of those that
  * did not become the attempt's post-filter message ("preemption: ..."), which kube appends to
@@ -1060,14 +1089,8 @@ static void run_post_filters(struct scheduler *s, struct kc_cycle *cycle)
 {
     char *message = cycle->message; /* the post-filter message is collected apart */
     cycle->message = NULL;
-    bool succeeded = false;
-    for (uint32_t i = 0; i < cycle->fw->phase_count[PHASE_POST_FILTER] && !succeeded; i++) {
-        struct plugin *p = cycle->fw->phase[PHASE_POST_FILTER][i];
-        succeeded = p->ops.post_filter(p->self, cycle, (const kc_pod *)cycle->sp->pod) ==
-                    KC_SUCCESS;
-    }
-    if (!succeeded)
-        remote_phase(s, cycle, PHASE_POST_FILTER, "", NULL, NULL, NULL, NULL);
+    struct phase_result r;
+    bool succeeded = cycle_phase(s, cycle, PHASE_POST_FILTER, NULL, BACKENDS_ALL, &r) == KC_SUCCESS;
     free(cycle->post_filter_message);
     cycle->post_filter_message = succeeded ? NULL : cycle->message;
     if (succeeded)
@@ -1172,32 +1195,24 @@ static void reserve_and_permit(struct scheduler *s, struct kc_cycle *cycle,
     if (cycle->node_name == NULL || scheduler_assume(s, cycle->sp->pod, cn->node->name) < 0)
         return not_placed(out, true, strdup("could not assume the pod in the cache"));
     cn = cache_node(&s->cache, cycle->node_name);
-    uint32_t failed = 0, timeout = 0;
-    uint64_t waiting = 0;
+    struct phase_result r;
     const char *phase = "Reserve";
-    kc_status st = scheduler_phase(s, cycle, PHASE_RESERVE, cn, &failed, NULL, NULL);
-    if (st == KC_SUCCESS)
-        st = remote_phase(s, cycle, PHASE_RESERVE, cycle->node_name, &failed, NULL, NULL, NULL);
+    kc_status st = cycle_phase(s, cycle, PHASE_RESERVE, cn, BACKENDS_ALL, &r);
     if (st == KC_SUCCESS) {
         phase = "Permit";
-        st = scheduler_phase(s, cycle, PHASE_PERMIT, cn, &failed, &timeout, &waiting);
-        if (st == KC_SUCCESS || st == KC_WAIT) {
-            kc_status remote = remote_phase(s, cycle, PHASE_PERMIT, cycle->node_name, &failed,
-                                            &timeout, &waiting, NULL);
-            st = remote == KC_SUCCESS ? st : remote;
-        }
+        st = cycle_phase(s, cycle, PHASE_PERMIT, cn, BACKENDS_ALL, &r);
     }
     if (st != KC_SUCCESS && st != KC_WAIT) {
         unreserve_pod(s, cycle, cycle->group == NULL);
         bool error;
-        char *message = phase_failure(cycle, &fw->plugins[failed], phase, st, &error);
+        char *message = phase_failure(cycle, &fw->plugins[r.failed], phase, st, &error);
         return not_placed(out, error, message);
     }
     out->placed = true;
     out->permit = st;
-    out->waiting = waiting;
-    out->timeout_ms = timeout;
-    out->wait_plugin = failed;
+    out->waiting = r.waiting;
+    out->timeout_ms = r.timeout_ms;
+    out->wait_plugin = r.failed;
 }
 
 /* PreFilter on the in-process plugins; the plugin that rejected is in *failed. */
@@ -1289,8 +1304,10 @@ static void mark_restricted_out(struct scheduler *s, const struct kc_cycle *cycl
     for (uint32_t i = 0; i < s->cache.node_count; i++) {
         while (r < cycle->restricted_count && cycle->restricted_nodes[r] < i)
             r++;
-        if (r == cycle->restricted_count || cycle->restricted_nodes[r] != i)
+        if (r == cycle->restricted_count || cycle->restricted_nodes[r] != i) {
             s->node_status[i] = KC_UNRESOLVABLE;
+            s->node_rejector[i] = NODE_REJECTOR_RESTRICTED;
+        }
     }
 }
 
@@ -1365,6 +1382,9 @@ void evaluation_clear(struct evaluation *e)
     memset(e, 0, sizeof(*e));
 }
 
+static const struct cache_node *choose_merged(struct scheduler *s, struct kc_cycle *cycle,
+                                              struct placement *out);
+
 /* With plugin hosts: the in-process plugins filter every node (in rotated order), the hosts
  * evaluate what is left in one round trip each, and the results are merged. Returns the chosen
  * node, or NULL with out saying why not. */
@@ -1374,7 +1394,15 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
     uint32_t n = s->cache.node_count;
     uint32_t want = nodes_to_find(s, n);
     struct evaluation e;
+    uint64_t rejectors = cycle->rejectors;
     scheduler_evaluate(s, cycle, NULL, 0, 0, false, &e);
+    if ((e.status == KC_UNSCHEDULABLE || e.status == KC_UNRESOLVABLE) &&
+        remote_pre_filter_before(cycle->fw, (uint32_t)__builtin_ctzll(e.rejectors | 1ull << 63))) {
+        /* a host's PreFilter comes first in the configuration: its verdict may be the one */
+        evaluation_clear(&e);
+        cycle->rejectors = rejectors;
+        return choose_merged(s, cycle, out);
+    }
     cycle->rejectors |= e.rejectors;
     char *message = NULL;
     uint32_t found = 0, processed = 0;
@@ -1405,10 +1433,144 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
         if (found > 1 && compute_scores(s, cycle, found, &scored) < 0)
             not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
         else
-            chosen = s->feasible[found > 1 ? select_node(s, cycle->fw, found, scored) : 0];
+            chosen = s->feasible[pick_node(s, cycle, found, scored)];
         if (chosen != NULL) /* the hosts' plugins are in the totals, not in the list */
             decision_log_scores(s, cycle, found > 1 ? found : 0, scored);
     }
+    free(message);
+    return chosen;
+}
+
+/* The feasible nodes of the merged verdicts, in the order in-process Filter visits them (from
+ * the rotating start; after a restriction, the nodes it kept in index order), the first `want`
+ * of them into s->feasible. Returns the count; *processed: the nodes the search needed;
+ * *rejectors: the plugins whose verdict rejected one of those (what requeues the pod). */
+static uint32_t merged_feasible(struct scheduler *s, uint32_t start, uint32_t *processed,
+                                uint64_t *rejectors)
+{
+    uint32_t n = s->cache.node_count, kept = 0;
+    for (uint32_t i = 0; i < n; i++)
+        kept += !(s->node_winner[i] & NODE_REJECTOR_RESTRICTED);
+    bool restricted = kept < n;
+    uint32_t want = nodes_to_find(s, restricted ? kept : n), found = 0, position = 0;
+    *processed = restricted ? kept : n;
+    for (uint32_t k = 0; k < n && found < want; k++) {
+        uint32_t node = restricted ? k : (start + k) % n;
+        if (s->node_winner[node] & NODE_REJECTOR_RESTRICTED)
+            continue;
+        position++;
+        if (s->node_winner[node] != 0) {
+            *rejectors |= 1ull << ((s->node_winner[node] & 0xffu) - 1);
+            continue;
+        }
+        s->totals[found] = 0;
+        s->feasible[found++] = &s->cache.nodes[node];
+        if (found == want)
+            *processed = position;
+    }
+    return found;
+}
+
+/* No node fits: the reasons of the backend whose plugin gave each node's verdict (in-process
+ * Filter again on its nodes, then each host on its own), and the nodes where preemption cannot
+ * help. */
+static void merged_no_fit(struct scheduler *s, struct kc_cycle *cycle, struct placement *out)
+{
+    const struct framework *fw = cycle->fw;
+    uint32_t n = s->cache.node_count, count = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t w = s->node_winner[i];
+        if ((w & NODE_REJECTOR_RESTRICTED) ? (w & 0xffu) == 0
+                                            : (w & 0xffu) != 0 && !fw->plugins[(w & 0xffu) - 1].remote)
+            s->candidates[count++] = i;
+    }
+    reasons_clear(s->reasons, &s->reason_count);
+    if (count > 0) {
+        uint32_t *mine = malloc(count * sizeof(*mine));
+        struct evaluation e;
+        if (mine == NULL) {
+            not_placed(out, true, strdup("out of memory"));
+            return;
+        }
+        memcpy(mine, s->candidates, count * sizeof(*mine));
+        scheduler_evaluate(s, cycle, mine, count, 0, false, &e);
+        free(mine);
+        evaluation_clear(&e);
+    }
+    char *message = NULL;
+    if (remote_merged_reasons(s, cycle, &message) != KC_SUCCESS) {
+        not_placed(out, true, message);
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        s->node_status[i] = s->node_winner[i] & (NODE_REJECTOR_RESTRICTED |
+                                                 NODE_REJECTOR_UNRESOLVABLE)
+                                ? KC_UNRESOLVABLE
+                                : KC_UNSCHEDULABLE;
+    no_fit(s, cycle, out);
+}
+
+/* Several backends filter (in-process plugins and hosts, or several hosts): each filters every
+ * node, the verdicts are merged node by node in the configured plugin order, and the hosts
+ * that score then score the final list, so placements, reasons and scores are those of one
+ * backend running every plugin (docs/architecture.md). Returns the chosen node, or NULL with
+ * out saying why not. */
+static const struct cache_node *choose_merged(struct scheduler *s, struct kc_cycle *cycle,
+                                              struct placement *out)
+{
+    /* where in-process Filter starts (run_filters), so the feasible nodes come in its order */
+    uint32_t n = s->cache.node_count, start = s->next_start_node < n ? s->next_start_node : 0;
+    /* each backend's evaluation adds the plugins that rejected in it; the attempt's rejectors
+     * are those whose verdict counted, as with one backend */
+    uint64_t rejectors = cycle->rejectors;
+    struct evaluation e;
+    scheduler_evaluate(s, cycle, NULL, 0, 0, false, &e);
+    if (e.status == KC_ERROR) {
+        not_placed(out, true, e.message);
+        e.message = NULL;
+        evaluation_clear(&e);
+        return NULL;
+    }
+    uint32_t pre_filter_plugin = UINT32_MAX;
+    kc_status pre_filter_status = KC_SUCCESS;
+    char *pre_filter_message = NULL, *message = NULL;
+    if (e.status != KC_SUCCESS) {
+        pre_filter_plugin = (uint32_t)__builtin_ctzll(e.rejectors | (1ull << 63));
+        pre_filter_status = e.status;
+        pre_filter_message = e.message;
+        e.message = NULL;
+        memset(s->node_winner, 0, n * sizeof(*s->node_winner));
+    } else {
+        memcpy(s->node_winner, s->node_rejector, n * sizeof(*s->node_winner));
+    }
+    evaluation_clear(&e);
+    kc_status st = remote_filter_merged(s, cycle, start, &pre_filter_plugin, &pre_filter_status,
+                                        &pre_filter_message, &message);
+    const struct cache_node *chosen = NULL;
+    if (st != KC_SUCCESS) {
+        not_placed(out, true, message);
+        message = NULL;
+    } else if (pre_filter_status != KC_SUCCESS) {
+        cycle->prefilter_status = pre_filter_status;
+        cycle->rejectors = rejectors | (pre_filter_plugin < 64 ? 1ull << pre_filter_plugin : 0);
+        pre_filter_rejected(s, cycle, pre_filter_message, out);
+    } else {
+        uint32_t processed;
+        uint32_t found = merged_feasible(s, start, &processed, &rejectors);
+        cycle->rejectors = rejectors;
+        s->next_start_node = (s->next_start_node + processed) % n;
+        uint64_t scored = 0;
+        if (found == 0)
+            merged_no_fit(s, cycle, out);
+        else if (remote_merged_scores(s, cycle, found, &message) != KC_SUCCESS) {
+            not_placed(out, true, message);
+            message = NULL;
+        } else if (found > 1 && compute_scores(s, cycle, found, &scored) < 0)
+            not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
+        else
+            chosen = s->feasible[pick_node(s, cycle, found, scored)];
+    }
+    free(pre_filter_message);
     free(message);
     return chosen;
 }
@@ -1459,7 +1621,7 @@ static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycl
             no_fit(s, cycle, out);
         } else {
             memset(s->totals, 0, e.found * sizeof(*s->totals));
-            chosen = s->feasible[e.found > 1 ? select_node(s, cycle->fw, e.found, e.scored) : 0];
+            chosen = s->feasible[pick_node(s, cycle, e.found, e.scored)];
             decision_log_scores(s, cycle, e.found > 1 ? e.found : 0, e.scored);
         }
     }
@@ -1493,6 +1655,7 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
 {
     memset(out, 0, sizeof(*out));
     current_scheduler = s;
+    cycle->sp->score = 0;
     if (refuse_unhandled_fields(s, cycle, out)) {
         /* before PreFilter: no plugin ran, nothing to undo */
     } else if (s->cache.node_count == 0) {
@@ -1500,7 +1663,9 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
                    strdup("0/0 nodes are available: no nodes available to schedule pods."));
     } else {
         const struct cache_node *chosen =
-            cycle->fw->host_count > 0 ? choose_remote(s, cycle, out) : choose_local(s, cycle, out);
+            cycle->fw->host_count == 0              ? choose_local(s, cycle, out)
+            : remote_single_evaluation(cycle->fw) ? choose_remote(s, cycle, out)
+                                                  : choose_merged(s, cycle, out);
         if (chosen != NULL)
             reserve_and_permit(s, cycle, chosen, out);
     }
@@ -1616,13 +1781,11 @@ static bool sink_bind(struct scheduler *s, struct kc_cycle *cycle)
 static void complete_binding(struct scheduler *s, struct kc_cycle *cycle)
 {
     const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
-    if (node != NULL) /* PostBind never sees a NULL node: one deleted meanwhile gets none */
-        scheduler_phase(s, cycle, PHASE_POST_BIND, node, NULL, NULL, NULL);
-    else
-        log_info("pod %s/%s: bound to %s, which is gone; PostBind skipped",
+    if (node == NULL) /* PostBind never sees a NULL node: one deleted meanwhile gets none */
+        log_info("pod %s/%s: bound to %s, which is gone; PostBind skipped in process",
                  cycle->sp->pod->namespace, cycle->sp->pod->name, cycle->node_name);
-    if (!cycle->remote_post_bind_done)
-        remote_phase(s, cycle, PHASE_POST_BIND, cycle->node_name, NULL, NULL, NULL, NULL);
+    struct phase_result r;
+    cycle_phase(s, cycle, PHASE_POST_BIND, node, BACKENDS_ALL, &r);
     finish_bound(s, cycle);
 }
 
@@ -1755,30 +1918,25 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     const struct cache_node *node = cache_node(&s->cache, cycle->node_name);
     if (node == NULL || cycle->sp->deleted)
         return fail_binding(s, cycle, "the node or the pod went away before binding");
-    uint32_t failed = 0;
-    kc_status st = scheduler_phase(s, cycle, PHASE_PRE_BIND, node, &failed, NULL, NULL);
-    bool deferred = st == KC_SUCCESS && fw->phase_count[PHASE_BIND] == 0 && remote_binds(fw);
-    if (st == KC_SUCCESS && !deferred)
-        st = remote_phase(s, cycle, PHASE_PRE_BIND, cycle->node_name, &failed, NULL, NULL, NULL);
+    /* the binder is in a plugin host: the hosts' PreBind, Bind and PostBind ride with other
+     * pods' binding cycles */
+    bool deferred = fw->phase_count[PHASE_BIND] == 0 && remote_binds(fw);
+    struct phase_result r;
+    kc_status st = cycle_phase(s, cycle, PHASE_PRE_BIND, node,
+                               deferred ? BACKENDS_INPROCESS : BACKENDS_ALL, &r);
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
         sched_metrics_binding_failed(s);
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "PreBind");
+        return fail_in_phase(s, cycle, &fw->plugins[r.failed], "PreBind");
     }
     if (deferred) {
-        /* the binder is in a plugin host: the hosts' PreBind, Bind and PostBind ride with
-         * other pods' binding cycles */
         defer_binding(s, cycle);
         return;
     }
-    st = scheduler_phase(s, cycle, PHASE_BIND, node, &failed, NULL, NULL);
-    if (st == KC_SKIP && fw->host_count > 0) {
-        /* a Bind plugin in a plugin host asks for the binding; the binder is here */
-        bool requested = false;
-        st = remote_phase(s, cycle, PHASE_BIND, cycle->node_name, &failed, NULL, NULL, &requested);
-        if (st == KC_SUCCESS && requested && !sink_bind(s, cycle))
-            st = KC_ERROR;
-    }
+    st = cycle_phase(s, cycle, PHASE_BIND, node, BACKENDS_ALL, &r);
+    /* a Bind plugin in a plugin host asks for the binding; the binder is here */
+    if (st == KC_SUCCESS && r.bind_requested && !sink_bind(s, cycle))
+        st = KC_ERROR;
     if (st == KC_SKIP) {
         s->stats.bind_failures++;
         sched_metrics_binding_failed(s);
@@ -1787,7 +1945,7 @@ static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
     if (st != KC_SUCCESS) {
         s->stats.bind_failures++;
         sched_metrics_binding_failed(s);
-        return fail_in_phase(s, cycle, &fw->plugins[failed], "Bind");
+        return fail_in_phase(s, cycle, &fw->plugins[r.failed], "Bind");
     }
     if (cycle->bind_pending)
         await_binding(s, cycle);
@@ -1863,6 +2021,7 @@ int scheduler_tick(struct scheduler *s)
         s->binding_count -= count;
     }
     remote_sync_if_large(s);
+    remote_watch(s);
     uint64_t before = s->stats.scheduled;
     flush_deferred_bindings(s);
     bound += (int)(s->stats.scheduled - before);
@@ -1884,7 +2043,8 @@ int64_t scheduler_next_due(const struct scheduler *s)
     for (uint32_t i = 0; i < s->waiting_count; i++)
         if (s->waiting[i]->deadline_ms < due)
             due = s->waiting[i]->deadline_ms;
-    return due;
+    int64_t restart = remote_next_due(s); /* a host to start again */
+    return restart < due ? restart : due;
 }
 
 bool scheduler_busy(const struct scheduler *s)
@@ -2235,6 +2395,8 @@ void scheduler_close(struct scheduler *s)
     free(s->scores);
     free(s->totals);
     free(s->node_status);
+    free(s->node_rejector);
+    free(s->node_winner);
     free(s->nominated_first);
     free(s->nominated_count);
     free(s->nominated_pods);

@@ -22,6 +22,11 @@
 
 #define PERMIT_MAX_TIMEOUT_MS (15 * 60 * 1000)
 #define CYCLE_MAX_REASONS 64
+/* node_rejector values: 0 not rejected, else the plugin's index + 1, with
+ * NODE_REJECTOR_UNRESOLVABLE when preemption cannot help there; NODE_REJECTOR_RESTRICTED: left
+ * out by a PreFilter's restriction (before every Filter). */
+#define NODE_REJECTOR_UNRESOLVABLE 0x100u
+#define NODE_REJECTOR_RESTRICTED 0x200u
 
 struct scheduler;
 
@@ -227,6 +232,10 @@ struct scheduler {
      * (KC_UNRESOLVABLE or KC_UNSCHEDULABLE) and whether nominated pods count there */
     struct nominations nominations;
     uint8_t *node_status;
+    /* by node index, for merging backends in plugin order (remote.c): the first plugin that
+     * rejected the node in the last evaluation (NODE_REJECTOR_*), and the merged verdict */
+    uint16_t *node_rejector;
+    uint16_t *node_winner;
     /* per node index: where this attempt's counted nominated pods start in nominated_pods
      * (+ 1; 0: none) and how many; filled by preempt_flag_nominated */
     uint32_t *nominated_first;
@@ -283,6 +292,9 @@ int64_t scheduler_next_due(const struct scheduler *s);
 /* Anything left to do right now (active pods, binding cycles, decided waiting pods). */
 bool scheduler_busy(const struct scheduler *s);
 int64_t scheduler_now(const struct scheduler *s);
+/* The total weighted score of the node the last attempt of pending pod uid chose (0 when only
+ * one node was feasible). false: no such pending pod. */
+bool scheduler_pod_score(const struct scheduler *s, const char *uid, int64_t *score);
 
 /* Where a pod stands: 1 bound (*node set), 0 pending (*reason: the last failure message or
  * NULL), -ENOENT unknown. Strings belong to the scheduler. */

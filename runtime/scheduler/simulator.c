@@ -74,6 +74,8 @@ static int sim_bind(void *ctx, const struct pod *pod, const char *node,
     r->node = copy;
     r->bound_ms = sim->now_ms;
     r->bind_order = ++sim->bind_count;
+    if (!scheduler_pod_score(&sim->sched, pod->uid, &r->score))
+        r->score = 0;
     sim_numa_record(r, pod, annotations);
     sim_gpu_record(r, annotations);
     return 0;
@@ -416,7 +418,7 @@ int simulator_run(struct simulator *sim, bool progress)
         if (next == INT64_MAX)
             break;
         if (!arrivals_left && s->waiting_count == 0 && s->queue.backoff.count == 0 &&
-            group_next_due(s) == INT64_MAX)
+            group_next_due(s) == INT64_MAX && remote_next_due(s) == INT64_MAX)
             break; /* only parked pods are left and nothing can change the cluster now */
         if (!arrivals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
             break;

@@ -24,6 +24,7 @@ struct sim_record {
     int64_t bound_wall_ms;     /* wall time of binding, from the start of the run */
     uint32_t generation_index; /* + 1, into simulator.generations: the plugins that served it */
     uint64_t bind_order;       /* 1, 2, ... in the order the binder saw the pods; 0 unbound */
+    int64_t score;             /* total weighted score of the node it was bound to */
     /* NUMA (sim_numa.c): kcycle.io/numa-zones of the binding, or NULL */
     char *numa_zones;
     bool numa_aligned_pod;  /* the topology manager aligns it (Guaranteed integer CPUs) */

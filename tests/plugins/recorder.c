@@ -5,12 +5,16 @@
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
  *   allow_when_waiting: N: Permit waits until N pods wait, then allows them all
+ *   reject_when_waiting: N: Permit waits until N pods wait, then rejects them all and itself
  *   restrict: space-separated node names PreFilter restricts the attempt to (SDK 1.2); "-"
  *             restricts it to no name at all
  *   restrict_late: a node name PreScore and Score try to restrict the attempt to; the call
  *          must fail (-EINVAL outside PreFilter), else the phase returns an error
  *   write: PreBind writes the selected-node annotation on this PersistentVolumeClaim of the
- *          pod's namespace (kc_cycle_write_object; empty: no write) */
+ *          pod's namespace (kc_cycle_write_object; empty: no write)
+ *   reject_name: with filter: accept, Filter rejects the nodes whose name contains this text
+ *          (empty: none), so tests can make plugins disagree about some nodes only
+ *   score_by_name: yes: Score is a hash of the node's name (0..100) instead of 50 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +36,12 @@ struct recorder {
     unsigned hold_until_nodes;
     char hold_label[64];
     unsigned allow_when_waiting; /* Permit: wait until this many pods wait, then allow them all */
+    unsigned reject_when_waiting; /* Permit: wait until this many pods wait, then reject them */
     char restrict_nodes[256];
     char restrict_late[64];
     char write[64];               /* PreBind: the claim to write, or "" */
+    char reject_name[64];         /* Filter: reject nodes whose name contains it, or "" */
+    char score_by_name[8];        /* "yes": Score from the node's name */
 };
 
 /* Test-only args reader: the value of "key": "value" or "key": number. */
@@ -86,7 +93,11 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "restrict_late", r->restrict_late, sizeof(r->restrict_late), "");
     arg(args, "allow_when_waiting", timeout, sizeof(timeout), "0");
     r->allow_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
+    arg(args, "reject_when_waiting", timeout, sizeof(timeout), "0");
+    r->reject_when_waiting = (unsigned)strtoul(timeout, NULL, 10);
     arg(args, "write", r->write, sizeof(r->write), "");
+    arg(args, "reject_name", r->reject_name, sizeof(r->reject_name), "");
+    arg(args, "score_by_name", r->score_by_name, sizeof(r->score_by_name), "no");
     *self = r;
     return 0;
 }
@@ -142,6 +153,10 @@ static kc_status filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
         kc_cycle_reject(cycle, "node(s) rejected by " RECORDER_NAME);
         return KC_UNSCHEDULABLE;
     }
+    if (r->reject_name[0] != '\0' && strstr(kc_node_name(node), r->reject_name) != NULL) {
+        kc_cycle_reject(cycle, "node(s) rejected by name by " RECORDER_NAME);
+        return KC_UNSCHEDULABLE;
+    }
     return strcmp(r->filter, "error") == 0 ? KC_ERROR : KC_SUCCESS;
 }
 
@@ -171,8 +186,15 @@ static kc_status pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 static kc_status score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
                        int64_t *out)
 {
+    const struct recorder *r = self;
     record(self, "Score", pod);
     *out = 50;
+    if (strcmp(r->score_by_name, "yes") == 0) {
+        uint32_t hash = 2166136261u; /* FNV-1a */
+        for (const char *c = kc_node_name(node); *c != '\0'; c++)
+            hash = (hash ^ (uint8_t)*c) * 16777619u;
+        *out = hash % 101;
+    }
     return restrict_late(self, cycle);
 }
 
@@ -209,6 +231,18 @@ static kc_status permit(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
         for (uint32_t i = kc_waiting_pod_count(); i-- > 0;)
             kc_waiting_pod_allow(kc_waiting_pod_at(i), RECORDER_NAME);
         return KC_SUCCESS;
+    }
+    if (r->reject_when_waiting > 0) {
+        /* a gang that cannot complete: the last of N arrivals turns them all away */
+        if (kc_waiting_pod_count() + 1 < r->reject_when_waiting) {
+            *timeout_ms = r->timeout_ms;
+            return KC_WAIT;
+        }
+        for (uint32_t i = kc_waiting_pod_count(); i-- > 0;)
+            kc_waiting_pod_reject(kc_waiting_pod_at(i), RECORDER_NAME,
+                                  RECORDER_NAME " rejected the waiting pods");
+        kc_cycle_reject(cycle, RECORDER_NAME " rejected the last of the waiting pods");
+        return KC_UNSCHEDULABLE;
     }
     if (strcmp(r->permit, "wait") == 0) {
         *timeout_ms = r->timeout_ms;

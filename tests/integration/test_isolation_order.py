@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""One result whatever the backend and whatever the order: every shipped plugin and two test
+plugins, in process and in plugin hosts, under four orders of the configuration's plugin list,
+give the same report (placements, reasons, scores, bind order, node totals; compared whole, less
+wall-clock figures and the hosts' own counters) as the same order in process. Across orders the
+placements may differ (kube's ties and reasons follow the configured order), so each order is
+compared with itself in the two modes."""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+SCHEDULER, SOURCE, TEST_PLUGINS = sys.argv[1], sys.argv[2], sys.argv[3]
+FAILURES = []
+PASSED = [0]
+
+# kube-scheduler's default profile with its weights, and the plugins kcycle adds
+PLUGINS = [("prioritysort", 1), ("nodeunschedulable", 1), ("nodename", 1),
+           ("tainttoleration", 3), ("nodeaffinity", 2), ("nodeports", 1), ("noderesources", 1),
+           ("volumerestrictions", 1), ("nodevolumelimits", 1), ("volumebinding", 1),
+           ("podtopologyspread", 2), ("interpodaffinity", 2), ("defaultpreemption", 1),
+           ("defaultbinder", 1), ("coscheduling", 1), ("gpushare", 1), ("numaalign", 1),
+           ("recorderhost", 1), ("recorder2", 1)]
+# what cannot run in a host: QueueSort, group_of, PostFilter without Filter, PreEnqueue
+IN_PROCESS_ONLY = {"prioritysort", "coscheduling", "defaultpreemption", "recorder2"}
+# the test plugins reject some nodes by name and score by name, so they disagree with the
+# shipped ones about some nodes and move the choice
+TEST_ARGS = {"recorderhost": '{"reject_name": "-1", "score_by_name": "yes"}',
+             "recorder2": '{"reject_name": "-2", "score_by_name": "yes"}'}
+
+
+def check(condition, message):
+    if condition:
+        PASSED[0] += 1
+        return
+    FAILURES.append(message)
+    print("FAIL: " + message)
+
+
+def config(order, isolation):
+    lines = ["plugins:"]
+    for name, weight in order:
+        mode = "inprocess" if name in IN_PROCESS_ONLY else isolation
+        entry = f"  - {{name: {name}, weight: {weight}, isolation: {mode}"
+        if name in TEST_ARGS:
+            entry += f", path: {os.path.join(TEST_PLUGINS, name + '.so')}, args: {TEST_ARGS[name]}"
+        lines.append(entry + "}")
+    return "\n".join(lines) + "\n"
+
+
+def mixed_workload(tmp):
+    """Nodes several plugins reject at once (taints, labels, cordon, size, names the test
+    plugins reject), pods that fit some of them, and pods that fit none."""
+    path = os.path.join(tmp, "mixed.yaml")
+    with open(path, "w") as f:
+        f.write("""nodes:
+  - name: big
+    count: 3
+    allocatable: {cpu: 16, memory: 64Gi, pods: 20}
+    labels: {pool: big, topology.kubernetes.io/zone: a}
+  - name: small
+    count: 4
+    allocatable: {cpu: 2, memory: 4Gi, pods: 20}
+    labels: {pool: small, topology.kubernetes.io/zone: b}
+  - name: tainted
+    count: 3
+    allocatable: {cpu: 8, memory: 32Gi, pods: 20}
+    labels: {pool: big, topology.kubernetes.io/zone: b}
+    taints: [{key: dedicated, value: infra, effect: NoSchedule}]
+  - name: cordoned
+    count: 2
+    allocatable: {cpu: 64, memory: 256Gi}
+    labels: {pool: big}
+    unschedulable: true
+workload:
+  - name: web
+    count: 30
+    interval: 10ms
+    labels: {app: web}
+    requests: {cpu: 500m, memory: 1Gi}
+  - name: wide
+    count: 12
+    at: 100ms
+    interval: 10ms
+    requests: {cpu: 3, memory: 6Gi}
+    nodeSelector: {pool: big}
+  - name: infra
+    count: 6
+    at: 200ms
+    interval: 10ms
+    requests: {cpu: 1, memory: 1Gi}
+    tolerations: [{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]
+    affinity:
+      nodeAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 50
+            preference:
+              matchExpressions: [{key: pool, operator: In, values: [big]}]
+  - name: huge
+    count: 3
+    at: 300ms
+    requests: {cpu: 32, memory: 8Gi}
+  - name: port
+    count: 8
+    at: 400ms
+    interval: 10ms
+    requests: {cpu: 100m}
+    ports: [{containerPort: 80, hostPort: 8080}]
+""")
+    return path
+
+
+def small_spread(tmp):
+    """examples/sim/topology-spread.yaml at a tenth of the pods and with room for 12 pods a
+    node, so zones fill up and spread, pod count and the test plugins reject together."""
+    with open(os.path.join(SOURCE, "examples", "sim", "topology-spread.yaml")) as f:
+        text = f.read()
+    path = os.path.join(tmp, "spread.yaml")
+    with open(path, "w") as f:
+        f.write(text.replace("count: 3000", "count: 300").replace("pods: 400", "pods: 12"))
+    return path
+
+
+# wall-clock figures and the hosts' own counters differ between runs by nature
+VOLATILE = {"bound_wall_ms", "wall_seconds", "pods_per_second", "wall_start_unix_ms",
+            "active_wall_ms", "plugin_hosts"}
+
+
+def normalized(value):
+    if isinstance(value, dict):
+        return {k: normalized(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [normalized(v) for v in value]
+    return value
+
+
+def run(tmp, name, text, sim):
+    cfg = os.path.join(tmp, name + ".config.yaml")
+    report = os.path.join(tmp, name + ".report.json")
+    with open(cfg, "w") as f:
+        f.write(text)
+    proc = subprocess.run([SCHEDULER, "--config", cfg, "--simulate", sim, "--report", report,
+                           "--quiet", "--no-progress"],
+                          capture_output=True, text=True, timeout=300)
+    check(proc.returncode == 0, f"{name}: exit 0 ({proc.stderr.strip()[-800:]})")
+    if proc.returncode != 0 or not os.path.exists(report):
+        return None
+    with open(report) as f:
+        return json.load(f)
+
+
+def first_difference(a, b, where="report"):
+    if type(a) is not type(b):
+        return f"{where}: {a!r} != {b!r}"
+    if isinstance(a, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{where}.{key}: only in one report"
+            found = first_difference(a[key], b[key], f"{where}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{where}: {len(a)} entries != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    return None if a == b else f"{where}: {a!r} != {b!r}"
+
+
+def main():
+    # prioritysort and coscheduling both sort the queue: half the orders have each
+    orders = [[p for p in PLUGINS if p[0] != "coscheduling"]]
+    for seed in (1, 2, 3):
+        order = [p for p in PLUGINS if p[0] != ("coscheduling" if seed < 2 else "prioritysort")]
+        random.Random(seed).shuffle(order)
+        orders.append(order)
+    with tempfile.TemporaryDirectory() as tmp:
+        sims = [mixed_workload(tmp), small_spread(tmp)] + [
+            os.path.join(SOURCE, "examples", "sim", name)
+            for name in ("node-constraints.yaml", "hostports.yaml", "pod-affinity.yaml",
+                         "volumes.yaml")]
+        for sim in sims:
+            base = os.path.splitext(os.path.basename(sim))[0]
+            for k, order in enumerate(orders):
+                name = f"{base}-order{k}"
+                inproc = run(tmp, name + "-inprocess", config(order, "inprocess"), sim)
+                hosted = run(tmp, name + "-process", config(order, "process"), sim)
+                if inproc is None or hosted is None:
+                    continue
+                # the run did something worth comparing
+                check(any(p["node"] for p in inproc["pods"]), f"{name}: some pod was bound")
+                hosts = hosted["summary"]["plugin_hosts"]
+                hostable = [p for p, _ in order if p not in IN_PROCESS_ONLY]
+                check(sorted(h["name"] for h in hosts) == sorted(hostable),
+                      f"{name}: every plugin that can be hosted ran in a host, got "
+                      f"{[h['name'] for h in hosts]}")
+                check(all(h["restarts"] == 0 and h["state"] == "up" for h in hosts),
+                      f"{name}: every host healthy, got {hosts}")
+                difference = first_difference(normalized(inproc), normalized(hosted))
+                check(difference is None,
+                      f"{name}: the same report in process and in hosts; first difference "
+                      f"(in process, then hosts): {difference}")
+    print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
