@@ -391,10 +391,71 @@ static kc_status spread_pre_filter(void *self, kc_cycle *cycle, const kc_pod *po
     return KC_SUCCESS;
 }
 
+/* ---- what-if Filter (preemption) ------------------------------------------------------ */
+
+/* How many of the pods this Filter call takes off node (gone) or adds to it count for the
+ * constraint, as kube's RemovePod / AddPod (updateWithPod) count them: pods of the incoming
+ * pod's namespace matching the selector, on a node that counts. */
+static int64_t delta_matching(kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
+                              const struct constraint_state *cs, int gone)
+{
+    int64_t n = 0;
+    const char *namespace_name = kc_pod_namespace(pod);
+    for (uint32_t i = 0;; i++) {
+        const kc_pod *other = kc_filter_delta_pod(cycle, node, gone, i);
+        if (other == NULL)
+            break;
+        if (strcmp(kc_pod_namespace(other), namespace_name) != 0)
+            continue;
+        if (label_selector_matches_with(&cs->c.selector, pod_handle_label, other))
+            n++;
+    }
+    return n;
+}
+
+static bool delta_present(kc_cycle *cycle, const kc_node *node)
+{
+    return kc_filter_delta_pod(cycle, node, 1, 0) != NULL ||
+           kc_filter_delta_pod(cycle, node, 0, 0) != NULL;
+}
+
+/* The global minimum with domain's count replaced by count: O(domains), what-if only. */
+static int64_t minimum_with(const struct constraint_state *cs, int32_t domain, int64_t count)
+{
+    int64_t minimum = INT32_MAX;
+    for (uint32_t d = 0; d < cs->domain_count; d++) {
+        if (cs->domain_counted != NULL && !cs->domain_counted[d])
+            continue;
+        int64_t c = (int32_t)d == domain ? count : cs->count[d];
+        if (c < minimum)
+            minimum = c;
+    }
+    return minimum;
+}
+
+/* The domain count and global minimum of cs for node in this Filter call: PreFilter's, or
+ * corrected for the pods a what-if Filter takes off or adds to node (kube's SelectVictimsOnNode
+ * removes victims from the cycle state through RemovePod). */
+static void counts_for(kc_cycle *cycle, const kc_pod *pod, const kc_node *node, uint32_t index,
+                       const struct constraint_state *cs, bool delta, int64_t *count,
+                       int64_t *minimum)
+{
+    int32_t domain = cs->domain_of_node[index];
+    *count = cs->count[domain];
+    *minimum = cs->min_count;
+    bool counted = cs->node_counted == NULL || cs->node_counted[index];
+    if (!delta || !counted)
+        return;
+    int64_t change = delta_matching(cycle, pod, node, cs, 0) - delta_matching(cycle, pod, node, cs, 1);
+    if (change == 0)
+        return;
+    *count += change;
+    *minimum = minimum_with(cs, domain, *count);
+}
+
 static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     (void)self;
-    (void)pod;
     const struct spread_state *s = kc_cycle_get(cycle, FILTER_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS; /* PreFilter skipped: the pod has no DoNotSchedule constraint */
@@ -403,6 +464,7 @@ static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, c
         kc_cycle_reject(cycle, REASON_LABEL);
         return KC_UNRESOLVABLE;
     }
+    bool delta = delta_present(cycle, node);
     for (uint32_t i = 0; i < s->count; i++) {
         const struct constraint_state *cs = &s->items[i];
         int32_t domain = cs->domain_of_node[index];
@@ -410,9 +472,11 @@ static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, c
             kc_cycle_reject(cycle, REASON_LABEL);
             return KC_UNRESOLVABLE;
         }
+        int64_t count, min_count;
+        counts_for(cycle, pod, node, index, cs, delta, &count, &min_count);
         /* fewer eligible domains than minDomains: the global minimum is taken as 0 */
-        int64_t minimum = cs->counted_domains < (uint32_t)cs->c.min_domains ? 0 : cs->min_count;
-        int64_t skew = cs->count[domain] + (cs->c.self_match ? 1 : 0) - minimum;
+        int64_t minimum = cs->counted_domains < (uint32_t)cs->c.min_domains ? 0 : min_count;
+        int64_t skew = count + (cs->c.self_match ? 1 : 0) - minimum;
         if (skew > cs->c.max_skew) {
             kc_cycle_reject(cycle, REASON_SKEW);
             return KC_UNSCHEDULABLE;

@@ -464,6 +464,73 @@ static void test_relabel_stops_counting(void **state)
     assert_int_equal(filter_on(&incoming, 1), KC_SUCCESS);
 }
 
+/* ---- what-if Filter (preemption) ------------------------------------------------------ */
+
+/* Filter on node with the fake host's delta (kc_filter_delta_pod): gone taken off the node,
+ * added counted on it, as kube's SelectVictimsOnNode (RemovePod) and addNominatedPods (AddPod)
+ * change the cycle state. */
+static kc_status filter_with_delta(const kc_pod *pod, uint32_t node, const kc_pod *gone,
+                                   const kc_pod *added)
+{
+    fake_host.delta_node = &nodes[node];
+    fake_host.delta_gone_count = 0;
+    fake_host.delta_added_count = 0;
+    if (gone != NULL)
+        fake_host.delta_gone[fake_host.delta_gone_count++] = gone;
+    if (added != NULL)
+        fake_host.delta_added[fake_host.delta_added_count++] = added;
+    kc_status st = filter_on(pod, node);
+    fake_host.delta_node = NULL;
+    return st;
+}
+
+/* zone1 holds 2 matching pods, zone2 1: node-a refuses the pod until a victim on it goes. */
+static void test_what_if_victim_satisfies_spread(void **state)
+{
+    (void)state;
+    static const struct spread_case c = {
+        "victims", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", NODES4,
+        {"node-a ns foo=", "node-b ns foo=", "node-x ns foo=", "node-a ns bar=",
+         "node-a other foo="},
+        "",
+        {NO_SCORE}};
+    kc_pod incoming;
+    build(&c, &incoming);
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL), KC_UNSCHEDULABLE);
+    /* a victim that does not match the selector does not help */
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[3], NULL), KC_UNSCHEDULABLE);
+    /* nor one of another namespace */
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[4], NULL), KC_UNSCHEDULABLE);
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[0], NULL), KC_SUCCESS);
+    /* the delta is node-a's only */
+    fake_host.delta_node = &nodes[0];
+    fake_host.delta_gone[0] = &pods[0];
+    fake_host.delta_gone_count = 1;
+    assert_int_equal(filter_on(&incoming, 1), KC_UNSCHEDULABLE);
+    fake_host.delta_node = NULL;
+}
+
+/* A nominated pod counted on the emptiest domain raises the global minimum with it (kube's
+ * AddPod updates the critical paths): zone1 = 0, zone2 = 1. */
+static void test_what_if_minimum_follows_the_delta(void **state)
+{
+    (void)state;
+    static const struct spread_case c = {
+        "minimum", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", {NODE_A, NODE_X},
+        {"node-x ns foo="}, "", {NO_SCORE}};
+    kc_pod incoming, nominated;
+    build(&c, &incoming);
+    make_pod(&nominated, "ns foo=", "nominated", NULL);
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL), KC_SUCCESS);
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, NULL), KC_UNSCHEDULABLE);
+    /* zone1 = 1 with it, so the minimum is 1: 1 + 1 - 1 */
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, &nominated), KC_SUCCESS);
+    /* zone2 = 2 with it and the minimum stays 0 */
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, &nominated), KC_UNSCHEDULABLE);
+    /* the victim on node-x takes zone2 to 0 */
+    assert_int_equal(filter_with_delta(&incoming, 1, &pods[0], NULL), KC_SUCCESS);
+}
+
 static void test_bad_constraints_are_unresolvable(void **state)
 {
     (void)state;
@@ -601,6 +668,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_frees_the_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assume_counts_until_forget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relabel_stops_counting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_victim_satisfies_spread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_minimum_follows_the_delta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_constraints_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_with_node_removals, setup, teardown),
     };

@@ -412,6 +412,14 @@ static kc_status cycle_node_status(kc_cycle *cycle, const kc_node *n)
     return (kc_status)s->node_status[index];
 }
 
+static const kc_pod *filter_delta_pod(kc_cycle *cycle, const kc_node *n, int gone,
+                                     uint32_t index)
+{
+    if (cycle == NULL || n == NULL)
+        return NULL;
+    return (const kc_pod *)preempt_view_delta(cycle->sched, NODE(n), gone != 0, index);
+}
+
 static kc_status filter_what_if(kc_cycle *cycle, const kc_node *n, const kc_pod *const *removed,
                                 uint32_t removed_count, char *reason, size_t reason_size)
 {
@@ -506,4 +514,6 @@ void hostapi_fill(kc_host_api *api)
     /* added in 1.2: sidecars */
     api->pod_container_restartable = pod_container_restartable;
     api->node_nonzero_requested = node_nonzero_requested;
+    /* added in 1.2: what-if Filter for plugins that count pods in PreFilter */
+    api->filter_delta_pod = filter_delta_pod;
 }

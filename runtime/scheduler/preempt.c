@@ -24,8 +24,13 @@
 struct node_view {
     struct cache_node node;
     struct cache_pod *added; /* shallow: the pods' own request lists */
+    uint32_t added_count;
+    /* the pods taken off, for plugins whose PreFilter counted them (kc_filter_delta_pod) */
+    const struct pod **gone;
+    uint32_t gone_count;
     struct cache_pod *pods_local[VIEW_PODS];
     struct cache_pod added_local[VIEW_ADDED];
+    const struct pod *gone_local[VIEW_PODS];
 };
 
 /* removed holds handles from kc_node_pod_at: the node's own pod objects. */
@@ -42,6 +47,16 @@ static void view_account(struct cache_node *v, const struct res_list *request, i
     cache_node_count_request(v, request, sign);
 }
 
+static void view_free(struct node_view *v)
+{
+    if (v->node.pods != v->pods_local)
+        free(v->node.pods);
+    if (v->added != v->added_local)
+        free(v->added);
+    if (v->gone != v->gone_local)
+        free(v->gone);
+}
+
 static int view_build(struct node_view *v, const struct cache_node *cn,
                       const struct pod *const *removed, uint32_t removed_count,
                       const struct pod *const *added, uint32_t added_count)
@@ -50,11 +65,13 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
     uint32_t room = cn->pod_count + added_count;
     v->node.pods = room <= VIEW_PODS ? v->pods_local : malloc(room * sizeof(*v->node.pods));
     v->added = added_count <= VIEW_ADDED ? v->added_local : calloc(added_count, sizeof(*v->added));
-    if (v->node.pods == NULL || v->added == NULL) {
-        if (v->node.pods != v->pods_local)
-            free(v->node.pods);
-        if (v->added != v->added_local)
-            free(v->added);
+    v->added_count = added_count;
+    v->gone_count = 0;
+    v->gone = cn->pod_count <= VIEW_PODS
+                  ? v->gone_local
+                  : malloc((cn->pod_count > 0 ? cn->pod_count : 1) * sizeof(*v->gone));
+    if (v->node.pods == NULL || v->added == NULL || v->gone == NULL) {
+        view_free(v);
         return -ENOMEM;
     }
     uint32_t count = 0;
@@ -62,6 +79,7 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
         struct cache_pod *cp = cn->pods[i];
         if (removed_count > 0 && listed(removed, removed_count, cp)) {
             view_account(&v->node, &cp->request, -1);
+            v->gone[v->gone_count++] = cp->pod;
             continue;
         }
         v->node.pods[count++] = cp;
@@ -83,12 +101,18 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
     return 0;
 }
 
-static void view_free(struct node_view *v)
+
+const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
+                                     bool gone, uint32_t index)
 {
-    if (v->node.pods != v->pods_local)
-        free(v->node.pods);
-    if (v->added != v->added_local)
-        free(v->added);
+    const struct cache_node *first = s->cache.nodes;
+    if (node == NULL || (node >= first && node < first + s->cache.node_count))
+        return NULL; /* a cache node: Filter sees the cluster PreFilter saw */
+    /* every other node handle Filter gets is the first member of a view built here */
+    const struct node_view *v = (const struct node_view *)node;
+    if (gone)
+        return index < v->gone_count ? v->gone[index] : NULL;
+    return index < v->added_count ? v->added[index].pod : NULL;
 }
 
 /* The nominated pods on node that count for pod: of at least its priority, not itself.

@@ -519,9 +519,89 @@ def check_preemption_host_ports(tmp):
               f"hostPort nominated: filler-0 keeps off the port, got {pods['filler-0']}")
 
 
+ANTI_VICTIM = """nodes:
+  - {name: node, count: 2, allocatable: {cpu: 4, memory: 16Gi}}
+pods:
+  - {name: low-0, namespace: apps, nodeName: node-0, priority: 0, labels: {app: batch},
+     requests: {cpu: 100m}}
+  - {name: low-1a, namespace: apps, nodeName: node-1, priority: 0, labels: {app: batch},
+     requests: {cpu: 100m}}
+  - {name: low-1b, namespace: apps, nodeName: node-1, priority: 0, labels: {app: batch},
+     requests: {cpu: 100m}}
+workload:
+  - name: urgent
+    namespace: apps
+    priority: 1000
+    labels: {app: urgent}
+    requests: {cpu: 100m}
+    affinity:
+      podAntiAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector: {matchLabels: {app: batch}}
+"""
+
+SPREAD_VICTIMS = """nodes:
+  - {name: zone-a, count: 1, allocatable: {cpu: 4, memory: 16Gi},
+     labels: {topology.kubernetes.io/zone: zone-a}}
+  - {name: zone-b, count: 1, allocatable: {cpu: 1, memory: 16Gi},
+     labels: {topology.kubernetes.io/zone: zone-b}}
+pods:
+  - {name: web-old-0, namespace: apps, nodeName: zone-a-0, priority: 0, labels: {app: web},
+     requests: {cpu: 100m}}
+  - {name: web-old-1, namespace: apps, nodeName: zone-a-0, priority: 0, labels: {app: web},
+     requests: {cpu: 100m}}
+  - {name: other, namespace: apps, nodeName: zone-a-0, priority: 0, labels: {app: other},
+     requests: {cpu: 100m}}
+  - {name: system, namespace: kube-system, nodeName: zone-b-0, priority: 2000,
+     requests: {cpu: 1}}
+workload:
+  - metadata: {name: web-new, namespace: apps, labels: {app: web}}
+    spec:
+      priority: 1000
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}
+      containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def check_preemption_pod_constraints(tmp):
+    """Preemption evaluates victims with interpodaffinity and podtopologyspread, as kube's
+    SelectVictimsOnNode does: evicting the pod a required anti-affinity refuses makes room (on
+    the node with the fewest such pods), and evicting matching pods brings a zone back within
+    maxSkew (only those: the pod of another app on the node is spared)."""
+    path = os.path.join(tmp, "anti-victim.yaml")
+    with open(path, "w") as f:
+        f.write(ANTI_VICTIM)
+    report = simulated_report("anti-affinity victim", tmp, path)
+    if report is not None:
+        evicted = [(e["name"], e["node"], e["preemptor"]) for e in report["preemptions"]]
+        pods = {p["name"]: p for p in report["pods"]}
+        check(evicted == [("low-0", "node-0", "urgent")],
+              f"anti-affinity victim: low-0 evicted from node-0 for urgent, got {evicted}")
+        check(pods["urgent"].get("node") == "node-0",
+              f"anti-affinity victim: urgent bound to node-0, got {pods['urgent']}")
+    path = os.path.join(tmp, "spread-victims.yaml")
+    with open(path, "w") as f:
+        f.write(SPREAD_VICTIMS)
+    report = simulated_report("spread victims", tmp, path)
+    if report is not None:
+        evicted = sorted((e["name"], e["node"], e["preemptor"]) for e in report["preemptions"])
+        pods = {p["name"]: p for p in report["pods"]}
+        check(evicted == [("web-old-0", "zone-a-0", "web-new"),
+                          ("web-old-1", "zone-a-0", "web-new")],
+              f"spread victims: both web-old pods evicted for web-new, got {evicted}")
+        check(pods["web-new"].get("node") == "zone-a-0",
+              f"spread victims: web-new bound to zone-a-0, got {pods['web-new']}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_preemption_host_ports(tmp)
+        check_preemption_pod_constraints(tmp)
         check_preemption(tmp)
         for example in ("small.yaml", "small.json"):
             path = os.path.join(SOURCE, "examples", "sim", example)

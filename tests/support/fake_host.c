@@ -724,6 +724,17 @@ static kc_status host_filter_what_if(kc_cycle *cycle, const kc_node *node,
     return fit_without(fake_host.what_if_pod, node, removed, removed_count, reason, reason_size);
 }
 
+static const kc_pod *host_filter_delta_pod(kc_cycle *cycle, const kc_node *node, int gone,
+                                           uint32_t index)
+{
+    (void)cycle;
+    if (node == NULL || node != fake_host.delta_node)
+        return NULL;
+    if (gone)
+        return index < fake_host.delta_gone_count ? fake_host.delta_gone[index] : NULL;
+    return index < fake_host.delta_added_count ? fake_host.delta_added[index] : NULL;
+}
+
 static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                         uint32_t victim_count)
 {
@@ -814,6 +825,7 @@ static const kc_host_api api = {
     .preempt = host_preempt,
     .pod_container_restartable = host_pod_container_restartable,
     .node_nonzero_requested = host_node_nonzero_requested,
+    .filter_delta_pod = host_filter_delta_pod,
 };
 
 const kc_host_api *fake_host_api(void)

@@ -215,6 +215,13 @@ struct fake_host_state {
     const kc_node *preempt_node;
     const kc_pod *preempt_victims[FAKE_MAX_VICTIMS];
     uint32_t preempt_victim_count;
+    /* what-if Filter (1.2): kc_filter_delta_pod answers, for delta_node only, the pods a test
+     * puts in delta_gone (taken off) and delta_added (counted on it) */
+    const kc_node *delta_node;
+    const kc_pod *delta_gone[FAKE_MAX_VICTIMS];
+    uint32_t delta_gone_count;
+    const kc_pod *delta_added[FAKE_MAX_VICTIMS];
+    uint32_t delta_added_count;
 };
 
 extern struct fake_host_state fake_host;

@@ -259,6 +259,15 @@ typedef struct kc_host_api {
      * (memory) counts as 100m (200 MiB): kube-scheduler's NodeInfo.NonZeroRequested, what its
      * LeastAllocated and MostAllocated scores read. Other resources: as node_requested. */
     int64_t (*node_nonzero_requested)(const kc_node *node, kc_resource id);
+
+    /* Added in 1.2 (what-if Filter). In Filter: the index-th pod this Filter call takes off
+     * node (gone != 0) or counts on it (gone == 0) beyond the cluster the attempt's PreFilter
+     * saw: the victims kc_filter_what_if removes and the nominated pods counted as kube's
+     * RunFilterPluginsWithNominatedPods does. NULL past the end and in an ordinary Filter. A
+     * plugin whose PreFilter state counts pods corrects it for node with these (kube's
+     * PreFilterExtensions AddPod / RemovePod). Handles live until the Filter call returns. */
+    const kc_pod *(*filter_delta_pod)(kc_cycle *cycle, const kc_node *node, int gone,
+                                      uint32_t index);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */
