@@ -420,6 +420,18 @@ static const kc_pod *filter_delta_pod(kc_cycle *cycle, const kc_node *n, int gon
     return (const kc_pod *)preempt_view_delta(cycle->sched, NODE(n), gone != 0, index);
 }
 
+static int pod_controller(const kc_pod *p, const char **api_version, const char **kind,
+                          const char **name)
+{
+    const struct pod *pod = POD(p);
+    if (pod->controller_kind == NULL)
+        return -1;
+    *api_version = pod->controller_api_version;
+    *kind = pod->controller_kind;
+    *name = pod->controller_name;
+    return 0;
+}
+
 static kc_status filter_what_if(kc_cycle *cycle, const kc_node *n, const kc_pod *const *removed,
                                 uint32_t removed_count, char *reason, size_t reason_size)
 {
@@ -516,4 +528,6 @@ void hostapi_fill(kc_host_api *api)
     api->node_nonzero_requested = node_nonzero_requested;
     /* added in 1.2: what-if Filter for plugins that count pods in PreFilter */
     api->filter_delta_pod = filter_delta_pod;
+    /* added in 1.2: default spread constraints */
+    api->pod_controller = pod_controller;
 }

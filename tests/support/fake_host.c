@@ -735,6 +735,17 @@ static const kc_pod *host_filter_delta_pod(kc_cycle *cycle, const kc_node *node,
     return index < fake_host.delta_added_count ? fake_host.delta_added[index] : NULL;
 }
 
+static int host_pod_controller(const kc_pod *pod, const char **api_version, const char **kind,
+                               const char **name)
+{
+    if (pod->controller_kind == NULL)
+        return -1;
+    *api_version = pod->controller_api_version;
+    *kind = pod->controller_kind;
+    *name = pod->controller_name;
+    return 0;
+}
+
 static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                         uint32_t victim_count)
 {
@@ -826,6 +837,7 @@ static const kc_host_api api = {
     .pod_container_restartable = host_pod_container_restartable,
     .node_nonzero_requested = host_node_nonzero_requested,
     .filter_delta_pod = host_filter_delta_pod,
+    .pod_controller = host_pod_controller,
 };
 
 const kc_host_api *fake_host_api(void)

@@ -98,6 +98,10 @@ struct kc_pod {
     int terminating;
     /* kc_pod_constraints_json (1.2): kube JSON, NULL when none */
     const char *constraints_json;
+    /* kc_pod_controller (1.2): the controller owner reference; kind NULL when none */
+    const char *controller_api_version;
+    const char *controller_kind;
+    const char *controller_name;
 };
 
 struct kc_node {

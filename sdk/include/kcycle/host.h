@@ -268,6 +268,12 @@ typedef struct kc_host_api {
      * PreFilterExtensions AddPod / RemovePod). Handles live until the Filter call returns. */
     const kc_pod *(*filter_delta_pod)(kc_cycle *cycle, const kc_node *node, int gone,
                                       uint32_t index);
+    /* Added in 1.2 (default spread constraints). The pod's controller owner reference
+     * (metadata.ownerReferences with controller: true): 0 with *api_version ("apps/v1"),
+     * *kind ("ReplicaSet") and *name set, living as long as the pod handle; -1 when the pod
+     * has none. */
+    int (*pod_controller)(const kc_pod *pod, const char **api_version, const char **kind,
+                          const char **name);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */
