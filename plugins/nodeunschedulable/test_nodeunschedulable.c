@@ -104,15 +104,55 @@ static void cordoned_nodes_are_counted_once_each(void **state)
     fake_cycle_clear(&cycle);
 }
 
-static void filter_only(void **state)
+static void node_event(kc_event_type type, const kc_node *node)
+{
+    kc_event event = {.struct_size = sizeof(event), .type = type, .node = node};
+    ops->on_event(self, &event);
+}
+
+static kc_status pre_filter(void)
+{
+    kc_pod pod;
+    kc_cycle cycle;
+    fake_pod_init(&pod, "default", "p");
+    fake_cycle_init(&cycle);
+    kc_status st = ops->pre_filter(self, &cycle, &pod);
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+/* kube's PreFilter Skip: while no node is cordoned Filter is left out; a cordon (added node or
+ * update) brings it back until the last cordoned node is uncordoned or deleted. */
+static void pre_filter_skips_while_no_node_is_cordoned(void **state)
 {
     (void)state;
-    assert_null(ops->pre_filter);
+    kc_node a, b;
+    fake_node_init(&a, "a");
+    fake_node_init(&b, "b");
+    node_event(KC_EVENT_NODE_ADD, &a);
+    assert_int_equal(pre_filter(), KC_SKIP);
+    b.unschedulable = 1;
+    node_event(KC_EVENT_NODE_ADD, &b);
+    assert_int_equal(pre_filter(), KC_SUCCESS);
+    a.unschedulable = 1;
+    node_event(KC_EVENT_NODE_UPDATE, &a);
+    b.unschedulable = 0;
+    node_event(KC_EVENT_NODE_UPDATE, &b);
+    assert_int_equal(pre_filter(), KC_SUCCESS); /* a is still cordoned */
+    node_event(KC_EVENT_NODE_DELETE, &a);
+    assert_int_equal(pre_filter(), KC_SKIP);
+    node_event(KC_EVENT_NODE_UPDATE, &b);
+    assert_int_equal(pre_filter(), KC_SKIP);
+}
+
+static void phases(void **state)
+{
+    (void)state;
+    assert_non_null(ops->pre_filter);
     assert_null(ops->score);
     assert_non_null(ops->filter);
     assert_true(ops->requeue_events(self) & KC_EVENT_MASK(KC_EVENT_NODE_UPDATE));
 }
-
 
 int main(void)
 {
@@ -120,7 +160,8 @@ int main(void)
         TEST(filter_table),
         TEST(a_taint_with_the_cordon_key_is_not_a_cordon),
         TEST(cordoned_nodes_are_counted_once_each),
-        TEST(filter_only),
+        TEST(pre_filter_skips_while_no_node_is_cordoned),
+        TEST(phases),
         TEST(query_refuses_other_abi_major),
     };
     return cmocka_run_group_tests(tests, NULL, plugin_group_teardown);
