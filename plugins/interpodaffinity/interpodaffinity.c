@@ -650,6 +650,9 @@ static kc_status reject_parse(kc_cycle *cycle, int rc, const char *error)
 static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
+    /* the common case, decided before allocating a state (several KB) */
+    if (kc_pod_constraints_json(pod) == NULL && p->pods_with_required_anti == 0)
+        return KC_SKIP;
     struct affinity_state *s;
     char error[256] = "";
     int rc = state_new(p, pod, &s, error, sizeof(error));
@@ -890,6 +893,8 @@ static kc_status affinity_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
 static kc_status affinity_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
+    if (kc_pod_constraints_json(pod) == NULL && p->pods_with_terms == 0)
+        return KC_SKIP; /* as below, without allocating a state */
     struct affinity_state *s;
     char error[256] = "";
     if (state_new(p, pod, &s, error, sizeof(error)) != 0)
