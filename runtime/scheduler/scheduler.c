@@ -782,9 +782,45 @@ static inline uint32_t job_node(const struct filter_job *job, uint32_t k)
     return index >= job->n ? index - job->n : index;
 }
 
+/* kube's PreFilter Skip: the Filter plugins of the attempt, without those PreFilter skipped. */
+static void prepare_filters(struct kc_cycle *cycle)
+{
+    const struct framework *fw = cycle->fw;
+    cycle->filter_count = 0;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER] && i < 64; i++) {
+        struct plugin *p = fw->phase[PHASE_FILTER][i];
+        if (!(cycle->filter_skip & (1ull << p->index)))
+            cycle->filters[cycle->filter_count++] = p;
+    }
+    cycle->filters_ready = fw->phase_count[PHASE_FILTER] <= 64;
+}
+
+/* Filter with the attempt's own skips: the list prepare_filters made. */
+static kc_status filter_listed(struct kc_cycle *cycle, const struct cache_node *cn,
+                               struct plugin **rejector)
+{
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    struct reject_sink *sink = cycle_filter_sink;
+    for (uint32_t i = 0; i < cycle->filter_count; i++) {
+        struct plugin *p = cycle->filters[i];
+        if (sink != NULL)
+            sink->calls = 0;
+        crash_enter(p->name, "Filter");
+        kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
+        crash_leave();
+        if (st != KC_SUCCESS) {
+            *rejector = p;
+            return st;
+        }
+    }
+    return KC_SUCCESS;
+}
+
 kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
                                 const struct cache_node *cn, struct plugin **rejector)
 {
+    if (cycle->filters_ready && skip == cycle->filter_skip)
+        return filter_listed(cycle, cn, rejector);
     const struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
     struct reject_sink *sink = cycle_filter_sink;
@@ -1295,6 +1331,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     cycle->in_pre_filter = false;
     cycle->prefilter_status = st;
     cycle->filter_skip = skip;
+    prepare_filters(cycle);
     if (st != KC_SUCCESS) {
         out->status = st == KC_UNSCHEDULABLE || st == KC_UNRESOLVABLE ? st : KC_ERROR;
         if (out->status != KC_ERROR)

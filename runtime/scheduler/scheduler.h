@@ -125,6 +125,11 @@ struct kc_cycle {
      * what PostFilter said, and the preemption a PostFilter plugin chose */
     kc_status prefilter_status;
     uint64_t filter_skip;
+    /* The Filter plugins PreFilter did not skip (filter_skip), in order: built once per
+     * evaluation so that Filter does not test every plugin's skip bit on every node */
+    struct plugin *filters[64];
+    uint32_t filter_count;
+    bool filters_ready;
     char *post_filter_message;
     struct preemption *preemption;
 };
