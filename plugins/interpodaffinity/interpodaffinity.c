@@ -682,49 +682,6 @@ static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
     return store_or_fail(cycle, FILTER_STATE_KEY, s);
 }
 
-static bool satisfies_affinity(const struct affinity_state *s, uint32_t node)
-{
-    const struct pod_terms *t = s->terms;
-    if (t == NULL || t->required_affinity_count == 0)
-        return true;
-    bool pods_exist = true;
-    for (uint32_t i = 0; i < t->required_affinity_count; i++) {
-        const struct key_table *k = &s->keys[s->affinity_key[i]];
-        int32_t d = k->domain_of_node[node];
-        if (d < 0)
-            return false; /* every topology key must be on the node */
-        if (k->affinity[d] <= 0)
-            pods_exist = false;
-    }
-    /* the first pod of a set with affinity to itself: no pod matches anywhere yet */
-    return pods_exist || (s->affinity_total == 0 && s->self_matches_affinity);
-}
-
-static bool satisfies_anti_affinity(const struct affinity_state *s, uint32_t node)
-{
-    const struct pod_terms *t = s->terms;
-    for (uint32_t i = 0; t != NULL && i < t->required_anti_count; i++) {
-        const struct key_table *k = &s->keys[s->anti_key[i]];
-        int32_t d = k->domain_of_node[node];
-        if (d >= 0 && k->anti[d] > 0)
-            return false;
-    }
-    return true;
-}
-
-static bool satisfies_existing_anti_affinity(const struct affinity_state *s, uint32_t node)
-{
-    for (uint32_t i = 0; i < s->key_count; i++) {
-        const struct key_table *k = &s->keys[i];
-        if (k->existing_total == 0)
-            continue;
-        int32_t d = k->domain_of_node[node];
-        if (d >= 0 && k->existing_anti[d] > 0)
-            return false;
-    }
-    return true;
-}
-
 /* ---- what-if Filter (preemption) ------------------------------------------------------ */
 
 /* A Filter call that takes pods off node or adds pods to it (kc_filter_delta_pod): the
@@ -794,73 +751,58 @@ static bool delta_collect(const struct plugin *p, const struct affinity_state *s
     return true;
 }
 
-static bool delta_satisfies_affinity(const struct affinity_state *s, uint32_t node,
-                                     const struct delta_counts *d)
+/* The checks of Filter, on PreFilter's counts or, in a Filter that takes pods off the node or
+ * adds some (d not NULL), on those counts corrected for them. */
+static bool satisfies_affinity(const struct affinity_state *s, uint32_t node,
+                               const struct delta_counts *d)
 {
     const struct pod_terms *t = s->terms;
     if (t == NULL || t->required_affinity_count == 0)
         return true;
+    int64_t change = d != NULL ? d->affinity_pods : 0;
     bool pods_exist = true;
     for (uint32_t i = 0; i < t->required_affinity_count; i++) {
         const struct key_table *k = &s->keys[s->affinity_key[i]];
         int32_t dom = k->domain_of_node[node];
         if (dom < 0)
-            return false;
-        if (k->affinity[dom] + d->affinity_pods <= 0)
+            return false; /* every topology key must be on the node */
+        if (k->affinity[dom] + change <= 0)
             pods_exist = false;
     }
-    /* every term's key is on node: each pod counted once per term, as PreFilter counts */
-    int64_t total = s->affinity_total + d->affinity_pods * (int64_t)t->required_affinity_count;
+    /* every term's key is on node: a pod counts once per term, as PreFilter counts */
+    int64_t total = s->affinity_total + change * (int64_t)t->required_affinity_count;
+    /* the first pod of a set with affinity to itself: no pod matches anywhere yet */
     return pods_exist || (total == 0 && s->self_matches_affinity);
 }
 
-static bool delta_satisfies_anti_affinity(const struct affinity_state *s, uint32_t node,
-                                          const struct delta_counts *d)
+static bool satisfies_anti_affinity(const struct affinity_state *s, uint32_t node,
+                                    const struct delta_counts *d)
 {
     const struct pod_terms *t = s->terms;
     for (uint32_t i = 0; t != NULL && i < t->required_anti_count; i++) {
         const struct key_table *k = &s->keys[s->anti_key[i]];
         int32_t dom = k->domain_of_node[node];
-        if (dom >= 0 && k->anti[dom] + (i < 64 ? d->anti[i] : 0) > 0)
+        int64_t change = d != NULL && i < 64 ? d->anti[i] : 0;
+        if (dom >= 0 && k->anti[dom] + change > 0)
             return false;
     }
     return true;
 }
 
-static bool delta_satisfies_existing(const struct affinity_state *s, uint32_t node,
-                                      const struct delta_counts *d)
+static bool satisfies_existing_anti_affinity(const struct affinity_state *s, uint32_t node,
+                                             const struct delta_counts *d)
 {
-    if (d->existing_untabled)
+    if (d != NULL && d->existing_untabled)
         return false;
     for (uint32_t i = 0; i < s->key_count; i++) {
         const struct key_table *k = &s->keys[i];
+        if (k->existing_total == 0 && d == NULL)
+            continue;
         int32_t dom = k->domain_of_node[node];
-        if (dom >= 0 && k->existing_anti[dom] + d->existing[i] > 0)
+        if (dom >= 0 && k->existing_anti[dom] + (d != NULL ? d->existing[i] : 0) > 0)
             return false;
     }
     return true;
-}
-
-static kc_status affinity_filter_delta(const struct affinity_state *s, kc_cycle *cycle,
-                                       uint32_t index, const struct delta_counts *d)
-{
-    if (d->failed != 0) {
-        kc_cycle_reject(cycle, PLUGIN_NAME ": out of memory");
-        return KC_ERROR;
-    }
-    if (!delta_satisfies_affinity(s, index, d)) {
-        kc_cycle_reject(cycle, REASON_AFFINITY);
-        return KC_UNRESOLVABLE;
-    }
-    if (!delta_satisfies_anti_affinity(s, index, d)) {
-        kc_cycle_reject(cycle, REASON_ANTI_AFFINITY);
-        return KC_UNSCHEDULABLE;
-    }
-    if (!delta_satisfies_existing(s, index, d)) {
-        kc_cycle_reject(cycle, REASON_EXISTING_ANTI);
-        return KC_UNSCHEDULABLE;
-    }
-    return KC_SUCCESS;
 }
 
 static kc_status affinity_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
@@ -873,17 +815,20 @@ static kc_status affinity_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
     if (index >= s->node_count)
         return KC_SUCCESS;
     struct delta_counts delta;
-    if (delta_collect(self, s, cycle, pod, node, &delta))
-        return affinity_filter_delta(s, cycle, index, &delta);
-    if (!satisfies_affinity(s, index)) {
+    const struct delta_counts *d = delta_collect(self, s, cycle, pod, node, &delta) ? &delta : NULL;
+    if (d != NULL && d->failed != 0) {
+        kc_cycle_reject(cycle, PLUGIN_NAME ": out of memory");
+        return KC_ERROR;
+    }
+    if (!satisfies_affinity(s, index, d)) {
         kc_cycle_reject(cycle, REASON_AFFINITY);
         return KC_UNRESOLVABLE;
     }
-    if (!satisfies_anti_affinity(s, index)) {
+    if (!satisfies_anti_affinity(s, index, d)) {
         kc_cycle_reject(cycle, REASON_ANTI_AFFINITY);
         return KC_UNSCHEDULABLE;
     }
-    if (!satisfies_existing_anti_affinity(s, index)) {
+    if (!satisfies_existing_anti_affinity(s, index, d)) {
         kc_cycle_reject(cycle, REASON_EXISTING_ANTI);
         return KC_UNSCHEDULABLE;
     }

@@ -795,44 +795,31 @@ static void prepare_filters(struct kc_cycle *cycle)
     cycle->filters_ready = fw->phase_count[PHASE_FILTER] <= 64;
 }
 
-/* Filter with the attempt's own skips: the list prepare_filters made. */
-static kc_status filter_listed(struct kc_cycle *cycle, const struct cache_node *cn,
-                               struct plugin **rejector)
+/* One Filter plugin on cn; its reasons go where kc_cycle_reject writes (cycle_filter_sink). */
+static inline kc_status filter_one(struct kc_cycle *cycle, struct plugin *p,
+                                   const struct cache_node *cn)
 {
-    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    struct reject_sink *sink = cycle_filter_sink;
-    for (uint32_t i = 0; i < cycle->filter_count; i++) {
-        struct plugin *p = cycle->filters[i];
-        if (sink != NULL)
-            sink->calls = 0;
-        crash_enter(p->name, "Filter");
-        kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
-        crash_leave();
-        if (st != KC_SUCCESS) {
-            *rejector = p;
-            return st;
-        }
-    }
-    return KC_SUCCESS;
+    if (cycle_filter_sink != NULL)
+        cycle_filter_sink->calls = 0;
+    crash_enter(p->name, "Filter");
+    kc_status st = p->ops.filter(p->self, cycle, (const kc_pod *)cycle->sp->pod,
+                                 (const kc_node *)cn);
+    crash_leave();
+    return st;
 }
 
 kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
                                 const struct cache_node *cn, struct plugin **rejector)
 {
-    if (cycle->filters_ready && skip == cycle->filter_skip)
-        return filter_listed(cycle, cn, rejector);
+    /* the attempt's own skips: the list prepare_filters made; other skips: the bits */
+    bool listed = cycle->filters_ready && skip == cycle->filter_skip;
     const struct framework *fw = cycle->fw;
-    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    struct reject_sink *sink = cycle_filter_sink;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
-        struct plugin *p = fw->phase[PHASE_FILTER][i];
-        if (skip & (1ull << p->index))
+    uint32_t count = listed ? cycle->filter_count : fw->phase_count[PHASE_FILTER];
+    for (uint32_t i = 0; i < count; i++) {
+        struct plugin *p = listed ? cycle->filters[i] : fw->phase[PHASE_FILTER][i];
+        if (!listed && (skip & (1ull << p->index)))
             continue;
-        if (sink != NULL)
-            sink->calls = 0;
-        crash_enter(p->name, "Filter");
-        kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
-        crash_leave();
+        kc_status st = filter_one(cycle, p, cn);
         if (st != KC_SUCCESS) {
             *rejector = p;
             return st;

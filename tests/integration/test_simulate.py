@@ -517,14 +517,9 @@ def check_default_spread(tmp):
     def zone_b(report, prefix):
         return sum(1 for p in report["pods"]
                    if p["name"].startswith(prefix) and p["node"] == "zone-b-0")
-    path = os.path.join(tmp, "default-spread.yaml")
-    with open(path, "w") as f:
-        f.write(DEFAULT_SPREAD)
-    spread = simulated_report("default spread", tmp, path)
-    path = os.path.join(tmp, "default-spread-off.yaml")
-    with open(path, "w") as f:
-        f.write(re.sub(r"(?ms)^objects:.*?(?=^workload:)", "", DEFAULT_SPREAD))
-    plain = simulated_report("default spread without selectors", tmp, path)
+    spread = simulated_text("default spread", tmp, DEFAULT_SPREAD)
+    plain = simulated_text("default spread without selectors", tmp,
+                           re.sub(r"(?ms)^objects:.*?(?=^workload:)", "", DEFAULT_SPREAD))
     if spread is None or plain is None:
         return
     for prefix in ("web-", "api-"):
@@ -626,6 +621,14 @@ def check_preemption_host_ports(tmp):
               f"hostPort nominated: filler-0 keeps off the port, got {pods['filler-0']}")
 
 
+def simulated_text(label, tmp, text):
+    """simulated_report of a simulation file given as text."""
+    path = os.path.join(tmp, re.sub(r"[^a-z0-9]+", "-", label.lower()) + ".yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return simulated_report(label, tmp, path)
+
+
 ANTI_VICTIM = """nodes:
   - {name: node, count: 2, allocatable: {cpu: 4, memory: 16Gi}}
 pods:
@@ -680,29 +683,18 @@ def check_preemption_pod_constraints(tmp):
     SelectVictimsOnNode does: evicting the pod a required anti-affinity refuses makes room (on
     the node with the fewest such pods), and evicting matching pods brings a zone back within
     maxSkew (only those: the pod of another app on the node is spared)."""
-    path = os.path.join(tmp, "anti-victim.yaml")
-    with open(path, "w") as f:
-        f.write(ANTI_VICTIM)
-    report = simulated_report("anti-affinity victim", tmp, path)
-    if report is not None:
-        evicted = [(e["name"], e["node"], e["preemptor"]) for e in report["preemptions"]]
-        pods = {p["name"]: p for p in report["pods"]}
-        check(evicted == [("low-0", "node-0", "urgent")],
-              f"anti-affinity victim: low-0 evicted from node-0 for urgent, got {evicted}")
-        check(pods["urgent"].get("node") == "node-0",
-              f"anti-affinity victim: urgent bound to node-0, got {pods['urgent']}")
-    path = os.path.join(tmp, "spread-victims.yaml")
-    with open(path, "w") as f:
-        f.write(SPREAD_VICTIMS)
-    report = simulated_report("spread victims", tmp, path)
-    if report is not None:
+    cases = [("anti-affinity victim", ANTI_VICTIM, "urgent", "node-0", ["low-0"]),
+             ("spread victims", SPREAD_VICTIMS, "web-new", "zone-a-0",
+              ["web-old-0", "web-old-1"])]
+    for label, text, preemptor, node, victims in cases:
+        report = simulated_text(label, tmp, text)
+        if report is None:
+            continue
         evicted = sorted((e["name"], e["node"], e["preemptor"]) for e in report["preemptions"])
-        pods = {p["name"]: p for p in report["pods"]}
-        check(evicted == [("web-old-0", "zone-a-0", "web-new"),
-                          ("web-old-1", "zone-a-0", "web-new")],
-              f"spread victims: both web-old pods evicted for web-new, got {evicted}")
-        check(pods["web-new"].get("node") == "zone-a-0",
-              f"spread victims: web-new bound to zone-a-0, got {pods['web-new']}")
+        bound = {p["name"]: p for p in report["pods"]}[preemptor].get("node")
+        check(evicted == [(v, node, preemptor) for v in victims] and bound == node,
+              f"{label}: {victims} evicted from {node} and {preemptor} bound there, got "
+              f"{evicted}, {preemptor} on {bound}")
 
 
 def main():
