@@ -149,7 +149,18 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
         s->nominated_pods = grown;
         s->nominated_pods_capacity = want;
     }
-    memset(s->nominated_first, 0, s->cache.node_count * sizeof(*s->nominated_first));
+    if (want > s->nominated_flagged_capacity) {
+        uint32_t *grown = realloc(s->nominated_flagged, want * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        s->nominated_flagged = grown;
+        s->nominated_flagged_capacity = want;
+    }
+    /* at most one node per nomination was flagged: clear those, not every node */
+    for (uint32_t i = 0; i < s->nominated_flagged_count; i++)
+        if (s->nominated_flagged[i] < s->cache.node_count)
+            s->nominated_first[s->nominated_flagged[i]] = 0;
+    s->nominated_flagged_count = 0;
     uint32_t used = 0;
     const struct strmap *by_node = &s->nominations.by_node;
     for (uint32_t i = 0; i < by_node->capacity; i++) {
@@ -166,6 +177,7 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
             continue;
         s->nominated_first[cn->index] = used + 1;
         s->nominated_count[cn->index] = (uint16_t)n;
+        s->nominated_flagged[s->nominated_flagged_count++] = cn->index;
         used += n;
     }
     return used > 0 ? s->nominated_first : NULL;

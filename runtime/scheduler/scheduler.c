@@ -2218,6 +2218,7 @@ void scheduler_close(struct scheduler *s)
     free(s->nominated_first);
     free(s->nominated_count);
     free(s->nominated_pods);
+    free(s->nominated_flagged);
     nominations_free(&s->nominations);
     if (current_scheduler == s)
         current_scheduler = NULL;

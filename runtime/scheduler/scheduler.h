@@ -232,6 +232,10 @@ struct scheduler {
     uint16_t *nominated_count;
     const struct pod **nominated_pods;
     uint32_t nominated_pods_capacity;
+    /* the node indices preempt_flag_nominated flagged last: cleared one by one next time
+     * instead of clearing nominated_first for every node on every attempt */
+    uint32_t *nominated_flagged;
+    uint32_t nominated_flagged_count, nominated_flagged_capacity;
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's
