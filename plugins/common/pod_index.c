@@ -123,6 +123,24 @@ static struct indexed_pod *pod_copy(const kc_pod *source, const char *node_name)
     return pod;
 }
 
+/* Whether the indexed entry already says what pod on node_name would: the same node,
+ * namespace and labels (kc_pod_label_at gives them in key order, as the entry keeps them).
+ * A pod is put again when it is bound after being assumed, and on every status update. */
+static bool unchanged(const struct indexed_pod *entry, const kc_pod *pod, const char *node_name)
+{
+    uint32_t labels = kc_pod_label_count(pod);
+    if (strcmp(entry->node_name, node_name) != 0 || labels != entry->label_count ||
+        strcmp(entry->namespace_name, kc_pod_namespace(pod)) != 0)
+        return false;
+    for (uint32_t i = 0; i < labels; i++) {
+        const char *key, *value;
+        if (kc_pod_label_at(pod, i, &key, &value) != 0 ||
+            strcmp(entry->labels[i].key, key) != 0 || strcmp(entry->labels[i].value, value) != 0)
+            return false;
+    }
+    return true;
+}
+
 int pod_index_put(struct pod_index *index, const kc_pod *pod, const char *node_name, void *extra)
 {
     const char *uid = kc_pod_uid(pod);
@@ -134,6 +152,13 @@ int pod_index_put(struct pod_index *index, const kc_pod *pod, const char *node_n
     struct indexed_pod **slot = find_slot(index, uid);
     if (node_name == NULL && *slot != NULL)
         node_name = (*slot)->node_name;
+    if (*slot != NULL && node_name != NULL && unchanged(*slot, pod, node_name)) {
+        /* keep the entry (no copy of its strings); only the plugin's data is new */
+        if ((*slot)->extra != NULL && index->extra_free != NULL)
+            index->extra_free((*slot)->extra);
+        (*slot)->extra = extra;
+        return 0;
+    }
     struct indexed_pod *copy = node_name != NULL ? pod_copy(pod, node_name) : NULL;
     if (copy == NULL) {
         if (extra != NULL && index->extra_free != NULL)

@@ -650,6 +650,9 @@ static kc_status reject_parse(kc_cycle *cycle, int rc, const char *error)
 static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
+    /* the common case, decided before allocating a state (several KB) */
+    if (kc_pod_constraints_json(pod) == NULL && p->pods_with_required_anti == 0)
+        return KC_SKIP;
     struct affinity_state *s;
     char error[256] = "";
     int rc = state_new(p, pod, &s, error, sizeof(error));
@@ -679,44 +682,124 @@ static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
     return store_or_fail(cycle, FILTER_STATE_KEY, s);
 }
 
-static bool satisfies_affinity(const struct affinity_state *s, uint32_t node)
+/* ---- what-if Filter (preemption) ------------------------------------------------------ */
+
+/* A Filter call that takes pods off node or adds pods to it (kc_filter_delta_pod): the
+ * PreFilter counts of node's domains corrected for them, as kube's RemovePod / AddPod
+ * (updateWithPod) do on a copy of the state in SelectVictimsOnNode. Only node's own domains
+ * change (the pods are on it), so the correction is local; nothing is stored. */
+struct delta_counts {
+    int64_t affinity_pods; /* pods matching every required affinity term, net */
+    int64_t anti[64];      /* per required anti-affinity term, net */
+    int64_t existing[MAX_KEYS]; /* per key table: pods whose required anti-affinity selects
+                                   the incoming pod, net */
+    bool existing_untabled;     /* an added pod's such term has a key with no table, on node */
+    int failed;
+};
+
+static void delta_pod(const struct plugin *p, const struct affinity_state *s, const kc_pod *pod,
+                      const kc_node *node, const kc_pod *other, int sign, struct delta_counts *d)
+{
+    const struct pod_terms *mine = s->terms;
+    const char *ns = kc_pod_namespace(other);
+    if (mine != NULL && mine->required_affinity_count > 0) {
+        bool all = true;
+        for (uint32_t t = 0; t < mine->required_affinity_count && all; t++)
+            all = affinity_term_matches(&mine->required_affinity[t], &p->namespaces, ns,
+                                        pod_handle_label, other);
+        d->affinity_pods += all ? sign : 0;
+    }
+    for (uint32_t t = 0; mine != NULL && t < mine->required_anti_count && t < 64; t++)
+        if (affinity_term_matches(&mine->required_anti[t], &p->namespaces, ns, pod_handle_label,
+                                  other))
+            d->anti[t] += sign;
+    struct pod_terms *theirs = NULL;
+    char error[128];
+    if (pod_terms_parse(other, &theirs, error, sizeof(error)) == -ENOMEM)
+        d->failed = -ENOMEM;
+    for (uint32_t t = 0; theirs != NULL && t < theirs->required_anti_count; t++) {
+        const struct affinity_term *term = &theirs->required_anti[t];
+        if (!term_selects_incoming(p, term, pod) || kc_node_label(node, term->topology_key) == NULL)
+            continue;
+        bool tabled = false;
+        for (uint32_t k = 0; k < s->key_count && !tabled; k++)
+            if (strcmp(s->keys[k].key, term->topology_key) == 0) {
+                d->existing[k] += sign;
+                tabled = true;
+            }
+        if (!tabled && sign > 0)
+            d->existing_untabled = true;
+    }
+    pod_terms_free(theirs);
+}
+
+/* false when the call has no such pods for node (the common case: one host call each way). */
+static bool delta_collect(const struct plugin *p, const struct affinity_state *s, kc_cycle *cycle,
+                          const kc_pod *pod, const kc_node *node, struct delta_counts *d)
+{
+    if (kc_filter_delta_pod(cycle, node, 1, 0) == NULL &&
+        kc_filter_delta_pod(cycle, node, 0, 0) == NULL)
+        return false;
+    memset(d, 0, sizeof(*d));
+    for (int gone = 0; gone <= 1; gone++)
+        for (uint32_t i = 0;; i++) {
+            const kc_pod *other = kc_filter_delta_pod(cycle, node, gone, i);
+            if (other == NULL)
+                break;
+            delta_pod(p, s, pod, node, other, gone ? -1 : 1, d);
+        }
+    return true;
+}
+
+/* The checks of Filter, on PreFilter's counts or, in a Filter that takes pods off the node or
+ * adds some (d not NULL), on those counts corrected for them. */
+static bool satisfies_affinity(const struct affinity_state *s, uint32_t node,
+                               const struct delta_counts *d)
 {
     const struct pod_terms *t = s->terms;
     if (t == NULL || t->required_affinity_count == 0)
         return true;
+    int64_t change = d != NULL ? d->affinity_pods : 0;
     bool pods_exist = true;
     for (uint32_t i = 0; i < t->required_affinity_count; i++) {
         const struct key_table *k = &s->keys[s->affinity_key[i]];
-        int32_t d = k->domain_of_node[node];
-        if (d < 0)
+        int32_t dom = k->domain_of_node[node];
+        if (dom < 0)
             return false; /* every topology key must be on the node */
-        if (k->affinity[d] <= 0)
+        if (k->affinity[dom] + change <= 0)
             pods_exist = false;
     }
+    /* every term's key is on node: a pod counts once per term, as PreFilter counts */
+    int64_t total = s->affinity_total + change * (int64_t)t->required_affinity_count;
     /* the first pod of a set with affinity to itself: no pod matches anywhere yet */
-    return pods_exist || (s->affinity_total == 0 && s->self_matches_affinity);
+    return pods_exist || (total == 0 && s->self_matches_affinity);
 }
 
-static bool satisfies_anti_affinity(const struct affinity_state *s, uint32_t node)
+static bool satisfies_anti_affinity(const struct affinity_state *s, uint32_t node,
+                                    const struct delta_counts *d)
 {
     const struct pod_terms *t = s->terms;
     for (uint32_t i = 0; t != NULL && i < t->required_anti_count; i++) {
         const struct key_table *k = &s->keys[s->anti_key[i]];
-        int32_t d = k->domain_of_node[node];
-        if (d >= 0 && k->anti[d] > 0)
+        int32_t dom = k->domain_of_node[node];
+        int64_t change = d != NULL && i < 64 ? d->anti[i] : 0;
+        if (dom >= 0 && k->anti[dom] + change > 0)
             return false;
     }
     return true;
 }
 
-static bool satisfies_existing_anti_affinity(const struct affinity_state *s, uint32_t node)
+static bool satisfies_existing_anti_affinity(const struct affinity_state *s, uint32_t node,
+                                             const struct delta_counts *d)
 {
+    if (d != NULL && d->existing_untabled)
+        return false;
     for (uint32_t i = 0; i < s->key_count; i++) {
         const struct key_table *k = &s->keys[i];
-        if (k->existing_total == 0)
+        if (k->existing_total == 0 && d == NULL)
             continue;
-        int32_t d = k->domain_of_node[node];
-        if (d >= 0 && k->existing_anti[d] > 0)
+        int32_t dom = k->domain_of_node[node];
+        if (dom >= 0 && k->existing_anti[dom] + (d != NULL ? d->existing[i] : 0) > 0)
             return false;
     }
     return true;
@@ -725,23 +808,27 @@ static bool satisfies_existing_anti_affinity(const struct affinity_state *s, uin
 static kc_status affinity_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
                                  const kc_node *node)
 {
-    (void)self;
-    (void)pod;
     const struct affinity_state *s = kc_cycle_get(cycle, FILTER_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS;
     uint32_t index = kc_node_index(node);
     if (index >= s->node_count)
         return KC_SUCCESS;
-    if (!satisfies_affinity(s, index)) {
+    struct delta_counts delta;
+    const struct delta_counts *d = delta_collect(self, s, cycle, pod, node, &delta) ? &delta : NULL;
+    if (d != NULL && d->failed != 0) {
+        kc_cycle_reject(cycle, PLUGIN_NAME ": out of memory");
+        return KC_ERROR;
+    }
+    if (!satisfies_affinity(s, index, d)) {
         kc_cycle_reject(cycle, REASON_AFFINITY);
         return KC_UNRESOLVABLE;
     }
-    if (!satisfies_anti_affinity(s, index)) {
+    if (!satisfies_anti_affinity(s, index, d)) {
         kc_cycle_reject(cycle, REASON_ANTI_AFFINITY);
         return KC_UNSCHEDULABLE;
     }
-    if (!satisfies_existing_anti_affinity(s, index)) {
+    if (!satisfies_existing_anti_affinity(s, index, d)) {
         kc_cycle_reject(cycle, REASON_EXISTING_ANTI);
         return KC_UNSCHEDULABLE;
     }
@@ -751,6 +838,8 @@ static kc_status affinity_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
 static kc_status affinity_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
+    if (kc_pod_constraints_json(pod) == NULL && p->pods_with_terms == 0)
+        return KC_SKIP; /* as below, without allocating a state */
     struct affinity_state *s;
     char error[256] = "";
     if (state_new(p, pod, &s, error, sizeof(error)) != 0)

@@ -239,6 +239,104 @@ static void test_existing_anti_tally(void **state)
     fake_cycle_clear(&cycle);
 }
 
+/* ---- what-if Filter (preemption) ------------------------------------------------------ */
+
+/* Filter on node with the fake host's delta (kc_filter_delta_pod): gone pods taken off it,
+ * added pods counted on it, as kube's SelectVictimsOnNode and addNominatedPods do. */
+static kc_status filter_with_delta(const kc_pod *pod, uint32_t node, const kc_pod *gone,
+                                   const kc_pod *added, const char **reason)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status pre = ops->pre_filter(self, &cycle, pod);
+    fake_host.delta_node = &nodes[node];
+    fake_host.delta_gone_count = 0;
+    fake_host.delta_added_count = 0;
+    if (gone != NULL)
+        fake_host.delta_gone[fake_host.delta_gone_count++] = gone;
+    if (added != NULL)
+        fake_host.delta_added[fake_host.delta_added_count++] = added;
+    kc_status st = pre == KC_SKIP ? KC_SUCCESS : ops->filter(self, &cycle, pod, &nodes[node]);
+    static char last[128];
+    last[0] = '\0';
+    if (cycle.reason_count > 0)
+        snprintf(last, sizeof(last), "%s", cycle.reasons[cycle.reason_count - 1]);
+    *reason = last;
+    fake_host.delta_node = NULL;
+    fake_cycle_clear(&cycle);
+    return st;
+}
+
+/* The pod's required anti-affinity: removing the matching victim makes its node fit, and a
+ * matching nominated pod counted on a node refuses it. */
+static void test_what_if_anti_affinity_victim_removed(void **state)
+{
+    (void)state;
+    static const struct affinity_case c = {
+        "anti", REQ_ANTI(TERM("hostname", SEL_EQ("app", "low"))), "ns app=high", NODES3,
+        {"node-a ns app=low", "node-a ns app=other"}, "", {NO_SCORE}, NULL};
+    kc_pod incoming, nominated;
+    build(&c, &incoming);
+    pods[0].node_name = "node-a";
+    const char *reason;
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL, &reason), KC_UNSCHEDULABLE);
+    assert_string_equal(reason, REASON_ANTI);
+    /* removing the other pod does not help; removing the matching one does */
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[1], NULL, &reason), KC_UNSCHEDULABLE);
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[0], NULL, &reason), KC_SUCCESS);
+    /* a delta for another node changes nothing on node-a */
+    fake_host.delta_node = &nodes[1];
+    assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE);
+    fake_host.delta_node = NULL;
+    /* a nominated pod matching the term counts on its node */
+    make_pod(&nominated, "ns app=low", "nominated", NULL);
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, NULL, &reason), KC_SUCCESS);
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, &nominated, &reason), KC_UNSCHEDULABLE);
+    assert_string_equal(reason, REASON_ANTI);
+}
+
+/* A placed pod's required anti-affinity against the incoming pod: evicting that pod lifts it;
+ * a nominated pod with such a term refuses its node. */
+static void test_what_if_existing_anti_affinity(void **state)
+{
+    (void)state;
+    static const struct affinity_case c = {
+        "existing", NULL, "ns app=web", NODES3,
+        {"node-a ns app=db | " REQ_ANTI(TERM("zone", SEL_EQ("app", "web")))}, "", {NO_SCORE},
+        NULL};
+    kc_pod incoming, nominated;
+    build(&c, &incoming);
+    const char *reason;
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL, &reason), KC_UNSCHEDULABLE);
+    assert_string_equal(reason, REASON_EXISTING);
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[0], NULL, &reason), KC_SUCCESS);
+    make_pod(&nominated, "ns app=cache", "nominated", NULL);
+    nominated.constraints_json = REQ_ANTI(TERM("region", SEL_EQ("app", "web")));
+    assert_int_equal(filter_with_delta(&incoming, 2, NULL, NULL, &reason), KC_SUCCESS);
+    assert_int_equal(filter_with_delta(&incoming, 2, NULL, &nominated, &reason),
+                     KC_UNSCHEDULABLE);
+    assert_string_equal(reason, REASON_EXISTING);
+}
+
+/* The pod's required affinity: evicting the only pod it needs leaves no match (and the pod
+ * does not match its own term), so the node becomes unresolvable; a nominated match helps. */
+static void test_what_if_affinity(void **state)
+{
+    (void)state;
+    static const struct affinity_case c = {
+        "affinity", REQ_AFF(TERM("zone", SEL_EQ("app", "cache"))), "ns app=web", NODES3,
+        {"node-a ns app=cache"}, "", {NO_SCORE}, NULL};
+    kc_pod incoming, nominated;
+    build(&c, &incoming);
+    const char *reason;
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL, &reason), KC_SUCCESS);
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[0], NULL, &reason), KC_UNRESOLVABLE);
+    assert_string_equal(reason, REASON_AFFINITY);
+    make_pod(&nominated, "ns app=cache", "nominated", NULL);
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, NULL, &reason), KC_UNRESOLVABLE);
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, &nominated, &reason), KC_SUCCESS);
+}
+
 static void test_bad_terms_are_unresolvable(void **state)
 {
     (void)state;
@@ -280,6 +378,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_assume_forget_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_existing_anti_tally, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_anti_affinity_victim_removed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_existing_anti_affinity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_affinity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_terms_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
     };

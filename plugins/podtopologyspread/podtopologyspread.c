@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <kcycle/kcycle.h>
 
+#include "default_constraints.h"
 #include "domain_counts.h"
 #include "spread_constraints.h"
 
@@ -36,6 +37,7 @@ KC_PLUGIN_DEFINE_HOST;
 struct plugin {
     struct pod_index index;
     struct domain_cache domains; /* the fast path's per-domain counts */
+    struct spread_defaults defaults; /* cluster default constraints (args) */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -54,6 +56,9 @@ struct constraint_state {
 };
 
 struct spread_state {
+    /* the constraints are the System defaults: a node need not have every key (kube's
+     * requireAllTopologies false) */
+    bool system_defaulted;
     uint32_t count;
     uint32_t node_count;
     struct constraint_state *items;
@@ -168,7 +173,7 @@ static int map_domains(struct spread_state *s, const kc_pod *pod,
             if (cs->domain_of_node[n] < 0)
                 continue;
             const kc_node *node = kc_node_at(n);
-            if (!node_has_all_keys(node, list, s->count))
+            if (!s->system_defaulted && !node_has_all_keys(node, list, s->count))
                 continue;
             if (cs->c.node_affinity_honor && !kc_pod_matches_node_affinity(pod, node))
                 continue;
@@ -224,7 +229,7 @@ static bool borrow_counts(struct plugin *p, const kc_pod *pod, struct spread_sta
                                            &c->selector, c->topology_key);
         if (maps[i] == NULL || counters[i] == NULL)
             return false;
-        if (s->count > 1 && maps[i]->nodes_without_key > 0)
+        if (s->count > 1 && maps[i]->nodes_without_key > 0 && !s->system_defaulted)
             return false;
     }
     for (uint32_t i = 0; i < s->count; i++) {
@@ -242,6 +247,16 @@ static bool borrow_counts(struct plugin *p, const kc_pod *pod, struct spread_sta
     return true;
 }
 
+/* kube applies the cluster default constraints only to a pod without constraints of its own
+ * (of either whenUnsatisfiable). */
+static bool has_own_constraints(const kc_pod *pod)
+{
+    const char *text = kc_pod_constraints_json(pod);
+    /* (whenUnsatisfiable: text that is not JSON still reaches the parser, which refuses it) */
+    return text != NULL && (strstr(text, "\"topologySpreadConstraints\"") != NULL ||
+                            strstr(text, "\"whenUnsatisfiable\"") != NULL);
+}
+
 /* Build the attempt's state for the pod's constraints with the given whenUnsatisfiable.
  * *out is NULL when the pod has none. 0, -EINVAL (bad constraints, message in error) or
  * -ENOMEM. */
@@ -251,7 +266,9 @@ static int build_state(struct plugin *p, const kc_pod *pod, enum spread_action a
     *out = NULL;
     struct spread_constraint *list = NULL;
     uint32_t count = 0;
-    int rc = spread_constraints_parse(pod, action, &list, &count, error, error_size);
+    bool defaulted = !has_own_constraints(pod);
+    int rc = defaulted ? spread_defaults_build(&p->defaults, pod, action, &list, &count)
+                       : spread_constraints_parse(pod, action, &list, &count, error, error_size);
     if (rc != 0 || count == 0)
         return rc;
     struct spread_state *s = calloc(1, sizeof(*s));
@@ -261,6 +278,7 @@ static int build_state(struct plugin *p, const kc_pod *pod, enum spread_action a
         return -ENOMEM;
     }
     s->count = count;
+    s->system_defaulted = defaulted && p->defaults.system;
     s->node_count = kc_node_count();
     for (uint32_t i = 0; i < count; i++)
         s->items[i].c = list[i]; /* moved */
@@ -299,11 +317,18 @@ static int spread_init(const kc_host_api *host, const char *args_json, void **se
 {
     if (kc_plugin_attach(host) != 0)
         return -EINVAL;
-    (void)args_json;
     struct plugin *p = calloc(1, sizeof(*p));
     if (p == NULL)
         return -ENOMEM;
+    char error[256] = "";
+    int rc = spread_defaults_init(&p->defaults, args_json, error, sizeof(error));
+    if (rc != 0) {
+        kc_log(KC_LOG_ERROR, PLUGIN_NAME, rc == -ENOMEM ? "out of memory" : error);
+        free(p);
+        return rc == -ENOMEM ? -ENOMEM : -EINVAL;
+    }
     if (pod_index_init(&p->index, NULL) != 0) {
+        spread_defaults_free(&p->defaults);
         free(p);
         return -ENOMEM;
     }
@@ -318,6 +343,7 @@ static void spread_fini(void *self)
         return;
     domain_cache_invalidate(&p->domains);
     pod_index_free(&p->index);
+    spread_defaults_free(&p->defaults);
     free(p);
 }
 
@@ -358,6 +384,18 @@ static void spread_on_event(void *self, const kc_event *event)
         domain_cache_pod(&p->domains, uid != NULL ? pod_index_find(&p->index, uid) : NULL, -1);
         pod_index_remove(&p->index, uid);
         break;
+    case KC_EVENT_OBJECT_ADD:
+    case KC_EVENT_OBJECT_UPDATE:
+        /* the objects whose selectors make the default constraints' selector */
+        if (spread_defaults_object_set(&p->defaults, event->object_kind, event->object_namespace,
+                                       event->object_name, event->object_json) != 0)
+            kc_log(KC_LOG_ERROR, PLUGIN_NAME, "out of memory keeping a selecting object");
+        break;
+    case KC_EVENT_OBJECT_DELETE:
+        if (spread_defaults_watches(event->object_kind))
+            spread_defaults_object_remove(&p->defaults, event->object_kind,
+                                          event->object_namespace, event->object_name);
+        break;
     default: break;
     }
 }
@@ -391,10 +429,71 @@ static kc_status spread_pre_filter(void *self, kc_cycle *cycle, const kc_pod *po
     return KC_SUCCESS;
 }
 
+/* ---- what-if Filter (preemption) ------------------------------------------------------ */
+
+/* How many of the pods this Filter call takes off node (gone) or adds to it count for the
+ * constraint, as kube's RemovePod / AddPod (updateWithPod) count them: pods of the incoming
+ * pod's namespace matching the selector, on a node that counts. */
+static int64_t delta_matching(kc_cycle *cycle, const kc_pod *pod, const kc_node *node,
+                              const struct constraint_state *cs, int gone)
+{
+    int64_t n = 0;
+    const char *namespace_name = kc_pod_namespace(pod);
+    for (uint32_t i = 0;; i++) {
+        const kc_pod *other = kc_filter_delta_pod(cycle, node, gone, i);
+        if (other == NULL)
+            break;
+        if (strcmp(kc_pod_namespace(other), namespace_name) != 0)
+            continue;
+        if (label_selector_matches_with(&cs->c.selector, pod_handle_label, other))
+            n++;
+    }
+    return n;
+}
+
+static bool delta_present(kc_cycle *cycle, const kc_node *node)
+{
+    return kc_filter_delta_pod(cycle, node, 1, 0) != NULL ||
+           kc_filter_delta_pod(cycle, node, 0, 0) != NULL;
+}
+
+/* The global minimum with domain's count replaced by count: O(domains), what-if only. */
+static int64_t minimum_with(const struct constraint_state *cs, int32_t domain, int64_t count)
+{
+    int64_t minimum = INT32_MAX;
+    for (uint32_t d = 0; d < cs->domain_count; d++) {
+        if (cs->domain_counted != NULL && !cs->domain_counted[d])
+            continue;
+        int64_t c = (int32_t)d == domain ? count : cs->count[d];
+        if (c < minimum)
+            minimum = c;
+    }
+    return minimum;
+}
+
+/* The domain count and global minimum of cs for node in this Filter call: PreFilter's, or
+ * corrected for the pods a what-if Filter takes off or adds to node (kube's SelectVictimsOnNode
+ * removes victims from the cycle state through RemovePod). */
+static void counts_for(kc_cycle *cycle, const kc_pod *pod, const kc_node *node, uint32_t index,
+                       const struct constraint_state *cs, bool delta, int64_t *count,
+                       int64_t *minimum)
+{
+    int32_t domain = cs->domain_of_node[index];
+    *count = cs->count[domain];
+    *minimum = cs->min_count;
+    bool counted = cs->node_counted == NULL || cs->node_counted[index];
+    if (!delta || !counted)
+        return;
+    int64_t change = delta_matching(cycle, pod, node, cs, 0) - delta_matching(cycle, pod, node, cs, 1);
+    if (change == 0)
+        return;
+    *count += change;
+    *minimum = minimum_with(cs, domain, *count);
+}
+
 static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
     (void)self;
-    (void)pod;
     const struct spread_state *s = kc_cycle_get(cycle, FILTER_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS; /* PreFilter skipped: the pod has no DoNotSchedule constraint */
@@ -403,6 +502,7 @@ static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, c
         kc_cycle_reject(cycle, REASON_LABEL);
         return KC_UNRESOLVABLE;
     }
+    bool delta = delta_present(cycle, node);
     for (uint32_t i = 0; i < s->count; i++) {
         const struct constraint_state *cs = &s->items[i];
         int32_t domain = cs->domain_of_node[index];
@@ -410,9 +510,11 @@ static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, c
             kc_cycle_reject(cycle, REASON_LABEL);
             return KC_UNRESOLVABLE;
         }
+        int64_t count, min_count;
+        counts_for(cycle, pod, node, index, cs, delta, &count, &min_count);
         /* fewer eligible domains than minDomains: the global minimum is taken as 0 */
-        int64_t minimum = cs->counted_domains < (uint32_t)cs->c.min_domains ? 0 : cs->min_count;
-        int64_t skew = cs->count[domain] + (cs->c.self_match ? 1 : 0) - minimum;
+        int64_t minimum = cs->counted_domains < (uint32_t)cs->c.min_domains ? 0 : min_count;
+        int64_t skew = count + (cs->c.self_match ? 1 : 0) - minimum;
         if (skew > cs->c.max_skew) {
             kc_cycle_reject(cycle, REASON_SKEW);
             return KC_UNSCHEDULABLE;
@@ -450,9 +552,12 @@ static kc_status spread_score(void *self, kc_cycle *cycle, const kc_pod *pod, co
     return KC_SUCCESS;
 }
 
-/* A node is ignored (scores 0) when it lacks one of the constraints' keys. */
+/* A node is ignored (scores 0) when it lacks one of the constraints' keys; never under the
+ * System defaults, where a constraint whose key the node lacks just adds nothing. */
 static bool node_ignored(const struct spread_state *s, uint32_t index)
 {
+    if (s->system_defaulted)
+        return false;
     for (uint32_t i = 0; i < s->count; i++)
         if (s->items[i].domain_of_node[index] < 0)
             return true;
@@ -475,14 +580,20 @@ static int normalizing_weights(const struct spread_state *s, const kc_node *cons
             if (seen == NULL)
                 return -ENOMEM;
             size = 0;
+            bool keyless = false;
             for (uint32_t n = 0; n < count; n++) {
                 uint32_t index = kc_node_index(nodes[n]);
                 if (node_ignored(s, index))
                     continue;
                 int32_t d = cs->domain_of_node[index];
+                if (d < 0) {
+                    keyless = true; /* System defaults: kube counts "" as one more value */
+                    continue;
+                }
                 size += !seen[d];
                 seen[d] = 1;
             }
+            size += keyless;
             free(seen);
         }
         weights[i] = log((double)size + 2.0);
@@ -514,6 +625,8 @@ static kc_status spread_normalize_score(void *self, kc_cycle *cycle, const kc_po
         double raw = 0;
         for (uint32_t i = 0; i < s->count; i++) {
             const struct constraint_state *cs = &s->items[i];
+            if (cs->domain_of_node[index] < 0)
+                continue; /* System defaults: the node lacks this key */
             int64_t pods = cs->node_pods != NULL ? cs->node_pods[index]
                                                  : cs->count[cs->domain_of_node[index]];
             raw += (double)pods * weights[i] + (double)(cs->c.max_skew - 1);

@@ -207,6 +207,285 @@ static void test_relabel_stops_counting(void **state)
     assert_int_equal(filter_on(&incoming, 1), KC_SUCCESS);
 }
 
+/* ---- what-if Filter (preemption) ------------------------------------------------------ */
+
+/* Filter on node with the fake host's delta (kc_filter_delta_pod): gone taken off the node,
+ * added counted on it, as kube's SelectVictimsOnNode (RemovePod) and addNominatedPods (AddPod)
+ * change the cycle state. */
+static kc_status filter_with_delta(const kc_pod *pod, uint32_t node, const kc_pod *gone,
+                                   const kc_pod *added)
+{
+    fake_host.delta_node = &nodes[node];
+    fake_host.delta_gone_count = 0;
+    fake_host.delta_added_count = 0;
+    if (gone != NULL)
+        fake_host.delta_gone[fake_host.delta_gone_count++] = gone;
+    if (added != NULL)
+        fake_host.delta_added[fake_host.delta_added_count++] = added;
+    kc_status st = filter_on(pod, node);
+    fake_host.delta_node = NULL;
+    return st;
+}
+
+/* zone1 holds 2 matching pods, zone2 1: node-a refuses the pod until a victim on it goes. */
+static void test_what_if_victim_satisfies_spread(void **state)
+{
+    (void)state;
+    static const struct spread_case c = {
+        "victims", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", NODES4,
+        {"node-a ns foo=", "node-b ns foo=", "node-x ns foo=", "node-a ns bar=",
+         "node-a other foo="},
+        "",
+        {NO_SCORE}};
+    kc_pod incoming;
+    build(&c, &incoming);
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL), KC_UNSCHEDULABLE);
+    /* a victim that does not match the selector does not help */
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[3], NULL), KC_UNSCHEDULABLE);
+    /* nor one of another namespace */
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[4], NULL), KC_UNSCHEDULABLE);
+    assert_int_equal(filter_with_delta(&incoming, 0, &pods[0], NULL), KC_SUCCESS);
+    /* the delta is node-a's only */
+    fake_host.delta_node = &nodes[0];
+    fake_host.delta_gone[0] = &pods[0];
+    fake_host.delta_gone_count = 1;
+    assert_int_equal(filter_on(&incoming, 1), KC_UNSCHEDULABLE);
+    fake_host.delta_node = NULL;
+}
+
+/* A nominated pod counted on the emptiest domain raises the global minimum with it (kube's
+ * AddPod updates the critical paths): zone1 = 0, zone2 = 1. */
+static void test_what_if_minimum_follows_the_delta(void **state)
+{
+    (void)state;
+    static const struct spread_case c = {
+        "minimum", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", {NODE_A, NODE_X},
+        {"node-x ns foo="}, "", {NO_SCORE}};
+    kc_pod incoming, nominated;
+    build(&c, &incoming);
+    make_pod(&nominated, "ns foo=", "nominated", NULL);
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, NULL), KC_SUCCESS);
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, NULL), KC_UNSCHEDULABLE);
+    /* zone1 = 1 with it, so the minimum is 1: 1 + 1 - 1 */
+    assert_int_equal(filter_with_delta(&incoming, 0, NULL, &nominated), KC_SUCCESS);
+    /* zone2 = 2 with it and the minimum stays 0 */
+    assert_int_equal(filter_with_delta(&incoming, 1, NULL, &nominated), KC_UNSCHEDULABLE);
+    /* the victim on node-x takes zone2 to 0 */
+    assert_int_equal(filter_with_delta(&incoming, 1, &pods[0], NULL), KC_SUCCESS);
+}
+
+/* ---- cluster default constraints (kube's System defaulting) --------------------------- */
+
+#define HOST_KEY "kubernetes.io/hostname"
+#define ZONE_KEY "topology.kubernetes.io/zone"
+
+static void send_object(kc_event_type type, const char *kind, const char *namespace_name,
+                        const char *name, const char *json)
+{
+    kc_event event = {.struct_size = sizeof(event),
+                      .type = type,
+                      .object_kind = kind,
+                      .object_namespace = namespace_name,
+                      .object_name = name,
+                      .object_json = json};
+    ops->on_event(self, &event);
+}
+
+/* Nodes a, b (zone z1), x (zone z2) and n (no zone label); app=web pods: 2 on a, 1 on x. */
+static void default_cluster(kc_pod *incoming)
+{
+    make_node(&nodes[0], "a " HOST_KEY "=a " ZONE_KEY "=z1");
+    make_node(&nodes[1], "b " HOST_KEY "=b " ZONE_KEY "=z1");
+    make_node(&nodes[2], "x " HOST_KEY "=x " ZONE_KEY "=z2");
+    make_node(&nodes[3], "n " HOST_KEY "=n");
+    add_existing(0, "a ns app=web");
+    add_existing(1, "a ns app=web");
+    add_existing(2, "x ns app=web");
+    add_existing(3, "b ns app=db");
+    make_pod(incoming, "ns app=web", "incoming", NULL);
+}
+
+/* PreScore's verdict and, when it scores, the normalized scores of the four nodes. */
+static kc_status default_scores(const kc_pod *pod, int64_t *scores)
+{
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    kc_status pre = ops->pre_score(self, &cycle, pod);
+    if (pre == KC_SUCCESS) {
+        const kc_node *list[4];
+        for (uint32_t n = 0; n < 4; n++) {
+            list[n] = &nodes[n];
+            assert_int_equal(ops->score(self, &cycle, pod, &nodes[n], &scores[n]), KC_SUCCESS);
+        }
+        assert_int_equal(ops->normalize_score(self, &cycle, pod, list, scores, 4), KC_SUCCESS);
+    }
+    fake_cycle_clear(&cycle);
+    return pre;
+}
+
+/* kube's numbers: hostname (maxSkew 3) over 4 nodes weighs log(6), zone (maxSkew 5) over the
+ * values z1, z2 and "" (node n lacks the key but still counts under System defaulting)
+ * weighs log(5); raw a = 2 log6 + 2 + 2 log5 + 4 = 13, b = 2 + 2 log5 + 4 = 9, x = log6 + 2 +
+ * log5 + 4 = 9, n = 2 (no zone term); normalized 100 (13 + 2 - s) / 13. */
+static const int64_t service_scores[4] = {15, 46, 46, 100};
+
+static void test_defaults_need_a_selecting_object(void **state)
+{
+    (void)state;
+    kc_pod incoming;
+    default_cluster(&incoming);
+    int64_t scores[4];
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+    /* a Service of another namespace, one not selecting the pod, one without a selector */
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "other", "web", "{\"spec\":{\"selector\":"
+                                                                "{\"app\":\"web\"}}}");
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "db", "{\"spec\":{\"selector\":"
+                                                            "{\"app\":\"db\"}}}");
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "headless", "{\"spec\":{}}");
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+    /* Filter: the System defaults are all ScheduleAnyway */
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &incoming), KC_SKIP);
+    fake_cycle_clear(&cycle);
+}
+
+static void test_defaults_from_a_service(void **state)
+{
+    (void)state;
+    kc_pod incoming;
+    default_cluster(&incoming);
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
+                                                             "{\"app\":\"web\"}}}");
+    int64_t scores[4];
+    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
+    for (uint32_t n = 0; n < 4; n++)
+        if (scores[n] != service_scores[n])
+            fail_msg("node %s scored %lld, want %lld", nodes[n].name, (long long)scores[n],
+                     (long long)service_scores[n]);
+    /* a pod with constraints of its own gets no defaults (here: no ScheduleAnyway one) */
+    incoming.constraints_json = LIST1(HARD(1, ZONE_KEY, SEL_FOO));
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+    incoming.constraints_json = NULL;
+    /* the Service goes: so do the defaults */
+    send_object(KC_EVENT_OBJECT_DELETE, "Service", "ns", "web", NULL);
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+}
+
+static void test_defaults_from_the_controller(void **state)
+{
+    (void)state;
+    kc_pod incoming;
+    default_cluster(&incoming);
+    send_object(KC_EVENT_OBJECT_ADD, "ReplicaSet", "ns", "web-1",
+                "{\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"web\"}}}}");
+    int64_t scores[4];
+    /* no owner reference: the ReplicaSet does not apply */
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+    incoming.controller_api_version = "apps/v1";
+    incoming.controller_kind = "ReplicaSet";
+    incoming.controller_name = "web-1";
+    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
+    assert_memory_equal(scores, service_scores, sizeof(service_scores));
+    /* a kind DefaultSelector does not read (Deployment owns ReplicaSets, not pods) */
+    incoming.controller_kind = "Deployment";
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+    /* a StatefulSet and a ReplicationController (core v1) */
+    send_object(KC_EVENT_OBJECT_ADD, "StatefulSet", "ns", "web-1",
+                "{\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"app\","
+                "\"operator\":\"In\",\"values\":[\"web\"]}]}}}");
+    incoming.controller_kind = "StatefulSet";
+    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
+    assert_memory_equal(scores, service_scores, sizeof(service_scores));
+    send_object(KC_EVENT_OBJECT_ADD, "ReplicationController", "ns", "web-1",
+                "{\"spec\":{\"selector\":{\"app\":\"web\"}}}");
+    incoming.controller_kind = "ReplicationController";
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP); /* apps/v1 is not its group */
+    incoming.controller_api_version = "v1";
+    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
+    assert_memory_equal(scores, service_scores, sizeof(service_scores));
+}
+
+/* A narrower selector counts fewer pods: a Service on app=web and the ReplicaSet's tier=front
+ * together select only the pod on x. */
+static void test_defaults_merge_selectors(void **state)
+{
+    (void)state;
+    kc_pod incoming;
+    default_cluster(&incoming);
+    pods[2].labels[pods[2].label_count++] = (struct fake_kv){"tier", "front"};
+    send(KC_EVENT_POD_UPDATE, &pods[2], NULL);
+    incoming.labels[incoming.label_count++] = (struct fake_kv){"tier", "front"};
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
+                                                             "{\"app\":\"web\"}}}");
+    send_object(KC_EVENT_OBJECT_ADD, "ReplicaSet", "ns", "front",
+                "{\"spec\":{\"selector\":{\"matchLabels\":{\"tier\":\"front\"}}}}");
+    incoming.controller_api_version = "apps/v1";
+    incoming.controller_kind = "ReplicaSet";
+    incoming.controller_name = "front";
+    int64_t scores[4];
+    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
+    /* raw: a = 2 + 4 = 6, b = 6, x = log6 + 2 + log5 + 4 = 9 (9.40), n = 2; max 9, min 2 */
+    const int64_t want[4] = {55, 55, 22, 100};
+    for (uint32_t n = 0; n < 4; n++)
+        if (scores[n] != want[n])
+            fail_msg("node %s scored %lld, want %lld", nodes[n].name, (long long)scores[n],
+                     (long long)want[n]);
+}
+
+static void test_defaulting_args(void **state)
+{
+    (void)state;
+    void *other = NULL;
+    /* List without constraints: no defaults */
+    assert_int_equal(ops->init(fake_host_api(), "{\"defaultingType\":\"List\"}", &other), 0);
+    void *saved = self;
+    self = other;
+    kc_pod incoming;
+    default_cluster(&incoming);
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
+                                                             "{\"app\":\"web\"}}}");
+    int64_t scores[4];
+    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
+    ops->fini(other);
+    /* List with a DoNotSchedule hostname constraint: Filter applies it with the selector */
+    other = NULL;
+    assert_int_equal(ops->init(fake_host_api(),
+                               "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\""
+                               ":1,\"topologyKey\":\"" HOST_KEY "\",\"whenUnsatisfiable\":"
+                               "\"DoNotSchedule\"}]}",
+                               &other),
+                     0);
+    self = other;
+    fake_host_reset();
+    default_cluster(&incoming);
+    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
+                                                             "{\"app\":\"web\"}}}");
+    /* hostname counts 2/0/1/0: minimum 0, so a (2 + 1) and x (1 + 1) refuse, b and n fit */
+    assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE);
+    assert_int_equal(filter_on(&incoming, 1), KC_SUCCESS);
+    assert_int_equal(filter_on(&incoming, 2), KC_UNSCHEDULABLE);
+    assert_int_equal(filter_on(&incoming, 3), KC_SUCCESS);
+    ops->fini(other);
+    self = saved;
+    static const char *const bad[] = {
+        "{\"defaultingType\":\"Sometimes\"}",
+        "{\"defaultingType\":\"System\",\"defaultConstraints\":[{\"maxSkew\":1,"
+        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
+        "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":0,"
+        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
+        "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":1,"
+        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+        "\"labelSelector\":{}}]}",
+        "{\"defaultConstraint\":[]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        other = NULL;
+        assert_int_equal(ops->init(fake_host_api(), bad[i], &other), -22);
+        assert_null(other);
+    }
+}
+
 static void test_bad_constraints_are_unresolvable(void **state)
 {
     (void)state;
@@ -343,6 +622,13 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_delete_frees_the_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assume_counts_until_forget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_relabel_stops_counting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_victim_satisfies_spread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_what_if_minimum_follows_the_delta, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_need_a_selecting_object, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_from_a_service, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_from_the_controller, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_merge_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaulting_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_constraints_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_with_node_removals, setup, teardown),
     };

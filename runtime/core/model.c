@@ -216,6 +216,9 @@ void pod_free(struct pod *pod)
     free(pod->nominated_node_name);
     free(pod->pod_group);
     free(pod->constraints_json);
+    free(pod->controller_api_version);
+    free(pod->controller_kind);
+    free(pod->controller_name);
     kv_list_free(&pod->labels);
     kv_list_free(&pod->annotations);
     kv_list_free(&pod->node_selector);
@@ -1345,6 +1348,35 @@ static int read_name(const struct tree *meta, char **out, struct kc_error *err)
     return rc;
 }
 
+/* metadata.ownerReferences: the one with controller: true (kube's GetControllerOf). Entries
+ * that are not maps of strings are skipped: the field is the API server's, never the user's. */
+static int read_pod_controller(const struct tree *meta, struct pod *pod)
+{
+    const struct tree *list = field(meta, "ownerReferences");
+    for (uint32_t i = 0; list != NULL && list->type == TREE_SEQ && i < list->count; i++) {
+        const struct tree *ref = list->items[i];
+        const struct tree *controller = field(ref, "controller");
+        const struct tree *api = field(ref, "apiVersion"), *kind = field(ref, "kind");
+        const struct tree *name = field(ref, "name");
+        bool is_controller = false;
+        if (controller == NULL || tree_bool(controller, "controller", &is_controller, NULL) != 0 ||
+            !is_controller || api == NULL || kind == NULL || name == NULL ||
+            api->type != TREE_SCALAR || kind->type != TREE_SCALAR || name->type != TREE_SCALAR)
+            continue;
+        free(pod->controller_api_version);
+        free(pod->controller_kind);
+        free(pod->controller_name);
+        pod->controller_api_version = strdup(api->scalar);
+        pod->controller_kind = strdup(kind->scalar);
+        pod->controller_name = strdup(name->scalar);
+        if (pod->controller_api_version == NULL || pod->controller_kind == NULL ||
+            pod->controller_name == NULL)
+            return -ENOMEM;
+        break;
+    }
+    return 0;
+}
+
 static int read_pod_metadata(const struct tree *root, struct pod *pod, struct kc_error *err)
 {
     const struct tree *meta;
@@ -1367,6 +1399,8 @@ static int read_pod_metadata(const struct tree *root, struct pod *pod, struct kc
     if (rc == 0)
         rc = read_timestamp(meta, "deletionTimestamp", "deletionTimestamp", &pod->deleting,
                             &deleted_ms, err);
+    if (rc == 0 && read_pod_controller(meta, pod) != 0)
+        rc = kc_error_set(err, -ENOMEM, "out of memory");
     return rc;
 }
 

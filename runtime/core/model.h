@@ -183,6 +183,12 @@ struct pod {
      * {"topologySpreadConstraints":[...],"podAffinity":{...},"podAntiAffinity":{...}} with the
      * keys the pod has; NULL when it has none. */
     char *constraints_json;
+    /* The controller owner reference (metadata.ownerReferences with controller: true):
+     * apiVersion, kind, name; NULL when the pod has none. podtopologyspread's default
+     * constraints spread the pods of one ReplicaSet, StatefulSet or ReplicationController. */
+    char *controller_api_version;
+    char *controller_kind;
+    char *controller_name;
 };
 
 struct node {

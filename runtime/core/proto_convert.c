@@ -473,6 +473,9 @@ static int encode_pod_fields(struct proto_holder *h, const struct pod *pod, Kcyc
     if (rc == 0)
         rc = encode_volumes(h, pod, msg);
     msg->constraints_json = borrow(pod->constraints_json);
+    msg->controller_api_version = borrow(pod->controller_api_version);
+    msg->controller_kind = borrow(pod->controller_kind);
+    msg->controller_name = borrow(pod->controller_name);
     return rc;
 }
 
@@ -1225,6 +1228,15 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
     if (rc == 0)
         rc = copy_optional_string(d, "constraints_json", in->constraints_json,
                                   &pod->constraints_json);
+    if (rc == 0)
+        rc = copy_optional_string(d, "controller_api_version", in->controller_api_version,
+                                  &pod->controller_api_version);
+    if (rc == 0)
+        rc = copy_optional_string(d, "controller_kind", in->controller_kind,
+                                  &pod->controller_kind);
+    if (rc == 0)
+        rc = copy_optional_string(d, "controller_name", in->controller_name,
+                                  &pod->controller_name);
     return rc;
 }
 

@@ -1076,6 +1076,82 @@ static int sort_arrivals(struct sim_spec *spec)
     return 0;
 }
 
+/* ---- node removals ------------------------------------------------------------------------ */
+
+/* nodeRemovals: [{at: DURATION, node: NAME}] or {at, nodes: [NAME, ...]}: each named node
+ * (one of the file's nodes) leaves the cluster at `at`. */
+static int push_node_removal(struct loader *l, const struct tree *at, int64_t at_ms,
+                             const struct tree *name_tree)
+{
+    const char *name;
+    int rc = tree_string(name_tree, "node", &name, l->err);
+    if (rc < 0)
+        return rc;
+    bool known = false;
+    for (uint32_t i = 0; i < l->spec->node_count && !known; i++)
+        known = strcmp(l->spec->nodes[i]->name, name) == 0;
+    if (!known)
+        return tree_error(name_tree, l->err, -EINVAL, "node",
+                          "\"%s\" is not a node of this file (names of counted nodes end in "
+                          "-0, -1, ...)",
+                          name);
+    struct sim_spec *spec = l->spec;
+    struct sim_node_removal *grown =
+        realloc(spec->node_removals, (spec->node_removal_count + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return no_memory(at, l->err);
+    spec->node_removals = grown;
+    struct sim_node_removal *r = &grown[spec->node_removal_count];
+    r->at_ms = at_ms;
+    if ((r->node = strdup(name)) == NULL)
+        return no_memory(at, l->err);
+    spec->node_removal_count++;
+    return 0;
+}
+
+static int load_node_removal(struct loader *l, const struct tree *entry)
+{
+    static const char *const keys[] = {"at", "node", "nodes", NULL};
+    if (entry->type != TREE_MAP)
+        return tree_error(entry, l->err, -EINVAL, "nodeRemovals", "each entry must be a map");
+    int rc = tree_check_keys(entry, "nodeRemovals entry", keys, l->err);
+    int64_t at_ms = 0;
+    if (rc == 0)
+        rc = read_duration(entry, "at", &at_ms, l->err);
+    const struct tree *one = field(entry, "node"), *many = field(entry, "nodes");
+    if (rc == 0 && (one == NULL) == (many == NULL))
+        rc = tree_error(entry, l->err, -EINVAL, "nodeRemovals",
+                        "each entry names either node or nodes");
+    if (rc == 0 && one != NULL)
+        rc = push_node_removal(l, entry, at_ms, one);
+    if (rc == 0 && many != NULL && many->type != TREE_SEQ)
+        rc = tree_error(many, l->err, -EINVAL, "nodes", "expected a list of node names");
+    for (uint32_t i = 0; rc == 0 && many != NULL && i < many->count; i++)
+        rc = push_node_removal(l, entry, at_ms, many->items[i]);
+    return rc;
+}
+
+static void sort_node_removals(struct sim_spec *spec)
+{
+    /* few entries: an insertion sort, stable */
+    for (uint32_t i = 1; i < spec->node_removal_count; i++) {
+        struct sim_node_removal r = spec->node_removals[i];
+        uint32_t j = i;
+        for (; j > 0 && spec->node_removals[j - 1].at_ms > r.at_ms; j--)
+            spec->node_removals[j] = spec->node_removals[j - 1];
+        spec->node_removals[j] = r;
+    }
+}
+
+static void free_node_removals(struct sim_spec *spec)
+{
+    for (uint32_t i = 0; spec->node_removals != NULL && i < spec->node_removal_count; i++)
+        free(spec->node_removals[i].node);
+    free(spec->node_removals);
+    spec->node_removals = NULL;
+    spec->node_removal_count = 0;
+}
+
 /* ---- top level ---------------------------------------------------------------------------- */
 
 static int load_list(struct loader *l, const struct tree *root, const char *key,
@@ -1168,8 +1244,9 @@ static int check_budget(const struct tree *root, uint64_t max_objects, struct kc
 
 static int load_root(struct loader *l, const struct tree *root, const char *scheduler_name)
 {
-    static const char *const top_keys[] = {"config",  "nodes",     "pods",           "workload",
-                                           "objects", "podGroups", "capacityQueues", NULL};
+    static const char *const top_keys[] = {"config",         "nodes",        "pods",
+                                           "workload",       "objects",      "podGroups",
+                                           "capacityQueues", "nodeRemovals", NULL};
     int rc = tree_check_keys(root, "simulation file", top_keys, l->err);
     if (rc == 0)
         rc = load_config(l, root, scheduler_name);
@@ -1185,6 +1262,10 @@ static int load_root(struct loader *l, const struct tree *root, const char *sche
         rc = load_list(l, root, "capacityQueues", load_capacity_queue);
     if (rc == 0)
         rc = load_list(l, root, "objects", load_object);
+    if (rc == 0)
+        rc = load_list(l, root, "nodeRemovals", load_node_removal);
+    if (rc == 0)
+        sort_node_removals(l->spec);
     if (rc == 0)
         rc = check_names(l);
     if (rc == 0 && sort_arrivals(l->spec) < 0)
@@ -1250,6 +1331,7 @@ void simfile_free(struct sim_spec *spec)
     for (uint32_t i = 0; spec->topologies != NULL && i < spec->topology_count; i++)
         topology_free(&spec->topologies[i]);
     free(spec->topologies);
+    free_node_removals(spec);
     config_free(&spec->config);
     free(spec->file);
     memset(spec, 0, sizeof(*spec));

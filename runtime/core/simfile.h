@@ -35,6 +35,13 @@ struct sim_topology {
     char *reserved_cpus; /* reservedSystemCPUs list, or NULL */
 };
 
+/* A node taken out of the cluster at a simulated time (nodeRemovals): the node is deleted and
+ * the pods on it with it, as the pod garbage collector does for a deleted node. */
+struct sim_node_removal {
+    int64_t at_ms;
+    char *node;
+};
+
 struct sim_spec {
     char *file;
     struct node **nodes;
@@ -47,6 +54,8 @@ struct sim_spec {
     uint32_t object_count;
     struct sim_topology *topologies; /* nodes with a `numa` or `numaXml` key */
     uint32_t topology_count;
+    struct sim_node_removal *node_removals; /* sorted by at_ms (stable) */
+    uint32_t node_removal_count;
     bool has_config; /* the file had a `config:` section, loaded into config */
     struct config config;
 };

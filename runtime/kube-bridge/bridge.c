@@ -1582,6 +1582,11 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     add_watch(b, "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", NULL, 'o', false);
     /* namespace labels, for the namespaceSelector of pod affinity terms (interpodaffinity) */
     add_watch(b, "Namespace", "/api/v1/namespaces", NULL, 'o', false);
+    /* the selectors of podtopologyspread's default constraints (kube's DefaultSelector) */
+    add_watch(b, "Service", "/api/v1/services", NULL, 'o', false);
+    add_watch(b, "ReplicationController", "/api/v1/replicationcontrollers", NULL, 'o', false);
+    add_watch(b, "ReplicaSet", "/apis/apps/v1/replicasets", NULL, 'o', false);
+    add_watch(b, "StatefulSet", "/apis/apps/v1/statefulsets", NULL, 'o', false);
     if ((rc = socket_dir_check(opt->listen_url, err)) < 0)
         return rc;
     if ((rc = nng_pair1_open(&b->sock)) != 0)

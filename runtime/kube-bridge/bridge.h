@@ -69,7 +69,7 @@ struct bridge_binding {
 };
 
 /* Lists and watches the bridge keeps: nodes, pods and the custom objects plugins read. */
-#define BRIDGE_MAX_WATCHES 16
+#define BRIDGE_MAX_WATCHES 32
 
 /* The status of a PodGroup still to write. */
 struct bridge_group_status {

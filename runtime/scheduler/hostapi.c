@@ -477,6 +477,26 @@ static kc_status cycle_node_status(kc_cycle *cycle, const kc_node *n)
     return (kc_status)s->node_status[index];
 }
 
+static const kc_pod *filter_delta_pod(kc_cycle *cycle, const kc_node *n, int gone,
+                                     uint32_t index)
+{
+    if (cycle == NULL || n == NULL)
+        return NULL;
+    return (const kc_pod *)preempt_view_delta(cycle->sched, NODE(n), gone != 0, index);
+}
+
+static int pod_controller(const kc_pod *p, const char **api_version, const char **kind,
+                          const char **name)
+{
+    const struct pod *pod = POD(p);
+    if (pod->controller_kind == NULL)
+        return -1;
+    *api_version = pod->controller_api_version;
+    *kind = pod->controller_kind;
+    *name = pod->controller_name;
+    return 0;
+}
+
 static kc_status filter_what_if(kc_cycle *cycle, const kc_node *n, const kc_pod *const *removed,
                                 uint32_t removed_count, char *reason, size_t reason_size)
 {
@@ -609,4 +629,8 @@ void hostapi_fill(kc_host_api *api)
     api->args_bool = plugin_args_bool;
     api->args_quantity = plugin_args_quantity;
     api->args_finish = plugin_args_finish;
+    /* added in 1.2: what-if Filter for plugins that count pods in PreFilter */
+    api->filter_delta_pod = filter_delta_pod;
+    /* added in 1.2: default spread constraints */
+    api->pod_controller = pod_controller;
 }

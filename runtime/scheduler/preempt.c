@@ -25,8 +25,13 @@
 struct node_view {
     struct cache_node node;
     struct cache_pod *added; /* shallow: the pods' own request lists */
+    uint32_t added_count;
+    /* the pods taken off, for plugins whose PreFilter counted them (kc_filter_delta_pod) */
+    const struct pod **gone;
+    uint32_t gone_count;
     struct cache_pod *pods_local[VIEW_PODS];
     struct cache_pod added_local[VIEW_ADDED];
+    const struct pod *gone_local[VIEW_PODS];
 };
 
 /* removed holds handles from kc_node_pod_at: the node's own pod objects. */
@@ -43,6 +48,16 @@ static void view_account(struct cache_node *v, const struct res_list *request, i
     cache_node_count_request(v, request, sign);
 }
 
+static void view_free(struct node_view *v)
+{
+    if (v->node.pods != v->pods_local)
+        free(v->node.pods);
+    if (v->added != v->added_local)
+        free(v->added);
+    if (v->gone != v->gone_local)
+        free(v->gone);
+}
+
 static int view_build(struct node_view *v, const struct cache_node *cn,
                       const struct pod *const *removed, uint32_t removed_count,
                       const struct pod *const *added, uint32_t added_count)
@@ -51,11 +66,13 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
     uint32_t room = cn->pod_count + added_count;
     v->node.pods = room <= VIEW_PODS ? v->pods_local : malloc(room * sizeof(*v->node.pods));
     v->added = added_count <= VIEW_ADDED ? v->added_local : calloc(added_count, sizeof(*v->added));
-    if (v->node.pods == NULL || v->added == NULL) {
-        if (v->node.pods != v->pods_local)
-            free(v->node.pods);
-        if (v->added != v->added_local)
-            free(v->added);
+    v->added_count = added_count;
+    v->gone_count = 0;
+    v->gone = cn->pod_count <= VIEW_PODS
+                  ? v->gone_local
+                  : malloc((cn->pod_count > 0 ? cn->pod_count : 1) * sizeof(*v->gone));
+    if (v->node.pods == NULL || v->added == NULL || v->gone == NULL) {
+        view_free(v);
         return -ENOMEM;
     }
     uint32_t count = 0;
@@ -63,6 +80,7 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
         struct cache_pod *cp = cn->pods[i];
         if (removed_count > 0 && listed(removed, removed_count, cp)) {
             view_account(&v->node, &cp->request, -1);
+            v->gone[v->gone_count++] = cp->pod;
             continue;
         }
         v->node.pods[count++] = cp;
@@ -84,12 +102,18 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
     return 0;
 }
 
-static void view_free(struct node_view *v)
+
+const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
+                                     bool gone, uint32_t index)
 {
-    if (v->node.pods != v->pods_local)
-        free(v->node.pods);
-    if (v->added != v->added_local)
-        free(v->added);
+    const struct cache_node *first = s->cache.nodes;
+    if (node == NULL || (node >= first && node < first + s->cache.node_count))
+        return NULL; /* a cache node: Filter sees the cluster PreFilter saw */
+    /* every other node handle Filter gets is the first member of a view built here */
+    const struct node_view *v = (const struct node_view *)node;
+    if (gone)
+        return index < v->gone_count ? v->gone[index] : NULL;
+    return index < v->added_count ? v->added[index].pod : NULL;
 }
 
 /* The nominated pods on node that count for pod: of at least its priority, not itself.
@@ -126,7 +150,18 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
         s->nominated_pods = grown;
         s->nominated_pods_capacity = want;
     }
-    memset(s->nominated_first, 0, s->cache.node_count * sizeof(*s->nominated_first));
+    if (want > s->nominated_flagged_capacity) {
+        uint32_t *grown = realloc(s->nominated_flagged, want * sizeof(*grown));
+        if (grown == NULL)
+            return NULL;
+        s->nominated_flagged = grown;
+        s->nominated_flagged_capacity = want;
+    }
+    /* at most one node per nomination was flagged: clear those, not every node */
+    for (uint32_t i = 0; i < s->nominated_flagged_count; i++)
+        if (s->nominated_flagged[i] < s->cache.node_count)
+            s->nominated_first[s->nominated_flagged[i]] = 0;
+    s->nominated_flagged_count = 0;
     uint32_t used = 0;
     const struct strmap *by_node = &s->nominations.by_node;
     for (uint32_t i = 0; i < by_node->capacity; i++) {
@@ -143,6 +178,7 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
             continue;
         s->nominated_first[cn->index] = used + 1;
         s->nominated_count[cn->index] = (uint16_t)n;
+        s->nominated_flagged[s->nominated_flagged_count++] = cn->index;
         used += n;
     }
     return used > 0 ? s->nominated_first : NULL;

@@ -4,6 +4,7 @@
 #ifndef KC_SCHED_PREEMPT_H
 #define KC_SCHED_PREEMPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,12 @@ void preempt_nominate(struct scheduler *s, struct sched_pod *sp, const char *nod
 kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node *node,
                                  const struct pod *const *removed, uint32_t removed_count,
                                  char *reason, size_t reason_size);
+
+/* kc_filter_delta_pod: when node is a view built for a what-if or nominated-pods Filter, the
+ * index-th pod it takes off (gone) or adds (not gone) relative to the cache node; NULL past
+ * the end and for a cache node. Lives as long as the view (the Filter call). */
+const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
+                                     bool gone, uint32_t index);
 
 /* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
  * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns

@@ -75,7 +75,10 @@ void report_print_table(const struct simulator *sim, FILE *out)
         const char *reason = report_record_reason(sim, r);
         fprintf(out, "%-*s  %-*s  %-*s  %s\n", ns_width, r->namespace, name_width, r->name,
                 node_width, r->node != NULL ? r->node : "<none>",
-                r->preempted ? "preempted" : reason != NULL ? reason : "");
+                r->preempted      ? "preempted"
+                : r->node_removed ? "deleted with its node"
+                : reason != NULL  ? reason
+                                  : "");
     }
     if (sim->eviction_count > 0)
         fprintf(out, "\nPREEMPTED (victim, node, preemptor, simulated time)\n");
@@ -255,6 +258,7 @@ static json_t *pods_json(const struct simulator *sim)
         if (pod != NULL && r->bind_order > 0) {
             json_object_set_new(pod, "bind_order", json_integer((json_int_t)r->bind_order));
             json_object_set_new(pod, "score", json_integer((json_int_t)r->score));
+            json_object_set_new(pod, "bound_ms", json_integer((json_int_t)r->bound_ms));
         }
         if (pod != NULL && r->numa_zones != NULL)
             json_object_set_new(pod, "numa_zones", json_string(r->numa_zones));
@@ -264,6 +268,8 @@ static json_t *pods_json(const struct simulator *sim)
             json_object_set_new(pod, "nominated", json_string(r->nominated));
         if (pod != NULL && r->preempted)
             json_object_set_new(pod, "preempted", json_true());
+        if (pod != NULL && r->node_removed)
+            json_object_set_new(pod, "removed_with_node_ms", json_integer(r->removed_ms));
         json_array_append_new(pods, pod);
     }
     return pods;

@@ -806,21 +806,44 @@ static inline uint32_t job_node(const struct filter_job *job, uint32_t k)
     return index >= job->n ? index - job->n : index;
 }
 
+/* kube's PreFilter Skip: the Filter plugins of the attempt, without those PreFilter skipped. */
+static void prepare_filters(struct kc_cycle *cycle)
+{
+    const struct framework *fw = cycle->fw;
+    cycle->filter_count = 0;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER] && i < 64; i++) {
+        struct plugin *p = fw->phase[PHASE_FILTER][i];
+        if (!(cycle->filter_skip & (1ull << p->index)))
+            cycle->filters[cycle->filter_count++] = p;
+    }
+    cycle->filters_ready = fw->phase_count[PHASE_FILTER] <= 64;
+}
+
+/* One Filter plugin on cn; its reasons go where kc_cycle_reject writes (cycle_filter_sink). */
+static inline kc_status filter_one(struct kc_cycle *cycle, struct plugin *p,
+                                   const struct cache_node *cn)
+{
+    if (cycle_filter_sink != NULL)
+        cycle_filter_sink->calls = 0;
+    crash_enter(p->name, "Filter");
+    kc_status st = p->ops.filter(p->self, cycle, (const kc_pod *)cycle->sp->pod,
+                                 (const kc_node *)cn);
+    crash_leave();
+    return st;
+}
+
 kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
                                 const struct cache_node *cn, struct plugin **rejector)
 {
+    /* the attempt's own skips: the list prepare_filters made; other skips: the bits */
+    bool listed = cycle->filters_ready && skip == cycle->filter_skip;
     const struct framework *fw = cycle->fw;
-    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    struct reject_sink *sink = cycle_filter_sink;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++) {
-        struct plugin *p = fw->phase[PHASE_FILTER][i];
-        if (skip & (1ull << p->index))
+    uint32_t count = listed ? cycle->filter_count : fw->phase_count[PHASE_FILTER];
+    for (uint32_t i = 0; i < count; i++) {
+        struct plugin *p = listed ? cycle->filters[i] : fw->phase[PHASE_FILTER][i];
+        if (!listed && (skip & (1ull << p->index)))
             continue;
-        if (sink != NULL)
-            sink->calls = 0;
-        crash_enter(p->name, "Filter");
-        kc_status st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
-        crash_leave();
+        kc_status st = filter_one(cycle, p, cn);
         if (st != KC_SUCCESS) {
             *rejector = p;
             return st;
@@ -1332,6 +1355,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     cycle->in_pre_filter = false;
     cycle->prefilter_status = st;
     cycle->filter_skip = skip;
+    prepare_filters(cycle);
     if (st != KC_SUCCESS) {
         out->status = st == KC_UNSCHEDULABLE || st == KC_UNRESOLVABLE ? st : KC_ERROR;
         if (out->status != KC_ERROR)
@@ -2400,6 +2424,7 @@ void scheduler_close(struct scheduler *s)
     free(s->nominated_first);
     free(s->nominated_count);
     free(s->nominated_pods);
+    free(s->nominated_flagged);
     nominations_free(&s->nominations);
     if (current_scheduler == s)
         current_scheduler = NULL;

@@ -135,6 +135,11 @@ struct kc_cycle {
      * what PostFilter said, and the preemption a PostFilter plugin chose */
     kc_status prefilter_status;
     uint64_t filter_skip;
+    /* The Filter plugins PreFilter did not skip (filter_skip), in order: built once per
+     * evaluation so that Filter does not test every plugin's skip bit on every node */
+    struct plugin *filters[64];
+    uint32_t filter_count;
+    bool filters_ready;
     char *post_filter_message;
     struct preemption *preemption;
 };
@@ -242,6 +247,10 @@ struct scheduler {
     uint16_t *nominated_count;
     const struct pod **nominated_pods;
     uint32_t nominated_pods_capacity;
+    /* the node indices preempt_flag_nominated flagged last: cleared one by one next time
+     * instead of clearing nominated_first for every node on every attempt */
+    uint32_t *nominated_flagged;
+    uint32_t nominated_flagged_count, nominated_flagged_capacity;
 };
 
 /* Create: load the configured plugins (plugin_dir, when not NULL, replaces the config's

@@ -106,7 +106,8 @@ static json_t *domain_counts(const struct simulator *sim, const char *namespace_
     }
     for (uint32_t i = 0; key != NULL && domains != NULL && i < sim->record_count; i++) {
         const struct sim_record *r = &sim->records[i];
-        if (r->node == NULL || strcmp(r->namespace, namespace_name) != 0 ||
+        if (r->node == NULL || r->preempted || r->node_removed ||
+            strcmp(r->namespace, namespace_name) != 0 ||
             !selector_matches(selector, &r->spread_labels))
             continue;
         const struct cache_node *node = cache_node(cache, r->node);

@@ -390,6 +390,9 @@ int simulator_run(struct simulator *sim, bool progress)
     sim->wall_start_us = wall_us();
     int64_t last_arrival =
         sim->spec.arrival_count > 0 ? sim->spec.arrivals[sim->spec.arrival_count - 1].at_ms : 0;
+    if (sim->spec.node_removal_count > 0 &&
+        sim->spec.node_removals[sim->spec.node_removal_count - 1].at_ms > last_arrival)
+        last_arrival = sim->spec.node_removals[sim->spec.node_removal_count - 1].at_ms;
     sim->wall_start_unix_ms = (int64_t)time(NULL) * 1000;
     struct timespec real;
     if (clock_gettime(CLOCK_REALTIME, &real) == 0)
@@ -398,6 +401,7 @@ int simulator_run(struct simulator *sim, bool progress)
         if (reloader_poll(&sim->reload, s))
             generation_record(sim, s->fw);
         apply_evictions(sim);
+        sim_nodes_remove_due(sim);
         deliver_arrivals(sim);
         scheduler_tick(s);
         sim_storage_flush(sim); /* what the binding cycles wrote, before the next attempt */
@@ -408,6 +412,7 @@ int simulator_run(struct simulator *sim, bool progress)
         }
         int64_t next = scheduler_next_due(s);
         bool arrivals_left = sim->next_arrival < sim->spec.arrival_count;
+        bool removals_left = sim_nodes_next_due(sim) != INT64_MAX;
         if (arrivals_left && sim->next_arrival >= paced_arrivals(sim) &&
             sim->spec.arrivals[sim->next_arrival].at_ms <= sim->now_ms) {
             usleep(200); /* --pace: the next arrival is due in wall time, not yet */
@@ -415,12 +420,15 @@ int simulator_run(struct simulator *sim, bool progress)
         }
         if (arrivals_left && sim->spec.arrivals[sim->next_arrival].at_ms < next)
             next = sim->spec.arrivals[sim->next_arrival].at_ms;
+        if (sim_nodes_next_due(sim) < next)
+            next = sim_nodes_next_due(sim);
         if (next == INT64_MAX)
             break;
-        if (!arrivals_left && s->waiting_count == 0 && s->queue.backoff.count == 0 &&
-            group_next_due(s) == INT64_MAX && remote_next_due(s) == INT64_MAX)
+        if (!arrivals_left && !removals_left && s->waiting_count == 0 &&
+            s->queue.backoff.count == 0 && group_next_due(s) == INT64_MAX &&
+            remote_next_due(s) == INT64_MAX)
             break; /* only parked pods are left and nothing can change the cluster now */
-        if (!arrivals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
+        if (!arrivals_left && !removals_left && next > last_arrival + SIM_RETRY_HORIZON_MS)
             break;
         if (next > sim->now_ms) {
             if (sim->timeline != NULL)

@@ -38,6 +38,8 @@ struct sim_record {
     char *spread_json;
     char *nominated;           /* status.nominatedNodeName the scheduler set, or NULL */
     bool preempted;            /* bound, then evicted by a preemption */
+    bool node_removed;         /* bound, then deleted with its node (nodeRemovals) */
+    int64_t removed_ms;        /* when (simulated) */
 };
 
 /* A pod evicted by a preemption: deleted at simulated time at_ms (the loop's next turn). */
@@ -131,6 +133,7 @@ struct simulator {
     struct sim_timeline *timeline;
     /* object status reported by plugins (sim_status.c) */
     struct sim_status status;
+    uint32_t next_removal; /* spec.node_removals[next_removal ..] are still to come */
 };
 
 /* Load the file, open the scheduler, deliver the cluster. */
@@ -138,6 +141,11 @@ int simulator_open(struct simulator *sim, const struct sim_options *opt, struct 
 /* Run the workload to the end: every pod bound or parked with a reason. */
 int simulator_run(struct simulator *sim, bool progress);
 void simulator_close(struct simulator *sim);
+
+/* Node removals (sim_nodes.c): carry out those due by now; the time of the next one, or
+ * INT64_MAX. */
+void sim_nodes_remove_due(struct simulator *sim);
+int64_t sim_nodes_next_due(const struct simulator *sim);
 
 /* Object writes (sim_storage.c): apply one (the sink's write_object), deliver the resulting
  * events between steps, free what is left. */

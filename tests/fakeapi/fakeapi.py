@@ -83,6 +83,18 @@ RESOURCE_DEFS = [
     dict(group="policy", version="v1", plural="poddisruptionbudgets",
          singular="poddisruptionbudget", kind="PodDisruptionBudget", namespaced=True,
          short=["pdb"], subresources=["status"]),
+    # the selectors of podtopologyspread's default constraints
+    dict(group="", version="v1", plural="services", singular="service", kind="Service",
+         namespaced=True, short=["svc"], categories=["all"], subresources=["status"]),
+    dict(group="", version="v1", plural="replicationcontrollers",
+         singular="replicationcontroller", kind="ReplicationController", namespaced=True,
+         short=["rc"], categories=["all"], subresources=["status"]),
+    dict(group="apps", version="v1", plural="replicasets", singular="replicaset",
+         kind="ReplicaSet", namespaced=True, short=["rs"], categories=["all"],
+         subresources=["status"]),
+    dict(group="apps", version="v1", plural="statefulsets", singular="statefulset",
+         kind="StatefulSet", namespaced=True, short=["sts"], categories=["all"],
+         subresources=["status"]),
 ]
 
 # Strategic merge patch: list fields merged by a key instead of replaced (by field name; the

@@ -60,6 +60,11 @@ REQUIRED_RULES = {
     ("storage.k8s.io", "csinodes"): {"get", "list", "watch"},
     ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
     ("", "namespaces"): {"get", "list", "watch"},
+    # the selectors of podtopologyspread's default constraints (kube's DefaultSelector)
+    ("", "services"): {"get", "list", "watch"},
+    ("", "replicationcontrollers"): {"get", "list", "watch"},
+    ("apps", "replicasets"): {"get", "list", "watch"},
+    ("apps", "statefulsets"): {"get", "list", "watch"},
 }
 
 

@@ -53,7 +53,9 @@ def check_report(name, report_path, ignored=()):
               f"got {p['reason']!r}")
     node_names = {n["name"] for n in nodes}
     for p in bound:
-        check(p["node"] in node_names, f"{name}: {p['name']} bound to a known node")
+        # a pod deleted with its node (nodeRemovals) names the node it ran on, gone since
+        check(p["node"] in node_names or "removed_with_node_ms" in p,
+              f"{name}: {p['name']} bound to a known node")
     for n in nodes:
         for resource, requested in n["requested"].items():
             if resource in ignored:
@@ -426,6 +428,106 @@ def check_topology_spread(tmp):
         check(max(skews) > 100, f"topology-spread.yaml without the plugin skews, got {counts}")
 
 
+def check_topology_spread_removals(tmp):
+    """The 3,000-pod, 3-zone maxSkew 1 rollout while nodes leave (nodeRemovals), replayed step
+    by step from the report: every placement obeys kube's DoNotSchedule rule against the zones
+    as they were (count + 1 - minimum <= 1), no placement ever grows the skew, a removal takes
+    exactly the pods of its node, and the zones end within 1 of each other."""
+    path = os.path.join(SOURCE, "examples", "sim", "topology-spread-removals.yaml")
+    report = simulated_report("topology-spread-removals.yaml", tmp, path)
+    if report is None:
+        return
+    zone = lambda node: node.rsplit("-", 1)[0]
+    removals = {"zone-a-0": 1000, "zone-c-1": 2000}
+    events = []
+    for p in report["pods"]:
+        check(p["node"] is not None and "bound_ms" in p,
+              f"topology-spread-removals.yaml: every pod bound, got {p}")
+        if p["node"] is None or "bound_ms" not in p:
+            return
+        events.append((p["bound_ms"], 1, p["bind_order"], "bind", p["node"]))
+        if "removed_with_node_ms" in p:
+            check(removals.get(p["node"]) == p["removed_with_node_ms"],
+                  f"topology-spread-removals.yaml: {p['name']} deleted with {p['node']} at "
+                  f"{removals.get(p['node'])} ms, got {p}")
+    for node, at in removals.items():
+        events.append((at, 0, 0, "remove", node))  # before the bindings of the same ms
+    events.sort()
+    counts, on_node, skew, steps, removed = {"zone-a": 0, "zone-b": 0, "zone-c": 0}, {}, 0, 0, 0
+    for _, _, _, kind, node in events:
+        if kind == "remove":
+            gone = on_node.pop(node, 0)
+            counts[zone(node)] -= gone
+            removed += gone
+            skew = max(counts.values()) - min(counts.values())
+            continue
+        before = counts[zone(node)] + 1 - min(counts.values())
+        check(before <= 1, f"topology-spread-removals.yaml: placement {steps + 1} on {node} "
+              f"at skew {before} over the minimum, zones {counts}")
+        counts[zone(node)] += 1
+        on_node[node] = on_node.get(node, 0) + 1
+        steps += 1
+        now = max(counts.values()) - min(counts.values())
+        check(now <= max(skew, 1), f"topology-spread-removals.yaml: placement {steps} on {node} "
+              f"grew the skew from {skew} to {now}, zones {counts}")
+        skew = now
+    gone_reported = sum(1 for p in report["pods"] if "removed_with_node_ms" in p)
+    check(steps == 3000 and removed == gone_reported and removed > 100 and skew <= 1,
+          f"topology-spread-removals.yaml: 3000 placements, {gone_reported} pods deleted with "
+          f"their nodes, final zones within 1; got {steps}, {removed}, {counts}")
+    spread = report.get("topology_spread", [{}])[0]
+    check(spread.get("domains") == counts,
+          f"topology-spread-removals.yaml: the report's per-domain counts are the live pods', "
+          f"got {spread.get('domains')} for {counts}")
+
+
+DEFAULT_SPREAD = """nodes:
+  - {name: zone-a, count: 4, allocatable: {cpu: 8, memory: 32Gi},
+     labels: {topology.kubernetes.io/zone: zone-a}}
+  - {name: zone-b, count: 1, allocatable: {cpu: 8, memory: 32Gi},
+     labels: {topology.kubernetes.io/zone: zone-b}}
+objects:
+  - {apiVersion: v1, kind: Service, metadata: {name: web, namespace: shop},
+     spec: {selector: {app: web}}}
+  - {apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: api-1, namespace: shop},
+     spec: {selector: {matchLabels: {app: api}}}}
+workload:
+  - metadata: {name: web, namespace: shop, labels: {app: web}}
+    count: 10
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
+  - metadata:
+      name: api
+      namespace: shop
+      labels: {app: api}
+      ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: api-1, uid: u1,
+                         controller: true}]
+    count: 10
+    at: 1s
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
+"""
+
+
+def check_default_spread(tmp):
+    """kube's System default constraints (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway)
+    for pods without their own that a Service or their ReplicaSet selects: zone-b, one node
+    against zone-a's four, gets more of each set than resource balance alone gives it (the
+    same file without the Service and the ReplicaSet)."""
+    def zone_b(report, prefix):
+        return sum(1 for p in report["pods"]
+                   if p["name"].startswith(prefix) and p["node"] == "zone-b-0")
+    spread = simulated_text("default spread", tmp, DEFAULT_SPREAD)
+    plain = simulated_text("default spread without selectors", tmp,
+                           re.sub(r"(?ms)^objects:.*?(?=^workload:)", "", DEFAULT_SPREAD))
+    if spread is None or plain is None:
+        return
+    for prefix in ("web-", "api-"):
+        check(zone_b(spread, prefix) > zone_b(plain, prefix),
+              f"default spread: more {prefix} pods in the single-node zone with the defaults, "
+              f"got {zone_b(spread, prefix)} against {zone_b(plain, prefix)}")
+
+
 ANTI_REASON = ("0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules." +
                NO_VICTIMS.format(12))
 
@@ -519,9 +621,88 @@ def check_preemption_host_ports(tmp):
               f"hostPort nominated: filler-0 keeps off the port, got {pods['filler-0']}")
 
 
+def simulated_text(label, tmp, text):
+    """simulated_report of a simulation file given as text."""
+    path = os.path.join(tmp, re.sub(r"[^a-z0-9]+", "-", label.lower()) + ".yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return simulated_report(label, tmp, path)
+
+
+ANTI_VICTIM = """nodes:
+  - {name: node, count: 2, allocatable: {cpu: 4, memory: 16Gi}}
+pods:
+  - {name: low-0, namespace: apps, nodeName: node-0, priority: 0, labels: {app: batch},
+     requests: {cpu: 100m}}
+  - {name: low-1a, namespace: apps, nodeName: node-1, priority: 0, labels: {app: batch},
+     requests: {cpu: 100m}}
+  - {name: low-1b, namespace: apps, nodeName: node-1, priority: 0, labels: {app: batch},
+     requests: {cpu: 100m}}
+workload:
+  - name: urgent
+    namespace: apps
+    priority: 1000
+    labels: {app: urgent}
+    requests: {cpu: 100m}
+    affinity:
+      podAntiAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          - topologyKey: kubernetes.io/hostname
+            labelSelector: {matchLabels: {app: batch}}
+"""
+
+SPREAD_VICTIMS = """nodes:
+  - {name: zone-a, count: 1, allocatable: {cpu: 4, memory: 16Gi},
+     labels: {topology.kubernetes.io/zone: zone-a}}
+  - {name: zone-b, count: 1, allocatable: {cpu: 1, memory: 16Gi},
+     labels: {topology.kubernetes.io/zone: zone-b}}
+pods:
+  - {name: web-old-0, namespace: apps, nodeName: zone-a-0, priority: 0, labels: {app: web},
+     requests: {cpu: 100m}}
+  - {name: web-old-1, namespace: apps, nodeName: zone-a-0, priority: 0, labels: {app: web},
+     requests: {cpu: 100m}}
+  - {name: other, namespace: apps, nodeName: zone-a-0, priority: 0, labels: {app: other},
+     requests: {cpu: 100m}}
+  - {name: system, namespace: kube-system, nodeName: zone-b-0, priority: 2000,
+     requests: {cpu: 1}}
+workload:
+  - metadata: {name: web-new, namespace: apps, labels: {app: web}}
+    spec:
+      priority: 1000
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}
+      containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+"""
+
+
+def check_preemption_pod_constraints(tmp):
+    """Preemption evaluates victims with interpodaffinity and podtopologyspread, as kube's
+    SelectVictimsOnNode does: evicting the pod a required anti-affinity refuses makes room (on
+    the node with the fewest such pods), and evicting matching pods brings a zone back within
+    maxSkew (only those: the pod of another app on the node is spared)."""
+    cases = [("anti-affinity victim", ANTI_VICTIM, "urgent", "node-0", ["low-0"]),
+             ("spread victims", SPREAD_VICTIMS, "web-new", "zone-a-0",
+              ["web-old-0", "web-old-1"])]
+    for label, text, preemptor, node, victims in cases:
+        report = simulated_text(label, tmp, text)
+        if report is None:
+            continue
+        evicted = sorted((e["name"], e["node"], e["preemptor"]) for e in report["preemptions"])
+        bound = {p["name"]: p for p in report["pods"]}[preemptor].get("node")
+        check(evicted == [(v, node, preemptor) for v in victims] and bound == node,
+              f"{label}: {victims} evicted from {node} and {preemptor} bound there, got "
+              f"{evicted}, {preemptor} on {bound}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_preemption_host_ports(tmp)
+        check_preemption_pod_constraints(tmp)
+        check_topology_spread_removals(tmp)
+        check_default_spread(tmp)
         check_preemption(tmp)
         for example in ("small.yaml", "small.json"):
             path = os.path.join(SOURCE, "examples", "sim", example)

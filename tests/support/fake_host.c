@@ -752,6 +752,28 @@ static kc_status host_filter_what_if(kc_cycle *cycle, const kc_node *node,
     return fit_without(fake_host.what_if_pod, node, removed, removed_count, reason, reason_size);
 }
 
+static const kc_pod *host_filter_delta_pod(kc_cycle *cycle, const kc_node *node, int gone,
+                                           uint32_t index)
+{
+    (void)cycle;
+    if (node == NULL || node != fake_host.delta_node)
+        return NULL;
+    if (gone)
+        return index < fake_host.delta_gone_count ? fake_host.delta_gone[index] : NULL;
+    return index < fake_host.delta_added_count ? fake_host.delta_added[index] : NULL;
+}
+
+static int host_pod_controller(const kc_pod *pod, const char **api_version, const char **kind,
+                               const char **name)
+{
+    if (pod->controller_kind == NULL)
+        return -1;
+    *api_version = pod->controller_api_version;
+    *kind = pod->controller_kind;
+    *name = pod->controller_name;
+    return 0;
+}
+
 static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                         uint32_t victim_count)
 {
@@ -934,6 +956,8 @@ static const kc_host_api api = {
     .args_bool = plugin_args_bool,
     .args_quantity = plugin_args_quantity,
     .args_finish = plugin_args_finish,
+    .filter_delta_pod = host_filter_delta_pod,
+    .pod_controller = host_pod_controller,
 };
 
 const kc_host_api *fake_host_api(void)

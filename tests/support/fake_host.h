@@ -99,6 +99,10 @@ struct kc_pod {
     int terminating;
     /* kc_pod_constraints_json (1.2): kube JSON, NULL when none */
     const char *constraints_json;
+    /* kc_pod_controller (1.2): the controller owner reference; kind NULL when none */
+    const char *controller_api_version;
+    const char *controller_kind;
+    const char *controller_name;
 };
 
 struct kc_node {
@@ -230,6 +234,13 @@ struct fake_host_state {
     uint32_t status_count, status_calls;
     const kc_pod *preempt_more[FAKE_MAX_VICTIMS];
     uint32_t preempt_more_count;
+    /* what-if Filter (1.2): kc_filter_delta_pod answers, for delta_node only, the pods a test
+     * puts in delta_gone (taken off) and delta_added (counted on it) */
+    const kc_node *delta_node;
+    const kc_pod *delta_gone[FAKE_MAX_VICTIMS];
+    uint32_t delta_gone_count;
+    const kc_pod *delta_added[FAKE_MAX_VICTIMS];
+    uint32_t delta_added_count;
 };
 
 extern struct fake_host_state fake_host;

@@ -844,6 +844,37 @@ static void pod_constraints_json_round_trips(void **state)
     pod_free(plain);
 }
 
+/* The controller owner reference (podtopologyspread's default selector) is read from
+ * metadata.ownerReferences (the entry with controller: true, not the first) and travels. */
+static void pod_controller_round_trips(void **state)
+{
+    (void)state;
+    struct pod *pod = pod_yaml(
+        "metadata:\n"
+        "  name: web-7d9c\n"
+        "  ownerReferences:\n"
+        "    - {apiVersion: v1, kind: ConfigMap, name: cm, uid: u0}\n"
+        "    - {apiVersion: apps/v1, kind: ReplicaSet, name: web-7d, uid: u1, controller: true}\n"
+        "spec: {containers: [{name: c}]}\n");
+    assert_string_equal(pod->controller_api_version, "apps/v1");
+    assert_string_equal(pod->controller_kind, "ReplicaSet");
+    assert_string_equal(pod->controller_name, "web-7d");
+    struct pod *copy = pod_round_trip(pod);
+    assert_string_equal(copy->controller_api_version, "apps/v1");
+    assert_string_equal(copy->controller_kind, "ReplicaSet");
+    assert_string_equal(copy->controller_name, "web-7d");
+    pod_free(copy);
+    pod_free(pod);
+    struct pod *orphan = pod_yaml("metadata:\n  name: o\n  ownerReferences:\n"
+                                  "    - {apiVersion: v1, kind: Node, name: n, uid: u}\n"
+                                  "spec: {containers: [{name: c}]}\n");
+    assert_null(orphan->controller_kind);
+    copy = pod_round_trip(orphan);
+    assert_null(copy->controller_kind);
+    pod_free(copy);
+    pod_free(orphan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -852,6 +883,7 @@ int main(void)
         cmocka_unit_test(host_ports_and_used_fields_round_trip),
         cmocka_unit_test(pod_volumes_round_trip),
         cmocka_unit_test(pod_constraints_json_round_trips),
+        cmocka_unit_test(pod_controller_round_trips),
         cmocka_unit_test(required_affinity_without_terms_survives),
         cmocka_unit_test(node_with_taints_labels_and_extended_resources_round_trips),
         cmocka_unit_test(node_without_uid_is_known_by_its_name),

@@ -528,7 +528,29 @@ static const struct error_case error_cases[] = {
      "strict", "single-numa-node"},
     {"nodes:\n- name: n\n  numa: 'numa:2'\n  topologyManagerScope: node\n", ":4:25", "node",
      NULL},
+    {"nodes:\n- name: n\nnodeRemovals:\n- {at: 1s, node: m}\n", ":4:", "\"m\"", NULL},
+    {"nodes:\n- name: n\nnodeRemovals:\n- {at: 1s}\n", ":4:3", "node or nodes", NULL},
+    {"nodes:\n- name: n\nnodeRemovals:\n- {at: 1s, node: n, when: 2s}\n", ":4:", "when", NULL},
+    {"nodes:\n- name: n\nnodeRemovals:\n- {at: soon, node: n}\n", ":4:", "soon", NULL},
 };
+
+/* nodeRemovals: one node or a list per entry, sorted by time, file order kept on ties. */
+static void node_removals_are_sorted_by_time(void **state)
+{
+    (void)state;
+    struct sim_spec spec;
+    load_ok("nodes:\n- {name: n, count: 4}\nnodeRemovals:\n- {at: 2s, node: n-3}\n"
+            "- {at: 1s, nodes: [n-1, n-0]}\n- {at: 2s, node: n-2}\n",
+            NULL, &spec);
+    assert_int_equal(spec.node_removal_count, 4);
+    const char *order[] = {"n-1", "n-0", "n-3", "n-2"};
+    const int64_t at[] = {1000, 1000, 2000, 2000};
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_string_equal(spec.node_removals[i].node, order[i]);
+        assert_int_equal(spec.node_removals[i].at_ms, at[i]);
+    }
+    simfile_free(&spec);
+}
 
 static void errors_name_file_line_and_column(void **state)
 {
@@ -616,6 +638,7 @@ int main(void)
         cmocka_unit_test(json_file_loads),
         cmocka_unit_test(taken_arrivals_are_left_to_the_taker),
         cmocka_unit_test(shipped_examples_load),
+        cmocka_unit_test(node_removals_are_sorted_by_time),
         cmocka_unit_test(errors_name_file_line_and_column),
         cmocka_unit_test(missing_file_is_an_error),
         cmocka_unit_test(an_amplifying_file_is_refused_before_anything_is_built),

@@ -308,6 +308,20 @@ typedef struct kc_host_api {
                          int64_t *out);
     /* Frees args (NULL is a no-op): 0, or -22 (EINVAL) with the first error in error. */
     int (*args_finish)(kc_args *args, char *error, size_t error_size);
+    /* Added in 1.2 (what-if Filter). In Filter: the index-th pod this Filter call takes off
+     * node (gone != 0) or counts on it (gone == 0) beyond the cluster the attempt's PreFilter
+     * saw: the victims kc_filter_what_if removes and the nominated pods counted as kube's
+     * RunFilterPluginsWithNominatedPods does. NULL past the end and in an ordinary Filter. A
+     * plugin whose PreFilter state counts pods corrects it for node with these (kube's
+     * PreFilterExtensions AddPod / RemovePod). Handles live until the Filter call returns. */
+    const kc_pod *(*filter_delta_pod)(kc_cycle *cycle, const kc_node *node, int gone,
+                                      uint32_t index);
+    /* Added in 1.2 (default spread constraints). The pod's controller owner reference
+     * (metadata.ownerReferences with controller: true): 0 with *api_version ("apps/v1"),
+     * *kind ("ReplicaSet") and *name set, living as long as the pod handle; -1 when the pod
+     * has none. */
+    int (*pod_controller)(const kc_pod *pod, const char **api_version, const char **kind,
+                          const char **name);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

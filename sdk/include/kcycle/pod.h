@@ -182,6 +182,15 @@ static inline const char *kc_pod_constraints_json(const kc_pod *pod)
     return kc_host->pod_constraints_json(pod);
 }
 
+/* Added in 1.2: the pod's controller owner reference; -1 (none) on an older host. */
+static inline int kc_pod_controller(const kc_pod *pod, const char **api_version,
+                                    const char **kind, const char **name)
+{
+    if (!KC_HOST_HAS(kc_host, pod_controller))
+        return -1;
+    return kc_host->pod_controller(pod, api_version, kind, name);
+}
+
 /* Added in 1.2: 0 labels on an older host. */
 static inline uint32_t kc_pod_label_count(const kc_pod *pod)
 {

@@ -54,6 +54,16 @@ static inline kc_status kc_filter_what_if(kc_cycle *cycle, const kc_node *node,
     return kc_host->filter_what_if(cycle, node, removed, removed_count, reason, reason_size);
 }
 
+/* In Filter: the index-th pod this call takes off node (gone != 0) or adds to it (gone == 0)
+ * relative to the cluster PreFilter counted, or NULL (always NULL on an older host). */
+static inline const kc_pod *kc_filter_delta_pod(kc_cycle *cycle, const kc_node *node, int gone,
+                                                uint32_t index)
+{
+    if (!KC_HOST_HAS(kc_host, filter_delta_pod))
+        return NULL;
+    return kc_host->filter_delta_pod(cycle, node, gone, index);
+}
+
 /* Nominate the cycle's pod on node and evict victims when the attempt ends (PostFilter only). */
 static inline int kc_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                              uint32_t victim_count)
