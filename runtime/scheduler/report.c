@@ -49,11 +49,16 @@ const char *report_record_reason(const struct simulator *sim, const struct sim_r
         return NULL;
     if (scheduler_pod_status(&sim->sched, r->uid, &node, &reason) < 0)
         return "the pod is no longer known to the scheduler";
+    /* the last refusal stays the pod's reason while it tries again (a run that ends during
+     * its next wait at Permit still says why it was refused); a pod refused never yet but
+     * waiting says where it waits */
+    if (reason != NULL)
+        return reason;
     const struct kc_waiting_pod *w = waiting_at_permit(&sim->sched, r->uid);
     if (w != NULL)
         return w->group_hold || w->wait_plugin == NULL ? "waiting at Permit for its pod group"
                                                        : "waiting at Permit for a plugin";
-    return reason != NULL ? reason : "not attempted yet";
+    return "not attempted yet";
 }
 
 void report_print_table(const struct simulator *sim, FILE *out)

@@ -152,8 +152,9 @@ static void test_repeated_group_status_is_one_change(void **state)
     sim_timeline_free(&t);
 }
 
-/* A pending pod parked at Permit says so in every report, rather than "not attempted yet" or
- * its last failure: the scheduler's waiting cycles are looked at (one is put there by hand). */
+/* A pending pod parked at Permit keeps its last refusal as its reason (what kube shows on the
+ * pod until it is bound); one never refused says where it waits rather than "not attempted
+ * yet": the scheduler's waiting cycles are looked at (one is put there by hand). */
 static void test_reason_of_a_pod_waiting_at_permit(void **state)
 {
     (void)state;
@@ -177,9 +178,14 @@ static void test_reason_of_a_pod_waiting_at_permit(void **state)
     s->waiting = list;
     s->waiting_count = 1;
     const char *during = report_record_reason(&r.sim, pending);
+    char *refused = sp->reason;
+    sp->reason = NULL; /* as for a pod whose first attempt waits */
+    const char *first_wait = report_record_reason(&r.sim, pending);
+    sp->reason = refused;
     s->waiting = saved;
     s->waiting_count = saved_count;
-    assert_string_equal(during, "waiting at Permit for its pod group");
+    assert_string_equal(during, before);
+    assert_string_equal(first_wait, "waiting at Permit for its pod group");
     run_end(&r);
 }
 
