@@ -54,9 +54,12 @@ kc_args *plugin_args_parse(const char *json, char *error, size_t error_size)
     return args;
 }
 
-/* The value of key, marking it read; NULL when absent (or JSON null). */
+/* The value of key, marking it read; NULL when absent (or JSON null), and for NULL args (a
+ * failed parse: the getters then answer the fallback rather than crash the host). */
 static json_t *take(kc_args *args, const char *key)
 {
+    if (args == NULL)
+        return NULL;
     const char *stored = NULL;
     json_t *value = NULL;
     void *iter = json_object_iter_at(args->root, key);

@@ -89,6 +89,24 @@ static void bad_json_or_not_an_object_fails_parse(void **state)
     assert_int_equal(plugin_args_finish(NULL, error, sizeof(error)), 0);
 }
 
+/* A getter after a failed parse (args == NULL) answers the fallback instead of crashing. */
+static void null_args_give_the_fallback(void **state)
+{
+    (void)state;
+    int64_t n = 0, q = 0;
+    const char *s = NULL;
+    int b = 0;
+    assert_int_equal(plugin_args_int(NULL, "weight", 5, &n), 0);
+    assert_int_equal(n, 5);
+    assert_int_equal(plugin_args_string(NULL, "label", "gpu", &s), 0);
+    assert_string_equal(s, "gpu");
+    assert_int_equal(plugin_args_bool(NULL, "strict", 1, &b), 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(plugin_args_quantity(NULL, "memory", 0, 7, &q), 0);
+    assert_int_equal(q, 7);
+    assert_int_equal(plugin_args_finish(NULL, NULL, 0), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -96,6 +114,7 @@ int main(void)
         cmocka_unit_test(wrong_type_names_the_key_and_keeps_the_fallback),
         cmocka_unit_test(a_key_nothing_read_is_an_error),
         cmocka_unit_test(bad_json_or_not_an_object_fails_parse),
+        cmocka_unit_test(null_args_give_the_fallback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
