@@ -13,13 +13,12 @@
 
 #include "quantity.h"
 
-#define ARGS_MAX_READ 64
-
 struct kc_args {
     json_t *root;
-    char error[256];                 /* the first bad value; "" while none */
-    const char *read[ARGS_MAX_READ]; /* keys a getter asked for (the object's own strings) */
-    uint32_t read_count;
+    char error[256];   /* the first bad value; "" while none */
+    const char **read; /* keys a getter asked for (the object's own strings), grown on demand */
+    uint32_t read_count, read_capacity;
+    bool out_of_memory; /* a read key could not be recorded: finish reports that, not "unknown" */
 };
 
 static void copy_error(char *error, size_t error_size, const char *text)
@@ -71,8 +70,18 @@ static json_t *take(kc_args *args, const char *key)
         bool seen = false;
         for (uint32_t i = 0; i < args->read_count && !seen; i++)
             seen = strcmp(args->read[i], stored) == 0;
-        if (!seen && args->read_count < ARGS_MAX_READ)
+        if (!seen && args->read_count == args->read_capacity) {
+            uint32_t capacity = args->read_capacity != 0 ? args->read_capacity * 2 : 16;
+            const char **grown = realloc(args->read, capacity * sizeof(*grown));
+            if (grown != NULL) {
+                args->read = grown;
+                args->read_capacity = capacity;
+            }
+        }
+        if (!seen && args->read_count < args->read_capacity)
             args->read[args->read_count++] = stored;
+        else if (!seen)
+            args->out_of_memory = true;
     }
     return json_is_null(value) ? NULL : value;
 }
@@ -157,6 +166,9 @@ int plugin_args_finish(kc_args *args, char *error, size_t error_size)
     if (args->error[0] != '\0') {
         copy_error(error, error_size, args->error);
         rc = -EINVAL;
+    } else if (args->out_of_memory) {
+        copy_error(error, error_size, "args: out of memory recording the keys read");
+        rc = -ENOMEM;
     } else {
         const char *key;
         json_t *value;
@@ -175,6 +187,7 @@ int plugin_args_finish(kc_args *args, char *error, size_t error_size)
         }
     }
     json_decref(args->root);
+    free(args->read);
     free(args);
     return rc;
 }

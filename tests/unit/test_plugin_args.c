@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -107,6 +108,41 @@ static void null_args_give_the_fallback(void **state)
     assert_int_equal(plugin_args_finish(NULL, NULL, 0), 0);
 }
 
+/* Every key read counts as read, however many a plugin has (the list grows past its first
+ * allocation); one key left unread is still named. */
+static void many_keys_read_are_all_known(void **state)
+{
+    (void)state;
+    enum { KEYS = 200 };
+    char json[KEYS * 16 + 16], key[16], error[128] = "";
+    size_t used = 0;
+    used += (size_t)snprintf(json + used, sizeof(json) - used, "{");
+    for (int i = 0; i < KEYS; i++)
+        used += (size_t)snprintf(json + used, sizeof(json) - used, "%s\"k%d\": %d",
+                                 i > 0 ? ", " : "", i, i);
+    snprintf(json + used, sizeof(json) - used, "}");
+    for (int unread = -1; unread < KEYS; unread += KEYS / 2 + 1) {
+        kc_args *args = plugin_args_parse(json, error, sizeof(error));
+        assert_non_null(args);
+        for (int i = 0; i < KEYS; i++) {
+            int64_t v = -1;
+            snprintf(key, sizeof(key), "k%d", i);
+            if (i == unread)
+                continue;
+            assert_int_equal(plugin_args_int(args, key, 0, &v), 0);
+            assert_int_equal(v, i);
+        }
+        int rc = plugin_args_finish(args, error, sizeof(error));
+        if (unread < 0) {
+            assert_int_equal(rc, 0);
+        } else {
+            snprintf(key, sizeof(key), "\"k%d\"", unread);
+            assert_int_equal(rc, -22);
+            assert_non_null(strstr(error, key));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -115,6 +151,7 @@ int main(void)
         cmocka_unit_test(a_key_nothing_read_is_an_error),
         cmocka_unit_test(bad_json_or_not_an_object_fails_parse),
         cmocka_unit_test(null_args_give_the_fallback),
+        cmocka_unit_test(many_keys_read_are_all_known),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
