@@ -146,6 +146,11 @@ int plugin_args_quantity(kc_args *args, const char *key, int scale, int64_t fall
         snprintf(text, sizeof(text), "%s", json_string_value(v));
     else if (json_is_integer(v))
         snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        /* 15 significant digits give back the decimal the config wrote (0.1, not the double's
+         * 0.10000000000000001, which would round up to 101m); the quantity grammar takes the
+         * exponent %g may print. */
+        snprintf(text, sizeof(text), "%.15g", json_real_value(v));
     else
         return bad(args, key, "want a quantity such as \"4Gi\" or \"500m\"");
     int64_t value;

@@ -143,6 +143,36 @@ static void many_keys_read_are_all_known(void **state)
     }
 }
 
+/* A JSON real is a quantity too, rounded up at the scale asked for; a decimal the config wrote
+ * reads as written (0.1 cpu is 100m, not 101m). */
+static void quantity_accepts_json_reals(void **state)
+{
+    (void)state;
+    char error[128] = "";
+    kc_args *args = plugin_args_parse(
+        "{\"half\": 0.5, \"tenth\": 0.1, \"tiny\": 0.0001, \"big\": 1e9, \"neg\": -0.25,"
+        " \"huge\": 1e30}",
+        error, sizeof(error));
+    assert_non_null(args);
+    int64_t half, half_units, tenth, tiny, big, neg, huge = 3;
+    assert_int_equal(plugin_args_quantity(args, "half", -3, 0, &half), 0);
+    assert_int_equal(half, 500);
+    assert_int_equal(plugin_args_quantity(args, "half", 0, 0, &half_units), 0);
+    assert_int_equal(half_units, 1); /* rounded up */
+    assert_int_equal(plugin_args_quantity(args, "tenth", -3, 0, &tenth), 0);
+    assert_int_equal(tenth, 100);
+    assert_int_equal(plugin_args_quantity(args, "tiny", -3, 0, &tiny), 0);
+    assert_int_equal(tiny, 1); /* 0.1m rounds up to 1m */
+    assert_int_equal(plugin_args_quantity(args, "big", 0, 0, &big), 0);
+    assert_int_equal(big, 1000000000);
+    assert_int_equal(plugin_args_quantity(args, "neg", -3, 0, &neg), 0);
+    assert_int_equal(neg, -250);
+    assert_int_equal(plugin_args_quantity(args, "huge", 0, 0, &huge), -22);
+    assert_int_equal(huge, 0);
+    assert_int_equal(plugin_args_finish(args, error, sizeof(error)), -22);
+    assert_non_null(strstr(error, "\"huge\""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -152,6 +182,7 @@ int main(void)
         cmocka_unit_test(bad_json_or_not_an_object_fails_parse),
         cmocka_unit_test(null_args_give_the_fallback),
         cmocka_unit_test(many_keys_read_are_all_known),
+        cmocka_unit_test(quantity_accepts_json_reals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
