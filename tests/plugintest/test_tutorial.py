@@ -101,6 +101,14 @@ def main():
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
         env["LD_LIBRARY_PATH"] = libdir
         env["KCYCLE_PLUGIN_DIR"] = plugins
+        # The harness's process mode prefers the host installed at the configured prefix over
+        # the PATH's: a kcycle-plugin-host from an older install there would stand in for the
+        # staged one. Name the staged one, as the harness's documented override allows.
+        host = os.path.join(bindir, "kcycle-plugin-host")
+        if not os.access(host, os.X_OK):
+            print("FAIL: meson install did not stage kcycle-plugin-host next to kcycle-scheduler")
+            return 1
+        env["KCYCLE_PLUGIN_HOST"] = host
         work = os.path.join(tmp, "empty")
         os.mkdir(work)
         done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True,
