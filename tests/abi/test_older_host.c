@@ -114,6 +114,24 @@ static void every_12_inline_answers_its_fallback_on_a_11_host(void **state)
     assert_null(logged_plugin);
 }
 
+/* Each getter answers 0 and its fallback on args, and finish 0. */
+static void expect_fallbacks(kc_args *args)
+{
+    int64_t n = 0, q = 0;
+    const char *s = NULL;
+    int b = 0;
+    char error[64] = "";
+    assert_int_equal(kc_args_int(args, "weight", 5, &n), 0);
+    assert_int_equal(n, 5);
+    assert_int_equal(kc_args_string(args, "label", "gpu", &s), 0);
+    assert_string_equal(s, "gpu");
+    assert_int_equal(kc_args_bool(args, "strict", 1, &b), 0);
+    assert_int_equal(b, 1);
+    assert_int_equal(kc_args_quantity(args, "memory", -3, 500, &q), 0);
+    assert_int_equal(q, 500);
+    assert_int_equal(kc_args_finish(args, error, sizeof(error)), 0);
+}
+
 /* A plugin without args keeps loading on an older host; every getter gives its fallback. */
 static void absent_args_parse_on_a_11_host_and_getters_fall_back(void **state)
 {
@@ -124,18 +142,7 @@ static void absent_args_parse_on_a_11_host_and_getters_fall_back(void **state)
         kc_args *args = kc_args_parse(absent[i], error, sizeof(error));
         assert_non_null(args);
         assert_string_equal(error, "");
-        int64_t n = 0, q = 0;
-        const char *s = NULL;
-        int b = 0;
-        assert_int_equal(kc_args_int(args, "weight", 5, &n), 0);
-        assert_int_equal(n, 5);
-        assert_int_equal(kc_args_string(args, "label", "gpu", &s), 0);
-        assert_string_equal(s, "gpu");
-        assert_int_equal(kc_args_bool(args, "strict", 1, &b), 0);
-        assert_int_equal(b, 1);
-        assert_int_equal(kc_args_quantity(args, "memory", 0, 4096, &q), 0);
-        assert_int_equal(q, 4096);
-        assert_int_equal(kc_args_finish(args, error, sizeof(error)), 0);
+        expect_fallbacks(args);
     }
 }
 
@@ -197,19 +204,7 @@ static int with_12_host_trapping_args(void **state)
 static void getters_on_null_args_give_the_fallback_on_a_12_host(void **state)
 {
     (void)state;
-    int64_t n = 0, q = 0;
-    const char *s = NULL;
-    int b = 0;
-    char error[64] = "";
-    assert_int_equal(kc_args_int(NULL, "weight", 5, &n), 0);
-    assert_int_equal(n, 5);
-    assert_int_equal(kc_args_string(NULL, "label", "gpu", &s), 0);
-    assert_string_equal(s, "gpu");
-    assert_int_equal(kc_args_bool(NULL, "strict", 1, &b), 0);
-    assert_int_equal(b, 1);
-    assert_int_equal(kc_args_quantity(NULL, "memory", -3, 500, &q), 0);
-    assert_int_equal(q, 500);
-    assert_int_equal(kc_args_finish(NULL, error, sizeof(error)), 0);
+    expect_fallbacks(NULL);
 }
 
 int main(void)
