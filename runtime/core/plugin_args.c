@@ -13,13 +13,12 @@
 
 #include "quantity.h"
 
-#define ARGS_MAX_READ 64
-
 struct kc_args {
     json_t *root;
-    char error[256];                 /* the first bad value; "" while none */
-    const char *read[ARGS_MAX_READ]; /* keys a getter asked for (the object's own strings) */
-    uint32_t read_count;
+    char error[256];   /* the first bad value; "" while none */
+    const char **read; /* keys a getter asked for (the object's own strings), grown on demand */
+    uint32_t read_count, read_capacity;
+    bool out_of_memory; /* a read key could not be recorded: finish reports that, not "unknown" */
 };
 
 static void copy_error(char *error, size_t error_size, const char *text)
@@ -54,9 +53,12 @@ kc_args *plugin_args_parse(const char *json, char *error, size_t error_size)
     return args;
 }
 
-/* The value of key, marking it read; NULL when absent (or JSON null). */
+/* The value of key, marking it read; NULL when absent (or JSON null), and for NULL args (a
+ * failed parse: the getters then answer the fallback rather than crash the host). */
 static json_t *take(kc_args *args, const char *key)
 {
+    if (args == NULL)
+        return NULL;
     const char *stored = NULL;
     json_t *value = NULL;
     void *iter = json_object_iter_at(args->root, key);
@@ -68,8 +70,18 @@ static json_t *take(kc_args *args, const char *key)
         bool seen = false;
         for (uint32_t i = 0; i < args->read_count && !seen; i++)
             seen = strcmp(args->read[i], stored) == 0;
-        if (!seen && args->read_count < ARGS_MAX_READ)
+        if (!seen && args->read_count == args->read_capacity) {
+            uint32_t capacity = args->read_capacity != 0 ? args->read_capacity * 2 : 16;
+            const char **grown = realloc(args->read, capacity * sizeof(*grown));
+            if (grown != NULL) {
+                args->read = grown;
+                args->read_capacity = capacity;
+            }
+        }
+        if (!seen && args->read_count < args->read_capacity)
             args->read[args->read_count++] = stored;
+        else if (!seen)
+            args->out_of_memory = true;
     }
     return json_is_null(value) ? NULL : value;
 }
@@ -134,6 +146,11 @@ int plugin_args_quantity(kc_args *args, const char *key, int scale, int64_t fall
         snprintf(text, sizeof(text), "%s", json_string_value(v));
     else if (json_is_integer(v))
         snprintf(text, sizeof(text), "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        /* 15 significant digits give back the decimal the config wrote (0.1, not the double's
+         * 0.10000000000000001, which would round up to 101m); the quantity grammar takes the
+         * exponent %g may print. */
+        snprintf(text, sizeof(text), "%.15g", json_real_value(v));
     else
         return bad(args, key, "want a quantity such as \"4Gi\" or \"500m\"");
     int64_t value;
@@ -154,6 +171,9 @@ int plugin_args_finish(kc_args *args, char *error, size_t error_size)
     if (args->error[0] != '\0') {
         copy_error(error, error_size, args->error);
         rc = -EINVAL;
+    } else if (args->out_of_memory) {
+        copy_error(error, error_size, "args: out of memory recording the keys read");
+        rc = -ENOMEM;
     } else {
         const char *key;
         json_t *value;
@@ -172,6 +192,7 @@ int plugin_args_finish(kc_args *args, char *error, size_t error_size)
         }
     }
     json_decref(args->root);
+    free(args->read);
     free(args);
     return rc;
 }

@@ -1124,6 +1124,12 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
                            "snapshot sent to a host whose replica is not empty (%u nodes, %u "
                            "pods); a snapshot needs a fresh host",
                            h->sched.cache.node_count, h->sched.cache.pods.count);
+    /* Skipping the generation check is the test harness's privilege (it changes the cluster
+     * without tracking generations): from anyone else it would hide a replica out of sync. */
+    if (req->adopt_generation && !h->capture_logs)
+        return reply_error(reply, sc,
+                           "adopt_generation is only for a test harness (a Hello with "
+                           "capture_logs); this host checks generations");
     if (apply_deltas(h, req) < 0)
         return reply_error(reply, sc, "%s", h->diverged);
     /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */

@@ -4,7 +4,9 @@ copies of the current headers with a deliberate layout change to a public struct
 `check_abi.py layout` fail against each frozen release, and the unchanged copy must pass (so a
 failure comes from the change, not from the scratch build).
 
-  check_abi_can_fail.py CC CHECK_ABI LAYOUT_C INCLUDE_DIR FROZEN_LAYOUT_EXE...
+  check_abi_can_fail.py CC... -- CHECK_ABI LAYOUT_C INCLUDE_DIR FROZEN_LAYOUT_EXE...
+
+CC... is the build's whole compiler command (meson's cmd_array(): a wrapper, flags).
 """
 import os
 import shutil
@@ -43,7 +45,7 @@ def scratch_layout(cc, layout_c, include_dir, scratch, breakage):
                 breakage[0], header))
         open(path, 'w').write(text.replace(find, replace, 1))
     exe = os.path.join(scratch, 'layout')
-    subprocess.run([cc, '-std=c11', '-I', headers, '-o', exe, layout_c], check=True)
+    subprocess.run(cc + ['-std=c11', '-I', headers, '-o', exe, layout_c], check=True)
     return exe
 
 
@@ -54,8 +56,12 @@ def layout_check(check_abi, frozen, exe):
 
 
 def main(argv):
-    cc, check_abi, layout_c, include_dir = argv[1:5]
-    frozen_exes = argv[5:]
+    if '--' not in argv[1:]:
+        raise SystemExit(__doc__)
+    split = argv.index('--')
+    cc = argv[1:split]
+    check_abi, layout_c, include_dir = argv[split + 1:split + 4]
+    frozen_exes = argv[split + 4:]
     failures = 0
     for breakage in [None] + BREAKAGES:
         with tempfile.TemporaryDirectory() as scratch:

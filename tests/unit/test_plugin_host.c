@@ -520,6 +520,16 @@ static void test_evaluation_equals_the_in_process_scheduler(void **state)
 
     expect_error(sync_request(c, generation + 100, false, NULL, 0),
                  "replica out of sync: scheduler generation");
+    /* only a harness (Hello.capture_logs) may skip the generation check */
+    Kcycle__V1__Request adopt = KCYCLE__V1__REQUEST__INIT;
+    adopt.generation = generation + 100;
+    adopt.adopt_generation = true;
+    adopt.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    adopt.sync = true;
+    expect_error(roundtrip(c, &adopt), "adopt_generation is only for a test harness");
+    reply = sync_request(c, generation, false, NULL, 0); /* the replica is unharmed */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
     client_stop(c);
     expected_free(&x);
 }
