@@ -29,7 +29,12 @@ static int collect(void *ctx, const char *json, size_t len)
     json_error_t error;
     json_t *value = json_loadb(json, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &error);
     /* the splitter only finds where values end; a malformed one inside (a bad number, a bad
-     * escape) is the parser's to refuse, but its outline must have been whole */
+     * escape) is the parser's to refuse, but its outline must have been whole: neither cut
+     * short nor followed by more */
+    enum json_error_code code = value == NULL ? json_error_code(&error) : json_error_unknown;
+    fuzz_check(value != NULL || (code != json_error_premature_end_of_input &&
+                                 code != json_error_end_of_input_expected),
+               "json_splitter", "a value cut short or two values handed out as one");
     json_decref(value);
     /* the value is the next bytes of the stream, after nothing but whitespace */
     while (c->at < c->size && memchr(" \t\r\n", c->stream[c->at], 4) != NULL)
