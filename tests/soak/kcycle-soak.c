@@ -93,7 +93,7 @@ struct totals {
 static struct options opt = {
     .pods = 100000,
     .nodes = 64,
-    .live = 4300, /* the live pods ask ~115% of the 64 nodes' CPU: some must wait for room */
+    .live = 5200, /* the live pods ask ~115% of the nodes' CPU: some must wait for room */
     .batch = 200,
     .node_every = 25,
     .drain_every = 40,
