@@ -40,12 +40,24 @@ static void open_once(void)
 
 static size_t answered; /* bytes of ToBridge the scheduler made during this input */
 
+/* One message; a scheduler that is not in sync or not the leader when it would schedule (after
+ * the message) decides nothing: it binds no pod and parks none. */
 static void feed(const uint8_t *data, size_t len)
 {
+    uint8_t *out = NULL;
     size_t out_len = 0;
-    int rc = bridge_client_feed(&client, data, len, CYCLES_PER_MESSAGE, NULL, &out_len);
+    int rc = bridge_client_feed(&client, data, len, CYCLES_PER_MESSAGE, &out, &out_len);
     fuzz_check(rc == 0 || rc == -ENOMEM, "bridge_client_feed", "the answer does not decode");
     answered += out_len;
+    if (out != NULL && !(client.synced && client.leader)) {
+        Kcycle__V1__ToBridge *m = kcycle__v1__to_bridge__unpack(NULL, out_len, out);
+        fuzz_check(m != NULL, "bridge_client_feed", "the answer does not decode");
+        fuzz_check(m->n_bindings == 0 && m->n_unschedulable == 0 && m->n_nominations == 0 &&
+                       m->n_evictions == 0,
+                   "bridge_client_feed", "decisions made while not in sync or not leader");
+        kcycle__v1__to_bridge__free_unpacked(m, NULL);
+    }
+    free(out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
