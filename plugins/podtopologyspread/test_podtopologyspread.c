@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "fake_host.h"
+#include "spread_constraints.h"
 
 KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
 
@@ -510,6 +511,34 @@ static void test_bad_constraints_are_unresolvable(void **state)
     }
 }
 
+/* The quick count of whenUnsatisfiable words goes wrong when the word is also a label key: the
+ * JSON is parsed though no constraint is of the action asked for. Then nothing is handed over
+ * (the array was once handed over with a count of 0, and leaked). */
+static void test_no_constraint_of_the_action_hands_nothing(void **state)
+{
+    (void)state;
+    kc_pod incoming;
+    build(&two_zones, &incoming);
+    incoming.constraints_json =
+        LIST1(SOFT(1, "zone", "{\"matchLabels\":{\"whenUnsatisfiable\":\"x\"}}"));
+    struct spread_constraint *list = (struct spread_constraint *)&incoming; /* not NULL */
+    uint32_t count = 7;
+    char error[256] = "";
+    assert_int_equal(spread_constraints_parse(&incoming, SPREAD_DO_NOT_SCHEDULE, &list, &count,
+                                              error, sizeof(error)),
+                     0);
+    assert_int_equal(count, 0);
+    assert_null(list);
+    /* the other action finds its constraint */
+    assert_int_equal(spread_constraints_parse(&incoming, SPREAD_SCHEDULE_ANYWAY, &list, &count,
+                                              error, sizeof(error)),
+                     0);
+    assert_int_equal(count, 1);
+    assert_non_null(list);
+    assert_string_equal(list[0].topology_key, "zone");
+    spread_constraints_free(list, count);
+}
+
 /* A 3,000-pod rollout over 3 zones of 6 nodes with maxSkew 1: each pod goes to the feasible
  * node with the fewest pods. At pods 1,000 and 2,000 a node is removed (its pods deleted and
  * queued again). The zones' skew stays at most 1 after every placement, except right after a
@@ -631,6 +660,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_defaulting_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_constraints_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_with_node_removals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_constraint_of_the_action_hands_nothing, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

@@ -180,6 +180,14 @@ static int object_meta(const struct tree *object, struct object_meta *m, struct 
                           "expected a string");
     m->namespace = scalar_or(namespace, "");
     m->uid = scalar_or(uid, "");
+    /* The store keys objects by namespace/name, so a '/' inside either would let a cluster-scoped
+     * "a/b" and the namespaced a/b share a key; Kubernetes allows '/' in neither. */
+    if (strchr(m->name, '/') != NULL)
+        return tree_error(tree_get(metadata, "name"), err, -EINVAL, "metadata.name",
+                          "'%s' contains '/', which no Kubernetes name may", m->name);
+    if (strchr(m->namespace, '/') != NULL)
+        return tree_error(namespace, err, -EINVAL, "metadata.namespace",
+                          "'%s' contains '/', which no Kubernetes namespace may", m->namespace);
     return 0;
 }
 
@@ -328,8 +336,12 @@ static void item_free(struct kube_store_item *item)
     free(item);
 }
 
+/* -EINVAL for a naming that would not be a unique key (object_meta refuses those; mark_seen
+ * gets the naming of objects object_meta refused). */
 static int key_of(const char *namespace, const char *name, char *out, size_t size)
 {
+    if (strchr(namespace, '/') != NULL || strchr(name, '/') != NULL)
+        return -EINVAL;
     int n = namespace[0] != '\0' ? snprintf(out, size, "%s/%s", namespace, name)
                                  : snprintf(out, size, "%s", name);
     return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;

@@ -476,6 +476,25 @@ static void status_free(struct bridge_client *b)
     free(b->object_status);
 }
 
+/* bridge_client_feed in place of the send: the packed message must decode, and is appended to
+ * what the turn packed before (packed protobuf messages concatenated read as one merged
+ * message). 0, -ENOMEM or -EPROTO. */
+static int feed_keep(struct bridge_client *b, size_t len)
+{
+    uint8_t *grown = realloc(b->fed, b->fed_len + len + 1);
+    if (grown == NULL)
+        return -ENOMEM;
+    b->fed = grown;
+    uint8_t *packed = grown + b->fed_len;
+    kcycle__v1__to_bridge__pack(&b->out, packed);
+    Kcycle__V1__ToBridge *back = kcycle__v1__to_bridge__unpack(NULL, len, packed);
+    if (back == NULL)
+        return -EPROTO;
+    kcycle__v1__to_bridge__free_unpacked(back, NULL);
+    b->fed_len += len;
+    return 0;
+}
+
 static void flush(struct bridge_client *b)
 {
     Kcycle__V1__ToBridge *out = &b->out;
@@ -485,17 +504,27 @@ static void flush(struct bridge_client *b)
         out->n_object_status == 0)
         return;
     size_t len = kcycle__v1__to_bridge__get_packed_size(out);
-    nng_msg *msg;
-    int rc = nng_msg_alloc(&msg, len);
-    if (rc == 0) {
-        kcycle__v1__to_bridge__pack(out, nng_msg_body(msg));
-        rc = nng_sendmsg(b->sock, msg, 0);
-        if (rc != 0)
-            nng_msg_free(msg);
+    int rc;
+    const char *why;
+    if (b->feeding) {
+        rc = feed_keep(b, len);
+        why = kc_strerror(rc);
+        if (rc != 0 && b->fed_rc == 0)
+            b->fed_rc = rc;
+    } else {
+        nng_msg *msg;
+        rc = nng_msg_alloc(&msg, len);
+        if (rc == 0) {
+            kcycle__v1__to_bridge__pack(out, nng_msg_body(msg));
+            rc = nng_sendmsg(b->sock, msg, 0);
+            if (rc != 0)
+                nng_msg_free(msg);
+        }
+        why = nng_strerror(rc);
     }
     if (rc != 0) {
         log_warn("bridge: could not send %zu binding(s) and %zu status update(s): %s",
-                 out->n_bindings, out->n_unschedulable, nng_strerror(rc));
+                 out->n_bindings, out->n_unschedulable, why);
         fail_unsent_bindings(b, "the bridge did not take the binding");
     }
     bool hello_lost = rc != 0 && out->hello;
@@ -721,15 +750,23 @@ static void apply_bind_result(struct bridge_client *b, const Kcycle__V1__BindRes
     scheduler_bind_result(&b->sched, r->uid, rc, text);
 }
 
-static void handle_bytes(struct bridge_client *b, const uint8_t *data, size_t len)
+static Kcycle__V1__ToScheduler *unpack_message(struct bridge_client *b, const uint8_t *data,
+                                                size_t len)
 {
     b->stats.messages++;
     Kcycle__V1__ToScheduler *m = kcycle__v1__to_scheduler__unpack(NULL, len, data);
     if (m == NULL) {
         b->stats.decode_errors++;
         log_warn("bridge: a message from the bridge does not decode (version mismatch?)");
-        return;
     }
+    return m;
+}
+
+/* Apply one message from the bridge and free it. */
+static void apply_message(struct bridge_client *b, Kcycle__V1__ToScheduler *m)
+{
+    if (m == NULL)
+        return;
     if (m->session != b->session) {
         /* sent before our last hello (to a connection that has since been replaced) */
         b->stats.stale_messages++;
@@ -758,8 +795,32 @@ static void handle_bytes(struct bridge_client *b, const uint8_t *data, size_t le
 
 static void handle_message(struct bridge_client *b, nng_msg *msg)
 {
-    handle_bytes(b, nng_msg_body(msg), nng_msg_len(msg));
-    nng_msg_free(msg);
+    Kcycle__V1__ToScheduler *m = unpack_message(b, nng_msg_body(msg), nng_msg_len(msg));
+    nng_msg_free(msg); /* before applying: a big sync is not held twice */
+    apply_message(b, m);
+}
+
+/* The scheduling part of a loop turn, the same for bridge_client_run and bridge_client_feed:
+ * only while connected, in sync and leader, cycles until the time budget or max_cycles, with a
+ * tick and a send every 32; then a tick and a send. Returns whether it could schedule. */
+static bool schedule_turn(struct bridge_client *b, int64_t budget_us, uint32_t max_cycles)
+{
+    struct scheduler *s = &b->sched;
+    bool may_schedule = b->connected && b->synced && b->leader;
+    if (may_schedule) {
+        int64_t start = monotonic_us();
+        for (uint32_t n = 1; n <= max_cycles && monotonic_us() - start < budget_us; n++) {
+            if (scheduler_schedule_one(s) <= 0)
+                break;
+            if (n % 32 == 0) {
+                scheduler_tick(s);
+                flush(b);
+            }
+        }
+    }
+    scheduler_tick(s);
+    flush(b);
+    return may_schedule;
 }
 
 /* ---- fed by hand: the fuzz target of bridge messages (tests/fuzz/fuzz_sched.c) ---- */
@@ -772,35 +833,39 @@ int bridge_client_feed(struct bridge_client *b, const uint8_t *data, size_t len,
     if (out_len != NULL)
         *out_len = 0;
     b->connected = true; /* fed by hand stands for a connected bridge */
+    b->feeding = true;
+    b->fed = NULL;
+    b->fed_len = 0;
+    b->fed_rc = 0;
     binds_expire(b);
     reloader_poll(&b->reload, &b->sched);
-    handle_bytes(b, data, len);
-    for (uint32_t n = 0; n < max_cycles && scheduler_schedule_one(&b->sched) > 0; n++) {
-        if (n % 32 == 31)
-            scheduler_tick(&b->sched);
-    }
-    scheduler_tick(&b->sched);
-    /* what flush would send, packed and read back instead: no bridge is listening */
-    Kcycle__V1__ToBridge *msg = &b->out;
-    size_t size = kcycle__v1__to_bridge__get_packed_size(msg);
-    uint8_t *packed = malloc(size + 1);
-    int rc = packed != NULL ? 0 : -ENOMEM;
-    if (rc == 0) {
-        kcycle__v1__to_bridge__pack(msg, packed);
-        Kcycle__V1__ToBridge *back = kcycle__v1__to_bridge__unpack(NULL, size, packed);
-        rc = back != NULL ? 0 : -EPROTO;
-        if (back != NULL)
-            kcycle__v1__to_bridge__free_unpacked(back, NULL);
-    }
-    if (rc == 0 && out != NULL) {
-        *out = packed;
-        packed = NULL;
-    }
-    free(packed);
+    apply_message(b, unpack_message(b, data, len));
+    schedule_turn(b, INT64_MAX, max_cycles);
+    b->feeding = false;
+    int rc = b->fed_rc;
     if (out_len != NULL)
-        *out_len = size;
-    clear_out(b);
+        *out_len = b->fed_len;
+    if (rc == 0 && out != NULL && b->fed != NULL) {
+        *out = b->fed;
+        b->fed = NULL;
+    }
+    free(b->fed);
+    b->fed = NULL;
     return rc;
+}
+
+void bridge_client_feed_connect(struct bridge_client *b, uint64_t session, uint64_t next_bind_id)
+{
+    b->connected = true;
+    b->leader = false;
+    metric_set(b->leader_metric, 0);
+    b->synced = false;
+    b->syncing = false;
+    seen_clear(b);
+    clear_out(b);
+    binds_lost(b, "the connection to the bridge was lost");
+    b->session = session;
+    b->next_bind_id = next_bind_id;
 }
 
 /* ---- connection ---- */
@@ -927,20 +992,7 @@ int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
         for (int i = 0; i < 256 && nng_recvmsg(b->sock, &msg, NNG_FLAG_NONBLOCK) == 0; i++)
             handle_message(b, msg);
         atomic_store(&b->ready, b->connected && b->synced);
-        bool may_schedule = b->connected && b->synced && b->leader;
-        if (may_schedule) {
-            int64_t start = monotonic_us();
-            for (uint32_t n = 1; monotonic_us() - start < LOOP_BUDGET_US; n++) {
-                if (scheduler_schedule_one(s) <= 0)
-                    break;
-                if (n % 32 == 0) {
-                    scheduler_tick(s);
-                    flush(b);
-                }
-            }
-        }
-        scheduler_tick(s);
-        flush(b);
+        bool may_schedule = schedule_turn(b, LOOP_BUDGET_US, UINT32_MAX);
         if (may_schedule && scheduler_busy(s))
             continue;
         int64_t wait = status_wait_ms(b, IDLE_WAIT_MS);

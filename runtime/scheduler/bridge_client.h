@@ -72,6 +72,11 @@ struct bridge_client {
     Kcycle__V1__ObjectStatus **status_pending, **object_status;
     uint32_t status_pending_count, status_pending_capacity, object_status_capacity;
     int64_t status_sent_ms;
+    /* bridge_client_feed: what flush would send, packed here instead (malloc'd) */
+    bool feeding;
+    uint8_t *fed;
+    size_t fed_len;
+    int fed_rc; /* the first failure to pack it, or 0 */
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */
@@ -95,13 +100,20 @@ void bridge_client_close(struct bridge_client *b);
 
 /* For fuzz targets and the soak test, in place of the bridge: one loop turn without nng. The
  * bridge counts as connected; the reloader is polled, one packed ToScheduler applied as if
- * received, then up to max_cycles scheduling cycles and a tick. What would be sent to the
- * bridge is packed and checked to decode; with out non-NULL it is handed over (malloc'd, the
- * caller frees it; its bindings wait for the BindResult the caller feeds back), else dropped.
- * *out_len (may be NULL) gets its size. 0, -ENOMEM, or -EPROTO when the ToBridge the scheduler
- * built does not decode. */
+ * received, then, as bridge_client_run does and only when in sync and leader, up to max_cycles
+ * scheduling cycles with their ticks. What would be sent to the bridge is packed and checked to
+ * decode (several sends of the turn one after the other, which read as one merged ToBridge);
+ * with out non-NULL it is handed over (malloc'd, the caller frees it; its bindings wait for the
+ * BindResult the caller feeds back), else dropped. *out_len (may be NULL) gets its size. 0,
+ * -ENOMEM, or -EPROTO when the ToBridge the scheduler built does not decode; then its bindings
+ * fail as unsent ones do. */
 int bridge_client_feed(struct bridge_client *b, const uint8_t *data, size_t len,
                        uint32_t max_cycles, uint8_t **out, size_t *out_len);
+/* For the same callers: as if the connection to the bridge dropped and came back, with this
+ * session (the one the fed messages carry) and binding ids counting on from next_bind_id: what
+ * waited for an answer is failed, and the scheduler is neither in sync nor leader until fed
+ * messages say so. */
+void bridge_client_feed_connect(struct bridge_client *b, uint64_t session, uint64_t next_bind_id);
 /* Record the scheduler's metrics (sched_metrics.h) and the leader state into registry (borrowed,
  * outlives b), after a successful open. 0 or -ENOMEM. */
 int bridge_client_metrics(struct bridge_client *b, struct metrics *registry);

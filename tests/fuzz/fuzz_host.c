@@ -1,8 +1,9 @@
 /* Fuzz target for the plugin host's handling of requests (kcycle.v1.Request, what a scheduler
  * sends over the socketpair): each frame of the input (fuzz.h) is one request to one host,
  * which starts empty for every input. The host's promise (runtime/plugin-host/host.h): every
- * request gets a reply that decodes, answers the request's id, and says what was wrong with a
- * request that does not decode.
+ * request gets a reply that decodes, answers the request's id, says what was wrong with a
+ * request that does not decode, and, when it has no error, holds one reply per call of a
+ * batch.
  *
  * Each input loads and unloads the plugins its hello names. libFuzzer cannot follow
  * instrumented code unloaded under it, so ./dev.sh fuzz points KCYCLE_PLUGIN_DIR at the
@@ -28,6 +29,10 @@ static void check_reply(const uint8_t *request, size_t len, const uint8_t *reply
                    "a request that does not decode answered without an error");
     else
         fuzz_check(r->id == q->id, "plugin_host_handle", "a reply to another request id");
+    /* a batch is answered phase call by phase call, unless the request as a whole failed */
+    if (q != NULL && (r->error == NULL || r->error[0] == '\0'))
+        fuzz_check(r->n_batch == q->n_batch, "plugin_host_handle",
+                   "a batch answered with another number of replies");
     if (getenv("KCYCLE_FUZZ_VERBOSE") != NULL)
         fprintf(stderr, "host: request %llu: reply %d%s%s\n",
                 q != NULL ? (unsigned long long)q->id : 0ull, (int)r->result_case,

@@ -139,6 +139,37 @@ static void try_to_scheduler(const Kcycle__V1__ToScheduler *m)
         try_cluster_change(m->changes[i]);
 }
 
+/* Whether m or a message inside it kept an unknown field numbered 0. */
+static bool has_unknown_tag_zero(const ProtobufCMessage *m)
+{
+    if (m == NULL)
+        return false;
+    for (size_t i = 0; i < m->n_unknown_fields; i++)
+        if (m->unknown_fields[i].tag == 0)
+            return true;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *base = (const char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *items = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t k = 0; k < n; k++)
+                if (has_unknown_tag_zero(items[k]))
+                    return true;
+            continue;
+        }
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) != 0 &&
+            *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+            continue;
+        if (has_unknown_tag_zero(*(ProtobufCMessage *const *)(base + f->offset)))
+            return true;
+    }
+    return false;
+}
+
 /* Unpack, pack, unpack, pack: protobuf-c must give the same bytes twice, and the decoded
  * message is then handed to the converters. One macro per message kind would be clearer as a
  * table, but protobuf-c's descriptors give only the generic functions, which is what this uses. */
@@ -156,7 +187,10 @@ static void try_message(const ProtobufCMessageDescriptor *d, const uint8_t *data
     if (again == NULL) {
         /* protobuf-c keeps an unknown field numbered 0 (a non-canonical tag) that it then
          * refuses in its own encoding (corpus/proto/crash-proto-unknown-field-zero): its
-         * quirk, and kcycle never re-encodes a message it received */
+         * quirk, and kcycle never re-encodes a message it received. Any other refusal of its
+         * own encoding is a finding. */
+        fuzz_check(has_unknown_tag_zero(m), d->name,
+                   "its encoding does not decode, without an unknown field numbered 0");
         free(first);
         goto convert;
     }

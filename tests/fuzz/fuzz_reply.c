@@ -9,7 +9,8 @@
  * decodes as a Reply gets the request's id (a wrong id is one protocol error the mutator would
  * otherwise hit every time); one that does not is sent as it is. When the frames run out the
  * real replies follow. The scheduler must survive whatever comes back, and every pod it was
- * given must end up bound, waiting or still queued: none lost.
+ * given must end up bound, waiting or still queued: none lost; and the cache's books must
+ * balance (books.h: no assumed pod outside the binding pipeline).
  *
  * KCYCLE_FUZZ_RECORD=FILE writes the real replies of a run as frames into FILE: a seed. */
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "bridge.pb-c.h"
+#include "books.h"
 #include "bridge_client.h"
 #include "channel.h"
 #include "fuzz.h"
@@ -255,12 +257,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct kc_error err = {{0}};
     int rc = bridge_client_open(&b, &opt, &err);
     if (rc == 0) {
-        b.session = 0;
+        bridge_client_feed_connect(&b, 0, 0); /* the sync message carries session 0 */
         fuzz_check(bridge_client_feed(&b, sync, sync_len, 32, NULL, NULL) != -EPROTO,
                    "bridge_client_feed", "the answer to the bridge does not decode");
         /* every pending pod is somewhere: bound (assumed), waiting or queued */
         uint32_t known = b.sched.pods.count;
         fuzz_check(known == pending, "scheduler", "a pending pod lost after bad host replies");
+        /* and no pod placed for good or held on a node by a half-done cycle */
+        fuzz_check_books(&b.sched);
         if (getenv("KCYCLE_FUZZ_VERBOSE") != NULL)
             fprintf(stderr, "reply: %u pending pods, %u assumed or assigned, %u hosts started\n",
                     known, b.sched.cache.pods.count, host_count);

@@ -1,10 +1,12 @@
 /* Fuzz target for the scheduler's handling of what the bridge sends (ToScheduler over nng):
  * each frame of the input (fuzz.h) is one message, applied as bridge_client does, followed by
  * a few scheduling cycles, and the ToBridge the scheduler would answer is packed and read back.
- * One scheduler serves every input (opening one loads every plugin: too slow per input); after
- * each input an empty sync deletes what the input created, so inputs do not pile up, and must
- * leave no node and no pod behind. In between, the cache's books balance: what a node counts
- * as requested is the sum of the pods it holds. */
+ * One scheduler serves every input (opening one loads every plugin: too slow per input). Each
+ * input starts from a fresh connection (bridge_client_feed_connect: session 0, binding ids from
+ * 1, not in sync and not leader, nothing waiting for an answer), so what it does does not depend
+ * on the inputs before it; after each input an empty sync deletes what the input created, so
+ * inputs do not pile up, and must leave no node and no pod behind. In between, the books
+ * balance (books.h). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -13,9 +15,9 @@
 #include <string.h>
 
 #include "bridge.pb-c.h"
+#include "books.h"
 #include "bridge_client.h"
 #include "fuzz.h"
-#include "cache.h"
 #include "log.h"
 #include "model.h"
 
@@ -36,39 +38,26 @@ static void open_once(void)
     fuzz_check(bridge_client_open(&client, &opt, &err) == 0, "bridge_client_open", err.message);
 }
 
-/* The cache's books balance: what a node counts as requested is the sum of its pods'
- * requests, and each of those pods names the node. */
-static void check_cache(void)
-{
-    const struct cache *c = &client.sched.cache;
-    for (uint32_t i = 0; i < c->node_count; i++) {
-        const struct cache_node *n = &c->nodes[i];
-        int64_t sum[KC_RESOURCE_MAX] = {0};
-        for (uint32_t p = 0; p < n->pod_count; p++) {
-            const struct cache_pod *cp = n->pods[p];
-            fuzz_check(cp->node_name != NULL && strcmp(cp->node_name, n->node->name) == 0,
-                       "cache", "a pod counted on another node than its own");
-            for (uint32_t r = 0; r < cp->request.count; r++) {
-                int64_t *to = &sum[cp->request.items[r].id];
-                if (__builtin_add_overflow(*to, cp->request.items[r].value, to))
-                    return; /* wrapped: the comparison below means nothing */
-            }
-        }
-        for (uint32_t r = 0; r < KC_RESOURCE_MAX; r++)
-            fuzz_check(sum[r] == n->requested[r], "cache",
-                       "a node's requested total is not the sum of its pods");
-    }
-}
-
 static size_t answered; /* bytes of ToBridge the scheduler made during this input */
 
+/* One message; a scheduler that is not in sync or not the leader when it would schedule (after
+ * the message) decides nothing: it binds no pod and parks none. */
 static void feed(const uint8_t *data, size_t len)
 {
-    client.session = 0;
+    uint8_t *out = NULL;
     size_t out_len = 0;
-    int rc = bridge_client_feed(&client, data, len, CYCLES_PER_MESSAGE, NULL, &out_len);
+    int rc = bridge_client_feed(&client, data, len, CYCLES_PER_MESSAGE, &out, &out_len);
     fuzz_check(rc == 0 || rc == -ENOMEM, "bridge_client_feed", "the answer does not decode");
     answered += out_len;
+    if (out != NULL && !(client.synced && client.leader)) {
+        Kcycle__V1__ToBridge *m = kcycle__v1__to_bridge__unpack(NULL, out_len, out);
+        fuzz_check(m != NULL, "bridge_client_feed", "the answer does not decode");
+        fuzz_check(m->n_bindings == 0 && m->n_unschedulable == 0 && m->n_nominations == 0 &&
+                       m->n_evictions == 0,
+                   "bridge_client_feed", "decisions made while not in sync or not leader");
+        kcycle__v1__to_bridge__free_unpacked(m, NULL);
+    }
+    free(out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -77,10 +66,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *frame;
     size_t len;
     answered = 0;
-    client.next_bind_id = 0; /* bindings 1, 2, ...: an input can answer them */
+    /* session 0 (what an input's messages carry unless they say otherwise), bindings 1, 2, ...
+     * (an input can answer them), not leader until the input says so */
+    bridge_client_feed_connect(&client, 0, 0);
+    fuzz_check(!client.leader && !client.synced, "bridge_client_feed_connect",
+               "an input starts as leader or in sync");
     while (fuzz_next_frame(&data, &size, &frame, &len))
         feed(frame, len);
-    check_cache();
+    fuzz_check_books(&client.sched);
     /* KCYCLE_FUZZ_VERBOSE (replay.c): say what the input did, to see that seeds reach the
      * scheduling cycle */
     if (getenv("KCYCLE_FUZZ_VERBOSE") != NULL)
