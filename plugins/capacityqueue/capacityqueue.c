@@ -254,6 +254,19 @@ static int read_request(struct cq_pod *p, const kc_pod *pod)
     return 0;
 }
 
+/* Whether the pod asks what p counted (same resources, same amounts, same order). */
+static bool same_request(const struct cq_pod *p, const kc_pod *pod)
+{
+    struct cq_pod fresh = {0};
+    read_request(&fresh, pod);
+    if (fresh.mask != p->mask || fresh.count != p->count)
+        return false;
+    for (uint32_t i = 0; i < p->count; i++)
+        if (fresh.ids[i] != p->ids[i] || fresh.values[i] != p->values[i])
+            return false;
+    return true;
+}
+
 /* Count the pod as placed on node (NULL: pending), replacing what it counted as. */
 static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char *node)
 {
@@ -262,10 +275,16 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
     struct cq_pod *p = cq_pod_find(pl, kc_pod_uid(pod));
     if (p != NULL && strcmp(p->queue, queue) == 0) {
         bool was_placed = p->node != NULL;
-        if (was_placed == (node != NULL) &&
+        bool resized = !same_request(p, pod); /* an in-place resize changes what it holds */
+        if (!resized && was_placed == (node != NULL) &&
             (node == NULL || strcmp(p->node, node) == 0))
             return p;
         count_pod(pl, p, -1);
+        if (resized) {
+            p->count = 0;
+            p->mask = 0;
+            read_request(p, pod);
+        }
         free(p->node);
         p->node = node != NULL ? strdup(node) : NULL;
         count_pod(pl, p, 1); /* a pod back from a reservation keeps its place in the order */
@@ -550,9 +569,14 @@ static kc_status capacityqueue_pre_filter(void *self, kc_cycle *cycle, const kc_
         mask = p->mask;
     }
     char why[512];
-    if (!cq_admit(&pl->tree, p->index, request, mask, why, sizeof(why)))
-        return cq_reject(cycle, KC_UNRESOLVABLE, "%s%s",
-                         whole_group ? "pod group as a whole: " : "", why);
+    int32_t refusing = -1;
+    if (!cq_admit_at(&pl->tree, p->index, request, mask, why, sizeof(why), &refusing)) {
+        /* within its guarantee, refused only because queues under the refusing one borrow:
+         * PostFilter can reclaim (unschedulable, not unresolvable) */
+        kc_status st = !whole_group && cq_reclaim_may_help(pl, p, refusing) ? KC_UNSCHEDULABLE
+                                                                             : KC_UNRESOLVABLE;
+        return cq_reject(cycle, st, "%s%s", whole_group ? "pod group as a whole: " : "", why);
+    }
     return KC_SUCCESS;
 }
 

@@ -50,5 +50,9 @@ void cq_refresh_cluster(struct cq_plugin *pl);
 
 /* PostFilter: reclaim (reclaim.c). */
 kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod);
+/* Whether reclaim can free quota for self refused by queue refusing (an ancestor's limit or
+ * pool, or its own queue's): self's queue stays within its guarantee with it, and a reclaimable
+ * queue under refusing, outside self's path, borrows. */
+bool cq_reclaim_may_help(const struct cq_plugin *pl, const struct cq_pod *self, int32_t refusing);
 
 #endif

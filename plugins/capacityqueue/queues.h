@@ -91,6 +91,11 @@ void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request
 bool cq_admit(const struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
               char *why, size_t why_size);
 
+/* cq_admit that also tells, on refusal, the index of the queue whose rule refused (the pod's
+ * own queue or an ancestor); refusing may be NULL. */
+bool cq_admit_at(const struct cq_tree *tree, int32_t index, const int64_t *request,
+                 uint64_t mask, char *why, size_t why_size, int32_t *refusing);
+
 /* The resource ids of mask in which the queue holds more than it is guaranteed. */
 uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask);
 

@@ -276,18 +276,231 @@ static uint64_t reclaim_need(const struct cq_queue *q, const struct cq_pod *p)
     return need;
 }
 
+/* Whether queue index is refusing or below it. */
+static bool under(const struct cq_tree *tree, int32_t index, int32_t refusing)
+{
+    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+        if (index == refusing)
+            return true;
+        index = tree->queues[index].parent;
+    }
+    return false;
+}
+
+/* Mark the preemptor's queue and its ancestors: queues it shares with any victim. */
+static void mark_shared(const struct cq_tree *tree, int32_t index, bool *shared)
+{
+    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+        shared[index] = true;
+        index = tree->queues[index].parent;
+    }
+}
+
+/* Admission of request for queue index with the plan's victims (tk) gone. */
+static bool admits_without(struct cq_plugin *pl, int32_t index, const int64_t *request,
+                           uint64_t mask, const struct taken *tk)
+{
+    char why[REASON_SIZE];
+    for (uint32_t i = 0; i < pl->tree.count; i++)
+        for (int r = 0; r < KC_RESOURCE_MAX; r++)
+            pl->tree.queues[i].usage[r] -= tk->usage[i][r];
+    bool ok = cq_admit(&pl->tree, index, request, mask, why, sizeof(why));
+    for (uint32_t i = 0; i < pl->tree.count; i++)
+        for (int r = 0; r < KC_RESOURCE_MAX; r++)
+            pl->tree.queues[i].usage[r] += tk->usage[i][r];
+    return ok;
+}
+
+/* The placed pods of borrowing queues under refusing, as units (each on its own node), least
+ * important first. */
+static int collect_quota(const struct cq_plugin *pl, const struct cq_pod *self, int32_t refusing,
+                         const bool *shared, const struct taken *tk, uint64_t need,
+                         struct plan *plan)
+{
+    plan->units = calloc(pl->pod_count + 1, sizeof(*plan->units));
+    if (plan->units == NULL)
+        return -ENOMEM;
+    for (uint32_t b = 0; b < pl->pod_buckets; b++)
+        for (const struct cq_pod *t = pl->pods[b]; t != NULL; t = t->next) {
+            if (t == self || t->index < 0 || t->node == NULL ||
+                !under(&pl->tree, t->index, refusing) ||
+                !borrowing_queue(pl, shared, tk, t->index, need & t->mask))
+                continue;
+            const kc_node *node = kc_node_by_name(t->node);
+            const kc_pod *pod = node != NULL ? pod_on(node, t->uid) : NULL;
+            if (pod == NULL || kc_pod_terminating(pod))
+                continue;
+            bool seen = false;
+            for (uint32_t u = 0; u < plan->count && !seen; u++)
+                for (uint32_t k = 0; k < plan->units[u].count && !seen; k++)
+                    seen = plan->units[u].pods[k] == pod;
+            if (seen)
+                continue;
+            struct unit *u = &plan->units[plan->count];
+            if (gather_unit(pl, node, pod, t, u))
+                plan->count++;
+            else {
+                free(u->pods);
+                memset(u, 0, sizeof(*u));
+            }
+        }
+    qsort(plan->units, plan->count, sizeof(*plan->units), evict_first);
+    return 0;
+}
+
+/* The node of a pod handle, through the plugin's own record. */
+static const char *unit_pod_node(const struct cq_plugin *pl, const kc_pod *pod)
+{
+    const struct cq_pod *t = cq_pod_find(pl, kc_pod_uid(pod));
+    return t != NULL ? t->node : NULL;
+}
+
+/* Quota reclaim: an ancestor's limit or pool refused the pod while its queue is within its
+ * guarantee, because queues under that ancestor borrow. Victims are chosen across the
+ * cluster, least important first, until admission passes (then those it passes without are
+ * given back); whether a node is full does not matter. The pod is nominated on the node that
+ * loses the most victims (its room frees there) and every victim goes through the preemption
+ * path. */
+static kc_status reclaim_quota(struct cq_plugin *pl, kc_cycle *cycle, const struct cq_pod *self,
+                               int32_t refusing, uint64_t need, const bool *shared,
+                               struct taken *tk)
+{
+    const struct cq_queue *q = &pl->tree.queues[self->index];
+    int64_t request[KC_RESOURCE_MAX];
+    cq_pod_request(self, request);
+    struct plan plan = {0};
+    kc_status st = KC_UNSCHEDULABLE;
+    const kc_pod **local = NULL, **elsewhere = NULL;
+    if (collect_quota(pl, self, refusing, shared, tk, need, &plan) != 0)
+        goto out;
+    bool admitted = false;
+    for (uint32_t i = 0; i < plan.count && !admitted; i++) {
+        struct unit *u = &plan.units[i];
+        const struct cq_pod *t = cq_pod_find(pl, kc_pod_uid(u->pods[0]));
+        if (t == NULL || !borrowing_queue(pl, shared, tk, t->index, need & t->mask))
+            continue;
+        u->chosen = true;
+        take(pl, tk, u, 1);
+        admitted = admits_without(pl, self->index, request, self->mask, tk);
+    }
+    for (uint32_t i = plan.count; admitted && i-- > 0;) {
+        struct unit *u = &plan.units[i];
+        if (!u->chosen)
+            continue;
+        take(pl, tk, u, -1);
+        if (admits_without(pl, self->index, request, self->mask, tk)) {
+            u->chosen = false;
+            continue;
+        }
+        take(pl, tk, u, 1);
+    }
+    if (!admitted) {
+        cq_reject(cycle, KC_UNSCHEDULABLE,
+                  "capacityqueue: queues borrowing under %s cannot give back enough for queue %s",
+                  pl->tree.queues[refusing].name, q->name);
+        goto out;
+    }
+    /* the node that loses the most victims */
+    const char *best = NULL;
+    uint32_t best_count = 0;
+    for (uint32_t i = 0; i < plan.count; i++)
+        for (uint32_t k = 0; plan.units[i].chosen && k < plan.units[i].count; k++) {
+            const char *node = unit_pod_node(pl, plan.units[i].pods[k]);
+            uint32_t count = 0;
+            for (uint32_t j = 0; node != NULL && j < plan.count; j++)
+                for (uint32_t l = 0; plan.units[j].chosen && l < plan.units[j].count; l++) {
+                    const char *other = unit_pod_node(pl, plan.units[j].pods[l]);
+                    count += other != NULL && strcmp(other, node) == 0;
+                }
+            if (count > best_count) {
+                best = node;
+                best_count = count;
+            }
+        }
+    const kc_node *node = best != NULL ? kc_node_by_name(best) : NULL;
+    uint32_t victims = 0;
+    for (uint32_t i = 0; i < plan.count; i++)
+        victims += plan.units[i].chosen ? plan.units[i].count : 0;
+    local = calloc(victims + 1, sizeof(*local));
+    elsewhere = calloc(victims + 1, sizeof(*elsewhere));
+    if (node == NULL || local == NULL || elsewhere == NULL)
+        goto out;
+    uint32_t nl = 0, ne = 0;
+    for (uint32_t i = 0; i < plan.count; i++)
+        for (uint32_t k = 0; plan.units[i].chosen && k < plan.units[i].count; k++) {
+            const char *at = unit_pod_node(pl, plan.units[i].pods[k]);
+            if (at != NULL && strcmp(at, best) == 0)
+                local[nl++] = plan.units[i].pods[k];
+            else
+                elsewhere[ne++] = plan.units[i].pods[k];
+        }
+    int rc = kc_preempt(cycle, node, local, nl);
+    if (rc == 0 && ne > 0)
+        rc = kc_preempt_more(cycle, elsewhere, ne);
+    if (rc != 0) {
+        if (ne > 0)
+            kc_preempt(cycle, NULL, NULL, 0); /* all the victims or none */
+        cq_reject(cycle, KC_UNSCHEDULABLE, "capacityqueue: reclaim under %s failed (%s)",
+                  pl->tree.queues[refusing].name,
+                  rc == -EBUSY ? "a pod group member reclaims only with its group"
+                               : strerror(-rc));
+        goto out;
+    }
+    cq_log(KC_LOG_INFO, "pod %s of queue %s reclaims %u pod(s) borrowed under %s, nominated on "
+           "node %s", self->uid, q->name, victims, pl->tree.queues[refusing].name, best);
+    st = KC_SUCCESS;
+out:
+    free(local);
+    free(elsewhere);
+    plan_clear(&plan);
+    return st;
+}
+
+bool cq_reclaim_may_help(const struct cq_plugin *pl, const struct cq_pod *self, int32_t refusing)
+{
+    if (self == NULL || self->index < 0 || refusing < 0 || self->group != NULL)
+        return false;
+    uint64_t need = reclaim_need(&pl->tree.queues[self->index], self);
+    if (need == 0)
+        return false;
+    bool *shared = calloc(pl->tree.count + 1, sizeof(*shared));
+    struct taken tk = {.usage = calloc(pl->tree.count + 1, sizeof(*tk.usage)),
+                       .queues = pl->tree.count};
+    bool found = false;
+    if (shared != NULL && tk.usage != NULL) {
+        mark_shared(&pl->tree, self->index, shared);
+        for (uint32_t b = 0; b < pl->pod_buckets && !found; b++)
+            for (const struct cq_pod *t = pl->pods[b]; t != NULL && !found; t = t->next)
+                found = t != self && t->index >= 0 && t->node != NULL &&
+                        under(&pl->tree, t->index, refusing) &&
+                        borrowing_queue(pl, shared, &tk, t->index, need & t->mask);
+    }
+    free(shared);
+    free(tk.usage);
+    return found;
+}
+
 kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
 {
     const struct cq_pod *self = cq_pod_find(pl, kc_pod_uid(pod));
     if (self == NULL || self->index < 0 || kc_pod_preempt_never(pod))
         return KC_UNSCHEDULABLE;
     const struct cq_queue *q = &pl->tree.queues[self->index];
-    uint32_t nodes = kc_node_count(), short_nodes = 0;
-    for (uint32_t i = 0; i < nodes; i++)
-        short_nodes += kc_cycle_node_status(cycle, kc_node_at(i)) == KC_UNSCHEDULABLE;
-    if (short_nodes == 0)
-        return KC_UNSCHEDULABLE; /* refused by admission or by rules no eviction changes */
     uint64_t need = reclaim_need(q, self);
+    /* refused by an ancestor's limit or pool while queues under it borrow: reclaim quota */
+    int64_t request[KC_RESOURCE_MAX];
+    cq_pod_request(self, request);
+    char why[REASON_SIZE];
+    int32_t refusing = -1;
+    bool quota = need != 0 && self->group == NULL &&
+                 !cq_admit_at(&pl->tree, self->index, request, self->mask, why, sizeof(why),
+                              &refusing) &&
+                 cq_reclaim_may_help(pl, self, refusing);
+    uint32_t nodes = kc_node_count(), short_nodes = 0;
+    for (uint32_t i = 0; i < nodes && !quota; i++)
+        short_nodes += kc_cycle_node_status(cycle, kc_node_at(i)) == KC_UNSCHEDULABLE;
+    if (short_nodes == 0 && !quota)
+        return KC_UNSCHEDULABLE; /* refused by admission or by rules no eviction changes */
     if ((self->mask & q->guaranteed_listed) == 0)
         return KC_UNSCHEDULABLE; /* the queue is guaranteed nothing the pod asks */
     if (need == 0)
@@ -305,9 +518,11 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
     kc_status st = KC_UNSCHEDULABLE;
     if (shared == NULL || tk.usage == NULL || reason == NULL)
         goto out;
-    for (int32_t at = self->index, d = 0; at >= 0 && d <= (int32_t)pl->tree.count;
-         at = pl->tree.queues[at].parent, d++)
-        shared[at] = true;
+    mark_shared(&pl->tree, self->index, shared);
+    if (quota) {
+        st = reclaim_quota(pl, cycle, self, refusing, need, shared, &tk);
+        goto out;
+    }
     uint32_t most_pods = 0;
     for (uint32_t i = 0; i < nodes; i++)
         if (kc_node_pod_count(kc_node_at(i)) > most_pods)

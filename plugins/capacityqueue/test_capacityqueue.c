@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "fake_host.h"
+#include "queues.h"
 
 KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
 
@@ -133,6 +134,83 @@ static void children_guarantees_above_parent_are_refused(void **state)
     kc_pod pod;
     team_pod(&pod, "p", "t1", 100);
     assert_refused(&pod, "queue t1 cannot admit pods: queue org");
+}
+
+static void children_guarantees_need_a_parent_guarantee(void **state)
+{
+    (void)state;
+    queue("org", "{\"limit\":{\"cpu\":\"8\"}}"); /* guarantees no cpu */
+    queue("t1", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"2\"}}");
+    assert_non_null(strstr(fake_host.last_log, "queue org: its children's guaranteed cpu (2000 "
+                                               "together) is above its own (0)"));
+}
+
+static void lending_limit_above_guaranteed_is_refused(void **state)
+{
+    (void)state;
+    queue("l", "{\"guaranteed\":{\"cpu\":\"2\"},\"lendingLimit\":{\"cpu\":\"3\"}}");
+    assert_non_null(strstr(fake_host.last_log, "queue l: lendingLimit cpu (3000) is above its "
+                                               "guaranteed (2000)"));
+}
+
+static void quantities_are_unsigned_decimals(void **state)
+{
+    (void)state;
+    int64_t v = 0;
+    assert_false(cq_parse_quantity("0x10", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity("+4", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity(" 4", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity("inf", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity("0x1p3", KC_RESOURCE_CPU, &v));
+    assert_true(cq_parse_quantity("1Pi", KC_RESOURCE_MEMORY, &v));
+    assert_true(cq_parse_quantity("2P", KC_RESOURCE_MEMORY, &v));
+    assert_true(cq_parse_quantity("1e3", KC_RESOURCE_MEMORY, &v));
+    assert_int_equal(v, 1000);
+    assert_true(cq_parse_quantity("500m", KC_RESOURCE_CPU, &v));
+    assert_int_equal(v, 500);
+}
+
+static void an_in_place_resize_is_counted(void **state)
+{
+    (void)state;
+    queue("a", "{\"limit\":{\"cpu\":\"4\"}}");
+    kc_pod run, more;
+    team_pod(&run, "run", "a", 2000);
+    running(&run, &nodes[0], 1);
+    fake_pod_set_request(&run, "cpu", 4000); /* resized in place: same queue, same node */
+    pod_event(KC_EVENT_POD_UPDATE, &run, &nodes[0]);
+    team_pod(&more, "more", "a", 1000);
+    assert_refused(&more, "queue a: cpu limit 4000m exceeded (5000m if admitted)");
+}
+
+static void an_ancestors_limit_reclaims_from_a_borrowing_sibling(void **state)
+{
+    (void)state;
+    queue("org", "{\"guaranteed\":{\"cpu\":\"8\"},\"limit\":{\"cpu\":\"8\"}}");
+    queue("a", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"4\"}}");
+    queue("b", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"4\"}}");
+    /* b holds org's 8 (borrowing a's 4), one 2-cpu pod per node: no node is full */
+    kc_pod bs[4];
+    static const char *const names[] = {"b0", "b1", "b2", "b3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&bs[i], names[i], "b", 2000);
+        running(&bs[i], &nodes[i], 10 + i);
+    }
+    kc_pod want;
+    team_pod(&want, "want", "a", 2000);
+    char reason[768];
+    /* org's limit refuses, but a is within its guarantee: unschedulable, so PostFilter runs */
+    assert_int_equal(pre_filter(&want, reason, sizeof(reason)), KC_UNSCHEDULABLE);
+    assert_non_null(strstr(reason, "queue org: cpu limit 8000m exceeded"));
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want;
+    assert_int_equal(ops->post_filter(self, &cycle, &want), KC_SUCCESS);
+    /* one victim frees org's quota: b's most recently started pod */
+    assert_int_equal(fake_host.preempt_victim_count + fake_host.preempt_more_count, 1);
+    assert_ptr_equal(fake_host.preempt_victims[0], &bs[3]);
+    assert_ptr_equal(fake_host.preempt_node, &nodes[3]);
+    fake_cycle_clear(&cycle);
 }
 
 static void guaranteed_above_limit_is_refused(void **state)
@@ -510,6 +588,11 @@ int main(void)
         CASE(cycle_in_tree_is_refused_naming_queue_and_rule),
         CASE(children_guarantees_above_parent_are_refused),
         CASE(guaranteed_above_limit_is_refused),
+        CASE(children_guarantees_need_a_parent_guarantee),
+        CASE(lending_limit_above_guaranteed_is_refused),
+        CASE(quantities_are_unsigned_decimals),
+        CASE(an_in_place_resize_is_counted),
+        CASE(an_ancestors_limit_reclaims_from_a_borrowing_sibling),
         CASE(unknown_parent_is_refused),
         CASE(pod_queue_from_label_annotation_namespace_or_default),
         CASE(pods_without_queue_pass_when_no_default_queue),
