@@ -67,6 +67,7 @@ static void pod_free(struct cq_pod *p)
     free(p->queue);
     free(p->node);
     free(p->group);
+    free(p->leaving_for);
     free(p);
 }
 
@@ -202,8 +203,14 @@ static void count_pod(struct cq_plugin *pl, struct cq_pod *p, int sign)
 {
     if (p->index < 0)
         return;
+    int64_t request[KC_RESOURCE_MAX];
+    if (p->leaving || p->claimed)
+        cq_pod_request(p, request);
+    if (p->node != NULL && p->leaving)
+        cq_tree_hold(&pl->tree, p->index, request, p->mask, sign, CQ_LEAVING);
+    if (p->node == NULL && p->claimed)
+        cq_tree_hold(&pl->tree, p->index, request, p->mask, sign, CQ_CLAIMED);
     if (p->node != NULL) {
-        int64_t request[KC_RESOURCE_MAX];
         cq_pod_request(p, request);
         cq_tree_account(&pl->tree, p->index, request, p->mask, sign, 1);
     } else {
@@ -214,6 +221,44 @@ static void count_pod(struct cq_plugin *pl, struct cq_pod *p, int sign)
             band->pending += (uint32_t)sign;
         q->status_dirty = true;
     }
+}
+
+void cq_pod_mark(struct cq_plugin *pl, struct cq_pod *p, bool leaving, bool claimed)
+{
+    if (p->leaving == leaving && p->claimed == claimed)
+        return;
+    count_pod(pl, p, -1);
+    p->leaving = leaving;
+    p->claimed = claimed;
+    count_pod(pl, p, 1);
+}
+
+void cq_pod_evicted_for(struct cq_plugin *pl, struct cq_pod *victim, const char *uid)
+{
+    free(victim->leaving_for);
+    victim->leaving_for = strdup(uid); /* NULL when out of memory: then never given back */
+    cq_pod_mark(pl, victim, true, false);
+}
+
+/* The runtime dropped the nomination of preemptor uid (an eviction failed): its victims that
+ * are not terminating are no longer counted as leaving. */
+static void victims_stay(struct cq_plugin *pl, const char *uid)
+{
+    for (uint32_t b = 0; b < pl->pod_buckets; b++)
+        for (struct cq_pod *p = pl->pods[b]; p != NULL; p = p->next) {
+            if (p->leaving_for == NULL || strcmp(p->leaving_for, uid) != 0)
+                continue;
+            free(p->leaving_for);
+            p->leaving_for = NULL;
+            const kc_node *node = p->node != NULL ? kc_node_by_name(p->node) : NULL;
+            bool terminating = false;
+            for (uint32_t i = 0; node != NULL && i < kc_node_pod_count(node); i++) {
+                const kc_pod *on = kc_node_pod_at(node, i);
+                if (on != NULL && strcmp(kc_pod_uid(on), p->uid) == 0)
+                    terminating = kc_pod_terminating(on) != 0;
+            }
+            cq_pod_mark(pl, p, terminating, false);
+        }
 }
 
 static void untrack(struct cq_plugin *pl, const char *uid)
@@ -280,6 +325,8 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
             (node == NULL || strcmp(p->node, node) == 0))
             return p;
         count_pod(pl, p, -1);
+        if (node != NULL)
+            p->claimed = false; /* placed: its claim is now usage */
         if (resized) {
             p->count = 0;
             p->mask = 0;
@@ -291,6 +338,7 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         return p;
     }
     double tag = p != NULL ? p->tag : 0;
+    bool leaving = p != NULL && p->leaving, claimed = p != NULL && p->claimed;
     untrack(pl, kc_pod_uid(pod));
     if (pl->pod_count >= pl->pod_buckets && pods_grow(pl) != 0)
         return NULL;
@@ -310,6 +358,8 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         return NULL;
     }
     p->explicit_queue = explicit_queue;
+    p->leaving = leaving && node != NULL; /* moved to another queue: still going */
+    p->claimed = claimed && node == NULL;
     p->priority = kc_pod_priority(pod);
     p->index = cq_tree_find(&pl->tree, queue);
     read_request(p, pod);
@@ -340,6 +390,15 @@ static void pod_seen(struct cq_plugin *pl, const kc_pod *pod)
     struct cq_pod *p = track(pl, pod, node);
     if (p != NULL && kc_pod_node_name(pod) != NULL)
         p->assumed = false; /* bound */
+    /* a terminating pod is leaving; a preemptor whose nomination the runtime dropped (an
+     * eviction failed) claims nothing any more */
+    if (p == NULL)
+        return;
+    bool dropped = p->claimed && p->node == NULL && kc_pod_nominated_node_name(pod) == NULL;
+    cq_pod_mark(pl, p, p->leaving || (p->node != NULL && kc_pod_terminating(pod)),
+                p->claimed && !dropped);
+    if (dropped)
+        victims_stay(pl, p->uid);
 }
 
 /* The tree or the namespaces changed: link the tree and count every pod again. */

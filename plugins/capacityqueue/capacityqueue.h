@@ -22,6 +22,9 @@ struct cq_pod {
     kc_resource ids[CQ_POD_RESOURCES];
     int64_t values[CQ_POD_RESOURCES];
     uint32_t count;
+    bool leaving; /* placed, and evicted by reclaim or terminating: going, not deleted yet */
+    bool claimed; /* pending, nominated by its reclaim: its victims' room is its own */
+    char *leaving_for; /* the uid of the preemptor that evicted it (leaving), or NULL */
     double tag; /* fair order: the weighted dominant share its queue reaches with it */
     struct cq_pod *next; /* hash chain */
 };
@@ -47,6 +50,11 @@ void cq_pod_request(const struct cq_pod *p, int64_t *out);
 struct cq_pod *cq_pod_find(const struct cq_plugin *pl, const char *uid);
 /* The roots' pool (every node's allocatable), summed again when nodes changed. */
 void cq_refresh_cluster(struct cq_plugin *pl);
+
+/* Set the pod's leaving or claimed flag, moving its request between the queues' totals. */
+void cq_pod_mark(struct cq_plugin *pl, struct cq_pod *p, bool leaving, bool claimed);
+/* Record that victim is leaving for the preemptor of uid (its eviction may still fail). */
+void cq_pod_evicted_for(struct cq_plugin *pl, struct cq_pod *victim, const char *uid);
 
 /* PostFilter: reclaim (reclaim.c). */
 kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod);

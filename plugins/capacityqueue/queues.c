@@ -315,6 +315,8 @@ uint32_t cq_tree_link(struct cq_tree *tree)
         struct cq_queue *q = &tree->queues[i];
         q->parent = q->parent_name != NULL ? cq_tree_find(tree, q->parent_name) : -1;
         memset(q->usage, 0, sizeof(q->usage));
+        memset(q->leaving, 0, sizeof(q->leaving));
+        memset(q->claimed, 0, sizeof(q->claimed));
         q->admitted = q->pending = 0;
         for (uint32_t b = 0; b < q->band_count; b++)
             q->bands[b].pending = 0;
@@ -356,6 +358,27 @@ void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request
     }
 }
 
+void cq_tree_hold(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
+                  int sign, enum cq_hold which)
+{
+    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+        struct cq_queue *q = &tree->queues[index];
+        int64_t *total = which == CQ_LEAVING ? q->leaving : q->claimed;
+        for (uint64_t m = mask; m != 0; m &= m - 1) {
+            int r = __builtin_ctzll(m);
+            total[r] = sign > 0 ? add_capped(total[r], request[r])
+                                : total[r] - (request[r] < total[r] ? request[r] : total[r]);
+        }
+        index = q->parent;
+    }
+}
+
+int64_t cq_effective_usage(const struct cq_queue *q, int r)
+{
+    int64_t staying = q->usage[r] > q->leaving[r] ? q->usage[r] - q->leaving[r] : 0;
+    return add_capped(staying, q->claimed[r]);
+}
+
 uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask)
 {
     uint64_t over = 0;
@@ -367,12 +390,14 @@ uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask)
     return over;
 }
 
-/* What a queue keeps for itself of resource r, whoever asks: what it uses, and the part of its
- * guarantee it does not lend (guaranteed - lendingLimit). */
+/* What a queue keeps for itself of resource r, whoever asks: what it uses (less what its
+ * reclaim victims are giving back, plus what its nominated preemptors are about to take), and
+ * the part of its guarantee it does not lend (guaranteed - lendingLimit). */
 static int64_t reserved(const struct cq_queue *q, int r)
 {
     int64_t kept = q->lending_limit[r] == CQ_UNLIMITED ? 0 : q->guaranteed[r] - q->lending_limit[r];
-    return q->usage[r] > kept ? q->usage[r] : kept;
+    int64_t used = cq_effective_usage(q, r);
+    return used > kept ? used : kept;
 }
 
 static int64_t min64(int64_t a, int64_t b)

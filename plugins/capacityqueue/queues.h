@@ -39,6 +39,11 @@ struct cq_queue {
     char *spec_json; /* the spec as last read (sorted keys), to skip updates that keep it */
     /* what the queue holds: its own pods and its descendants' (placed or reserved) */
     int64_t usage[KC_RESOURCE_MAX];
+    /* of usage, what victims of reclaim and terminating pods hold until they are deleted (they
+     * no longer count as borrowed), and what pods nominated by reclaim (pending, descendants
+     * included) are about to take: reclaim and admission see the cluster as it will be */
+    int64_t leaving[KC_RESOURCE_MAX];
+    int64_t claimed[KC_RESOURCE_MAX];
     uint32_t admitted; /* pods placed or reserved in it (descendants included) */
     uint32_t pending;  /* pods waiting in it (its own) */
     /* fair order (capacityqueue.c): per priority, the weighted dominant share the queue
@@ -85,6 +90,16 @@ uint32_t cq_tree_link(struct cq_tree *tree);
 /* Add sign * request (dense, by resource id; only ids in mask) to the queue and its ancestors. */
 void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
                      int sign, int pods);
+
+/* Which total cq_tree_hold changes. */
+enum cq_hold { CQ_LEAVING, CQ_CLAIMED };
+
+/* Add sign * request to the queue's and its ancestors' leaving or claimed totals. */
+void cq_tree_hold(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
+                  int sign, enum cq_hold which);
+
+/* What the queue holds of r once its leaving pods are gone and its claimed ones placed. */
+int64_t cq_effective_usage(const struct cq_queue *q, int r);
 
 /* Admission: the queue at index may take request (dense, ids in mask) now. true, or false with
  * why (naming the queue that refuses, the resource and the rule). */

@@ -124,7 +124,8 @@ static bool borrowing_queue(const struct cq_plugin *pl, const bool *shared, cons
             return false;
         for (uint64_t m = need; m != 0; m &= m - 1) {
             int r = __builtin_ctzll(m);
-            if (q->usage[r] - tk->usage[index][r] > q->guaranteed[r])
+            /* victims already leaving do not count as borrowed: no second reclaim for them */
+            if (cq_effective_usage(q, r) - tk->usage[index][r] > q->guaranteed[r])
                 return true;
         }
         index = q->parent;
@@ -166,7 +167,8 @@ static int collect(const struct cq_plugin *pl, const kc_node *node, const struct
     for (uint32_t i = 0; i < n; i++) {
         const kc_pod *pod = kc_node_pod_at(node, i);
         const struct cq_pod *t = pod != NULL ? cq_pod_find(pl, kc_pod_uid(pod)) : NULL;
-        if (t == NULL || t == self || t->index < 0 || t->node == NULL || kc_pod_terminating(pod))
+        if (t == NULL || t == self || t->index < 0 || t->node == NULL || t->leaving ||
+            kc_pod_terminating(pod))
             continue;
         /* pods of queues within their guarantee are never taken: skip them before gathering
          * their groups (plan_node checks again as victims are chosen) */
@@ -269,10 +271,13 @@ static int carry_out(kc_cycle *cycle, const kc_node *node, const struct plan *pl
 static uint64_t reclaim_need(const struct cq_queue *q, const struct cq_pod *p)
 {
     uint64_t need = p->mask & q->guaranteed_listed;
-    for (uint32_t i = 0; i < p->count; i++)
-        if ((need & (1ull << p->ids[i])) &&
-            q->usage[p->ids[i]] + p->values[i] > q->guaranteed[p->ids[i]])
+    for (uint32_t i = 0; i < p->count; i++) {
+        int r = p->ids[i];
+        /* the queue's nominated preemptors count as placed (the pod's own claim aside) */
+        int64_t held = cq_effective_usage(q, r) - (p->claimed ? p->values[i] : 0);
+        if ((need & (1ull << r)) && held + p->values[i] > q->guaranteed[r])
             return 0;
+    }
     return need;
 }
 
@@ -322,7 +327,7 @@ static int collect_quota(const struct cq_plugin *pl, const struct cq_pod *self, 
         return -ENOMEM;
     for (uint32_t b = 0; b < pl->pod_buckets; b++)
         for (const struct cq_pod *t = pl->pods[b]; t != NULL; t = t->next) {
-            if (t == self || t->index < 0 || t->node == NULL ||
+            if (t == self || t->index < 0 || t->node == NULL || t->leaving ||
                 !under(&pl->tree, t->index, refusing) ||
                 !borrowing_queue(pl, shared, tk, t->index, need & t->mask))
                 continue;
@@ -353,6 +358,20 @@ static const char *unit_pod_node(const struct cq_plugin *pl, const kc_pod *pod)
 {
     const struct cq_pod *t = cq_pod_find(pl, kc_pod_uid(pod));
     return t != NULL ? t->node : NULL;
+}
+
+/* The plan carried out: its victims are leaving, the preemptor claims their room. */
+static void mark_carried_out(struct cq_plugin *pl, const struct plan *plan, const char *self_uid)
+{
+    for (uint32_t i = 0; i < plan->count; i++)
+        for (uint32_t k = 0; plan->units[i].chosen && k < plan->units[i].count; k++) {
+            struct cq_pod *t = cq_pod_find(pl, kc_pod_uid(plan->units[i].pods[k]));
+            if (t != NULL && t->node != NULL)
+                cq_pod_evicted_for(pl, t, self_uid);
+        }
+    struct cq_pod *self = cq_pod_find(pl, self_uid);
+    if (self != NULL && self->node == NULL)
+        cq_pod_mark(pl, self, false, true);
 }
 
 /* Quota reclaim: an ancestor's limit or pool refused the pod while its queue is within its
@@ -446,6 +465,7 @@ static kc_status reclaim_quota(struct cq_plugin *pl, kc_cycle *cycle, const stru
                                : strerror(-rc));
         goto out;
     }
+    mark_carried_out(pl, &plan, self->uid);
     cq_log(KC_LOG_INFO, "pod %s of queue %s reclaims %u pod(s) borrowed under %s, nominated on "
            "node %s", self->uid, q->name, victims, pl->tree.queues[refusing].name, best);
     st = KC_SUCCESS;
@@ -471,7 +491,7 @@ bool cq_reclaim_may_help(const struct cq_plugin *pl, const struct cq_pod *self, 
         mark_shared(&pl->tree, self->index, shared);
         for (uint32_t b = 0; b < pl->pod_buckets && !found; b++)
             for (const struct cq_pod *t = pl->pods[b]; t != NULL && !found; t = t->next)
-                found = t != self && t->index >= 0 && t->node != NULL &&
+                found = t != self && t->index >= 0 && t->node != NULL && !t->leaving &&
                         under(&pl->tree, t->index, refusing) &&
                         borrowing_queue(pl, shared, &tk, t->index, need & t->mask);
     }
@@ -557,6 +577,7 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
                                : strerror(-rc));
         goto out;
     }
+    mark_carried_out(pl, &best, self->uid);
     cq_log(KC_LOG_INFO, "pod %s/%s of queue %s reclaims %u pod(s) from borrowing queues, "
            "nominated on node %s", kc_pod_namespace(pod), kc_pod_name(pod), q->name,
            best.victims, kc_node_name(best_node));

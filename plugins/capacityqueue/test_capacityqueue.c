@@ -521,6 +521,64 @@ static void reclaim_takes_a_gang_whole_across_nodes(void **state)
     fake_cycle_clear(&cycle);
 }
 
+static void reclaim_does_not_evict_again_while_victims_terminate(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    /* a fills the 16 cpu (borrowing 8): two 2-cpu pods per node */
+    kc_pod as[8];
+    static const char *const names[] = {"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"};
+    for (int i = 0; i < 8; i++) {
+        team_pod(&as[i], names[i], "a", 2000);
+        running(&as[i], &nodes[i % 4], 10 + i);
+    }
+    /* b's pods reclaim one by one; the victims are evicted but not deleted yet (a grace
+     * period), and the preemptors wait nominated */
+    kc_pod want[6];
+    static const char *const wanted[] = {"w0", "w1", "w2", "w3", "w4", "w5"};
+    const kc_pod *victims[8];
+    uint32_t evicted = 0;
+    for (int i = 0; i < 6; i++) {
+        team_pod(&want[i], wanted[i], "b", 2000);
+        pod_event(KC_EVENT_POD_ADD, &want[i], NULL);
+        kc_cycle cycle;
+        fake_cycle_init(&cycle);
+        fake_host.what_if_pod = &want[i];
+        uint32_t calls = fake_host.preempt_calls;
+        kc_status st = ops->post_filter(self, &cycle, &want[i]);
+        if (fake_host.preempt_calls > calls) {
+            assert_int_equal(st, KC_SUCCESS);
+            for (uint32_t v = 0; v < fake_host.preempt_victim_count; v++) {
+                for (uint32_t k = 0; k < evicted; k++)
+                    assert_ptr_not_equal(victims[k], fake_host.preempt_victims[v]);
+                victims[evicted++] = fake_host.preempt_victims[v];
+            }
+            want[i].nominated_node_name = fake_host.preempt_node->name;
+            pod_event(KC_EVENT_POD_UPDATE, &want[i], NULL);
+        } else {
+            assert_int_equal(st, KC_UNSCHEDULABLE);
+        }
+        fake_cycle_clear(&cycle);
+    }
+    /* 4 victims take a down to its guarantee (8) and b up to its own: w4 and w5 reclaim
+     * nothing, neither from a (at its guarantee once its victims are gone) nor again for b
+     * (whose nominated pods already claim its guarantee) */
+    assert_int_equal(evicted, 4);
+    /* w0's eviction failed: the runtime dropped its nomination. Its victim stays (a borrows 2
+     * again) and w0 claims nothing: w5 reclaims one pod */
+    want[0].nominated_node_name = NULL;
+    pod_event(KC_EVENT_POD_UPDATE, &want[0], NULL);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want[5];
+    uint32_t calls = fake_host.preempt_calls;
+    assert_int_equal(ops->post_filter(self, &cycle, &want[5]), KC_SUCCESS);
+    assert_int_equal(fake_host.preempt_calls, calls + 1);
+    assert_int_equal(fake_host.preempt_victim_count, 1);
+    fake_cycle_clear(&cycle);
+}
+
 /* ---- status ---------------------------------------------------------------------------------- */
 
 static void status_reports_usage_borrowed_and_pending(void **state)
@@ -606,6 +664,7 @@ int main(void)
         CASE(reclaim_takes_borrowed_pods_on_the_node_needing_fewest),
         CASE(reclaim_never_takes_from_a_queue_within_its_guarantee),
         CASE(reclaim_takes_a_gang_whole_across_nodes),
+        CASE(reclaim_does_not_evict_again_while_victims_terminate),
         CASE(status_reports_usage_borrowed_and_pending),
         CASE(a_reserved_pod_stays_counted_through_updates_until_forgotten),
         CASE(an_unchanged_spec_is_not_read_again),
