@@ -185,15 +185,22 @@ static void tag_pending(struct cq_plugin *pl, struct cq_pod *p)
 {
     if (p->index < 0) {
         p->tag = 0;
+        p->tagged = false;
         return;
     }
     struct cq_queue *q = &pl->tree.queues[p->index];
     cq_refresh_cluster(pl);
-    double now = cq_dominant_share(&pl->tree, q->usage, q->weight);
+    /* start-time fair queueing: a line starts at the latest of the queue's share now, the
+     * virtual time (the tag of the last pod admitted: an idle or new queue banks no credit
+     * to burst with) and its own last waiting pod */
+    double start = cq_dominant_share(&pl->tree, q->usage, q->weight);
+    if (pl->virtual_time > start)
+        start = pl->virtual_time;
     struct cq_band *band = band_of(q, p->priority);
-    double start = band != NULL && band->pending > 0 && band->next_tag > now ? band->next_tag
-                                                                               : now;
+    if (band != NULL && band->pending > 0 && band->next_tag > start)
+        start = band->next_tag;
     p->tag = start + pod_share(pl, p, q->weight);
+    p->tagged = true;
     if (band != NULL)
         band->next_tag = p->tag;
 }
@@ -327,6 +334,8 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         count_pod(pl, p, -1);
         if (node != NULL)
             p->claimed = false; /* placed: its claim is now usage */
+        if (node != NULL && !was_placed && p->tag > pl->virtual_time)
+            pl->virtual_time = p->tag; /* admitted: virtual time moves on */
         if (resized) {
             p->count = 0;
             p->mask = 0;
@@ -338,6 +347,7 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         return p;
     }
     double tag = p != NULL ? p->tag : 0;
+    bool tagged = p != NULL && p->tagged;
     bool leaving = p != NULL && p->leaving, claimed = p != NULL && p->claimed;
     untrack(pl, kc_pod_uid(pod));
     if (pl->pod_count >= pl->pod_buckets && pods_grow(pl) != 0)
@@ -367,10 +377,12 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
     p->next = pl->pods[b];
     pl->pods[b] = p;
     pl->pod_count++;
-    if (node == NULL && tag == 0)
+    if (node == NULL && !tagged)
         tag_pending(pl, p);
-    else
+    else {
         p->tag = tag;
+        p->tagged = tagged;
+    }
     count_pod(pl, p, 1);
     return p;
 }
@@ -613,6 +625,10 @@ static kc_status capacityqueue_pre_filter(void *self, kc_cycle *cycle, const kc_
         return cq_reject(cycle, KC_UNRESOLVABLE, "queue %s does not exist (pod %s/%s)", p->queue,
                       kc_pod_namespace(pod), kc_pod_name(pod));
     }
+    /* arrived before its queue (after a bridge restart, say): tagged now, while the pod is out
+     * of the runtime's queue for its attempt, so the key changes outside the heap */
+    if (!p->tagged && p->node == NULL)
+        tag_pending(pl, p);
     const char *error = path_error(&pl->tree, p->index);
     if (error != NULL)
         return cq_reject(cycle, KC_UNRESOLVABLE, "queue %s cannot admit pods: %s", p->queue, error);

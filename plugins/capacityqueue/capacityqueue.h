@@ -26,6 +26,7 @@ struct cq_pod {
     bool claimed; /* pending, nominated by its reclaim: its victims' room is its own */
     char *leaving_for; /* the uid of the preemptor that evicted it (leaving), or NULL */
     double tag; /* fair order: the weighted dominant share its queue reaches with it */
+    bool tagged; /* tag given while its queue existed (else tagged at its next attempt) */
     struct cq_pod *next; /* hash chain */
 };
 
@@ -43,6 +44,8 @@ struct cq_plugin {
     uint32_t pod_buckets, pod_count;
     struct cq_namespace *namespaces;
     bool status_supported; /* the host can take object status (SDK member object_status) */
+    double virtual_time; /* fair order: the tag of the last pod admitted (start-time fair
+                          * queueing), so a queue starting late or idle long banks no burst */
 };
 
 /* The dense request of a counted pod into out (zeroed first). */
