@@ -445,21 +445,21 @@ static void recount_namespace(struct cq_plugin *pl, const char *name)
 
 /* ---- status ---------------------------------------------------------------------------------- */
 
-static size_t put_resources(char *out, size_t size, const char *key, const int64_t *values,
-                            uint64_t show)
+/* A map of resource name -> quantity text for the resources in show, or NULL (no memory). */
+static json_t *resource_map(const int64_t *values, uint64_t show)
 {
-    size_t used = (size_t)snprintf(out, size, "\"%s\":{", key);
-    bool first = true;
-    for (uint64_t m = show; m != 0 && used < size; m &= m - 1) {
+    json_t *map = json_object();
+    for (uint64_t m = show; map != NULL && m != 0; m &= m - 1) {
         int r = __builtin_ctzll(m);
-        used += (size_t)snprintf(out + used, size - used, "%s\"%s\":\"%lld%s\"", first ? "" : ",",
-                                 kc_resource_name(r), (long long)values[r],
-                                 r == KC_RESOURCE_CPU ? "m" : "");
-        first = false;
+        char text[32];
+        snprintf(text, sizeof(text), "%lld%s", (long long)values[r],
+                 r == KC_RESOURCE_CPU ? "m" : "");
+        if (json_object_set_new(map, kc_resource_name(r), json_string(text)) != 0) {
+            json_decref(map);
+            return NULL;
+        }
     }
-    if (used < size)
-        used += (size_t)snprintf(out + used, size - used, "}");
-    return used;
+    return map;
 }
 
 /* Report the status of every queue whose figures changed (the runtime keeps the latest and
@@ -484,17 +484,24 @@ static void write_status(struct cq_plugin *pl)
                 q->shown_borrowed |= 1ull << r;
             }
         }
-        uint64_t used = q->shown_used, over = q->shown_borrowed;
-        char json[2048];
-        size_t n = (size_t)snprintf(json, sizeof(json), "{");
-        n += put_resources(json + n, sizeof(json) - n, "used", q->usage, used);
-        n += (size_t)snprintf(json + n, n < sizeof(json) ? sizeof(json) - n : 0, ",");
-        if (n < sizeof(json))
-            n += put_resources(json + n, sizeof(json) - n, "borrowed", borrowed, over);
-        if (n < sizeof(json))
-            snprintf(json + n, sizeof(json) - n, ",\"pending\":%u,\"admitted\":%u,\"valid\":%s}",
-                     q->pending, q->admitted, q->error != NULL ? "false" : "true");
-        kc_host->object_status(KIND, NULL, q->name, json);
+        /* built by jansson: any number of resources, always valid JSON */
+        json_t *status = json_object();
+        char *json = NULL;
+        if (status != NULL &&
+            json_object_set_new(status, "used", resource_map(q->usage, q->shown_used)) == 0 &&
+            json_object_set_new(status, "borrowed", resource_map(borrowed, q->shown_borrowed)) ==
+                0 &&
+            json_object_set_new(status, "pending", json_integer(q->pending)) == 0 &&
+            json_object_set_new(status, "admitted", json_integer(q->admitted)) == 0 &&
+            json_object_set_new(status, "valid", json_boolean(q->error == NULL)) == 0)
+            json = json_dumps(status, JSON_COMPACT);
+        json_decref(status);
+        if (json == NULL) {
+            q->status_dirty = true; /* out of memory: tried again on the next change */
+            continue;
+        }
+        kc_object_status(KIND, NULL, q->name, json);
+        free(json);
     }
 }
 
@@ -585,11 +592,9 @@ static int capacityqueue_queue_less(void *self, const kc_pod *a, const kc_pod *b
 /* The first error on the queue's path to its root. */
 static const char *path_error(const struct cq_tree *tree, int32_t index)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps))
         if (tree->queues[index].error != NULL)
             return tree->queues[index].error;
-        index = tree->queues[index].parent;
-    }
     return NULL;
 }
 

@@ -279,6 +279,12 @@ static void check_rules(const struct cq_tree *tree, uint32_t i, char **fresh)
     if (in_cycle(tree, i, path, sizeof(path)))
         set_error(NULL, fresh, "queue %s: cycle in the queue tree (%s); a queue cannot be its own "
                   "ancestor", q->name, path);
+    uint32_t levels = 1;
+    for (int32_t at = q->parent; at >= 0 && levels <= tree->count; at = tree->queues[at].parent)
+        levels++;
+    if (levels > CQ_DEPTH_MAX && levels <= tree->count) /* (longer: a cycle, named above) */
+        set_error(NULL, fresh, "queue %s: %u levels from its root; a queue tree is at most %d "
+                  "levels deep", q->name, levels, CQ_DEPTH_MAX);
     if (q->weight < 1)
         set_error(NULL, fresh, "queue %s: spec.weight must be an integer of at least 1", q->name);
     for (kc_resource r = 0; r < KC_RESOURCE_MAX; r++) {
@@ -343,7 +349,7 @@ uint32_t cq_tree_link(struct cq_tree *tree)
 void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
                      int sign, int pods)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps)) {
         struct cq_queue *q = &tree->queues[index];
         for (uint64_t m = mask; m != 0; m &= m - 1) {
             int r = __builtin_ctzll(m);
@@ -354,14 +360,13 @@ void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request
         }
         q->admitted += (uint32_t)(sign * pods);
         q->status_dirty = true;
-        index = q->parent;
     }
 }
 
 void cq_tree_hold(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
                   int sign, enum cq_hold which)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps)) {
         struct cq_queue *q = &tree->queues[index];
         int64_t *total = which == CQ_LEAVING ? q->leaving : q->claimed;
         for (uint64_t m = mask; m != 0; m &= m - 1) {
@@ -369,7 +374,6 @@ void cq_tree_hold(struct cq_tree *tree, int32_t index, const int64_t *request, u
             total[r] = sign > 0 ? add_capped(total[r], request[r])
                                 : total[r] - (request[r] < total[r] ? request[r] : total[r]);
         }
-        index = q->parent;
     }
 }
 
@@ -462,9 +466,9 @@ bool cq_admit(const struct cq_tree *tree, int32_t index, const int64_t *request,
 bool cq_admit_at(const struct cq_tree *tree, int32_t index, const int64_t *request,
                  uint64_t mask, char *why, size_t why_size, int32_t *refusing)
 {
-    int32_t path[64];
-    uint32_t depth = 0;
-    for (int32_t at = index; at >= 0 && depth < 64; at = tree->queues[at].parent)
+    int32_t path[CQ_DEPTH_MAX];
+    uint32_t depth = 0, steps = 0;
+    for (int32_t at = index; at >= 0 && depth < CQ_DEPTH_MAX; at = cq_tree_up(tree, at, &steps))
         path[depth++] = at;
     for (uint64_t m = mask; m != 0; m &= m - 1) {
         int r = __builtin_ctzll(m);

@@ -13,6 +13,7 @@
 #define CQ_UNLIMITED INT64_MAX
 #define CQ_NAME_MAX 254
 #define CQ_ERROR_MAX 384
+#define CQ_DEPTH_MAX 64 /* levels from a root queue down, itself included */
 
 /* The waiting pods of one priority in a queue: the fair order keeps one line per priority, so
  * a pod of higher priority does not queue behind the queue's backlog of lower ones. */
@@ -86,6 +87,13 @@ int32_t cq_tree_find(const struct cq_tree *tree, const char *name);
  * above limit). Usage is zeroed: the caller counts its pods again. Returns the number of
  * invalid queues and logs each new error once. */
 uint32_t cq_tree_link(struct cq_tree *tree);
+
+/* The next queue up from index (its parent), or -1 past a root or after tree->count steps
+ * (*steps counts them, from 0): the one walk to the root, safe on a tree with a cycle. */
+static inline int32_t cq_tree_up(const struct cq_tree *tree, int32_t index, uint32_t *steps)
+{
+    return ++*steps > tree->count ? -1 : tree->queues[index].parent;
+}
 
 /* Add sign * request (dense, by resource id; only ids in mask) to the queue and its ancestors. */
 void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,

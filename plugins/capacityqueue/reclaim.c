@@ -118,7 +118,8 @@ static int evict_first(const void *a, const void *b)
 static bool borrowing_queue(const struct cq_plugin *pl, const bool *shared, const struct taken *tk,
                             int32_t index, uint64_t need)
 {
-    for (uint32_t depth = 0; index >= 0 && !shared[index] && depth <= pl->tree.count; depth++) {
+    for (uint32_t steps = 0; index >= 0 && !shared[index];
+         index = cq_tree_up(&pl->tree, index, &steps)) {
         const struct cq_queue *q = &pl->tree.queues[index];
         if (!q->reclaimable)
             return false;
@@ -128,7 +129,6 @@ static bool borrowing_queue(const struct cq_plugin *pl, const bool *shared, cons
             if (cq_effective_usage(q, r) - tk->usage[index][r] > q->guaranteed[r])
                 return true;
         }
-        index = q->parent;
     }
     return false;
 }
@@ -138,8 +138,9 @@ static void take(const struct cq_plugin *pl, struct taken *tk, const struct unit
 {
     for (uint32_t i = 0; i < u->count; i++) {
         const struct cq_pod *t = cq_pod_find(pl, kc_pod_uid(u->pods[i]));
-        for (int32_t at = t != NULL ? t->index : -1, d = 0; at >= 0 && d <= (int32_t)pl->tree.count;
-             at = pl->tree.queues[at].parent, d++)
+        uint32_t steps = 0;
+        for (int32_t at = t != NULL ? t->index : -1; at >= 0;
+             at = cq_tree_up(&pl->tree, at, &steps))
             for (uint32_t k = 0; k < t->count; k++)
                 tk->usage[at][t->ids[k]] += sign * t->values[k];
     }
@@ -284,21 +285,17 @@ static uint64_t reclaim_need(const struct cq_queue *q, const struct cq_pod *p)
 /* Whether queue index is refusing or below it. */
 static bool under(const struct cq_tree *tree, int32_t index, int32_t refusing)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps))
         if (index == refusing)
             return true;
-        index = tree->queues[index].parent;
-    }
     return false;
 }
 
 /* Mark the preemptor's queue and its ancestors: queues it shares with any victim. */
 static void mark_shared(const struct cq_tree *tree, int32_t index, bool *shared)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps))
         shared[index] = true;
-        index = tree->queues[index].parent;
-    }
 }
 
 /* Admission of request for queue index with the plan's victims (tk) gone. */

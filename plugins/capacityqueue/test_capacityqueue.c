@@ -213,6 +213,26 @@ static void an_ancestors_limit_reclaims_from_a_borrowing_sibling(void **state)
     fake_cycle_clear(&cycle);
 }
 
+static void trees_deeper_than_64_levels_are_refused(void **state)
+{
+    (void)state;
+    char name[16], parent[16], spec[64];
+    queue("q0", "{}");
+    for (int i = 1; i <= 64; i++) {
+        snprintf(name, sizeof(name), "q%d", i);
+        snprintf(parent, sizeof(parent), "q%d", i - 1);
+        snprintf(spec, sizeof(spec), "{\"parent\":\"%s\"}", parent);
+        queue(name, spec);
+    }
+    /* q64 is the 65th level */
+    assert_non_null(strstr(fake_host.last_log, "queue q64: 65 levels from its root; a queue tree "
+                                               "is at most 64 levels deep"));
+    kc_pod pod;
+    team_pod(&pod, "p", "q63", 100);
+    char reason[768];
+    assert_int_equal(pre_filter(&pod, reason, sizeof(reason)), KC_SUCCESS);
+}
+
 static void guaranteed_above_limit_is_refused(void **state)
 {
     (void)state;
@@ -684,6 +704,7 @@ int main(void)
         CASE(cycle_in_tree_is_refused_naming_queue_and_rule),
         CASE(children_guarantees_above_parent_are_refused),
         CASE(guaranteed_above_limit_is_refused),
+        CASE(trees_deeper_than_64_levels_are_refused),
         CASE(children_guarantees_need_a_parent_guarantee),
         CASE(lending_limit_above_guaranteed_is_refused),
         CASE(quantities_are_unsigned_decimals),
