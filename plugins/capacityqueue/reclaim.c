@@ -102,6 +102,24 @@ static bool gather_unit(const struct cq_plugin *pl, const kc_node *node, const k
     return true;
 }
 
+/* Add pod's unit (with its group) to the plan, unless a unit holds it already (a group member
+ * gathered with another). */
+static void add_unit(const struct cq_plugin *pl, const kc_node *node, const kc_pod *pod,
+                     const struct cq_pod *t, struct plan *plan)
+{
+    for (uint32_t u = 0; u < plan->count; u++)
+        for (uint32_t k = 0; k < plan->units[u].count; k++)
+            if (plan->units[u].pods[k] == pod)
+                return;
+    struct unit *u = &plan->units[plan->count];
+    if (gather_unit(pl, node, pod, t, u))
+        plan->count++;
+    else {
+        free(u->pods);
+        memset(u, 0, sizeof(*u));
+    }
+}
+
 /* Lowest priority first, then the most recently started. */
 static int evict_first(const void *a, const void *b)
 {
@@ -175,20 +193,7 @@ static int collect(const struct cq_plugin *pl, const kc_node *node, const struct
          * their groups (plan_node checks again as victims are chosen) */
         if (!borrowing_queue(pl, shared, tk, t->index, need & t->mask))
             continue;
-        /* a group member already in a unit (several members on this node) */
-        bool seen = false;
-        for (uint32_t u = 0; u < plan->count && !seen; u++)
-            for (uint32_t k = 0; k < plan->units[u].count && !seen; k++)
-                seen = plan->units[u].pods[k] == pod;
-        if (seen)
-            continue;
-        struct unit *u = &plan->units[plan->count];
-        if (gather_unit(pl, node, pod, t, u))
-            plan->count++;
-        else {
-            free(u->pods);
-            memset(u, 0, sizeof(*u));
-        }
+        add_unit(pl, node, pod, t, plan);
     }
     qsort(plan->units, plan->count, sizeof(*plan->units), evict_first);
     return 0;
@@ -243,15 +248,20 @@ static bool better(const struct plan *a, const struct plan *b)
 }
 
 /* Carry the plan out through the runtime. */
-static int carry_out(kc_cycle *cycle, const kc_node *node, const struct plan *plan)
+static int carry_out(const struct cq_plugin *pl, kc_cycle *cycle, const kc_node *node,
+                     const struct plan *plan)
 {
-    const kc_pod **local = calloc(plan->victims + 1, sizeof(*local));
-    const kc_pod **elsewhere = calloc(plan->victims + 1, sizeof(*elsewhere));
+    uint32_t victims = 0;
+    for (uint32_t i = 0; i < plan->count; i++)
+        victims += plan->units[i].chosen ? plan->units[i].count : 0;
+    const kc_pod **local = calloc(victims + 1, sizeof(*local));
+    const kc_pod **elsewhere = calloc(victims + 1, sizeof(*elsewhere));
     uint32_t nl = 0, ne = 0;
     int rc = local != NULL && elsewhere != NULL ? 0 : -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < plan->count; i++)
         for (uint32_t k = 0; plan->units[i].chosen && k < plan->units[i].count; k++) {
-            if (k < plan->units[i].on_node)
+            const struct cq_pod *t = cq_pod_find(pl, kc_pod_uid(plan->units[i].pods[k]));
+            if (t != NULL && t->node != NULL && strcmp(t->node, kc_node_name(node)) == 0)
                 local[nl++] = plan->units[i].pods[k];
             else
                 elsewhere[ne++] = plan->units[i].pods[k];
@@ -332,19 +342,7 @@ static int collect_quota(const struct cq_plugin *pl, const struct cq_pod *self, 
             const kc_pod *pod = node != NULL ? pod_on(node, t->uid) : NULL;
             if (pod == NULL || kc_pod_terminating(pod))
                 continue;
-            bool seen = false;
-            for (uint32_t u = 0; u < plan->count && !seen; u++)
-                for (uint32_t k = 0; k < plan->units[u].count && !seen; k++)
-                    seen = plan->units[u].pods[k] == pod;
-            if (seen)
-                continue;
-            struct unit *u = &plan->units[plan->count];
-            if (gather_unit(pl, node, pod, t, u))
-                plan->count++;
-            else {
-                free(u->pods);
-                memset(u, 0, sizeof(*u));
-            }
+            add_unit(pl, node, pod, t, plan);
         }
     qsort(plan->units, plan->count, sizeof(*plan->units), evict_first);
     return 0;
@@ -386,7 +384,6 @@ static kc_status reclaim_quota(struct cq_plugin *pl, kc_cycle *cycle, const stru
     cq_pod_request(self, request);
     struct plan plan = {0};
     kc_status st = KC_UNSCHEDULABLE;
-    const kc_pod **local = NULL, **elsewhere = NULL;
     if (collect_quota(pl, self, refusing, shared, tk, need, &plan) != 0)
         goto out;
     bool admitted = false;
@@ -437,25 +434,8 @@ static kc_status reclaim_quota(struct cq_plugin *pl, kc_cycle *cycle, const stru
     uint32_t victims = 0;
     for (uint32_t i = 0; i < plan.count; i++)
         victims += plan.units[i].chosen ? plan.units[i].count : 0;
-    local = calloc(victims + 1, sizeof(*local));
-    elsewhere = calloc(victims + 1, sizeof(*elsewhere));
-    if (node == NULL || local == NULL || elsewhere == NULL)
-        goto out;
-    uint32_t nl = 0, ne = 0;
-    for (uint32_t i = 0; i < plan.count; i++)
-        for (uint32_t k = 0; plan.units[i].chosen && k < plan.units[i].count; k++) {
-            const char *at = unit_pod_node(pl, plan.units[i].pods[k]);
-            if (at != NULL && strcmp(at, best) == 0)
-                local[nl++] = plan.units[i].pods[k];
-            else
-                elsewhere[ne++] = plan.units[i].pods[k];
-        }
-    int rc = kc_preempt(cycle, node, local, nl);
-    if (rc == 0 && ne > 0)
-        rc = kc_preempt_more(cycle, elsewhere, ne);
+    int rc = node != NULL ? carry_out(pl, cycle, node, &plan) : -ENOENT;
     if (rc != 0) {
-        if (ne > 0)
-            kc_preempt(cycle, NULL, NULL, 0); /* all the victims or none */
         cq_reject(cycle, KC_UNSCHEDULABLE, "capacityqueue: reclaim under %s failed (%s)",
                   pl->tree.queues[refusing].name,
                   rc == -EBUSY ? "a pod group member reclaims only with its group"
@@ -467,8 +447,6 @@ static kc_status reclaim_quota(struct cq_plugin *pl, kc_cycle *cycle, const stru
            "node %s", self->uid, q->name, victims, pl->tree.queues[refusing].name, best);
     st = KC_SUCCESS;
 out:
-    free(local);
-    free(elsewhere);
     plan_clear(&plan);
     return st;
 }
@@ -566,7 +544,7 @@ kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod)
                   q->name);
         goto out;
     }
-    int rc = carry_out(cycle, best_node, &best);
+    int rc = carry_out(pl, cycle, best_node, &best);
     if (rc != 0) {
         cq_reject(cycle, KC_UNSCHEDULABLE, "capacityqueue: reclaim on node %s failed (%s)",
                   kc_node_name(best_node),
