@@ -190,12 +190,9 @@ static void tag_pending(struct cq_plugin *pl, struct cq_pod *p)
     }
     struct cq_queue *q = &pl->tree.queues[p->index];
     cq_refresh_cluster(pl);
-    /* start-time fair queueing: a line starts at the latest of the queue's share now, the
-     * virtual time (the tag of the last pod admitted: an idle or new queue banks no credit
-     * to burst with) and its own last waiting pod */
+    /* a line starts at the later of the queue's share now and its own last waiting pod (no
+     * shared virtual time: see README.md, "Limits") */
     double start = cq_dominant_share(&pl->tree, q->usage, q->weight);
-    if (pl->virtual_time > start)
-        start = pl->virtual_time;
     struct cq_band *band = band_of(q, p->priority);
     if (band != NULL && band->pending > 0 && band->next_tag > start)
         start = band->next_tag;
@@ -334,8 +331,6 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         count_pod(pl, p, -1);
         if (node != NULL)
             p->claimed = false; /* placed: its claim is now usage */
-        if (node != NULL && !was_placed && p->tag > pl->virtual_time)
-            pl->virtual_time = p->tag; /* admitted: virtual time moves on */
         if (resized) {
             p->count = 0;
             p->mask = 0;

@@ -44,8 +44,6 @@ struct cq_plugin {
     uint32_t pod_buckets, pod_count;
     struct cq_namespace *namespaces;
     bool status_supported; /* the host can take object status (SDK member object_status) */
-    double virtual_time; /* fair order: the tag of the last pod admitted (start-time fair
-                          * queueing), so a queue starting late or idle long banks no burst */
 };
 
 /* The dense request of a counted pod into out (zeroed first). */

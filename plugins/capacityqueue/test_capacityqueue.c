@@ -473,26 +473,6 @@ static void a_pod_arriving_before_its_queue_is_tagged_at_its_attempt(void **stat
     assert_false(ops->queue_less(self, &x, &e));
 }
 
-static void a_new_queue_starts_at_the_virtual_time(void **state)
-{
-    (void)state;
-    queue("a", "{}");
-    kc_pod as[4];
-    static const char *const names[] = {"a0", "a1", "a2", "a3"};
-    for (int i = 0; i < 4; i++) {
-        team_pod(&as[i], names[i], "a", 1000);
-        pod_event(KC_EVENT_POD_ADD, &as[i], NULL);
-    }
-    for (int i = 0; i < 3; i++) /* a0..a2 admitted: the virtual time is a2's tag */
-        pod_event(KC_EVENT_POD_ASSUME, &as[i], &nodes[i]);
-    queue("fresh", "{}");
-    kc_pod f;
-    team_pod(&f, "f", "fresh", 1000);
-    pod_event(KC_EVENT_POD_ADD, &f, NULL);
-    /* f starts where a's line is now, not at 0: it does not jump a's waiting a3 */
-    assert_false(ops->queue_less(self, &f, &as[3]));
-}
-
 /* ---- reclaim --------------------------------------------------------------------------------- */
 
 static void reclaim_takes_borrowed_pods_on_the_node_needing_fewest(void **state)
@@ -721,7 +701,6 @@ int main(void)
         CASE(usage_moves_a_queue_back_in_the_order),
         CASE(a_higher_priority_pod_does_not_wait_behind_its_queues_backlog),
         CASE(a_pod_arriving_before_its_queue_is_tagged_at_its_attempt),
-        CASE(a_new_queue_starts_at_the_virtual_time),
         CASE(reclaim_takes_borrowed_pods_on_the_node_needing_fewest),
         CASE(reclaim_never_takes_from_a_queue_within_its_guarantee),
         CASE(reclaim_takes_a_gang_whole_across_nodes),
