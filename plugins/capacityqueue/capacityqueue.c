@@ -67,6 +67,7 @@ static void pod_free(struct cq_pod *p)
     free(p->queue);
     free(p->node);
     free(p->group);
+    free(p->leaving_for);
     free(p);
 }
 
@@ -184,15 +185,19 @@ static void tag_pending(struct cq_plugin *pl, struct cq_pod *p)
 {
     if (p->index < 0) {
         p->tag = 0;
+        p->tagged = false;
         return;
     }
     struct cq_queue *q = &pl->tree.queues[p->index];
     cq_refresh_cluster(pl);
-    double now = cq_dominant_share(&pl->tree, q->usage, q->weight);
+    /* a line starts at the later of the queue's share now and its own last waiting pod (no
+     * shared virtual time: see README.md, "Limits") */
+    double start = cq_dominant_share(&pl->tree, q->usage, q->weight);
     struct cq_band *band = band_of(q, p->priority);
-    double start = band != NULL && band->pending > 0 && band->next_tag > now ? band->next_tag
-                                                                               : now;
+    if (band != NULL && band->pending > 0 && band->next_tag > start)
+        start = band->next_tag;
     p->tag = start + pod_share(pl, p, q->weight);
+    p->tagged = true;
     if (band != NULL)
         band->next_tag = p->tag;
 }
@@ -202,8 +207,14 @@ static void count_pod(struct cq_plugin *pl, struct cq_pod *p, int sign)
 {
     if (p->index < 0)
         return;
+    int64_t request[KC_RESOURCE_MAX];
+    if (p->leaving || p->claimed)
+        cq_pod_request(p, request);
+    if (p->node != NULL && p->leaving)
+        cq_tree_hold(&pl->tree, p->index, request, p->mask, sign, CQ_LEAVING);
+    if (p->node == NULL && p->claimed)
+        cq_tree_hold(&pl->tree, p->index, request, p->mask, sign, CQ_CLAIMED);
     if (p->node != NULL) {
-        int64_t request[KC_RESOURCE_MAX];
         cq_pod_request(p, request);
         cq_tree_account(&pl->tree, p->index, request, p->mask, sign, 1);
     } else {
@@ -214,6 +225,44 @@ static void count_pod(struct cq_plugin *pl, struct cq_pod *p, int sign)
             band->pending += (uint32_t)sign;
         q->status_dirty = true;
     }
+}
+
+void cq_pod_mark(struct cq_plugin *pl, struct cq_pod *p, bool leaving, bool claimed)
+{
+    if (p->leaving == leaving && p->claimed == claimed)
+        return;
+    count_pod(pl, p, -1);
+    p->leaving = leaving;
+    p->claimed = claimed;
+    count_pod(pl, p, 1);
+}
+
+void cq_pod_evicted_for(struct cq_plugin *pl, struct cq_pod *victim, const char *uid)
+{
+    free(victim->leaving_for);
+    victim->leaving_for = strdup(uid); /* NULL when out of memory: then never given back */
+    cq_pod_mark(pl, victim, true, false);
+}
+
+/* The runtime dropped the nomination of preemptor uid (an eviction failed): its victims that
+ * are not terminating are no longer counted as leaving. */
+static void victims_stay(struct cq_plugin *pl, const char *uid)
+{
+    for (uint32_t b = 0; b < pl->pod_buckets; b++)
+        for (struct cq_pod *p = pl->pods[b]; p != NULL; p = p->next) {
+            if (p->leaving_for == NULL || strcmp(p->leaving_for, uid) != 0)
+                continue;
+            free(p->leaving_for);
+            p->leaving_for = NULL;
+            const kc_node *node = p->node != NULL ? kc_node_by_name(p->node) : NULL;
+            bool terminating = false;
+            for (uint32_t i = 0; node != NULL && i < kc_node_pod_count(node); i++) {
+                const kc_pod *on = kc_node_pod_at(node, i);
+                if (on != NULL && strcmp(kc_pod_uid(on), p->uid) == 0)
+                    terminating = kc_pod_terminating(on) != 0;
+            }
+            cq_pod_mark(pl, p, terminating, false);
+        }
 }
 
 static void untrack(struct cq_plugin *pl, const char *uid)
@@ -254,6 +303,19 @@ static int read_request(struct cq_pod *p, const kc_pod *pod)
     return 0;
 }
 
+/* Whether the pod asks what p counted (same resources, same amounts, same order). */
+static bool same_request(const struct cq_pod *p, const kc_pod *pod)
+{
+    struct cq_pod fresh = {0};
+    read_request(&fresh, pod);
+    if (fresh.mask != p->mask || fresh.count != p->count)
+        return false;
+    for (uint32_t i = 0; i < p->count; i++)
+        if (fresh.ids[i] != p->ids[i] || fresh.values[i] != p->values[i])
+            return false;
+    return true;
+}
+
 /* Count the pod as placed on node (NULL: pending), replacing what it counted as. */
 static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char *node)
 {
@@ -262,16 +324,26 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
     struct cq_pod *p = cq_pod_find(pl, kc_pod_uid(pod));
     if (p != NULL && strcmp(p->queue, queue) == 0) {
         bool was_placed = p->node != NULL;
-        if (was_placed == (node != NULL) &&
+        bool resized = !same_request(p, pod); /* an in-place resize changes what it holds */
+        if (!resized && was_placed == (node != NULL) &&
             (node == NULL || strcmp(p->node, node) == 0))
             return p;
         count_pod(pl, p, -1);
+        if (node != NULL)
+            p->claimed = false; /* placed: its claim is now usage */
+        if (resized) {
+            p->count = 0;
+            p->mask = 0;
+            read_request(p, pod);
+        }
         free(p->node);
         p->node = node != NULL ? strdup(node) : NULL;
         count_pod(pl, p, 1); /* a pod back from a reservation keeps its place in the order */
         return p;
     }
     double tag = p != NULL ? p->tag : 0;
+    bool tagged = p != NULL && p->tagged;
+    bool leaving = p != NULL && p->leaving, claimed = p != NULL && p->claimed;
     untrack(pl, kc_pod_uid(pod));
     if (pl->pod_count >= pl->pod_buckets && pods_grow(pl) != 0)
         return NULL;
@@ -291,6 +363,8 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
         return NULL;
     }
     p->explicit_queue = explicit_queue;
+    p->leaving = leaving && node != NULL; /* moved to another queue: still going */
+    p->claimed = claimed && node == NULL;
     p->priority = kc_pod_priority(pod);
     p->index = cq_tree_find(&pl->tree, queue);
     read_request(p, pod);
@@ -298,10 +372,12 @@ static struct cq_pod *track(struct cq_plugin *pl, const kc_pod *pod, const char 
     p->next = pl->pods[b];
     pl->pods[b] = p;
     pl->pod_count++;
-    if (node == NULL && tag == 0)
+    if (node == NULL && !tagged)
         tag_pending(pl, p);
-    else
+    else {
         p->tag = tag;
+        p->tagged = tagged;
+    }
     count_pod(pl, p, 1);
     return p;
 }
@@ -321,6 +397,15 @@ static void pod_seen(struct cq_plugin *pl, const kc_pod *pod)
     struct cq_pod *p = track(pl, pod, node);
     if (p != NULL && kc_pod_node_name(pod) != NULL)
         p->assumed = false; /* bound */
+    /* a terminating pod is leaving; a preemptor whose nomination the runtime dropped (an
+     * eviction failed) claims nothing any more */
+    if (p == NULL)
+        return;
+    bool dropped = p->claimed && p->node == NULL && kc_pod_nominated_node_name(pod) == NULL;
+    cq_pod_mark(pl, p, p->leaving || (p->node != NULL && kc_pod_terminating(pod)),
+                p->claimed && !dropped);
+    if (dropped)
+        victims_stay(pl, p->uid);
 }
 
 /* The tree or the namespaces changed: link the tree and count every pod again. */
@@ -355,21 +440,21 @@ static void recount_namespace(struct cq_plugin *pl, const char *name)
 
 /* ---- status ---------------------------------------------------------------------------------- */
 
-static size_t put_resources(char *out, size_t size, const char *key, const int64_t *values,
-                            uint64_t show)
+/* A map of resource name -> quantity text for the resources in show, or NULL (no memory). */
+static json_t *resource_map(const int64_t *values, uint64_t show)
 {
-    size_t used = (size_t)snprintf(out, size, "\"%s\":{", key);
-    bool first = true;
-    for (uint64_t m = show; m != 0 && used < size; m &= m - 1) {
+    json_t *map = json_object();
+    for (uint64_t m = show; map != NULL && m != 0; m &= m - 1) {
         int r = __builtin_ctzll(m);
-        used += (size_t)snprintf(out + used, size - used, "%s\"%s\":\"%lld%s\"", first ? "" : ",",
-                                 kc_resource_name(r), (long long)values[r],
-                                 r == KC_RESOURCE_CPU ? "m" : "");
-        first = false;
+        char text[32];
+        snprintf(text, sizeof(text), "%lld%s", (long long)values[r],
+                 r == KC_RESOURCE_CPU ? "m" : "");
+        if (json_object_set_new(map, kc_resource_name(r), json_string(text)) != 0) {
+            json_decref(map);
+            return NULL;
+        }
     }
-    if (used < size)
-        used += (size_t)snprintf(out + used, size - used, "}");
-    return used;
+    return map;
 }
 
 /* Report the status of every queue whose figures changed (the runtime keeps the latest and
@@ -394,17 +479,24 @@ static void write_status(struct cq_plugin *pl)
                 q->shown_borrowed |= 1ull << r;
             }
         }
-        uint64_t used = q->shown_used, over = q->shown_borrowed;
-        char json[2048];
-        size_t n = (size_t)snprintf(json, sizeof(json), "{");
-        n += put_resources(json + n, sizeof(json) - n, "used", q->usage, used);
-        n += (size_t)snprintf(json + n, n < sizeof(json) ? sizeof(json) - n : 0, ",");
-        if (n < sizeof(json))
-            n += put_resources(json + n, sizeof(json) - n, "borrowed", borrowed, over);
-        if (n < sizeof(json))
-            snprintf(json + n, sizeof(json) - n, ",\"pending\":%u,\"admitted\":%u,\"valid\":%s}",
-                     q->pending, q->admitted, q->error != NULL ? "false" : "true");
-        kc_host->object_status(KIND, NULL, q->name, json);
+        /* built by jansson: any number of resources, always valid JSON */
+        json_t *status = json_object();
+        char *json = NULL;
+        if (status != NULL &&
+            json_object_set_new(status, "used", resource_map(q->usage, q->shown_used)) == 0 &&
+            json_object_set_new(status, "borrowed", resource_map(borrowed, q->shown_borrowed)) ==
+                0 &&
+            json_object_set_new(status, "pending", json_integer(q->pending)) == 0 &&
+            json_object_set_new(status, "admitted", json_integer(q->admitted)) == 0 &&
+            json_object_set_new(status, "valid", json_boolean(q->error == NULL)) == 0)
+            json = json_dumps(status, JSON_COMPACT);
+        json_decref(status);
+        if (json == NULL) {
+            q->status_dirty = true; /* out of memory: tried again on the next change */
+            continue;
+        }
+        kc_object_status(KIND, NULL, q->name, json);
+        free(json);
     }
 }
 
@@ -495,11 +587,9 @@ static int capacityqueue_queue_less(void *self, const kc_pod *a, const kc_pod *b
 /* The first error on the queue's path to its root. */
 static const char *path_error(const struct cq_tree *tree, int32_t index)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps))
         if (tree->queues[index].error != NULL)
             return tree->queues[index].error;
-        index = tree->queues[index].parent;
-    }
     return NULL;
 }
 
@@ -535,6 +625,10 @@ static kc_status capacityqueue_pre_filter(void *self, kc_cycle *cycle, const kc_
         return cq_reject(cycle, KC_UNRESOLVABLE, "queue %s does not exist (pod %s/%s)", p->queue,
                       kc_pod_namespace(pod), kc_pod_name(pod));
     }
+    /* arrived before its queue (after a bridge restart, say): tagged now, while the pod is out
+     * of the runtime's queue for its attempt, so the key changes outside the heap */
+    if (!p->tagged && p->node == NULL)
+        tag_pending(pl, p);
     const char *error = path_error(&pl->tree, p->index);
     if (error != NULL)
         return cq_reject(cycle, KC_UNRESOLVABLE, "queue %s cannot admit pods: %s", p->queue, error);
@@ -550,9 +644,14 @@ static kc_status capacityqueue_pre_filter(void *self, kc_cycle *cycle, const kc_
         mask = p->mask;
     }
     char why[512];
-    if (!cq_admit(&pl->tree, p->index, request, mask, why, sizeof(why)))
-        return cq_reject(cycle, KC_UNRESOLVABLE, "%s%s",
-                         whole_group ? "pod group as a whole: " : "", why);
+    int32_t refusing = -1;
+    if (!cq_admit_at(&pl->tree, p->index, request, mask, why, sizeof(why), &refusing)) {
+        /* within its guarantee, refused only because queues under the refusing one borrow:
+         * PostFilter can reclaim (unschedulable, not unresolvable) */
+        kc_status st = !whole_group && cq_reclaim_may_help(pl, p, refusing) ? KC_UNSCHEDULABLE
+                                                                             : KC_UNRESOLVABLE;
+        return cq_reject(cycle, st, "%s%s", whole_group ? "pod group as a whole: " : "", why);
+    }
     return KC_SUCCESS;
 }
 

@@ -22,7 +22,11 @@ struct cq_pod {
     kc_resource ids[CQ_POD_RESOURCES];
     int64_t values[CQ_POD_RESOURCES];
     uint32_t count;
+    bool leaving; /* placed, and evicted by reclaim or terminating: going, not deleted yet */
+    bool claimed; /* pending, nominated by its reclaim: its victims' room is its own */
+    char *leaving_for; /* the uid of the preemptor that evicted it (leaving), or NULL */
     double tag; /* fair order: the weighted dominant share its queue reaches with it */
+    bool tagged; /* tag given while its queue existed (else tagged at its next attempt) */
     struct cq_pod *next; /* hash chain */
 };
 
@@ -48,7 +52,16 @@ struct cq_pod *cq_pod_find(const struct cq_plugin *pl, const char *uid);
 /* The roots' pool (every node's allocatable), summed again when nodes changed. */
 void cq_refresh_cluster(struct cq_plugin *pl);
 
+/* Set the pod's leaving or claimed flag, moving its request between the queues' totals. */
+void cq_pod_mark(struct cq_plugin *pl, struct cq_pod *p, bool leaving, bool claimed);
+/* Record that victim is leaving for the preemptor of uid (its eviction may still fail). */
+void cq_pod_evicted_for(struct cq_plugin *pl, struct cq_pod *victim, const char *uid);
+
 /* PostFilter: reclaim (reclaim.c). */
 kc_status cq_reclaim(struct cq_plugin *pl, kc_cycle *cycle, const kc_pod *pod);
+/* Whether reclaim can free quota for self refused by queue refusing (an ancestor's limit or
+ * pool, or its own queue's): self's queue stays within its guarantee with it, and a reclaimable
+ * queue under refusing, outside self's path, borrows. */
+bool cq_reclaim_may_help(const struct cq_plugin *pl, const struct cq_pod *self, int32_t refusing);
 
 #endif

@@ -47,8 +47,14 @@ bool cq_parse_quantity(const char *text, kc_resource id, int64_t *out)
         {"m", 1e-3L}, {"k", 1e3L}, {"M", 1e6L}, {"G", 1e9L}, {"T", 1e12L}, {"P", 1e15L},
         {"E", 1e18L}, {"", 1.0L},
     };
-    if (text == NULL || *text == '\0' || *text == '-' || *text == ' ')
+    /* Kubernetes' grammar: an unsigned decimal number; strtold would also take a sign, leading
+     * space, hex ("0x10"), "inf" and "nan" */
+    if (text == NULL || !((text[0] >= '0' && text[0] <= '9') || text[0] == '.'))
         return false;
+    for (const char *c = text; *c != '\0'; c++)
+        if (*c == 'x' || *c == 'X' || *c == 'p' || *c == 'P')
+            if (!(c[0] == 'P' && c[1] == '\0') && !(c[0] == 'P' && c[1] == 'i' && c[2] == '\0'))
+                return false;
     char *end;
     long double value = strtold(text, &end);
     if (end == text || !isfinite(value))
@@ -223,6 +229,12 @@ void cq_tree_free(struct cq_tree *tree)
     memset(tree, 0, sizeof(*tree));
 }
 
+/* a + b for non-negative quantities, saturating at CQ_UNLIMITED instead of overflowing */
+static int64_t add_capped(int64_t a, int64_t b)
+{
+    return a > CQ_UNLIMITED - b ? CQ_UNLIMITED : a + b;
+}
+
 /* ---- the rules ------------------------------------------------------------------------------- */
 
 static void set_error(struct cq_queue *q, char **fresh, const char *format, ...)
@@ -267,6 +279,12 @@ static void check_rules(const struct cq_tree *tree, uint32_t i, char **fresh)
     if (in_cycle(tree, i, path, sizeof(path)))
         set_error(NULL, fresh, "queue %s: cycle in the queue tree (%s); a queue cannot be its own "
                   "ancestor", q->name, path);
+    uint32_t levels = 1;
+    for (int32_t at = q->parent; at >= 0 && levels <= tree->count; at = tree->queues[at].parent)
+        levels++;
+    if (levels > CQ_DEPTH_MAX && levels <= tree->count) /* (longer: a cycle, named above) */
+        set_error(NULL, fresh, "queue %s: %u levels from its root; a queue tree is at most %d "
+                  "levels deep", q->name, levels, CQ_DEPTH_MAX);
     if (q->weight < 1)
         set_error(NULL, fresh, "queue %s: spec.weight must be an integer of at least 1", q->name);
     for (kc_resource r = 0; r < KC_RESOURCE_MAX; r++) {
@@ -276,12 +294,18 @@ static void check_rules(const struct cq_tree *tree, uint32_t i, char **fresh)
                       "must not exceed limit",
                       q->name, kc_resource_name(r), (long long)q->guaranteed[r],
                       (long long)q->limit[r]);
-        if (!(q->guaranteed_listed & (1ull << r)))
-            continue;
+        if (q->lending_limit[r] != CQ_UNLIMITED && q->lending_limit[r] > q->guaranteed[r])
+            set_error(NULL, fresh,
+                      "queue %s: lendingLimit %s (%lld) is above its guaranteed (%lld); a queue "
+                      "can lend only what it is guaranteed",
+                      q->name, kc_resource_name(r), (long long)q->lending_limit[r],
+                      (long long)q->guaranteed[r]);
+        /* a parent that lists no guarantee of r is guaranteed none: children guaranteed some
+         * would be promised what no ancestor holds */
         int64_t children = 0;
         for (uint32_t c = 0; c < tree->count; c++)
             if (tree->queues[c].parent == (int32_t)i && c != i)
-                children += tree->queues[c].guaranteed[r];
+                children = add_capped(children, tree->queues[c].guaranteed[r]);
         if (children > q->guaranteed[r])
             set_error(NULL, fresh,
                       "queue %s: its children's guaranteed %s (%lld together) is above its own "
@@ -297,6 +321,8 @@ uint32_t cq_tree_link(struct cq_tree *tree)
         struct cq_queue *q = &tree->queues[i];
         q->parent = q->parent_name != NULL ? cq_tree_find(tree, q->parent_name) : -1;
         memset(q->usage, 0, sizeof(q->usage));
+        memset(q->leaving, 0, sizeof(q->leaving));
+        memset(q->claimed, 0, sizeof(q->claimed));
         q->admitted = q->pending = 0;
         for (uint32_t b = 0; b < q->band_count; b++)
             q->bands[b].pending = 0;
@@ -323,16 +349,38 @@ uint32_t cq_tree_link(struct cq_tree *tree)
 void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
                      int sign, int pods)
 {
-    for (uint32_t depth = 0; index >= 0 && depth <= tree->count; depth++) {
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps)) {
         struct cq_queue *q = &tree->queues[index];
         for (uint64_t m = mask; m != 0; m &= m - 1) {
             int r = __builtin_ctzll(m);
-            q->usage[r] += sign * request[r];
+            /* saturating: a pod asking an absurd quantity must not wrap a queue's usage */
+            q->usage[r] = sign > 0 ? add_capped(q->usage[r], request[r])
+                                   : q->usage[r] - (request[r] < q->usage[r] ? request[r]
+                                                                             : q->usage[r]);
         }
         q->admitted += (uint32_t)(sign * pods);
         q->status_dirty = true;
-        index = q->parent;
     }
+}
+
+void cq_tree_hold(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
+                  int sign, enum cq_hold which)
+{
+    for (uint32_t steps = 0; index >= 0; index = cq_tree_up(tree, index, &steps)) {
+        struct cq_queue *q = &tree->queues[index];
+        int64_t *total = which == CQ_LEAVING ? q->leaving : q->claimed;
+        for (uint64_t m = mask; m != 0; m &= m - 1) {
+            int r = __builtin_ctzll(m);
+            total[r] = sign > 0 ? add_capped(total[r], request[r])
+                                : total[r] - (request[r] < total[r] ? request[r] : total[r]);
+        }
+    }
+}
+
+int64_t cq_effective_usage(const struct cq_queue *q, int r)
+{
+    int64_t staying = q->usage[r] > q->leaving[r] ? q->usage[r] - q->leaving[r] : 0;
+    return add_capped(staying, q->claimed[r]);
 }
 
 uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask)
@@ -346,22 +394,19 @@ uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask)
     return over;
 }
 
-/* What a queue keeps for itself of resource r, whoever asks: what it uses, and the part of its
- * guarantee it does not lend (guaranteed - lendingLimit). */
+/* What a queue keeps for itself of resource r, whoever asks: what it uses (less what its
+ * reclaim victims are giving back, plus what its nominated preemptors are about to take), and
+ * the part of its guarantee it does not lend (guaranteed - lendingLimit). */
 static int64_t reserved(const struct cq_queue *q, int r)
 {
     int64_t kept = q->lending_limit[r] == CQ_UNLIMITED ? 0 : q->guaranteed[r] - q->lending_limit[r];
-    return q->usage[r] > kept ? q->usage[r] : kept;
+    int64_t used = cq_effective_usage(q, r);
+    return used > kept ? used : kept;
 }
 
 static int64_t min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
-}
-
-static int64_t add_capped(int64_t a, int64_t b)
-{
-    return a > CQ_UNLIMITED - b ? CQ_UNLIMITED : a + b;
 }
 
 /* The most of resource r queue index may hold given its parent's pool: its limit, its
@@ -373,7 +418,7 @@ static int64_t queue_pool(const struct cq_tree *tree, int32_t index, int64_t par
     int64_t others = 0;
     for (uint32_t i = 0; i < tree->count; i++)
         if ((int32_t)i != index && tree->queues[i].parent == q->parent)
-            others += reserved(&tree->queues[i], r);
+            others = add_capped(others, reserved(&tree->queues[i], r));
     int64_t lendable = parent_pool - others;
     int64_t pool = lendable > q->guaranteed[r] ? lendable : q->guaranteed[r];
     pool = min64(pool, q->limit[r]);
@@ -415,9 +460,15 @@ static void explain(const struct cq_tree *tree, const struct cq_queue *q, int r,
 bool cq_admit(const struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
               char *why, size_t why_size)
 {
-    int32_t path[64];
-    uint32_t depth = 0;
-    for (int32_t at = index; at >= 0 && depth < 64; at = tree->queues[at].parent)
+    return cq_admit_at(tree, index, request, mask, why, why_size, NULL);
+}
+
+bool cq_admit_at(const struct cq_tree *tree, int32_t index, const int64_t *request,
+                 uint64_t mask, char *why, size_t why_size, int32_t *refusing)
+{
+    int32_t path[CQ_DEPTH_MAX];
+    uint32_t depth = 0, steps = 0;
+    for (int32_t at = index; at >= 0 && depth < CQ_DEPTH_MAX; at = cq_tree_up(tree, at, &steps))
         path[depth++] = at;
     for (uint64_t m = mask; m != 0; m &= m - 1) {
         int r = __builtin_ctzll(m);
@@ -428,6 +479,8 @@ bool cq_admit(const struct cq_tree *tree, int32_t index, const int64_t *request,
             int64_t want = add_capped(q->usage[r], request[r]);
             if (want > pool) {
                 explain(tree, q, r, want, pool, why, why_size);
+                if (refusing != NULL)
+                    *refusing = path[level];
                 return false;
             }
         }

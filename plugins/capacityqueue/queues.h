@@ -13,6 +13,7 @@
 #define CQ_UNLIMITED INT64_MAX
 #define CQ_NAME_MAX 254
 #define CQ_ERROR_MAX 384
+#define CQ_DEPTH_MAX 64 /* levels from a root queue down, itself included */
 
 /* The waiting pods of one priority in a queue: the fair order keeps one line per priority, so
  * a pod of higher priority does not queue behind the queue's backlog of lower ones. */
@@ -39,6 +40,11 @@ struct cq_queue {
     char *spec_json; /* the spec as last read (sorted keys), to skip updates that keep it */
     /* what the queue holds: its own pods and its descendants' (placed or reserved) */
     int64_t usage[KC_RESOURCE_MAX];
+    /* of usage, what victims of reclaim and terminating pods hold until they are deleted (they
+     * no longer count as borrowed), and what pods nominated by reclaim (pending, descendants
+     * included) are about to take: reclaim and admission see the cluster as it will be */
+    int64_t leaving[KC_RESOURCE_MAX];
+    int64_t claimed[KC_RESOURCE_MAX];
     uint32_t admitted; /* pods placed or reserved in it (descendants included) */
     uint32_t pending;  /* pods waiting in it (its own) */
     /* fair order (capacityqueue.c): per priority, the weighted dominant share the queue
@@ -82,14 +88,36 @@ int32_t cq_tree_find(const struct cq_tree *tree, const char *name);
  * invalid queues and logs each new error once. */
 uint32_t cq_tree_link(struct cq_tree *tree);
 
+/* The next queue up from index (its parent), or -1 past a root or after tree->count steps
+ * (*steps counts them, from 0): the one walk to the root, safe on a tree with a cycle. */
+static inline int32_t cq_tree_up(const struct cq_tree *tree, int32_t index, uint32_t *steps)
+{
+    return ++*steps > tree->count ? -1 : tree->queues[index].parent;
+}
+
 /* Add sign * request (dense, by resource id; only ids in mask) to the queue and its ancestors. */
 void cq_tree_account(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
                      int sign, int pods);
+
+/* Which total cq_tree_hold changes. */
+enum cq_hold { CQ_LEAVING, CQ_CLAIMED };
+
+/* Add sign * request to the queue's and its ancestors' leaving or claimed totals. */
+void cq_tree_hold(struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
+                  int sign, enum cq_hold which);
+
+/* What the queue holds of r once its leaving pods are gone and its claimed ones placed. */
+int64_t cq_effective_usage(const struct cq_queue *q, int r);
 
 /* Admission: the queue at index may take request (dense, ids in mask) now. true, or false with
  * why (naming the queue that refuses, the resource and the rule). */
 bool cq_admit(const struct cq_tree *tree, int32_t index, const int64_t *request, uint64_t mask,
               char *why, size_t why_size);
+
+/* cq_admit that also tells, on refusal, the index of the queue whose rule refused (the pod's
+ * own queue or an ancestor); refusing may be NULL. */
+bool cq_admit_at(const struct cq_tree *tree, int32_t index, const int64_t *request,
+                 uint64_t mask, char *why, size_t why_size, int32_t *refusing);
 
 /* The resource ids of mask in which the queue holds more than it is guaranteed. */
 uint64_t cq_borrowing(const struct cq_queue *q, uint64_t mask);

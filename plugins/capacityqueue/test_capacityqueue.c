@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "fake_host.h"
+#include "queues.h"
 
 KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version);
 
@@ -133,6 +134,103 @@ static void children_guarantees_above_parent_are_refused(void **state)
     kc_pod pod;
     team_pod(&pod, "p", "t1", 100);
     assert_refused(&pod, "queue t1 cannot admit pods: queue org");
+}
+
+static void children_guarantees_need_a_parent_guarantee(void **state)
+{
+    (void)state;
+    queue("org", "{\"limit\":{\"cpu\":\"8\"}}"); /* guarantees no cpu */
+    queue("t1", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"2\"}}");
+    assert_non_null(strstr(fake_host.last_log, "queue org: its children's guaranteed cpu (2000 "
+                                               "together) is above its own (0)"));
+}
+
+static void lending_limit_above_guaranteed_is_refused(void **state)
+{
+    (void)state;
+    queue("l", "{\"guaranteed\":{\"cpu\":\"2\"},\"lendingLimit\":{\"cpu\":\"3\"}}");
+    assert_non_null(strstr(fake_host.last_log, "queue l: lendingLimit cpu (3000) is above its "
+                                               "guaranteed (2000)"));
+}
+
+static void quantities_are_unsigned_decimals(void **state)
+{
+    (void)state;
+    int64_t v = 0;
+    assert_false(cq_parse_quantity("0x10", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity("+4", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity(" 4", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity("inf", KC_RESOURCE_CPU, &v));
+    assert_false(cq_parse_quantity("0x1p3", KC_RESOURCE_CPU, &v));
+    assert_true(cq_parse_quantity("1Pi", KC_RESOURCE_MEMORY, &v));
+    assert_true(cq_parse_quantity("2P", KC_RESOURCE_MEMORY, &v));
+    assert_true(cq_parse_quantity("1e3", KC_RESOURCE_MEMORY, &v));
+    assert_int_equal(v, 1000);
+    assert_true(cq_parse_quantity("500m", KC_RESOURCE_CPU, &v));
+    assert_int_equal(v, 500);
+}
+
+static void an_in_place_resize_is_counted(void **state)
+{
+    (void)state;
+    queue("a", "{\"limit\":{\"cpu\":\"4\"}}");
+    kc_pod run, more;
+    team_pod(&run, "run", "a", 2000);
+    running(&run, &nodes[0], 1);
+    fake_pod_set_request(&run, "cpu", 4000); /* resized in place: same queue, same node */
+    pod_event(KC_EVENT_POD_UPDATE, &run, &nodes[0]);
+    team_pod(&more, "more", "a", 1000);
+    assert_refused(&more, "queue a: cpu limit 4000m exceeded (5000m if admitted)");
+}
+
+static void an_ancestors_limit_reclaims_from_a_borrowing_sibling(void **state)
+{
+    (void)state;
+    queue("org", "{\"guaranteed\":{\"cpu\":\"8\"},\"limit\":{\"cpu\":\"8\"}}");
+    queue("a", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"4\"}}");
+    queue("b", "{\"parent\":\"org\",\"guaranteed\":{\"cpu\":\"4\"}}");
+    /* b holds org's 8 (borrowing a's 4), one 2-cpu pod per node: no node is full */
+    kc_pod bs[4];
+    static const char *const names[] = {"b0", "b1", "b2", "b3"};
+    for (int i = 0; i < 4; i++) {
+        team_pod(&bs[i], names[i], "b", 2000);
+        running(&bs[i], &nodes[i], 10 + i);
+    }
+    kc_pod want;
+    team_pod(&want, "want", "a", 2000);
+    char reason[768];
+    /* org's limit refuses, but a is within its guarantee: unschedulable, so PostFilter runs */
+    assert_int_equal(pre_filter(&want, reason, sizeof(reason)), KC_UNSCHEDULABLE);
+    assert_non_null(strstr(reason, "queue org: cpu limit 8000m exceeded"));
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want;
+    assert_int_equal(ops->post_filter(self, &cycle, &want), KC_SUCCESS);
+    /* one victim frees org's quota: b's most recently started pod */
+    assert_int_equal(fake_host.preempt_victim_count + fake_host.preempt_more_count, 1);
+    assert_ptr_equal(fake_host.preempt_victims[0], &bs[3]);
+    assert_ptr_equal(fake_host.preempt_node, &nodes[3]);
+    fake_cycle_clear(&cycle);
+}
+
+static void trees_deeper_than_64_levels_are_refused(void **state)
+{
+    (void)state;
+    char name[16], parent[16], spec[64];
+    queue("q0", "{}");
+    for (int i = 1; i <= 64; i++) {
+        snprintf(name, sizeof(name), "q%d", i);
+        snprintf(parent, sizeof(parent), "q%d", i - 1);
+        snprintf(spec, sizeof(spec), "{\"parent\":\"%s\"}", parent);
+        queue(name, spec);
+    }
+    /* q64 is the 65th level */
+    assert_non_null(strstr(fake_host.last_log, "queue q64: 65 levels from its root; a queue tree "
+                                               "is at most 64 levels deep"));
+    kc_pod pod;
+    team_pod(&pod, "p", "q63", 100);
+    char reason[768];
+    assert_int_equal(pre_filter(&pod, reason, sizeof(reason)), KC_SUCCESS);
 }
 
 static void guaranteed_above_limit_is_refused(void **state)
@@ -357,6 +455,24 @@ static void usage_moves_a_queue_back_in_the_order(void **state)
     assert_true(ops->queue_less(self, &pb, &pa));
 }
 
+static void a_pod_arriving_before_its_queue_is_tagged_at_its_attempt(void **state)
+{
+    (void)state;
+    queue("idle", "{}");
+    kc_pod x, e;
+    team_pod(&x, "x", "late", 2000); /* its queue comes later */
+    pod_event(KC_EVENT_POD_ADD, &x, NULL);
+    queue("late", "{}");
+    team_pod(&e, "e", "idle", 1000);
+    pod_event(KC_EVENT_POD_ADD, &e, NULL);
+    char reason[768];
+    assert_int_equal(pre_filter(&x, reason, sizeof(reason)), KC_SUCCESS);
+    /* x is tagged by its queue's share now (2 of 16 cpu), after e's (1 of 16), not first
+     * forever */
+    assert_true(ops->queue_less(self, &e, &x));
+    assert_false(ops->queue_less(self, &x, &e));
+}
+
 /* ---- reclaim --------------------------------------------------------------------------------- */
 
 static void reclaim_takes_borrowed_pods_on_the_node_needing_fewest(void **state)
@@ -443,6 +559,64 @@ static void reclaim_takes_a_gang_whole_across_nodes(void **state)
     fake_cycle_clear(&cycle);
 }
 
+static void reclaim_does_not_evict_again_while_victims_terminate(void **state)
+{
+    (void)state;
+    queue("a", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    queue("b", "{\"guaranteed\":{\"cpu\":\"8\"}}");
+    /* a fills the 16 cpu (borrowing 8): two 2-cpu pods per node */
+    kc_pod as[8];
+    static const char *const names[] = {"a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"};
+    for (int i = 0; i < 8; i++) {
+        team_pod(&as[i], names[i], "a", 2000);
+        running(&as[i], &nodes[i % 4], 10 + i);
+    }
+    /* b's pods reclaim one by one; the victims are evicted but not deleted yet (a grace
+     * period), and the preemptors wait nominated */
+    kc_pod want[6];
+    static const char *const wanted[] = {"w0", "w1", "w2", "w3", "w4", "w5"};
+    const kc_pod *victims[8];
+    uint32_t evicted = 0;
+    for (int i = 0; i < 6; i++) {
+        team_pod(&want[i], wanted[i], "b", 2000);
+        pod_event(KC_EVENT_POD_ADD, &want[i], NULL);
+        kc_cycle cycle;
+        fake_cycle_init(&cycle);
+        fake_host.what_if_pod = &want[i];
+        uint32_t calls = fake_host.preempt_calls;
+        kc_status st = ops->post_filter(self, &cycle, &want[i]);
+        if (fake_host.preempt_calls > calls) {
+            assert_int_equal(st, KC_SUCCESS);
+            for (uint32_t v = 0; v < fake_host.preempt_victim_count; v++) {
+                for (uint32_t k = 0; k < evicted; k++)
+                    assert_ptr_not_equal(victims[k], fake_host.preempt_victims[v]);
+                victims[evicted++] = fake_host.preempt_victims[v];
+            }
+            want[i].nominated_node_name = fake_host.preempt_node->name;
+            pod_event(KC_EVENT_POD_UPDATE, &want[i], NULL);
+        } else {
+            assert_int_equal(st, KC_UNSCHEDULABLE);
+        }
+        fake_cycle_clear(&cycle);
+    }
+    /* 4 victims take a down to its guarantee (8) and b up to its own: w4 and w5 reclaim
+     * nothing, neither from a (at its guarantee once its victims are gone) nor again for b
+     * (whose nominated pods already claim its guarantee) */
+    assert_int_equal(evicted, 4);
+    /* w0's eviction failed: the runtime dropped its nomination. Its victim stays (a borrows 2
+     * again) and w0 claims nothing: w5 reclaims one pod */
+    want[0].nominated_node_name = NULL;
+    pod_event(KC_EVENT_POD_UPDATE, &want[0], NULL);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    fake_host.what_if_pod = &want[5];
+    uint32_t calls = fake_host.preempt_calls;
+    assert_int_equal(ops->post_filter(self, &cycle, &want[5]), KC_SUCCESS);
+    assert_int_equal(fake_host.preempt_calls, calls + 1);
+    assert_int_equal(fake_host.preempt_victim_count, 1);
+    fake_cycle_clear(&cycle);
+}
+
 /* ---- status ---------------------------------------------------------------------------------- */
 
 static void status_reports_usage_borrowed_and_pending(void **state)
@@ -510,6 +684,12 @@ int main(void)
         CASE(cycle_in_tree_is_refused_naming_queue_and_rule),
         CASE(children_guarantees_above_parent_are_refused),
         CASE(guaranteed_above_limit_is_refused),
+        CASE(trees_deeper_than_64_levels_are_refused),
+        CASE(children_guarantees_need_a_parent_guarantee),
+        CASE(lending_limit_above_guaranteed_is_refused),
+        CASE(quantities_are_unsigned_decimals),
+        CASE(an_in_place_resize_is_counted),
+        CASE(an_ancestors_limit_reclaims_from_a_borrowing_sibling),
         CASE(unknown_parent_is_refused),
         CASE(pod_queue_from_label_annotation_namespace_or_default),
         CASE(pods_without_queue_pass_when_no_default_queue),
@@ -520,9 +700,11 @@ int main(void)
         CASE(fair_order_follows_weighted_dominant_share),
         CASE(usage_moves_a_queue_back_in_the_order),
         CASE(a_higher_priority_pod_does_not_wait_behind_its_queues_backlog),
+        CASE(a_pod_arriving_before_its_queue_is_tagged_at_its_attempt),
         CASE(reclaim_takes_borrowed_pods_on_the_node_needing_fewest),
         CASE(reclaim_never_takes_from_a_queue_within_its_guarantee),
         CASE(reclaim_takes_a_gang_whole_across_nodes),
+        CASE(reclaim_does_not_evict_again_while_victims_terminate),
         CASE(status_reports_usage_borrowed_and_pending),
         CASE(a_reserved_pod_stays_counted_through_updates_until_forgotten),
         CASE(an_unchanged_spec_is_not_read_again),

@@ -460,6 +460,27 @@ static void status_take(struct bridge_client *b)
     b->status_sent_ms = now;
 }
 
+/* The send of this turn's message failed: its statuses go back to pending (unless a newer
+ * status of the same object is pending already), to go with a later message. */
+static void status_unsent(struct bridge_client *b)
+{
+    Kcycle__V1__ToBridge *out = &b->out;
+    for (size_t i = 0; i < out->n_object_status; i++) {
+        Kcycle__V1__ObjectStatus *m = out->object_status[i];
+        bool newer = false;
+        for (uint32_t k = 0; k < b->status_pending_count && !newer; k++)
+            newer = same_object(b->status_pending[k], m->kind, m->namespace_, m->name);
+        if (newer || !reserve_slot((void ***)&b->status_pending, &b->status_pending_capacity,
+                                   b->status_pending_count)) {
+            protobuf_c_message_free_unpacked(&m->base, NULL);
+            continue;
+        }
+        b->status_pending[b->status_pending_count++] = m;
+    }
+    out->n_object_status = 0; /* moved: clear_out frees none of them */
+    b->status_sent_ms = 0;    /* due again at once */
+}
+
 /* How long the loop may sleep before pending statuses are due. */
 static int64_t status_wait_ms(const struct bridge_client *b, int64_t wait)
 {
@@ -526,6 +547,7 @@ static void flush(struct bridge_client *b)
         log_warn("bridge: could not send %zu binding(s) and %zu status update(s): %s",
                  out->n_bindings, out->n_unschedulable, why);
         fail_unsent_bindings(b, "the bridge did not take the binding");
+        status_unsent(b);
     }
     bool hello_lost = rc != 0 && out->hello;
     clear_out(b);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "crash.h"
 #include "cycle_internal.h"
 #include "hostapi.h"
@@ -517,6 +519,12 @@ static int object_status(const char *kind, const char *namespace_name, const cha
 {
     struct scheduler *s = scheduler_current();
     if (kind == NULL || name == NULL || status_json == NULL || status_json[0] != '{')
+        return -EINVAL;
+    /* a cut or malformed object would reach the API server as a broken merge patch */
+    json_t *parsed = json_loads(status_json, 0, NULL);
+    bool object = json_is_object(parsed);
+    json_decref(parsed);
+    if (!object)
         return -EINVAL;
     if (s == NULL || s->sink.object_status == NULL)
         return -EOPNOTSUPP;

@@ -3,7 +3,7 @@
 examples/sim/queues-*.yaml with their outcomes asserted from the JSON report: borrowing while
 a sibling is idle and reclaim across several nodes when its pods arrive, limits at every level
 of a three-level tree, a gang admitted whole or not at all, dominant shares converging 1:1 and
-2:1 within 5%, and invalid queue trees refused with an error naming the queue and the rule."""
+2:1 within 5%, reclaim when an ancestor's limit refuses (no node full), and invalid queue trees refused with an error naming the queue and the rule."""
 import json
 import os
 import subprocess
@@ -85,6 +85,25 @@ def borrowing_and_reclaim(tmp):
           f"research ends at its guarantee, not below, got {status['research']}")
     check(quantity(status["prod"]["used"]["cpu"]) == 16 and status["prod"]["pending"] == 0,
           f"prod reaches its guarantee, got {status['prod']}")
+
+
+def nested_reclaim(tmp):
+    """An ancestor's limit (not a full node) refuses a queue within its guarantee: reclaim
+    frees quota from the sibling that borrows."""
+    report, _ = example("queues-nested.yaml", tmp)
+    if report is None:
+        return
+    aa = bound_by_prefix(report, "aa-")
+    check(len(aa) == 4, f"all 4 of a's pods bound under org's limit, got {len(aa)}")
+    victims = report["preemptions"]
+    check(len(victims) == 4 and all(e["namespace"] == "b" for e in victims),
+          f"4 of b's borrowed pods evicted, nothing else, got {victims}")
+    status, _ = queue_status(report)
+    check(quantity(status["b"]["used"]["cpu"]) == 8 and
+          quantity(status["b"]["borrowed"].get("cpu", "0m")) == 0,
+          f"b ends at its guarantee, not below, got {status.get('b')}")
+    check(quantity(status["a"]["used"]["cpu"]) == 8 and status["a"]["pending"] == 0,
+          f"a reaches its guarantee, got {status.get('a')}")
 
 
 def three_level_limits(tmp):
@@ -184,6 +203,7 @@ def invalid_trees(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         borrowing_and_reclaim(tmp)
+        nested_reclaim(tmp)
         three_level_limits(tmp)
         gang_whole(tmp)
         fair_share(tmp)
