@@ -656,7 +656,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
                           const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
                           uint64_t *waiting)
 {
-    int64_t started = sched_metrics_clock(s);
+    int64_t started = sched_metrics_now(s);
     kc_status st = run_phase(s, cycle, phase, node, failed, timeout_ms, waiting);
     sched_metrics_extension_point(s, phase, st, started);
     return st;
@@ -1309,7 +1309,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     struct plugin *failed = NULL;
     cycle_restrict_clear(cycle);
     cycle->in_pre_filter = true;
-    int64_t started = sched_metrics_clock(s);
+    int64_t started = sched_metrics_now(s);
     kc_status st = run_pre_filters(s, cycle, &skip, &failed);
     sched_metrics_extension_point(s, PHASE_PRE_FILTER, st, started);
     cycle->in_pre_filter = false;
@@ -1337,7 +1337,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
             return -ENOMEM;
         }
     }
-    started = sched_metrics_clock(s);
+    started = sched_metrics_now(s);
     int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
     sched_metrics_extension_point(s, PHASE_FILTER, found < 0 ? KC_ERROR : KC_SUCCESS, started);
     if (cycle->restricted)
@@ -1349,7 +1349,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         return 0;
     }
     out->found = (uint32_t)found;
-    started = sched_metrics_clock(s);
+    started = sched_metrics_now(s);
     if (score && found > 1 && compute_scores(s, cycle, (uint32_t)found, &out->scored) < 0) {
         out->status = KC_ERROR;
         out->message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
