@@ -172,6 +172,7 @@ def scenario_metrics(tmp):
             report = json.load(f)
         check_against_report(scrape(port), report)
         check_http(port)
+        check_port_taken(tmp, sim, config, port)
     finally:
         proc.terminate()
         try:
@@ -202,7 +203,11 @@ def check_http(port):
     check(status == 200 and body == "", f"HEAD: 200 without a body, got {status} {body!r}")
     # a request bigger than the server's buffer is refused, not read without end
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")
+        try:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 +
+                      b"\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may stop reading and close before all of it is sent
         answer = _read_all(s)
     check(not answer.startswith(b"HTTP/1.1 200"),
           f"a 40 KB header is refused, got {answer[:60]!r}")
@@ -217,7 +222,10 @@ def check_http(port):
             early = extra.recv(100)
         except socket.timeout:
             early = b""
-        check(early == b"", f"a 17th connection is not served while 16 are open: {early!r}")
+        # an early answer is a failure only while all 16 are still open: on a loaded machine
+        # the server's idle timeout (5 s) may close some before the 17th is looked at
+        check(early == b"" or any(_closed_by_server(s) for s in idle),
+              f"a 17th connection is not served while 16 are open: {early!r}")
     finally:
         for s in idle:
             s.close()
@@ -229,6 +237,28 @@ def check_http(port):
     # a client that sends nothing is dropped by the server (its idle timeout)
     with socket.create_connection(("127.0.0.1", port), timeout=60) as silent:
         check(_read_all(silent) == b"", "a silent client is disconnected by the server")
+
+
+def _closed_by_server(s):
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def check_port_taken(tmp, sim, config, port):
+    """A second scheduler on the port the first one serves fails and says why: the port is
+    never shared (no SO_REUSEPORT), or scrapes would reach either process at random."""
+    proc = subprocess.run([SCHEDULER, "--config", config, "--simulate", sim, "--report",
+                           os.path.join(tmp, "second.json"), "--quiet", "--no-progress",
+                           "--health-port", str(port)],
+                          capture_output=True, text=True, timeout=120)
+    check(proc.returncode != 0, "a second scheduler on a taken health port fails")
+    check(f"port {port}" in proc.stderr and "in use" in proc.stderr,
+          f"it names the port and says it is in use: {proc.stderr[-300:]!r}")
 
 
 def _read_all(s):
