@@ -119,9 +119,10 @@ int health_start(struct health_server **out, const struct health_options *opt, s
      * on the same port would share it silently; the library's default (SO_REUSEADDR) lets a
      * restarted process rebind at once and still makes a taken port an error */
     if (h->daemon == NULL) {
-        int code = errno != 0 ? -errno : bind_error(opt->port);
-        if (code != -EADDRINUSE && code != -EACCES && bind_error(opt->port) == -EADDRINUSE)
-            code = -EADDRINUSE; /* errno was left by a later call of the library's */
+        int saved = errno;
+        int code = bind_error(opt->port); /* the port's own answer first: errno may be stale */
+        if (code == -EIO && saved != 0)
+            code = -saved;
         free(h);
         return kc_error_set(err, code,
                             "cannot serve /healthz, /readyz and /metrics on port %d: %s (choose "
