@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log.h"
+
 struct pod;
 struct plugin;
 struct pod_group;
@@ -41,6 +43,7 @@ struct sched_pod {
     struct pod_group *group; /* the group a plugin's group_of put it in, or NULL */
     uint32_t group_index;    /* position in the group's member list */
     bool group_held;         /* gated until its group has a quorum of members */
+    struct log_rate log_rate; /* the decision log's rate limit for this pod */
 };
 
 struct sched_pod_heap {

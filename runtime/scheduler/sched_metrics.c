@@ -11,6 +11,7 @@
 
 #include "crash.h"
 #include "metrics.h"
+#include "monotonic.h"
 #include "scheduler.h"
 
 #define SLI_ATTEMPT_LABELS 16 /* attempts "1".."15"; more share the last series, "15+" */
@@ -58,13 +59,6 @@ struct sched_metrics {
     bool sampling;
     int64_t published_ms;
 };
-
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static const char *status_name(kc_status st)
 {

@@ -20,6 +20,7 @@
 #include "plugin.pb-c.h"
 #include "log.h"
 #include "model.h"
+#include "monotonic.h"
 #include "pod_fields.h"
 #include "preempt.h"
 #include "sched_metrics.h"
@@ -29,18 +30,6 @@ static struct scheduler *current_scheduler;
 struct scheduler *scheduler_current(void)
 {
     return current_scheduler;
-}
-
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t monotonic_us(void)
-{
-    return monotonic_ns() / 1000;
 }
 
 int64_t scheduler_now(const struct scheduler *s)
@@ -1549,7 +1538,7 @@ int scheduler_schedule_one(struct scheduler *s)
     }
     struct placement p;
     scheduler_place(s, cycle, &p);
-    decision_log_attempt(s, cycle, &p, start);
+    decision_log_attempt(cycle, &p, start);
     if (p.placed)
         scheduler_commit(s, cycle, &p);
     else
