@@ -32,6 +32,7 @@ struct sched_pod {
     uint32_t backoff_attempts; /* failed attempts that count for backoff */
     int64_t last_attempt_ms;
     int64_t first_attempt_ms; /* the SLI metric's start */
+    int64_t attempt_start_us; /* the last attempt's start (monotonic), for its duration metric */
     int64_t backoff_until_ms;
     int64_t parked_ms;
     uint64_t rejectors;  /* plugins (bit = plugin index) that rejected the last attempt */

@@ -166,18 +166,27 @@ void sched_metrics_close(struct scheduler *s)
     s->metrics = NULL;
 }
 
-void sched_metrics_result(struct scheduler *s, enum sched_result result)
+/* The attempt of sp ended with result: counted, and timed from its start when it has one. */
+static void attempt_done(struct sched_metrics *m, const struct sched_pod *sp,
+                         enum sched_result result)
 {
-    if (s->metrics != NULL)
-        metric_inc(s->metrics->attempts[result]);
+    metric_inc(m->attempts[result]);
+    if (sp->attempt_start_us != 0)
+        metric_observe(m->attempt_duration[result], monotonic_us() - sp->attempt_start_us);
 }
 
-void sched_metrics_attempt(struct scheduler *s, enum sched_result result, int64_t duration_us)
+void sched_metrics_result(struct scheduler *s, const struct sched_pod *sp,
+                          enum sched_result result)
+{
+    if (s->metrics != NULL)
+        attempt_done(s->metrics, sp, result);
+}
+
+void sched_metrics_cycle_end(struct scheduler *s)
 {
     struct sched_metrics *m = s->metrics;
     if (m == NULL)
         return;
-    metric_observe(m->attempt_duration[result], duration_us);
     /* the next attempt's plugins are timed about one time in N, at random like kube (a fixed
      * stride could fall in step with a periodic workload) */
     uint64_t x = m->sample_state;
@@ -193,7 +202,7 @@ void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp)
     struct sched_metrics *m = s->metrics;
     if (m == NULL)
         return;
-    metric_inc(m->attempts[SCHED_RESULT_SCHEDULED]);
+    attempt_done(m, sp, SCHED_RESULT_SCHEDULED);
     metric_inc(m->bindings[0]);
     if (sp->attempts == 0)
         return; /* placed with its group: its own attempts are not counted */

@@ -30,11 +30,15 @@ enum sched_result { SCHED_RESULT_SCHEDULED, SCHED_RESULT_UNSCHEDULABLE, SCHED_RE
 int sched_metrics_open(struct scheduler *s, struct metrics *registry);
 void sched_metrics_close(struct scheduler *s);
 
-/* An attempt failed (unschedulable or error): kube's schedule_attempts_total counts it. */
-void sched_metrics_result(struct scheduler *s, enum sched_result result);
-/* A scheduling cycle took duration_us; result is what it decided. */
-void sched_metrics_attempt(struct scheduler *s, enum sched_result result, int64_t duration_us);
-/* sp is bound: a scheduled attempt, the SLI (first attempt to bound), a binding. */
+/* sp's attempt failed (unschedulable or error, in its scheduling or its binding cycle): kube's
+ * schedule_attempts_total counts it and scheduling_attempt_duration_seconds times it from
+ * sp->attempt_start_us, as kube does where it counts the attempt. */
+void sched_metrics_result(struct scheduler *s, const struct sched_pod *sp,
+                          enum sched_result result);
+/* A scheduling cycle ended: whether the next one's plugins are timed is drawn. */
+void sched_metrics_cycle_end(struct scheduler *s);
+/* sp is bound: a scheduled attempt (and its duration from its start), the SLI (first attempt
+ * to bound), a binding. */
 void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp);
 void sched_metrics_binding_failed(struct scheduler *s);
 /* kube's queue events that kcycle counts (scheduler_queue_incoming_pods_total's label). */

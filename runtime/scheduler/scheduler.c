@@ -433,7 +433,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         s->stats.error_attempts++;
     else
         s->stats.unschedulable_attempts++;
-    sched_metrics_result(s, error ? SCHED_RESULT_ERROR : SCHED_RESULT_UNSCHEDULABLE);
+    sched_metrics_result(s, sp, error ? SCHED_RESULT_ERROR : SCHED_RESULT_UNSCHEDULABLE);
     if (sp->deleted) {
         strmap_remove(&s->pods, sp->pod->uid);
         sched_pod_free(sp);
@@ -1526,6 +1526,7 @@ int scheduler_schedule_one(struct scheduler *s)
         return 1;
     }
     sp->attempts++;
+    sp->attempt_start_us = start;
     sp->last_attempt_ms = scheduler_now(s);
     if (sp->attempts == 1)
         sp->first_attempt_ms = sp->last_attempt_ms; /* the SLI runs from here */
@@ -1546,10 +1547,7 @@ int scheduler_schedule_one(struct scheduler *s)
     free(p.message);
     group_flush_status(s);
     s->last_attempt_us = monotonic_us() - start;
-    sched_metrics_attempt(s, p.placed  ? SCHED_RESULT_SCHEDULED
-                             : p.error ? SCHED_RESULT_ERROR
-                                       : SCHED_RESULT_UNSCHEDULABLE,
-                          s->last_attempt_us);
+    sched_metrics_cycle_end(s);
     return 1;
 }
 
