@@ -36,10 +36,17 @@ def check(condition, message):
         print("FAIL: " + message)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def served_port(port_file, proc):
+    """The port a process started with --health-port 0 --health-port-file FILE bound: the
+    kernel picks it, so two tests never race for one (as picking a free port first would)."""
+    def read():
+        try:
+            with open(port_file) as f:
+                text = f.read()
+            return int(text) if text.endswith("\n") else None
+        except (OSError, ValueError):
+            return None
+    return wait_for("the port file", read, proc)
 
 
 def get(port, path, method="GET"):
@@ -155,15 +162,17 @@ def check_against_report(fams, report):
 
 def scenario_metrics(tmp):
     sim, config = workload(tmp)
-    port = free_port()
+    port_file = os.path.join(tmp, "port")
     report_path = os.path.join(tmp, "report.json")
     err_path = os.path.join(tmp, "stderr.log")
     with open(err_path, "w") as err:
         proc = subprocess.Popen([SCHEDULER, "--config", config, "--simulate", sim, "--report",
                                  report_path, "--quiet", "--no-progress", "--health-port",
-                                 str(port), "--hold", "--pace", "2000"],
+                                 "0", "--health-port-file", port_file, "--hold", "--pace",
+                                 "2000"],
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
+        port = served_port(port_file, proc)
         # during the run: the endpoint answers and parses (the run is paced to last)
         wait_for("/metrics during the run", lambda: _answers(port), proc)
         during = scrape(port)
