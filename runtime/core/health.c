@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -100,6 +101,26 @@ static int bind_error(int port)
     return code;
 }
 
+/* --health-port-file: the bound port, written whole (a reader polling for the file never sees
+ * half of it). 0 or -errno. */
+static int write_port_file(const char *path, int port)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return -errno;
+    int rc = fprintf(f, "%d\n", port) < 0 ? -EIO : 0;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
 int health_start(struct health_server **out, const struct health_options *opt, struct kc_error *err)
 {
     *out = NULL;
@@ -131,6 +152,12 @@ int health_start(struct health_server **out, const struct health_options *opt, s
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info != NULL ? info->port : opt->port;
+    int rc = opt->port_file != NULL ? write_port_file(opt->port_file, h->port) : 0;
+    if (rc < 0) {
+        health_stop(h);
+        return kc_error_set(err, rc, "cannot write the port served to %s: %s", opt->port_file,
+                            strerror(-rc));
+    }
     *out = h;
     return 0;
 }

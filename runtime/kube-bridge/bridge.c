@@ -1654,6 +1654,7 @@ static int start_threads(struct bridge *b, struct kc_error *err)
     if (b->opt.health_port < 0)
         return 0;
     struct health_options hopt = {.port = b->opt.health_port,
+                                  .port_file = b->opt.health_port_file,
                                   .check = health_check,
                                   .ctx = b,
                                   .metrics = b->metrics.registry};

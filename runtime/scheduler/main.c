@@ -1,6 +1,5 @@
 /* kcycle-scheduler: parse arguments, then run the simulator (--simulate) or schedule a real
  * cluster through kcycle-kube-bridge (--bridge). */
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -8,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <kcycle/version.h>
 
@@ -47,26 +45,6 @@ static void install_stop_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* --health-port-file: the bound port, written whole (a reader polling for the file never sees
- * half of it). 0 or -errno. */
-static int write_port_file(const char *path, int port)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-        return -ENAMETOOLONG;
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL)
-        return -errno;
-    int rc = fprintf(f, "%d\n", port) < 0 ? -EIO : 0;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc < 0)
-        unlink(tmp);
-    return rc;
-}
-
 /* The HTTP endpoints with a fresh registry: 0, or 1 after saying why (nothing left open). */
 static int serve_http(int port, const char *port_file, health_check_fn check, void *ctx,
                       struct metrics **registry, struct health_server **server)
@@ -76,7 +54,8 @@ static int serve_http(int port, const char *port_file, health_check_fn check, vo
         fprintf(stderr, "kcycle-scheduler: out of memory\n");
         return 1;
     }
-    struct health_options hopt = {.port = port, .check = check, .ctx = ctx, .metrics = *registry};
+    struct health_options hopt = {
+        .port = port, .check = check, .ctx = ctx, .metrics = *registry, .port_file = port_file};
     if (health_start(server, &hopt, &err) < 0) {
         fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
         metrics_close(*registry);
@@ -84,16 +63,6 @@ static int serve_http(int port, const char *port_file, health_check_fn check, vo
         return 1;
     }
     log_info("serving /healthz, /livez, /readyz and /metrics on port %d", health_port(*server));
-    int rc = port_file != NULL ? write_port_file(port_file, health_port(*server)) : 0;
-    if (rc < 0) {
-        fprintf(stderr, "kcycle-scheduler: --health-port-file %s: %s\n", port_file,
-                strerror(-rc));
-        health_stop(*server);
-        *server = NULL;
-        metrics_close(*registry);
-        *registry = NULL;
-        return 1;
-    }
     return 0;
 }
 

@@ -354,7 +354,8 @@ void sched_metrics_publish(struct scheduler *s, bool force)
     metric_set(m->pending[1], s->queue.backoff.count);
     metric_set(m->pending[2], s->queue.unschedulable.count);
     metric_set(m->pending[3], s->queue.gated.count);
-    metric_set(m->generation, (int64_t)s->generations);
+    /* the serving generation, as the HELP says: s->generations also counts refused loads */
+    metric_set(m->generation, (int64_t)(s->fw != NULL ? s->fw->generation : s->generations));
     publish_total(m->reloads_refused, s->reload_failures, &m->refused_seen);
     publish_total(m->group_cycles, s->groups.cycles, &m->group_cycles_seen);
     publish_total(m->group_rollbacks, s->groups.rollbacks, &m->group_rollbacks_seen);

@@ -943,25 +943,13 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     return found;
 }
 
-/* PreScore, Score and NormalizeScore on the feasible nodes: raw scores (0..100, unweighted)
- * of score plugin k in s->scores[k * capacity + i]. Sets *scored to the plugins that scored. */
-static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
-                          uint64_t *scored)
+/* Score and NormalizeScore of each plugin not skipped by PreScore: 0, or -1 with the cycle
+ * failed. */
+static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found, uint64_t skip,
+                      uint64_t *scored)
 {
     struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    uint64_t skip = 0;
-    *scored = 0;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
-        struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
-        crash_enter(p->name, "PreScore");
-        kc_status st = p->ops.pre_score(p->self, cycle, pod);
-        crash_leave();
-        if (st == KC_SKIP)
-            skip |= 1ull << p->index;
-        else if (st != KC_SUCCESS)
-            return cycle_fail(cycle, "PreScore failed"), -1;
-    }
     for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
         struct plugin *p = fw->phase[PHASE_SCORE][k];
         if (skip & (1ull << p->index))
@@ -969,10 +957,12 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
         int64_t *scores = &s->scores[(size_t)k * s->scratch_capacity];
         for (uint32_t i = 0; i < found; i++) {
             scores[i] = 0;
+            int64_t started = sched_metrics_clock(s);
             crash_enter(p->name, "Score");
             kc_status st = p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i],
                                         &scores[i]);
             crash_leave();
+            sched_metrics_plugin(s, p, PHASE_SCORE, st, started);
             if (st != KC_SUCCESS) {
                 char *message = text_format("plugin %s failed in Score", p->name);
                 cycle_fail(cycle, message != NULL ? message : "Score failed");
@@ -1007,6 +997,38 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
         *scored |= 1ull << p->index;
     }
     return 0;
+}
+
+/* PreScore, Score and NormalizeScore on the feasible nodes: raw scores (0..100, unweighted)
+ * of score plugin k in s->scores[k * capacity + i]. Sets *scored to the plugins that scored. */
+static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                          uint64_t *scored)
+{
+    struct framework *fw = cycle->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    uint64_t skip = 0;
+    *scored = 0;
+    /* PreScore is an extension point of its own (kube times it apart from Score) */
+    int64_t phase_started = sched_metrics_now(s);
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
+        struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
+        int64_t started = sched_metrics_clock(s);
+        crash_enter(p->name, "PreScore");
+        kc_status st = p->ops.pre_score(p->self, cycle, pod);
+        crash_leave();
+        sched_metrics_plugin(s, p, PHASE_PRE_SCORE, st, started);
+        if (st == KC_SKIP)
+            skip |= 1ull << p->index;
+        else if (st != KC_SUCCESS) {
+            sched_metrics_extension_point(s, PHASE_PRE_SCORE, KC_ERROR, phase_started);
+            return cycle_fail(cycle, "PreScore failed"), -1;
+        }
+    }
+    sched_metrics_extension_point(s, PHASE_PRE_SCORE, KC_SUCCESS, phase_started);
+    phase_started = sched_metrics_now(s);
+    int rc = run_scores(s, cycle, found, skip, scored);
+    sched_metrics_extension_point(s, PHASE_SCORE, rc < 0 ? KC_ERROR : KC_SUCCESS, phase_started);
+    return rc;
 }
 
 int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
@@ -1215,9 +1237,11 @@ static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, ui
     *skip = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_FILTER]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_FILTER][i];
+        int64_t started = sched_metrics_clock(s);
         crash_enter(p->name, "PreFilter");
         kc_status st = p->ops.pre_filter(p->self, cycle, pod);
         crash_leave();
+        sched_metrics_plugin(s, p, PHASE_PRE_FILTER, st, started);
         if (st == KC_SKIP) {
             *skip |= 1ull << p->index;
         } else if (st != KC_SUCCESS) {
@@ -1338,13 +1362,10 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         return 0;
     }
     out->found = (uint32_t)found;
-    started = sched_metrics_now(s);
     if (score && found > 1 && compute_scores(s, cycle, (uint32_t)found, &out->scored) < 0) {
         out->status = KC_ERROR;
         out->message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
     }
-    if (score && found > 1)
-        sched_metrics_extension_point(s, PHASE_SCORE, out->status, started);
     return 0;
 }
 

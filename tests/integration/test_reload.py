@@ -524,8 +524,9 @@ def check_metrics_after_reloads(label, port_file, isolation):
     except (OSError, ValueError, prometheus_text.FormatError) as e:
         check(False, f"{label}: /metrics scraped after the reloads ({e})")
         return
-    check(prometheus_text.value(fams, "kcycle_plugin_generation") == 52,
-          f"{label}: kcycle_plugin_generation 52 after 51 reloads")
+    generation = prometheus_text.value(fams, "kcycle_plugin_generation")
+    check(generation == 52, f"{label}: kcycle_plugin_generation {generation}, 52 after 51 "
+                            f"reloads")
     if isolation == "process":
         check(prometheus_text.value(fams, "kcycle_plugin_host_circuit_open", host="versioned")
               == 0, f"{label}: the host's circuit series is published after 51 new instances")
