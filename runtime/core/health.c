@@ -55,7 +55,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
 {
     static int headers_seen;
     struct health_server *h = cls;
-    bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+    bool get =
+        strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (*request_state == NULL) {
         /* the first call has the headers only: refuse another method now, before its body is
          * read (the library then closes the connection); answer the rest once complete */
