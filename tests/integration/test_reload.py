@@ -516,15 +516,19 @@ def settled(pid, timeout=5.0):
 def check_metrics_after_reloads(label, port_file, isolation):
     """/metrics after 51 reloads: generation 52 serves, and (process) the host's series is
     still published under its name (slots are per name, not per host instance)."""
-    try:
-        with open(port_file) as f:
-            port = int(f.read())
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
-            fams = prometheus_text.parse(r.read().decode())
-    except (OSError, ValueError, prometheus_text.FormatError) as e:
-        check(False, f"{label}: /metrics scraped after the reloads ({e})")
-        return
-    generation = prometheus_text.value(fams, "kcycle_plugin_generation")
+    # the gauges are refreshed at most every 100 ms: poll until the last generation shows
+    deadline, generation = time.time() + 10.0 * SCALE, None
+    while generation != 52 and time.time() < deadline:
+        try:
+            with open(port_file) as f:
+                port = int(f.read())
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+                fams = prometheus_text.parse(r.read().decode())
+        except (OSError, ValueError, prometheus_text.FormatError) as e:
+            check(False, f"{label}: /metrics scraped after the reloads ({e})")
+            return
+        generation = prometheus_text.value(fams, "kcycle_plugin_generation")
+        time.sleep(0.05)
     check(generation == 52, f"{label}: kcycle_plugin_generation {generation}, 52 after 51 "
                             f"reloads")
     if isolation == "process":
