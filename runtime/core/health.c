@@ -5,8 +5,12 @@
 
 #include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "metrics.h"
 
@@ -51,8 +55,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
 {
     static int headers_seen;
     struct health_server *h = cls;
+    bool get =
+        strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
     if (*request_state == NULL) {
-        /* the first call has the headers only; answer once the request is complete */
+        /* the first call has the headers only: refuse another method now, before its body is
+         * read (the library then closes the connection); answer the rest once complete */
+        if (!get)
+            return reply_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
         *request_state = &headers_seen;
         return MHD_YES;
     }
@@ -60,8 +69,6 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
         *upload_size = 0; /* a body is never wanted: drop it */
         return MHD_YES;
     }
-    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-        return reply_text(connection, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
     if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0 || strcmp(url, "/readyz") == 0) {
         bool ok = h->opt.check(h->opt.ctx, strcmp(url, "/readyz") == 0 ? "/readyz" : "/healthz");
         return ok ? reply_text(connection, MHD_HTTP_OK, "ok\n")
@@ -78,6 +85,43 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
     return reply_text(connection, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
+/* Why port cannot be bound, as the library does not always keep errno: bind it once more
+ * the way the library does (SO_REUSEADDR, all addresses). -errno, or -EIO when it binds. */
+static int bind_error(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in addr = {.sin_family = AF_INET,
+                               .sin_port = htons((uint16_t)port),
+                               .sin_addr.s_addr = htonl(INADDR_ANY)};
+    int code = bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ? -errno : -EIO;
+    close(fd);
+    return code;
+}
+
+/* --health-port-file: the bound port, written whole (a reader polling for the file never sees
+ * half of it). 0 or -errno. */
+static int write_port_file(const char *path, int port)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+        return -ENAMETOOLONG;
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL)
+        return -errno;
+    int rc = fprintf(f, "%d\n", port) < 0 ? -EIO : 0;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
 int health_start(struct health_server **out, const struct health_options *opt, struct kc_error *err)
 {
     *out = NULL;
@@ -92,9 +136,15 @@ int health_start(struct health_server **out, const struct health_options *opt, s
                          MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HEALTH_MAX_CONNECTIONS,
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HEALTH_REQUEST_MEMORY,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HEALTH_IDLE_TIMEOUT_S,
-                         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int)1, MHD_OPTION_END);
+                         MHD_OPTION_END);
+    /* no MHD_OPTION_LISTENING_ADDRESS_REUSE: it sets SO_REUSEPORT, with which a second process
+     * on the same port would share it silently; the library's default (SO_REUSEADDR) lets a
+     * restarted process rebind at once and still makes a taken port an error */
     if (h->daemon == NULL) {
-        int code = errno != 0 ? -errno : -EIO; /* the library does not always say */
+        int saved = errno;
+        int code = bind_error(opt->port); /* the port's own answer first: errno may be stale */
+        if (code == -EIO && saved != 0)
+            code = -saved;
         free(h);
         return kc_error_set(err, code,
                             "cannot serve /healthz, /readyz and /metrics on port %d: %s (choose "
@@ -103,6 +153,12 @@ int health_start(struct health_server **out, const struct health_options *opt, s
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = info != NULL ? info->port : opt->port;
+    int rc = opt->port_file != NULL ? write_port_file(opt->port_file, h->port) : 0;
+    if (rc < 0) {
+        health_stop(h);
+        return kc_error_set(err, rc, "cannot write the port served to %s: %s", opt->port_file,
+                            strerror(-rc));
+    }
     *out = h;
     return 0;
 }

@@ -20,9 +20,11 @@ struct health_options {
     health_check_fn check;
     void *ctx;
     struct metrics *metrics; /* borrowed, outlives the server; NULL: /metrics is 404 */
+    const char *port_file;   /* NULL, or a file the bound port is written to (one line) */
 };
 
-/* Listen on 0.0.0.0:port. -errno with err naming the port when it cannot listen. */
+/* Listen on 0.0.0.0:port, then write port_file whole (renamed into place: a reader polling
+ * for it never sees half). -errno with err naming the port, or the file, on failure. */
 int health_start(struct health_server **out, const struct health_options *opt,
                  struct kc_error *err);
 int health_port(const struct health_server *h);

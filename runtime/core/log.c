@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -48,43 +49,133 @@ bool log_json(void)
     return json_format;
 }
 
-/* ---- a line being built ---- */
+/* ---- a line being built ----
+ *
+ * Pieces are appended whole or not at all, up to LINE_LIMIT; the bytes past it are kept for
+ * the end of a cut line ("..." and the closing quote of the string being cut, then "}"), so
+ * that a long JSON line is cut short but still parses. */
+
+#define LINE_SIZE 4096
+#define LINE_LIMIT (LINE_SIZE - 8)
 
 struct line {
-    char text[4096];
+    char text[LINE_SIZE];
     size_t length;
+    bool full; /* a piece did not fit: nothing more is appended but the end */
 };
+
+static bool add_bytes(struct line *l, const char *bytes, size_t n)
+{
+    if (l->full || l->length + n > LINE_LIMIT) {
+        l->full = true;
+        return false;
+    }
+    memcpy(l->text + l->length, bytes, n);
+    l->length += n;
+    return true;
+}
+
+/* The end of a line, in the reserved bytes: always fits. */
+static void add_end(struct line *l, const char *text)
+{
+    size_t n = strlen(text);
+    if (l->length + n < sizeof(l->text)) {
+        memcpy(l->text + l->length, text, n);
+        l->length += n;
+    }
+}
 
 static void add(struct line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void add(struct line *l, const char *fmt, ...)
 {
-    if (l->length >= sizeof(l->text) - 1)
-        return;
+    char piece[LINE_SIZE];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(l->text + l->length, sizeof(l->text) - l->length, fmt, ap);
+    int n = vsnprintf(piece, sizeof(piece), fmt, ap);
     va_end(ap);
     if (n > 0)
-        l->length +=
-            (size_t)n < sizeof(l->text) - l->length ? (size_t)n : sizeof(l->text) - 1 - l->length;
+        add_bytes(l, piece, (size_t)n < sizeof(piece) ? (size_t)n : sizeof(piece) - 1);
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
+/* The length of the well-formed UTF-8 sequence at c (RFC 3629: no overlong forms, no
+ * surrogates, nothing past U+10FFFF), or 0 when the bytes there are not one. */
+static size_t utf8_length(const unsigned char *c)
+{
+    unsigned char lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c[0] >= 0xc2 && c[0] <= 0xdf)
+        n = 2;
+    else if (c[0] >= 0xe0 && c[0] <= 0xef) {
+        n = 3;
+        if (c[0] == 0xe0)
+            lo = 0xa0;
+        else if (c[0] == 0xed)
+            hi = 0x9f;
+    } else if (c[0] >= 0xf0 && c[0] <= 0xf4) {
+        n = 4;
+        if (c[0] == 0xf0)
+            lo = 0x90;
+        else if (c[0] == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (c[1] < lo || c[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (c[i] < 0x80 || c[i] > 0xbf)
+            return 0;
+    return n;
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped, bytes that are not UTF-8
+ * replaced by U+FFFD. Cut short with "..." (and still closed) when the line is full. */
 static void add_json_string(struct line *l, const char *s)
 {
-    add(l, "\"");
-    for (const unsigned char *c = (const unsigned char *)s; *c != '\0'; c++) {
+    if (!add_bytes(l, "\"", 1))
+        return;
+    for (const unsigned char *c = (const unsigned char *)s; *c != '\0';) {
+        char unit[8];
+        size_t n = 1, step = 1;
         if (*c == '"' || *c == '\\')
-            add(l, "\\%c", *c);
+            n = (size_t)snprintf(unit, sizeof(unit), "\\%c", *c);
         else if (*c == '\n')
-            add(l, "\\n");
+            n = (size_t)snprintf(unit, sizeof(unit), "\\n");
         else if (*c < 0x20)
-            add(l, "\\u%04x", *c);
+            n = (size_t)snprintf(unit, sizeof(unit), "\\u%04x", *c);
+        else if (*c < 0x80)
+            unit[0] = (char)*c;
+        else if ((n = utf8_length(c)) > 0)
+            memcpy(unit, c, step = n);
         else
-            add(l, "%c", *c);
+            n = (size_t)snprintf(unit, sizeof(unit), "\\ufffd");
+        if (!add_bytes(l, unit, n)) {
+            add_end(l, "...\"");
+            return;
+        }
+        c += step;
     }
-    add(l, "\"");
+    if (!add_bytes(l, "\"", 1))
+        add_end(l, "...\"");
+}
+
+/* A number as JSON or text: an integer without a fraction, else the fewest digits that read
+ * back as the same double. */
+static void add_number(struct line *l, double x)
+{
+    if (x == (double)(long long)x && x > -9007199254740992.0 && x < 9007199254740992.0) {
+        add(l, "%lld", (long long)x);
+        return;
+    }
+    char text[40];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(text, sizeof(text), "%.*g", digits, x);
+        if (strtod(text, NULL) == x)
+            break;
+    }
+    if (x != x || x - x != 0)
+        snprintf(text, sizeof(text), "null"); /* NaN and infinities are not JSON numbers */
+    add(l, "%s", text);
 }
 
 static void add_json_head(struct line *l, kc_log_level level)
@@ -125,7 +216,7 @@ void log_msg(kc_log_level level, const char *fmt, ...)
         add_json_head(&l, level);
         add(&l, ",\"msg\":");
         add_json_string(&l, message);
-        add(&l, "}");
+        add_end(&l, "}");
     } else {
         add(&l, "kcycle: %s: %s%s", level_names[level], tag, message);
     }
@@ -134,19 +225,8 @@ void log_msg(kc_log_level level, const char *fmt, ...)
 
 /* ---- rate limiting of structured lines ---- */
 
-#define RATE_SLOTS 256
 #define RATE_WINDOW_MS 60000
 #define RATE_LINES_PER_WINDOW 3
-
-struct rate_slot {
-    uint64_t hash;
-    int64_t window_start_ms;
-    uint32_t lines;      /* written in this window */
-    uint32_t suppressed; /* dropped in this window, reported with the next line written */
-};
-
-static pthread_mutex_t rate_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rate_slot rate_slots[RATE_SLOTS];
 
 static uint64_t hash_text(const char *s)
 {
@@ -156,33 +236,27 @@ static uint64_t hash_text(const char *s)
     return h;
 }
 
-/* true: write the line, with *suppressed lines of its key dropped since the last one written. */
-static bool rate_allow(const char *key, uint32_t *suppressed)
+/* true: write the line, with *suppressed lines dropped since the last one written. */
+static bool rate_allow(struct log_rate *rate, const char *key, uint32_t *suppressed)
 {
-    *suppressed = 0;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     uint64_t h = hash_text(key);
-    pthread_mutex_lock(&rate_lock);
-    struct rate_slot *slot = &rate_slots[h % RATE_SLOTS];
-    if (slot->hash != h || now - slot->window_start_ms >= RATE_WINDOW_MS) {
-        /* a new key (it takes the slot over) or a new window: what was dropped is said now */
-        *suppressed = slot->hash == h ? slot->suppressed : 0;
-        *slot = (struct rate_slot){.hash = h, .window_start_ms = now};
+    if (rate->hash != h || rate->lines == 0 || now - rate->window_start_ms >= RATE_WINDOW_MS) {
+        /* another outcome or a new window: a new count, what was dropped is said now */
+        rate->hash = h;
+        rate->window_start_ms = now;
+        rate->lines = 0;
     }
-    bool allow = slot->lines < RATE_LINES_PER_WINDOW;
-    if (allow) {
-        slot->lines++;
-        if (*suppressed == 0) {
-            *suppressed = slot->suppressed;
-            slot->suppressed = 0;
-        }
-    } else {
-        slot->suppressed++;
+    if (rate->lines >= RATE_LINES_PER_WINDOW) {
+        rate->suppressed++;
+        return false;
     }
-    pthread_mutex_unlock(&rate_lock);
-    return allow;
+    rate->lines++;
+    *suppressed = rate->suppressed;
+    rate->suppressed = 0;
+    return true;
 }
 
 static bool needs_quotes(const char *s)
@@ -190,13 +264,34 @@ static bool needs_quotes(const char *s)
     return s[0] == '\0' || strpbrk(s, " \"=\t\n") != NULL;
 }
 
+/* One field, "key": first, whole or not at all: a cut line never ends after a key. */
+static void add_field(struct line *l, const struct log_field *f)
+{
+    char head[128];
+    int n = snprintf(head, sizeof(head), json_format ? ",\"%s\":" : " %s=", f->key);
+    if (n < 0 || (size_t)n >= sizeof(head))
+        return;
+    /* the key with room for its value's first bytes (a number, or a string cut to "...") */
+    if (l->full || l->length + (size_t)n + (f->is_number ? 24 : 2) > LINE_LIMIT) {
+        l->full = true;
+        return;
+    }
+    add_bytes(l, head, (size_t)n);
+    if (f->is_number)
+        add_number(l, f->number);
+    else if (json_format || needs_quotes(f->text))
+        add_json_string(l, f->text); /* the same quoting in text: a reader can undo it */
+    else if (!add_bytes(l, f->text, strlen(f->text)))
+        add_end(l, "...");
+}
+
 void log_fields(kc_log_level level, const char *msg, const struct log_field *fields, uint32_t count,
-                const char *rate_key)
+                struct log_rate *rate, const char *rate_key)
 {
     if (level > current_level)
         return;
     uint32_t suppressed = 0;
-    if (rate_key != NULL && !rate_allow(rate_key, &suppressed))
+    if (rate != NULL && rate_key != NULL && !rate_allow(rate, rate_key, &suppressed))
         return;
     struct line l = {.length = 0};
     if (json_format) {
@@ -206,30 +301,13 @@ void log_fields(kc_log_level level, const char *msg, const struct log_field *fie
     } else {
         add(&l, "kcycle: %s: %s%s", level_names[level], tag, msg);
     }
-    for (uint32_t i = 0; i < count; i++) {
-        const struct log_field *f = &fields[i];
-        if (!f->is_number && f->text == NULL)
-            continue;
-        if (json_format) {
-            add(&l, ",");
-            add_json_string(&l, f->key);
-            add(&l, ":");
-            if (f->is_number)
-                add(&l, "%.6g", f->number);
-            else
-                add_json_string(&l, f->text);
-        } else if (f->is_number) {
-            add(&l, " %s=%.6g", f->key, f->number);
-        } else if (needs_quotes(f->text)) {
-            add(&l, " %s=", f->key);
-            add_json_string(&l, f->text); /* the same quoting: a reader can undo it */
-        } else {
-            add(&l, " %s=%s", f->key, f->text);
-        }
-    }
+    for (uint32_t i = 0; i < count; i++)
+        if (fields[i].is_number || fields[i].text != NULL)
+            add_field(&l, &fields[i]);
     if (suppressed > 0)
-        add(&l, json_format ? ",\"suppressed\":%u" : " suppressed=%u", suppressed);
+        add_field(&l, &(struct log_field){
+                          .key = "suppressed", .number = suppressed, .is_number = true});
     if (json_format)
-        add(&l, "}");
+        add_end(&l, "}");
     emit(&l);
 }

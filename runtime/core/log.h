@@ -25,12 +25,22 @@ struct log_field {
     bool is_number;
 };
 
-/* A structured line: msg then key=value pairs (text) or members (JSON). With a rate_key, at
- * most 3 lines per key a minute are written; the next one written says how many were dropped
- * (suppressed=N). The key names what makes lines "the same" (a pod and its outcome, not the
- * attempt's duration). Strings are copied out before returning. */
+/* The rate limit's state for one subject (a pod): kept by the caller, zeroed at first, used
+ * by one thread at a time. Per subject, so that many subjects never share or evict a count. */
+struct log_rate {
+    uint64_t hash; /* of the key of the lines counted */
+    int64_t window_start_ms;
+    uint32_t lines;      /* written in this window */
+    uint32_t suppressed; /* dropped since the last line written, said with the next one */
+};
+
+/* A structured line: msg then key=value pairs (text) or members (JSON). With rate and
+ * rate_key, at most 3 lines a minute with the same key are written for rate's subject; the
+ * next one written says how many were dropped (suppressed=N). The key names what makes lines
+ * "the same" (an outcome, not the attempt's duration). A line longer than 4 KiB is cut short
+ * ("...") and stays valid JSON; bytes that are not UTF-8 are written as U+FFFD. */
 void log_fields(kc_log_level level, const char *msg, const struct log_field *fields, uint32_t count,
-                const char *rate_key);
+                struct log_rate *rate, const char *rate_key);
 
 #define log_error(...) log_msg(KC_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(KC_LOG_WARN, __VA_ARGS__)

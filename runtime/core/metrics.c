@@ -84,10 +84,16 @@ static struct family *family_find(struct metrics *m, const char *name, const cha
 
 /* The series of name{labels}, made when new; NULL without memory or when name is already a
  * family of another type (a programming error that must not corrupt the registry). */
+struct histogram_shape {
+    const double *bounds;
+    uint32_t count;
+    double scale;
+};
+
 static struct series *series_get(struct metrics *m, const char *name, const char *help,
-                                 enum metric_type type, const char *labels, bool *created)
+                                 enum metric_type type, const char *labels,
+                                 const struct histogram_shape *shape)
 {
-    *created = false;
     if (m == NULL)
         return NULL;
     pthread_mutex_lock(&m->lock);
@@ -114,8 +120,15 @@ static struct series *series_get(struct metrics *m, const char *name, const char
         s = NULL;
     }
     if (s != NULL) {
+        if (shape != NULL) {
+            /* filled before the series is published: a scrape renders it under this lock */
+            struct metric_histogram *h = &s->u.histogram;
+            h->bucket_count = shape->count;
+            h->scale = shape->scale;
+            for (uint32_t i = 0; i < shape->count; i++)
+                h->bounds[i] = (int64_t)llround(shape->bounds[i] * shape->scale);
+        }
         f->series[f->series_count++] = s;
-        *created = true;
     }
 out:
     pthread_mutex_unlock(&m->lock);
@@ -125,16 +138,14 @@ out:
 struct metric_counter *metrics_counter(struct metrics *m, const char *name, const char *help,
                                        const char *labels)
 {
-    bool created;
-    struct series *s = series_get(m, name, help, METRIC_COUNTER, labels, &created);
+    struct series *s = series_get(m, name, help, METRIC_COUNTER, labels, NULL);
     return s != NULL ? &s->u.counter : NULL;
 }
 
 struct metric_gauge *metrics_gauge(struct metrics *m, const char *name, const char *help,
                                    const char *labels)
 {
-    bool created;
-    struct series *s = series_get(m, name, help, METRIC_GAUGE, labels, &created);
+    struct series *s = series_get(m, name, help, METRIC_GAUGE, labels, NULL);
     return s != NULL ? &s->u.gauge : NULL;
 }
 
@@ -144,19 +155,9 @@ struct metric_histogram *metrics_histogram(struct metrics *m, const char *name, 
 {
     if (count > METRICS_MAX_BUCKETS)
         count = METRICS_MAX_BUCKETS;
-    bool created;
-    struct series *s = series_get(m, name, help, METRIC_HISTOGRAM, labels, &created);
-    if (s == NULL)
-        return NULL;
-    struct metric_histogram *h = &s->u.histogram;
-    if (created) {
-        /* filled before anyone else holds the pointer: series_get returned it to us alone */
-        h->bucket_count = count;
-        h->scale = scale;
-        for (uint32_t i = 0; i < count; i++)
-            h->bounds[i] = (int64_t)llround(bounds[i] * scale);
-    }
-    return h;
+    const struct histogram_shape shape = {.bounds = bounds, .count = count, .scale = scale};
+    struct series *s = series_get(m, name, help, METRIC_HISTOGRAM, labels, &shape);
+    return s != NULL ? &s->u.histogram : NULL;
 }
 
 void metrics_exponential_buckets(double *out, double start, double factor, uint32_t count)
@@ -179,9 +180,13 @@ void metric_observe(struct metric_histogram *h, int64_t value)
 void metrics_label(char *buf, size_t size, const char *name, const char *value)
 {
     size_t at = strnlen(buf, size);
-    int n = snprintf(buf + at, size - at, "%s%s=\"", at > 0 ? "," : "", name);
-    if (n < 0 || (size_t)n >= size - at)
+    if (at >= size)
         return;
+    int n = snprintf(buf + at, size - at, "%s%s=\"", at > 0 ? "," : "", name);
+    if (n < 0 || (size_t)n + 2 > size - at) { /* no room for the pair and its closing quote */
+        buf[at] = '\0';
+        return;
+    }
     at += (size_t)n;
     for (const char *c = value != NULL ? value : ""; *c != '\0' && at + 3 < size; c++) {
         if (*c == '\\' || *c == '"' || *c == '\n') {

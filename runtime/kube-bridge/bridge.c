@@ -1628,6 +1628,9 @@ static int start_threads(struct bridge *b, struct kc_error *err)
                                                        .synced = on_synced,
                                                        .warn = on_warn,
                                                        .not_served = on_not_served};
+    /* the series exist before any thread that counts into them: the first list is counted */
+    if (b->opt.health_port >= 0 && bridge_metrics_open(b) < 0)
+        return kc_error_set(err, -ENOMEM, "out of memory");
     for (uint32_t i = 0; i < b->watch_count; i++) {
         struct bridge_watch *w = &b->watches[i];
         struct kube_reflector_ops ops = template;
@@ -1658,9 +1661,8 @@ static int start_threads(struct bridge *b, struct kc_error *err)
         return rc;
     if (b->opt.health_port < 0)
         return 0;
-    if (bridge_metrics_open(b) < 0)
-        return kc_error_set(err, -ENOMEM, "out of memory");
     struct health_options hopt = {.port = b->opt.health_port,
+                                  .port_file = b->opt.health_port_file,
                                   .check = health_check,
                                   .ctx = b,
                                   .metrics = b->metrics.registry};
@@ -1735,7 +1737,6 @@ void bridge_close(struct bridge *b)
     pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
     health_stop(b->health);
-    bridge_metrics_close(b);
     /* writers first: their last requests end before the lease is released */
     for (uint32_t i = 0; i < b->writer_count; i++)
         pthread_join(b->writers[i], NULL);
@@ -1749,6 +1750,7 @@ void bridge_close(struct bridge *b)
         nng_close(b->sock); /* wakes the receiver */
     if (b->receiver_started)
         pthread_join(b->receiver, NULL);
+    bridge_metrics_close(b); /* after every thread that counts into it is joined */
     for (uint32_t i = 0; i < b->watch_count; i++) {
         struct bridge_watch *w = &b->watches[i];
         if (w->reflector.resource != NULL)

@@ -29,7 +29,8 @@ struct bridge_options {
     const char *identity;
     int64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
     uint32_t workers; /* API writers */
-    int health_port;  /* -1: off */
+    int health_port;  /* -1: off; 0: a free port (with health_port_file) */
+    const char *health_port_file; /* NULL, or where the port served is written */
     struct kube_limits limits; /* every API client's; zeros: the defaults */
 };
 

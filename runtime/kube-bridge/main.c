@@ -47,6 +47,8 @@ static void usage(FILE *out)
             "  --workers N            API writer threads (default 8)\n"
             "  --health-port N        /healthz, /livez, /readyz and /metrics over HTTP\n"
             "                         (default 10259; 0 off)\n"
+            "  --health-port-file FILE  write the port served to FILE; with it, --health-port\n"
+            "                         0 picks a free port instead of turning the endpoints off\n"
             "  --log-format F         text (default) or json: one JSON object per log line\n"
             "  --max-response-bytes Q the most one API response (a list page) may bring, decoded\n"
             "                         (default 256Mi); a larger one is an error, then a retry\n"
@@ -105,7 +107,8 @@ int main(int argc, char **argv)
         O_VERSION,
         O_LOG_FORMAT,
         O_MAX_RESPONSE,
-        O_MAX_EVENT
+        O_MAX_EVENT,
+        O_HEALTH_FILE
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -126,6 +129,7 @@ int main(int argc, char **argv)
         {"log-format", required_argument, NULL, O_LOG_FORMAT},
         {"max-response-bytes", required_argument, NULL, O_MAX_RESPONSE},
         {"max-event-bytes", required_argument, NULL, O_MAX_EVENT},
+        {"health-port-file", required_argument, NULL, O_HEALTH_FILE},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, 'h'},
@@ -188,6 +192,7 @@ int main(int argc, char **argv)
             opt.health_port = n == 0 ? -1 : (int)n;
             break;
         }
+        case O_HEALTH_FILE: opt.health_port_file = optarg; break;
         case O_LOG_FORMAT:
             if (log_set_format(optarg) < 0) {
                 fprintf(stderr, "kcycle-kube-bridge: --log-format '%s': expected text or json\n",
@@ -214,6 +219,8 @@ int main(int argc, char **argv)
         return 2;
     }
     log_set_level(verbosity >= 2 ? KC_LOG_DEBUG : verbosity == 1 ? KC_LOG_INFO : KC_LOG_WARN);
+    if (opt.health_port_file != NULL && opt.health_port < 0)
+        opt.health_port = 0; /* --health-port 0 with a port file: a free port, not off */
 
     /* the scheduler config (or its defaults) supplies what flags did not: one source of truth
      * for the scheduler name, the bridge address and leader election */

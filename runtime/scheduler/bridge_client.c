@@ -15,6 +15,7 @@
 
 #include "array.h"
 #include "log.h"
+#include "monotonic.h"
 #include "socket_dir.h"
 #include "model.h"
 #include "preempt.h"
@@ -43,13 +44,6 @@ static uint64_t random_u64(void)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-static int64_t monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- commands to the bridge, gathered during one loop turn ---- */

@@ -7,6 +7,7 @@
 
 #include "evaluate.h"
 #include "log.h"
+#include "monotonic.h"
 #include "scheduler.h"
 
 #define TOP_NODES 3
@@ -16,15 +17,11 @@ bool decision_log_enabled(void)
     return log_level() >= KC_LOG_INFO;
 }
 
-static int64_t monotonic_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
+/* the scored plugins are bits of a uint64_t (plugin index = bit) */
+_Static_assert(FRAMEWORK_MAX_PLUGINS <= 64, "plugin indexes must fit a 64-bit mask");
 
-void decision_log_attempt(struct scheduler *s, const struct kc_cycle *cycle,
-                          const struct placement *p, int64_t started_us)
+void decision_log_attempt(const struct kc_cycle *cycle, const struct placement *p,
+                          int64_t started_us)
 {
     if (!decision_log_enabled())
         return;
@@ -46,15 +43,12 @@ void decision_log_attempt(struct scheduler *s, const struct kc_cycle *cycle,
          .is_number = true},
         {.key = "generation", .number = (double)cycle->fw->generation, .is_number = true},
     };
-    /* the same pod failing the same way again is one decision repeated: rate-limited */
+    /* the same pod failing the same way again is one decision repeated: rate-limited, with
+     * the count kept on the pod (bounded by the pods, never shared between two of them) */
     char key[1024];
-    snprintf(key, sizeof(key), "%s %s %s", who, result,
-             reason != NULL ? reason
-             : p->placed    ? cycle->node_name
-                            : "");
+    snprintf(key, sizeof(key), "%s %s", result, reason != NULL ? reason : "");
     log_fields(KC_LOG_INFO, "attempt", fields, sizeof(fields) / sizeof(fields[0]),
-               p->placed ? NULL : key);
-    (void)s;
+               p->placed ? NULL : &cycle->sp->log_rate, key);
 }
 
 void decision_log_scores(struct scheduler *s, const struct kc_cycle *cycle, uint32_t found,
@@ -100,6 +94,6 @@ void decision_log_scores(struct scheduler *s, const struct kc_cycle *cycle, uint
             {.key = "total", .number = (double)s->totals[i], .is_number = true},
             {.key = "scores", .text = scores},
         };
-        log_fields(KC_LOG_DEBUG, "scores", fields, sizeof(fields) / sizeof(fields[0]), NULL);
+        log_fields(KC_LOG_DEBUG, "scores", fields, sizeof(fields) / sizeof(fields[0]), NULL, NULL);
     }
 }

@@ -17,8 +17,8 @@ struct framework;
 bool decision_log_enabled(void);
 /* The attempt of cycle ended in p (before the cycle is committed or freed); started_us: its
  * start on the monotonic clock. */
-void decision_log_attempt(struct scheduler *s, const struct kc_cycle *cycle,
-                          const struct placement *p, int64_t started_us);
+void decision_log_attempt(const struct kc_cycle *cycle, const struct placement *p,
+                          int64_t started_us);
 /* -v -v: the top nodes of the attempt by total score, each plugin's raw score on them (the
  * scheduler's scratch: s->feasible, s->scores, s->totals after select_node). */
 void decision_log_scores(struct scheduler *s, const struct kc_cycle *cycle, uint32_t found,

@@ -17,6 +17,7 @@
 #include "crash.h"
 #include "cycle_internal.h"
 #include "evaluate.h"
+#include "monotonic.h"
 #include "log.h"
 #include "model.h"
 #include "preempt.h"
@@ -699,6 +700,7 @@ static uint32_t collect(struct scheduler *s, struct pod_group *g, struct sched_p
     qsort_r(tries + 1, count - 1, sizeof(*tries), compare_members, &s->queue);
     for (uint32_t i = 0; i < count; i++) {
         tries[i].sp->attempts++;
+        tries[i].sp->attempt_start_us = monotonic_us();
         tries[i].sp->last_attempt_ms = now;
         s->stats.attempts++;
     }

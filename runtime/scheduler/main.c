@@ -46,15 +46,16 @@ static void install_stop_signals(void)
 }
 
 /* The HTTP endpoints with a fresh registry: 0, or 1 after saying why (nothing left open). */
-static int serve_http(int port, health_check_fn check, void *ctx, struct metrics **registry,
-                      struct health_server **server)
+static int serve_http(int port, const char *port_file, health_check_fn check, void *ctx,
+                      struct metrics **registry, struct health_server **server)
 {
     struct kc_error err = {{0}};
     if (metrics_open(registry) < 0) {
         fprintf(stderr, "kcycle-scheduler: out of memory\n");
         return 1;
     }
-    struct health_options hopt = {.port = port, .check = check, .ctx = ctx, .metrics = *registry};
+    struct health_options hopt = {
+        .port = port, .check = check, .ctx = ctx, .metrics = *registry, .port_file = port_file};
     if (health_start(server, &hopt, &err) < 0) {
         fprintf(stderr, "kcycle-scheduler: %s\n", err.message);
         metrics_close(*registry);
@@ -66,7 +67,7 @@ static int serve_http(int port, health_check_fn check, void *ctx, struct metrics
 }
 
 /* Schedule a real cluster until SIGTERM or SIGINT. */
-static int run_bridge(const struct bridge_client_options *opt, int port)
+static int run_bridge(const struct bridge_client_options *opt, int port, const char *port_file)
 {
     static struct bridge_client client;
     struct kc_error err = {{0}};
@@ -78,7 +79,8 @@ static int run_bridge(const struct bridge_client_options *opt, int port)
     }
     struct health_server *health = NULL;
     struct metrics *registry = NULL;
-    if (port > 0 && serve_http(port, health_check, &client, &registry, &health) != 0) {
+    if ((port > 0 || port_file != NULL) &&
+        serve_http(port, port_file, health_check, &client, &registry, &health) != 0) {
         bridge_client_close(&client);
         return 1;
     }
@@ -136,6 +138,8 @@ static void usage(FILE *out)
             "                      (e.g. ipc:///run/kcycle/bridge.sock)\n"
             "  --health-port N     /healthz, /livez, /readyz and /metrics over HTTP (default\n"
             "                      10260 with --bridge, off with --simulate; 0 off)\n"
+            "  --health-port-file FILE  write the port served to FILE; with it, --health-port 0\n"
+            "                      picks a free port instead of turning the endpoints off\n"
             "  --hold              with --simulate and --health-port: after the run, keep\n"
             "                      serving /metrics until SIGTERM\n"
             "  --log-format F      text (default) or json: one JSON object per log line\n"
@@ -178,9 +182,10 @@ int main(int argc, char **argv)
         {"hold", no_argument, NULL, 'O'},
         {"log-format", required_argument, NULL, 'L'},
         {"max-objects", required_argument, NULL, 'M'},
+        {"health-port-file", required_argument, NULL, 'F'},
         {NULL, 0, NULL, 0},
     };
-    const char *bridge_url = NULL;
+    const char *bridge_url = NULL, *port_file = NULL;
     int http_port = 10260;
     bool http_port_given = false, hold = false;
     struct sim_options opt = {.progress = true};
@@ -207,6 +212,7 @@ int main(int argc, char **argv)
             break;
         }
         case 'O': hold = true; break;
+        case 'F': port_file = optarg; break;
         case 'L':
             if (log_set_format(optarg) < 0) {
                 fprintf(stderr, "kcycle-scheduler: --log-format '%s': expected text or json\n",
@@ -272,13 +278,13 @@ int main(int argc, char **argv)
                                              .watch_plugins = opt.watch_plugins,
                                              .watch_config = opt.watch_config};
         watch_install_sighup(); /* a reload, never the default: the end of the process */
-        return run_bridge(&bopt, http_port);
+        return run_bridge(&bopt, http_port, port_file);
     }
 
-    bool serve = http_port_given && http_port > 0;
+    bool serve = http_port_given && (http_port > 0 || port_file != NULL);
     if (hold && !serve) {
-        fprintf(stderr, "kcycle-scheduler: --hold needs --health-port N (N > 0): it holds to "
-                        "serve /metrics\n");
+        fprintf(stderr, "kcycle-scheduler: --hold needs --health-port N (N > 0, or 0 with "
+                        "--health-port-file): it holds to serve /metrics\n");
         return 2;
     }
     watch_install_sighup();
@@ -293,7 +299,7 @@ int main(int argc, char **argv)
     struct health_server *health = NULL;
     struct metrics *registry = NULL;
     if (serve) {
-        if (serve_http(http_port, simulation_check, NULL, &registry, &health) != 0) {
+        if (serve_http(http_port, port_file, simulation_check, NULL, &registry, &health) != 0) {
             simulator_close(&sim);
             return 1;
         }

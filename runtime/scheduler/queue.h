@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "log.h"
+
 struct pod;
 struct plugin;
 struct pod_group;
@@ -30,6 +32,7 @@ struct sched_pod {
     uint32_t backoff_attempts; /* failed attempts that count for backoff */
     int64_t last_attempt_ms;
     int64_t first_attempt_ms; /* the SLI metric's start */
+    int64_t attempt_start_us; /* the last attempt's start (monotonic), for its duration metric */
     int64_t backoff_until_ms;
     int64_t parked_ms;
     uint64_t rejectors;  /* plugins (bit = plugin index) that rejected the last attempt */
@@ -42,6 +45,7 @@ struct sched_pod {
     struct pod_group *group; /* the group a plugin's group_of put it in, or NULL */
     uint32_t group_index;    /* position in the group's member list */
     bool group_held;         /* gated until its group has a quorum of members */
+    struct log_rate log_rate; /* the decision log's rate limit for this pod */
 };
 
 struct sched_pod_heap {

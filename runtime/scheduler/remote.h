@@ -45,6 +45,7 @@ struct remote_host {
     uint64_t evaluate_round_trips;
     uint64_t round_trips;
     int64_t sent_ns; /* the last request's send time, for the round-trip metric (0: not timed) */
+    uint32_t restarts_published; /* restarts already added to the host name's metric */
 };
 
 struct journal_entry {

@@ -11,6 +11,7 @@
 
 #include "crash.h"
 #include "metrics.h"
+#include "monotonic.h"
 #include "scheduler.h"
 
 #define SLI_ATTEMPT_LABELS 16 /* attempts "1".."15"; more share the last series, "15+" */
@@ -23,16 +24,16 @@ static const char *const queue_names[] = {"active", "backoff", "unschedulable", 
 static const char *const event_names[SCHED_EVENT_COUNT] = {"PodAdd", "ScheduleAttemptFailure"};
 
 struct plugin_series {
-    const char *name; /* the plugin's name when registered: a new generation may reuse slots */
+    /* the plugin's name when registered, copied: the plugin (and its name) is freed when its
+     * generation retires, and a new generation may put another plugin at this index */
+    char name[64];
     struct metric_histogram *by_status[PHASE_COUNT][STATUS_COUNT];
 };
 
 struct host_series {
-    const void *host; /* identity only, with the name: a freed host's address may come back */
-    char name[64];
+    char name[64]; /* the key: a host of a new generation continues its name's series */
     struct metric_counter *restarts;
     struct metric_gauge *broken;
-    uint64_t restarts_seen;
 };
 
 struct sched_metrics {
@@ -54,17 +55,10 @@ struct sched_metrics {
     struct metric_counter *reloads_refused;
     struct metric_counter *group_cycles, *group_rollbacks, *group_timeouts;
     uint64_t group_cycles_seen, group_rollbacks_seen, group_timeouts_seen, refused_seen;
-    uint64_t sample_counter;
+    uint64_t sample_state; /* xorshift64: which attempts get per-plugin timing */
     bool sampling;
     int64_t published_ms;
 };
-
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static const char *status_name(kc_status st)
 {
@@ -156,6 +150,9 @@ int sched_metrics_open(struct scheduler *s, struct metrics *registry)
     if (m == NULL)
         return -ENOMEM;
     m->registry = registry;
+    m->sample_state = 0x9e3779b97f4a7c15ull ^ (uint64_t)monotonic_ns();
+    if (m->sample_state == 0)
+        m->sample_state = 1; /* xorshift's one fixed point */
     metrics_label(m->profile, sizeof(m->profile), "profile", s->cfg->scheduler_name);
     register_fixed(m);
     s->metrics = m;
@@ -169,20 +166,35 @@ void sched_metrics_close(struct scheduler *s)
     s->metrics = NULL;
 }
 
-void sched_metrics_result(struct scheduler *s, enum sched_result result)
+/* The attempt of sp ended with result: counted, and timed from its start when it has one. */
+static void attempt_done(struct sched_metrics *m, const struct sched_pod *sp,
+                         enum sched_result result)
 {
-    if (s->metrics != NULL)
-        metric_inc(s->metrics->attempts[result]);
+    metric_inc(m->attempts[result]);
+    if (sp->attempt_start_us != 0)
+        metric_observe(m->attempt_duration[result], monotonic_us() - sp->attempt_start_us);
 }
 
-void sched_metrics_attempt(struct scheduler *s, enum sched_result result, int64_t duration_us)
+void sched_metrics_result(struct scheduler *s, const struct sched_pod *sp,
+                          enum sched_result result)
+{
+    if (s->metrics != NULL)
+        attempt_done(s->metrics, sp, result);
+}
+
+void sched_metrics_cycle_end(struct scheduler *s)
 {
     struct sched_metrics *m = s->metrics;
     if (m == NULL)
         return;
-    metric_observe(m->attempt_duration[result], duration_us);
-    /* the next attempt's extension points and plugins are timed one time in N */
-    m->sampling = ++m->sample_counter % SCHED_METRICS_SAMPLE_EVERY == 0;
+    /* the next attempt's plugins are timed about one time in N, at random like kube (a fixed
+     * stride could fall in step with a periodic workload) */
+    uint64_t x = m->sample_state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    m->sample_state = x;
+    m->sampling = (x >> 32) % SCHED_METRICS_SAMPLE_EVERY == 0;
 }
 
 void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp)
@@ -190,7 +202,7 @@ void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp)
     struct sched_metrics *m = s->metrics;
     if (m == NULL)
         return;
-    metric_inc(m->attempts[SCHED_RESULT_SCHEDULED]);
+    attempt_done(m, sp, SCHED_RESULT_SCHEDULED);
     metric_inc(m->bindings[0]);
     if (sp->attempts == 0)
         return; /* placed with its group: its own attempts are not counted */
@@ -277,9 +289,9 @@ void sched_metrics_plugin(struct scheduler *s, const struct plugin *p, enum phas
         status > KC_STATUS_MAX)
         return;
     struct plugin_series *ps = &m->plugins[p->index];
-    if (ps->name == NULL || strcmp(ps->name, p->name) != 0) {
+    if (strncmp(ps->name, p->name, sizeof(ps->name)) != 0) {
         memset(ps, 0, sizeof(*ps)); /* another generation put another plugin here */
-        ps->name = p->name;
+        snprintf(ps->name, sizeof(ps->name), "%s", p->name);
     }
     struct metric_histogram **h = &ps->by_status[phase][status];
     if (*h == NULL) {
@@ -302,20 +314,22 @@ static void publish_total(struct metric_counter *c, uint64_t now, uint64_t *seen
     *seen = now;
 }
 
+/* The series of host h's name. Slots are keyed by name, not by instance: each reload starts
+ * new host instances under the same names, and a slot per instance would run out. */
 static struct host_series *host_series(struct sched_metrics *m, const struct remote_host *h)
 {
     struct host_series *free_slot = NULL;
     for (uint32_t i = 0; i < MAX_HOST_SERIES; i++) {
-        if (m->hosts[i].host == h && strncmp(m->hosts[i].name, h->name, 63) == 0)
-            return &m->hosts[i];
-        if (m->hosts[i].host == NULL && free_slot == NULL)
-            free_slot = &m->hosts[i];
+        struct host_series *hs = &m->hosts[i];
+        if (hs->restarts != NULL && strncmp(hs->name, h->name, sizeof(hs->name) - 1) == 0)
+            return hs;
+        if (hs->restarts == NULL && free_slot == NULL)
+            free_slot = hs;
     }
     if (free_slot == NULL)
         return NULL;
     char labels[256] = "";
     metrics_label(labels, sizeof(labels), "host", h->name);
-    free_slot->host = h;
     snprintf(free_slot->name, sizeof(free_slot->name), "%s", h->name);
     free_slot->restarts =
         metrics_counter(m->registry, "kcycle_plugin_host_restarts_total",
@@ -324,9 +338,7 @@ static struct host_series *host_series(struct sched_metrics *m, const struct rem
                                       "1 while a plugin host is circuit-broken (its plugins are "
                                       "left out), else 0.",
                                       labels);
-    /* the series is per host name: a host of a new generation continues its count */
-    free_slot->restarts_seen = 0;
-    return free_slot;
+    return free_slot->restarts != NULL ? free_slot : NULL;
 }
 
 void sched_metrics_publish(struct scheduler *s, bool force)
@@ -342,17 +354,22 @@ void sched_metrics_publish(struct scheduler *s, bool force)
     metric_set(m->pending[1], s->queue.backoff.count);
     metric_set(m->pending[2], s->queue.unschedulable.count);
     metric_set(m->pending[3], s->queue.gated.count);
-    metric_set(m->generation, (int64_t)s->generations);
+    /* the serving generation, as the HELP says: s->generations also counts refused loads */
+    metric_set(m->generation, (int64_t)(s->fw != NULL ? s->fw->generation : s->generations));
     publish_total(m->reloads_refused, s->reload_failures, &m->refused_seen);
     publish_total(m->group_cycles, s->groups.cycles, &m->group_cycles_seen);
     publish_total(m->group_rollbacks, s->groups.rollbacks, &m->group_rollbacks_seen);
     publish_total(m->group_timeouts, s->groups.timeouts, &m->group_timeouts_seen);
     for (uint32_t i = 0; i < s->remote.host_count; i++) {
-        const struct remote_host *h = s->remote.hosts[i];
+        struct remote_host *h = s->remote.hosts[i];
         struct host_series *hs = host_series(m, h);
         if (hs == NULL)
             continue;
-        publish_total(hs->restarts, h->restarts, &hs->restarts_seen);
-        metric_set(hs->broken, h->state == REMOTE_BROKEN);
+        /* the count is per instance (a retiring one and its successor may both be here) */
+        if (h->restarts > h->restarts_published)
+            metric_add(hs->restarts, h->restarts - h->restarts_published);
+        h->restarts_published = h->restarts;
+        if (!h->retiring) /* the serving instance's circuit, not the old one's */
+            metric_set(hs->broken, h->state == REMOTE_BROKEN);
     }
 }

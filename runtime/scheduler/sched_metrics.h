@@ -3,8 +3,9 @@
  *
  * Every function takes the scheduler and does nothing when it has no metrics (the benchmark's
  * "metrics off"), so each call site stays one line. The scheduler's thread updates; the HTTP
- * thread renders. Timing of extension points and plugins is sampled (one attempt in
- * SCHED_METRICS_SAMPLE_EVERY) so the clock is read only on sampled attempts; attempt
+ * thread renders. Extension points are timed on every attempt (kube records them always);
+ * per-plugin timing is sampled (about one attempt in SCHED_METRICS_SAMPLE_EVERY, drawn at
+ * random as kube does) so the per-plugin clock is read only on sampled attempts; attempt
  * durations reuse the two clock reads the scheduler makes anyway. */
 #ifndef KC_SCHED_METRICS_H
 #define KC_SCHED_METRICS_H
@@ -29,11 +30,15 @@ enum sched_result { SCHED_RESULT_SCHEDULED, SCHED_RESULT_UNSCHEDULABLE, SCHED_RE
 int sched_metrics_open(struct scheduler *s, struct metrics *registry);
 void sched_metrics_close(struct scheduler *s);
 
-/* An attempt failed (unschedulable or error): kube's schedule_attempts_total counts it. */
-void sched_metrics_result(struct scheduler *s, enum sched_result result);
-/* A scheduling cycle took duration_us; result is what it decided. */
-void sched_metrics_attempt(struct scheduler *s, enum sched_result result, int64_t duration_us);
-/* sp is bound: a scheduled attempt, the SLI (first attempt to bound), a binding. */
+/* sp's attempt failed (unschedulable or error, in its scheduling or its binding cycle): kube's
+ * schedule_attempts_total counts it and scheduling_attempt_duration_seconds times it from
+ * sp->attempt_start_us, as kube does where it counts the attempt. */
+void sched_metrics_result(struct scheduler *s, const struct sched_pod *sp,
+                          enum sched_result result);
+/* A scheduling cycle ended: whether the next one's plugins are timed is drawn. */
+void sched_metrics_cycle_end(struct scheduler *s);
+/* sp is bound: a scheduled attempt (and its duration from its start), the SLI (first attempt
+ * to bound), a binding. */
 void sched_metrics_bound(struct scheduler *s, const struct sched_pod *sp);
 void sched_metrics_binding_failed(struct scheduler *s);
 /* kube's queue events that kcycle counts (scheduler_queue_incoming_pods_total's label). */
@@ -43,12 +48,13 @@ enum sched_event { SCHED_EVENT_POD_ADD, SCHED_EVENT_ATTEMPT_FAILURE, SCHED_EVENT
 void sched_metrics_incoming(struct scheduler *s, const struct sched_pod *sp,
                             enum sched_event event);
 void sched_metrics_preemption(struct scheduler *s, uint32_t victims);
-/* A plugin host's reply came to the request sent at sent_ns (sched_metrics_now). */
+/* A plugin host's reply came to the request sent at sent_ns (sched_metrics_now). Also the start
+ * stamp of an extension point (sched_metrics_extension_point), timed on every attempt. */
 int64_t sched_metrics_now(const struct scheduler *s); /* ns; 0 when metrics are off */
 void sched_metrics_round_trip(struct scheduler *s, int64_t sent_ns);
 
-/* Sampled timing: a start stamp (ns), or 0 when this attempt is not sampled (no clock read);
- * the matching end call records nothing for 0. */
+/* Sampled per-plugin timing: a start stamp (ns), or 0 when this attempt is not sampled (no
+ * clock read); the matching end call records nothing for 0. */
 int64_t sched_metrics_clock(const struct scheduler *s);
 void sched_metrics_extension_point(struct scheduler *s, enum phase phase, kc_status status,
                                    int64_t start_ns);

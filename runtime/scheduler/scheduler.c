@@ -21,6 +21,7 @@
 #include "plugin.pb-c.h"
 #include "log.h"
 #include "model.h"
+#include "monotonic.h"
 #include "pod_fields.h"
 #include "preempt.h"
 #include "sched_metrics.h"
@@ -30,18 +31,6 @@ static struct scheduler *current_scheduler;
 struct scheduler *scheduler_current(void)
 {
     return current_scheduler;
-}
-
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static int64_t monotonic_us(void)
-{
-    return monotonic_ns() / 1000;
 }
 
 int64_t scheduler_now(const struct scheduler *s)
@@ -445,7 +434,7 @@ void scheduler_fail_pod(struct scheduler *s, struct sched_pod *sp, bool error, c
         s->stats.error_attempts++;
     else
         s->stats.unschedulable_attempts++;
-    sched_metrics_result(s, error ? SCHED_RESULT_ERROR : SCHED_RESULT_UNSCHEDULABLE);
+    sched_metrics_result(s, sp, error ? SCHED_RESULT_ERROR : SCHED_RESULT_UNSCHEDULABLE);
     if (sp->deleted) {
         strmap_remove(&s->pods, sp->pod->uid);
         sched_pod_free(sp);
@@ -657,7 +646,7 @@ kc_status scheduler_phase(struct scheduler *s, struct kc_cycle *cycle, enum phas
                           const struct cache_node *node, uint32_t *failed, uint32_t *timeout_ms,
                           uint64_t *waiting)
 {
-    int64_t started = sched_metrics_clock(s);
+    int64_t started = sched_metrics_now(s);
     kc_status st = run_phase(s, cycle, phase, node, failed, timeout_ms, waiting);
     sched_metrics_extension_point(s, phase, st, started);
     return st;
@@ -987,30 +976,21 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     return found;
 }
 
-/* PreScore, Score and NormalizeScore on the feasible nodes: raw scores (0..100, unweighted)
- * of score plugin k in s->scores[k * capacity + i]. Sets *scored to the plugins that scored. */
-static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
-                          uint64_t *scored)
+/* Score and NormalizeScore of each plugin not skipped by PreScore: 0, or -1 with the cycle
+ * failed. */
+static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found, uint64_t skip,
+                      uint64_t *scored)
 {
     struct framework *fw = cycle->fw;
     const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
-    uint64_t skip = 0;
-    *scored = 0;
-    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
-        struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
-        crash_enter(p->name, "PreScore");
-        kc_status st = p->ops.pre_score(p->self, cycle, pod);
-        crash_leave();
-        if (st == KC_SKIP)
-            skip |= 1ull << p->index;
-        else if (st != KC_SUCCESS)
-            return cycle_fail(cycle, "PreScore failed"), -1;
-    }
     for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
         struct plugin *p = fw->phase[PHASE_SCORE][k];
         if (skip & (1ull << p->index))
             continue;
         int64_t *scores = &s->scores[(size_t)k * s->scratch_capacity];
+        /* one observation per plugin over all the nodes, not one per node as kube: two clock
+         * reads and an observation per node cost several percent of the attempt here */
+        int64_t started = sched_metrics_clock(s);
         for (uint32_t i = 0; i < found; i++) {
             scores[i] = 0;
             crash_enter(p->name, "Score");
@@ -1018,12 +998,14 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
                                         &scores[i]);
             crash_leave();
             if (st != KC_SUCCESS) {
+                sched_metrics_plugin(s, p, PHASE_SCORE, st, started);
                 char *message = text_format("plugin %s failed in Score", p->name);
                 cycle_fail(cycle, message != NULL ? message : "Score failed");
                 free(message);
                 return -1;
             }
         }
+        sched_metrics_plugin(s, p, PHASE_SCORE, KC_SUCCESS, started);
         crash_enter(p->name, "NormalizeScore");
         kc_status normalized =
             p->ops.normalize_score != NULL
@@ -1051,6 +1033,38 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
         *scored |= 1ull << p->index;
     }
     return 0;
+}
+
+/* PreScore, Score and NormalizeScore on the feasible nodes: raw scores (0..100, unweighted)
+ * of score plugin k in s->scores[k * capacity + i]. Sets *scored to the plugins that scored. */
+static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t found,
+                          uint64_t *scored)
+{
+    struct framework *fw = cycle->fw;
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    uint64_t skip = 0;
+    *scored = 0;
+    /* PreScore is an extension point of its own (kube times it apart from Score) */
+    int64_t phase_started = sched_metrics_now(s);
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_SCORE]; i++) {
+        struct plugin *p = fw->phase[PHASE_PRE_SCORE][i];
+        int64_t started = sched_metrics_clock(s);
+        crash_enter(p->name, "PreScore");
+        kc_status st = p->ops.pre_score(p->self, cycle, pod);
+        crash_leave();
+        sched_metrics_plugin(s, p, PHASE_PRE_SCORE, st, started);
+        if (st == KC_SKIP)
+            skip |= 1ull << p->index;
+        else if (st != KC_SUCCESS) {
+            sched_metrics_extension_point(s, PHASE_PRE_SCORE, KC_ERROR, phase_started);
+            return cycle_fail(cycle, "PreScore failed"), -1;
+        }
+    }
+    sched_metrics_extension_point(s, PHASE_PRE_SCORE, KC_SUCCESS, phase_started);
+    phase_started = sched_metrics_now(s);
+    int rc = run_scores(s, cycle, found, skip, scored);
+    sched_metrics_extension_point(s, PHASE_SCORE, rc < 0 ? KC_ERROR : KC_SUCCESS, phase_started);
+    return rc;
 }
 
 int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
@@ -1264,9 +1278,11 @@ static kc_status run_pre_filters(struct scheduler *s, struct kc_cycle *cycle, ui
     *skip = 0;
     for (uint32_t i = 0; i < fw->phase_count[PHASE_PRE_FILTER]; i++) {
         struct plugin *p = fw->phase[PHASE_PRE_FILTER][i];
+        int64_t started = sched_metrics_clock(s);
         crash_enter(p->name, "PreFilter");
         kc_status st = p->ops.pre_filter(p->self, cycle, pod);
         crash_leave();
+        sched_metrics_plugin(s, p, PHASE_PRE_FILTER, st, started);
         if (st == KC_SKIP) {
             *skip |= 1ull << p->index;
         } else if (st != KC_SUCCESS) {
@@ -1349,7 +1365,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
     struct plugin *failed = NULL;
     cycle_restrict_clear(cycle);
     cycle->in_pre_filter = true;
-    int64_t started = sched_metrics_clock(s);
+    int64_t started = sched_metrics_now(s);
     kc_status st = run_pre_filters(s, cycle, &skip, &failed);
     sched_metrics_extension_point(s, PHASE_PRE_FILTER, st, started);
     cycle->in_pre_filter = false;
@@ -1378,7 +1394,7 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
             return -ENOMEM;
         }
     }
-    started = sched_metrics_clock(s);
+    started = sched_metrics_now(s);
     int64_t found = run_filters(s, cycle, skip, candidates, count, want, &out->processed);
     sched_metrics_extension_point(s, PHASE_FILTER, found < 0 ? KC_ERROR : KC_SUCCESS, started);
     if (cycle->restricted)
@@ -1390,13 +1406,10 @@ int scheduler_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32
         return 0;
     }
     out->found = (uint32_t)found;
-    started = sched_metrics_clock(s);
     if (score && found > 1 && compute_scores(s, cycle, (uint32_t)found, &out->scored) < 0) {
         out->status = KC_ERROR;
         out->message = strdup(cycle->message != NULL ? cycle->message : "scoring failed");
     }
-    if (score && found > 1)
-        sched_metrics_extension_point(s, PHASE_SCORE, out->status, started);
     return 0;
 }
 
@@ -1726,6 +1739,7 @@ int scheduler_schedule_one(struct scheduler *s)
         return 1;
     }
     sp->attempts++;
+    sp->attempt_start_us = start;
     sp->last_attempt_ms = scheduler_now(s);
     if (sp->attempts == 1)
         sp->first_attempt_ms = sp->last_attempt_ms; /* the SLI runs from here */
@@ -1738,7 +1752,7 @@ int scheduler_schedule_one(struct scheduler *s)
     }
     struct placement p;
     scheduler_place(s, cycle, &p);
-    decision_log_attempt(s, cycle, &p, start);
+    decision_log_attempt(cycle, &p, start);
     if (p.placed)
         scheduler_commit(s, cycle, &p);
     else
@@ -1746,10 +1760,7 @@ int scheduler_schedule_one(struct scheduler *s)
     free(p.message);
     group_flush_status(s);
     s->last_attempt_us = monotonic_us() - start;
-    sched_metrics_attempt(s, p.placed  ? SCHED_RESULT_SCHEDULED
-                             : p.error ? SCHED_RESULT_ERROR
-                                       : SCHED_RESULT_UNSCHEDULABLE,
-                          s->last_attempt_us);
+    sched_metrics_cycle_end(s);
     return 1;
 }
 

@@ -10,6 +10,9 @@ import re
 NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*$")
 LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*$")
 TYPES = {"counter", "gauge", "histogram", "summary", "untyped"}
+# a sample value: a decimal float, or one of the three spellings the format gives NaN and the
+# infinities (Python's float() would also take "nan", "infinity" and "1_0")
+FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$")
 
 
 class FormatError(Exception):
@@ -17,16 +20,15 @@ class FormatError(Exception):
 
 
 def parse_value(text, where):
-    if text in ("+Inf", "Inf"):
+    if text == "+Inf":
         return math.inf
     if text == "-Inf":
         return -math.inf
     if text == "NaN":
         return math.nan
-    try:
-        return float(text)
-    except ValueError:
+    if FLOAT.match(text) is None:
         raise FormatError(f"{where}: value {text!r} is not a float")
+    return float(text)
 
 
 def parse_labels(text, where):
@@ -200,7 +202,11 @@ def self_test():
            good + "a_total 4\n",                                 # not contiguous
            good.replace("counter", "countr"),                    # bad type
            good.replace('h_bucket{le="+Inf"} 2\n', ""),          # no +Inf
-           good + "# TYPE a_total counter\n"]                    # second TYPE
+           good + "# TYPE a_total counter\n",                   # second TYPE
+           good.replace("} 3\n", "} nan\n"),                     # Python's spellings of
+           good.replace("} 3\n", "} infinity\n"),                # values, not the format's
+           good.replace("} 3\n", "} 1_0\n"),
+           good.replace("h_sum 3.5", "h_sum 3.5.1")]
     for text in bad:
         try:
             parse(text)

@@ -2212,27 +2212,40 @@ class MetricsReplica(Replica):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.ports = {}
-        for who in ("bridge", "scheduler"):
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", 0))
-                self.ports[who] = s.getsockname()[1]
+        # --health-port 0 with a port file: the kernel picks each port, so no other test can
+        # take it between a pick and the bind
+        self.port_files = {who: os.path.join(self.workdir, f"{who}-{self.identity}.port")
+                           for who in ("bridge", "scheduler")}
+        for path in self.port_files.values():
+            if os.path.exists(path):
+                os.unlink(path)
+
+    def port(self, who):
+        try:
+            with open(self.port_files[who]) as f:
+                text = f.read()
+            return int(text) if text.endswith("\n") else None
+        except (OSError, ValueError):
+            return None
 
     def start_bridge(self):
         argv = [ARGS.bridge, "--kubeconfig", self.kubeconfig, "--listen", self.socket,
-                "--identity", self.identity, *self.lease, "--health-port",
-                str(self.ports["bridge"]), "-v"]
+                "--identity", self.identity, *self.lease, "--health-port", "0",
+                "--health-port-file", self.port_files["bridge"], "-v"]
         if not self.leader_elect:
             argv.append("--no-leader-elect")
         self.bridge = Process(f"bridge-{self.identity}", argv, self.workdir)
 
     def start_scheduler(self):
-        argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port",
-                str(self.ports["scheduler"]), "-v"]
+        argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port", "0",
+                "--health-port-file", self.port_files["scheduler"], "-v"]
         self.scheduler = Process(f"scheduler-{self.identity}", argv, self.workdir)
 
     def scrape(self, who, path="/metrics"):
-        url = f"http://127.0.0.1:{self.ports[who]}{path}"
+        port = self.port(who)
+        if port is None:
+            return None, ""  # not listening yet
+        url = f"http://127.0.0.1:{port}{path}"
         try:
             with urllib.request.urlopen(url, timeout=10) as r:
                 return r.status, r.read().decode()
@@ -2305,10 +2318,11 @@ def scenario_metrics(fc, api, workdir):
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")
     # secrets never logged: the bridge's bearer token appears in neither log (both ran at -v,
     # the scheduler with a decision line per attempt)
-    token = getattr(api, "token", None)
+    token = api.token
+    check(token, "the API server has a token (else the check below proves nothing)")
     for p in (r.bridge, r.scheduler):
         text = open(p.log_path, errors="replace").read()
-        check(not token or token not in text, f"the API token appears in {p.name}'s log")
+        check(token not in text, f"the API token appears in {p.name}'s log")
     check("attempt pod=" in open(r.scheduler.log_path, errors="replace").read(),
           "the scheduler wrote its decision log at -v")
     # the scheduler's own last word agrees with what it served

@@ -36,10 +36,17 @@ def check(condition, message):
         print("FAIL: " + message)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def served_port(port_file, proc):
+    """The port a process started with --health-port 0 --health-port-file FILE bound: the
+    kernel picks it, so two tests never race for one (as picking a free port first would)."""
+    def read():
+        try:
+            with open(port_file) as f:
+                text = f.read()
+            return int(text) if text.endswith("\n") else None
+        except (OSError, ValueError):
+            return None
+    return wait_for("the port file", read, proc)
 
 
 def get(port, path, method="GET"):
@@ -129,10 +136,12 @@ def check_against_report(fams, report):
                      event="ScheduleAttemptFailure") for q in ("backoff", "unschedulable"))
     check(failures == s["unschedulable_attempts"] + s["error_attempts"],
           f"every failed attempt requeued its pod (backoff or unschedulable): {failures}")
-    # the attempt histograms count the scheduling cycles; the SLI one pod per bound pod
-    cycles = sum(v("scheduler_scheduling_attempt_duration_seconds_count", result=r,
-                   profile="kcycle") for r in ("scheduled", "unschedulable", "error"))
-    check(cycles == s["attempts"], f"attempt durations {cycles} == attempts {s['attempts']}")
+    # an attempt is timed where it is counted (bound, or failed in either cycle), as kube
+    # does: the histogram's count per result is the counter's; the SLI one pod per bound pod
+    for r in ("scheduled", "unschedulable", "error"):
+        timed = v("scheduler_scheduling_attempt_duration_seconds_count", result=r,
+                  profile="kcycle")
+        check(timed == attempts[r], f"attempt durations{{{r}}} {timed} == attempts {attempts[r]}")
     sli = sum(value for name, _, value in
               fams["scheduler_pod_scheduling_sli_duration_seconds"]["samples"]
               if name.endswith("_count"))
@@ -140,11 +149,21 @@ def check_against_report(fams, report):
     check(v("kcycle_plugin_generation") == 1, "plugin generation 1")
     eps = {l["extension_point"] for n, l, _ in
            fams["scheduler_framework_extension_point_duration_seconds"]["samples"]}
-    check({"PreFilter", "Filter", "Reserve", "Bind"} <= eps,
-          f"sampled extension points timed: {sorted(eps)}")
+    check({"PreFilter", "Filter", "PreScore", "Score", "Reserve", "Bind"} <= eps,
+          f"extension points timed: {sorted(eps)}")
+    # extension points are timed on every attempt (kube does): their Bind count is the bound pods
+    bind = sum(value for name, l, value in
+               fams["scheduler_framework_extension_point_duration_seconds"]["samples"]
+               if name.endswith("_count") and l["extension_point"] == "Bind")
+    check(bind == s["scheduled"], f"Bind timed {bind} times == bound pods {s['scheduled']}")
     plugins = {l["plugin"] for n, l, _ in
                fams["scheduler_plugin_execution_duration_seconds"]["samples"]}
     check("defaultbinder" in plugins, f"sampled plugin timings: {sorted(plugins)}")
+    # about 1 attempt in 10 of some 600 is sampled: the chance that none is, below 1e-20
+    plugin_eps = {(l["plugin"], l["extension_point"]) for n, l, _ in
+                  fams["scheduler_plugin_execution_duration_seconds"]["samples"]}
+    check({("noderesources", "PreFilter"), ("noderesources", "Score")} <= plugin_eps,
+          f"PreFilter and Score timed per plugin: {sorted(plugin_eps)}")
     check(v("kcycle_plugin_host_round_trip_seconds_count") > 0, "round trips timed")
     for name, fam in fams.items():
         check(fam["help"], f"{name} has HELP")
@@ -153,15 +172,17 @@ def check_against_report(fams, report):
 
 def scenario_metrics(tmp):
     sim, config = workload(tmp)
-    port = free_port()
+    port_file = os.path.join(tmp, "port")
     report_path = os.path.join(tmp, "report.json")
     err_path = os.path.join(tmp, "stderr.log")
     with open(err_path, "w") as err:
         proc = subprocess.Popen([SCHEDULER, "--config", config, "--simulate", sim, "--report",
                                  report_path, "--quiet", "--no-progress", "--health-port",
-                                 str(port), "--hold", "--pace", "2000"],
+                                 "0", "--health-port-file", port_file, "--hold", "--pace",
+                                 "2000"],
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
+        port = served_port(port_file, proc)
         # during the run: the endpoint answers and parses (the run is paced to last)
         wait_for("/metrics during the run", lambda: _answers(port), proc)
         during = scrape(port)
@@ -172,6 +193,7 @@ def scenario_metrics(tmp):
             report = json.load(f)
         check_against_report(scrape(port), report)
         check_http(port)
+        check_port_taken(tmp, sim, config, port)
     finally:
         proc.terminate()
         try:
@@ -202,7 +224,11 @@ def check_http(port):
     check(status == 200 and body == "", f"HEAD: 200 without a body, got {status} {body!r}")
     # a request bigger than the server's buffer is refused, not read without end
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")
+        try:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 +
+                      b"\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server may stop reading and close before all of it is sent
         answer = _read_all(s)
     check(not answer.startswith(b"HTTP/1.1 200"),
           f"a 40 KB header is refused, got {answer[:60]!r}")
@@ -217,7 +243,10 @@ def check_http(port):
             early = extra.recv(100)
         except socket.timeout:
             early = b""
-        check(early == b"", f"a 17th connection is not served while 16 are open: {early!r}")
+        # an early answer is a failure only while all 16 are still open: on a loaded machine
+        # the server's idle timeout (5 s) may close some before the 17th is looked at
+        check(early == b"" or any(_closed_by_server(s) for s in idle),
+              f"a 17th connection is not served while 16 are open: {early!r}")
     finally:
         for s in idle:
             s.close()
@@ -229,6 +258,28 @@ def check_http(port):
     # a client that sends nothing is dropped by the server (its idle timeout)
     with socket.create_connection(("127.0.0.1", port), timeout=60) as silent:
         check(_read_all(silent) == b"", "a silent client is disconnected by the server")
+
+
+def _closed_by_server(s):
+    s.setblocking(False)
+    try:
+        return s.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def check_port_taken(tmp, sim, config, port):
+    """A second scheduler on the port the first one serves fails and says why: the port is
+    never shared (no SO_REUSEPORT), or scrapes would reach either process at random."""
+    proc = subprocess.run([SCHEDULER, "--config", config, "--simulate", sim, "--report",
+                           os.path.join(tmp, "second.json"), "--quiet", "--no-progress",
+                           "--health-port", str(port)],
+                          capture_output=True, text=True, timeout=120)
+    check(proc.returncode != 0, "a second scheduler on a taken health port fails")
+    check(f"port {port}" in proc.stderr and "in use" in proc.stderr,
+          f"it names the port and says it is in use: {proc.stderr[-300:]!r}")
 
 
 def _read_all(s):

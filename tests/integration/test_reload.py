@@ -21,6 +21,10 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import prometheus_text  # noqa: E402
 
 SCHEDULER, TEST_PLUGINS = sys.argv[1], sys.argv[2]
 SCALE = float(sys.argv[sys.argv.index("--time-scale") + 1]) if "--time-scale" in sys.argv else 1.0
@@ -509,6 +513,29 @@ def settled(pid, timeout=5.0):
     return looks[-1]
 
 
+def check_metrics_after_reloads(label, port_file, isolation):
+    """/metrics after 51 reloads: generation 52 serves, and (process) the host's series is
+    still published under its name (slots are per name, not per host instance)."""
+    # the gauges are refreshed at most every 100 ms: poll until the last generation shows
+    deadline, generation = time.time() + 10.0 * SCALE, None
+    while generation != 52 and time.time() < deadline:
+        try:
+            with open(port_file) as f:
+                port = int(f.read())
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
+                fams = prometheus_text.parse(r.read().decode())
+        except (OSError, ValueError, prometheus_text.FormatError) as e:
+            check(False, f"{label}: /metrics scraped after the reloads ({e})")
+            return
+        generation = prometheus_text.value(fams, "kcycle_plugin_generation")
+        time.sleep(0.05)
+    check(generation == 52, f"{label}: kcycle_plugin_generation {generation}, 52 after 51 "
+                            f"reloads")
+    if isolation == "process":
+        check(prometheus_text.value(fams, "kcycle_plugin_host_circuit_open", host="versioned")
+              == 0, f"{label}: the host's circuit series is published after 51 new instances")
+
+
 def test_fifty_reloads(tmp, isolation):
     label = f"fifty reloads ({isolation})"
     pods = 20000
@@ -516,8 +543,13 @@ def test_fifty_reloads(tmp, isolation):
     shutil.copyfile(plugin("versioned1"), so)
     # 51 reloads one after another, each a debounce and a load (process: a new plugin host),
     # and the run must still go on after them: 50 s at this pace in a normal build
+    # metrics on: the per-plugin and per-host series must outlive the plugins and hosts of the
+    # generations they were made for (a sanitized build catches a use after free)
+    port_file = os.path.join(tmp, "port")
+    if os.path.exists(port_file):
+        os.unlink(port_file)
     run = Run(tmp, config(tmp, isolation), workload(tmp, pods), pace=paced(400),
-              extra=["--watch-plugins"])
+              extra=["--watch-plugins", "--health-port", "0", "--health-port-file", port_file])
     run.ready(label)
     # one reload first: the trial host of an in-process reload starts nng's own threads and
     # poller (a few descriptors, once per process); the baseline is taken after it, once the
@@ -536,6 +568,7 @@ def test_fifty_reloads(tmp, isolation):
     # a replaced generation closes when its last open cycle ends; its plugin hosts (process)
     # take a moment to stop after SIGTERM: a leak never settles back
     run.step(label, "every replaced generation closed", "plugins: generation 51 closed")
+    check_metrics_after_reloads(label, port_file, isolation)
     last, deadline = None, time.time() + 5.0 * SCALE
     while run.proc.poll() is None:
         last = resources(run.proc.pid)

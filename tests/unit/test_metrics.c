@@ -87,6 +87,28 @@ static void label_values_are_escaped(void **state)
     assert_true(strlen(small) < sizeof(small)); /* truncated, never overflowed */
 }
 
+/* Whatever the buffer's size, a pair is written whole with its closing quote or not at all
+ * (a value may be cut short): an unclosed quote would break every line of the series. */
+static void a_label_that_does_not_fit_keeps_its_closing_quote(void **state)
+{
+    (void)state;
+    for (size_t size = 1; size <= 40; size++) {
+        char buf[40];
+        memset(buf, 'x', sizeof(buf));
+        buf[0] = '\0';
+        metrics_label(buf, size, "pluginx", "value");
+        metrics_label(buf, size, "status", "Success");
+        size_t length = strlen(buf);
+        assert_true(length < size);
+        size_t quotes = 0;
+        for (size_t i = 0; i < length; i++)
+            quotes += buf[i] == '"';
+        assert_int_equal(quotes % 2, 0);
+        if (length > 0)
+            assert_int_equal(buf[length - 1], '"');
+    }
+}
+
 struct adder {
     struct metric_counter *counter;
     struct metric_histogram *histogram;
@@ -158,6 +180,7 @@ int main(void)
         cmocka_unit_test(renders_counters_and_gauges_with_help_and_type),
         cmocka_unit_test(histogram_buckets_are_cumulative_with_inf_sum_and_count),
         cmocka_unit_test(label_values_are_escaped),
+        cmocka_unit_test(a_label_that_does_not_fit_keeps_its_closing_quote),
         cmocka_unit_test(updates_from_several_threads_are_all_counted),
         cmocka_unit_test(the_collector_runs_before_each_render),
         cmocka_unit_test(without_a_registry_nothing_is_recorded_and_nothing_crashes),
