@@ -157,9 +157,12 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
         s->nominated_flagged = grown;
         s->nominated_flagged_capacity = want;
     }
-    /* at most one node per nomination was flagged: clear those, not every node */
+    /* at most one node per nomination was flagged: clear those, not every node. The bound is
+     * the arrays' size, not today's node count: a slot past a deleted last node keeps its
+     * flag otherwise, and a node added later at that index would inherit stale pods
+     * (ensure_scratch forgets the list whenever it allocates the arrays afresh). */
     for (uint32_t i = 0; i < s->nominated_flagged_count; i++)
-        if (s->nominated_flagged[i] < s->cache.node_count)
+        if (s->nominated_flagged[i] < s->scratch_capacity)
             s->nominated_first[s->nominated_flagged[i]] = 0;
     s->nominated_flagged_count = 0;
     uint32_t used = 0;
