@@ -309,6 +309,28 @@ static void node_added_after_deleted_last_node_inherits_no_nominations(void **st
     harness_close(h);
 }
 
+/* kc_filter_delta_pod with a handle that is neither a cache node nor the view being filtered
+ * (a copy a plugin kept, say): no pod, and nothing past the node is read as view fields (the
+ * bytes after it here would be counts and pointers of a view). */
+static void delta_of_a_foreign_node_handle_is_null(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-0", 4000)), 0);
+    struct {
+        struct cache_node node;
+        unsigned char after[1024];
+    } *copy = malloc(sizeof(*copy));
+    assert_non_null(copy);
+    memset(copy, 0xff, sizeof(*copy));
+    copy->node = h->sched.cache.nodes[0];
+    assert_null(preempt_view_delta(&h->sched, &copy->node, true, 0));
+    assert_null(preempt_view_delta(&h->sched, &copy->node, false, 0));
+    assert_null(preempt_view_delta(&h->sched, &h->sched.cache.nodes[0], false, 0));
+    free(copy);
+    harness_close(h);
+}
+
 static void nomination_follows_the_object(void **state)
 {
     (void)state;
@@ -512,6 +534,7 @@ int main(void)
         cmocka_unit_test(nominated_pod_counts_for_lower_and_equal_priority_only),
         cmocka_unit_test(nomination_from_the_pod_object_is_honoured),
         cmocka_unit_test(nomination_follows_the_object),
+        cmocka_unit_test(delta_of_a_foreign_node_handle_is_null),
         cmocka_unit_test(node_added_after_deleted_last_node_inherits_no_nominations),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
         cmocka_unit_test(nonzero_requested_counts_kube_defaults),
