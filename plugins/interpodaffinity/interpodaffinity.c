@@ -647,6 +647,30 @@ static kc_status reject_parse(kc_cycle *cycle, int rc, const char *error)
     return KC_UNRESOLVABLE;
 }
 
+/* Whether some placed pod's required anti-affinity selects the pod in a domain of the
+ * snapshot: kube's existingAntiAffinityCounts being non-empty. */
+static bool existing_anti_counted(const struct affinity_state *s)
+{
+    for (uint32_t i = 0; i < s->key_count; i++)
+        for (uint32_t d = 0; d < s->keys[i].domain_count; d++)
+            if (s->keys[i].existing_anti[d] > 0)
+                return true;
+    return false;
+}
+
+/* The attempt's state when Filter has work to do, else KC_SKIP as kube's PreFilter: a pod
+ * without required terms that no placed pod's anti-affinity selects is skipped even where
+ * other placed pods carry anti-affinity. It matters beyond speed: a skipped Filter never sees
+ * nominated pods (kube calls no AddPod for it), so their anti-affinity refuses no node. */
+static kc_status store_or_skip(kc_cycle *cycle, struct affinity_state *s, bool required)
+{
+    if (!required && !existing_anti_counted(s)) {
+        affinity_state_free(s);
+        return KC_SKIP;
+    }
+    return store_or_fail(cycle, FILTER_STATE_KEY, s);
+}
+
 static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
@@ -665,7 +689,7 @@ static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
         return KC_SKIP;
     }
     if (fast_usable(p, s, false) && fast_pre_filter(p, pod, s))
-        return store_or_fail(cycle, FILTER_STATE_KEY, s);
+        return store_or_skip(cycle, s, required);
     if (restart_state(p, pod, &s) != 0)
         return reject_parse(cycle, -ENOMEM, "");
     rc = map_required_keys(s, p, pod);
@@ -679,7 +703,7 @@ static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *
                                                 : PLUGIN_NAME ": out of memory");
         return KC_ERROR;
     }
-    return store_or_fail(cycle, FILTER_STATE_KEY, s);
+    return store_or_skip(cycle, s, required);
 }
 
 /* ---- what-if Filter (preemption) ------------------------------------------------------ */

@@ -318,6 +318,28 @@ static void test_what_if_existing_anti_affinity(void **state)
     assert_string_equal(reason, REASON_EXISTING);
 }
 
+/* kube's PreFilter skips a pod without required terms that no placed pod's anti-affinity
+ * selects, though placed pods carry anti-affinity: the skipped Filter then sees no nominated
+ * pod either, so a nominated pod's anti-affinity against the pod refuses no node. */
+static void test_skip_when_no_existing_anti_selects_the_pod(void **state)
+{
+    (void)state;
+    static const struct affinity_case c = {
+        "skip", NULL, "ns app=web", NODES3,
+        {"node-a ns app=db | " REQ_ANTI(TERM("zone", SEL_EQ("app", "other")))}, "", {NO_SCORE},
+        NULL};
+    kc_pod incoming, nominated;
+    build(&c, &incoming);
+    kc_cycle cycle;
+    fake_cycle_init(&cycle);
+    assert_int_equal(ops->pre_filter(self, &cycle, &incoming), KC_SKIP);
+    fake_cycle_clear(&cycle);
+    make_pod(&nominated, "ns app=cache", "nominated", NULL);
+    nominated.constraints_json = REQ_ANTI(TERM("region", SEL_EQ("app", "web")));
+    const char *reason;
+    assert_int_equal(filter_with_delta(&incoming, 2, NULL, &nominated, &reason), KC_SUCCESS);
+}
+
 /* The pod's required affinity: evicting the only pod it needs leaves no match (and the pod
  * does not match its own term), so the node becomes unresolvable; a nominated match helps. */
 static void test_what_if_affinity(void **state)
@@ -382,6 +404,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_what_if_existing_anti_affinity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_affinity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_skip_when_no_existing_anti_selects_the_pod, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_bad_terms_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
     };

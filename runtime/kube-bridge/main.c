@@ -53,6 +53,8 @@ static void usage(FILE *out)
             "  --max-response-bytes Q the most one API response (a list page) may bring, decoded\n"
             "                         (default 256Mi); a larger one is an error, then a retry\n"
             "  --max-event-bytes Q    the most one watch event may bring (default 16Mi)\n"
+            "  --max-list-bytes Q     the most all the pages of one list may bring, decoded\n"
+            "                         (default 4 x --max-response-bytes, 1Gi)\n"
             "  -v, --verbose          more log output (repeat for debug)\n"
             "  --version              print the version\n"
             "  -h, --help             print this help\n");
@@ -108,7 +110,8 @@ int main(int argc, char **argv)
         O_LOG_FORMAT,
         O_MAX_RESPONSE,
         O_MAX_EVENT,
-        O_HEALTH_FILE
+        O_HEALTH_FILE,
+        O_MAX_LIST
     };
     static const struct option options[] = {
         {"listen", required_argument, NULL, O_LISTEN},
@@ -130,6 +133,7 @@ int main(int argc, char **argv)
         {"max-response-bytes", required_argument, NULL, O_MAX_RESPONSE},
         {"max-event-bytes", required_argument, NULL, O_MAX_EVENT},
         {"health-port-file", required_argument, NULL, O_HEALTH_FILE},
+        {"max-list-bytes", required_argument, NULL, O_MAX_LIST},
         {"verbose", no_argument, NULL, 'v'},
         {"version", no_argument, NULL, O_VERSION},
         {"help", no_argument, NULL, 'h'},
@@ -206,6 +210,10 @@ int main(int argc, char **argv)
             break;
         case O_MAX_EVENT:
             if (parse_size("max-event-bytes", optarg, &opt.limits.event_bytes) < 0)
+                return 2;
+            break;
+        case O_MAX_LIST:
+            if (parse_size("max-list-bytes", optarg, &opt.limits.list_bytes) < 0)
                 return 2;
             break;
         case 'v': verbosity++; break;

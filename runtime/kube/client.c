@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,15 @@ void kube_client_set_limits(struct kube_client *c, const struct kube_limits *lim
     c->limits.response_bytes =
         l.response_bytes != 0 ? l.response_bytes : KUBE_DEFAULT_MAX_RESPONSE_BYTES;
     c->limits.event_bytes = l.event_bytes != 0 ? l.event_bytes : KUBE_DEFAULT_MAX_EVENT_BYTES;
+    size_t pages = c->limits.response_bytes <= SIZE_MAX / KUBE_LIST_BYTES_FACTOR
+                       ? c->limits.response_bytes * KUBE_LIST_BYTES_FACTOR
+                       : SIZE_MAX;
+    c->limits.list_bytes = l.list_bytes != 0 ? l.list_bytes : pages;
+}
+
+const struct kube_limits *kube_client_limits(const struct kube_client *c)
+{
+    return &c->limits;
 }
 
 int kube_client_new(const struct kube_config *cfg, const char *user_agent, struct kube_client **out,

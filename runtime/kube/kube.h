@@ -67,8 +67,14 @@ void kube_client_free(struct kube_client *c);
 struct kube_limits {
     size_t response_bytes; /* a whole response (a list page, a GET); 0: the default */
     size_t event_bytes;    /* one JSON value of a watch stream; 0: the default */
+    /* all the pages of one list together (a server may hand out continue tokens forever);
+     * 0: the default, KUBE_LIST_BYTES_FACTOR x response_bytes */
+    size_t list_bytes;
 };
+#define KUBE_LIST_BYTES_FACTOR 4
 void kube_client_set_limits(struct kube_client *c, const struct kube_limits *limits);
+/* The limits in force (defaults filled in). */
+const struct kube_limits *kube_client_limits(const struct kube_client *c);
 
 /* A finished request: status is the HTTP status (0 when no response came); body is
  * NUL-terminated, malloc'd. */

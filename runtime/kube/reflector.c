@@ -664,6 +664,7 @@ struct page_state {
     struct page page;
     bool done;
     int rc;
+    size_t *list_bytes; /* decoded bytes of the list's pages so far, this one included */
 };
 
 static int on_page(void *ctx, const char *json, size_t len)
@@ -672,6 +673,13 @@ static int on_page(void *ctx, const char *json, size_t len)
     if (ps->done)
         return 0; /* one value per page; anything after it is ignored */
     ps->done = true;
+    /* each page is bounded by the client; the pages of one list together are bounded here,
+     * before the items reach the store, or endless continue tokens would grow it forever */
+    *ps->list_bytes += len;
+    if (*ps->list_bytes > kube_client_limits(ps->r->client)->list_bytes) {
+        ps->rc = -EFBIG;
+        return 0;
+    }
     ps->rc = scan_page(json, len, &ps->page);
     if (ps->rc == 0 && ps->page.items != NULL)
         ps->rc = list_items(ps->r, ps->page.items, ps->page.items_len);
@@ -680,6 +688,17 @@ static int on_page(void *ctx, const char *json, size_t len)
 }
 
 enum list_result { LIST_OK, LIST_FAILED, LIST_NOT_SERVED, LIST_STOPPED };
+
+/* The pages of one list together passed --max-list-bytes: worded as the client's own
+ * too-large errors, naming the limit and the flag that raises it. */
+static void list_too_large(const struct kube_reflector *r, char *text, size_t size)
+{
+    size_t limit = kube_client_limits(r->client)->list_bytes;
+    snprintf(text, size,
+             "the list's pages together are larger than the limit of %zu bytes (%.1f MiB, "
+             "decoded); if the cluster really needs more, raise --max-list-bytes",
+             limit, (double)limit / (1 << 20));
+}
 
 /* Build the path of one list page. */
 static int list_path(const struct kube_reflector *r, const char *continue_token, char *path,
@@ -709,6 +728,7 @@ static enum list_result list_all(struct kube_reflector *r)
     }
     enum list_result result = LIST_FAILED;
     char *continue_token = NULL;
+    size_t list_bytes = 0;
     r->lists++;
     for_each_item(r, clear_seen);
     for (;;) {
@@ -716,7 +736,7 @@ static enum list_result list_all(struct kube_reflector *r)
             warn(r, "%s list: the request path is too long", kind);
             break;
         }
-        struct page_state ps = {.r = r};
+        struct page_state ps = {.r = r, .list_bytes = &list_bytes};
         long status = 0;
         char *error_body = NULL;
         struct kc_error err = {{0}};
@@ -734,6 +754,7 @@ static enum list_result list_all(struct kube_reflector *r)
             free(error_body);
             free(continue_token);
             continue_token = NULL;
+            list_bytes = 0;
             r->lists++;
             for_each_item(r, clear_seen);
             warn(r, "%s list: the continue token expired (410); listing again", kind);
@@ -758,6 +779,8 @@ static enum list_result list_all(struct kube_reflector *r)
                 kube_status_text(error_body, text, sizeof(text));
             else if (!ps.done)
                 snprintf(text, sizeof(text), "the response ended before the list did");
+            else if (ps.rc == -EFBIG)
+                list_too_large(r, text, sizeof(text));
             else
                 snprintf(text, sizeof(text), "%s",
                          ps.rc == -ENOMEM ? "out of memory" : "the response is not a list");

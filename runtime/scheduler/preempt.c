@@ -103,14 +103,29 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
 }
 
 
+/* The view the calling thread's Filter runs on. A node handle is only read as a view when it
+ * is this one: any other handle (a cache node, a copy a plugin kept, garbage) is not cast to
+ * a view and its memory past the node never read. Filter runs each node on one thread, and
+ * views nest (saved and restored), so a thread-local is exact. */
+static _Thread_local const struct node_view *current_view;
+
+static kc_status view_filter(struct kc_cycle *cycle, uint64_t skip, const struct node_view *v,
+                             struct plugin **rejector)
+{
+    const struct node_view *saved = current_view;
+    current_view = v;
+    kc_status st = scheduler_filter_node(cycle, skip, &v->node, rejector);
+    current_view = saved;
+    return st;
+}
+
 const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
                                      bool gone, uint32_t index)
 {
-    const struct cache_node *first = s->cache.nodes;
-    if (node == NULL || (node >= first && node < first + s->cache.node_count))
-        return NULL; /* a cache node: Filter sees the cluster PreFilter saw */
-    /* every other node handle Filter gets is the first member of a view built here */
-    const struct node_view *v = (const struct node_view *)node;
+    (void)s;
+    const struct node_view *v = current_view;
+    if (node == NULL || v == NULL || node != &v->node)
+        return NULL; /* not the view being filtered: a cache node, Filter sees what PreFilter saw */
     if (gone)
         return index < v->gone_count ? v->gone[index] : NULL;
     return index < v->added_count ? v->added[index].pod : NULL;
@@ -157,9 +172,12 @@ const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *po
         s->nominated_flagged = grown;
         s->nominated_flagged_capacity = want;
     }
-    /* at most one node per nomination was flagged: clear those, not every node */
+    /* at most one node per nomination was flagged: clear those, not every node. The bound is
+     * the arrays' size, not today's node count: a slot past a deleted last node keeps its
+     * flag otherwise, and a node added later at that index would inherit stale pods
+     * (ensure_scratch forgets the list whenever it allocates the arrays afresh). */
     for (uint32_t i = 0; i < s->nominated_flagged_count; i++)
-        if (s->nominated_flagged[i] < s->cache.node_count)
+        if (s->nominated_flagged[i] < s->scratch_capacity)
             s->nominated_first[s->nominated_flagged[i]] = 0;
     s->nominated_flagged_count = 0;
     uint32_t used = 0;
@@ -195,7 +213,7 @@ kc_status preempt_filter_nominated(struct kc_cycle *cycle, uint64_t skip,
     if (view_build(&v, node, NULL, 0, &s->nominated_pods[first - 1],
                    s->nominated_count[node->index]) < 0)
         return KC_ERROR;
-    kc_status st = scheduler_filter_node(cycle, skip, &v.node, rejector);
+    kc_status st = view_filter(cycle, skip, &v, rejector);
     view_free(&v);
     if (st != KC_SUCCESS)
         return st;
@@ -251,7 +269,7 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
     struct reject_sink *saved = cycle_filter_sink;
     cycle_filter_sink = &sink;
     struct plugin *rejector = NULL;
-    kc_status st = scheduler_filter_node(cycle, cycle->filter_skip, &v.node, &rejector);
+    kc_status st = view_filter(cycle, cycle->filter_skip, &v, &rejector);
     if (st == KC_SUCCESS && count > 0) {
         /* the second pass of kube's RunFilterPluginsWithNominatedPods */
         view_free(&v);
@@ -259,7 +277,7 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
             cycle_filter_sink = saved;
             return KC_ERROR;
         }
-        st = scheduler_filter_node(cycle, cycle->filter_skip, &v.node, &rejector);
+        st = view_filter(cycle, cycle->filter_skip, &v, &rejector);
     }
     cycle_filter_sink = saved;
     view_free(&v);

@@ -63,9 +63,10 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
                                  const struct pod *const *removed, uint32_t removed_count,
                                  char *reason, size_t reason_size);
 
-/* kc_filter_delta_pod: when node is a view built for a what-if or nominated-pods Filter, the
- * index-th pod it takes off (gone) or adds (not gone) relative to the cache node; NULL past
- * the end and for a cache node. Lives as long as the view (the Filter call). */
+/* kc_filter_delta_pod: when node is the view the calling thread's what-if or nominated-pods
+ * Filter runs on, the index-th pod it takes off (gone) or adds (not gone) relative to the
+ * cache node; NULL past the end and for any other handle (a cache node among them). Lives as
+ * long as the view (the Filter call). */
 const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
                                      bool gone, uint32_t index);
 

@@ -735,6 +735,7 @@ static int ensure_scratch(struct scheduler *s)
     s->node_winner = calloc(capacity, sizeof(*s->node_winner));
     s->nominated_first = calloc(capacity, sizeof(*s->nominated_first));
     s->nominated_count = calloc(capacity, sizeof(*s->nominated_count));
+    s->nominated_flagged_count = 0; /* the fresh arrays are zero: nothing left to clear */
     if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL ||
         s->node_status == NULL || s->nominated_first == NULL || s->nominated_count == NULL ||
         s->node_rejector == NULL || s->node_winner == NULL) {

@@ -618,7 +618,9 @@ class Hostile:
     Per resource, one of
       endless_list  a list (200, chunked) whose items never end;
       gzip_bomb     a list sent gzip-encoded that expands ~1000:1 into one endless string;
-      huge_event    a watch whose first event is one object of `bytes` bytes.
+      huge_event    a watch whose first event is one object of `bytes` bytes;
+      endless_continue  every list page (about `bytes` bytes, default 1 MiB, of items named
+                    after the page) ends with a continue token to one more page, forever.
     `bytes` (default 4 GiB) bounds what is sent, decoded, should the client never stop; a
     client that stops reading ends the response (the write fails)."""
 
@@ -633,7 +635,8 @@ class Hostile:
             return False
         mode = spec.get("mode")
         total = int(spec.get("bytes") or Hostile.DEFAULT_BYTES)
-        modes = {"list": {"endless_list": Hostile.endless_list, "gzip_bomb": Hostile.gzip_bomb},
+        modes = {"list": {"endless_list": Hostile.endless_list, "gzip_bomb": Hostile.gzip_bomb,
+                          "endless_continue": Hostile.endless_continue},
                  "watch": {"huge_event": Hostile.huge_event}}
         answer = modes.get(verb, {}).get(mode)
         if answer is None:
@@ -642,6 +645,8 @@ class Hostile:
                 "Cache-Control: no-cache, private\r\nTransfer-Encoding: chunked\r\n")
         if mode == "gzip_bomb":
             head += "Content-Encoding: gzip\r\n"
+        if mode == "endless_continue":
+            total = int(spec.get("bytes") or Hostile.CHUNK)
         handler.close_connection = True
         handler.code = 200
         try:
@@ -680,6 +685,22 @@ class Hostile:
             Hostile.chunk(handler, data)
             sent += len(data)
         Hostile.chunk(handler, b"]}")
+
+    @staticmethod
+    def endless_continue(handler, res, total):
+        # one well-formed page per request: the client only ever asks for the next one
+        token = dict(parse_qsl(urlsplit(handler.path).query)).get("continue", "0")
+        page = int(token) if token.isdigit() else 0
+        items, size = [], 0
+        while size < total:
+            name = "page-%d-%d" % (page, len(items))
+            item = dumps({"apiVersion": res.api_version, "kind": res.kind,
+                          "metadata": {"name": name, "uid": name, "resourceVersion": "1"}})
+            items.append(item)
+            size += len(item) + 1
+        head = ('{"kind":"%s","apiVersion":"%s","metadata":{"resourceVersion":"1",'
+                '"continue":"%d"},' % (res.list_kind, res.api_version, page + 1)).encode()
+        Hostile.chunk(handler, head + b'"items":[' + b",".join(items) + b"]}")
 
     @staticmethod
     def gzip_bomb(handler, res, total):

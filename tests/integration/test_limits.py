@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Inputs too large to hold end in a clear error, never in an out-of-memory kill.
 
-  api   kcycle-kube-bridge (--max-response-bytes 8Mi --max-event-bytes 2Mi) and a scheduler
-        against the fake API server serving three hostile resources at once: an endless
-        StorageClass list, a PersistentVolume list that is a gzip bomb (~1000:1, 2 GiB
-        decoded), a PersistentVolumeClaim watch whose first event is 1 GiB. Each is logged
+  api   kcycle-kube-bridge (--max-response-bytes 8Mi --max-event-bytes 2Mi --max-list-bytes
+        1Mi) and a scheduler against the fake API server serving four hostile resources at
+        once: an endless StorageClass list, a PersistentVolume list that is a gzip bomb
+        (~1000:1, 2 GiB decoded), a PersistentVolumeClaim watch whose first event is 1 GiB, a
+        PodDisruptionBudget list whose pages hand out continue tokens forever. Each is logged
         naming the resource and the limit and retried with backoff; pods are bound before and
         while it goes on (the bridge keeps serving the other resources); the bridge's peak RSS
         (VmHWM) stays under the larger limit plus 100 MB.
@@ -30,6 +31,7 @@ WRAPPED = os.environ.get("KCYCLE_TEST_WRAPPER", "") != ""
 MIB = 1 << 20
 RESPONSE_LIMIT = 8 * MIB
 EVENT_LIMIT = 2 * MIB
+LIST_LIMIT = 1 * MIB
 # What a process may use beside the largest limit: the acceptance figure of docs/security.md.
 RSS_SLACK = 100 * MIB
 # ASan's shadow and allocator take more of their own; its quarantine is kept small below.
@@ -113,6 +115,8 @@ def scenario_api(workdir):
         "storage.k8s.io/storageclasses": {"mode": "endless_list", "bytes": 1 << 30},
         "persistentvolumes": {"mode": "gzip_bomb", "bytes": 2 << 30},
         "persistentvolumeclaims": {"mode": "huge_event", "bytes": 1 << 30},
+        # pages of 256 KiB, each with a continue token to one more
+        "policy/poddisruptionbudgets": {"mode": "endless_continue", "bytes": 256 << 10},
     }
     with fc.FakeAPI(os.path.join(workdir, "api")) as api:
         api.faults(hostile=hostile)
@@ -124,7 +128,7 @@ def scenario_api(workdir):
         bridge = start([ARGS.bridge, "--kubeconfig", api.kubeconfig(
             os.path.join(workdir, "kubeconfig")), "--listen", socket, "--no-leader-elect",
             "--health-port", "0", "--max-response-bytes", "8Mi", "--max-event-bytes", "2Mi",
-            "-v"], bridge_log)
+            "--max-list-bytes", "1Mi", "-v"], bridge_log)
         scheduler = start([ARGS.scheduler, "--bridge", socket, "--health-port", "0", "-v"],
                           os.path.join(workdir, "scheduler.log"))
         try:
@@ -135,6 +139,8 @@ def scenario_api(workdir):
                  f"{RESPONSE_LIMIT}"),
                 ("PersistentVolumeClaim watch", f"one watch event is larger than the limit of "
                  f"{EVENT_LIMIT}"),
+                ("PodDisruptionBudget list", f"the list's pages together are larger than the "
+                 f"limit of {LIST_LIMIT}"),
             ]
             for who, text in expected:
                 poll(f"'{who}' ... '{text}' in the bridge's log",

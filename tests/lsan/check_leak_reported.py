@@ -12,8 +12,16 @@ import sys
 def main():
     program, suppressions = sys.argv[1], sys.argv[2]
     env = dict(os.environ)
-    env["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=23"
-    env["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0:exitcode=23"
+    # Appended to what the run already sets (later options win): the sanitizer run's other
+    # options stay in force. The slow unwinder gives every allocation its full stack, so the
+    # callers named below appear in the report even through frames without frame pointers.
+    ours = {
+        "ASAN_OPTIONS": "detect_leaks=1:exitcode=23:fast_unwind_on_malloc=0",
+        "LSAN_OPTIONS": f"suppressions={suppressions}:print_suppressions=0:exitcode=23",
+    }
+    for name, options in ours.items():
+        inherited = env.get(name, "")
+        env[name] = f"{inherited}:{options}" if inherited else options
     proc = subprocess.run([program], capture_output=True, text=True, timeout=60, env=env)
     report = proc.stderr
     failures = []

@@ -270,6 +270,67 @@ static void nomination_from_the_pod_object_is_honoured(void **state)
     harness_close(h);
 }
 
+/* A pod held pending by a gate, nominated to node. */
+static struct pod *gated_nominee(const char *name, const char *node, int64_t cpu)
+{
+    struct pod *p = make_pod(name, NULL, 10, cpu);
+    p->nominated_node_name = strdup(node);
+    p->scheduling_gates = calloc(1, sizeof(char *));
+    p->scheduling_gates[0] = strdup("example.com/hold");
+    p->scheduling_gate_count = 1;
+    return p;
+}
+
+static void node_added_after_deleted_last_node_inherits_no_nominations(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-a", 4000)), 0);
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-b", 4000)), 0);
+    assert_int_equal(scheduler_pod_add(&h->sched, gated_nominee("nom-a", "node-a", 1000)), 0);
+    assert_int_equal(scheduler_pod_add(&h->sched, gated_nominee("nom-b", "node-b", 2000)), 0);
+    /* an attempt flags both nodes (node-b is the last index) */
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("probe-1", NULL, 0, 100)), 0);
+    settle(h, h->now);
+    assert_non_null(bound_node(h, "probe-1"));
+    /* the last node goes; an attempt while node-a's nomination still flags something */
+    assert_int_equal(scheduler_node_delete(&h->sched, "node-b"), 0);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("probe-2", NULL, 0, 100)), 0);
+    settle(h, h->now);
+    assert_non_null(bound_node(h, "probe-2"));
+    assert_string_equal(bound_node(h, "probe-2"), "node-a");
+    /* a node at the freed index is empty: a pod that needs all of it fits there */
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-c", 4000)), 0);
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("whole", NULL, 0, 4000)), 0);
+    settle(h, h->now);
+    const char *node = bound_node(h, "whole");
+    assert_non_null(node);
+    assert_string_equal(node, "node-c");
+    harness_close(h);
+}
+
+/* kc_filter_delta_pod with a handle that is neither a cache node nor the view being filtered
+ * (a copy a plugin kept, say): no pod, and nothing past the node is read as view fields (the
+ * bytes after it here would be counts and pointers of a view). */
+static void delta_of_a_foreign_node_handle_is_null(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-0", 4000)), 0);
+    struct {
+        struct cache_node node;
+        unsigned char after[1024];
+    } *copy = malloc(sizeof(*copy));
+    assert_non_null(copy);
+    memset(copy, 0xff, sizeof(*copy));
+    copy->node = h->sched.cache.nodes[0];
+    assert_null(preempt_view_delta(&h->sched, &copy->node, true, 0));
+    assert_null(preempt_view_delta(&h->sched, &copy->node, false, 0));
+    assert_null(preempt_view_delta(&h->sched, &h->sched.cache.nodes[0], false, 0));
+    free(copy);
+    harness_close(h);
+}
+
 static void nomination_follows_the_object(void **state)
 {
     (void)state;
@@ -473,6 +534,8 @@ int main(void)
         cmocka_unit_test(nominated_pod_counts_for_lower_and_equal_priority_only),
         cmocka_unit_test(nomination_from_the_pod_object_is_honoured),
         cmocka_unit_test(nomination_follows_the_object),
+        cmocka_unit_test(delta_of_a_foreign_node_handle_is_null),
+        cmocka_unit_test(node_added_after_deleted_last_node_inherits_no_nominations),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
         cmocka_unit_test(nonzero_requested_counts_kube_defaults),
         cmocka_unit_test(failed_trial_holds_no_preemption),
