@@ -303,9 +303,37 @@ def check_queues(path, report):
           "queues: pending lines end at the report's pending")
 
 
+def check_queue_escaping(tmp):
+    """A CapacityQueue whose name would be markup: its lines and legend entry come out escaped
+    and read back as given; its pod left waiting shows as 1 pending at the end."""
+    sim = os.path.join(tmp, "queue-escape.yaml")
+    with open(sim, "w") as f:
+        f.write("config:\n  plugins:\n    - name: capacityqueue\n    - name: noderesources\n"
+                "    - name: defaultbinder\n"
+                "nodes:\n  - {name: node, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}\n"
+                "objects:\n  - {apiVersion: scheduling.kcycle.io/v1alpha1, kind: CapacityQueue, "
+                f"metadata: {{name: {json.dumps(QUEUE)}}}, spec: {{weight: 1}}}}\n"
+                "workload:\n  - {name: a, namespace: t, count: 3, labels: {kcycle.io/queue: "
+                f"{json.dumps(QUEUE)}}}, requests: {{cpu: 1}}}}\n")
+    path, report = simulate(sim, tmp, "queue-escape")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    check("<b>" not in text and text.count("<script") == 1, "queue escape: no markup from input")
+    page = parse(path)
+    names = {a.get("data-queue") for _, a in page.polylines if "data-queue" in a}
+    check(names == {QUEUE}, f"queue escape: the queue's name read back as given ({names})")
+    check(QUEUE in page.legend,
+          f"queue escape: the legend names the queue ({page.legend})")
+    pending = [a for _, a in page.polylines if a.get("data-series") == "pending"]
+    check(len(pending) == 1 and int(pending[0]["data-final-pending"]) == 1 ==
+          report["objectStatus"][0]["status"]["pending"],
+          f"queue escape: one pod left pending, as the report says ({pending})")
+
+
 # Input strings that would be markup, or break out of an attribute, if written unescaped.
 RESOURCE = 'x"><script>document.title="pwned"</script><b x="'
 GROUP = "g<s>&\"'"
+QUEUE = "q<b>\"&'"
 
 
 def check_escaping(tmp):
@@ -661,6 +689,7 @@ def main():
         queues, queues_report = simulate(os.path.join(SOURCE, "examples/sim/queues-reclaim.yaml"),
                                          tmp, "queues")
         check_queues(queues, queues_report)
+        check_queue_escaping(tmp)
         escape = check_escaping(tmp)
         exe = browser()
         if exe is not None:
