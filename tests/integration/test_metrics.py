@@ -360,9 +360,12 @@ def scenario_queues(tmp):
     finally:
         proc.terminate()
         try:
-            proc.wait(30)
+            code = proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+            code = None
+    check(code == 0, f"the held queues run exits 0 on SIGTERM, got {code}: "
+          f"{log_text(err_path)[-500:]}")
 
 
 def main():
