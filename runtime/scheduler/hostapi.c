@@ -16,6 +16,7 @@
 #include "plugin_args.h"
 #include "preempt.h"
 #include "resource_table.h"
+#include "sched_metrics.h"
 #include "scheduler.h"
 
 #define POD(p) ((const struct pod *)(p))
@@ -526,6 +527,8 @@ static int object_status(const char *kind, const char *namespace_name, const cha
     json_decref(parsed);
     if (!object)
         return -EINVAL;
+    if (s != NULL)
+        sched_metrics_object_status(s, kind, name, status_json);
     if (s == NULL || s->sink.object_status == NULL)
         return -EOPNOTSUPP;
     s->sink.object_status(s->sink.ctx, kind, namespace_name, name, status_json);

@@ -16,6 +16,7 @@
 #include "model.h"
 #include "resource_table.h"
 #include "sim_gpu.h"
+#include "sim_status.h"
 #include "simulator.h"
 
 #define CHART_WIDTH 960
@@ -492,16 +493,167 @@ static void gpu_plot(FILE *out, const struct simulator *sim)
     fputs("</section>\n", out);
 }
 
-/* ---- queue shares ----
- * HOOK(capacityqueue): when the capacityqueue plugin is in the run, draw each queue's share of
- * the cluster (allocated over its guaranteed and borrowing limits) over time here, as
- * <svg id="plot-queue-shares"> in a section with data-state="drawn". Until it reports its
- * queues to the simulator, the section says there are none. */
+/* ---- queue shares (capacityqueue) ----
+ * Drawn from the object status the capacityqueue plugin reports (the same samples, one per
+ * simulated second, as the JSON report's objectStatus): each queue's dominant share of the
+ * cluster (the largest used/allocatable over the resources of the utilisation plot), the part
+ * of that resource it borrows (above the queue's guarantee), and its pending pods. */
+
+#define QUEUE_SERIES_MAX 64
+#define QUEUE_KIND "CapacityQueue"
+
+/* "8000m" or "1073741824": the plugin writes resources in the scheduler's own units (cpu in
+ * millicores, with an "m" to say so), so the number compares with allocatable as it is. */
+static int64_t status_quantity(const json_t *map, const char *resource)
+{
+    const char *text = json_string_value(json_object_get(map, resource));
+    return text != NULL ? strtoll(text, NULL, 10) : 0;
+}
+
+/* The share of the cluster's allocatable (at the end of the run) that the map `key` of status
+ * holds: of resource `only` when it is >= 0, else the largest over the drawn resources, whose
+ * index goes to *dominant. */
+static double status_share(const struct sim_timeline *t, const json_t *status, const char *key,
+                           int only, int *dominant)
+{
+    const struct sim_sample *last = &t->samples[t->sample_count - 1];
+    const json_t *map = json_object_get(status, key);
+    double best = 0.0;
+    for (uint32_t k = 0; k < t->resource_count; k++) {
+        if (only >= 0 && (int)k != only)
+            continue;
+        double f =
+            share(status_quantity(map, resource_name(t->resources[k])), last->allocatable[k]);
+        if (dominant != NULL && (*dominant < 0 || f > best))
+            *dominant = (int)k;
+        best = f > best ? f : best;
+    }
+    return best;
+}
+
+static bool is_queue(const struct sim_status_record *r)
+{
+    return strcmp(r->kind, QUEUE_KIND) == 0 && r->sample_count > 0;
+}
+
+/* The figure of one series at one status sample: "used" (the dominant share), "borrowed" (the
+ * borrowed share of the same resource) or "pending" (pods). */
+static double queue_figure(const struct sim_timeline *t, const json_t *status, const char *what)
+{
+    if (strcmp(what, "pending") == 0)
+        return (double)json_integer_value(json_object_get(status, "pending"));
+    int dominant = -1;
+    double used = status_share(t, status, "used", -1, &dominant);
+    if (strcmp(what, "used") == 0)
+        return used;
+    return dominant >= 0 ? status_share(t, status, "borrowed", dominant, NULL) : 0.0;
+}
+
+/* One polyline of queue record r, a step per status sample, held to the end of the run; its
+ * final figures (as the JSON report's objectStatus has them) ride along as data- attributes
+ * for readers and tests. pending_scale > 0: pixels per pending pod; else a share of 100%. */
+static void queue_series(FILE *out, const struct sim_timeline *t,
+                         const struct sim_status_record *r, uint32_t colour, const char *what,
+                         double pending_scale)
+{
+    bool borrowed_line = strcmp(what, "borrowed") == 0;
+    fputs("<polyline class=\"series\" data-queue=\"", out);
+    put_escaped(out, r->name); /* queue names come from the input */
+    fprintf(out, "\" data-series=\"%s\" stroke=\"%s\"%s points=\"", what,
+            palette[colour % PALETTE_SIZE], borrowed_line ? " stroke-dasharray=\"5,3\"" : "");
+    double y = MARGIN_TOP + PLOT_HEIGHT, value = 0.0;
+    for (uint32_t i = 0; i < r->sample_count; i++) {
+        json_t *status = json_loads(r->samples[i].json, 0, NULL);
+        value = queue_figure(t, status, what);
+        json_decref(status);
+        double x = x_of(t, r->samples[i].at_ms);
+        if (i > 0) /* the previous figure holds until this sample */
+            fprintf(out, "%.1f,%.1f ", x, y);
+        y = pending_scale > 0 ? MARGIN_TOP + PLOT_HEIGHT - value * pending_scale
+                              : MARGIN_TOP + PLOT_HEIGHT * (1.0 - (value > 1.0 ? 1.0 : value));
+        fprintf(out, "%.1f,%.1f ", x, y);
+    }
+    fprintf(out, "%.1f,%.1f\"", x_of(t, end_ms(t)), y);
+    json_t *final = json_loads(r->samples[r->sample_count - 1].json, 0, NULL);
+    char *used = json_dumps(json_object_get(final, "used"), JSON_SORT_KEYS | JSON_COMPACT);
+    char *borrowed = json_dumps(json_object_get(final, "borrowed"), JSON_SORT_KEYS | JSON_COMPACT);
+    fputs(" data-final-used=\"", out);
+    put_escaped(out, used != NULL ? used : "{}");
+    fputs("\" data-final-borrowed=\"", out);
+    put_escaped(out, borrowed != NULL ? borrowed : "{}");
+    fprintf(out,
+            "\" data-final-pending=\"%lld\" data-final-admitted=\"%lld\" "
+            "data-final-value=\"%.6g\"/>\n",
+            (long long)json_integer_value(json_object_get(final, "pending")),
+            (long long)json_integer_value(json_object_get(final, "admitted")), value);
+    free(used);
+    free(borrowed);
+    json_decref(final);
+}
+
+/* The most pods any queue had pending at once, rounded up to whole numbers per grid line. */
+static uint32_t queue_pending_top(const struct sim_status *st)
+{
+    json_int_t top = 0;
+    for (uint32_t i = 0; i < st->count; i++)
+        for (uint32_t k = 0; is_queue(&st->records[i]) && k < st->records[i].sample_count; k++) {
+            json_t *status = json_loads(st->records[i].samples[k].json, 0, NULL);
+            json_int_t p = json_integer_value(json_object_get(status, "pending"));
+            top = p > top ? p : top;
+            json_decref(status);
+        }
+    return ((uint32_t)top + 3) / 4 * 4;
+}
+
+/* Every queue's series of one kind (at most QUEUE_SERIES_MAX queues, colours in order). */
+static void queue_lines(FILE *out, const struct sim_timeline *t, const struct sim_status *st,
+                        const char *what, double pending_scale)
+{
+    uint32_t drawn = 0;
+    for (uint32_t i = 0; i < st->count && drawn < QUEUE_SERIES_MAX; i++)
+        if (is_queue(&st->records[i]))
+            queue_series(out, t, &st->records[i], drawn++, what, pending_scale);
+}
+
 static void queue_shares_plot(FILE *out, const struct simulator *sim)
 {
-    (void)sim;
-    section_open(out, "queue-shares", false, "Queue shares");
-    fputs("<p class=\"absent\">No capacity queues in this run.</p></section>\n", out);
+    const struct sim_timeline *t = sim->timeline;
+    const struct sim_status *st = &sim->status;
+    uint32_t queues = 0;
+    for (uint32_t i = 0; i < st->count; i++)
+        queues += is_queue(&st->records[i]);
+    bool drawn = queues > 0 && t->sample_count > 0;
+    section_open(out, "queue-shares", drawn, "Queue shares");
+    if (!drawn) {
+        fputs("<p class=\"absent\">No capacity queues in this run.</p></section>\n", out);
+        return;
+    }
+    fputs("<p>Each CapacityQueue's dominant share of the cluster (its largest share of "
+          "allocatable over the resources above; dashed: the part of that resource borrowed "
+          "beyond the queue's guarantee), then its pending pods, as the capacityqueue plugin "
+          "reported them.</p>\n",
+          out);
+    svg_open(out, "plot-queue-shares", CHART_HEIGHT, "Queue dominant shares over time");
+    value_axis(out, 100.0, "%");
+    time_axis(out, t, MARGIN_TOP + PLOT_HEIGHT);
+    queue_lines(out, t, st, "used", 0);
+    queue_lines(out, t, st, "borrowed", 0);
+    fputs("</svg>\n", out);
+    uint32_t top = queue_pending_top(st);
+    svg_open(out, "plot-queue-pending", CHART_HEIGHT, "Pending pods per queue over time");
+    value_axis(out, top, "");
+    time_axis(out, t, MARGIN_TOP + PLOT_HEIGHT);
+    /* with nothing ever pending the lines lie on the axis */
+    queue_lines(out, t, st, "pending", top > 0 ? (double)PLOT_HEIGHT / top : 1e-9);
+    fputs("</svg>\n<ul class=\"legend\">\n", out);
+    uint32_t listed = 0;
+    for (uint32_t i = 0; i < st->count && listed < QUEUE_SERIES_MAX; i++)
+        if (is_queue(&st->records[i]))
+            legend_entry(out, listed++, st->records[i].name, NULL);
+    fputs("</ul>\n", out);
+    if (queues > QUEUE_SERIES_MAX)
+        fprintf(out, "<p>The first %u of %u queues.</p>\n", QUEUE_SERIES_MAX, queues);
+    fputs("</section>\n", out);
 }
 
 /* ---- sortable placement table ---- */

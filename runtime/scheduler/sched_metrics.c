@@ -9,7 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
+#include "array.h"
 #include "crash.h"
+#include "log.h"
 #include "metrics.h"
 #include "monotonic.h"
 #include "scheduler.h"
@@ -56,6 +60,9 @@ struct sched_metrics {
     struct metric_counter *group_cycles, *group_rollbacks, *group_timeouts;
     uint64_t group_cycles_seen, group_rollbacks_seen, group_timeouts_seen, refused_seen;
     uint64_t sample_state; /* xorshift64: which attempts get per-plugin timing */
+    struct queue_series *queues; /* per-queue figures: see "capacity queues" below */
+    uint32_t queue_count, queue_capacity;
+    bool queues_capped; /* the warning about queues left out was logged */
     bool sampling;
     int64_t published_ms;
 };
@@ -160,8 +167,12 @@ int sched_metrics_open(struct scheduler *s, struct metrics *registry)
     return 0;
 }
 
+static void queue_series_free(struct sched_metrics *m);
+
 void sched_metrics_close(struct scheduler *s)
 {
+    if (s->metrics != NULL)
+        queue_series_free(s->metrics);
     free(s->metrics);
     s->metrics = NULL;
 }
@@ -372,4 +383,132 @@ void sched_metrics_publish(struct scheduler *s, bool force)
         if (!h->retiring) /* the serving instance's circuit, not the old one's */
             metric_set(hs->broken, h->state == REMOTE_BROKEN);
     }
+}
+
+/* ---- capacity queues: per-queue figures from plugins' object status ----
+ * The capacityqueue plugin reports each CapacityQueue's status (kc_object_status) as JSON:
+ * {"used":{"cpu":"8000m","memory":"..."},"borrowed":{...},"pending":N,"admitted":N}. Every
+ * report sets that queue's gauges, so /metrics shows the latest status, the same that the
+ * bridge writes to the object and the simulator's report keeps. Cardinality is bounded: at most
+ * SCHED_METRICS_MAX_QUEUES queues (later ones are left out, said once in the log) and
+ * QUEUE_RESOURCES_MAX resources per queue; a deleted queue's series keep their last values. */
+
+#define QUEUE_RESOURCES_MAX 16
+
+struct queue_resource {
+    char name[64];
+    struct metric_gauge *used, *borrowed;
+};
+
+struct queue_series {
+    char *name;
+    struct metric_gauge *pending, *admitted;
+    struct queue_resource resources[QUEUE_RESOURCES_MAX];
+    uint32_t resource_count;
+};
+
+static void queue_series_free(struct sched_metrics *m)
+{
+    for (uint32_t i = 0; i < m->queue_count; i++)
+        free(m->queues[i].name);
+    free(m->queues);
+    m->queues = NULL;
+    m->queue_count = m->queue_capacity = 0;
+}
+
+static struct queue_series *queue_series(struct sched_metrics *m, const char *name)
+{
+    for (uint32_t i = 0; i < m->queue_count; i++)
+        if (strcmp(m->queues[i].name, name) == 0)
+            return &m->queues[i];
+    if (m->queue_count >= SCHED_METRICS_MAX_QUEUES) {
+        if (!m->queues_capped)
+            log_warn("metrics: more than %d capacity queues; queue %s and later ones get no "
+                     "kcycle_queue_* series",
+                     SCHED_METRICS_MAX_QUEUES, name);
+        m->queues_capped = true;
+        return NULL;
+    }
+    struct queue_series *grown =
+        array_grow(m->queues, &m->queue_capacity, m->queue_count + 1, sizeof(*grown));
+    if (grown == NULL)
+        return NULL;
+    m->queues = grown;
+    struct queue_series *q = &grown[m->queue_count];
+    memset(q, 0, sizeof(*q));
+    q->name = strdup(name);
+    if (q->name == NULL)
+        return NULL;
+    char labels[320] = "";
+    metrics_label(labels, sizeof(labels), "queue", name);
+    q->pending = metrics_gauge(m->registry, "kcycle_queue_pending_pods",
+                               "A CapacityQueue's own pods waiting (for admission or a node), "
+                               "as the capacityqueue plugin last reported.",
+                               labels);
+    q->admitted = metrics_gauge(m->registry, "kcycle_queue_admitted_pods",
+                                "Pods placed in a CapacityQueue and its descendants, as the "
+                                "capacityqueue plugin last reported.",
+                                labels);
+    m->queue_count++;
+    return q;
+}
+
+static struct queue_resource *queue_resource(struct sched_metrics *m, struct queue_series *q,
+                                             const char *resource)
+{
+    for (uint32_t i = 0; i < q->resource_count; i++)
+        if (strcmp(q->resources[i].name, resource) == 0)
+            return &q->resources[i];
+    if (q->resource_count >= QUEUE_RESOURCES_MAX || strlen(resource) >= 64)
+        return NULL;
+    struct queue_resource *r = &q->resources[q->resource_count++];
+    snprintf(r->name, sizeof(r->name), "%s", resource);
+    char labels[512] = "";
+    metrics_label(labels, sizeof(labels), "queue", q->name);
+    metrics_label(labels, sizeof(labels), "resource", resource);
+    r->used = metrics_gauge(m->registry, "kcycle_queue_used",
+                            "Resources a CapacityQueue and its descendants hold, in the "
+                            "scheduler's units (cpu: millicores; memory: bytes).",
+                            labels);
+    r->borrowed = metrics_gauge(m->registry, "kcycle_queue_borrowed",
+                                "The part of kcycle_queue_used above the queue's guarantee, in "
+                                "the same units.",
+                                labels);
+    return r;
+}
+
+/* A resource's figure in a status map: "8000m" is 8000 (the plugin writes the scheduler's own
+ * units, with "m" to say cpu is in millicores); absent is 0. */
+static int64_t status_figure(const json_t *map, const char *resource)
+{
+    const char *text = json_string_value(json_object_get(map, resource));
+    return text != NULL ? strtoll(text, NULL, 10) : 0;
+}
+
+void sched_metrics_object_status(struct scheduler *s, const char *kind, const char *name,
+                                 const char *status_json)
+{
+    struct sched_metrics *m = s->metrics;
+    if (m == NULL || strcmp(kind, "CapacityQueue") != 0)
+        return;
+    json_t *status = json_loads(status_json, 0, NULL);
+    struct queue_series *q = status != NULL ? queue_series(m, name) : NULL;
+    if (q == NULL) {
+        json_decref(status);
+        return;
+    }
+    metric_set(q->pending, json_integer_value(json_object_get(status, "pending")));
+    metric_set(q->admitted, json_integer_value(json_object_get(status, "admitted")));
+    json_t *used = json_object_get(status, "used");
+    json_t *borrowed = json_object_get(status, "borrowed");
+    const char *key;
+    json_t *value;
+    /* the resources this report names get series; every one seen before is set (absent: 0) */
+    json_object_foreach(used, key, value) queue_resource(m, q, key);
+    json_object_foreach(borrowed, key, value) queue_resource(m, q, key);
+    for (uint32_t i = 0; i < q->resource_count; i++) {
+        metric_set(q->resources[i].used, status_figure(used, q->resources[i].name));
+        metric_set(q->resources[i].borrowed, status_figure(borrowed, q->resources[i].name));
+    }
+    json_decref(status);
 }

@@ -65,4 +65,11 @@ void sched_metrics_plugin(struct scheduler *s, const struct plugin *p, enum phas
  * every 100 ms from scheduler_tick, or now when force (before a final scrape). */
 void sched_metrics_publish(struct scheduler *s, bool force);
 
+/* Capacity queues: at most this many get kcycle_queue_* series (bounded cardinality). */
+#define SCHED_METRICS_MAX_QUEUES 256
+/* A plugin reported an object's status (kc_object_status): a CapacityQueue's sets its
+ * kcycle_queue_* gauges; other kinds are ignored. */
+void sched_metrics_object_status(struct scheduler *s, const char *kind, const char *name,
+                                 const char *status_json);
+
 #endif

@@ -1601,12 +1601,48 @@ def queue_status_is(api, name, want):
     return status
 
 
+class QueueReplica(Replica):
+    """A replica whose scheduler serves /metrics, for the per-queue gauges (kcycle_queue_*)."""
+
+    def start_scheduler(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port", str(self.port),
+                "--config", self.config, "-v"]
+        self.scheduler = Process(f"scheduler-{self.identity}", argv, self.workdir)
+
+    def queue_gauges_agree(self, api, names):
+        """The scheduler's kcycle_queue_* gauges equal each queue's status as the bridge wrote
+        it to the API server: the families read, or None while they differ."""
+        import prometheus_text
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
+                fams = prometheus_text.parse(r.read().decode())
+        except OSError:
+            return None
+        v = lambda name, **l: prometheus_text.value(fams, name, **l)  # noqa: E731
+        for name in names:
+            status = (api.get_object("CapacityQueue", name, namespace=None) or {}).get("status")
+            if not status or v("kcycle_queue_pending_pods", queue=name) != status["pending"] or \
+                    v("kcycle_queue_admitted_pods", queue=name) != status["admitted"]:
+                return None
+            for gauge, key in (("kcycle_queue_used", "used"), ("kcycle_queue_borrowed",
+                                                                "borrowed")):
+                for resource, text in status[key].items():
+                    want = int(text[:-1]) if text.endswith("m") else int(text)
+                    if v(gauge, queue=name, resource=resource) != want:
+                        return None
+        return fams
+
+
 def scenario_queues(fc, api, workdir):
     """Two nodes of 4 CPUs; queues research and prod guaranteed 4 CPUs each, capped limited to
     1. research's 8 pods borrow prod's idle half of the cluster; prod's 4 pods then reclaim it:
     exactly 4 research pods deleted (uid precondition) with a Preempted event each, prod's pods
     bound, and the queues' status written back through the bridge at each step. capped admits
-    one pod of two and tells the other why (its pods run on a node of their own, tainted)."""
+    one pod of two and tells the other why (its pods run on a node of their own, tainted). The
+    scheduler's kcycle_queue_* gauges end equal to the statuses written."""
     items = [fc.node(f"node-{i}", cpu="4", memory="16Gi") for i in range(2)]
     items.append(fc.node("node-capped", cpu="1", memory="16Gi", taints=[CAPPED_TAINT]))
     items += [capacity_queue("research", guaranteed={"cpu": "4"}),
@@ -1616,7 +1652,7 @@ def scenario_queues(fc, api, workdir):
     config = os.path.join(workdir, "config.yaml")
     with open(config, "w") as f:
         f.write(QUEUES_CONFIG)
-    r = Replica(api, workdir, "replica-q", leader_elect=False, config=config)
+    r = QueueReplica(api, workdir, "replica-q", leader_elect=False, config=config)
     r.start()
     scale = ARGS.time_scale
     try:
@@ -1672,6 +1708,14 @@ def scenario_queues(fc, api, workdir):
                         for q in ("research", "prod")}
             raise AssertionError(f"research and prod back at their guarantees in their status, "
                                  f"got {statuses}")
+        # /metrics: the per-queue gauges say what the bridge wrote (research at its guarantee)
+        fams = wait_until("kcycle_queue_* equal to the written statuses", lambda:
+                          r.queue_gauges_agree(api, ("research", "prod", "capped")),
+                          30 * scale, [r])
+        import prometheus_text
+        check(prometheus_text.value(fams, "kcycle_queue_used", queue="research",
+                                    resource="cpu") == 4000,
+              "kcycle_queue_used{research,cpu} is 4000 millicores after the reclaim")
     finally:
         codes = r.stop()
     check(all(c == 0 for c in codes.values()), f"processes stopped with {codes}\n{r.logs()}")

@@ -11,7 +11,9 @@
    an oversized request refused, a connection limit that holds and then frees.
 3. The decision log: -v -v --log-format json writes only JSON lines (the plugin hosts' too);
    one attempt line per attempt with pod, result, node or reason, duration and generation;
-   score lines for the top nodes; the text format says the same in key=value form."""
+   score lines for the top nodes; the text format says the same in key=value form.
+4. Per-queue gauges (kcycle_queue_*) of a capacity-queue run agree with the report's
+   objectStatus."""
 import json
 import os
 import socket
@@ -366,11 +368,63 @@ def scenario_decision_log(tmp):
     check(bad.returncode == 2 and "--log-format" in bad.stderr, "an unknown log format is refused")
 
 
+def scenario_queues(tmp):
+    """Per-queue gauges: a held run of examples/sim/queues-reclaim.yaml (research borrows, then
+    prod reclaims) ends with kcycle_queue_* equal to the report's objectStatus of each queue."""
+    sim = os.path.join(SOURCE, "examples", "sim", "queues-reclaim.yaml")
+    port = free_port()
+    report_path = os.path.join(tmp, "queues.json")
+    err_path = os.path.join(tmp, "queues.log")
+    with open(err_path, "w") as err:
+        proc = subprocess.Popen([SCHEDULER, "--simulate", sim, "--report", report_path,
+                                 "--quiet", "--no-progress", "--health-port", str(port), "--hold"],
+                                stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        wait_for("the hold line", lambda: "holding" in log_text(err_path), proc)
+        with open(report_path) as f:
+            report = json.load(f)
+        fams = scrape(port)
+        v = lambda name, **l: prometheus_text.value(fams, name, **l)  # noqa: E731
+        queues = {o["name"]: o["status"] for o in report.get("objectStatus", [])
+                  if o["kind"] == "CapacityQueue"}
+        check(sorted(queues) == ["prod", "research"], f"queues in the report: {sorted(queues)}")
+        exported = sorted({l["queue"] for _, l, _ in
+                           fams.get("kcycle_queue_pending_pods", {"samples": []})["samples"]})
+        check(exported == sorted(queues), f"one kcycle_queue_pending_pods per queue: {exported}")
+        for name, status in queues.items():
+            check(v("kcycle_queue_pending_pods", queue=name) == status["pending"],
+                  f"{name}: pending {v('kcycle_queue_pending_pods', queue=name)} == report "
+                  f"{status['pending']}")
+            check(v("kcycle_queue_admitted_pods", queue=name) == status["admitted"],
+                  f"{name}: admitted == report {status['admitted']}")
+            for gauge, key in (("kcycle_queue_used", "used"),
+                               ("kcycle_queue_borrowed", "borrowed")):
+                for resource, text in status[key].items():
+                    want = int(text[:-1]) if text.endswith("m") else int(text)
+                    got = v(gauge, queue=name, resource=resource)
+                    check(got == want, f"{name}: {gauge}{{{resource}}} {got} == report {text}")
+        # the story of the example: research ends at its guarantee, borrowing nothing
+        check(v("kcycle_queue_used", queue="research", resource="cpu") == 16000,
+              "research ends at its 16 CPUs (16000 millicores)")
+        check(v("kcycle_queue_borrowed", queue="research", resource="cpu") in (0, None),
+              "research borrows nothing at the end")
+    finally:
+        proc.terminate()
+        try:
+            code = proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = None
+    check(code == 0, f"the held queues run exits 0 on SIGTERM, got {code}: "
+          f"{log_text(err_path)[-500:]}")
+
+
 def main():
     prometheus_text.self_test()
     with tempfile.TemporaryDirectory() as tmp:
         scenario_metrics(tmp)
         scenario_decision_log(tmp)
+        scenario_queues(tmp)
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")
         return 1

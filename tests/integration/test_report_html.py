@@ -5,7 +5,9 @@ without loading anything from the network.
 
 The page of examples/sim/gang.yaml is parsed for each plot (section data-plot=NAME, svg
 id=plot-NAME) and its marks are checked against the JSON report (placement rows, groups, the
-utilisation at the end); examples/sim/gpu.yaml must draw its GPU cards. Chromium, driven over
+utilisation at the end); examples/sim/gpu.yaml must draw its GPU cards, and
+examples/sim/queues-reclaim.yaml one share, borrowed and pending line per CapacityQueue whose
+final figures are the JSON report's objectStatus. Chromium, driven over
 the DevTools protocol, then opens the page: every plot must have a drawn size, a screenshot must
 not be blank (the PNG is decoded here), clicking a table heading must sort the table, and the
 page must send no network request and raise no Content-Security-Policy violation (Chromium
@@ -75,6 +77,7 @@ class Page(html.parser.HTMLParser):
         self.scripts = []  # each <script>'s text
         self.in_script = False
         self.resources = []  # data-resource of the utilisation lines
+        self.polylines = []  # (svg id, attributes) of every line drawn
         self.title = self.summary = None  # texts of <title> (the page's) and p#summary
         self.text_of = None
 
@@ -103,6 +106,7 @@ class Page(html.parser.HTMLParser):
                 self.groups.append(a.get("data-group"))
             if tag == "polyline":
                 counts.setdefault("points", []).append(len(a.get("points", "").split()))
+                self.polylines.append((self.svg, a))
         if tag == "table" and a.get("id") == "placements":
             self.in_table = True
         if tag == "tr" and self.in_table and self.row is None:
@@ -248,9 +252,88 @@ def check_gpu(path):
     check(cards == 40, f"gpu: 40 cards drawn (examples/sim/gpu.yaml has 5 nodes of 8): {cards}")
 
 
+def last_y(line):
+    return float(line["points"].split()[-1].split(",")[1])
+
+
+def check_queues(path, report):
+    """examples/sim/queues-reclaim.yaml: one share line, one borrowed line and one pending line
+    per CapacityQueue, whose final figures are the JSON report's objectStatus, and whose final
+    share (drawn at its height) is the dominant used/allocatable computed here from the report."""
+    page = parse(path)
+    check(page.sections.get("queue-shares") == "drawn", "queues: the queue-shares plot is drawn")
+    statuses = {o["name"]: o for o in report.get("objectStatus", [])
+                if o["kind"] == "CapacityQueue"}
+    check(sorted(statuses) == ["prod", "research"], f"queues: two queues reported {statuses}")
+    lines = {}
+    for svg, a in page.polylines:
+        lines.setdefault((svg, a.get("data-series")), []).append(a)
+    for svg, series in (("plot-queue-shares", "used"), ("plot-queue-shares", "borrowed"),
+                        ("plot-queue-pending", "pending")):
+        names = sorted(a["data-queue"] for a in lines.get((svg, series), []))
+        check(names == sorted(statuses), f"queues: one {series} line per queue ({names})")
+    # the cluster: four nodes of 8 CPUs and 64Gi (the example's header)
+    allocatable = {"cpu": 32000, "memory": 4 * 64 * 2**30, "pods": 440}
+    top, height = 12, 260 - 12 - 36  # the page's margins: 0% at top + height
+    for a in lines.get(("plot-queue-shares", "used"), []):
+        final = statuses.get(a["data-queue"], {}).get("status", {})
+        used = json.loads(a["data-final-used"])
+        check(used == final.get("used"), f"queues: {a['data-queue']} used {used} == report "
+              f"{final.get('used')}")
+        check(json.loads(a["data-final-borrowed"]) == final.get("borrowed"),
+              f"queues: {a['data-queue']} borrowed == report {final.get('borrowed')}")
+        check(int(a["data-final-pending"]) == final.get("pending")
+              and int(a["data-final-admitted"]) == final.get("admitted"),
+              f"queues: {a['data-queue']} pending/admitted == report {final}")
+        share = max((quantity(v) if k == "cpu" else int(v)) / allocatable[k]
+                    for k, v in final.get("used", {}).items())
+        check(abs(float(a["data-final-value"]) - share) < 1e-4,
+              f"queues: {a['data-queue']} final share {a['data-final-value']} == {share:.4f}")
+        check(abs(last_y(a) - (top + height * (1 - share))) < 0.11,
+              f"queues: {a['data-queue']} line ends at its share's height ({last_y(a)})")
+    # research borrowed prod's 16 CPUs before the reclaim: half the cluster, then none
+    research = [a for a in lines.get(("plot-queue-shares", "borrowed"), [])
+                if a["data-queue"] == "research"]
+    ys = [float(p.split(",")[1]) for p in research[0]["points"].split()] if research else []
+    check(ys and min(ys) < top + height * 0.51 and abs(ys[-1] - (top + height)) < 0.11,
+          f"queues: research's borrowed line rises to half the cluster, ends at 0 ({ys[:4]}..)")
+    pending = [a for a in lines.get(("plot-queue-pending", "pending"), [])]
+    check(all(int(a["data-final-pending"]) == statuses[a["data-queue"]]["status"]["pending"]
+              for a in pending if a["data-queue"] in statuses),
+          "queues: pending lines end at the report's pending")
+
+
+def check_queue_escaping(tmp):
+    """A CapacityQueue whose name would be markup: its lines and legend entry come out escaped
+    and read back as given; its pod left waiting shows as 1 pending at the end."""
+    sim = os.path.join(tmp, "queue-escape.yaml")
+    with open(sim, "w") as f:
+        f.write("config:\n  plugins:\n    - name: capacityqueue\n    - name: noderesources\n"
+                "    - name: defaultbinder\n"
+                "nodes:\n  - {name: node, allocatable: {cpu: 2, memory: 4Gi, pods: 10}}\n"
+                "objects:\n  - {apiVersion: scheduling.kcycle.io/v1alpha1, kind: CapacityQueue, "
+                f"metadata: {{name: {json.dumps(QUEUE)}}}, spec: {{weight: 1}}}}\n"
+                "workload:\n  - {name: a, namespace: t, count: 3, labels: {kcycle.io/queue: "
+                f"{json.dumps(QUEUE)}}}, requests: {{cpu: 1}}}}\n")
+    path, report = simulate(sim, tmp, "queue-escape")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    check("<b>" not in text and text.count("<script") == 1, "queue escape: no markup from input")
+    page = parse(path)
+    names = {a.get("data-queue") for _, a in page.polylines if "data-queue" in a}
+    check(names == {QUEUE}, f"queue escape: the queue's name read back as given ({names})")
+    check(QUEUE in page.legend,
+          f"queue escape: the legend names the queue ({page.legend})")
+    pending = [a for _, a in page.polylines if a.get("data-series") == "pending"]
+    check(len(pending) == 1 and int(pending[0]["data-final-pending"]) == 1 ==
+          report["objectStatus"][0]["status"]["pending"],
+          f"queue escape: one pod left pending, as the report says ({pending})")
+
+
 # Input strings that would be markup, or break out of an attribute, if written unescaped.
 RESOURCE = 'x"><script>document.title="pwned"</script><b x="'
 GROUP = "g<s>&\"'"
+QUEUE = "q<b>\"&'"
 
 
 def check_escaping(tmp):
@@ -520,7 +603,7 @@ SORT_BY_WAIT = """(function() {
 })()"""
 
 
-def check_browser(exe, report_path, escape_path, tmp):
+def check_browser(exe, report_path, escape_path, queues_path, tmp):
     # The controls: a page without a policy that does load, an http image and an https fetch,
     # both of which must be seen as requests; and a page under the report's policy whose
     # allowed script fetches and which shows an image, which must raise violations. Without
@@ -568,6 +651,13 @@ def check_browser(exe, report_path, escape_path, tmp):
               "escape: in the browser, the input's markup is text (title kept, one script)")
         check(chrome.violations(escape) == [],
               f"escape: no CSP violation ({chrome.violations(escape)})")
+        queues = chrome.open("file://" + queues_path)
+        state, width, height, marks = {p[0]: p[1:] for p in chrome.evaluate(
+            queues, PLOTS_IN_DOM)}.get("queue-shares", ("", 0, 0, 0))
+        check(state == "drawn" and width > 500 and height > 40 and marks > 2,
+              f"chromium: the queue-shares plot is drawn ({state}, {width}x{height}, {marks})")
+        check(chrome.requests(queues) == [] and chrome.violations(queues) == [],
+              "queues: no network request, no CSP violation")
         control_page = chrome.open("file://" + control_path)
         # the fetch may start after the load event: poll for it, with a deadline
         poll_until = time.monotonic() + 10
@@ -596,10 +686,14 @@ def main():
         check_gang(gang, report)
         gpu, _ = simulate(os.path.join(SOURCE, "examples/sim/gpu.yaml"), tmp, "gpu")
         check_gpu(gpu)
+        queues, queues_report = simulate(os.path.join(SOURCE, "examples/sim/queues-reclaim.yaml"),
+                                         tmp, "queues")
+        check_queues(queues, queues_report)
+        check_queue_escaping(tmp)
         escape = check_escaping(tmp)
         exe = browser()
         if exe is not None:
-            check_browser(exe, gang, escape, tmp)
+            check_browser(exe, gang, escape, queues, tmp)
     print(f"{PASSED[0]} checks passed, {len(FAILURES)} failed")
     if FAILURES:
         return 1
