@@ -1605,11 +1605,13 @@ class QueueReplica(Replica):
     """A replica whose scheduler serves /metrics, for the per-queue gauges (kcycle_queue_*)."""
 
     def start_scheduler(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port", str(self.port),
-                "--config", self.config, "-v"]
+        # --health-port 0 with a port file: the kernel picks the port, so no other test races
+        # for it
+        self.port_file = os.path.join(self.workdir, f"scheduler-{self.identity}.port")
+        if os.path.exists(self.port_file):
+            os.unlink(self.port_file)
+        argv = [ARGS.scheduler, "--bridge", self.socket, "--health-port", "0",
+                "--health-port-file", self.port_file, "--config", self.config, "-v"]
         self.scheduler = Process(f"scheduler-{self.identity}", argv, self.workdir)
 
     def queue_gauges_agree(self, api, names):
@@ -1617,9 +1619,11 @@ class QueueReplica(Replica):
         it to the API server: the families read, or None while they differ."""
         import prometheus_text
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
+            with open(self.port_file) as f:
+                port = int(f.read())
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
                 fams = prometheus_text.parse(r.read().decode())
-        except OSError:
+        except (OSError, ValueError):
             return None
         v = lambda name, **l: prometheus_text.value(fams, name, **l)  # noqa: E731
         for name in names:

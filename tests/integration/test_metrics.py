@@ -372,14 +372,16 @@ def scenario_queues(tmp):
     """Per-queue gauges: a held run of examples/sim/queues-reclaim.yaml (research borrows, then
     prod reclaims) ends with kcycle_queue_* equal to the report's objectStatus of each queue."""
     sim = os.path.join(SOURCE, "examples", "sim", "queues-reclaim.yaml")
-    port = free_port()
     report_path = os.path.join(tmp, "queues.json")
     err_path = os.path.join(tmp, "queues.log")
+    port_file = os.path.join(tmp, "queues.port")
     with open(err_path, "w") as err:
         proc = subprocess.Popen([SCHEDULER, "--simulate", sim, "--report", report_path,
-                                 "--quiet", "--no-progress", "--health-port", str(port), "--hold"],
+                                 "--quiet", "--no-progress", "--health-port", "0",
+                                 "--health-port-file", port_file, "--hold"],
                                 stdout=subprocess.DEVNULL, stderr=err)
     try:
+        port = served_port(port_file, proc)
         wait_for("the hold line", lambda: "holding" in log_text(err_path), proc)
         with open(report_path) as f:
             report = json.load(f)
