@@ -805,14 +805,14 @@ static void fill_evaluation(struct plugin_host *h, const struct evaluation *e,
 /* Per candidate, in the request's order, the first of this host's plugins that rejected it
  * (plugin.proto's EvaluateReply.node_rejectors), so the scheduler can merge backends node by
  * node in the configured plugin order. */
-static void fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
-                                Kcycle__V1__EvaluateReply *r, struct scratch *sc)
+static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                               Kcycle__V1__EvaluateReply *r, struct scratch *sc)
 {
     const struct scheduler *s = &h->sched;
     uint32_t n = call->all_nodes ? s->cache.node_count : (uint32_t)call->n_candidates;
     uint32_t *out = scratch_alloc(sc, ((size_t)n + 1) * sizeof(*out));
     if (out == NULL)
-        return;
+        return -ENOMEM; /* a success without them would let every node through */
     uint32_t start = call->start < s->cache.node_count ? call->start : 0;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t node = call->all_nodes ? (start + k) % n : call->candidates[k];
@@ -824,6 +824,7 @@ static void fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluat
     }
     r->n_node_rejectors = n;
     r->node_rejectors = out;
+    return 0;
 }
 
 static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
@@ -871,10 +872,13 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     if (r != NULL) {
         kcycle__v1__evaluate_reply__init(r);
         fill_evaluation(h, &e, r, sc);
-        if (call->node_rejectors && e.status == KC_SUCCESS)
-            fill_node_rejectors(h, call, r, sc);
         reply->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
         reply->evaluate = r;
+        if (call->node_rejectors && e.status == KC_SUCCESS &&
+            fill_node_rejectors(h, call, r, sc) < 0) {
+            evaluation_clear(&e);
+            return reply_error(reply, sc, "evaluate: out of memory for node_rejectors");
+        }
     }
     log_debug("evaluate %s/%s: status %d, %u of %zu candidates feasible", ev->pod->namespace,
               ev->pod->name, (int)e.status, e.found, call->n_candidates);

@@ -316,15 +316,48 @@ void remote_reap_stopped(struct scheduler *s, bool wait)
     }
 }
 
+/* The host process was reaped with `status`: say how it ended. */
+static void host_exited(struct remote_host *h, int status)
+{
+    h->pid = 0;
+    if (WIFSIGNALED(status))
+        host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+    else if (WEXITSTATUS(status) == 127)
+        host_set_error(h, "the plugin host program could not be run (exit status 127; "
+                          "is kcycle-plugin-host installed, or KCYCLE_PLUGIN_HOST set?)");
+    else
+        host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
+}
+
+/* The end of the channel (EOF on receive, EPIPE on send) means the host exited or died: the
+ * kernel closes a dying process's sockets before it can be reaped, so poll for it a bounded
+ * while and the error can say how (a crash's signal), without blocking on a host that only
+ * closed its socket. */
+#define HOST_GONE_WAIT_MS 500
+static void host_gone(struct remote_host *h)
+{
+    int status;
+    for (int64_t until = now_ms() + HOST_GONE_WAIT_MS; h->pid > 0;) {
+        pid_t got = waitpid(h->pid, &status, WNOHANG);
+        if (got == h->pid) {
+            host_exited(h, status);
+            return;
+        }
+        if (got < 0 || now_ms() >= until)
+            break;
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    host_set_error(h, "the host closed its channel");
+}
+
 /* The host failed (crash, deadline, protocol error): stop it and schedule a restart. */
 static void host_fail(struct scheduler *s, struct remote_host *h)
 {
     int status = 0;
-    if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
-        h->pid = 0;
-        if (WIFSIGNALED(status))
-            host_set_error(h, "the host process died of signal %d", WTERMSIG(status));
-    }
+    if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid)
+        host_exited(h, status);
     host_stop(h);
     h->state = REMOTE_DOWN;
     h->consecutive_failures++;
@@ -403,6 +436,8 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
         if (rc == -ETIMEDOUT)
             host_set_error(h, "the host took no request within the deadline of %lld ms",
                            (long long)s->remote.timeout_ms);
+        else if (rc == -EPIPE)
+            host_gone(h);
         else
             host_set_error(h, "sending to the host: %s", strerror(-rc));
         return -EIO;
@@ -411,33 +446,6 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
     h->round_trips++;
     h->sent_ns = sched_metrics_now(s);
     return 0;
-}
-
-/* The end of the channel means the host exited or died: wait for it briefly so the error can
- * say how (a crash's signal), without blocking on a host that only closed its socket. */
-static void host_gone(struct remote_host *h)
-{
-    int status;
-    for (int64_t until = now_ms() + 500; h->pid > 0;) {
-        pid_t got = waitpid(h->pid, &status, WNOHANG);
-        if (got == h->pid) {
-            h->pid = 0;
-            if (WIFSIGNALED(status))
-                host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
-                               strsignal(WTERMSIG(status)));
-            else if (WEXITSTATUS(status) == 127)
-                host_set_error(h, "the plugin host program could not be run (exit status 127; "
-                                  "is kcycle-plugin-host installed, or KCYCLE_PLUGIN_HOST set?)");
-            else
-                host_set_error(h, "the host process exited with status %d", WEXITSTATUS(status));
-            return;
-        }
-        if (got < 0 || now_ms() >= until)
-            break;
-        struct timespec pause = {0, 1000000};
-        nanosleep(&pause, NULL);
-    }
-    host_set_error(h, "the host closed its channel");
 }
 
 static Kcycle__V1__Reply *receive_reply(struct scheduler *s, struct remote_host *h)
@@ -1103,19 +1111,70 @@ static void add_scores(struct scheduler *s, const struct remote_host *h,
 }
 
 /* A reply may name only the request's candidates (marked), each once: a host that answers for
- * other nodes is not trusted with any. */
+ * other nodes is not trusted with any. FEASIBLE_MARK is set on the nodes of a reply while it
+ * is checked (a repeat anywhere in the list finds it set), and cleared before returning. */
 #define CANDIDATE_MARK 0x8000u
-static bool only_candidates(const struct scheduler *s, const Kcycle__V1__EvaluateReply *e,
+#define FEASIBLE_MARK 0x4000u
+static void clear_feasible_marks(struct scheduler *s, const Kcycle__V1__EvaluateReply *e,
+                                 size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        s->remote_marks[e->feasible[i]] &= (uint16_t)~FEASIBLE_MARK;
+}
+
+static bool only_candidates(struct scheduler *s, const Kcycle__V1__EvaluateReply *e,
                             uint32_t candidate_count)
 {
     if (e->n_feasible > candidate_count)
         return false;
-    for (size_t i = 0; i < e->n_feasible; i++)
-        if (e->feasible[i] >= s->cache.node_count ||
-            !(s->remote_marks[e->feasible[i]] & CANDIDATE_MARK) ||
-            (i > 0 && e->feasible[i] == e->feasible[i - 1]))
+    for (size_t i = 0; i < e->n_feasible; i++) {
+        uint32_t node = e->feasible[i];
+        if (node >= s->cache.node_count ||
+            (s->remote_marks[node] & (CANDIDATE_MARK | FEASIBLE_MARK)) != CANDIDATE_MARK) {
+            clear_feasible_marks(s, e, i);
             return false;
+        }
+        s->remote_marks[node] |= FEASIBLE_MARK;
+    }
+    clear_feasible_marks(s, e, e->n_feasible);
     return true;
+}
+
+/* With Evaluate.node_rejectors, a successful reply carries one verdict per candidate
+ * (plugin.proto), each a known value: 0, NODE_REJECTOR_RESTRICTED, or one of the host's
+ * plugins + 1 with at most NODE_REJECTOR_UNRESOLVABLE; and its feasible nodes are exactly the
+ * candidates with verdict 0. Anything else would let a node through unchecked, so the whole
+ * reply is refused. Called after only_candidates (the feasible nodes are distinct
+ * candidates). */
+static bool node_rejectors_valid(struct scheduler *s, const struct remote_host *h,
+                                 const Kcycle__V1__Evaluate *ev,
+                                 const Kcycle__V1__EvaluateReply *e, uint32_t candidate_count)
+{
+    if (!ev->node_rejectors || e->status != KC_SUCCESS)
+        return true;
+    if (e->n_node_rejectors != candidate_count)
+        return false;
+    uint32_t n = s->cache.node_count;
+    uint32_t start = ev->start < n ? ev->start : 0;
+    for (size_t i = 0; i < e->n_feasible; i++)
+        s->remote_marks[e->feasible[i]] |= FEASIBLE_MARK;
+    bool valid = true;
+    for (uint32_t k = 0; valid && k < candidate_count; k++) {
+        uint32_t v = e->node_rejectors[k];
+        uint32_t plugin = v & 0xffu;
+        if (v == NODE_REJECTOR_RESTRICTED)
+            ;
+        else if (v != 0 && ((v & ~(0xffu | NODE_REJECTOR_UNRESOLVABLE)) != 0 || plugin == 0 ||
+                            plugin > h->plugin_count))
+            valid = false;
+        uint32_t node = ev->all_nodes ? (start + k) % n
+                        : k < ev->n_candidates ? ev->candidates[k]
+                                               : UINT32_MAX;
+        if (valid && (node >= n || (v == 0) != ((s->remote_marks[node] & FEASIBLE_MARK) != 0)))
+            valid = false;
+    }
+    clear_feasible_marks(s, e, e->n_feasible);
+    return valid;
 }
 
 static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
@@ -1262,6 +1321,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             continue;
         }
         if (pod == NULL && (pod = pod_to_proto(cycle->sp->pod)) == NULL) {
+            free(*message); /* a host found down before: this error replaces its message */
             *message = text_format("pod %s/%s cannot be sent to plugin hosts",
                                    cycle->sp->pod->namespace, cycle->sp->pod->name);
             return KC_ERROR;
@@ -1290,6 +1350,12 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
                                reply->evaluate->n_node_rejectors != candidate_count))) {
             host_set_error(h, "protocol error: an evaluation that names nodes outside the "
                               "request's candidates");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply != NULL && !node_rejectors_valid(s, h, ev, reply->evaluate, candidate_count)) {
+            host_set_error(h, "protocol error: an evaluation whose node_rejectors are missing, "
+                              "out of range or disagree with its feasible nodes");
             kcycle__v1__reply__free_unpacked(reply, NULL);
             reply = NULL;
         }
@@ -1805,22 +1871,25 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
 
 /* A scheduler with nothing to schedule still journals every cluster change: past a size, send
  * them so neither the journal nor the next request grows without bound. */
+/* How often remote_watch looks for hosts that died between requests (scheduler clock): a
+ * death is also seen by the next request, so this only bounds how long an idle host stays
+ * dead, and a waitpid per host on every tick would cost more than it finds. */
+#define WATCH_INTERVAL_MS 100
 void remote_watch(struct scheduler *s)
 {
     struct remote *r = &s->remote;
+    int64_t now = scheduler_now(s);
+    bool look = now - r->watched_ms >= WATCH_INTERVAL_MS || now < r->watched_ms;
+    if (look)
+        r->watched_ms = now;
     for (uint32_t k = 0; k < r->host_count; k++) {
         struct remote_host *h = r->hosts[k];
         if (h->retiring)
             continue;
         int status;
-        if (h->state == REMOTE_UP && h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid) {
-            h->pid = 0;
-            if (WIFSIGNALED(status))
-                host_set_error(h, "the host process died of signal %d (%s)", WTERMSIG(status),
-                               strsignal(WTERMSIG(status)));
-            else
-                host_set_error(h, "the host process exited with status %d",
-                               WEXITSTATUS(status));
+        if (look && h->state == REMOTE_UP && h->pid > 0 &&
+            waitpid(h->pid, &status, WNOHANG) == h->pid) {
+            host_exited(h, status);
             host_fail(s, h);
         }
         if (h->state == REMOTE_DOWN && scheduler_now(s) >= h->next_start_ms)

@@ -71,6 +71,7 @@ struct remote {
     /* the merged evaluation's filter round, kept per host of the cycle's generation until the
      * final list is known: a host whose feasible nodes are that list scored it already */
     struct Kcycle__V1__Reply *filter_replies[FRAMEWORK_MAX_PLUGINS];
+    int64_t watched_ms; /* when remote_watch last looked for dead hosts (scheduler clock) */
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required

@@ -1630,6 +1630,16 @@ static const struct cache_node *choose_nominated(struct scheduler *s, struct kc_
     const struct cache_node *chosen =
         e.status == KC_SUCCESS && e.found == 1 ? s->feasible[0] : NULL;
     evaluation_clear(&e);
+    if (chosen != NULL && cycle->fw->host_count > 0) {
+        /* the hosted plugins filter it too; their evaluation is then the one Reserve and the
+         * later phases use */
+        uint32_t found = 0, processed = 0;
+        char *message = NULL;
+        if (remote_evaluate(s, cycle, &index, 1, 1, &found, &processed, &message) != KC_SUCCESS ||
+            found != 1)
+            chosen = NULL;
+        free(message);
+    }
     if (chosen == NULL) {
         /* the full evaluation says why again */
         free(cycle->message);
@@ -1642,9 +1652,7 @@ static const struct cache_node *choose_local(struct scheduler *s, struct kc_cycl
                                              struct placement *out)
 {
     uint32_t n = s->cache.node_count;
-    const struct cache_node *chosen = choose_nominated(s, cycle);
-    if (chosen != NULL)
-        return chosen;
+    const struct cache_node *chosen = NULL;
     struct evaluation e;
     scheduler_evaluate(s, cycle, NULL, 0, nodes_to_find(s, n), true, &e);
     cycle->rejectors |= e.rejectors;
@@ -1700,10 +1708,12 @@ void scheduler_place(struct scheduler *s, struct kc_cycle *cycle, struct placeme
         not_placed(out, false,
                    strdup("0/0 nodes are available: no nodes available to schedule pods."));
     } else {
-        const struct cache_node *chosen =
-            cycle->fw->host_count == 0              ? choose_local(s, cycle, out)
-            : remote_single_evaluation(cycle->fw) ? choose_remote(s, cycle, out)
-                                                  : choose_merged(s, cycle, out);
+        /* kube tries a preemptor's nominated node first, whatever backends filter */
+        const struct cache_node *chosen = choose_nominated(s, cycle);
+        if (chosen == NULL)
+            chosen = cycle->fw->host_count == 0              ? choose_local(s, cycle, out)
+                     : remote_single_evaluation(cycle->fw) ? choose_remote(s, cycle, out)
+                                                           : choose_merged(s, cycle, out);
         if (chosen != NULL)
             reserve_and_permit(s, cycle, chosen, out);
     }

@@ -1,6 +1,12 @@
-/* A plugin host that lies: it serves requests like kcycle-plugin-host, then adds a node the
- * request did not ask about to every evaluation it answers. The scheduler must take that as a
- * protocol error (test_isolation.py runs it through KCYCLE_PLUGIN_HOST). */
+/* A plugin host that lies: it serves requests like kcycle-plugin-host, then changes every
+ * successful evaluation it answers as LYING_HOST_MODE says:
+ *   beyond (default)  adds a node the request did not ask about to the feasible nodes;
+ *   no-rejectors      drops the per-node verdicts (node_rejectors) the request asked for;
+ *   bad-plugin        gives every node a verdict naming a plugin the host does not have;
+ *   high-bits         gives every node a verdict with bits no verdict may carry;
+ *   no-feasible       lists no feasible node while its verdicts reject none.
+ * The scheduler must take each as a protocol error (test_isolation.py runs it through
+ * KCYCLE_PLUGIN_HOST). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +16,9 @@
 #include "host.h"
 #include "plugin.pb-c.h"
 
-/* The evaluation with one more feasible node, beyond (scores are left as they are: the
- * scheduler must refuse the reply before it looks at them). */
-static int lie(uint8_t **reply, size_t *len, uint32_t beyond)
+/* The evaluation changed as `mode` says (scores are left as they are: the scheduler must
+ * refuse the reply before it looks at them). */
+static int lie(uint8_t **reply, size_t *len, uint32_t beyond, const char *mode)
 {
     Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, *len, *reply);
     if (r == NULL || r->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE ||
@@ -22,19 +28,37 @@ static int lie(uint8_t **reply, size_t *len, uint32_t beyond)
         return 0;
     }
     Kcycle__V1__EvaluateReply *e = r->evaluate;
-    uint32_t *feasible = calloc(e->n_feasible + 1, sizeof(*feasible));
-    memcpy(feasible, e->feasible, e->n_feasible * sizeof(*feasible));
-    feasible[e->n_feasible] = beyond;
     uint32_t *old = e->feasible;
-    e->feasible = feasible;
-    e->n_feasible++;
+    size_t old_count = e->n_feasible, old_rejectors = e->n_node_rejectors;
+    uint32_t *feasible = calloc(e->n_feasible + 1, sizeof(*feasible));
+    if (feasible == NULL)
+        abort();
+    if (strcmp(mode, "beyond") == 0) {
+        memcpy(feasible, e->feasible, e->n_feasible * sizeof(*feasible));
+        feasible[e->n_feasible] = beyond;
+        e->feasible = feasible;
+        e->n_feasible++;
+    } else if (strcmp(mode, "no-rejectors") == 0) {
+        e->n_node_rejectors = 0;
+    } else if (strcmp(mode, "no-feasible") == 0) {
+        e->n_feasible = 0;
+        for (size_t i = 0; i < e->n_node_rejectors; i++)
+            e->node_rejectors[i] = 0;
+    } else {
+        uint32_t value = strcmp(mode, "bad-plugin") == 0 ? 0xffu : 0x400u;
+        for (size_t i = 0; i < e->n_node_rejectors; i++)
+            e->node_rejectors[i] = value;
+    }
     size_t size = kcycle__v1__reply__get_packed_size(r);
     uint8_t *out = malloc(size + 1);
+    if (out == NULL)
+        abort();
     *len = kcycle__v1__reply__pack(r, out);
     free(*reply);
     *reply = out;
     e->feasible = old;
-    e->n_feasible--;
+    e->n_feasible = old_count;
+    e->n_node_rejectors = old_rejectors;
     free(feasible);
     kcycle__v1__reply__free_unpacked(r, NULL);
     return 1;
@@ -47,6 +71,9 @@ int main(void)
     struct kc_error err = {{0}};
     if (plugin_host_open(&opts, &host, &err) < 0)
         return 1;
+    const char *mode = getenv("LYING_HOST_MODE");
+    if (mode == NULL || mode[0] == '\0')
+        mode = "beyond";
     struct channel c;
     channel_init(&c, CHANNEL_HOST_FD);
     for (;;) {
@@ -74,7 +101,7 @@ int main(void)
         size_t reply_len;
         if (plugin_host_handle(host, request, len, &reply, &reply_len) < 0)
             break;
-        lie(&reply, &reply_len, beyond);
+        lie(&reply, &reply_len, beyond, mode);
         int rc = channel_send(&c, reply, reply_len, -1);
         free(reply);
         if (rc < 0)

@@ -141,29 +141,38 @@ def main():
             check(line in proc.stderr, f"in-process {name}: stderr names plugin, phase and signal: "
                                        f"{proc.stderr[-500:]}")
         # 2c. a host killed from outside at random points: test_host_kill.py
-        # 2d. a host whose evaluations name nodes outside the candidates: a protocol error
+        # 2d. a host whose evaluations name nodes outside the candidates, or whose per-node
+        # verdicts are missing, out of range or disagree with its feasible nodes: a protocol
+        # error, and no pod is placed on its word
         lying_config = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
                         "  - {name: defaultbinder}\n"
                         f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process}}\n")
         cfg_path = os.path.join(tmp, "lying.config.yaml")
-        report_path = os.path.join(tmp, "lying.report.json")
         with open(cfg_path, "w") as f:
             f.write(lying_config)
-        proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
-                               write_workload(tmp, 30, 400), "--report", report_path, "--quiet",
-                               "--no-progress"], capture_output=True, text=True, timeout=300,
-                              env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST))
-        check(proc.returncode == 0, f"lying host: exit 0 ({proc.stderr[-500:]})")
-        check("outside the request's candidates" in proc.stderr,
-              f"lying host: the log calls it a protocol error ({proc.stderr[-500:]})")
-        if proc.returncode == 0:
-            with open(report_path) as f:
-                report = json.load(f)
-            every_pod_accounted("lying host", report)
-            host = report["summary"]["plugin_hosts"][0]
-            check(host["state"] == "circuit-broken" and report["summary"]["scheduled"] == 0,
-                  f"lying host: circuit-broken, no pod placed on its word, got {host}, "
-                  f"{report['summary']['scheduled']} scheduled")
+        lying_workload = write_workload(tmp, 30, 400)
+        for mode, said in (("beyond", "outside the request's candidates"),
+                           ("no-rejectors", "node_rejectors are missing"),
+                           ("bad-plugin", "node_rejectors are missing"),
+                           ("high-bits", "node_rejectors are missing"),
+                           ("no-feasible", "node_rejectors are missing")):
+            report_path = os.path.join(tmp, f"lying-{mode}.report.json")
+            proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
+                                   lying_workload, "--report", report_path, "--quiet",
+                                   "--no-progress"], capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST,
+                                           LYING_HOST_MODE=mode))
+            check(proc.returncode == 0, f"lying host {mode}: exit 0 ({proc.stderr[-500:]})")
+            check(said in proc.stderr,
+                  f"lying host {mode}: the log calls it a protocol error ({proc.stderr[-500:]})")
+            if proc.returncode == 0:
+                with open(report_path) as f:
+                    report = json.load(f)
+                every_pod_accounted(f"lying host {mode}", report)
+                host = report["summary"]["plugin_hosts"][0]
+                check(host["state"] == "circuit-broken" and report["summary"]["scheduled"] == 0,
+                      f"lying host {mode}: circuit-broken, no pod placed on its word, got "
+                      f"{host}, {report['summary']['scheduled']} scheduled")
         # 3. the same with Ignore: the affected cycles skip the plugin
         ignore = crash.replace("failurePolicy: Fail", "failurePolicy: Ignore")
         proc, report = run(tmp, "crash-ignore", ignore, big, timeout=300)
