@@ -664,7 +664,8 @@ struct page_state {
     struct page page;
     bool done;
     int rc;
-    size_t *list_bytes; /* decoded bytes of the list's pages so far, this one included */
+    size_t *list_bytes; /* decoded bytes of the list's pages so far, this one included; NULL:
+                         * not counted */
 };
 
 static int on_page(void *ctx, const char *json, size_t len)
@@ -675,10 +676,12 @@ static int on_page(void *ctx, const char *json, size_t len)
     ps->done = true;
     /* each page is bounded by the client; the pages of one list together are bounded here,
      * before the items reach the store, or endless continue tokens would grow it forever */
-    *ps->list_bytes += len;
-    if (*ps->list_bytes > kube_client_limits(ps->r->client)->list_bytes) {
-        ps->rc = -EFBIG;
-        return 0;
+    if (ps->list_bytes != NULL) { /* NULL when fed (kube_reflector_feed_list): no client */
+        *ps->list_bytes += len;
+        if (*ps->list_bytes > kube_client_limits(ps->r->client)->list_bytes) {
+            ps->rc = -EFBIG;
+            return 0;
+        }
     }
     ps->rc = scan_page(json, len, &ps->page);
     if (ps->rc == 0 && ps->page.items != NULL)
