@@ -395,6 +395,8 @@ static void group_status_note(struct bridge *b, const char *kind, const char *na
                               char *json);
 static void work_free(struct bridge_work *w);
 static void work_push(struct bridge *b, struct bridge_work *w);
+static void eviction_result(struct bridge *b, const struct bridge_work *w, int code,
+                            const char *message);
 static struct bridge_work *work_new(int type, const char *namespace, const char *name,
                                     const char *uid);
 
@@ -780,6 +782,47 @@ static char *writes_for(const Kcycle__V1__ToBridge *m, const char *uid)
     return text;
 }
 
+/* Whether a command's object may go into an API path: its namespace a DNS-1123 label (none for
+ * a cluster-scoped kind), its name a DNS-1123 subdomain (kube_check_name). A name such as
+ * "../../secrets/x" or one holding '?' or '#' would address another resource, so the command is
+ * refused before anything is sent; -EINVAL with why naming the object. */
+static int check_target(const char *kind, const char *namespace, const char *name,
+                        bool namespaced, char *why, size_t size)
+{
+    char detail[256];
+    int rc = 0;
+    if (namespaced)
+        rc = kube_check_name("namespace", namespace, true, detail, sizeof(detail));
+    else if (namespace != NULL && namespace[0] != '\0') {
+        snprintf(detail, sizeof(detail), "a cluster-scoped object has no namespace");
+        rc = -EINVAL;
+    }
+    if (rc == 0)
+        rc = kube_check_name("name", name, false, detail, sizeof(detail));
+    if (rc < 0) {
+        log_warn("bridge: refused a command on %s: %s", kind, detail);
+        snprintf(why, size, "the bridge refuses %s %.80s/%.80s: %s", kind,
+                 namespace != NULL ? namespace : "", name != NULL ? name : "", detail);
+    }
+    return rc;
+}
+
+/* The binding's pod and every object written before it are safe path segments. */
+static int check_binding(const Kcycle__V1__ToBridge *m, const Kcycle__V1__Binding *in, char *why,
+                         size_t size)
+{
+    if (check_target("Pod", in->namespace_, in->name, true, why, size) < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < m->n_object_writes; i++) {
+        const Kcycle__V1__ObjectWrite *ow = m->object_writes[i];
+        if (strcmp(ow->pod_uid, in->uid) == 0 &&
+            check_target(ow->kind, ow->namespace_, ow->name,
+                         strcmp(ow->kind, "PersistentVolume") != 0, why, size) < 0)
+            return -EINVAL;
+    }
+    return 0;
+}
+
 static void handle_command(struct bridge *b, nng_msg *msg)
 {
     Kcycle__V1__ToBridge *m =
@@ -804,6 +847,11 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_bindings; i++) {
         const Kcycle__V1__Binding *in = m->bindings[i];
+        char why[512];
+        if (check_binding(m, in, why, sizeof(why)) < 0) {
+            bind_result(b, in->id, in->uid, 0, why);
+            continue;
+        }
         struct bridge_work *w = work_new(WORK_BIND, in->namespace_, in->name, in->uid);
         json_t *annotations = json_object();
         for (size_t j = 0; annotations != NULL && j < in->n_annotations; j++)
@@ -827,6 +875,10 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_unschedulable; i++) {
         const Kcycle__V1__Unschedulable *in = m->unschedulable[i];
+        char why[512];
+        if (check_target("Pod", in->namespace_, in->name, true, why, sizeof(why)) < 0) {
+            continue;
+        }
         struct bridge_work *w = work_new(WORK_UNSCHEDULABLE, in->namespace_, in->name, in->uid);
         if (w != NULL && ((w->reason = strdup(in->reason)) == NULL ||
                           (w->message = strdup(in->message)) == NULL)) {
@@ -838,6 +890,10 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_scheduled; i++) {
         const Kcycle__V1__Scheduled *in = m->scheduled[i];
+        char why[512];
+        if (check_target("Pod", in->namespace_, in->name, true, why, sizeof(why)) < 0) {
+            continue;
+        }
         struct bridge_work *w = work_new(WORK_SCHEDULED, in->namespace_, in->name, in->uid);
         if (w != NULL && (w->node = strdup(in->node)) == NULL) {
             work_free(w);
@@ -848,6 +904,10 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_group_status; i++) {
         const Kcycle__V1__GroupStatus *in = m->group_status[i];
+        char why[512];
+        if (check_target("PodGroup", in->namespace_, in->name, true, why, sizeof(why)) < 0) {
+            continue;
+        }
         json_t *status = json_pack("{s:s, s:i, s:i}", "phase", in->phase, "scheduled",
                                    (int)in->scheduled, "running", (int)in->running);
         char *json = status != NULL ? json_dumps(status, JSON_COMPACT) : NULL;
@@ -857,12 +917,20 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_object_status; i++) {
         const Kcycle__V1__ObjectStatus *in = m->object_status[i];
+        char why[512];
+        if (check_target(in->kind, in->namespace_, in->name, strcmp(in->kind, "CapacityQueue") != 0, why, sizeof(why)) < 0) {
+            continue;
+        }
         char *json = strdup(in->status);
         if (json != NULL)
             group_status_note(b, in->kind, in->namespace_, in->name, json);
     }
     for (size_t i = 0; i < m->n_nominations; i++) {
         const Kcycle__V1__Nomination *in = m->nominations[i];
+        char why[512];
+        if (check_target("Pod", in->namespace_, in->name, true, why, sizeof(why)) < 0) {
+            continue;
+        }
         struct bridge_work *w = work_new(WORK_NOMINATE, in->namespace_, in->name, in->uid);
         if (w != NULL && (w->node = strdup(in->node)) == NULL) {
             work_free(w);
@@ -873,6 +941,12 @@ static void handle_command(struct bridge *b, nng_msg *msg)
     }
     for (size_t i = 0; i < m->n_evictions; i++) {
         const Kcycle__V1__Eviction *in = m->evictions[i];
+        char why[512];
+        if (check_target("Pod", in->namespace_, in->name, true, why, sizeof(why)) < 0) {
+            struct bridge_work refused = {.uid = in->uid, .related_uid = in->preemptor_uid};
+            eviction_result(b, &refused, 0, why);
+            continue;
+        }
         struct bridge_work *w = work_new(WORK_EVICT, in->namespace_, in->name, in->uid);
         if (w != NULL && ((w->node = strdup(in->node)) == NULL ||
                           (w->related_namespace = strdup(in->preemptor_namespace)) == NULL ||

@@ -138,6 +138,11 @@ void json_splitter_free(struct json_splitter *s);
  * most size bytes including the NUL; returns the length it needed. */
 size_t kube_url_encode(char *out, size_t size, const char *in);
 
+/* Check a namespace (label true: a DNS-1123 label) or an object name (a DNS-1123 subdomain)
+ * before it goes into an API path: 0, or -EINVAL with why ("WHAT \"VALUE\" is not a valid
+ * ...") in at most size bytes. What passes holds no '/', '%', '?', '#' or "..". */
+int kube_check_name(const char *what, const char *value, bool label, char *why, size_t size);
+
 /* ---- reflector: list + watch one resource ---- */
 
 enum kube_event_type { KUBE_ADDED, KUBE_MODIFIED, KUBE_DELETED };

@@ -2379,13 +2379,46 @@ def scenario_metrics(fc, api, workdir):
     print(f"metrics: {bindings} Bindings, the scheduler's and the bridge's /metrics agree")
 
 
+def scenario_path_escape(fc, api, workdir):
+    """A plugin's object write whose name climbs out of its path
+    ("../../../api/v1/namespaces/kube-system/secrets/x"): the bridge refuses the binding with an
+    error naming the object, sends nothing for it, and the pod stays unbound."""
+    check(ARGS.misbehave, "path-escape needs --misbehave (the test plugin)")
+    config = os.path.join(workdir, "config.yaml")
+    with open(config, "w") as f:
+        f.write("plugins:\n  - name: prioritysort\n  - name: noderesources\n"
+                "  - name: defaultbinder\n  - name: misbehave\n"
+                f"    path: {json.dumps(ARGS.misbehave)}\n    args: {{escape_write: true}}\n")
+    bulk_create(api, [fc.node("node-0"),
+                      fc.pod("climber", namespace="team-0", scheduler="kcycle", cpu="100m")])
+    r = Replica(api, workdir, "replica-e", leader_elect=False, config=config)
+    r.start()
+    try:
+        wait_until("the refused binding reported on the pod", lambda: any(
+            "refuses PersistentVolumeClaim" in (pod_message(p) or "") for p in all_pods(api)
+            if p["metadata"]["name"] == "climber"), 60 * ARGS.time_scale, [r])
+        pod = [p for p in all_pods(api) if p["metadata"]["name"] == "climber"][0]
+        message = pod_message(pod)
+        check("../../../api/v1/namespaces/kube-system/secrets/x" in message and
+              "DNS-1123" in message, f"the message names the object and the rule: {message!r}")
+        check(not pod["spec"].get("nodeName"), "the pod stayed unbound")
+        requests = api.stats()["requests"]
+        sent = sorted(k for k in requests if not k.startswith(("list ", "watch ", "get ")))
+        check(not any("secrets" in k or "persistentvolumeclaims" in k or "binding" in k
+                      for k in sent) and "patch pods/status" in sent,
+              f"only the pod's status written, nothing for the refused binding: {sent}")
+    finally:
+        r.stop()
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("scenario", choices=["basic", "faults", "leader", "constraints",
                                              "ports", "volumes", "numa", "gpu", "bench", "first-sync",
                                              "optional-lists", "startup-bench",
-                                             "preemption", "rbac", "metrics", "queues"])
+                                             "preemption", "rbac", "metrics", "queues",
+                                             "path-escape"])
     parser.add_argument("--api", choices=["fake", "real"], default="fake")
     parser.add_argument("--pods", type=int, default=5000,
                         help="bench: pods to bind; startup-bench: kcycle pods pending at start")
@@ -2398,6 +2431,7 @@ def main():
     parser.add_argument("--bridge", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--agent", help="numa: kcycle-topology-agent, to publish some topologies")
+    parser.add_argument("--misbehave", help="path-escape: the misbehave test plugin")
     ARGS = parser.parse_args()
     if os.environ.get("KCYCLE_TEST_WRAPPER"):  # `meson test --setup valgrind`: memcheck
         ARGS.time_scale *= 20
@@ -2421,7 +2455,8 @@ def main():
              "startup-bench": scenario_startup_bench,
              "preemption": scenario_preemption, "rbac": scenario_rbac,
              "metrics": scenario_metrics,
-             "queues": scenario_queues}[ARGS.scenario](fc, api, workdir)
+             "queues": scenario_queues,
+             "path-escape": scenario_path_escape}[ARGS.scenario](fc, api, workdir)
         ok = True
     except AssertionError as e:
         print(f"FAIL: {e}", file=sys.stderr)

@@ -5,6 +5,9 @@
  *   {"crash_in_init": true}       abort() in init
  *   {"leak_per_call": N}          leak N bytes on every Filter call
  *   {"garbage_status": true}      Filter returns a status that does not exist
+ *   {"escape_write": true}        PreBind writes a claim whose name climbs out of its path
+ *                                 ("../../../api/v1/namespaces/kube-system/secrets/x"): the
+ *                                 bridge must refuse the binding and send nothing
  * Otherwise it passes every node and scores it 50. */
 #include <signal.h>
 #include <stdatomic.h>
@@ -23,6 +26,7 @@ struct misbehave {
     long hang_in_score_after;
     long leak_per_call;
     int garbage_status;
+    int escape_write;
     _Atomic long filter_calls;
     _Atomic long score_calls;
 };
@@ -55,6 +59,11 @@ static int init(const kc_host_api *host, const char *args, void **self)
     m->hang_in_score_after = arg(args, "hang_in_score_after");
     m->leak_per_call = arg(args, "leak_per_call");
     m->garbage_status = (int)arg(args, "garbage_status");
+    m->escape_write = (int)arg(args, "escape_write");
+    if (m->escape_write && !KC_HOST_HAS(host, cycle_write_object)) {
+        free(m);
+        return -95; /* EOPNOTSUPP: a host before 1.2 cannot write objects */
+    }
     *self = m;
     return 0;
 }
@@ -105,12 +114,23 @@ static kc_status score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_
     return KC_SUCCESS;
 }
 
+static kc_status pre_bind(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
+{
+    struct misbehave *m = self;
+    if (m->escape_write &&
+        kc_cycle_write_object(cycle, "PersistentVolumeClaim", kc_pod_namespace(pod),
+                              "../../../api/v1/namespaces/kube-system/secrets/x", "{}") != 0)
+        return KC_ERROR;
+    return KC_SUCCESS;
+}
+
 static const kc_plugin_ops ops = {
     .struct_size = sizeof(kc_plugin_ops),
     .init = init,
     .fini = fini,
     .filter = filter,
     .score = score,
+    .pre_bind = pre_bind,
 };
 
 static const kc_plugin_descriptor descriptor =
