@@ -22,7 +22,9 @@
 #include "log.h"
 #include "model.h"
 #include "plugin.pb-c.h"
+#include "preempt.h"
 #include "proto_convert.h"
+#include "queue_calls.h"
 #include "scheduler.h"
 
 /* How often the serve loop looks at the stop flag and the parent while no request comes. */
@@ -59,6 +61,9 @@ struct plugin_host {
     struct scratch *log_scratch; /* the reply's memory while a request is served, else NULL */
     Kcycle__V1__LogLine **log_lines;
     uint32_t log_count, log_capacity;
+    /* and the object statuses plugins report (kc_object_status), for Reply.object_statuses */
+    Kcycle__V1__HarnessObjectStatus **statuses;
+    uint32_t status_count, status_capacity;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -640,11 +645,167 @@ static void fill_cycle_keys(struct plugin_host *h, const char *uid, Kcycle__V1__
     probe->cycle_keys = keys;
 }
 
+/* ---- the test harness's calls: what a scheduler's host never serves ---- */
+
+/* A harness host's sink lets kc_preempt record a choice (a sink that cannot evict refuses it);
+ * nothing is ever evicted: the host never carries a preemption out, the choice goes back in
+ * the PhaseReply. */
+static void harness_evict(void *ctx, const struct pod *victim, const struct pod *preemptor,
+                          const char *node)
+{
+    (void)ctx;
+    log_debug("a harness host does not evict: pod %s/%s for %s/%s on %s", victim->namespace,
+              victim->name, preemptor->namespace, preemptor->name, node);
+}
+
+/* kc_object_status in a harness host: kept for the reply being built (Filter may call from
+ * several threads, hence the lock the log lines use). */
+static void harness_object_status(void *ctx, const char *kind, const char *namespace_name,
+                                  const char *name, const char *status_json)
+{
+    struct plugin_host *h = ctx;
+    pthread_mutex_lock(&h->log_lock);
+    struct scratch *sc = h->log_scratch;
+    Kcycle__V1__HarnessObjectStatus *st = sc != NULL ? scratch_alloc(sc, sizeof(*st)) : NULL;
+    void *grown = st != NULL ? array_grow(h->statuses, &h->status_capacity, h->status_count + 1,
+                                          sizeof(*h->statuses))
+                             : NULL;
+    if (grown != NULL) {
+        h->statuses = grown;
+        kcycle__v1__harness_object_status__init(st);
+        st->kind = text_or_empty(sc, kind);
+        st->namespace_ = text_or_empty(sc, namespace_name);
+        st->name = text_or_empty(sc, name);
+        st->status_json = text_or_empty(sc, status_json);
+        h->statuses[h->status_count++] = st;
+    }
+    pthread_mutex_unlock(&h->log_lock);
+}
+
+static void harness_sink(struct scheduler_sink *sink)
+{
+    sink->evict = harness_evict;
+    sink->object_status = harness_object_status;
+}
+
+static void fill_object_statuses(struct plugin_host *h, Kcycle__V1__Reply *reply)
+{
+    pthread_mutex_lock(&h->log_lock);
+    reply->n_object_statuses = h->status_count;
+    reply->object_statuses = h->statuses;
+    h->status_count = 0; /* their memory is the reply's scratch */
+    pthread_mutex_unlock(&h->log_lock);
+}
+
+/* PostFilter in a harness host: the preemption the plugins chose, into the reply. */
+static void fill_preemption(struct plugin_host *h, struct kc_cycle *cycle,
+                            Kcycle__V1__PhaseReply *r, struct scratch *sc)
+{
+    struct preemption *p = cycle->preemption;
+    if (!h->capture_logs || p == NULL)
+        return;
+    cycle->preemption = NULL; /* each PostFilter call reports its own choice */
+    r->preempted = true;
+    r->nominated_node = text_or_empty(sc, p->node);
+    r->victims = scratch_alloc(sc, (p->victim_count + 1) * sizeof(*r->victims));
+    for (uint32_t i = 0; r->victims != NULL && i < p->victim_count; i++) {
+        const struct pod *v = p->victims[i];
+        size_t size = strlen(v->namespace) + strlen(v->name) + 2;
+        char *text = scratch_alloc(sc, size);
+        if (text == NULL)
+            break;
+        snprintf(text, size, "%s/%s", v->namespace, v->name);
+        r->victims[r->n_victims++] = text;
+    }
+    preempt_decision_free(p);
+}
+
+static void queue_group_of(struct plugin_host *h, const struct pod *pod, Kcycle__V1__QueueReply *r,
+                           struct scratch *sc)
+{
+    kc_group_info info;
+    const char *plugin = NULL;
+    if (!queue_call_group_of(&h->sched, pod, &info, &plugin)) {
+        r->status = KC_SKIP; /* no plugin placed it in a group */
+        return;
+    }
+    r->status = KC_SUCCESS;
+    r->plugin = text_or_empty(sc, plugin);
+    r->group_namespace = text_or_empty(sc, info.namespace_name);
+    r->group_name = text_or_empty(sc, info.name);
+    r->min_member = info.min_member;
+    r->group_flags = info.flags;
+    r->schedule_timeout_ms = info.schedule_timeout_ms;
+}
+
+static int queue_reply(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
+                       const struct pod *pod, const struct pod *other, Kcycle__V1__Reply *reply,
+                       struct scratch *sc)
+{
+    Kcycle__V1__QueueReply *r = scratch_alloc(sc, sizeof(*r));
+    if (r == NULL)
+        return -1;
+    kcycle__v1__queue_reply__init(r);
+    const char *plugin = NULL;
+    switch (call->kind) {
+    case KCYCLE__V1__QUEUE_CALL__KIND__KIND_LESS: {
+        int less = queue_call_less(&h->sched, pod, other, &plugin);
+        if (less < 0)
+            return reply_error(reply, sc, "QueueSort asked, but no plugin of this host sorts "
+                                          "the queue");
+        r->less = less != 0;
+        r->plugin = text_or_empty(sc, plugin);
+        break;
+    }
+    case KCYCLE__V1__QUEUE_CALL__KIND__KIND_PRE_ENQUEUE: {
+        r->status = queue_call_pre_enqueue(&h->sched, pod, &plugin);
+        if (plugin != NULL) {
+            char text[300];
+            snprintf(text, sizeof(text), "held by PreEnqueue plugin %s", plugin);
+            r->message = text_or_empty(sc, text);
+            r->plugin = text_or_empty(sc, plugin);
+        }
+        break;
+    }
+    case KCYCLE__V1__QUEUE_CALL__KIND__KIND_GROUP_OF: queue_group_of(h, pod, r, sc); break;
+    default: return reply_error(reply, sc, "a queue call of kind %d", (int)call->kind);
+    }
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_QUEUE;
+    reply->queue = r;
+    return 0;
+}
+
+/* QueueSort, PreEnqueue or group_of for a pending pod, for the test harness only: the scheduler
+ * runs them in process on every queue operation, never in a host. */
+static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
+                       Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    if (!h->capture_logs)
+        return reply_error(reply, sc, "queue calls are only for a test harness (a Hello with "
+                                      "capture_logs); the scheduler runs them in process");
+    bool two = call->kind == KCYCLE__V1__QUEUE_CALL__KIND__KIND_LESS;
+    if (call->pod == NULL || (two && call->other == NULL))
+        return reply_error(reply, sc, "a queue call without its pod%s", two ? "s" : "");
+    struct pod *pod = NULL, *other = NULL;
+    struct kc_error err = {{0}};
+    int rc = pod_from_proto(call->pod, &pod, &err);
+    if (rc == 0 && two)
+        rc = pod_from_proto(call->other, &other, &err);
+    if (rc == 0)
+        rc = queue_reply(h, call, pod, other, reply, sc);
+    else
+        rc = reply_error(reply, sc, "queue call: %s", err.message);
+    pod_free(pod);
+    pod_free(other);
+    return rc;
+}
+
 /* For a harness (capture_logs): the cycle keys asked for, and Filter's verdict per node after
  * an evaluation (the scheduler reads only the feasible list; a test wants the status). */
 static void fill_probe(struct plugin_host *h, const Kcycle__V1__Request *req,
                        Kcycle__V1__Reply *reply, struct scratch *sc)
 {
+    fill_object_statuses(h, reply);
     Kcycle__V1__Probe *probe = scratch_alloc(sc, sizeof(*probe));
     if (probe == NULL)
         return;
@@ -694,6 +855,8 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
         hostapi_capture_logs(capture_log, h);
     }
     struct scheduler_sink sink = {.ctx = h, .bind = record_bind};
+    if (hello->capture_logs)
+        harness_sink(&sink); /* a harness host records what PostFilter chose */
     rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink, NULL, err);
     if (rc < 0) {
         scheduler_close(&h->sched);
@@ -1046,6 +1209,7 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
         r->bind_requested = h->bind_requested;
         fill_annotations(&cycle->annotations, r, sc);
         fill_writes(cycle, r, sc);
+        fill_preemption(h, cycle, r, sc);
         reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
         reply->phase = r;
     }
@@ -1149,6 +1313,7 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
     case KCYCLE__V1__REQUEST__CALL_HELLO: return serve_hello(h, req->hello, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_EVALUATE: return serve_evaluate(h, req->evaluate, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_PHASE: return serve_phase(h, req->phase, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_QUEUE: return serve_queue(h, req->queue, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_SYNC:
         reply->result_case = KCYCLE__V1__REPLY__RESULT_SYNCED;
         reply->synced = true;
@@ -1298,6 +1463,7 @@ void plugin_host_close(struct plugin_host *h)
         hostapi_capture_logs_stop(h);
     pthread_mutex_destroy(&h->log_lock);
     free(h->log_lines);
+    free(h->statuses);
     free(h->plugin_dir);
     free(h);
 }

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,8 @@
 /* The replica's generation: the harness sends its cluster once, in the hello. */
 #define HARNESS_GENERATION 1
 #define HARNESS_TIMEOUT_MS 30000
+/* the plugin under test and the ones it needs beside it (kc_harness_options.more_plugins) */
+#define HARNESS_MAX_PLUGINS 16
 
 struct transport {
     /* Send one packed Request, return the unpacked Reply (NULL: h->error says why). */
@@ -66,6 +69,16 @@ struct kc_harness {
     uint32_t write_count;
     char **logs;
     uint32_t log_count, log_capacity;
+    uint32_t plugin_count; /* in the host: the plugin under test (index 0), then more_plugins */
+    /* the last PostFilter's preemption: the nominated node (NULL: none chosen) and victims */
+    char *nominated_node;
+    char **victims;
+    uint32_t victim_count;
+    /* the last group_of: "namespace/name" (NULL: no group) and its quorum */
+    char *group_name;
+    uint32_t group_min_member;
+    /* the latest status reported per object, "Kind namespace/name" -> status JSON */
+    struct kv_list object_statuses;
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -187,6 +200,21 @@ static void note_logs(kc_harness *h, const Kcycle__V1__Reply *reply)
     }
 }
 
+static void note_object_statuses(kc_harness *h, const Kcycle__V1__Reply *reply)
+{
+    for (size_t i = 0; i < reply->n_object_statuses; i++) {
+        const Kcycle__V1__HarnessObjectStatus *st = reply->object_statuses[i];
+        size_t size = strlen(st->kind) + strlen(st->namespace_) + strlen(st->name) + 4;
+        char *key = malloc(size);
+        if (key == NULL)
+            return;
+        snprintf(key, size, "%s %s%s%s", st->kind, st->namespace_, st->namespace_[0] ? "/" : "",
+                 st->name);
+        kv_list_set(&h->object_statuses, key, st->status_json);
+        free(key);
+    }
+}
+
 /* Pack req, send it, and return the reply (NULL with h->error set when the request failed,
  * the host's own error included). */
 static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
@@ -207,6 +235,7 @@ static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
     if (reply == NULL)
         return NULL;
     note_logs(h, reply);
+    note_object_statuses(h, reply);
     if (reply->error != NULL && reply->error[0] != '\0') {
         set_error(h, "the plugin host: %s", reply->error);
         kcycle__v1__reply__free_unpacked(reply, NULL);
@@ -283,9 +312,10 @@ static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
         if (e->feasible[i] >= h->node_count)
             continue;
         h->feasible[e->feasible[i]] = true;
-        /* one plugin: its scores, per feasible node in the reply's order */
-        if (e->n_scores > 0 && i < e->scores[0]->n_scores)
-            h->scores[e->feasible[i]] = e->scores[0]->scores[i];
+        /* the plugin under test's scores (Hello index 0), per feasible node in order */
+        for (size_t k = 0; k < e->n_scores; k++)
+            if (e->scores[k]->plugin == 0 && i < e->scores[k]->n_scores)
+                h->scores[e->feasible[i]] = e->scores[k]->scores[i];
     }
     h->reasons = calloc(e->n_reasons + 1, sizeof(*h->reasons));
     h->reason_counts = calloc(e->n_reasons + 1, sizeof(*h->reason_counts));
@@ -428,6 +458,9 @@ static void keep_writes(kc_harness *h, const Kcycle__V1__PhaseReply *r)
     }
 }
 
+static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phase phase,
+                            const char *node);
+
 KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_phase phase,
                                  const char *node)
 {
@@ -439,11 +472,40 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
         set_error(h, "phase %d is not one of kc_harness_phase", (int)phase);
         return KC_ERROR;
     }
+    return call_phase(h, pod_ref, wire_phases[phase], node);
+}
+
+static void forget_preemption(kc_harness *h)
+{
+    free(h->nominated_node);
+    h->nominated_node = NULL;
+    for (uint32_t i = 0; i < h->victim_count; i++)
+        free(h->victims[i]);
+    free(h->victims);
+    h->victims = NULL;
+    h->victim_count = 0;
+}
+
+static void keep_preemption(kc_harness *h, const Kcycle__V1__PhaseReply *r)
+{
+    if (!r->preempted || r->nominated_node[0] == '\0')
+        return; /* none chosen, or the plugin cleared the nomination */
+    h->nominated_node = strdup(r->nominated_node);
+    h->victims = calloc(r->n_victims + 1, sizeof(*h->victims));
+    for (size_t i = 0; h->victims != NULL && i < r->n_victims; i++)
+        if ((h->victims[h->victim_count] = strdup(r->victims[i])) != NULL)
+            h->victim_count++;
+}
+
+static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phase phase,
+                            const char *node)
+{
+    forget_preemption(h);
     struct pod *pod = find_pod(h, pod_ref);
     if (pod == NULL || (node != NULL && node_position(h, node) < 0))
         return KC_ERROR;
     Kcycle__V1__PhaseCall pc = KCYCLE__V1__PHASE_CALL__INIT;
-    pc.phase = wire_phases[phase];
+    pc.phase = phase;
     pc.pod_uid = pod->uid;
     pc.node = (char *)(node != NULL ? node : "");
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
@@ -458,6 +520,7 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
         st = (kc_status)r->status;
         h->bind_requested = r->bind_requested;
         keep_writes(h, r);
+        keep_preemption(h, r);
         snprintf(h->message, sizeof(h->message), "%s", r->message);
         for (size_t i = 0; i < r->n_annotations; i++)
             kv_list_set(&h->annotations, r->annotations[i]->key, r->annotations[i]->value);
@@ -466,6 +529,126 @@ KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_
     }
     kcycle__v1__reply__free_unpacked(reply, NULL);
     return st;
+}
+
+/* ---- PostFilter and the queue's phases (a harness host serves them; docs/plugin-testing.md) */
+
+KC_API kc_status kc_harness_post_filter(kc_harness *h, const char *pod_ref)
+{
+    h->message[0] = '\0';
+    return call_phase(h, pod_ref, KCYCLE__V1__PHASE__PHASE_POST_FILTER, NULL);
+}
+
+KC_API const char *kc_harness_nominated_node(kc_harness *h)
+{
+    return h->nominated_node;
+}
+
+KC_API uint32_t kc_harness_victim_count(kc_harness *h)
+{
+    return h->victim_count;
+}
+
+KC_API const char *kc_harness_victim_at(kc_harness *h, uint32_t index)
+{
+    return index < h->victim_count ? h->victims[index] : NULL;
+}
+
+/* Send a queue call for pod (and other, for less): the reply, or NULL with h->error set. */
+static Kcycle__V1__Reply *queue_call(kc_harness *h, Kcycle__V1__QueueCall__Kind kind,
+                                     const char *pod_ref, const char *other_ref)
+{
+    h->message[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    struct pod *other = pod != NULL && other_ref != NULL ? find_pod(h, other_ref) : NULL;
+    if (pod == NULL || (other_ref != NULL && other == NULL))
+        return NULL;
+    Kcycle__V1__QueueCall qc = KCYCLE__V1__QUEUE_CALL__INIT;
+    qc.kind = kind;
+    qc.pod = pod_to_proto(pod);
+    qc.other = other != NULL ? pod_to_proto(other) : NULL;
+    Kcycle__V1__Reply *reply = NULL;
+    if (qc.pod == NULL || (other != NULL && qc.other == NULL)) {
+        set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
+    } else {
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_QUEUE;
+        req.queue = &qc;
+        reply = call(h, &req);
+    }
+    pod_proto_free(qc.pod);
+    pod_proto_free(qc.other);
+    if (reply != NULL && reply->result_case != KCYCLE__V1__REPLY__RESULT_QUEUE) {
+        set_error(h, "the plugin host answered a queue call with something else");
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        return NULL;
+    }
+    return reply;
+}
+
+KC_API int kc_harness_less(kc_harness *h, const char *pod_a, const char *pod_b)
+{
+    Kcycle__V1__Reply *reply = queue_call(h, KCYCLE__V1__QUEUE_CALL__KIND__KIND_LESS, pod_a,
+                                          pod_b != NULL ? pod_b : "(null)");
+    if (reply == NULL)
+        return -1;
+    int less = reply->queue->less;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return less;
+}
+
+KC_API kc_status kc_harness_pre_enqueue(kc_harness *h, const char *pod_ref)
+{
+    Kcycle__V1__Reply *reply =
+        queue_call(h, KCYCLE__V1__QUEUE_CALL__KIND__KIND_PRE_ENQUEUE, pod_ref, NULL);
+    if (reply == NULL)
+        return KC_ERROR;
+    kc_status st = (kc_status)reply->queue->status;
+    snprintf(h->message, sizeof(h->message), "%s", reply->queue->message);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return st;
+}
+
+KC_API kc_status kc_harness_group_of(kc_harness *h, const char *pod_ref)
+{
+    free(h->group_name);
+    h->group_name = NULL;
+    h->group_min_member = 0;
+    Kcycle__V1__Reply *reply = queue_call(h, KCYCLE__V1__QUEUE_CALL__KIND__KIND_GROUP_OF, pod_ref,
+                                          NULL);
+    if (reply == NULL)
+        return KC_ERROR;
+    const Kcycle__V1__QueueReply *r = reply->queue;
+    kc_status st = (kc_status)r->status;
+    if (st == KC_SUCCESS) {
+        size_t size = strlen(r->group_namespace) + strlen(r->group_name) + 2;
+        h->group_name = malloc(size);
+        if (h->group_name != NULL)
+            snprintf(h->group_name, size, "%s/%s", r->group_namespace, r->group_name);
+        h->group_min_member = r->min_member != 0 ? r->min_member : 1;
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return st;
+}
+
+KC_API const char *kc_harness_group_name(kc_harness *h)
+{
+    return h->group_name;
+}
+
+KC_API uint32_t kc_harness_group_min_member(kc_harness *h)
+{
+    return h->group_min_member;
+}
+
+KC_API const char *kc_harness_object_status(kc_harness *h, const char *kind, const char *object)
+{
+    if (kind == NULL || object == NULL)
+        return NULL;
+    char key[512];
+    if ((size_t)snprintf(key, sizeof(key), "%s %s", kind, object) >= sizeof(key))
+        return NULL;
+    return kv_list_get(&h->object_statuses, key);
 }
 
 KC_API const char *kc_harness_message(kc_harness *h)
@@ -565,6 +748,31 @@ static char *plugin_name(const char *path, char *error, size_t error_size)
                                : "kc_plugin_query() declined this SDK's ABI");
     dlclose(so);
     return name;
+}
+
+/* The names of the plugin under test and of options->more_plugins (read only when the
+ * caller's struct has the field). */
+static int plugin_names(kc_harness *h, const kc_harness_options *o, char **names, char *error,
+                        size_t error_size)
+{
+    bool more = o->struct_size >= offsetof(kc_harness_options, more_args_json) +
+                                      sizeof(o->more_args_json) &&
+                o->more_plugins != NULL;
+    h->plugin_count = 1;
+    while (more && o->more_plugins[h->plugin_count - 1] != NULL) {
+        if (h->plugin_count == HARNESS_MAX_PLUGINS) {
+            snprintf(error, error_size, "more than %d plugins in one harness",
+                     HARNESS_MAX_PLUGINS);
+            return -E2BIG;
+        }
+        h->plugin_count++;
+    }
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        names[i] = plugin_name(i == 0 ? o->plugin : o->more_plugins[i - 1], error, error_size);
+        if (names[i] == NULL)
+            return -EINVAL;
+    }
+    return 0;
 }
 
 static int load_cluster(struct sim_spec *spec, const kc_harness_options *o, char *error,
@@ -697,23 +905,48 @@ static int deltas_from_spec(kc_harness *h, const struct sim_spec *spec, struct d
     return 0;
 }
 
-/* The hello: the plugin, and the whole cluster as the replica's snapshot. */
-static int hello(kc_harness *h, const kc_harness_options *o, const char *name, char *error,
+/* A plugin that failed to load or init: -EINVAL with error saying which and why. */
+static int hello_errors(kc_harness *h, const Kcycle__V1__HelloReply *r, char *error,
+                        size_t error_size)
+{
+    for (size_t i = 0; i < r->n_plugins; i++) {
+        if (r->plugins[i]->error[0] == '\0')
+            continue;
+        /* init's failure says "see the plugin's log line": bring the line along */
+        const char *said = h->log_count > 0 ? h->logs[h->log_count - 1] : NULL;
+        snprintf(error, error_size, "%s%s%s%s%s", i > 0 ? r->plugins[i]->name : "",
+                 i > 0 ? ": " : "", r->plugins[i]->error,
+                 said != NULL ? "; the plugin logged: " : "", said != NULL ? said : "");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* The hello: the plugins (the one under test first), and the whole cluster as the replica's
+ * snapshot. */
+static int hello(kc_harness *h, const kc_harness_options *o, char *const *names, char *error,
                  size_t error_size)
 {
     struct deltas d;
     int rc = deltas_from_spec(h, &h->spec, &d);
     Kcycle__V1__Reply *reply = NULL;
     if (rc == 0) {
-        Kcycle__V1__PluginSpec ps = KCYCLE__V1__PLUGIN_SPEC__INIT;
-        ps.name = (char *)name;
-        ps.path = (char *)o->plugin;
-        ps.args_json = (char *)(o->args_json != NULL ? o->args_json : "{}");
-        Kcycle__V1__PluginSpec *specs[] = {&ps};
+        Kcycle__V1__PluginSpec ps[HARNESS_MAX_PLUGINS];
+        Kcycle__V1__PluginSpec *specs[HARNESS_MAX_PLUGINS];
+        for (uint32_t i = 0; i < h->plugin_count; i++) {
+            kcycle__v1__plugin_spec__init(&ps[i]);
+            ps[i].name = names[i];
+            ps[i].path = (char *)(i == 0 ? o->plugin : o->more_plugins[i - 1]);
+            const char *args = i == 0 ? o->args_json
+                               : o->more_args_json != NULL ? o->more_args_json[i - 1]
+                                                           : NULL;
+            ps[i].args_json = (char *)(args != NULL ? args : "{}");
+            specs[i] = &ps[i];
+        }
         Kcycle__V1__Hello hi = KCYCLE__V1__HELLO__INIT;
         hi.abi_version = KC_ABI_VERSION;
         hi.plugins = specs;
-        hi.n_plugins = 1;
+        hi.n_plugins = h->plugin_count;
         hi.parallelism = 1;
         hi.capture_logs = true;
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
@@ -727,15 +960,11 @@ static int hello(kc_harness *h, const kc_harness_options *o, const char *name, c
             snprintf(error, error_size, "%s", h->error);
             rc = -EIO;
         } else if (reply->result_case != KCYCLE__V1__REPLY__RESULT_HELLO ||
-                   reply->hello->n_plugins != 1) {
+                   reply->hello->n_plugins != h->plugin_count) {
             snprintf(error, error_size, "the plugin host answered the hello with something else");
             rc = -EPROTO;
-        } else if (reply->hello->plugins[0]->error[0] != '\0') {
-            /* init's failure says "see the plugin's log line": bring the line along */
-            const char *said = h->log_count > 0 ? h->logs[h->log_count - 1] : NULL;
-            snprintf(error, error_size, "%s%s%s", reply->hello->plugins[0]->error,
-                     said != NULL ? "; the plugin logged: " : "", said != NULL ? said : "");
-            rc = -EINVAL;
+        } else {
+            rc = hello_errors(h, reply->hello, error, error_size);
         }
     } else {
         snprintf(error, error_size, "the cluster cannot be sent: %s", strerror(-rc));
@@ -834,9 +1063,9 @@ KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *
     channel_init(&h->channel, -1);
     h->pid = -1;
     int rc = load_cluster(&h->spec, o, error, error_size);
-    char *name = rc == 0 ? plugin_name(o->plugin, error, error_size) : NULL;
-    if (rc == 0 && name == NULL)
-        rc = -EINVAL;
+    char *names[HARNESS_MAX_PLUGINS] = {NULL};
+    if (rc == 0)
+        rc = plugin_names(h, o, names, error, error_size);
     if (rc == 0 && o->mode == KC_HARNESS_PROCESS) {
         const char *binary = o->host_binary != NULL ? o->host_binary : getenv("KCYCLE_PLUGIN_HOST");
         /* then the one installed with this library, then the PATH's (a staged install) */
@@ -856,8 +1085,9 @@ KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *
             snprintf(error, error_size, "%s", err.message);
     }
     if (rc == 0)
-        rc = hello(h, o, name, error, error_size);
-    free(name);
+        rc = hello(h, o, names, error, error_size);
+    for (uint32_t i = 0; i < HARNESS_MAX_PLUGINS; i++)
+        free(names[i]);
     if (rc < 0) {
         kc_harness_close(h);
         return rc;
@@ -882,6 +1112,9 @@ KC_API void kc_harness_close(kc_harness *h)
     free(h->feasible);
     free(h->scores);
     kv_list_free(&h->annotations);
+    kv_list_free(&h->object_statuses);
+    forget_preemption(h);
+    free(h->group_name);
     forget_writes(h);
     kc_harness_clear_logs(h);
     free(h->logs);

@@ -170,6 +170,12 @@ static bool declared_group(struct scheduler *s, const struct pod *pod, kc_group_
     return false;
 }
 
+bool group_declared_by(struct scheduler *s, const struct pod *pod, kc_group_info *info,
+                       const char **plugin)
+{
+    return declared_group(s, pod, info, plugin);
+}
+
 /* The group a declaration names, created on first use with its description. */
 static struct pod_group *group_for(struct group_table *t, const kc_group_info *info,
                                    const char *plugin)

@@ -13,6 +13,7 @@ struct scheduler;
 struct sched_pod;
 struct pod;
 struct kc_cycle;
+struct kc_group_info;
 
 /* One group, as the plugin that declared it describes it and as the runtime counts it. */
 struct pod_group {
@@ -81,6 +82,11 @@ void group_table_init(struct group_table *t);
 /* Frees every group without reporting; call after the scheduler's pods are freed. */
 void group_table_fini(struct group_table *t);
 
+/* The first plugin (configuration order) whose group_of places pod in a group: true with *info
+ * filled (its strings the plugin's, valid until the next call into it) and *plugin named, or
+ * false. */
+bool group_declared_by(struct scheduler *s, const struct pod *pod, struct kc_group_info *info,
+                       const char **plugin);
 /* A pending pod arrived or changed: ask the plugins' group_of and file it under its group. */
 void group_join(struct scheduler *s, struct sched_pod *sp);
 /* The pending pod is being freed (bound, deleted): it leaves its group. */

@@ -33,6 +33,11 @@ struct scheduler *scheduler_current(void)
     return current_scheduler;
 }
 
+void scheduler_enter(struct scheduler *s)
+{
+    current_scheduler = s;
+}
+
 int64_t scheduler_now(const struct scheduler *s)
 {
     if (s->clock.now_ms != NULL)

@@ -312,6 +312,9 @@ int scheduler_pod_status(const struct scheduler *s, const char *uid, const char 
 
 /* The scheduler currently serving host API calls (one per process at a time). */
 struct scheduler *scheduler_current(void);
+/* Make s the one serving host API calls, before calling a plugin outside the scheduler's own
+ * paths (queue_calls.c). */
+void scheduler_enter(struct scheduler *s);
 void hostapi_fill(kc_host_api *api);
 
 #endif

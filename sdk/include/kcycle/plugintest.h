@@ -43,6 +43,14 @@ typedef struct kc_harness_options {
     /* KC_HARNESS_PROCESS: the kcycle-plugin-host program; NULL: $KCYCLE_PLUGIN_HOST, else the
      * one installed with this library, else the PATH's */
     const char *host_binary;
+    /* More plugins loaded beside the one under test, in the same host or process and after
+     * it, as the scheduler would run them together: e.g. the Filter plugins a PostFilter's
+     * kc_filter_what_if needs (noderesources for a preemption). A NULL-terminated list of .so
+     * paths, or NULL; more_args_json[i] their args (NULL or a NULL entry: "{}"). Scores,
+     * kc_harness_less and group names are still those of the plugin under test, reasons and
+     * log lines those of all. */
+    const char *const *more_plugins;
+    const char *const *more_args_json;
 } kc_harness_options;
 
 typedef struct kc_harness kc_harness;
@@ -111,6 +119,42 @@ KC_API const char *kc_harness_log_at(kc_harness *harness, uint32_t index);
 /* 1 when a line contains text. */
 KC_API int kc_harness_logged(kc_harness *harness, const char *text);
 KC_API void kc_harness_clear_logs(kc_harness *harness);
+
+/* ---- PostFilter, the queue's phases and object statuses ----
+ * The scheduler runs these in process only (a plugin host is refused a plugin with QueueSort,
+ * PreEnqueue or group_of, or PostFilter without Filter); the harness's own host serves them so
+ * that such a plugin is tested in both modes alike. */
+
+/* PostFilter for pod after kc_harness_evaluate found no node (its cycle and Filter's verdicts
+ * per node: kc_cycle_node_status; kc_filter_what_if runs the Filter plugins loaded here). The
+ * plugins' status, with kc_harness_message() the rejection ("preemption: ..."). */
+KC_API kc_status kc_harness_post_filter(kc_harness *harness, const char *pod);
+/* After kc_harness_post_filter: the node a plugin chose with kc_preempt, or NULL when none was
+ * chosen (or it cleared the nomination). Lives until the next phase call. */
+KC_API const char *kc_harness_nominated_node(kc_harness *harness);
+/* The victims of that preemption (kc_preempt's, then kc_preempt_more's) as "namespace/name",
+ * in the plugin's order, or NULL out of range. Nothing is evicted. */
+KC_API uint32_t kc_harness_victim_count(kc_harness *harness);
+KC_API const char *kc_harness_victim_at(kc_harness *harness, uint32_t index);
+
+/* QueueSort: 1 when pod_a goes before pod_b in the active queue, 0 when not, -1 when the call
+ * could not be made (no QueueSort plugin, an unknown pod: kc_harness_error()). */
+KC_API int kc_harness_less(kc_harness *harness, const char *pod_a, const char *pod_b);
+/* PreEnqueue of the plugins in order: KC_SUCCESS when the pod may enter the queue, else the
+ * first refusal, with kc_harness_message() naming the plugin that held it. */
+KC_API kc_status kc_harness_pre_enqueue(kc_harness *harness, const char *pod);
+/* group_of: KC_SUCCESS when a plugin placed the pod in a pod group (kc_harness_group_name,
+ * kc_harness_group_min_member), KC_SKIP when none did, KC_ERROR when the call failed. */
+KC_API kc_status kc_harness_group_of(kc_harness *harness, const char *pod);
+/* The last kc_harness_group_of's group as "namespace/name" (NULL: none) and its quorum. */
+KC_API const char *kc_harness_group_name(kc_harness *harness);
+KC_API uint32_t kc_harness_group_min_member(kc_harness *harness);
+
+/* The latest status a plugin reported for a custom object with kc_object_status, as JSON, or
+ * NULL when none was; object is "namespace/name", or "name" for a cluster-scoped kind. Lives
+ * until the object's next status or kc_harness_close. */
+KC_API const char *kc_harness_object_status(kc_harness *harness, const char *kind,
+                                            const char *object);
 
 /* Why the last call failed without a plugin status (an unknown pod or node, a host that
  * died); "" when it did not. */
