@@ -19,8 +19,10 @@ static inline const char *harness_mode_name(void)
 }
 
 /* Close the running harness, if any, and open one with args over the cluster (simulation file
- * YAML); a failure fails the test with the harness's reason. */
-static inline kc_harness *harness_start(const char *args, const char *cluster_yaml)
+ * YAML), with the plugins of more (a NULL-terminated list of .so paths, or NULL) loaded beside
+ * the one under test; a failure fails the test with the harness's reason. */
+static inline kc_harness *harness_start_with(const char *args, const char *cluster_yaml,
+                                             const char *const *more)
 {
     kc_harness_close(harness);
     harness = NULL;
@@ -31,10 +33,16 @@ static inline kc_harness *harness_start(const char *args, const char *cluster_ya
         .plugin = KC_PLUGIN_PATH,
         .args_json = args,
         .cluster_yaml = cluster_yaml,
+        .more_plugins = more,
     };
     if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
         fail_msg("%s: %s", harness_mode_name(), error);
     return harness;
+}
+
+static inline kc_harness *harness_start(const char *args, const char *cluster_yaml)
+{
+    return harness_start_with(args, cluster_yaml, NULL);
 }
 
 static inline int harness_teardown(void **state)
