@@ -1,5 +1,8 @@
-/* coscheduling against the fake host: PodGroup objects as scheduler-plugins writes them, the
- * group each pod declares, the queue order, PreFilter's checks, and the permit path. */
+/* coscheduling against the fake host: what the plugin test harness cannot show. Every field of
+ * the group declaration (flags, timeouts, creation), args, minResources against the free room
+ * (which counts pending members, events the harness does not send), in-group-cycle calls, and
+ * the waiting siblings Permit, Unreserve and PostFilter allow or reject. The declaration, the
+ * queue order and PreFilter's refusals run on the harness (test_coscheduling_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,17 +143,6 @@ static void scheduler_plugins_podgroup_declares_the_group(void **state)
     assert_int_equal(ops->group_of(self, &pod, &info), KC_SKIP);
 }
 
-static void volcano_podgroups_are_not_ours(void **state)
-{
-    object_event(KC_EVENT_OBJECT_ADD, "job",
-                 "{\"apiVersion\": \"scheduling.volcano.sh/v1beta1\", \"kind\": \"PodGroup\","
-                 " \"metadata\": {\"name\": \"job\"}, \"spec\": {\"minMember\": 2}}");
-    kc_pod pod;
-    member(&pod, "job-0", "job");
-    kc_group_info info = {.struct_size = sizeof(info)};
-    assert_int_equal(ops->group_of(self, &pod, &info), KC_SKIP);
-}
-
 static void group_of_writes_only_what_the_caller_struct_holds(void **state)
 {
     object_event(KC_EVENT_OBJECT_ADD, "nginx", PODGROUP_JSON);
@@ -169,38 +161,6 @@ static void group_of_writes_only_what_the_caller_struct_holds(void **state)
     const unsigned char *rest = (const unsigned char *)&small.info + small.info.struct_size;
     assert_int_equal(rest[0], 0x5a);
     assert_int_equal(small.canary[0], 0x5a);
-}
-
-static void queue_orders_priority_then_group_creation_then_name(void **state)
-{
-    object_event(KC_EVENT_OBJECT_ADD, "early",
-                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
-                 " \"metadata\": {\"name\": \"early\", \"creationTimestamp\": "
-                 "\"2024-05-01T10:00:00Z\"}, \"spec\": {\"minMember\": 2}}");
-    object_event(KC_EVENT_OBJECT_ADD, "late",
-                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
-                 " \"metadata\": {\"name\": \"late\", \"creationTimestamp\": "
-                 "\"2024-05-01T11:00:00+01:00\"}, \"spec\": {\"minMember\": 2}}");
-    object_event(KC_EVENT_OBJECT_ADD, "later",
-                 "{\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": \"PodGroup\","
-                 " \"metadata\": {\"name\": \"later\", \"creationTimestamp\": "
-                 "\"2024-05-01T10:00:00.5Z\"}, \"spec\": {\"minMember\": 2}}");
-    kc_pod early_z, early_a, late_a, later_a, urgent;
-    member(&early_z, "z", "early");
-    member(&early_a, "a", "early");
-    member(&late_a, "a0", "late"); /* 11:00+01:00 is 10:00Z: the same instant as early */
-    member(&later_a, "a1", "later");
-    member(&urgent, "u", "later");
-    urgent.priority = 10;
-    early_z.enqueue_ms = 5; /* enqueue time only breaks ties within a group */
-    assert_true(ops->queue_less(self, &urgent, &early_a));
-    assert_false(ops->queue_less(self, &early_a, &urgent));
-    assert_true(ops->queue_less(self, &early_a, &later_a));
-    /* same creation instant: by group name, so a group's members stay together */
-    assert_true(ops->queue_less(self, &early_z, &late_a));
-    assert_true(ops->queue_less(self, &early_a, &early_z));
-    assert_false(ops->queue_less(self, &early_z, &early_a));
-    assert_false(ops->queue_less(self, &early_a, &early_a));
 }
 
 static void pre_filter_rejects_unknown_group_and_missing_room(void **state)
@@ -417,10 +377,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(scheduler_plugins_podgroup_declares_the_group, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(volcano_podgroups_are_not_ours, setup, teardown),
         cmocka_unit_test_setup_teardown(group_of_writes_only_what_the_caller_struct_holds, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(queue_orders_priority_then_group_creation_then_name, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(pre_filter_rejects_unknown_group_and_missing_room, setup,
                                         teardown),
