@@ -33,6 +33,16 @@ static void check_reply(const uint8_t *request, size_t len, const uint8_t *reply
     if (q != NULL && (r->error == NULL || r->error[0] == '\0'))
         fuzz_check(r->n_batch == q->n_batch, "plugin_host_handle",
                    "a batch answered with another number of replies");
+    /* the test harness's calls (a queue call, PostFilter's choice) are answered in kind, and a
+     * preemption is reported only by a harness host for a PostFilter call */
+    if (q != NULL && (r->error == NULL || r->error[0] == '\0') &&
+        q->call_case == KCYCLE__V1__REQUEST__CALL_QUEUE)
+        fuzz_check(r->result_case == KCYCLE__V1__REPLY__RESULT_QUEUE, "plugin_host_handle",
+                   "a queue call answered with something else");
+    if (r->result_case == KCYCLE__V1__REPLY__RESULT_PHASE && r->phase->preempted)
+        fuzz_check(q != NULL && q->call_case == KCYCLE__V1__REQUEST__CALL_PHASE &&
+                       q->phase->phase == KCYCLE__V1__PHASE__PHASE_POST_FILTER,
+                   "plugin_host_handle", "a preemption reported outside PostFilter");
     if (getenv("KCYCLE_FUZZ_VERBOSE") != NULL)
         fprintf(stderr, "host: request %llu: reply %d%s%s\n",
                 q != NULL ? (unsigned long long)q->id : 0ull, (int)r->result_case,

@@ -7,6 +7,7 @@
  * Frames for the targets that read several messages follow fuzz.h: a 2-byte little-endian
  * length, then the message. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -412,6 +413,101 @@ static void seeds_to_bridge(const char *dir, const char *prefix, const struct si
     write_proto(dir, prefix, 3, "object-write", &write.base);
 }
 
+/* The cluster of a simulation as a host's snapshot: a put per node (16 at most), per pod with a
+ * node and per object. */
+struct cluster_deltas {
+    Kcycle__V1__Delta *items;
+    Kcycle__V1__Delta **list;
+    uint32_t count, nodes;
+};
+
+static void cluster_deltas(const struct sim_spec *spec, struct cluster_deltas *cd)
+{
+    cd->nodes = spec->node_count < 16 ? spec->node_count : 16;
+    uint32_t max = cd->nodes + spec->pod_count + spec->object_count;
+    Kcycle__V1__Delta *deltas = cd->items = calloc(max + 1, sizeof(*deltas));
+    cd->list = calloc(max + 1, sizeof(*cd->list));
+    if (deltas == NULL || cd->list == NULL)
+        die("out of memory");
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < cd->nodes; i++, n++) {
+        kcycle__v1__delta__init(&deltas[n]);
+        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
+        deltas[n].node_put = node_to_proto(spec->nodes[i]);
+    }
+    for (uint32_t i = 0; i < spec->pod_count; i++) {
+        if (spec->pods[i]->node_name == NULL)
+            continue;
+        kcycle__v1__delta__init(&deltas[n]);
+        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+        deltas[n].pod_put = pod_to_proto(spec->pods[i]);
+        n++;
+    }
+    for (uint32_t i = 0; i < spec->object_count; i++, n++) {
+        kcycle__v1__delta__init(&deltas[n]);
+        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT;
+        deltas[n].object_put = object_proto(&spec->objects[i]);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        cd->list[i] = &deltas[i];
+    cd->count = n;
+}
+
+static void cluster_deltas_free(struct cluster_deltas *cd)
+{
+    for (uint32_t i = 0; i < cd->count; i++) {
+        if (cd->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_NODE_PUT)
+            node_proto_free(cd->items[i].node_put);
+        else if (cd->items[i].change_case == KCYCLE__V1__DELTA__CHANGE_POD_PUT)
+            pod_proto_free(cd->items[i].pod_put);
+        else
+            custom_object_proto_free(cd->items[i].object_put);
+    }
+    free(cd->items);
+    free(cd->list);
+}
+
+/* Serve requests to a new host in order (each must succeed), and write them as the host
+ * target's seed `name`, and each request and the host's real reply as proto seeds (named
+ * "LABEL-request-N", or "request-N" when label is ""). */
+static void host_session(const char *dir, const char *prefix, const char *name,
+                         const char *label, Kcycle__V1__Request *requests, unsigned count)
+{
+    struct plugin_host_options opts = {.fd = 0};
+    struct plugin_host *host;
+    struct kc_error err = {{0}};
+    if (plugin_host_open(&opts, &host, &err) != 0)
+        die(err.message);
+    struct buf seed = {0};
+    for (unsigned i = 0; i < count; i++) {
+        struct buf req = pack(&requests[i].base);
+        append_frame(&seed, req.data, req.len);
+        uint8_t *reply;
+        size_t reply_len;
+        if (plugin_host_handle(host, req.data, req.len, &reply, &reply_len) != 0)
+            die("plugin_host_handle");
+        Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, reply_len, reply);
+        if (r == NULL)
+            die("a reply that does not decode");
+        if (r->error[0] != '\0') {
+            fprintf(stderr, "fuzz-seeds: %s: request %u: %s\n", name, i + 1, r->error);
+            die("the host refused a seed request");
+        }
+        char what[64];
+        const char *dash = label[0] != '\0' ? "-" : "";
+        snprintf(what, sizeof(what), "%s%srequest-%u", label, dash, i + 1);
+        write_proto(dir, prefix, 8, what, &requests[i].base);
+        snprintf(what, sizeof(what), "%s%sreply-%u", label, dash, i + 1);
+        write_proto(dir, prefix, 9, what, &r->base);
+        kcycle__v1__reply__free_unpacked(r, NULL);
+        free(reply);
+        free(req.data);
+    }
+    plugin_host_close(host);
+    write_file(dir, "host", name, seed.data, seed.len);
+    free(seed.data);
+}
+
 /* A plugin host's session: hello, a snapshot of the cluster, an evaluation, a reservation and
  * a binding cycle; the requests as the host target's frames, and each request and the host's
  * real reply as proto seeds. */
@@ -434,33 +530,11 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     hello.n_plugins = HOST_PLUGIN_COUNT;
     hello.plugins = spec_list;
 
-    uint32_t nodes = spec->node_count < 16 ? spec->node_count : 16;
-    uint32_t count = nodes + spec->pod_count + spec->object_count;
-    Kcycle__V1__Delta *deltas = calloc(count + 1, sizeof(*deltas));
-    Kcycle__V1__Delta **delta_list = calloc(count + 1, sizeof(*delta_list));
-    if (deltas == NULL || delta_list == NULL)
-        die("out of memory");
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < nodes; i++, n++) {
-        kcycle__v1__delta__init(&deltas[n]);
-        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_NODE_PUT;
-        deltas[n].node_put = node_to_proto(spec->nodes[i]);
-    }
-    for (uint32_t i = 0; i < spec->pod_count; i++) {
-        if (spec->pods[i]->node_name == NULL)
-            continue;
-        kcycle__v1__delta__init(&deltas[n]);
-        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
-        deltas[n].pod_put = pod_to_proto(spec->pods[i]);
-        n++;
-    }
-    for (uint32_t i = 0; i < spec->object_count; i++, n++) {
-        kcycle__v1__delta__init(&deltas[n]);
-        deltas[n].change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_PUT;
-        deltas[n].object_put = object_proto(&spec->objects[i]);
-    }
-    for (uint32_t i = 0; i < n; i++)
-        delta_list[i] = &deltas[i];
+    struct cluster_deltas cd;
+    cluster_deltas(spec, &cd);
+    uint32_t nodes = cd.nodes, n = cd.count;
+    Kcycle__V1__Delta *deltas = cd.items;
+    Kcycle__V1__Delta **delta_list = cd.list;
 
     const struct pod *pod = spec->arrivals[0].pod;
     Kcycle__V1__Evaluate eval = KCYCLE__V1__EVALUATE__INIT;
@@ -510,61 +584,102 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     requests[4].call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
     requests[4].sync = true;
 
-    struct plugin_host_options opts = {.fd = 0};
-    struct plugin_host *host;
-    struct kc_error err = {{0}};
-    if (plugin_host_open(&opts, &host, &err) != 0)
-        die(err.message);
-    struct buf seed = {0};
-    for (unsigned i = 0; i < 5; i++) {
-        struct buf req = pack(&requests[i].base);
-        append_frame(&seed, req.data, req.len);
-        uint8_t *reply;
-        size_t reply_len;
-        if (plugin_host_handle(host, req.data, req.len, &reply, &reply_len) != 0)
-            die("plugin_host_handle");
-        Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, reply_len, reply);
-        if (r == NULL)
-            die("a reply that does not decode");
-        if (r->error[0] != '\0') {
-            fprintf(stderr, "fuzz-seeds: %s: request %u: %s\n", prefix, i + 1, r->error);
-            die("the host refused a seed request");
-        }
-        char what[32];
-        snprintf(what, sizeof(what), "request-%u", i + 1);
-        write_proto(dir, prefix, 8, what, &requests[i].base);
-        snprintf(what, sizeof(what), "reply-%u", i + 1);
-        write_proto(dir, prefix, 9, what, &r->base);
-        kcycle__v1__reply__free_unpacked(r, NULL);
-        free(reply);
-        free(req.data);
-    }
-    plugin_host_close(host);
     char name[256];
     snprintf(name, sizeof(name), "%s-session", prefix);
-    write_file(dir, "host", name, seed.data, seed.len);
+    host_session(dir, prefix, name, "", requests, 5);
     if (n > 0)
         write_proto(dir, prefix, 7, "delta", &deltas[n - 1].base);
     write_proto(dir, prefix, 7, "delta-assume", &assume_delta.base);
-    free(seed.data);
-    for (uint32_t i = 0; i < n; i++) {
-        if (deltas[i].change_case == KCYCLE__V1__DELTA__CHANGE_NODE_PUT)
-            node_proto_free(deltas[i].node_put);
-        else if (deltas[i].change_case == KCYCLE__V1__DELTA__CHANGE_POD_PUT)
-            pod_proto_free(deltas[i].pod_put);
-        else
-            custom_object_proto_free(deltas[i].object_put);
-    }
+    cluster_deltas_free(&cd);
     pod_proto_free(eval.pod);
-    free(deltas);
-    free(delta_list);
+}
+
+/* The plugin test harness's session with a host (docs/plugin-testing.md): a hello with
+ * capture_logs and the cluster, QueueSort, PreEnqueue and group_of for the first pending pods,
+ * an evaluation, and PostFilter on its cycle (a preemption's choice, object statuses). */
+static void seeds_harness(const char *dir, const char *prefix, const struct sim_spec *spec,
+                          const char *label, const char *const *plugins, unsigned plugin_count)
+{
+    if (spec->arrival_count == 0)
+        return;
+    Kcycle__V1__PluginSpec specs[8];
+    Kcycle__V1__PluginSpec *spec_list[8];
+    for (unsigned i = 0; i < plugin_count && i < 8; i++) {
+        kcycle__v1__plugin_spec__init(&specs[i]);
+        specs[i].name = (char *)plugins[i];
+        spec_list[i] = &specs[i];
+    }
+    struct cluster_deltas cd;
+    cluster_deltas(spec, &cd);
+    Kcycle__V1__Hello hello = KCYCLE__V1__HELLO__INIT;
+    hello.abi_version = KC_ABI_VERSION;
+    hello.parallelism = 1;
+    hello.n_plugins = plugin_count;
+    hello.plugins = spec_list;
+    hello.capture_logs = true;
+    const struct pod *pod = spec->arrivals[0].pod;
+    const struct pod *other = spec->arrivals[spec->arrival_count > 1 ? 1 : 0].pod;
+    Kcycle__V1__QueueCall less = KCYCLE__V1__QUEUE_CALL__INIT;
+    less.kind = KCYCLE__V1__QUEUE_CALL__KIND__KIND_LESS;
+    less.pod = pod_to_proto(pod);
+    less.other = pod_to_proto(other);
+    Kcycle__V1__QueueCall enqueue = less, group = less;
+    enqueue.kind = KCYCLE__V1__QUEUE_CALL__KIND__KIND_PRE_ENQUEUE;
+    enqueue.other = NULL;
+    group.kind = KCYCLE__V1__QUEUE_CALL__KIND__KIND_GROUP_OF;
+    group.other = NULL;
+    Kcycle__V1__Evaluate eval = KCYCLE__V1__EVALUATE__INIT;
+    eval.pod = less.pod;
+    eval.all_nodes = true;
+    eval.score = true;
+    Kcycle__V1__PhaseCall post_filter = KCYCLE__V1__PHASE_CALL__INIT;
+    post_filter.phase = KCYCLE__V1__PHASE__PHASE_POST_FILTER;
+    post_filter.pod_uid = pod->uid;
+
+    enum { COUNT = 6 };
+    Kcycle__V1__Request requests[COUNT];
+    for (unsigned i = 0; i < COUNT; i++) {
+        kcycle__v1__request__init(&requests[i]);
+        requests[i].id = i + 1;
+        requests[i].generation = 1;
+        requests[i].adopt_generation = i > 0; /* the harness's privilege */
+    }
+    requests[0].call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+    requests[0].hello = &hello;
+    requests[0].snapshot = true;
+    requests[0].n_deltas = cd.count;
+    requests[0].deltas = cd.list;
+    requests[1].call_case = KCYCLE__V1__REQUEST__CALL_QUEUE;
+    requests[1].queue = &less;
+    requests[2].call_case = KCYCLE__V1__REQUEST__CALL_QUEUE;
+    requests[2].queue = &enqueue;
+    requests[3].call_case = KCYCLE__V1__REQUEST__CALL_QUEUE;
+    requests[3].queue = &group;
+    requests[4].call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    requests[4].evaluate = &eval;
+    requests[5].call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
+    requests[5].phase = &post_filter;
+    requests[5].cycle_keys_of = pod->uid;
+    char name[256];
+    snprintf(name, sizeof(name), "%s-%s-session", prefix, label);
+    host_session(dir, prefix, name, label, requests, COUNT);
+    pod_proto_free(less.pod);
+    pod_proto_free(less.other);
+    cluster_deltas_free(&cd);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s CORPUS_DIR SIMFILE...\n", argv[0]);
+        fprintf(stderr, "usage: %s [--harness] CORPUS_DIR SIMFILE...\n", argv[0]);
         return 2;
+    }
+    /* --harness: only the plugin test harness's sessions, with the plugins the scheduler runs
+     * in process only (queue phases, preemption) */
+    bool harness = strcmp(argv[1], "--harness") == 0;
+    if (harness) {
+        argv++;
+        argc--;
     }
     log_set_level(KC_LOG_ERROR);
     for (int i = 2; i < argc; i++) {
@@ -578,6 +693,15 @@ int main(int argc, char **argv)
         char *dot = strrchr(prefix, '.');
         if (dot != NULL)
             *dot = '\0';
+        if (harness) {
+            static const char *const preemption[] = {"prioritysort", "nodeunschedulable",
+                                                     "noderesources", "defaultpreemption"};
+            static const char *const queues[] = {"capacityqueue", "noderesources"};
+            seeds_harness(argv[1], prefix, &spec, "harness-preemption", preemption, 4);
+            seeds_harness(argv[1], prefix, &spec, "harness-queues", queues, 2);
+            simfile_free(&spec);
+            continue;
+        }
         seeds_kube(argv[1], prefix, &spec);
         seeds_bridge(argv[1], prefix, &spec);
         seeds_to_bridge(argv[1], prefix, &spec);
