@@ -1,6 +1,7 @@
 /* volumerestrictions against the fake host: what the harness cannot show, assume and forget
- * events and preemption's what-if views. kube's volume_restrictions_test.go table runs on the
- * harness in both modes (test_volumerestrictions_harness.c). */
+ * events and a nominated pod in a what-if view. kube's volume_restrictions_test.go table and a
+ * view without the claim's holder (a preemption) run on the harness in both modes
+ * (test_volumerestrictions_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,30 +96,6 @@ static void assumed_pod_holds_its_rwop_claim(void **state)
     fake_cycle_clear(&cycle);
 }
 
-/* Preemption's what-if view of node-a without the pod holding the RWOP claim (kube's
- * RemovePod): the claim is free there, while the real node-a and node-b still refuse. */
-static void a_view_without_the_claim_holder_fits(void **state)
-{
-    (void)state;
-    const char *const objects[] = {RWOP_CLAIM("data"), NULL};
-    vt_objects(ops, self, objects);
-    const struct vt_placed placed[] = {{"old", "node-a", NULL, {CLAIM("data")}},
-                                       {NULL, NULL, NULL, {{0}}}};
-    vt_place(ops, self, placed);
-    kc_node view;
-    fake_node_init(&view, "node-a"); /* node-a with the victim gone */
-    kc_pod pod;
-    fake_pod_init(&pod, "default", "new");
-    fake_pod_add_volume(&pod, KC_VOLUME_PVC, "data", "data");
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[0]), KC_UNSCHEDULABLE);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &vt_nodes[1]), KC_UNSCHEDULABLE);
-    assert_int_equal(ops->filter(self, &cycle, &pod, &view), KC_SUCCESS);
-    fake_cycle_clear(&cycle);
-}
-
 /* A pod nominated on a node (in the view Filter gets, kube's AddPod) using the claim counts
  * as a user there, on top of the placed ones; and an in-tree disk it mounts conflicts. */
 static void a_nominated_pod_in_the_view_counts(void **state)
@@ -159,7 +136,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(forgotten_pod_releases_claim_and_disk, setup, teardown),
         cmocka_unit_test_setup_teardown(assumed_pod_holds_its_rwop_claim, setup, teardown),
-        cmocka_unit_test_setup_teardown(a_view_without_the_claim_holder_fits, setup, teardown),
         cmocka_unit_test_setup_teardown(a_nominated_pod_in_the_view_counts, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);

@@ -2,8 +2,9 @@
  * disk conflicts of kube-scheduler's volume_restrictions_test.go (GCE PD, AWS EBS, RBD, iSCSI)
  * and its ReadWriteOncePod cases, with claims as objects of the cluster and the placed pods on
  * node-a or node-b: Filter's verdict and reason on node-a and node-b, or PreFilter's verdict
- * and reason for both. The plugin has no Score. What needs the fake host (assume and forget
- * events, preemption's what-if views) stays in test_volumerestrictions.c. */
+ * and reason for both. The plugin has no Score. Preemption's what-if view of a node without the
+ * claim's holder runs with defaultpreemption loaded beside the plugin. What needs the fake host
+ * (assume and forget events, a nominated pod in a view) stays in test_volumerestrictions.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -167,11 +168,37 @@ static void a_deleted_pod_releases_claim_and_disk(void **state)
     harness_expect_status("released", kc_harness_filter(harness, "new", "node-b"), KC_SUCCESS);
 }
 
+/* Preemption's what-if view of node-a without the lower-priority pod holding the ReadWriteOncePod
+ * claim (kube's RemovePod, kc_filter_delta_pod): the claim is free there, so defaultpreemption
+ * chooses that pod as the victim; node-b, where no pod can go, offers nothing. */
+static void a_view_without_the_claim_holder_fits(void **state)
+{
+    (void)state;
+    static const char *const preemption[] = {KC_PLUGIN_PATH_DEFAULTPREEMPTION, NULL};
+    harness_start_with("{}",
+                       "nodes:\n"
+                       "  - {name: node-a, labels: {kubernetes.io/hostname: node-a}}\n"
+                       "  - {name: node-b, labels: {kubernetes.io/hostname: node-b}}\n"
+                       "objects:\n  - " RWOP_CLAIM("data") "\n"
+                       "pods:\n"
+                       "  - {name: old, nodeName: node-a, priority: 1, volumes: [" CLAIM("data")
+                       "]}\n"
+                       "  - {name: new, priority: 10, volumes: [" CLAIM("data") "]}\n",
+                       preemption);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "new"), KC_UNSCHEDULABLE);
+    assert_int_equal(kc_harness_reason_count(harness, RWOP), 2);
+    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "new"), KC_SUCCESS);
+    assert_string_equal(kc_harness_nominated_node(harness), "node-a");
+    assert_int_equal(kc_harness_victim_count(harness), 1);
+    assert_string_equal(kc_harness_victim_at(harness, 0), "default/old");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(table),
         HARNESS_TEST(a_deleted_pod_releases_claim_and_disk),
+        HARNESS_TEST(a_view_without_the_claim_holder_fits),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
