@@ -1,7 +1,8 @@
 /* nodevolumelimits on the plugin test harness, in both isolation modes: kube-scheduler's
  * csi_test.go cases (nvl_cases.h) written as a cluster (CSINodes, claims, volumes and classes as
  * objects; the placed pods on their nodes), asserting Filter's verdict and reason on each node
- * (every node passes when PreFilter skips). */
+ * (every node passes when PreFilter skips); and preemption's what-if view of a full node without
+ * its pods (defaultpreemption loaded beside the plugin). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,10 +90,39 @@ static void table(void **state)
     }
 }
 
+/* node-a holds its 2 attachments: in preemption's what-if view without its pods (kube's
+ * RemovePod) the attachments are free, and with one pod reprieved the new volume still fits, so
+ * one victim is enough. The attempt is node-a alone, as a node selector would make it. */
+static void a_view_without_a_pod_frees_its_attachment(void **state)
+{
+    (void)state;
+    static const char *const preemption[] = {KC_PLUGIN_PATH_DEFAULTPREEMPTION, NULL};
+    const struct nvl_case *full = NULL;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (strcmp(cases[i].name, "volume_past_the_limit_does_not_fit") == 0)
+            full = &cases[i];
+    assert_non_null(full);
+    /* the new pod outranks the placed ones */
+    static char cluster[16384];
+    const char *text = cluster_of(full);
+    const char *spec = strstr(text, "spec: {containers:");
+    assert_non_null(spec);
+    snprintf(cluster, sizeof(cluster), "%.*sspec: {priority: 10, %s", (int)(spec - text), text,
+             spec + strlen("spec: {"));
+    harness_start_with("{}", cluster, preemption);
+    harness_expect_status("full", kc_harness_filter(harness, "new", "node-a"), KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), MAX);
+    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "new"), KC_SUCCESS);
+    assert_string_equal(kc_harness_nominated_node(harness), "node-a");
+    assert_int_equal(kc_harness_victim_count(harness), 1);
+    assert_non_null(strstr(kc_harness_victim_at(harness, 0), "default/p"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(table),
+        HARNESS_TEST(a_view_without_a_pod_frees_its_attachment),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
