@@ -41,10 +41,10 @@ static int teardown(void **state)
 }
 
 
-/* A node's volumes are those of the pods the host lists there: in a what-if view of node-a with
- * one of its pods gone and a pod nominated there (kube's AddPod), the nominated pod takes the
- * attachment the gone one freed. */
-static void a_nominated_pod_in_the_view_takes_an_attachment(void **state)
+/* A node's volumes are those of the pods the host lists in the node Filter gets: a view that
+ * lists pods (nominated ones, kube's AddPod) counts their attachments, and one listing two
+ * attached pods is as full as the node. */
+static void the_pods_of_a_view_take_attachments(void **state)
 {
     (void)state;
     const char *const objects[] = {TWO_ATTACHED, VT_BOUND_CLAIM("data", "pv-n", "ReadWriteOnce"),
@@ -77,8 +77,7 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(a_nominated_pod_in_the_view_takes_an_attachment, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(the_pods_of_a_view_take_attachments, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }
