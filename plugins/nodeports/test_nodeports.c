@@ -1,6 +1,7 @@
 /* nodeports against the fake host: Filter reading exactly the pods the host lists on the node
- * (a preemption what-if view, nominated pods), Filter on threads, an older host. kube's
- * node_ports_test.go table runs on the harness in both modes (test_nodeports_harness.c). */
+ * (nominated pods), Filter on threads, an older host. kube's node_ports_test.go table and a
+ * preemption's what-if view without the holder run on the harness in both modes
+ * (test_nodeports_harness.c). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,29 +138,6 @@ static void pods_on_other_nodes_and_own_reservation_do_not_conflict(void **state
     expect_filter(&pod, &n1, KC_SUCCESS);
 }
 
-/* Preemption asks Filter about a view of the node without the victims (kube's RemovePod): the
- * holder of the port gone, the port is free there. The plugin keeps nothing of its own that
- * would still see the holder. */
-static void a_view_without_the_holder_frees_the_port(void **state)
-{
-    kc_node real, view;
-    fake_node_init(&real, "web-0");
-    kc_pod holder, plain, pod;
-    fake_pod_init(&holder, "batch", "low");
-    holder.node_name = "web-0";
-    add_ports(&holder, (const char *const[]){"TCP//8080", NULL});
-    fake_pod_init(&plain, "batch", "plain");
-    plain.node_name = "web-0";
-    fake_node_add_pod(&real, &plain);
-    fake_node_add_pod(&real, &holder);
-    fake_pod_init(&pod, "apps", "urgent");
-    add_ports(&pod, (const char *const[]){"TCP//8080", NULL});
-    expect_filter(&pod, &real, KC_UNSCHEDULABLE);
-    fake_node_init(&view, "web-0"); /* same node, the victim removed */
-    fake_node_add_pod(&view, &plain);
-    expect_filter(&pod, &view, KC_SUCCESS);
-}
-
 /* A pod nominated on the node (kube's AddPod in RunFilterPluginsWithNominatedPods) holds its
  * ports there for pods of no higher priority. */
 static void a_nominated_pod_in_the_view_holds_its_port(void **state)
@@ -277,7 +255,6 @@ int main(void)
         TEST(pod_without_host_ports_skips_filter),
         TEST(filter_without_prefilter_state_is_an_error),
         TEST(pods_on_other_nodes_and_own_reservation_do_not_conflict),
-        TEST(a_view_without_the_holder_frees_the_port),
         TEST(a_nominated_pod_in_the_view_holds_its_port),
         TEST(filter_on_threads),
         TEST(requeues_on_deletes_forgets_and_nodes),

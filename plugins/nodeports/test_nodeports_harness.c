@@ -1,7 +1,8 @@
 /* nodeports on the plugin test harness, in both isolation modes: kube-scheduler's
  * node_ports_test.go cases as a table (ports held by pods on the node against the ports the
- * pod asks for), and a holder leaving the node. What needs the fake host (a preemption what-if
- * view, nominated pods, Filter on threads, an older host) stays in test_nodeports.c. */
+ * pod asks for), a holder leaving the node, and preemption's what-if view without the holder
+ * (defaultpreemption loaded beside the plugin). What needs the fake host (nominated pods,
+ * Filter on threads, an older host) stays in test_nodeports.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -142,11 +143,38 @@ static void a_deleted_holder_frees_its_port(void **state)
     harness_expect_status("freed", kc_harness_filter(harness, "incoming", "web-0"), KC_SUCCESS);
 }
 
+/* Preemption asks Filter about a view of the node without the victims (kube's RemovePod): the
+ * lower-priority holder of the port gone, the port is free there, so it is the one victim; the
+ * pod without ports beside it stays. The plugin keeps nothing of its own that would still see
+ * the holder. */
+static void a_view_without_the_holder_frees_the_port(void **state)
+{
+    (void)state;
+    static const char *const preemption[] = {KC_PLUGIN_PATH_DEFAULTPREEMPTION, NULL};
+    harness_start_with("{}",
+                       "nodes:\n  - name: web-0\n"
+                       "pods:\n"
+                       "  - {name: plain, namespace: batch, nodeName: web-0, priority: 1}\n"
+                       "  - name: low\n    namespace: batch\n    nodeName: web-0\n"
+                       "    priority: 1\n"
+                       "    ports: [{containerPort: 8080, hostPort: 8080}]\n"
+                       "  - name: urgent\n    namespace: apps\n    priority: 10\n"
+                       "    ports: [{containerPort: 80, hostPort: 8080}]\n",
+                       preemption);
+    harness_expect_status("held", kc_harness_evaluate(harness, "apps/urgent"), KC_UNSCHEDULABLE);
+    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "apps/urgent"),
+                          KC_SUCCESS);
+    assert_string_equal(kc_harness_nominated_node(harness), "web-0");
+    assert_int_equal(kc_harness_victim_count(harness), 1);
+    assert_string_equal(kc_harness_victim_at(harness, 0), "batch/low");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(ports_table),
         HARNESS_TEST(a_deleted_holder_frees_its_port),
+        HARNESS_TEST(a_view_without_the_holder_frees_the_port),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
