@@ -30,6 +30,8 @@
 #define NODERESOURCES_PATH KC_PLUGIN_BUILD_DIR "/noderesources/noderesources.so"
 #define DEFAULTBINDER_PATH KC_PLUGIN_BUILD_DIR "/defaultbinder/defaultbinder.so"
 #define MISSING_PATH "/nonexistent/kcycle-test/missing.so"
+#define DEFAULTPREEMPTION_PATH KC_PLUGIN_BUILD_DIR "/defaultpreemption/defaultpreemption.so"
+#define PRIORITYSORT_PATH KC_PLUGIN_BUILD_DIR "/prioritysort/prioritysort.so"
 
 /* ---- the cluster: 20 nodes of varied capacity, 0..2 running pods on each ---- */
 
@@ -698,6 +700,105 @@ static void test_bad_requests_after_the_snapshot(void **state)
     client_stop(c);
 }
 
+/* The plugin test harness's calls (docs/plugin-testing.md): a host whose hello set
+ * capture_logs serves QueueSort and records the preemption PostFilter chose; a scheduler's
+ * host refuses the one and cannot preempt (kc_preempt answers -EOPNOTSUPP there). */
+static void harness_calls_in(bool harness)
+{
+    struct client *c = client_start();
+    const char *names[] = {"noderesources", "defaultpreemption", "prioritysort"};
+    const char *paths[] = {NODERESOURCES_PATH, DEFAULTPREEMPTION_PATH, PRIORITYSORT_PATH};
+    Kcycle__V1__PluginSpec specs[3], *spec_ptrs[3];
+    for (int i = 0; i < 3; i++) {
+        kcycle__v1__plugin_spec__init(&specs[i]);
+        specs[i].name = (char *)names[i];
+        specs[i].path = (char *)paths[i];
+        spec_ptrs[i] = &specs[i];
+    }
+    Kcycle__V1__Hello call = KCYCLE__V1__HELLO__INIT;
+    call.abi_version = KC_ABI_VERSION;
+    call.plugins = spec_ptrs;
+    call.n_plugins = 3;
+    call.capture_logs = harness;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+    req.hello = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_HELLO);
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(reply->hello->plugins[i]->error, "");
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    uint64_t generation = send_snapshot(c, 5);
+
+    /* 4800m and 1.5 GiB fit no node: node-07, -11 and -19 (5000m) only without their pods */
+    struct pod *urgent = make_pod("urgent", NULL, 4800, 1536 * MIB);
+    struct pod *later = make_pod("later", NULL, 100, MIB);
+    urgent->priority = 100;
+    Kcycle__V1__Pod *urgent_msg = pod_to_proto(urgent), *later_msg = pod_to_proto(later);
+    Kcycle__V1__QueueCall queue = KCYCLE__V1__QUEUE_CALL__INIT;
+    queue.kind = KCYCLE__V1__QUEUE_CALL__KIND__KIND_LESS;
+    queue.pod = urgent_msg;
+    queue.other = later_msg;
+    Kcycle__V1__Request less = KCYCLE__V1__REQUEST__INIT;
+    less.generation = generation;
+    less.call_case = KCYCLE__V1__REQUEST__CALL_QUEUE;
+    less.queue = &queue;
+    reply = roundtrip(c, &less);
+    if (harness) {
+        expect_ok(reply, KCYCLE__V1__REPLY__RESULT_QUEUE);
+        assert_true(reply->queue->less); /* the higher priority first */
+        assert_string_equal(reply->queue->plugin, "prioritysort");
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+    } else {
+        expect_error(reply, "queue calls are only for a test harness");
+    }
+
+    Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
+    ev.pod = urgent_msg;
+    ev.all_nodes = true;
+    Kcycle__V1__Request eval = KCYCLE__V1__REQUEST__INIT;
+    eval.generation = generation;
+    eval.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    eval.evaluate = &ev;
+    reply = roundtrip(c, &eval);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    assert_int_equal(reply->evaluate->n_feasible, 0);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    Kcycle__V1__PhaseCall pc = KCYCLE__V1__PHASE_CALL__INIT;
+    pc.phase = KCYCLE__V1__PHASE__PHASE_POST_FILTER;
+    pc.pod_uid = urgent->uid;
+    Kcycle__V1__Request post = KCYCLE__V1__REQUEST__INIT;
+    post.generation = generation;
+    post.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
+    post.phase = &pc;
+    reply = roundtrip(c, &post);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_PHASE);
+    if (harness) {
+        assert_int_equal(reply->phase->status, KC_SUCCESS);
+        assert_true(reply->phase->preempted);
+        assert_string_equal(reply->phase->nominated_node, "node-07");
+        assert_int_equal(reply->phase->n_victims, 1);
+        assert_string_equal(reply->phase->victims[0], "default/busy-07-0");
+    } else {
+        assert_int_not_equal(reply->phase->status, KC_SUCCESS);
+        assert_false(reply->phase->preempted);
+        assert_int_equal(reply->phase->n_victims, 0);
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    pod_proto_free(urgent_msg);
+    pod_proto_free(later_msg);
+    pod_free(urgent);
+    pod_free(later);
+    client_stop(c);
+}
+
+static void test_only_a_harness_host_serves_queue_calls_and_records_preemption(void **state)
+{
+    (void)state;
+    harness_calls_in(false);
+    harness_calls_in(true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -707,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_permit_wait_reports_hello_indices),
         cmocka_unit_test(test_garbage_and_early_requests_get_error_replies),
         cmocka_unit_test(test_bad_requests_after_the_snapshot),
+        cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed;
