@@ -1,7 +1,9 @@
-/* noderesources' Filter on the plugin test harness, in both isolation modes: kube-scheduler's
- * Fit cases (fit_test.go) with kube's reasons, on a node whose requests come from a pod placed
- * on it, as in a cluster. The scoring strategies, args and PreFilter/PreScore state stay in
- * test_noderesources.c on the fake host. */
+/* noderesources on the plugin test harness, in both isolation modes: kube-scheduler's Fit
+ * cases (fit_test.go) with kube's reasons, and the scoring strategies (LeastAllocated,
+ * MostAllocated, BalancedAllocation, RequestedToCapacityRatio after kube's tests), on a node
+ * whose requests come from the pods placed on it, as in a cluster. Args, PreFilter/PreScore
+ * state and what needs a node's requests set past its allocatable stay in test_noderesources.c
+ * on the fake host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,10 +165,165 @@ static void reasons_accumulate_per_node_for_the_histogram(void **state)
     assert_false(kc_harness_feasible(harness, "n1"));
 }
 
+/* Scores ----------------------------------------------------------------------------------- */
+
+struct score_case {
+    const char *name;
+    const char *args;        /* NULL: {} */
+    const char *allocatable; /* node n's, beside pods: 110 */
+    const char *placed[2];   /* the requests of the pods on n ("" none), NULL: no more */
+    const char *requests;    /* the incoming pod's, "" none */
+    int64_t want;            /* n's score */
+};
+
+#define LEAST NULL
+#define MOST "{\"scoringStrategy\": {\"type\": \"MostAllocated\"}}"
+#define BALANCED "{\"balancedAllocation\": {\"enabled\": true}}"
+#define GPU_WEIGHTED                                                                               \
+    "{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", \"weight\": 1}, {\"name\": "       \
+    "\"nvidia.com/gpu\", \"weight\": 2}]}}"
+#define RTCR_LEAST                                                                                 \
+    "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", "                              \
+    "\"requestedToCapacityRatio\": {\"shape\": [{\"utilization\": 0, \"score\": 10}, "             \
+    "{\"utilization\": 100, \"score\": 0}]}}}"
+#define RTCR_FOO                                                                                   \
+    "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", \"resources\": [{\"name\": "   \
+    "\"intel.com/foo\", \"weight\": 1}], \"requestedToCapacityRatio\": {\"shape\": "               \
+    "[{\"utilization\": 0, \"score\": 0}, {\"utilization\": 100, \"score\": 1}]}}}"
+#define RTCR_FOO_BAR                                                                               \
+    "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", \"resources\": [{\"name\": "   \
+    "\"intel.com/foo\", \"weight\": 3}, {\"name\": \"intel.com/bar\", \"weight\": 5}], "           \
+    "\"requestedToCapacityRatio\": {\"shape\": [{\"utilization\": 0, \"score\": 0}, "              \
+    "{\"utilization\": 100, \"score\": 1}]}}}"
+#define SMALL "cpu: 4, memory: 10000"
+#define EMPTY "cpu: 1, memory: 1000Mi"
+
+static const struct score_case score_cases[] = {
+    /* cpu (4000-2000)*100/4000 = 50, memory (10000-7000)*100/10000 = 30: (50+30)/2 */
+    {"least allocated scores the free fraction", LEAST, SMALL, {"cpu: 1, memory: 4000"},
+     "cpu: 1, memory: 3000", 40},
+    /* (50*3 + 30*1) / 4 = 45 */
+    {"least allocated applies weights",
+     "{\"scoringStrategy\": {\"type\": \"LeastAllocated\", \"resources\": [{\"name\": \"cpu\", "
+     "\"weight\": 3}, {\"name\": \"memory\", \"weight\": 1}]}}",
+     SMALL, {"cpu: 1, memory: 4000"}, "cpu: 1, memory: 3000", 45},
+    /* cpu 2000*100/4000 = 50, memory 7000*100/10000 = 70: (50+70)/2 */
+    {"most allocated scores the used fraction", MOST, SMALL, {"cpu: 1, memory: 4000"},
+     "cpu: 1, memory: 3000", 60},
+    /* a pod that requests nothing counts as 100m cpu and 200 MiB: cpu 90, memory 80 */
+    {"a best-effort pod scores with kube's defaults (least)", LEAST, EMPTY, {NULL}, "", 85},
+    {"a best-effort pod scores with kube's defaults (most)", MOST, EMPTY, {NULL}, "", 15},
+    /* kube's NonZeroRequested on the node side: the node's pods without a cpu or memory request
+     * count 100m / 200 MiB too. cpu 300: least 70, most 30; memory 600: least 40, most 60 */
+    {"best-effort pods everywhere (least)", LEAST, EMPTY, {"", ""}, "", 55},
+    {"best-effort pods everywhere (most)", MOST, EMPTY, {"", ""}, "", 45},
+    /* cpu 500+200 = 700: 30 / 70; memory 200 (default) + 300 = 500: 50 / 50 */
+    {"a placed pod without a memory request (least)", LEAST, EMPTY, {"cpu: 500m"},
+     "cpu: 200m, memory: 300Mi", 40},
+    {"a placed pod without a memory request (most)", MOST, EMPTY, {"cpu: 500m"},
+     "cpu: 200m, memory: 300Mi", 60},
+    /* nothing defaulted: cpu 400+100 = 500, memory 100+100 = 200: least (50+80)/2 */
+    {"every request set (least)", LEAST, EMPTY, {"cpu: 400m, memory: 100Mi"},
+     "cpu: 100m, memory: 100Mi", 65},
+    {"every request set (most)", MOST, EMPTY, {"cpu: 400m, memory: 100Mi"},
+     "cpu: 100m, memory: 100Mi", 35},
+    /* no gpu requested: gpu leaves the weight sum even on a gpu node, cpu alone scores 50 */
+    {"an extended resource not requested is not scored", GPU_WEIGHTED,
+     SMALL ", nvidia.com/gpu: 4", {"cpu: 1, memory: 4000"}, "cpu: 1, memory: 3000", 50},
+    /* gpu (4-2)*100/4 = 50: (50*1 + 50*2)/3 = 50 */
+    {"an extended resource requested is weighted (half used)", GPU_WEIGHTED,
+     SMALL ", nvidia.com/gpu: 4", {"cpu: 1, memory: 4000, nvidia.com/gpu: 1"},
+     "cpu: 1, memory: 3000, nvidia.com/gpu: 1", 50},
+    /* gpu (4-1)*100/4 = 75: (50 + 75*2)/3 = 66 */
+    {"an extended resource requested is weighted (a quarter used)", GPU_WEIGHTED,
+     SMALL ", nvidia.com/gpu: 4", {"cpu: 1, memory: 4000"},
+     "cpu: 1, memory: 3000, nvidia.com/gpu: 1", 66},
+    /* least: cpu 50, memory 50 -> 50; balanced: fractions 0.5, 0.5 -> 100: (50+100)/2 */
+    {"balanced: equal fractions average with the strategy", BALANCED, SMALL,
+     {"cpu: 1, memory: 1000"}, "cpu: 1, memory: 4000", 75},
+    /* fractions cpu 0.75, memory 0.25: std 0.25 -> 75; least: cpu 25, memory 75 -> 50 */
+    {"balanced: two resources use half the difference",
+     "{\"balancedAllocation\": {\"enabled\": true, \"resources\": [\"cpu\", {\"name\": "
+     "\"memory\"}]}}",
+     "cpu: 4, memory: 8000", {"cpu: 1, memory: 1500"}, "cpu: 2, memory: 500", 62},
+    /* fractions 0.5, 0.5, 1.0: mean 2/3, std sqrt(1/18) = 0.2357 -> 76; least 50 */
+    {"balanced: three resources use the standard deviation",
+     "{\"balancedAllocation\": {\"enabled\": true, \"resources\": [\"cpu\", \"memory\", "
+     "\"ephemeral-storage\"]}}",
+     SMALL ", ephemeral-storage: 1000", {"cpu: 1, memory: 1000, ephemeral-storage: 600"},
+     "cpu: 1, memory: 4000, ephemeral-storage: 400", 63},
+    /* kube skips BalancedAllocation for best-effort pods (kubernetes#129138) */
+    {"balanced: a best-effort pod is skipped", BALANCED, EMPTY, {NULL}, "", 85},
+    {"balanced: off unless enabled", "{\"balancedAllocation\": {\"enabled\": false}}", SMALL,
+     {"cpu: 1, memory: 1000"}, "cpu: 1, memory: 4000", 50},
+    /* kube's requested_to_capacity_ratio_test.go: utilization 0 scores the shape's 10 -> 100 */
+    {"ratio: nothing requested scores the most", RTCR_LEAST, SMALL, {NULL}, "", 100},
+    /* cpu 3000/4000 = 75 -> 25, memory 5000/10000 = 50 -> 50: round(37.5) = 38 */
+    {"ratio: a small node", RTCR_LEAST, SMALL, {NULL}, "cpu: 3, memory: 5000", 38},
+    {"ratio: a big node", RTCR_LEAST, "cpu: 6, memory: 10000", {NULL}, "cpu: 3, memory: 5000",
+     50},
+    /* the pod requests nothing, the node's pods hold the same amounts (no non-zero defaults
+     * under this strategy) */
+    {"ratio: the node's pods count", RTCR_LEAST, SMALL, {"cpu: 3, memory: 5000"}, "", 38},
+    /* over capacity reads as utilization 100: shape score 0 drops cpu from the mean */
+    {"ratio: an overcommitted resource leaves the mean", RTCR_LEAST, SMALL,
+     {"cpu: 5, memory: 5000"}, "", 50},
+    {"ratio: an extended resource not requested scores 0", RTCR_FOO, SMALL ", intel.com/foo: 8",
+     {NULL}, "", 0},
+    /* foo 2 of 8 = 25% -> 10*25/100 = 2; 2 of 4 = 50% -> 5; with 2 used on 4: 100% -> 10 */
+    {"ratio: a quarter of an extended resource", RTCR_FOO, SMALL ", intel.com/foo: 8", {NULL},
+     "intel.com/foo: 2", 2},
+    {"ratio: half of an extended resource", RTCR_FOO, SMALL ", intel.com/foo: 4", {NULL},
+     "intel.com/foo: 2", 5},
+    {"ratio: an extended resource full with a placed pod", RTCR_FOO, SMALL ", intel.com/foo: 4",
+     {"intel.com/foo: 2"}, "intel.com/foo: 2", 10},
+    /* weights 3 and 5: foo 2/8 -> 2, bar 2/4 -> 5: (6+25)/8 = 3.875 -> 4; mirrored: foo 2/4 ->
+     * 5, bar 2/8 -> 2: (15+10)/8 = 3.125 -> 3 */
+    {"ratio: two extended resources weighted", RTCR_FOO_BAR,
+     SMALL ", intel.com/foo: 8, intel.com/bar: 4", {NULL}, "intel.com/foo: 2, intel.com/bar: 2",
+     4},
+    {"ratio: two extended resources weighted, mirrored", RTCR_FOO_BAR,
+     SMALL ", intel.com/foo: 4, intel.com/bar: 8", {NULL}, "intel.com/foo: 2, intel.com/bar: 2",
+     3},
+};
+
+/* The case's node n and a roomy node beside it (the runtime scores only when two nodes are
+ * feasible); n's score is read. */
+static void score_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(score_cases) / sizeof(score_cases[0]); i++) {
+        const struct score_case *c = &score_cases[i];
+        char cluster[2048] = "";
+        harness_append(cluster, sizeof(cluster),
+                       "nodes:\n"
+                       "  - {name: n, allocatable: {pods: 110, %s}}\n"
+                       "  - {name: roomy, allocatable: {pods: 110, cpu: 64, memory: 64Gi, "
+                       "ephemeral-storage: 64Gi, nvidia.com/gpu: 8, intel.com/foo: 64, "
+                       "intel.com/bar: 64}}\n"
+                       "pods:\n",
+                       c->allocatable);
+        for (int k = 0; k < 2 && c->placed[k] != NULL; k++)
+            harness_append(cluster, sizeof(cluster), "  - {name: placed-%d, nodeName: n%s%s%s}\n",
+                           k, c->placed[k][0] ? ", requests: {" : "", c->placed[k],
+                           c->placed[k][0] ? "}" : "");
+        harness_append(cluster, sizeof(cluster), "  - {name: web-0%s%s%s}\n",
+                       c->requests[0] ? ", requests: {" : "", c->requests,
+                       c->requests[0] ? "}" : "");
+        harness_start(c->args != NULL ? c->args : "{}", cluster);
+        harness_expect_status(c->name, kc_harness_evaluate(harness, "web-0"), KC_SUCCESS);
+        int64_t score = kc_harness_score(harness, "n");
+        if (score != c->want)
+            fail_msg("%s (%s): score %lld, want %lld", c->name, harness_mode_name(),
+                     (long long)score, (long long)c->want);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(fit_table),
+        HARNESS_TEST(score_table),
         HARNESS_TEST(reasons_accumulate_per_node_for_the_histogram),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
