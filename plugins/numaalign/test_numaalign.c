@@ -1,9 +1,9 @@
 /* numaalign: the topology manager's hint merging for every policy and scope (hints.c driven
  * directly, one case per row), and the plugin on the fake host: which pods it aligns,
- * NodeResourceTopology parsing, Filter/Score, and the zone accounting across reserve,
- * unreserve, forget, bound pods and agent reports that arrive late. The policies and scopes
- * end to end (Filter, the zones Reserve writes) run on the harness in both modes
- * (test_numaalign_harness.c). */
+ * NodeResourceTopology parsing, Filter, and the zone accounting across reserve, unreserve,
+ * forget, bound pods and agent reports that arrive late. The policies and scopes end to end
+ * (Filter, the zones Reserve writes) and the scoring strategies run on the harness in both
+ * modes (test_numaalign_harness.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -954,57 +954,6 @@ static void deleting_the_topology_stops_filtering(void **state)
     fake_cycle_clear(&cycle);
 }
 
-static int64_t score_on(const kc_pod *pod, kc_node *node)
-{
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->pre_filter(self, &cycle, pod), KC_SUCCESS);
-    assert_int_equal(ops->pre_score(self, &cycle, pod), KC_SUCCESS);
-    int64_t score = -1;
-    assert_int_equal(ops->score(self, &cycle, pod, node, &score), KC_SUCCESS);
-    fake_cycle_clear(&cycle);
-    return score;
-}
-
-static void least_numa_nodes_prefers_one_zone(void **state)
-{
-    report("n0", "restricted", "pod", 16, 16, 0, 0, NULL); /* 10 CPUs fit one zone */
-    report("n1", "best-effort", "pod", 8, 8, 0, 0, NULL);  /* 10 CPUs need both */
-    kc_pod pod;
-    guaranteed_pod(&pod, "p", 10);
-    int64_t one = score_on(&pod, &nodes[0]), two = score_on(&pod, &nodes[1]);
-    assert_int_equal(one, 100);
-    assert_true(two < one);
-}
-
-static void most_allocated_prefers_the_fuller_zone(void **state)
-{
-    ops->fini(self);
-    assert_int_equal(open_plugin("{\"scoringStrategy\": \"MostAllocated\"}"), 0);
-    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
-    report("n1", "single-numa-node", "container", 6, 0, 0, 0, NULL);
-    kc_pod pod;
-    guaranteed_pod(&pod, "p", 4);
-    int64_t empty = score_on(&pod, &nodes[0]), full = score_on(&pod, &nodes[1]);
-    assert_true(full > empty);
-    ops->fini(self);
-    assert_int_equal(open_plugin("{\"scoringStrategy\": \"LeastAllocated\"}"), 0);
-    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
-    report("n1", "single-numa-node", "container", 6, 0, 0, 0, NULL);
-    assert_true(score_on(&pod, &nodes[0]) > score_on(&pod, &nodes[1]));
-}
-
-static void balanced_allocation_scores_within_range(void **state)
-{
-    ops->fini(self);
-    assert_int_equal(open_plugin("{\"scoringStrategy\": \"BalancedAllocation\"}"), 0);
-    report("n0", "single-numa-node", "container", 16, 16, 0, 0, NULL);
-    kc_pod pod;
-    guaranteed_pod(&pod, "p", 8); /* cpu half used, memory 4/64: unbalanced */
-    int64_t score = score_on(&pod, &nodes[0]);
-    assert_true(score > 0 && score < 100);
-}
-
 static void bad_args_are_refused(void **state)
 {
     void *other = NULL;
@@ -1098,9 +1047,6 @@ int main(void)
         PLUGIN_TEST(bound_pod_event_before_a_report_listing_it_is_not_charged),
         PLUGIN_TEST(unlisted_charge_ends_after_the_grace_period_without_a_new_report),
         PLUGIN_TEST(deleting_the_topology_stops_filtering),
-        PLUGIN_TEST(least_numa_nodes_prefers_one_zone),
-        PLUGIN_TEST(most_allocated_prefers_the_fuller_zone),
-        PLUGIN_TEST(balanced_allocation_scores_within_range),
         PLUGIN_TEST(bad_args_are_refused),
         PLUGIN_TEST(zone_ids_come_from_zone_names),
         PLUGIN_TEST(eight_zone_node_is_read_whole),

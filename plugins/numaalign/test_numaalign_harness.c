@@ -1,8 +1,8 @@
 /* numaalign on the plugin test harness, in both isolation modes: the topology manager's
  * policies and scopes on a node whose NodeResourceTopology (two zones of 16 CPUs and 64 GiB)
  * is an object of the cluster: Filter's verdict and reason, and the zones Reserve writes on the
- * Binding and shares in the cycle. The hint merging itself and the zone accounting across
- * events stay in test_numaalign.c. */
+ * Binding and shares in the cycle, and the scores of two nodes by each strategy. The hint
+ * merging itself and the zone accounting across events stay in test_numaalign.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -121,6 +121,99 @@ static void unreserve_gives_the_zone_back(void **state)
     expect_placed("again", "0");
 }
 
+/* Scores ----------------------------------------------------------------------------------- */
+
+/* The topology of one node as a cluster object: two zones of 16 CPUs (cpu0 and cpu1 free) and
+ * 64 GiB. */
+static void topology(char *buf, size_t size, const char *node, const char *policy,
+                     const char *scope, int cpu0, int cpu1)
+{
+    harness_append(buf, size,
+                   "  - {\"apiVersion\": \"topology.node.k8s.io/v1alpha2\", \"kind\": "
+                   "\"NodeResourceTopology\", \"metadata\": {\"name\": \"%s\"}, \"attributes\": "
+                   "[{\"name\": \"topologyManagerPolicy\", \"value\": \"%s\"}, {\"name\": "
+                   "\"topologyManagerScope\", \"value\": \"%s\"}], \"zones\": [",
+                   node, policy, scope);
+    for (int z = 0; z < 2; z++)
+        harness_append(buf, size,
+                       "%s{\"name\": \"node-%d\", \"type\": \"Node\", \"resources\": [{\"name\": "
+                       "\"cpu\", \"capacity\": \"16\", \"allocatable\": \"16\", \"available\": "
+                       "\"%d\"}, {\"name\": \"memory\", \"capacity\": \"64Gi\", \"allocatable\": "
+                       "\"64Gi\", \"available\": \"64Gi\"}]}",
+                       z > 0 ? ", " : "", z, z == 0 ? cpu0 : cpu1);
+    harness_append(buf, size, "]}\n");
+}
+
+/* n0 and n1 with their topologies ("policy scope cpu0 cpu1"), the Guaranteed pod p of cpus and
+ * 4 GiB, evaluated: both nodes must pass Filter, and their scores are read. */
+static void score_both(const char *args, const char *n0, const char *n1, int cpus,
+                       int64_t *score0, int64_t *score1)
+{
+    static char text[8192];
+    text[0] = '\0';
+    harness_append(text, sizeof(text),
+                   "nodes:\n"
+                   "  - {name: n0, allocatable: {cpu: 32, memory: 128Gi}}\n"
+                   "  - {name: n1, allocatable: {cpu: 32, memory: 128Gi}}\n"
+                   "objects:\n");
+    const char *specs[] = {n0, n1};
+    for (int i = 0; i < 2; i++) {
+        char policy[32], scope[32], node[4];
+        int cpu0, cpu1;
+        assert_int_equal(sscanf(specs[i], "%31s %31s %d %d", policy, scope, &cpu0, &cpu1), 4);
+        snprintf(node, sizeof(node), "n%d", i);
+        topology(text, sizeof(text), node, policy, scope, cpu0, cpu1);
+    }
+    harness_append(text, sizeof(text),
+                   "pods:\n  - metadata: {name: p}\n    spec:\n      containers:\n"
+                   "        - {name: main, resources: {requests: {cpu: %d, memory: 4Gi}, limits: "
+                   "{cpu: %d, memory: 4Gi}}}\n",
+                   cpus, cpus);
+    harness_start(args, text);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+    assert_true(kc_harness_feasible(harness, "n0"));
+    assert_true(kc_harness_feasible(harness, "n1"));
+    *score0 = kc_harness_score(harness, "n0");
+    *score1 = kc_harness_score(harness, "n1");
+    if (*score0 < 0 || *score0 > 100 || *score1 < 0 || *score1 > 100)
+        fail_msg("%s: scores %lld and %lld out of range", harness_mode_name(), (long long)*score0,
+                 (long long)*score1);
+}
+
+/* LeastNUMANodes: 10 CPUs fit one zone of n0, need both zones of n1 */
+static void least_numa_nodes_prefers_one_zone(void **state)
+{
+    (void)state;
+    int64_t one, two;
+    score_both("{}", "restricted pod 16 16", "best-effort pod 8 8", 10, &one, &two);
+    assert_int_equal(one, 100);
+    assert_true(two < one);
+}
+
+static void most_allocated_prefers_the_fuller_zone(void **state)
+{
+    (void)state;
+    int64_t empty, full;
+    score_both("{\"scoringStrategy\": \"MostAllocated\"}", "single-numa-node container 16 16",
+               "single-numa-node container 6 0", 4, &empty, &full);
+    assert_true(full > empty);
+    score_both("{\"scoringStrategy\": \"LeastAllocated\"}", "single-numa-node container 16 16",
+               "single-numa-node container 6 0", 4, &empty, &full);
+    assert_true(empty > full);
+}
+
+/* cpu half used, memory 4 of 64: unbalanced, so neither 0 nor 100 */
+static void balanced_allocation_scores_within_range(void **state)
+{
+    (void)state;
+    int64_t score0, score1;
+    score_both("{\"scoringStrategy\": \"BalancedAllocation\"}",
+               "single-numa-node container 16 16", "single-numa-node container 16 16", 8, &score0,
+               &score1);
+    assert_true(score0 > 0 && score0 < 100);
+    assert_int_equal(score0, score1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -130,6 +223,9 @@ int main(void)
         HARNESS_TEST(restricted_pod_scope_admits_two_zones),
         HARNESS_TEST(best_effort_admits_misaligned_and_marks_it),
         HARNESS_TEST(unreserve_gives_the_zone_back),
+        HARNESS_TEST(least_numa_nodes_prefers_one_zone),
+        HARNESS_TEST(most_allocated_prefers_the_fuller_zone),
+        HARNESS_TEST(balanced_allocation_scores_within_range),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
