@@ -1,6 +1,7 @@
-/* podtopologyspread against the fake host: the index's life through delete, assume and forget
- * events as the plugin receives them one by one. kube-scheduler's filtering and scoring cases
- * (spread_cases.h) run on the harness in both modes (test_podtopologyspread_harness.c). */
+/* podtopologyspread against the fake host: the index through assume and forget events, the
+ * what-if deltas of a preemption, default constraints from selecting objects, args. kube-
+ * scheduler's filtering and scoring cases (spread_cases.h) and a domain following its pods
+ * deleted and relabelled run on the harness in both modes (test_podtopologyspread_harness.c). */
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -169,17 +170,6 @@ static kc_status filter_on(const kc_pod *pod, uint32_t node)
     return st;
 }
 
-static void test_delete_frees_the_domain(void **state)
-{
-    (void)state;
-    kc_pod incoming;
-    build(&two_zones, &incoming);
-    add_existing(0, "node-a ns foo=");
-    assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE);
-    send(KC_EVENT_POD_DELETE, &pods[0], NULL);
-    assert_int_equal(filter_on(&incoming, 0), KC_SUCCESS);
-}
-
 static void test_assume_counts_until_forget(void **state)
 {
     (void)state;
@@ -194,18 +184,6 @@ static void test_assume_counts_until_forget(void **state)
     assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE);
     send(KC_EVENT_POD_FORGET, &assumed, &nodes[1]);
     assert_int_equal(filter_on(&incoming, 0), KC_SUCCESS);
-}
-
-static void test_relabel_stops_counting(void **state)
-{
-    (void)state;
-    kc_pod incoming;
-    build(&two_zones, &incoming);
-    add_existing(0, "node-a ns foo=");
-    assert_int_equal(filter_on(&incoming, 1), KC_UNSCHEDULABLE);
-    pods[0].labels[0].key = "other";
-    send(KC_EVENT_POD_UPDATE, &pods[0], NULL);
-    assert_int_equal(filter_on(&incoming, 1), KC_SUCCESS);
 }
 
 /* ---- what-if Filter (preemption) ------------------------------------------------------ */
@@ -648,9 +626,7 @@ static void test_rollout_with_node_removals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_delete_frees_the_domain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assume_counts_until_forget, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_relabel_stops_counting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_victim_satisfies_spread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_minimum_follows_the_delta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_defaults_need_a_selecting_object, setup, teardown),

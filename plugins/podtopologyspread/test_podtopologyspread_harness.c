@@ -1,7 +1,7 @@
 /* podtopologyspread on the plugin test harness, in both isolation modes: kube-scheduler's
  * filtering and scoring cases (spread_cases.h), each written as a cluster whose existing pods
  * sit on their nodes, asserting every node's Filter status and reason and the normalized
- * scores. */
+ * scores; and the count of a domain following its pods deleted and relabelled. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -146,10 +146,50 @@ static void kube_cases(void **state)
     assert_true(sizeof(cases) / sizeof(cases[0]) >= 30);
 }
 
+/* Two zones, one pod with label foo on node-a (zone1): the pod asking maxSkew 1 over the
+ * zones fits zone2 only. */
+static const struct spread_case one_in_zone1 = {
+    "one in zone1", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", NODES4, {"node-a ns foo="},
+    NULL, {NO_SCORE}};
+
+static void a_deleted_pod_frees_its_domain(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster_of(&one_in_zone1));
+    harness_expect_status("counted", kc_harness_filter(harness, "ns/incoming", "node-a"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), REASON_SKEW);
+    harness_expect_status("zone2", kc_harness_filter(harness, "ns/incoming", "node-x"),
+                          KC_SUCCESS);
+    assert_int_equal(kc_harness_delete_pod(harness, "ns/p0"), 0);
+    harness_expect_status("deleted", kc_harness_filter(harness, "ns/incoming", "node-a"),
+                          KC_SUCCESS);
+}
+
+/* The pod's labels change (an update of the same pod): it no longer matches the selector. */
+static void a_relabelled_pod_stops_counting(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster_of(&one_in_zone1));
+    harness_expect_status("counted", kc_harness_filter(harness, "ns/incoming", "node-b"),
+                          KC_UNSCHEDULABLE);
+    assert_int_equal(kc_harness_update(harness, "nodes:\n"
+                                                "  - {name: node-a, labels: {zone: zone1, node: "
+                                                "node-a}}\n"
+                                                "pods:\n"
+                                                "  - {name: p0, namespace: ns, nodeName: node-a, "
+                                                "labels: {other: ''}}\n"),
+                     0);
+    harness_expect_status("relabelled", kc_harness_filter(harness, "ns/incoming", "node-b"),
+                          KC_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(kube_cases),
+        HARNESS_TEST(a_deleted_pod_frees_its_domain),
+        HARNESS_TEST(a_relabelled_pod_stops_counting),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
