@@ -2,7 +2,7 @@
  * filtering and scoring cases (affinity_cases.h), each written as a cluster whose existing pods
  * (with their own terms) sit on their nodes and whose Namespace objects carry the labels a
  * namespaceSelector reads, asserting every node's Filter status and reason and the normalized
- * scores. */
+ * scores; and preemption's what-if view without the victims (defaultpreemption beside it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -154,10 +154,66 @@ static void kube_cases(void **state)
     assert_int_equal(left_out, 1);
 }
 
+/* ---- preemption's what-if view (defaultpreemption beside the plugin) ---- */
+
+static const char *const preemption[] = {KC_PLUGIN_PATH_DEFAULTPREEMPTION, NULL};
+
+/* node-a holds two lower-priority pods; incoming (priority 10) is refused there, and PostFilter
+ * asks Filter about node-a without victims: the victims are exactly the pods whose removal the
+ * plugin's what-if Filter needs (kube's RemovePod). */
+static void preempt_on_node_a(const char *placed_yaml, const char *incoming_affinity,
+                              const char *reason, const char *victim)
+{
+    static char text[4096];
+    snprintf(text, sizeof(text),
+             "nodes:\n  - {name: node-a, labels: {hostname: node-a, zone: z1}}\n"
+             "pods:\n%s"
+             "  - metadata: {name: incoming, namespace: ns, labels: {app: high}}\n"
+             "    spec: {\"priority\": 10, \"containers\": [{\"name\": \"c\"}]%s%s}\n",
+             placed_yaml, incoming_affinity != NULL ? ", \"affinity\": " : "",
+             incoming_affinity != NULL ? incoming_affinity : "");
+    harness_start_with("{}", text, preemption);
+    harness_expect_status("refused", kc_harness_evaluate(harness, "ns/incoming"),
+                          KC_UNSCHEDULABLE);
+    assert_int_equal(kc_harness_reason_count(harness, reason), 1);
+    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "ns/incoming"),
+                          KC_SUCCESS);
+    assert_string_equal(kc_harness_nominated_node(harness), "node-a");
+    assert_int_equal(kc_harness_victim_count(harness), 1);
+    assert_string_equal(kc_harness_victim_at(harness, 0), victim);
+}
+
+/* The pod's required anti-affinity: removing the other pod does not help, removing the
+ * matching one does. */
+static void what_if_the_anti_affinity_victim_removed(void **state)
+{
+    (void)state;
+    preempt_on_node_a("  - metadata: {name: low, namespace: ns, labels: {app: low}}\n"
+                      "    spec: {nodeName: node-a, priority: 1, containers: [{name: c}]}\n"
+                      "  - metadata: {name: other, namespace: ns, labels: {app: other}}\n"
+                      "    spec: {nodeName: node-a, priority: 1, containers: [{name: c}]}\n",
+                      REQ_ANTI(TERM("hostname", SEL_EQ("app", "low"))), REASON_ANTI, "ns/low");
+}
+
+/* A placed pod's required anti-affinity against the incoming pod: evicting that pod lifts it. */
+static void what_if_the_existing_anti_affinity_victim_removed(void **state)
+{
+    (void)state;
+    preempt_on_node_a("  - metadata: {name: plain, namespace: ns, labels: {app: db}}\n"
+                      "    spec: {nodeName: node-a, priority: 1, containers: [{name: c}]}\n"
+                      "  - metadata: {name: guard, namespace: ns, labels: {app: db}}\n"
+                      "    spec: {\"nodeName\": \"node-a\", \"priority\": 1, \"containers\": "
+                      "[{\"name\": \"c\"}], \"affinity\": " REQ_ANTI(TERM("zone", SEL_EQ(
+                          "app", "high"))) "}\n",
+                      NULL, REASON_EXISTING, "ns/guard");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(kube_cases),
+        HARNESS_TEST(what_if_the_anti_affinity_victim_removed),
+        HARNESS_TEST(what_if_the_existing_anti_affinity_victim_removed),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
