@@ -1,7 +1,9 @@
 /* gpushare against the fake host: HAMi's registration and decision formats (the documented
  * examples), request parsing and its refusals, MIG placement by the NVIDIA profiles, the ledger
  * under 10,000 random assume/forget/delete/update operations, rebuilding after a restart, and
- * GPUs with CPUs in one NUMA zone. */
+ * GPUs with CPUs in one NUMA zone. Cards shared as pods are placed, the annotations of Reserve
+ * and the cards a pod's type and UUID annotations select run on the harness in both modes
+ * (test_gpushare_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -537,34 +539,6 @@ static void cards_are_shared_by_memory_cores_and_users_never_overcommitted(void 
         assert_int_equal(place(&cycle, &shares[i], &coreless), KC_SUCCESS);
         fake_cycle_clear(&cycle);
     }
-}
-
-static void type_and_uuid_selection_is_honoured(void **state)
-{
-    (void)state;
-    kc_node node;
-    node_with(
-        &node, "mixed", "kcycle.io/gpus",
-        "[{\"memory\": 16384, \"model\": \"Tesla-T4\", \"uuid\": \"GPU-t4\"},"
-        " {\"memory\": 81920, \"model\": \"NVIDIA-A100-SXM4-80GB\", \"uuid\": \"GPU-a100\"}]");
-    node_event(KC_EVENT_NODE_ADD, &node);
-    kc_pod pod;
-    kc_cycle cycle;
-    gpu_pod(&pod, "a", 1, 1024, 0, 0);
-    add_annotation(&pod, "nvidia.com/use-gputype", "a100");
-    assert_int_equal(place(&cycle, &pod, &node), KC_SUCCESS);
-    assert_non_null(strstr(annotation_of(&cycle, "hami.io/vgpu-devices-to-allocate"), "GPU-a100"));
-    fake_cycle_clear(&cycle);
-    gpu_pod(&pod, "b", 1, 1024, 0, 0);
-    add_annotation(&pod, "nvidia.com/nouse-gpuuuid", "GPU-a100, GPU-t4");
-    assert_int_equal(place(&cycle, &pod, &node), KC_UNSCHEDULABLE);
-    assert_string_equal(first_reason(&cycle), "no GPU of the requested type or UUID");
-    fake_cycle_clear(&cycle);
-    gpu_pod(&pod, "c", 1, 1024, 0, 0);
-    add_annotation(&pod, "nvidia.com/use-gpuuuid", "GPU-t4");
-    assert_int_equal(place(&cycle, &pod, &node), KC_SUCCESS);
-    assert_non_null(strstr(annotation_of(&cycle, "hami.io/vgpu-devices-to-allocate"), "GPU-t4,"));
-    fake_cycle_clear(&cycle);
 }
 
 /* MIG ----------------------------------------------------------------------------------- */
@@ -1315,7 +1289,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(hami_defaults_apply_to_requests, setup, teardown),
         cmocka_unit_test_setup_teardown(
             cards_are_shared_by_memory_cores_and_users_never_overcommitted, setup, teardown),
-        cmocka_unit_test_setup_teardown(type_and_uuid_selection_is_honoured, setup, teardown),
         cmocka_unit_test_setup_teardown(mig_profiles_follow_the_nvidia_placement_rules, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(mig_pods_get_instances_on_mig_cards, setup, teardown),

@@ -1,8 +1,9 @@
 /* gpushare on the plugin test harness, in both isolation modes: cards shared by memory, cores
  * and users and never overcommitted, as pods are placed one after the other (Filter, then
- * Reserve on the chosen node), with the reasons kube's users see; and the HAMi and kcycle
- * annotations Reserve writes on the Binding. The parsers, the ledger's invariants, MIG and the
- * adoption of bound pods stay in test_gpushare.c on the fake host. */
+ * Reserve on the chosen node), with the reasons kube's users see; the HAMi and kcycle
+ * annotations Reserve writes on the Binding; and the cards a pod's type and UUID annotations
+ * select. The parsers, the ledger's invariants, MIG and the adoption of bound pods stay in
+ * test_gpushare.c on the fake host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -83,11 +84,52 @@ static void reserve_writes_hami_and_kcycle_annotations(void **state)
     assert_non_null(strstr(own, "\"uuid\":\"GPU-l4\""));
 }
 
+/* HAMi's nvidia.com/use-gputype, nouse-gpuuuid and use-gpuuuid pod annotations choose among a
+ * node's cards: the card Reserve assigns is the one selected, and a pod that excludes every
+ * card is refused with the reason kube's users see. */
+static void type_and_uuid_selection_is_honoured(void **state)
+{
+    (void)state;
+    harness_start("{}",
+                  "nodes:\n"
+                  "  - name: mixed\n"
+                  "    allocatable: {cpu: 16, nvidia.com/gpu: 2}\n"
+                  "    annotations:\n"
+                  "      kcycle.io/gpus: '[{\"memory\": 16384, \"model\": \"Tesla-T4\", \"uuid\": "
+                  "\"GPU-t4\"}, {\"memory\": 81920, \"model\": \"NVIDIA-A100-SXM4-80GB\", "
+                  "\"uuid\": \"GPU-a100\"}]'\n"
+                  "pods:\n"
+                  "  - {name: a, namespace: ml, annotations: {nvidia.com/use-gputype: a100}, "
+                  "limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1024}}\n"
+                  "  - {name: b, namespace: ml, annotations: {nvidia.com/nouse-gpuuuid: "
+                  "'GPU-a100, GPU-t4'}, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1024}}\n"
+                  "  - {name: c, namespace: ml, annotations: {nvidia.com/use-gpuuuid: GPU-t4}, "
+                  "limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: 1024}}\n");
+    static const struct {
+        const char *pod, *card;
+    } placed[] = {{"ml/a", "GPU-a100,"}, {"ml/c", "GPU-t4,"}};
+    for (int i = 0; i < 2; i++) {
+        harness_expect_status(placed[i].pod, kc_harness_filter(harness, placed[i].pod, "mixed"),
+                              KC_SUCCESS);
+        harness_expect_status(placed[i].pod,
+                              kc_harness_call(harness, placed[i].pod, KC_HARNESS_RESERVE, "mixed"),
+                              KC_SUCCESS);
+        const char *hami = kc_harness_annotation(harness, "hami.io/vgpu-devices-to-allocate");
+        assert_non_null(hami);
+        if (strstr(hami, placed[i].card) == NULL)
+            fail_msg("%s (%s): assigned \"%s\", want %s", placed[i].pod, harness_mode_name(), hami,
+                     placed[i].card);
+    }
+    harness_expect_status("ml/b", kc_harness_filter(harness, "ml/b", "mixed"), KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), "no GPU of the requested type or UUID");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(cards_are_shared_and_never_overcommitted),
         HARNESS_TEST(reserve_writes_hami_and_kcycle_annotations),
+        HARNESS_TEST(type_and_uuid_selection_is_honoured),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
