@@ -2,7 +2,8 @@
  * test asserts (statuses, reasons, scores, logs, cycle state, annotations) comes back the same
  * from this process and from a kcycle-plugin-host child, and SDK 1.2's author functions work in
  * the real host API (args with unknown keys, kc_logf naming the plugin, kc_cycle_delete,
- * kc_node_id, the handle-taking snapshot functions). */
+ * kc_node_id, the handle-taking snapshot functions); the queue phases and PostFilter asked of
+ * a plugin without them, and a plugin loaded beside it that fails. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -185,6 +186,51 @@ static void unknown_pods_and_nodes_are_errors_not_statuses(void **state)
     assert_string_equal(kc_harness_error(harness), "no node 'gone' in the cluster");
 }
 
+/* The phases the scheduler runs in process only, asked of a plugin that has none of them:
+ * QueueSort cannot be answered (an error, not a verdict), PreEnqueue admits, group_of places
+ * the pod in no group, PostFilter chooses no preemption; PostFilter without an evaluation has
+ * no cycle to run on. */
+static void queue_phases_and_post_filter_of_a_plugin_without_them(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    assert_int_equal(kc_harness_less(harness, "ml/trainer", "ml/trainer"), -1);
+    assert_non_null(strstr(kc_harness_error(harness), "no plugin of this host sorts the queue"));
+    harness_expect_status("PreEnqueue", kc_harness_pre_enqueue(harness, "ml/trainer"), KC_SUCCESS);
+    assert_string_equal(kc_harness_message(harness), "");
+    harness_expect_status("group_of", kc_harness_group_of(harness, "ml/trainer"), KC_SKIP);
+    assert_null(kc_harness_group_name(harness));
+    assert_int_equal(kc_harness_group_min_member(harness), 0);
+    harness_expect_status("no cycle", kc_harness_post_filter(harness, "ml/trainer"), KC_ERROR);
+    assert_non_null(strstr(kc_harness_message(harness), "has no evaluation"));
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    kc_harness_post_filter(harness, "ml/trainer");
+    assert_null(kc_harness_nominated_node(harness));
+    assert_int_equal(kc_harness_victim_count(harness), 0);
+    assert_null(kc_harness_victim_at(harness, 0));
+    assert_null(kc_harness_object_status(harness, "CapacityQueue", "a"));
+    harness_expect_status("unknown pod", kc_harness_group_of(harness, "nobody"), KC_ERROR);
+    assert_string_equal(kc_harness_error(harness), "no pod 'nobody' in the cluster");
+}
+
+/* A plugin loaded beside the one under test that cannot load fails the open, naming it. */
+static void a_plugin_beside_that_does_not_load_fails_open(void **state)
+{
+    (void)state;
+    static const char *const more[] = {"/nonexistent/kcycle/beside.so", NULL};
+    char error[512] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .cluster_yaml = cluster,
+        .more_plugins = more,
+    };
+    assert_int_not_equal(kc_harness_open(&o, &harness, error, sizeof(error)), 0);
+    assert_null(harness);
+    assert_non_null(strstr(error, "/nonexistent/kcycle/beside.so"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +242,8 @@ int main(void)
         HARNESS_TEST(reserve_annotates_the_binding),
         HARNESS_TEST(updates_change_what_the_plugin_sees),
         HARNESS_TEST(unknown_pods_and_nodes_are_errors_not_statuses),
+        HARNESS_TEST(queue_phases_and_post_filter_of_a_plugin_without_them),
+        HARNESS_TEST(a_plugin_beside_that_does_not_load_fails_open),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
