@@ -458,16 +458,14 @@ static void keep_writes(kc_harness *h, const Kcycle__V1__PhaseReply *r)
     }
 }
 
+static void forget_phase_results(kc_harness *h);
 static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phase phase,
                             const char *node);
 
 KC_API kc_status kc_harness_call(kc_harness *h, const char *pod_ref, kc_harness_phase phase,
                                  const char *node)
 {
-    h->message[0] = '\0';
-    kv_list_free(&h->annotations);
-    h->bind_requested = false;
-    forget_writes(h);
+    forget_phase_results(h);
     if (phase < KC_HARNESS_RESERVE || phase > KC_HARNESS_POST_BIND) {
         set_error(h, "phase %d is not one of kc_harness_phase", (int)phase);
         return KC_ERROR;
@@ -497,10 +495,21 @@ static void keep_preemption(kc_harness *h, const Kcycle__V1__PhaseReply *r)
             h->victim_count++;
 }
 
+/* What the last phase call left: its message, annotations, bind request, object writes and
+ * preemption. */
+static void forget_phase_results(kc_harness *h)
+{
+    h->message[0] = '\0';
+    kv_list_free(&h->annotations);
+    h->bind_requested = false;
+    forget_writes(h);
+    forget_preemption(h);
+}
+
 static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phase phase,
                             const char *node)
 {
-    forget_preemption(h);
+    forget_phase_results(h);
     struct pod *pod = find_pod(h, pod_ref);
     if (pod == NULL || (node != NULL && node_position(h, node) < 0))
         return KC_ERROR;
@@ -535,7 +544,6 @@ static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phas
 
 KC_API kc_status kc_harness_post_filter(kc_harness *h, const char *pod_ref)
 {
-    h->message[0] = '\0';
     return call_phase(h, pod_ref, KCYCLE__V1__PHASE__PHASE_POST_FILTER, NULL);
 }
 
