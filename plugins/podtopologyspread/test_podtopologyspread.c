@@ -1,7 +1,8 @@
 /* podtopologyspread against the fake host: the index through assume and forget events, the
- * what-if deltas of a preemption, default constraints from selecting objects, args. kube-
- * scheduler's filtering and scoring cases (spread_cases.h) and a domain following its pods
- * deleted and relabelled run on the harness in both modes (test_podtopologyspread_harness.c). */
+ * what-if deltas of a preemption, default constraints ending with their Service, args. kube-
+ * scheduler's filtering and scoring cases (spread_cases.h), a domain following its pods deleted
+ * and relabelled, and the System default constraints from Services and controllers run on the
+ * harness in both modes (test_podtopologyspread_harness.c). */
 #include <setjmp.h>
 #include <stdbool.h>
 #include <stdarg.h>
@@ -302,34 +303,9 @@ static kc_status default_scores(const kc_pod *pod, int64_t *scores)
     return pre;
 }
 
-/* kube's numbers: hostname (maxSkew 3) over 4 nodes weighs log(6), zone (maxSkew 5) over the
- * values z1, z2 and "" (node n lacks the key but still counts under System defaulting)
- * weighs log(5); raw a = 2 log6 + 2 + 2 log5 + 4 = 13, b = 2 + 2 log5 + 4 = 9, x = log6 + 2 +
- * log5 + 4 = 9, n = 2 (no zone term); normalized 100 (13 + 2 - s) / 13. */
-static const int64_t service_scores[4] = {15, 46, 46, 100};
-
-static void test_defaults_need_a_selecting_object(void **state)
-{
-    (void)state;
-    kc_pod incoming;
-    default_cluster(&incoming);
-    int64_t scores[4];
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-    /* a Service of another namespace, one not selecting the pod, one without a selector */
-    send_object(KC_EVENT_OBJECT_ADD, "Service", "other", "web", "{\"spec\":{\"selector\":"
-                                                                "{\"app\":\"web\"}}}");
-    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "db", "{\"spec\":{\"selector\":"
-                                                            "{\"app\":\"db\"}}}");
-    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "headless", "{\"spec\":{}}");
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-    /* Filter: the System defaults are all ScheduleAnyway */
-    kc_cycle cycle;
-    fake_cycle_init(&cycle);
-    assert_int_equal(ops->pre_filter(self, &cycle, &incoming), KC_SKIP);
-    fake_cycle_clear(&cycle);
-}
-
-static void test_defaults_from_a_service(void **state)
+/* The defaults follow their Service: gone with it (the harness cannot delete an object; the
+ * scores themselves are checked there). */
+static void test_defaults_end_with_their_service(void **state)
 {
     (void)state;
     kc_pod incoming;
@@ -338,78 +314,8 @@ static void test_defaults_from_a_service(void **state)
                                                              "{\"app\":\"web\"}}}");
     int64_t scores[4];
     assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
-    for (uint32_t n = 0; n < 4; n++)
-        if (scores[n] != service_scores[n])
-            fail_msg("node %s scored %lld, want %lld", nodes[n].name, (long long)scores[n],
-                     (long long)service_scores[n]);
-    /* a pod with constraints of its own gets no defaults (here: no ScheduleAnyway one) */
-    incoming.constraints_json = LIST1(HARD(1, ZONE_KEY, SEL_FOO));
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-    incoming.constraints_json = NULL;
-    /* the Service goes: so do the defaults */
     send_object(KC_EVENT_OBJECT_DELETE, "Service", "ns", "web", NULL);
     assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-}
-
-static void test_defaults_from_the_controller(void **state)
-{
-    (void)state;
-    kc_pod incoming;
-    default_cluster(&incoming);
-    send_object(KC_EVENT_OBJECT_ADD, "ReplicaSet", "ns", "web-1",
-                "{\"spec\":{\"selector\":{\"matchLabels\":{\"app\":\"web\"}}}}");
-    int64_t scores[4];
-    /* no owner reference: the ReplicaSet does not apply */
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-    incoming.controller_api_version = "apps/v1";
-    incoming.controller_kind = "ReplicaSet";
-    incoming.controller_name = "web-1";
-    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
-    assert_memory_equal(scores, service_scores, sizeof(service_scores));
-    /* a kind DefaultSelector does not read (Deployment owns ReplicaSets, not pods) */
-    incoming.controller_kind = "Deployment";
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-    /* a StatefulSet and a ReplicationController (core v1) */
-    send_object(KC_EVENT_OBJECT_ADD, "StatefulSet", "ns", "web-1",
-                "{\"spec\":{\"selector\":{\"matchExpressions\":[{\"key\":\"app\","
-                "\"operator\":\"In\",\"values\":[\"web\"]}]}}}");
-    incoming.controller_kind = "StatefulSet";
-    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
-    assert_memory_equal(scores, service_scores, sizeof(service_scores));
-    send_object(KC_EVENT_OBJECT_ADD, "ReplicationController", "ns", "web-1",
-                "{\"spec\":{\"selector\":{\"app\":\"web\"}}}");
-    incoming.controller_kind = "ReplicationController";
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP); /* apps/v1 is not its group */
-    incoming.controller_api_version = "v1";
-    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
-    assert_memory_equal(scores, service_scores, sizeof(service_scores));
-}
-
-/* A narrower selector counts fewer pods: a Service on app=web and the ReplicaSet's tier=front
- * together select only the pod on x. */
-static void test_defaults_merge_selectors(void **state)
-{
-    (void)state;
-    kc_pod incoming;
-    default_cluster(&incoming);
-    pods[2].labels[pods[2].label_count++] = (struct fake_kv){"tier", "front"};
-    send(KC_EVENT_POD_UPDATE, &pods[2], NULL);
-    incoming.labels[incoming.label_count++] = (struct fake_kv){"tier", "front"};
-    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
-                                                             "{\"app\":\"web\"}}}");
-    send_object(KC_EVENT_OBJECT_ADD, "ReplicaSet", "ns", "front",
-                "{\"spec\":{\"selector\":{\"matchLabels\":{\"tier\":\"front\"}}}}");
-    incoming.controller_api_version = "apps/v1";
-    incoming.controller_kind = "ReplicaSet";
-    incoming.controller_name = "front";
-    int64_t scores[4];
-    assert_int_equal(default_scores(&incoming, scores), KC_SUCCESS);
-    /* raw: a = 2 + 4 = 6, b = 6, x = log6 + 2 + log5 + 4 = 9 (9.40), n = 2; max 9, min 2 */
-    const int64_t want[4] = {55, 55, 22, 100};
-    for (uint32_t n = 0; n < 4; n++)
-        if (scores[n] != want[n])
-            fail_msg("node %s scored %lld, want %lld", nodes[n].name, (long long)scores[n],
-                     (long long)want[n]);
 }
 
 static void test_defaulting_args(void **state)
@@ -629,10 +535,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_assume_counts_until_forget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_victim_satisfies_spread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_minimum_follows_the_delta, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_defaults_need_a_selecting_object, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_defaults_from_a_service, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_defaults_from_the_controller, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_defaults_merge_selectors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_defaults_end_with_their_service, setup, teardown),
         cmocka_unit_test_setup_teardown(test_defaulting_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_constraints_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_with_node_removals, setup, teardown),

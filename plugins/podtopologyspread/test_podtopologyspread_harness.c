@@ -1,7 +1,8 @@
 /* podtopologyspread on the plugin test harness, in both isolation modes: kube-scheduler's
  * filtering and scoring cases (spread_cases.h), each written as a cluster whose existing pods
  * sit on their nodes, asserting every node's Filter status and reason and the normalized
- * scores; and the count of a domain following its pods deleted and relabelled. */
+ * scores; the count of a domain following its pods deleted and relabelled; and kube's System
+ * default constraints for pods a Service or their controller selects. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -184,12 +185,175 @@ static void a_relabelled_pod_stops_counting(void **state)
                           KC_SUCCESS);
 }
 
+/* ---- cluster default constraints (kube's System defaulting) ---- */
+
+#define HOST_KEY "kubernetes.io/hostname"
+#define ZONE_KEY "topology.kubernetes.io/zone"
+
+/* Nodes a, b (zone z1), x (zone z2) and n (no zone label); app=web pods: 2 on a, 1 on x (with
+ * tier=front too when front), app=db on b; the objects; and incoming pods in the API's form
+ * (their metadata's rest and spec's rest given). */
+static const char *default_cluster(bool front, const char *objects, const char *incoming)
+{
+    static char text[8192];
+    snprintf(text, sizeof(text),
+             "nodes:\n"
+             "  - {name: a, labels: {" HOST_KEY ": a, " ZONE_KEY ": z1}}\n"
+             "  - {name: b, labels: {" HOST_KEY ": b, " ZONE_KEY ": z1}}\n"
+             "  - {name: x, labels: {" HOST_KEY ": x, " ZONE_KEY ": z2}}\n"
+             "  - {name: n, labels: {" HOST_KEY ": n}}\n"
+             "pods:\n"
+             "  - {name: p0, namespace: ns, nodeName: a, labels: {app: web}}\n"
+             "  - {name: p1, namespace: ns, nodeName: a, labels: {app: web}}\n"
+             "  - {name: p2, namespace: ns, nodeName: x, labels: {app: web%s}}\n"
+             "  - {name: p3, namespace: ns, nodeName: b, labels: {app: db}}\n"
+             "%s"
+             "objects:\n%s",
+             front ? ", tier: front" : "", incoming, objects);
+    return text;
+}
+
+/* An incoming pod of namespace ns: its labels, and its controller ("apiVersion Kind name") or
+ * NULL. */
+static void incoming_pod(char *buf, size_t size, const char *name, const char *labels,
+                         const char *controller)
+{
+    harness_append(buf, size, "  - metadata:\n      name: %s\n      namespace: ns\n"
+                              "      labels: {%s}\n", name, labels);
+    if (controller != NULL) {
+        char api[32], kind[32], owner[32];
+        sscanf(controller, "%31s %31s %31s", api, kind, owner);
+        harness_append(buf, size,
+                       "      ownerReferences: [{apiVersion: %s, kind: %s, name: %s, uid: u-%s, "
+                       "controller: true}]\n",
+                       api, kind, owner, owner);
+    }
+    harness_append(buf, size, "    spec: {containers: [{name: c}]}\n");
+}
+
+#define SERVICE(ns, name, spec)                                                                    \
+    "  - {apiVersion: v1, kind: Service, metadata: {name: " name ", namespace: " ns "}, spec: "    \
+    spec "}\n"
+
+/* kube's numbers: hostname (maxSkew 3) over 4 nodes weighs log(6), zone (maxSkew 5) over the
+ * values z1, z2 and "" (node n lacks the key but still counts under System defaulting)
+ * weighs log(5); raw a = 2 log6 + 2 + 2 log5 + 4 = 13, b = 2 + 2 log5 + 4 = 9, x = log6 + 2 +
+ * log5 + 4 = 9, n = 2 (no zone term); normalized 100 (13 + 2 - s) / 13. */
+static const int64_t service_scores[4] = {15, 46, 46, 100};
+static const int64_t unscored[4] = {-1, -1, -1, -1};
+
+static void expect_scores(const char *pod, const int64_t *want)
+{
+    static const char *const nodes[4] = {"a", "b", "x", "n"};
+    harness_expect_status(pod, kc_harness_evaluate(harness, pod), KC_SUCCESS);
+    for (int n = 0; n < 4; n++)
+        if (kc_harness_score(harness, nodes[n]) != want[n])
+            fail_msg("%s (%s): node %s scored %lld, want %lld", pod, harness_mode_name(),
+                     nodes[n], (long long)kc_harness_score(harness, nodes[n]),
+                     (long long)want[n]);
+}
+
+/* A Service of another namespace, one not selecting the pod, one without a selector: no
+ * defaults. The System defaults are all ScheduleAnyway, so Filter has nothing to check. */
+static void defaults_need_a_selecting_object(void **state)
+{
+    (void)state;
+    char pods[512] = "";
+    incoming_pod(pods, sizeof(pods), "incoming", "app: web", NULL);
+    harness_start("{}", default_cluster(false,
+                                        SERVICE("other", "web", "{selector: {app: web}}")
+                                            SERVICE("ns", "db", "{selector: {app: db}}")
+                                                SERVICE("ns", "headless", "{}"),
+                                        pods));
+    expect_scores("ns/incoming", unscored);
+    harness_expect_status("Filter", kc_harness_filter(harness, "ns/incoming", "n"), KC_SUCCESS);
+}
+
+static void defaults_from_a_service(void **state)
+{
+    (void)state;
+    char pods[1024] = "";
+    incoming_pod(pods, sizeof(pods), "incoming", "app: web", NULL);
+    /* a pod with constraints of its own gets no defaults (here: no ScheduleAnyway one) */
+    harness_append(pods, sizeof(pods),
+                   "  - metadata: {name: own, namespace: ns, labels: {app: web}}\n"
+                   "    spec: %.*s, \"containers\": [{\"name\": \"c\"}]}\n",
+                   (int)strlen(LIST1(HARD(1, ZONE_KEY, SEL_FOO))) - 1,
+                   LIST1(HARD(1, ZONE_KEY, SEL_FOO)));
+    harness_start("{}",
+                  default_cluster(false, SERVICE("ns", "web", "{selector: {app: web}}"), pods));
+    expect_scores("ns/incoming", service_scores);
+    harness_expect_status("own", kc_harness_evaluate(harness, "ns/own"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "a"), -1);
+}
+
+static void defaults_from_the_controller(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pod, *controller;
+        const int64_t *scores;
+    } owners[] = {
+        /* no owner reference: the ReplicaSet does not apply */
+        {"none", NULL, unscored},
+        {"rs", "apps/v1 ReplicaSet web-1", service_scores},
+        /* a kind DefaultSelector does not read (Deployment owns ReplicaSets, not pods) */
+        {"deploy", "apps/v1 Deployment web-1", unscored},
+        {"sts", "apps/v1 StatefulSet web-1", service_scores},
+        /* apps/v1 is not a ReplicationController's group; v1 is */
+        {"rc-apps", "apps/v1 ReplicationController web-1", unscored},
+        {"rc", "v1 ReplicationController web-1", service_scores},
+    };
+    char pods[4096] = "";
+    for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++)
+        incoming_pod(pods, sizeof(pods), owners[i].pod, "app: web", owners[i].controller);
+    harness_start(
+        "{}",
+        default_cluster(false,
+                        "  - {apiVersion: apps/v1, kind: ReplicaSet, metadata: {name: web-1, "
+                        "namespace: ns}, spec: {selector: {matchLabels: {app: web}}}}\n"
+                        "  - {apiVersion: apps/v1, kind: StatefulSet, metadata: {name: web-1, "
+                        "namespace: ns}, spec: {selector: {matchExpressions: [{key: app, operator: "
+                        "In, values: [web]}]}}}\n"
+                        "  - {apiVersion: v1, kind: ReplicationController, metadata: {name: web-1, "
+                        "namespace: ns}, spec: {selector: {app: web}}}\n",
+                        pods));
+    for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
+        char ref[32];
+        snprintf(ref, sizeof(ref), "ns/%s", owners[i].pod);
+        expect_scores(ref, owners[i].scores);
+    }
+}
+
+/* A narrower selector counts fewer pods: a Service on app=web and the ReplicaSet's tier=front
+ * together select only the pod on x. raw: a = 2 + 4 = 6, b = 6, x = log6 + 2 + log5 + 4 = 9
+ * (9.40), n = 2; max 9, min 2. */
+static void defaults_merge_selectors(void **state)
+{
+    (void)state;
+    static const int64_t want[4] = {55, 55, 22, 100};
+    char pods[512] = "";
+    incoming_pod(pods, sizeof(pods), "incoming", "app: web, tier: front",
+                 "apps/v1 ReplicaSet front");
+    harness_start("{}", default_cluster(true,
+                                        SERVICE("ns", "web", "{selector: {app: web}}")
+                                        "  - {apiVersion: apps/v1, kind: ReplicaSet, metadata: "
+                                        "{name: front, namespace: ns}, spec: {selector: "
+                                        "{matchLabels: {tier: front}}}}\n",
+                                        pods));
+    expect_scores("ns/incoming", want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(kube_cases),
         HARNESS_TEST(a_deleted_pod_frees_its_domain),
         HARNESS_TEST(a_relabelled_pod_stops_counting),
+        HARNESS_TEST(defaults_need_a_selecting_object),
+        HARNESS_TEST(defaults_from_a_service),
+        HARNESS_TEST(defaults_from_the_controller),
+        HARNESS_TEST(defaults_merge_selectors),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }
