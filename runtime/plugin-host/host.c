@@ -827,11 +827,12 @@ static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate
     return 0;
 }
 
-static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
-                          Kcycle__V1__Reply *reply, struct scratch *sc)
+/* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
+ * h->evaluated. */
+static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                        Kcycle__V1__Reply *reply, struct scratch *sc, struct evaluated **out)
 {
     struct scheduler *s = &h->sched;
-    drop_unchosen(h);
     if (call->pod == NULL)
         return reply_error(reply, sc, "evaluate without a pod");
     for (size_t i = 0; i < call->n_candidates; i++)
@@ -883,6 +884,128 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     log_debug("evaluate %s/%s: status %d, %u of %zu candidates feasible", ev->pod->namespace,
               ev->pod->name, (int)e.status, e.found, call->n_candidates);
     evaluation_clear(&e);
+    if (out != NULL)
+        *out = ev;
+    return 0;
+}
+
+static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                          Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    drop_unchosen(h);
+    return evaluate_pod(h, call, reply, sc, NULL);
+}
+
+/* ---- a group cycle's members in one request (plugin.proto's EvaluateGroup) ---- */
+
+/* The node the scheduler would pick from r, as its cycle does with this host the only one that
+ * scores: the weighted sum of the clamped scores, the highest total, ties broken by reservoir
+ * sampling from the scheduler's generator (*rng advances as the scheduler's does). */
+static int32_t group_pick(const Kcycle__V1__EvaluateReply *r, const Kcycle__V1__EvaluateGroup *g,
+                          uint64_t *rng, int64_t *totals)
+{
+    size_t found = r->n_feasible;
+    if (found == 0)
+        return -1;
+    if (found == 1)
+        return (int32_t)r->feasible[0];
+    memset(totals, 0, found * sizeof(*totals));
+    for (size_t k = 0; k < r->n_scores; k++) {
+        const Kcycle__V1__PluginScores *ps = r->scores[k];
+        if (ps->plugin >= g->n_weights || ps->n_scores != found)
+            continue;
+        for (size_t i = 0; i < found; i++) {
+            int64_t score = ps->scores[i];
+            totals[i] += (score < 0 ? 0 : score > 100 ? 100 : score) * g->weights[ps->plugin];
+        }
+    }
+    size_t best = 0, ties = 1;
+    for (size_t i = 1; i < found; i++) {
+        if (totals[i] > totals[best]) {
+            best = i;
+            ties = 1;
+        } else if (totals[i] == totals[best]) {
+            ties++;
+            if (scheduler_random_next(rng) % ties == 0)
+                best = i;
+        }
+    }
+    return (int32_t)r->feasible[best];
+}
+
+/* Undo the group's tentative assumptions in reverse; the replica's generation goes back to
+ * what the scheduler's deltas will count from. */
+static void group_undo(struct plugin_host *h, struct evaluated **assumed, size_t count,
+                       uint64_t generation)
+{
+    for (size_t i = count; i-- > 0;)
+        scheduler_forget(&h->sched, assumed[i]->pod);
+    h->sched.cache.generation = generation;
+}
+
+static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__EvaluateGroup *g,
+                                Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    drop_unchosen(h);
+    size_t n = g->n_members;
+    Kcycle__V1__EvaluateGroupReply *out = scratch_alloc(sc, sizeof(*out));
+    Kcycle__V1__EvaluateReply **members = scratch_alloc(sc, (n + 1) * sizeof(*members));
+    int32_t *chosen = scratch_alloc(sc, (n + 1) * sizeof(*chosen));
+    uint32_t *starts = scratch_alloc(sc, (n + 1) * sizeof(*starts));
+    struct evaluated **assumed = calloc(n + 1, sizeof(*assumed));
+    int64_t *totals = calloc((size_t)s->cache.node_count + 1, sizeof(*totals));
+    if (out == NULL || members == NULL || chosen == NULL || starts == NULL || assumed == NULL ||
+        totals == NULL) {
+        free(assumed);
+        free(totals);
+        return reply_error(reply, sc, "evaluate_group: out of memory");
+    }
+    kcycle__v1__evaluate_group_reply__init(out);
+    uint64_t generation = s->cache.generation, rng = g->rng;
+    uint32_t start = n > 0 ? g->members[0]->start : 0;
+    size_t placed = 0;
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        Kcycle__V1__Evaluate *call = g->members[k];
+        call->start = start;
+        Kcycle__V1__Reply one = KCYCLE__V1__REPLY__INIT;
+        struct evaluated *ev = NULL;
+        evaluate_pod(h, call, &one, sc, &ev);
+        if (one.result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
+            rc = reply_error(reply, sc, "evaluate_group: member %zu: %s", k,
+                             one.error != NULL ? one.error : "no evaluation");
+            break;
+        }
+        const Kcycle__V1__EvaluateReply *r = one.evaluate;
+        members[k] = one.evaluate;
+        starts[k] = start;
+        chosen[k] = r->status == KC_SUCCESS ? group_pick(r, g, &rng, totals) : -1;
+        if (chosen[k] < 0)
+            continue;
+        /* the scheduler's rotation: past the last node the search needed */
+        uint32_t nodes = s->cache.node_count;
+        if (call->want > 0 && r->n_feasible == call->want && nodes > 0)
+            start = (r->feasible[r->n_feasible - 1] + 1) % nodes;
+        const char *node = s->cache.nodes[chosen[k]].node->name;
+        if (scheduler_assume(s, ev->pod, node) < 0) {
+            rc = reply_error(reply, sc, "evaluate_group: member %zu: cannot assume %s/%s on %s",
+                             k, ev->pod->namespace, ev->pod->name, node);
+            break;
+        }
+        assumed[placed++] = ev;
+    }
+    group_undo(h, assumed, placed, generation);
+    free(assumed);
+    free(totals);
+    if (rc < 0)
+        return rc;
+    out->n_members = out->n_chosen = out->n_starts = n;
+    out->members = members;
+    out->chosen = chosen;
+    out->starts = starts;
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP;
+    reply->evaluate_group = out;
     return 0;
 }
 
@@ -1148,6 +1271,8 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
     switch (req->call_case) {
     case KCYCLE__V1__REQUEST__CALL_HELLO: return serve_hello(h, req->hello, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_EVALUATE: return serve_evaluate(h, req->evaluate, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP:
+        return serve_evaluate_group(h, req->evaluate_group, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_PHASE: return serve_phase(h, req->phase, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_SYNC:
         reply->result_case = KCYCLE__V1__REPLY__RESULT_SYNCED;

@@ -703,11 +703,13 @@ static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, 
                "\"group_decision_ms_p50\": %.1f, \"group_decision_ms_p99\": %.1f, "
                "\"pods_per_second\": %.0f, \"elapsed_seconds\": %.3f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"isolation\": \"%s\", "
-               "\"ipc_round_trip_us_p50\": %.1f%s}\n",
+               "\"ipc_round_trip_us_p50\": %.1f, \"host_group_requests\": %" PRIu64
+               ", \"host_group_members_batched\": %" PRIu64 "%s}\n",
                b->nodes, b->groups, b->group_size, b->min_member, b->existing, b->pods, measured,
                placed, empty, whole ? "true" : "false", cycles, s->groups.rollbacks, group_p50,
                group_p99, decision_p50, decision_p99, pods_per_second, elapsed_us / 1e6,
                peak_rss_bytes(), b->process ? "process" : "inprocess", round_trip_us,
+               s->remote.group_requests, s->remote.group_members_taken,
                ipc_json(ipc, pods_per_second));
     } else {
         printf("gang: %u groups of %u (minMember %u) on %u nodes, %u existing pods: %u placed "
