@@ -63,33 +63,66 @@ struct plugin_host {
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
 
+/* A bump arena: a request's decoded message and everything its reply points to come from a
+ * few large chunks, freed together once the reply is packed, instead of one malloc and free
+ * per string, array and submessage (hundreds a request, thousands for a group's). */
+#define SCRATCH_CHUNK_BYTES (64 * 1024)
+#define SCRATCH_ALIGN 16
+
+struct scratch_chunk {
+    struct scratch_chunk *next;
+    _Alignas(SCRATCH_ALIGN) unsigned char data[];
+};
+
 struct scratch {
-    void **blocks;
-    uint32_t count, capacity;
+    struct scratch_chunk *chunks;
+    unsigned char *at;
+    size_t left;
     bool failed;
 };
 
-static void *scratch_alloc(struct scratch *sc, size_t size)
+/* size bytes, aligned, not zeroed; NULL (and sc failed) when out of memory */
+static void *scratch_bump(struct scratch *sc, size_t size)
 {
     if (sc->failed)
         return NULL;
-    if (sc->count == sc->capacity) {
-        uint32_t capacity = sc->capacity == 0 ? 16 : sc->capacity * 2;
-        void **grown = realloc(sc->blocks, capacity * sizeof(*grown));
-        if (grown == NULL) {
+    size = size == 0 ? SCRATCH_ALIGN : (size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
+    if (size > sc->left) {
+        size_t bytes = size > SCRATCH_CHUNK_BYTES ? size : SCRATCH_CHUNK_BYTES;
+        struct scratch_chunk *chunk = malloc(sizeof(*chunk) + bytes);
+        if (chunk == NULL) {
             sc->failed = true;
             return NULL;
         }
-        sc->blocks = grown;
-        sc->capacity = capacity;
+        chunk->next = sc->chunks;
+        sc->chunks = chunk;
+        sc->at = chunk->data;
+        sc->left = bytes;
     }
-    void *block = calloc(1, size != 0 ? size : 1);
-    if (block == NULL) {
-        sc->failed = true;
-        return NULL;
-    }
-    sc->blocks[sc->count++] = block;
+    void *block = sc->at;
+    sc->at += size;
+    sc->left -= size;
     return block;
+}
+
+static void *scratch_alloc(struct scratch *sc, size_t size)
+{
+    void *block = scratch_bump(sc, size);
+    if (block != NULL)
+        memset(block, 0, size);
+    return block;
+}
+
+/* protobuf-c's allocator over the arena: a decoded request lives as long as its reply */
+static void *scratch_protobuf_alloc(void *data, size_t size)
+{
+    return scratch_bump(data, size);
+}
+
+static void scratch_protobuf_free(void *data, void *pointer)
+{
+    (void)data;
+    (void)pointer; /* freed with the arena */
 }
 
 static char *scratch_strdup(struct scratch *sc, const char *text)
@@ -115,9 +148,11 @@ static char *scratch_vprintf(struct scratch *sc, const char *fmt, va_list ap)
 
 static void scratch_free(struct scratch *sc)
 {
-    for (uint32_t i = 0; i < sc->count; i++)
-        free(sc->blocks[i]);
-    free(sc->blocks);
+    while (sc->chunks != NULL) {
+        struct scratch_chunk *next = sc->chunks->next;
+        free(sc->chunks);
+        sc->chunks = next;
+    }
     memset(sc, 0, sizeof(*sc));
 }
 
@@ -1300,7 +1335,8 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
     *out_len = 0;
     Kcycle__V1__Reply reply = KCYCLE__V1__REPLY__INIT;
     struct scratch sc = {0};
-    Kcycle__V1__Request *req = kcycle__v1__request__unpack(NULL, len, request);
+    ProtobufCAllocator arena = {scratch_protobuf_alloc, scratch_protobuf_free, &sc};
+    Kcycle__V1__Request *req = kcycle__v1__request__unpack(&arena, len, request);
     if (req == NULL) {
         reply_error(&reply, &sc,
                     "the request (%zu bytes) does not decode as a kcycle.v1.Request; is the "
@@ -1326,9 +1362,7 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
         reply = fallback;
     }
     int rc = pack_reply(&reply, out, out_len);
-    scratch_free(&sc);
-    if (req != NULL)
-        kcycle__v1__request__free_unpacked(req, NULL);
+    scratch_free(&sc); /* the request's decoded message with it */
     return rc;
 }
 
