@@ -924,36 +924,31 @@ static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
     return 0;
 }
 
-static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
-                          Kcycle__V1__Reply *reply, struct scratch *sc)
-{
-    drop_unchosen(h);
-    return evaluate_pod(h, call, reply, sc, NULL);
-}
-
-/* ---- a group cycle's members in one request (plugin.proto's EvaluateGroup) ---- */
+/* ---- the host picks (Evaluate.pick, EvaluateGroup) ---- */
 
 /* The node the scheduler would pick from r, as its cycle does with this host the only one that
- * scores: the weighted sum of the clamped scores, the highest total, ties broken by reservoir
- * sampling from the scheduler's generator (*rng advances as the scheduler's does). */
-static int32_t group_pick(const Kcycle__V1__EvaluateReply *r, const Kcycle__V1__EvaluateGroup *g,
-                          uint64_t *rng, int64_t *totals)
+ * scores: the weighted sum of the clamped scores, the highest total (*total), ties broken by
+ * reservoir sampling from the scheduler's generator (*rng advances as the scheduler's does).
+ * totals: room for r's feasible nodes. */
+static int32_t host_pick(const Kcycle__V1__EvaluateReply *r, const int64_t *weights,
+                         size_t weight_count, uint64_t *rng, int64_t *totals, int64_t *total)
 {
     size_t found = r->n_feasible;
+    *total = 0;
     if (found == 0)
         return -1;
-    if (found == 1)
-        return (int32_t)r->feasible[0];
     memset(totals, 0, found * sizeof(*totals));
     for (size_t k = 0; k < r->n_scores; k++) {
         const Kcycle__V1__PluginScores *ps = r->scores[k];
-        if (ps->plugin >= g->n_weights || ps->n_scores != found)
+        if (ps->plugin >= weight_count || ps->n_scores != found)
             continue;
         for (size_t i = 0; i < found; i++) {
             int64_t score = ps->scores[i];
-            totals[i] += (score < 0 ? 0 : score > 100 ? 100 : score) * g->weights[ps->plugin];
+            totals[i] += (score < 0 ? 0 : score > 100 ? 100 : score) * weights[ps->plugin];
         }
     }
+    if (found == 1)
+        return (int32_t)r->feasible[0]; /* the scheduler draws nothing for one node */
     size_t best = 0, ties = 1;
     for (size_t i = 1; i < found; i++) {
         if (totals[i] > totals[best]) {
@@ -965,8 +960,47 @@ static int32_t group_pick(const Kcycle__V1__EvaluateReply *r, const Kcycle__V1__
                 best = i;
         }
     }
+    *total = totals[best];
     return (int32_t)r->feasible[best];
 }
+
+/* Evaluate.pick: the answer is the choice instead of the feasible list and the scores. */
+static void make_picked(Kcycle__V1__EvaluateReply *r, int32_t chosen, int64_t total,
+                        uint64_t rng)
+{
+    if (r->status != KC_SUCCESS || r->n_feasible == 0 || chosen < 0)
+        return;
+    r->picked = true;
+    r->found = (uint32_t)r->n_feasible;
+    r->chosen = (uint32_t)chosen;
+    r->chosen_total = total;
+    r->last_feasible = r->feasible[r->n_feasible - 1];
+    r->rng = rng;
+    r->n_feasible = 0;
+    r->feasible = NULL;
+    r->n_scores = 0;
+    r->scores = NULL;
+}
+
+static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                          Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    drop_unchosen(h);
+    int rc = evaluate_pod(h, call, reply, sc, NULL);
+    if (rc < 0 || !call->pick || reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE)
+        return rc;
+    Kcycle__V1__EvaluateReply *r = reply->evaluate;
+    int64_t *totals = scratch_alloc(sc, (r->n_feasible + 1) * sizeof(*totals));
+    if (totals == NULL)
+        return reply_error(reply, sc, "evaluate: out of memory picking a node");
+    uint64_t rng = call->rng;
+    int64_t total;
+    int32_t chosen = host_pick(r, call->weights, call->n_weights, &rng, totals, &total);
+    make_picked(r, chosen, total, rng);
+    return 0;
+}
+
+/* ---- a group cycle's members in one request (plugin.proto's EvaluateGroup) ---- */
 
 /* Undo the group's tentative assumptions in reverse; the replica's generation goes back to
  * what the scheduler's deltas will count from. */
@@ -1015,13 +1049,18 @@ static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__Evaluat
         const Kcycle__V1__EvaluateReply *r = one.evaluate;
         members[k] = one.evaluate;
         starts[k] = start;
-        chosen[k] = r->status == KC_SUCCESS ? group_pick(r, g, &rng, totals) : -1;
+        int64_t total = 0;
+        chosen[k] = r->status == KC_SUCCESS
+                        ? host_pick(r, g->weights, g->n_weights, &rng, totals, &total)
+                        : -1;
         if (chosen[k] < 0)
             continue;
         /* the scheduler's rotation: past the last node the search needed */
         uint32_t nodes = s->cache.node_count;
         if (call->want > 0 && r->n_feasible == call->want && nodes > 0)
             start = (r->feasible[r->n_feasible - 1] + 1) % nodes;
+        if (call->pick)
+            make_picked(one.evaluate, chosen[k], total, rng);
         const char *node = s->cache.nodes[chosen[k]].node->name;
         if (scheduler_assume(s, ev->pod, node) < 0) {
             rc = reply_error(reply, sc, "evaluate_group: member %zu: cannot assume %s/%s on %s",

@@ -1245,6 +1245,23 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     ev.candidates = all ? NULL : (uint32_t *)candidates;
     ev.want = evaluating == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
+    /* the one host filters every node and nothing scores here: it can pick (the decision log
+     * at debug level wants every node's scores) */
+    r->pick.valid = false;
+    int64_t weights[FRAMEWORK_MAX_PLUGINS];
+    const struct remote_host *evaluator = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (fw->hosts[k]->phases & EVALUATE_PHASES)
+            evaluator = fw->hosts[k];
+    if (candidates == NULL && evaluating == 1 && fw->phase_count[PHASE_SCORE] == 0 &&
+        fw->phase_count[PHASE_PRE_SCORE] == 0 && log_level() < KC_LOG_DEBUG && evaluator->plugin_count <= FRAMEWORK_MAX_PLUGINS) {
+        for (uint32_t i = 0; i < evaluator->plugin_count; i++)
+            weights[i] = evaluator->plugins[i]->weight;
+        ev.pick = true;
+        ev.rng = s->rng;
+        ev.n_weights = evaluator->plugin_count;
+        ev.weights = weights;
+    }
     /* candidates carry CANDIDATE_MARK while the replies are checked and merged; with every
      * node a candidate, nothing needs marking (only_candidates checks the range) */
     for (uint32_t k = 0; !all && k < candidate_count; k++)
@@ -1282,6 +1299,19 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
                                   e->reasons[i]->count);
         }
         uint32_t limit = want == 0 ? candidate_count : want;
+        for (uint32_t k = 0; k < fw->host_count && evaluating == 1; k++) {
+            const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+            if (e == NULL || e->status != KC_SUCCESS || !e->picked)
+                continue;
+            /* the host's choice: the one node the cycle needs */
+            s->feasible[0] = &s->cache.nodes[e->chosen];
+            s->totals[0] = 0;
+            count = e->found;
+            *processed = e->processed;
+            r->pick = (struct remote_pick){true, e->chosen, e->found, e->last_feasible,
+                                           e->chosen_total, e->rng};
+            limit = 0; /* nothing to collect below */
+        }
         for (uint32_t k = 0; k < candidate_count && count < limit; k++) {
             uint32_t node = candidates != NULL ? candidates[k] : (start + k) % nodes;
             if ((s->remote_marks[node] & ~CANDIDATE_MARK) == answered) {
@@ -1345,6 +1375,28 @@ bool remote_pre_filter_before(const struct framework *fw, uint32_t plugin)
  * failed: then the host is restarted). The request's candidates carry CANDIDATE_MARK in
  * s->remote_marks (the caller's job) so that replies are checked against them. Returns
  * KC_ERROR with *message when a host whose plugins fail pods could not answer. */
+/* A picked answer (EvaluateReply.picked) comes only when asked for, lists nothing, and names
+ * nodes of the replica within the request's bounds. */
+static bool picked_valid(const struct scheduler *s, const Kcycle__V1__Evaluate *ev,
+                         const Kcycle__V1__EvaluateReply *e, uint32_t candidate_count)
+{
+    if (!e->picked)
+        return true;
+    uint32_t nodes = s->cache.node_count;
+    return ev->pick && e->n_feasible == 0 && e->n_scores == 0 && e->found >= 1 &&
+           e->found <= candidate_count && (ev->want == 0 || e->found <= ev->want) &&
+           e->chosen < nodes && e->last_feasible < nodes;
+}
+
+bool remote_picked(struct scheduler *s, struct remote_pick *out)
+{
+    if (!s->remote.pick.valid)
+        return false;
+    *out = s->remote.pick;
+    s->remote.pick.valid = false;
+    return true;
+}
+
 /* h's checked evaluation is the cycle's: its rejectors count, and a status other than a verdict
  * is the attempt's error when h's plugins fail pods. */
 static void evaluation_taken(struct kc_cycle *cycle, struct remote_host *h,
@@ -1414,6 +1466,12 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
                                reply->evaluate->n_node_rejectors != candidate_count))) {
             host_set_error(h, "protocol error: an evaluation that names nodes outside the "
                               "request's candidates");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply != NULL && !picked_valid(s, ev, reply->evaluate, candidate_count)) {
+            host_set_error(h, "protocol error: a picked evaluation that was not asked for or "
+                              "names nodes out of range");
             kcycle__v1__reply__free_unpacked(reply, NULL);
             reply = NULL;
         }
@@ -2050,7 +2108,8 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
                 b->assumed == b->placed_before;
     shell->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
     shell->evaluate = same ? g->members[m] : NULL;
-    if (!same || !only_candidates(s, shell->evaluate, candidate_count)) {
+    if (!same || !only_candidates(s, shell->evaluate, candidate_count) ||
+        !picked_valid(s, ev, shell->evaluate, candidate_count)) {
         group_drop(&s->remote);
         return -1;
     }
@@ -2081,6 +2140,7 @@ static struct remote_host *group_host(const struct scheduler *s, const struct fr
     uint32_t later = KCYCLE__V1__PHASE__PHASE_RESERVE | KCYCLE__V1__PHASE__PHASE_PERMIT;
     if (only == NULL || (only->phases & later) || only->state != REMOTE_UP ||
         fw->phase_count[PHASE_FILTER] > 0 || fw->phase_count[PHASE_SCORE] > 0 ||
+        fw->phase_count[PHASE_PRE_SCORE] > 0 ||
         s->cache.node_count == 0)
         return NULL;
     return only;
@@ -2134,6 +2194,7 @@ void remote_group_begin(struct scheduler *s, const struct framework *fw,
         ev->start = s->next_start_node % n;
         ev->want = scheduler_nodes_to_find(s, n);
         ev->score = true;
+        ev->pick = log_level() < KC_LOG_DEBUG; /* as remote_evaluate asks */
         list[encoded] = ev;
         b->uids[encoded] = pods[encoded]->uid;
     }

@@ -79,6 +79,16 @@ struct remote_group_batch {
     uint32_t placed_count;
 };
 
+/* The evaluating host's choice (EvaluateReply.picked) in the last remote_evaluate. */
+struct remote_pick {
+    bool valid;
+    uint32_t node;  /* cache index of the chosen node */
+    uint32_t found; /* feasible nodes */
+    uint32_t last;  /* cache index of the last feasible node */
+    int64_t total;  /* the chosen node's weighted score */
+    uint64_t rng;   /* the tie-breaking state after the choice */
+};
+
 struct remote {
     struct remote_host **hosts; /* every live host: the active generation's and retiring ones */
     uint32_t host_count, host_capacity;
@@ -95,6 +105,7 @@ struct remote {
     int64_t watched_ms; /* when remote_watch last looked for dead hosts (scheduler clock) */
     bool all_candidates; /* the evaluation being checked has every node as a candidate */
     struct remote_group_batch group;
+    struct remote_pick pick;
     uint64_t group_requests, group_members_taken; /* counted for the benchmarks */
 };
 
@@ -140,6 +151,12 @@ void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w,
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message);
+
+/* After remote_evaluate over every node (candidates NULL) with one host that filters and
+ * scores and nothing scoring in process, the host may have picked the node as the scheduler's
+ * selection would (plugin.proto's Evaluate.pick): true with *out, and then s->feasible holds
+ * only the chosen node, whatever *found said. Taken once. */
+bool remote_picked(struct scheduler *s, struct remote_pick *out);
 
 /* Between attempts: a host that died while idle (nothing asked it anything) is noticed, and a
  * down host is started again (and resynced) once its backoff ends, so a host comes back even

@@ -1481,12 +1481,23 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
     uint32_t found = 0, processed = 0;
     const struct cache_node *chosen = NULL;
     kc_status st = e.status;
+    struct remote_pick pick = {0};
     if (st == KC_SUCCESS && no_local_filter) {
         const uint32_t *list = cycle->restricted ? cycle->narrowed : NULL;
         uint32_t count = cycle->restricted ? cycle->restricted_count : n;
         st = remote_evaluate(s, cycle, list, count, want, &found, &processed, &message);
+        /* the host picked as select_node would (its weights, this generator): the choice, the
+         * score the report gives and the rotation are the same as if picked here */
+        if (st == KC_SUCCESS && remote_picked(s, &pick)) {
+            chosen = &s->cache.nodes[pick.node];
+            cycle->sp->score = found > 1 ? pick.total : 0;
+            s->rng = pick.rng;
+        }
+        uint32_t last = chosen != NULL ? pick.last
+                        : found > 0    ? s->feasible[found - 1]->index
+                                       : 0;
         if (st == KC_SUCCESS && found == want)
-            s->next_start_node = (s->feasible[found - 1]->index + 1) % n;
+            s->next_start_node = (last + 1) % n;
     } else if (st == KC_SUCCESS) {
         for (uint32_t i = 0; i < e.found; i++)
             s->candidates[i] = s->feasible[i]->index;
@@ -1507,7 +1518,7 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
         pre_filter_rejected(s, cycle, message, out);
     else if (found == 0)
         no_fit(s, cycle, out);
-    else {
+    else if (chosen == NULL) {
         uint64_t scored = 0;
         if (found > 1 && compute_scores(s, cycle, found, &scored) < 0)
             not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);
