@@ -495,6 +495,7 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
         m->all_nodes = true;
         m->want = nodes;
         m->score = true;
+        m->pick = member_count == 1; /* one member answered picked (Evaluate.pick) */
         member_list[member_count++] = m;
     }
     for (uint32_t i = 0; i < HOST_PLUGIN_COUNT; i++)
