@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -34,15 +35,24 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The spin in nanoseconds: KCYCLE_CHANNEL_SPIN_US (0 turns it off) or the default; 0 on one
- * core. Read once. */
+/* The cores this process may run on (its affinity mask: taskset, a cgroup's cpuset). */
+static long usable_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* The spin in nanoseconds: KCYCLE_CHANNEL_SPIN_US (0 turns it off) or the default; 0 with one
+ * usable core. Read once. */
 static int64_t spin_ns(void)
 {
     static _Atomic int64_t cached = -1;
     int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
     if (v >= 0)
         return v;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = usable_cores();
     long us = SPIN_DEFAULT_US;
     const char *env = getenv("KCYCLE_CHANNEL_SPIN_US");
     if (env != NULL && env[0] != '\0') {
