@@ -523,6 +523,7 @@ static void bench_free(struct scheduler *s, struct bench *b)
 struct ipc_figures {
     bool measured;
     double raw_us, baseline_pods_per_second, baseline_group_ms;
+    double cross_core_us, cross_core_spin_us; /* the echo on two cores: sleeping, spinning */
     char json[512];
 };
 
@@ -534,6 +535,8 @@ static void ipc_measure(struct ipc_figures *ipc, int argc, char **argv)
         fprintf(stderr, "kcycle-bench: the in-process baseline run gave no figure\n");
     if (bench_ipc_raw_round_trip_us(2000, &ipc->raw_us) < 0)
         fprintf(stderr, "kcycle-bench: the raw socketpair round trip could not be measured\n");
+    bench_ipc_cross_core_us(2000, false, &ipc->cross_core_us);
+    bench_ipc_cross_core_us(2000, true, &ipc->cross_core_spin_us);
 }
 
 static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
@@ -542,6 +545,9 @@ static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
         return "";
     bench_ipc_json(ipc->json, sizeof(ipc->json), ipc->raw_us, ipc->baseline_pods_per_second,
                    pods_per_second, ipc->baseline_group_ms);
+    size_t used = strlen(ipc->json);
+    bench_ipc_cross_core_json(ipc->json + used, sizeof(ipc->json) - used, ipc->cross_core_us,
+                              ipc->cross_core_spin_us);
     return ipc->json;
 }
 
