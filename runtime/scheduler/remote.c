@@ -2043,16 +2043,34 @@ void remote_sync_if_large(struct scheduler *s)
 
 /* ---- a group cycle's members in one request per host (remote.h, plugin.proto) ---- */
 
-static void group_drop(struct remote *r)
+/* Members per request: each request has the deadline of one (plugin timeout), so a large group
+ * goes in several, each sent once the members of the one before are taken. */
+#define REMOTE_GROUP_CHUNK 64
+
+/* The current request's answer and what indexes it. */
+static void group_drop_answer(struct remote_group_batch *b)
 {
-    struct remote_group_batch *b = &r->group;
     if (b->reply != NULL)
         kcycle__v1__reply__free_unpacked(b->reply, NULL);
     free(b->uids);
     free(b->placed);
     free(b->host_nodes);
+    b->reply = NULL;
+    b->uids = NULL;
+    b->placed = NULL;
+    b->host_nodes = NULL;
+    b->count = b->next = b->placed_before = b->assumed = b->placed_count = 0;
+}
+
+static void group_drop(struct remote *r)
+{
+    struct remote_group_batch *b = &r->group;
+    group_drop_answer(b);
+    free(b->rest_base);
     memset(b, 0, sizeof(*b));
 }
+
+static bool group_send(struct scheduler *s);
 
 void remote_group_end(struct scheduler *s)
 {
@@ -2098,6 +2116,11 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
 {
     struct remote_group_batch *b = &s->remote.group;
     if (b->reply == NULL)
+        return -1;
+    /* this request's members are all taken, as the host assumed them: ask for the next ones
+     * (the journal brings the host the scheduler's assumptions of these first) */
+    if (b->next == b->count && b->rest_count > 0 && b->assumed == b->placed_before &&
+        b->assumed == b->placed_count && !group_send(s))
         return -1;
     const Kcycle__V1__EvaluateGroupReply *g = b->reply->evaluate_group;
     uint32_t m = b->next;
@@ -2169,26 +2192,32 @@ static bool group_index(struct scheduler *s, struct remote_group_batch *b)
     return true;
 }
 
-void remote_group_begin(struct scheduler *s, const struct framework *fw,
-                        const struct pod *const *pods, uint32_t count)
+/* Ask the group's host for the next members (at most REMOTE_GROUP_CHUNK of b->rest): true with
+ * the answer indexed, false with the group dropped (a failed request restarts the host, as
+ * any). */
+static bool group_send(struct scheduler *s)
 {
     struct remote *r = &s->remote;
-    group_drop(r);
-    struct remote_host *h = count >= 2 ? group_host(s, fw) : NULL;
-    if (h == NULL)
-        return;
+    struct remote_group_batch *b = &r->group;
+    struct remote_host *h = b->host;
+    group_drop_answer(b);
+    uint32_t count = b->rest_count < REMOTE_GROUP_CHUNK ? b->rest_count : REMOTE_GROUP_CHUNK;
     uint32_t n = s->cache.node_count;
+    if (h->state != REMOTE_UP || n == 0) {
+        group_drop(r);
+        return false;
+    }
     Kcycle__V1__Evaluate *members = calloc(count, sizeof(*members));
     Kcycle__V1__Evaluate **list = calloc(count, sizeof(*list));
     int64_t *weights = calloc(h->plugin_count + 1, sizeof(*weights));
-    struct remote_group_batch *b = &r->group;
     b->uids = calloc(count, sizeof(*b->uids));
     bool ok = members != NULL && list != NULL && weights != NULL && b->uids != NULL;
     uint32_t encoded = 0;
     for (; ok && encoded < count; encoded++) {
+        const struct pod *pod = b->rest[encoded];
         Kcycle__V1__Evaluate *ev = &members[encoded];
         kcycle__v1__evaluate__init(ev);
-        ev->pod = pod_to_proto(pods[encoded]);
+        ev->pod = pod_to_proto(pod);
         ok = ev->pod != NULL;
         ev->all_nodes = true;
         ev->start = s->next_start_node % n;
@@ -2196,7 +2225,7 @@ void remote_group_begin(struct scheduler *s, const struct framework *fw,
         ev->score = true;
         ev->pick = log_level() < KC_LOG_DEBUG; /* as remote_evaluate asks */
         list[encoded] = ev;
-        b->uids[encoded] = pods[encoded]->uid;
+        b->uids[encoded] = pod->uid;
     }
     for (uint32_t i = 0; ok && i < h->plugin_count; i++)
         weights[i] = h->plugins[i]->weight;
@@ -2220,21 +2249,43 @@ void remote_group_begin(struct scheduler *s, const struct framework *fw,
     free(members);
     free(list);
     free(weights);
-    b->host = h;
     b->count = count;
     b->want = scheduler_nodes_to_find(s, n);
     b->reply = reply;
+    b->rest += count;
+    b->rest_count -= count;
     if (reply == NULL) {
         /* the host could not answer: it is restarted as after any failed request, and the
          * members go one by one (each asks a host that is up again, or fails as it would) */
         if (ok)
             host_fail(s, h);
         group_drop(r);
-        return;
+        return false;
     }
     if (!group_index(s, b)) {
         host_set_error(h, "protocol error: an answer to evaluate_group that does not match it");
         host_fail(s, h);
         group_drop(r);
+        return false;
     }
+    return true;
+}
+
+void remote_group_begin(struct scheduler *s, const struct framework *fw,
+                        const struct pod *const *pods, uint32_t count)
+{
+    struct remote *r = &s->remote;
+    group_drop(r);
+    struct remote_host *h = count >= 2 ? group_host(s, fw) : NULL;
+    if (h == NULL)
+        return;
+    struct remote_group_batch *b = &r->group;
+    b->rest_base = calloc(count, sizeof(*b->rest_base));
+    if (b->rest_base == NULL)
+        return;
+    memcpy(b->rest_base, pods, count * sizeof(*pods));
+    b->rest = b->rest_base;
+    b->rest_count = count;
+    b->host = h;
+    group_send(s);
 }

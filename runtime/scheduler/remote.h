@@ -77,6 +77,11 @@ struct remote_group_batch {
     uint32_t *placed;       /* the indices of the members the host placed, in order */
     const char **host_nodes; /* per member: the node the host placed it on (borrowed), or NULL */
     uint32_t placed_count;
+    /* the members not asked for yet: a request carries at most REMOTE_GROUP_CHUNK of them (so
+     * it stays within one request's deadline), the next one goes when these are taken */
+    const struct pod **rest_base; /* owned array of the group's pods (borrowed) */
+    const struct pod **rest;      /* into rest_base: the first member not asked for yet */
+    uint32_t rest_count;
 };
 
 /* The evaluating host's choice (EvaluateReply.picked) in the last remote_evaluate. */

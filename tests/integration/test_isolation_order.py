@@ -132,8 +132,8 @@ def small_spread(tmp):
 
 
 # Gangs in a plugin host: every Filter and Score plugin in one host, so a group cycle sends its
-# members there in one request (plugin.proto's EvaluateGroup), each member seeing the ones placed
-# before it. Placements and reasons must be those of the group cycle in process, for a gang that
+# members there in requests of up to 64 (plugin.proto's EvaluateGroup; the 80 members of "fits"
+# take two), each member seeing the ones placed before it. Placements and reasons must be those of the group cycle in process, for a gang that
 # fits, one that does not (rolled back whole, then retried until its timeout), a gang spread over
 # zones on tainted nodes, and single pods between them.
 GANG_PLUGINS = [("coscheduling", 1), ("nodeunschedulable", 1), ("tainttoleration", 3),
@@ -171,10 +171,10 @@ podGroups:
 workload:
   - name: fits
     namespace: ml
-    count: 16
+    count: 80
     interval: 1ms
     gang: true
-    requests: {cpu: 1, memory: 1Gi}
+    requests: {cpu: 200m, memory: 128Mi}
     affinity:
       nodeAffinity:
         preferredDuringSchedulingIgnoredDuringExecution:
