@@ -43,7 +43,7 @@ struct remote_host {
     /* per attempt */
     bool in_evaluation;
     uint64_t evaluate_round_trips;
-    uint64_t group_requests; /* group cycles' members evaluated in one request (EvaluateGroup) */
+    uint64_t group_requests; /* requests of group members (EvaluateGroup), up to 64 each */
     uint64_t round_trips;
     int64_t sent_ns; /* the last request's send time, for the round-trip metric (0: not timed) */
     uint32_t restarts_published; /* restarts already added to the host name's metric */
@@ -59,7 +59,7 @@ struct stopping_host {
     int64_t since_ms; /* when it was sent SIGTERM */
 };
 
-/* A group cycle's members evaluated by its one evaluating host in one request
+/* A group cycle's members evaluated by its one evaluating host, up to 64 in a request
  * (remote_group_begin): each member's evaluation is taken in turn by remote_evaluate while the
  * scheduler's own steps match what the host assumed (the journal since the request holds only
  * the assumptions of the members placed before, on the nodes the host chose, and the member's
@@ -178,7 +178,7 @@ bool remote_single_evaluation(const struct framework *fw);
 
 /* A group cycle is about to place `count` pods in this order on cycle generation fw: when one
  * host does all the evaluating (no in-process Filter or Score, no Reserve or Permit in that
- * host), ask it for all of them in one round trip (plugin.proto's EvaluateGroup); remote_evaluate
+ * host), ask it for them, up to 64 a round trip (plugin.proto's EvaluateGroup); remote_evaluate
  * then takes each member's evaluation from the answer. Nothing happens otherwise, or when the
  * request fails (the members then go one by one). remote_group_end drops what is left. */
 void remote_group_begin(struct scheduler *s, const struct framework *fw,
