@@ -897,8 +897,9 @@ static void roll_back(struct scheduler *s, struct pod_group *g, struct member_tr
     set_failure(g, message);
 }
 
-/* The members go to a plugin host that evaluates them in one request, each seeing the ones
- * before it (remote.h); the placement below takes their evaluations from its answer. */
+/* The members go to a plugin host that evaluates them together (up to 64 a request), each
+ * seeing the ones before it (remote.h); the placement below takes their evaluations from its
+ * answers. */
 static void batch_members(struct scheduler *s, const struct member_try *tries, uint32_t count)
 {
     if (s->fw->host_count == 0 || count < 2)
