@@ -84,8 +84,10 @@ struct scratch {
 /* size bytes, aligned, not zeroed; NULL (and sc failed) when out of memory */
 static void *scratch_bump(struct scratch *sc, size_t size)
 {
-    if (sc->failed)
+    if (sc->failed || size > SIZE_MAX / 2) {
+        sc->failed = true;
         return NULL;
+    }
     size = size == 0 ? SCRATCH_ALIGN : (size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
     if (size > sc->left) {
         size_t bytes = size > SCRATCH_CHUNK_BYTES ? size : SCRATCH_CHUNK_BYTES;
