@@ -362,16 +362,18 @@ static uint64_t send_snapshot(struct client *c, uint64_t generation)
     return generation;
 }
 
-static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const char *name)
+/* An evaluation of a pending pod: over candidates, or (candidates NULL) every node from start. */
+static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, const char *name,
+                                      uint32_t *candidates, size_t count, uint32_t start)
 {
     struct pod *pod = make_pending_pod(name);
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
-    uint32_t candidates[NODE_COUNT];
-    rotated_candidates(candidates);
     Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
     call.pod = msg;
     call.candidates = candidates;
-    call.n_candidates = NODE_COUNT;
+    call.n_candidates = candidates != NULL ? count : 0;
+    call.all_nodes = candidates == NULL;
+    call.start = start;
     call.want = WANT;
     call.score = true;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
@@ -382,6 +384,13 @@ static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const 
     pod_proto_free(msg);
     pod_free(pod);
     return reply;
+}
+
+static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const char *name)
+{
+    uint32_t candidates[NODE_COUNT];
+    rotated_candidates(candidates);
+    return evaluate_on(c, generation, name, candidates, NODE_COUNT, 0);
 }
 
 /* A phase call; with assume_node set, the request also carries the Assume delta. */
@@ -702,44 +711,6 @@ static void test_bad_requests_after_the_snapshot(void **state)
 
 #define GROUP_SIZE 4
 
-static Kcycle__V1__Reply *evaluate_all_nodes(struct client *c, uint64_t generation,
-                                             const char *name, uint32_t start)
-{
-    struct pod *pod = make_pending_pod(name);
-    Kcycle__V1__Pod *msg = pod_to_proto(pod);
-    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
-    call.pod = msg;
-    call.all_nodes = true;
-    call.start = start;
-    call.want = WANT;
-    call.score = true;
-    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-    req.generation = generation;
-    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
-    req.evaluate = &call;
-    Kcycle__V1__Reply *reply = roundtrip(c, &req);
-    pod_proto_free(msg);
-    pod_free(pod);
-    return reply;
-}
-
-static void assume_on(struct client *c, uint64_t generation, const char *name, const char *node)
-{
-    struct pod *pod = make_pending_pod(name);
-    Kcycle__V1__Pod *msg = pod_to_proto(pod);
-    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
-    assume.pod = msg;
-    assume.node = (char *)node;
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT, *delta_ptr = &delta;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
-    delta.assume = &assume;
-    Kcycle__V1__Reply *reply = sync_request(c, generation, false, &delta_ptr, 1);
-    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_SYNCED);
-    kcycle__v1__reply__free_unpacked(reply, NULL);
-    pod_proto_free(msg);
-    pod_free(pod);
-}
-
 /* The weighted total (weights 1) of feasible node i of a full evaluation reply. */
 static int64_t total_of(const Kcycle__V1__EvaluateReply *r, size_t i)
 {
@@ -800,7 +771,7 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
     int placed = 0;
     for (int k = 0; k < GROUP_SIZE; k++) {
         assert_int_equal(g->starts[k], start);
-        Kcycle__V1__Reply *ref = evaluate_all_nodes(alone, generation + placed, names[k], start);
+        Kcycle__V1__Reply *ref = evaluate_on(alone, generation + placed, names[k], NULL, 0, start);
         expect_ok(ref, KCYCLE__V1__REPLY__RESULT_EVALUATE);
         const Kcycle__V1__EvaluateReply *want = ref->evaluate, *got = g->members[k];
         assert_int_equal(got->status, want->status);
@@ -843,7 +814,10 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
         char node[32];
         snprintf(node, sizeof(node), "node-%02d", g->chosen[k]);
         kcycle__v1__reply__free_unpacked(ref, NULL);
-        assume_on(alone, generation + placed + 1, names[k], node);
+        /* the scheduler's assumption of this member, as the delta of its Reserve call */
+        expect_phase(phase(alone, generation + placed + 1, KCYCLE__V1__PHASE__PHASE_RESERVE,
+                           names[k], node, true),
+                     KC_SUCCESS, NULL);
         placed++;
     }
     assert_true(placed >= 2); /* the cluster holds several members: later ones saw earlier */
