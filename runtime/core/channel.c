@@ -7,6 +7,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +19,81 @@
 
 #define CHANNEL_MAGIC 0x314d434bu /* "KCM1" */
 #define HEADER_BYTES 8
+
+/* How long a receiver polls the socket before it sleeps in poll(). A peer on another core that
+ * sleeps is woken by an inter-processor interrupt; in a virtual machine whose idle vCPUs halt
+ * that costs tens of microseconds each way, several times the round trip itself
+ * (docs/benchmarks.md). A short spin keeps both ends awake across the round trip; it is
+ * bounded, and never used on a machine with one core, where it would only delay the peer. */
+#define SPIN_DEFAULT_US 40
+#define SPIN_MAX_US 1000
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The cores this process may run on (its affinity mask: taskset, a cgroup's cpuset). */
+static long usable_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* The spin in nanoseconds: KCYCLE_CHANNEL_SPIN_US (0 turns it off) or the default; 0 with one
+ * usable core. Read once. */
+static int64_t spin_ns(void)
+{
+    static _Atomic int64_t cached = -1;
+    int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v >= 0)
+        return v;
+    long cores = usable_cores();
+    long us = SPIN_DEFAULT_US;
+    const char *env = getenv("KCYCLE_CHANNEL_SPIN_US");
+    if (env != NULL && env[0] != '\0') {
+        char *end;
+        long parsed = strtol(env, &end, 10);
+        if (*end == '\0' && parsed >= 0)
+            us = parsed > SPIN_MAX_US ? SPIN_MAX_US : parsed;
+    }
+    v = cores > 1 ? (int64_t)us * 1000 : 0;
+    atomic_store_explicit(&cached, v, memory_order_relaxed);
+    return v;
+}
+
+/* The spin adapts as haltpoll does: one that saw the message come doubles the next one (up to
+ * the configured spin), one that ran out halves it, down to a single look. On a loaded machine,
+ * where the peer is off the CPU and a spin only burns time, it shrinks within a few messages. */
+static _Atomic int64_t spin_budget_ns = -1;
+
+/* Poll without sleeping for up to the spin: true as soon as one of events is ready (or the
+ * peer hung up), false when the spin ran out first. */
+static bool spin_for(int fd, short events)
+{
+    int64_t spin = spin_ns();
+    if (spin == 0)
+        return false;
+    int64_t budget = atomic_load_explicit(&spin_budget_ns, memory_order_relaxed);
+    if (budget < 0 || budget > spin)
+        budget = spin;
+    int64_t start = now_ns();
+    do {
+        struct pollfd p = {.fd = fd, .events = events};
+        if (poll(&p, 1, 0) > 0) {
+            int64_t grown = budget < 1000 ? 2000 : budget * 2;
+            atomic_store_explicit(&spin_budget_ns, grown > spin ? spin : grown,
+                                  memory_order_relaxed);
+            return true;
+        }
+    } while (now_ns() - start < budget);
+    atomic_store_explicit(&spin_budget_ns, budget / 2, memory_order_relaxed);
+    return false;
+}
 
 int64_t channel_now_ms(void)
 {
@@ -168,6 +246,7 @@ static int grow(struct channel *c, size_t size)
 static ssize_t recv_record(struct channel *c, struct iovec *iov, int iov_count, int64_t deadline_ms)
 {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
+    bool spun = false;
     for (;;) {
         ssize_t n = recvmsg(c->fd, &msg, MSG_DONTWAIT);
         if (n > 0) {
@@ -183,6 +262,11 @@ static ssize_t recv_record(struct channel *c, struct iovec *iov, int iov_count, 
             return -EPIPE;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return -errno;
+        if (!spun) {
+            spun = true; /* once per record: a second EAGAIN sleeps */
+            if (spin_for(c->fd, POLLIN))
+                continue;
+        }
         int rc = wait_for(c, POLLIN, deadline_ms);
         if (rc < 0)
             return rc;
@@ -229,6 +313,8 @@ int channel_recv(struct channel *c, size_t max_bytes, int64_t deadline_ms, const
 
 int channel_wait(const struct channel *c, int timeout_ms)
 {
+    if (timeout_ms != 0 && spin_for(c->fd, POLLIN))
+        return 1;
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
     int n = poll(&p, 1, timeout_ms);
     if (n < 0)

@@ -68,33 +68,68 @@ struct plugin_host {
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
 
+/* A bump arena: a request's decoded message and everything its reply points to come from a
+ * few large chunks, freed together once the reply is packed, instead of one malloc and free
+ * per string, array and submessage (hundreds a request, thousands for a group's). */
+#define SCRATCH_CHUNK_BYTES (64 * 1024)
+#define SCRATCH_ALIGN 16
+
+struct scratch_chunk {
+    struct scratch_chunk *next;
+    _Alignas(SCRATCH_ALIGN) unsigned char data[];
+};
+
 struct scratch {
-    void **blocks;
-    uint32_t count, capacity;
+    struct scratch_chunk *chunks;
+    unsigned char *at;
+    size_t left;
     bool failed;
 };
 
-static void *scratch_alloc(struct scratch *sc, size_t size)
+/* size bytes, aligned, not zeroed; NULL (and sc failed) when out of memory */
+static void *scratch_bump(struct scratch *sc, size_t size)
 {
-    if (sc->failed)
-        return NULL;
-    if (sc->count == sc->capacity) {
-        uint32_t capacity = sc->capacity == 0 ? 16 : sc->capacity * 2;
-        void **grown = realloc(sc->blocks, capacity * sizeof(*grown));
-        if (grown == NULL) {
-            sc->failed = true;
-            return NULL;
-        }
-        sc->blocks = grown;
-        sc->capacity = capacity;
-    }
-    void *block = calloc(1, size != 0 ? size : 1);
-    if (block == NULL) {
+    if (sc->failed || size > SIZE_MAX / 2) {
         sc->failed = true;
         return NULL;
     }
-    sc->blocks[sc->count++] = block;
+    size = size == 0 ? SCRATCH_ALIGN : (size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
+    if (size > sc->left) {
+        size_t bytes = size > SCRATCH_CHUNK_BYTES ? size : SCRATCH_CHUNK_BYTES;
+        struct scratch_chunk *chunk = malloc(sizeof(*chunk) + bytes);
+        if (chunk == NULL) {
+            sc->failed = true;
+            return NULL;
+        }
+        chunk->next = sc->chunks;
+        sc->chunks = chunk;
+        sc->at = chunk->data;
+        sc->left = bytes;
+    }
+    void *block = sc->at;
+    sc->at += size;
+    sc->left -= size;
     return block;
+}
+
+static void *scratch_alloc(struct scratch *sc, size_t size)
+{
+    void *block = scratch_bump(sc, size);
+    if (block != NULL)
+        memset(block, 0, size);
+    return block;
+}
+
+/* protobuf-c's allocator over the arena: a decoded request lives as long as its reply */
+static void *scratch_protobuf_alloc(void *data, size_t size)
+{
+    return scratch_bump(data, size);
+}
+
+static void scratch_protobuf_free(void *data, void *pointer)
+{
+    (void)data;
+    (void)pointer; /* freed with the arena */
 }
 
 static char *scratch_strdup(struct scratch *sc, const char *text)
@@ -120,9 +155,11 @@ static char *scratch_vprintf(struct scratch *sc, const char *fmt, va_list ap)
 
 static void scratch_free(struct scratch *sc)
 {
-    for (uint32_t i = 0; i < sc->count; i++)
-        free(sc->blocks[i]);
-    free(sc->blocks);
+    while (sc->chunks != NULL) {
+        struct scratch_chunk *next = sc->chunks->next;
+        free(sc->chunks);
+        sc->chunks = next;
+    }
     memset(sc, 0, sizeof(*sc));
 }
 
@@ -990,11 +1027,12 @@ static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate
     return 0;
 }
 
-static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
-                          Kcycle__V1__Reply *reply, struct scratch *sc)
+/* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
+ * h->evaluated. */
+static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                        Kcycle__V1__Reply *reply, struct scratch *sc, struct evaluated **out)
 {
     struct scheduler *s = &h->sched;
-    drop_unchosen(h);
     if (call->pod == NULL)
         return reply_error(reply, sc, "evaluate without a pod");
     for (size_t i = 0; i < call->n_candidates; i++)
@@ -1046,6 +1084,167 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     log_debug("evaluate %s/%s: status %d, %u of %zu candidates feasible", ev->pod->namespace,
               ev->pod->name, (int)e.status, e.found, call->n_candidates);
     evaluation_clear(&e);
+    if (out != NULL)
+        *out = ev;
+    return 0;
+}
+
+/* ---- the host picks (Evaluate.pick, EvaluateGroup) ---- */
+
+/* The node the scheduler would pick from r, as its cycle does with this host the only one that
+ * scores: the weighted sum of the clamped scores, the highest total (*total), ties broken by
+ * reservoir sampling from the scheduler's generator (*rng advances as the scheduler's does).
+ * totals: room for r's feasible nodes. */
+static int32_t host_pick(const Kcycle__V1__EvaluateReply *r, const int64_t *weights,
+                         size_t weight_count, uint64_t *rng, int64_t *totals, int64_t *total)
+{
+    size_t found = r->n_feasible;
+    *total = 0;
+    if (found == 0)
+        return -1;
+    memset(totals, 0, found * sizeof(*totals));
+    for (size_t k = 0; k < r->n_scores; k++) {
+        const Kcycle__V1__PluginScores *ps = r->scores[k];
+        if (ps->plugin >= weight_count || ps->n_scores != found)
+            continue;
+        for (size_t i = 0; i < found; i++) {
+            int64_t score = ps->scores[i];
+            totals[i] += (score < 0 ? 0 : score > 100 ? 100 : score) * weights[ps->plugin];
+        }
+    }
+    if (found == 1)
+        return (int32_t)r->feasible[0]; /* the scheduler draws nothing for one node */
+    size_t best = 0, ties = 1;
+    for (size_t i = 1; i < found; i++) {
+        if (totals[i] > totals[best]) {
+            best = i;
+            ties = 1;
+        } else if (totals[i] == totals[best]) {
+            ties++;
+            if (scheduler_random_next(rng) % ties == 0)
+                best = i;
+        }
+    }
+    *total = totals[best];
+    return (int32_t)r->feasible[best];
+}
+
+/* Evaluate.pick: the answer is the choice instead of the feasible list and the scores. */
+static void make_picked(Kcycle__V1__EvaluateReply *r, int32_t chosen, int64_t total,
+                        uint64_t rng)
+{
+    if (r->status != KC_SUCCESS || r->n_feasible == 0 || chosen < 0)
+        return;
+    r->picked = true;
+    r->found = (uint32_t)r->n_feasible;
+    r->chosen = (uint32_t)chosen;
+    r->chosen_total = total;
+    r->last_feasible = r->feasible[r->n_feasible - 1];
+    r->rng = rng;
+    r->n_feasible = 0;
+    r->feasible = NULL;
+    r->n_scores = 0;
+    r->scores = NULL;
+}
+
+static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                          Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    drop_unchosen(h);
+    int rc = evaluate_pod(h, call, reply, sc, NULL);
+    if (rc < 0 || !call->pick || reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE)
+        return rc;
+    Kcycle__V1__EvaluateReply *r = reply->evaluate;
+    int64_t *totals = scratch_alloc(sc, (r->n_feasible + 1) * sizeof(*totals));
+    if (totals == NULL)
+        return reply_error(reply, sc, "evaluate: out of memory picking a node");
+    uint64_t rng = call->rng;
+    int64_t total;
+    int32_t chosen = host_pick(r, call->weights, call->n_weights, &rng, totals, &total);
+    make_picked(r, chosen, total, rng);
+    return 0;
+}
+
+/* ---- a group cycle's members in one request (plugin.proto's EvaluateGroup) ---- */
+
+/* Undo the group's tentative assumptions in reverse; the replica's generation goes back to
+ * what the scheduler's deltas will count from. */
+static void group_undo(struct plugin_host *h, struct evaluated **assumed, size_t count,
+                       uint64_t generation)
+{
+    for (size_t i = count; i-- > 0;)
+        scheduler_forget(&h->sched, assumed[i]->pod);
+    h->sched.cache.generation = generation;
+}
+
+static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__EvaluateGroup *g,
+                                Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    drop_unchosen(h);
+    size_t n = g->n_members;
+    Kcycle__V1__EvaluateGroupReply *out = scratch_alloc(sc, sizeof(*out));
+    Kcycle__V1__EvaluateReply **members = scratch_alloc(sc, (n + 1) * sizeof(*members));
+    int32_t *chosen = scratch_alloc(sc, (n + 1) * sizeof(*chosen));
+    uint32_t *starts = scratch_alloc(sc, (n + 1) * sizeof(*starts));
+    struct evaluated **assumed = calloc(n + 1, sizeof(*assumed));
+    int64_t *totals = calloc((size_t)s->cache.node_count + 1, sizeof(*totals));
+    if (out == NULL || members == NULL || chosen == NULL || starts == NULL || assumed == NULL ||
+        totals == NULL) {
+        free(assumed);
+        free(totals);
+        return reply_error(reply, sc, "evaluate_group: out of memory");
+    }
+    kcycle__v1__evaluate_group_reply__init(out);
+    uint64_t generation = s->cache.generation, rng = g->rng;
+    uint32_t start = n > 0 ? g->members[0]->start : 0;
+    size_t placed = 0;
+    int rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        Kcycle__V1__Evaluate *call = g->members[k];
+        call->start = start;
+        Kcycle__V1__Reply one = KCYCLE__V1__REPLY__INIT;
+        struct evaluated *ev = NULL;
+        evaluate_pod(h, call, &one, sc, &ev);
+        if (one.result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
+            rc = reply_error(reply, sc, "evaluate_group: member %zu: %s", k,
+                             one.error != NULL ? one.error : "no evaluation");
+            break;
+        }
+        const Kcycle__V1__EvaluateReply *r = one.evaluate;
+        members[k] = one.evaluate;
+        starts[k] = start;
+        int64_t total = 0;
+        chosen[k] = r->status == KC_SUCCESS
+                        ? host_pick(r, g->weights, g->n_weights, &rng, totals, &total)
+                        : -1;
+        if (chosen[k] < 0)
+            continue;
+        /* the scheduler's rotation: past the last node the search needed */
+        uint32_t nodes = s->cache.node_count;
+        if (call->want > 0 && r->n_feasible == call->want && nodes > 0)
+            start = (r->feasible[r->n_feasible - 1] + 1) % nodes;
+        if (call->pick)
+            make_picked(one.evaluate, chosen[k], total, rng);
+        const char *node = s->cache.nodes[chosen[k]].node->name;
+        if (scheduler_assume(s, ev->pod, node) < 0) {
+            rc = reply_error(reply, sc, "evaluate_group: member %zu: cannot assume %s/%s on %s",
+                             k, ev->pod->namespace, ev->pod->name, node);
+            break;
+        }
+        assumed[placed++] = ev;
+    }
+    group_undo(h, assumed, placed, generation);
+    free(assumed);
+    free(totals);
+    if (rc < 0)
+        return rc;
+    out->n_members = out->n_chosen = out->n_starts = n;
+    out->members = members;
+    out->chosen = chosen;
+    out->starts = starts;
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP;
+    reply->evaluate_group = out;
     return 0;
 }
 
@@ -1312,6 +1511,8 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
     switch (req->call_case) {
     case KCYCLE__V1__REQUEST__CALL_HELLO: return serve_hello(h, req->hello, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_EVALUATE: return serve_evaluate(h, req->evaluate, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP:
+        return serve_evaluate_group(h, req->evaluate_group, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_PHASE: return serve_phase(h, req->phase, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_QUEUE: return serve_queue(h, req->queue, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_SYNC:
@@ -1340,7 +1541,8 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
     *out_len = 0;
     Kcycle__V1__Reply reply = KCYCLE__V1__REPLY__INIT;
     struct scratch sc = {0};
-    Kcycle__V1__Request *req = kcycle__v1__request__unpack(NULL, len, request);
+    ProtobufCAllocator arena = {scratch_protobuf_alloc, scratch_protobuf_free, &sc};
+    Kcycle__V1__Request *req = kcycle__v1__request__unpack(&arena, len, request);
     if (req == NULL) {
         reply_error(&reply, &sc,
                     "the request (%zu bytes) does not decode as a kcycle.v1.Request; is the "
@@ -1366,9 +1568,7 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
         reply = fallback;
     }
     int rc = pack_reply(&reply, out, out_len);
-    scratch_free(&sc);
-    if (req != NULL)
-        kcycle__v1__request__free_unpacked(req, NULL);
+    scratch_free(&sc); /* the request's decoded message with it */
     return rc;
 }
 

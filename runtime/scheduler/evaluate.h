@@ -40,6 +40,14 @@ kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
                                 const struct cache_node *node, struct plugin **rejector);
 int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i);
 
+/* The next number of the tie-breaking generator whose state is *state (the scheduler's is its
+ * rng; a plugin host picking for a group cycle runs a copy of it). */
+uint64_t scheduler_random_next(uint64_t *state);
+
+/* How many feasible nodes an evaluation over n nodes looks for (kube's
+ * percentageOfNodesToScore). */
+uint32_t scheduler_nodes_to_find(const struct scheduler *s, uint32_t n);
+
 /* One of Reserve, Unreserve (reverse order, every plugin with reserve or unreserve), Permit,
  * PreBind, Bind, PostBind on
  * the in-process plugins for cycle's pod and node. Returns the status of the first plugin that

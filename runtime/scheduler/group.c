@@ -21,6 +21,7 @@
 #include "log.h"
 #include "model.h"
 #include "preempt.h"
+#include "remote.h"
 #include "scheduler.h"
 
 /* Longest "namespace/name" a group key can have (Kubernetes allows 63 + 1 + 253). */
@@ -902,6 +903,22 @@ static void roll_back(struct scheduler *s, struct pod_group *g, struct member_tr
     set_failure(g, message);
 }
 
+/* The members go to a plugin host that evaluates them together (up to 64 a request), each
+ * seeing the ones before it (remote.h); the placement below takes their evaluations from its
+ * answers. */
+static void batch_members(struct scheduler *s, const struct member_try *tries, uint32_t count)
+{
+    if (s->fw->host_count == 0 || count < 2)
+        return;
+    const struct pod **pods = calloc(count, sizeof(*pods));
+    if (pods == NULL)
+        return; /* the members go one by one */
+    for (uint32_t i = 0; i < count; i++)
+        pods[i] = tries[i].sp->pod;
+    remote_group_begin(s, s->fw, pods, count);
+    free(pods);
+}
+
 static void group_cycle(struct scheduler *s, struct pod_group *g, struct sched_pod *first,
                         uint32_t reserved, int64_t now)
 {
@@ -918,7 +935,9 @@ static void group_cycle(struct scheduler *s, struct pod_group *g, struct sched_p
     g->timed_out = false;
     uint32_t count = collect(s, g, first, tries, now);
     uint32_t tried, preempting;
+    batch_members(s, tries, count);
     uint32_t placed = place_members(s, g, tries, count, needed, false, &tried, &preempting);
+    remote_group_end(s);
     if (placed < needed && victims_found(tries, tried)) {
         /* the quorum does not fit as the cluster is, but victims exist: a second pass where
          * each member's preemption is tried on the cache, so the members after it see the room

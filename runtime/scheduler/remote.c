@@ -19,6 +19,7 @@
 
 #include "array.h"
 #include "cycle_internal.h"
+#include "evaluate.h"
 #include "log.h"
 #include "model.h"
 #include "plugin.pb-c.h"
@@ -40,8 +41,11 @@ static int64_t now_ms(void)
 
 /* ---- the journal ---- */
 
+static void group_note(struct remote *r, const Kcycle__V1__Delta *delta);
+
 static int journal_append(struct remote *r, const Kcycle__V1__Delta *delta)
 {
+    group_note(r, delta);
     size_t len = kcycle__v1__delta__get_packed_size(delta);
     uint8_t *data = malloc(len + 1);
     if (data == NULL)
@@ -1033,9 +1037,11 @@ void remote_release(struct scheduler *s, struct framework *fw)
 }
 
 static void drop_filter_replies(struct remote *r);
+static void group_drop(struct remote *r);
 
 void remote_close(struct scheduler *s)
 {
+    group_drop(&s->remote);
     struct remote *r = &s->remote;
     drop_filter_replies(r);
     while (r->host_count > 0)
@@ -1127,10 +1133,11 @@ static bool only_candidates(struct scheduler *s, const Kcycle__V1__EvaluateReply
 {
     if (e->n_feasible > candidate_count)
         return false;
+    uint16_t candidate = s->remote.all_candidates ? 0 : CANDIDATE_MARK;
     for (size_t i = 0; i < e->n_feasible; i++) {
         uint32_t node = e->feasible[i];
         if (node >= s->cache.node_count ||
-            (s->remote_marks[node] & (CANDIDATE_MARK | FEASIBLE_MARK)) != CANDIDATE_MARK) {
+            (s->remote_marks[node] & (CANDIDATE_MARK | FEASIBLE_MARK)) != candidate) {
             clear_feasible_marks(s, e, i);
             return false;
         }
@@ -1138,6 +1145,18 @@ static bool only_candidates(struct scheduler *s, const Kcycle__V1__EvaluateReply
     }
     clear_feasible_marks(s, e, e->n_feasible);
     return true;
+}
+
+/* Every node was a candidate (no CANDIDATE_MARK was set): the counts the merge left on the
+ * nodes the replies named go back to 0. */
+static void clear_reply_marks(struct scheduler *s, const struct framework *fw,
+                              Kcycle__V1__Reply **replies)
+{
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        for (size_t i = 0; e != NULL && i < e->n_feasible; i++)
+            s->remote_marks[e->feasible[i]] = 0;
+    }
 }
 
 /* With Evaluate.node_rejectors, a successful reply carries one verdict per candidate
@@ -1182,6 +1201,11 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
                                 uint32_t candidate_count, Kcycle__V1__Reply **replies,
                                 char **message);
 static void free_replies(const struct framework *fw, Kcycle__V1__Reply **replies);
+static void evaluation_taken(struct kc_cycle *cycle, struct remote_host *h,
+                             const Kcycle__V1__Reply *reply, kc_status *result, char **message);
+static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle__V1__Evaluate *ev,
+                      uint32_t candidate_count, Kcycle__V1__Reply **replies,
+                      Kcycle__V1__Reply *shell);
 
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
@@ -1204,21 +1228,54 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
         }
     }
     Kcycle__V1__Evaluate ev = KCYCLE__V1__EVALUATE__INIT;
-    /* every node in rotated order (nothing in process filtered): say so instead of listing */
-    bool all = candidate_count == s->cache.node_count && candidate_count > 0 &&
-               s->cache.nodes[candidates[0]].index ==
-                   s->next_start_node % (s->cache.node_count > 0 ? s->cache.node_count : 1);
+    /* every node in rotated order (nothing in process filtered): say so instead of listing;
+     * candidates NULL: every node from the rotating start, not listed here either */
+    uint32_t nodes = s->cache.node_count;
+    uint32_t start = nodes > 0 ? s->next_start_node % nodes : 0;
+    bool all = candidates == NULL ? nodes > 0
+                                  : candidate_count == nodes && candidate_count > 0 &&
+                                        s->cache.nodes[candidates[0]].index == start;
+    if (candidates == NULL && !all) {
+        *found = *processed = 0;
+        return KC_SUCCESS; /* no node at all: nothing to ask */
+    }
     ev.all_nodes = all;
-    ev.start = all ? candidates[0] : 0;
+    ev.start = all ? start : 0;
     ev.n_candidates = all ? 0 : candidate_count;
     ev.candidates = all ? NULL : (uint32_t *)candidates;
     ev.want = evaluating == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
-    /* candidates carry CANDIDATE_MARK while the replies are checked and merged */
-    for (uint32_t k = 0; k < candidate_count; k++)
+    /* the one host filters every node and nothing scores here: it can pick (the decision log
+     * at debug level wants every node's scores) */
+    r->pick.valid = false;
+    int64_t weights[FRAMEWORK_MAX_PLUGINS];
+    const struct remote_host *evaluator = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (fw->hosts[k]->phases & EVALUATE_PHASES)
+            evaluator = fw->hosts[k];
+    if (candidates == NULL && evaluating == 1 && fw->phase_count[PHASE_SCORE] == 0 &&
+        fw->phase_count[PHASE_PRE_SCORE] == 0 && log_level() < KC_LOG_DEBUG && evaluator->plugin_count <= FRAMEWORK_MAX_PLUGINS) {
+        for (uint32_t i = 0; i < evaluator->plugin_count; i++)
+            weights[i] = evaluator->plugins[i]->weight;
+        ev.pick = true;
+        ev.rng = s->rng;
+        ev.n_weights = evaluator->plugin_count;
+        ev.weights = weights;
+    }
+    /* candidates carry CANDIDATE_MARK while the replies are checked and merged; with every
+     * node a candidate, nothing needs marking (only_candidates checks the range) */
+    for (uint32_t k = 0; !all && k < candidate_count; k++)
         s->remote_marks[candidates[k]] = CANDIDATE_MARK;
-    kc_status result = evaluate_round(s, cycle, &ev, EVALUATE_PHASES, NULL, candidate_count,
-                                      replies, message);
+    r->all_candidates = all;
+    /* a group cycle's member whose evaluation came in its group's request */
+    Kcycle__V1__Reply shell = KCYCLE__V1__REPLY__INIT;
+    kc_status result = KC_SUCCESS;
+    int batched = group_take(s, cycle, &ev, candidate_count, replies, &shell);
+    if (batched >= 0)
+        evaluation_taken(cycle, fw->hosts[batched], &shell, &result, message);
+    else
+        result = evaluate_round(s, cycle, &ev, EVALUATE_PHASES, NULL, candidate_count, replies,
+                                message);
     for (uint32_t k = 0; result == KC_SUCCESS && k < fw->host_count; k++) {
         const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
         if (e != NULL && (e->status == KC_UNSCHEDULABLE || e->status == KC_UNRESOLVABLE)) {
@@ -1242,9 +1299,23 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
                                   e->reasons[i]->count);
         }
         uint32_t limit = want == 0 ? candidate_count : want;
+        for (uint32_t k = 0; k < fw->host_count && evaluating == 1; k++) {
+            const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+            if (e == NULL || e->status != KC_SUCCESS || !e->picked)
+                continue;
+            /* the host's choice: the one node the cycle needs */
+            s->feasible[0] = &s->cache.nodes[e->chosen];
+            s->totals[0] = 0;
+            count = e->found;
+            *processed = e->processed;
+            r->pick = (struct remote_pick){true, e->chosen, e->found, e->last_feasible,
+                                           e->chosen_total, e->rng};
+            limit = 0; /* nothing to collect below */
+        }
         for (uint32_t k = 0; k < candidate_count && count < limit; k++) {
-            if ((s->remote_marks[candidates[k]] & ~CANDIDATE_MARK) == answered) {
-                s->feasible[count] = &s->cache.nodes[candidates[k]];
+            uint32_t node = candidates != NULL ? candidates[k] : (start + k) % nodes;
+            if ((s->remote_marks[node] & ~CANDIDATE_MARK) == answered) {
+                s->feasible[count] = &s->cache.nodes[node];
                 s->totals[count++] = 0;
                 if (count == limit)
                     *processed = k + 1;
@@ -1254,8 +1325,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
             if (replies[k] != NULL && replies[k]->evaluate->status == KC_SUCCESS)
                 add_scores(s, fw->hosts[k], replies[k]->evaluate, count);
     }
-    for (uint32_t k = 0; k < candidate_count; k++)
-        s->remote_marks[candidates[k]] = 0;
+    if (all)
+        clear_reply_marks(s, fw, replies);
+    else
+        for (uint32_t k = 0; k < candidate_count; k++)
+            s->remote_marks[candidates[k]] = 0;
+    r->all_candidates = false;
+    if (batched >= 0)
+        replies[batched] = NULL; /* part of the group's answer, freed with it */
     free_replies(fw, replies);
     journal_trim(r);
     *found = count;
@@ -1298,6 +1375,45 @@ bool remote_pre_filter_before(const struct framework *fw, uint32_t plugin)
  * failed: then the host is restarted). The request's candidates carry CANDIDATE_MARK in
  * s->remote_marks (the caller's job) so that replies are checked against them. Returns
  * KC_ERROR with *message when a host whose plugins fail pods could not answer. */
+/* A picked answer (EvaluateReply.picked) comes only when asked for, lists nothing, and names
+ * nodes of the replica within the request's bounds. */
+static bool picked_valid(const struct scheduler *s, const Kcycle__V1__Evaluate *ev,
+                         const Kcycle__V1__EvaluateReply *e, uint32_t candidate_count)
+{
+    if (!e->picked)
+        return true;
+    uint32_t nodes = s->cache.node_count;
+    return ev->pick && e->n_feasible == 0 && e->n_scores == 0 && e->found >= 1 &&
+           e->found <= candidate_count && (ev->want == 0 || e->found <= ev->want) &&
+           e->chosen < nodes && e->last_feasible < nodes;
+}
+
+bool remote_picked(struct scheduler *s, struct remote_pick *out)
+{
+    if (!s->remote.pick.valid)
+        return false;
+    *out = s->remote.pick;
+    s->remote.pick.valid = false;
+    return true;
+}
+
+/* h's checked evaluation is the cycle's: its rejectors count, and a status other than a verdict
+ * is the attempt's error when h's plugins fail pods. */
+static void evaluation_taken(struct kc_cycle *cycle, struct remote_host *h,
+                             const Kcycle__V1__Reply *reply, kc_status *result, char **message)
+{
+    h->consecutive_failures = 0;
+    cycle->rejectors |= map_plugins(h, cycle->fw, reply->evaluate->rejectors);
+    if (reply->evaluate->status != KC_SUCCESS && reply->evaluate->status != KC_UNSCHEDULABLE &&
+        reply->evaluate->status != KC_UNRESOLVABLE && host_fails_pods(h) &&
+        *result == KC_SUCCESS) {
+        *result = KC_ERROR;
+        *message = text_format("plugin host %s: %s", h->name,
+                               reply->evaluate->message != NULL ? reply->evaluate->message
+                                                                : "error");
+    }
+}
+
 static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
                                 Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
                                 uint32_t candidate_count, Kcycle__V1__Reply **replies,
@@ -1353,6 +1469,12 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             kcycle__v1__reply__free_unpacked(reply, NULL);
             reply = NULL;
         }
+        if (reply != NULL && !picked_valid(s, ev, reply->evaluate, candidate_count)) {
+            host_set_error(h, "protocol error: a picked evaluation that was not asked for or "
+                              "names nodes out of range");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
         if (reply != NULL && !node_rejectors_valid(s, h, ev, reply->evaluate, candidate_count)) {
             host_set_error(h, "protocol error: an evaluation whose node_rejectors are missing, "
                               "out of range or disagree with its feasible nodes");
@@ -1368,17 +1490,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             }
             continue;
         }
-        h->consecutive_failures = 0;
-        cycle->rejectors |= map_plugins(h, fw, reply->evaluate->rejectors);
-        if (reply->evaluate->status != KC_SUCCESS &&
-            reply->evaluate->status != KC_UNSCHEDULABLE &&
-            reply->evaluate->status != KC_UNRESOLVABLE && host_fails_pods(h) &&
-            result == KC_SUCCESS) {
-            result = KC_ERROR;
-            *message = text_format("plugin host %s: %s", h->name,
-                                   reply->evaluate->message != NULL ? reply->evaluate->message
-                                                                    : "error");
-        }
+        evaluation_taken(cycle, h, reply, &result, message);
         replies[k] = reply;
     }
     return result;
@@ -1927,4 +2039,253 @@ void remote_sync_if_large(struct scheduler *s)
             kcycle__v1__reply__free_unpacked(reply, NULL);
     }
     journal_trim(r);
+}
+
+/* ---- a group cycle's members in one request per host (remote.h, plugin.proto) ---- */
+
+/* Members per request: each request has the deadline of one (plugin timeout), so a large group
+ * goes in several, each sent once the members of the one before are taken. */
+#define REMOTE_GROUP_CHUNK 64
+
+/* The current request's answer and what indexes it. */
+static void group_drop_answer(struct remote_group_batch *b)
+{
+    if (b->reply != NULL)
+        kcycle__v1__reply__free_unpacked(b->reply, NULL);
+    free(b->uids);
+    free(b->placed);
+    free(b->host_nodes);
+    b->reply = NULL;
+    b->uids = NULL;
+    b->placed = NULL;
+    b->host_nodes = NULL;
+    b->count = b->next = b->placed_before = b->assumed = b->placed_count = 0;
+}
+
+static void group_drop(struct remote *r)
+{
+    struct remote_group_batch *b = &r->group;
+    group_drop_answer(b);
+    free(b->rest_base);
+    memset(b, 0, sizeof(*b));
+}
+
+static bool group_send(struct scheduler *s);
+
+void remote_group_end(struct scheduler *s)
+{
+    group_drop(&s->remote);
+}
+
+/* Every delta journaled while a group's answer is being taken: the assumption the host made
+ * for the next member it placed keeps the answer good; anything else ends it. */
+static void group_note(struct remote *r, const Kcycle__V1__Delta *delta)
+{
+    struct remote_group_batch *b = &r->group;
+    if (b->reply == NULL)
+        return;
+    if (delta->change_case == KCYCLE__V1__DELTA__CHANGE_ASSUME && b->assumed < b->placed_count) {
+        uint32_t m = b->placed[b->assumed];
+        const Kcycle__V1__Assume *a = delta->assume;
+        const char *node = b->host_nodes[m];
+        if (a->pod != NULL && strcmp(a->pod->uid, b->uids[m]) == 0 && node != NULL &&
+            strcmp(a->node, node) == 0) {
+            b->assumed++;
+            return;
+        }
+    }
+    group_drop(r);
+}
+
+/* The position of h among fw's hosts, or -1. */
+static int host_position(const struct framework *fw, const struct remote_host *h)
+{
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (fw->hosts[k] == h)
+            return (int)k;
+    return -1;
+}
+
+/* The group's answer for this member, when the scheduler's request for it is the one the host
+ * answered and everything before it went as the host assumed: replies[k] of its host (a shell
+ * around the answer, which keeps owning it) and k; else -1, and the rest of the answer is
+ * dropped. */
+static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle__V1__Evaluate *ev,
+                      uint32_t candidate_count, Kcycle__V1__Reply **replies,
+                      Kcycle__V1__Reply *shell)
+{
+    struct remote_group_batch *b = &s->remote.group;
+    if (b->reply == NULL)
+        return -1;
+    /* this request's members are all taken, as the host assumed them: ask for the next ones
+     * (the journal brings the host the scheduler's assumptions of these first) */
+    if (b->next == b->count && b->rest_count > 0 && b->assumed == b->placed_before &&
+        b->assumed == b->placed_count && !group_send(s))
+        return -1;
+    const Kcycle__V1__EvaluateGroupReply *g = b->reply->evaluate_group;
+    uint32_t m = b->next;
+    int k = host_position(cycle->fw, b->host);
+    bool same = k >= 0 && b->host->state == REMOTE_UP && m < b->count &&
+                strcmp(cycle->sp->pod->uid, b->uids[m]) == 0 && ev->all_nodes &&
+                ev->want == b->want && ev->start == g->starts[m] && !ev->node_rejectors &&
+                b->assumed == b->placed_before;
+    shell->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
+    shell->evaluate = same ? g->members[m] : NULL;
+    if (!same || !only_candidates(s, shell->evaluate, candidate_count) ||
+        !picked_valid(s, ev, shell->evaluate, candidate_count)) {
+        group_drop(&s->remote);
+        return -1;
+    }
+    b->next++;
+    if (g->chosen[m] >= 0)
+        b->placed_before++;
+    for (uint32_t i = 0; i < cycle->fw->host_count; i++)
+        replies[i] = NULL;
+    replies[k] = shell;
+    s->remote.group_members_taken++;
+    return k;
+}
+
+/* The one host of fw that evaluates, when the group's members can go to it together: no other
+ * backend filters or scores (the host's pick is then the scheduler's), and no Reserve or Permit
+ * runs there (their effects would come after the members that follow were evaluated). */
+static struct remote_host *group_host(const struct scheduler *s, const struct framework *fw)
+{
+    struct remote_host *only = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        if (!(h->phases & EVALUATE_PHASES))
+            continue;
+        if (only != NULL)
+            return NULL;
+        only = h;
+    }
+    uint32_t later = KCYCLE__V1__PHASE__PHASE_RESERVE | KCYCLE__V1__PHASE__PHASE_PERMIT;
+    if (only == NULL || (only->phases & later) || only->state != REMOTE_UP ||
+        fw->phase_count[PHASE_FILTER] > 0 || fw->phase_count[PHASE_SCORE] > 0 ||
+        fw->phase_count[PHASE_PRE_SCORE] > 0 ||
+        s->cache.node_count == 0)
+        return NULL;
+    return only;
+}
+
+/* Check the group's answer against its request and index the host's placements. */
+static bool group_index(struct scheduler *s, struct remote_group_batch *b)
+{
+    const Kcycle__V1__EvaluateGroupReply *g = b->reply->evaluate_group;
+    if (b->reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP || g == NULL ||
+        g->n_members != b->count || g->n_chosen != b->count || g->n_starts != b->count)
+        return false;
+    b->placed = calloc(b->count + 1, sizeof(*b->placed));
+    b->host_nodes = calloc(b->count + 1, sizeof(*b->host_nodes));
+    if (b->placed == NULL || b->host_nodes == NULL)
+        return false;
+    for (uint32_t m = 0; m < b->count; m++) {
+        int32_t node = g->chosen[m];
+        if (node >= (int32_t)s->cache.node_count || g->members[m] == NULL)
+            return false;
+        if (node >= 0) {
+            b->host_nodes[m] = s->cache.nodes[node].node->name;
+            b->placed[b->placed_count++] = m;
+        }
+    }
+    return true;
+}
+
+/* Ask the group's host for the next members (at most REMOTE_GROUP_CHUNK of b->rest): true with
+ * the answer indexed, false with the group dropped (a failed request restarts the host, as
+ * any). */
+static bool group_send(struct scheduler *s)
+{
+    struct remote *r = &s->remote;
+    struct remote_group_batch *b = &r->group;
+    struct remote_host *h = b->host;
+    group_drop_answer(b);
+    uint32_t count = b->rest_count < REMOTE_GROUP_CHUNK ? b->rest_count : REMOTE_GROUP_CHUNK;
+    uint32_t n = s->cache.node_count;
+    if (h->state != REMOTE_UP || n == 0) {
+        group_drop(r);
+        return false;
+    }
+    Kcycle__V1__Evaluate *members = calloc(count, sizeof(*members));
+    Kcycle__V1__Evaluate **list = calloc(count, sizeof(*list));
+    int64_t *weights = calloc(h->plugin_count + 1, sizeof(*weights));
+    b->uids = calloc(count, sizeof(*b->uids));
+    bool ok = members != NULL && list != NULL && weights != NULL && b->uids != NULL;
+    uint32_t encoded = 0;
+    for (; ok && encoded < count; encoded++) {
+        const struct pod *pod = b->rest[encoded];
+        Kcycle__V1__Evaluate *ev = &members[encoded];
+        kcycle__v1__evaluate__init(ev);
+        ev->pod = pod_to_proto(pod);
+        ok = ev->pod != NULL;
+        ev->all_nodes = true;
+        ev->start = s->next_start_node % n;
+        ev->want = scheduler_nodes_to_find(s, n);
+        ev->score = true;
+        ev->pick = log_level() < KC_LOG_DEBUG; /* as remote_evaluate asks */
+        list[encoded] = ev;
+        b->uids[encoded] = pod->uid;
+    }
+    for (uint32_t i = 0; ok && i < h->plugin_count; i++)
+        weights[i] = h->plugins[i]->weight;
+    Kcycle__V1__Reply *reply = NULL;
+    if (ok) {
+        Kcycle__V1__EvaluateGroup group = KCYCLE__V1__EVALUATE_GROUP__INIT;
+        group.n_members = count;
+        group.members = list;
+        group.rng = s->rng;
+        group.n_weights = h->plugin_count;
+        group.weights = weights;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
+        req.evaluate_group = &group;
+        reply = round_trip(s, h, &req);
+        r->group_requests++;
+        h->group_requests++;
+    }
+    for (uint32_t i = 0; members != NULL && i < encoded; i++)
+        pod_proto_free(members[i].pod);
+    free(members);
+    free(list);
+    free(weights);
+    b->count = count;
+    b->want = scheduler_nodes_to_find(s, n);
+    b->reply = reply;
+    b->rest += count;
+    b->rest_count -= count;
+    if (reply == NULL) {
+        /* the host could not answer: it is restarted as after any failed request, and the
+         * members go one by one (each asks a host that is up again, or fails as it would) */
+        if (ok)
+            host_fail(s, h);
+        group_drop(r);
+        return false;
+    }
+    if (!group_index(s, b)) {
+        host_set_error(h, "protocol error: an answer to evaluate_group that does not match it");
+        host_fail(s, h);
+        group_drop(r);
+        return false;
+    }
+    return true;
+}
+
+void remote_group_begin(struct scheduler *s, const struct framework *fw,
+                        const struct pod *const *pods, uint32_t count)
+{
+    struct remote *r = &s->remote;
+    group_drop(r);
+    struct remote_host *h = count >= 2 ? group_host(s, fw) : NULL;
+    if (h == NULL)
+        return;
+    struct remote_group_batch *b = &r->group;
+    b->rest_base = calloc(count, sizeof(*b->rest_base));
+    if (b->rest_base == NULL)
+        return;
+    memcpy(b->rest_base, pods, count * sizeof(*pods));
+    b->rest = b->rest_base;
+    b->rest_count = count;
+    b->host = h;
+    group_send(s);
 }

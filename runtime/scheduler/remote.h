@@ -43,6 +43,7 @@ struct remote_host {
     /* per attempt */
     bool in_evaluation;
     uint64_t evaluate_round_trips;
+    uint64_t group_requests; /* requests of group members (EvaluateGroup), up to 64 each */
     uint64_t round_trips;
     int64_t sent_ns; /* the last request's send time, for the round-trip metric (0: not timed) */
     uint32_t restarts_published; /* restarts already added to the host name's metric */
@@ -56,6 +57,41 @@ struct journal_entry {
 struct stopping_host {
     pid_t pid;
     int64_t since_ms; /* when it was sent SIGTERM */
+};
+
+/* A group cycle's members evaluated by its one evaluating host, up to 64 in a request
+ * (remote_group_begin): each member's evaluation is taken in turn by remote_evaluate while the
+ * scheduler's own steps match what the host assumed (the journal since the request holds only
+ * the assumptions of the members placed before, on the nodes the host chose, and the member's
+ * request is the one the host answered). At the first difference the rest is dropped and the
+ * members go one round trip each, as without it. */
+struct remote_group_batch {
+    struct remote_host *host;
+    struct Kcycle__V1__Reply *reply; /* the host's EvaluateGroupReply; NULL: no batch */
+    const char **uids;               /* the members' uids in order (borrowed from their pods) */
+    uint32_t count;
+    uint32_t want;
+    uint32_t next;          /* the member whose evaluation is taken next */
+    uint32_t placed_before; /* members before `next` the host placed */
+    uint32_t assumed;       /* of the host's placements, those the journal recorded, in order */
+    uint32_t *placed;       /* the indices of the members the host placed, in order */
+    const char **host_nodes; /* per member: the node the host placed it on (borrowed), or NULL */
+    uint32_t placed_count;
+    /* the members not asked for yet: a request carries at most REMOTE_GROUP_CHUNK of them (so
+     * it stays within one request's deadline), the next one goes when these are taken */
+    const struct pod **rest_base; /* owned array of the group's pods (borrowed) */
+    const struct pod **rest;      /* into rest_base: the first member not asked for yet */
+    uint32_t rest_count;
+};
+
+/* The evaluating host's choice (EvaluateReply.picked) in the last remote_evaluate. */
+struct remote_pick {
+    bool valid;
+    uint32_t node;  /* cache index of the chosen node */
+    uint32_t found; /* feasible nodes */
+    uint32_t last;  /* cache index of the last feasible node */
+    int64_t total;  /* the chosen node's weighted score */
+    uint64_t rng;   /* the tie-breaking state after the choice */
 };
 
 struct remote {
@@ -72,6 +108,10 @@ struct remote {
      * final list is known: a host whose feasible nodes are that list scored it already */
     struct Kcycle__V1__Reply *filter_replies[FRAMEWORK_MAX_PLUGINS];
     int64_t watched_ms; /* when remote_watch last looked for dead hosts (scheduler clock) */
+    bool all_candidates; /* the evaluation being checked has every node as a candidate */
+    struct remote_group_batch group;
+    struct remote_pick pick;
+    uint64_t group_requests, group_members_taken; /* counted for the benchmarks */
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required
@@ -108,13 +148,20 @@ void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *p
 struct kc_waiting_pod;
 void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w, bool put);
 
-/* The evaluation of cycle's pod by every host, on candidates (node indices, in order). Results
+/* The evaluation of cycle's pod by every host, on candidates (node indices, in order; NULL:
+ * every node from the rotating start, candidate_count being the node count). Results
  * are merged into the scheduler's scratch: s->feasible (intersection, first `want`),
  * s->totals (weighted remote scores), s->reasons, cycle->rejectors. Returns KC_SUCCESS,
  * KC_UNSCHEDULABLE (a host's PreFilter rejected: *message says why) or KC_ERROR. */
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message);
+
+/* After remote_evaluate over every node (candidates NULL) with one host that filters and
+ * scores and nothing scoring in process, the host may have picked the node as the scheduler's
+ * selection would (plugin.proto's Evaluate.pick): true with *out, and then s->feasible holds
+ * only the chosen node, whatever *found said. Taken once. */
+bool remote_picked(struct scheduler *s, struct remote_pick *out);
 
 /* Between attempts: a host that died while idle (nothing asked it anything) is noticed, and a
  * down host is started again (and resynced) once its backoff ends, so a host comes back even
@@ -128,6 +175,15 @@ int64_t remote_next_due(const struct scheduler *s);
  * scores what the others left (an in-process PreFilter's rejection is checked apart with
  * remote_pre_filter_before). Otherwise the cycle merges node by node (the three below). */
 bool remote_single_evaluation(const struct framework *fw);
+
+/* A group cycle is about to place `count` pods in this order on cycle generation fw: when one
+ * host does all the evaluating (no in-process Filter or Score, no Reserve or Permit in that
+ * host), ask it for them, up to 64 a round trip (plugin.proto's EvaluateGroup); remote_evaluate
+ * then takes each member's evaluation from the answer. Nothing happens otherwise, or when the
+ * request fails (the members then go one by one). remote_group_end drops what is left. */
+void remote_group_begin(struct scheduler *s, const struct framework *fw,
+                        const struct pod *const *pods, uint32_t count);
+void remote_group_end(struct scheduler *s);
 
 /* Whether a plugin in a host with PreFilter comes before plugin (an index of fw) in the
  * configuration: its PreFilter's rejection would be the attempt's, not plugin's. */

@@ -319,9 +319,10 @@ static json_t *hosts_json(const struct simulator *sim)
                             : h->state == REMOTE_BROKEN ? "circuit-broken"
                                                         : "down";
         json_array_append_new(
-            hosts, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "name", h->name, "state", state,
-                             "restarts", (json_int_t)h->restarts, "evaluate_round_trips",
-                             (json_int_t)h->evaluate_round_trips, "round_trips",
+            hosts, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:o}", "name", h->name, "state",
+                             state, "restarts", (json_int_t)h->restarts, "evaluate_round_trips",
+                             (json_int_t)h->evaluate_round_trips, "evaluate_group_requests",
+                             (json_int_t)h->group_requests, "round_trips",
                              (json_int_t)h->round_trips, "last_error",
                              h->last_error != NULL ? json_string(h->last_error) : json_null()));
     }

@@ -45,13 +45,18 @@ int64_t scheduler_now(const struct scheduler *s)
     return monotonic_us() / 1000;
 }
 
-static uint64_t next_random(struct scheduler *s)
+uint64_t scheduler_random_next(uint64_t *state)
 {
     /* splitmix64: deterministic from the configured seed */
-    uint64_t z = (s->rng += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+static uint64_t next_random(struct scheduler *s)
+{
+    return scheduler_random_next(&s->rng);
 }
 
 /* ---- events ---- */
@@ -767,6 +772,11 @@ static uint32_t nodes_to_find(const struct scheduler *s, uint32_t n)
     return count < min_nodes ? min_nodes : count;
 }
 
+uint32_t scheduler_nodes_to_find(const struct scheduler *s, uint32_t n)
+{
+    return nodes_to_find(s, n);
+}
+
 /* Filter runs over the nodes from the rotating start index in chunks that the caller and the
  * workers take in order. Every taken chunk completes, so the finished chunks are always a
  * prefix of the order: once they hold `want` feasible nodes, the first `want` feasible nodes
@@ -905,6 +915,21 @@ static void filter_worker(void *ctx, uint32_t worker)
     cycle_filter_sink = NULL;
 }
 
+/* No Filter plugin runs for this attempt (none in process: they are all in plugin hosts, or
+ * PreFilter skipped every one): every candidate passes, so the first `want` in order are the
+ * answer, taken without visiting the others. A plugin host then filters them, and the visit
+ * of every node here was most of the scheduler's own time per pod (docs/benchmarks.md). */
+static bool no_filter_runs(const struct kc_cycle *cycle, uint64_t skip)
+{
+    if (cycle->filters_ready && skip == cycle->filter_skip)
+        return cycle->filter_count == 0;
+    const struct framework *fw = cycle->fw;
+    for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER]; i++)
+        if (!(skip & (1ull << fw->phase[PHASE_FILTER][i]->index)))
+            return false;
+    return true;
+}
+
 /* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
  * (the cycle's message says which). */
 static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip,
@@ -925,6 +950,13 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     };
     memset(s->node_status, KC_UNSCHEDULABLE, s->cache.node_count);
     memset(s->node_rejector, 0, s->cache.node_count * sizeof(*s->node_rejector));
+    if (no_filter_runs(cycle, skip)) {
+        uint32_t found = job.want < n ? job.want : n;
+        for (uint32_t k = 0; k < found; k++)
+            s->feasible[k] = &s->cache.nodes[job_node(&job, k)];
+        *processed_out = found;
+        return found;
+    }
     uint32_t workers = s->workers.count + 1;
     for (uint32_t w = 0; w < workers; w++) {
         reasons_clear(s->worker_state[w].reasons, &s->worker_state[w].reason_count);
@@ -1438,7 +1470,10 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
     uint32_t want = nodes_to_find(s, n);
     struct evaluation e;
     uint64_t rejectors = cycle->rejectors;
-    scheduler_evaluate(s, cycle, NULL, 0, 0, false, &e);
+    /* no Filter in process: every node PreFilter left is a candidate, and the hosts are told
+     * so without a list (one node is enough for the evaluation here to say so) */
+    bool no_local_filter = cycle->fw->phase_count[PHASE_FILTER] == 0;
+    scheduler_evaluate(s, cycle, NULL, 0, no_local_filter ? 1 : 0, false, &e);
     if ((e.status == KC_UNSCHEDULABLE || e.status == KC_UNRESOLVABLE) &&
         remote_pre_filter_before(cycle->fw, (uint32_t)__builtin_ctzll(e.rejectors | 1ull << 63))) {
         /* a host's PreFilter comes first in the configuration: its verdict may be the one */
@@ -1451,7 +1486,24 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
     uint32_t found = 0, processed = 0;
     const struct cache_node *chosen = NULL;
     kc_status st = e.status;
-    if (st == KC_SUCCESS) {
+    struct remote_pick pick = {0};
+    if (st == KC_SUCCESS && no_local_filter) {
+        const uint32_t *list = cycle->restricted ? cycle->narrowed : NULL;
+        uint32_t count = cycle->restricted ? cycle->restricted_count : n;
+        st = remote_evaluate(s, cycle, list, count, want, &found, &processed, &message);
+        /* the host picked as select_node would (its weights, this generator): the choice, the
+         * score the report gives and the rotation are the same as if picked here */
+        if (st == KC_SUCCESS && remote_picked(s, &pick)) {
+            chosen = &s->cache.nodes[pick.node];
+            cycle->sp->score = found > 1 ? pick.total : 0;
+            s->rng = pick.rng;
+        }
+        uint32_t last = chosen != NULL ? pick.last
+                        : found > 0    ? s->feasible[found - 1]->index
+                                       : 0;
+        if (st == KC_SUCCESS && found == want)
+            s->next_start_node = (last + 1) % n;
+    } else if (st == KC_SUCCESS) {
         for (uint32_t i = 0; i < e.found; i++)
             s->candidates[i] = s->feasible[i]->index;
         st = remote_evaluate(s, cycle, s->candidates, e.found, want, &found, &processed, &message);
@@ -1471,7 +1523,7 @@ static const struct cache_node *choose_remote(struct scheduler *s, struct kc_cyc
         pre_filter_rejected(s, cycle, message, out);
     else if (found == 0)
         no_fit(s, cycle, out);
-    else {
+    else if (chosen == NULL) {
         uint64_t scored = 0;
         if (found > 1 && compute_scores(s, cycle, found, &scored) < 0)
             not_placed(out, true, cycle->message != NULL ? strdup(cycle->message) : NULL);

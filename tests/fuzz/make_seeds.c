@@ -557,8 +557,32 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     assume_delta.assume = &assume;
     Kcycle__V1__Delta *assume_list[] = {&assume_delta};
 
-    Kcycle__V1__Request requests[5];
-    for (unsigned i = 0; i < 5; i++) {
+    /* a group cycle's members in one request (EvaluateGroup): the arrivals after the first */
+    Kcycle__V1__Evaluate members[3];
+    Kcycle__V1__Evaluate *member_list[3];
+    int64_t weights[HOST_PLUGIN_COUNT];
+    uint32_t member_count = 0;
+    for (uint32_t i = 1; i < spec->arrival_count && member_count < 3; i++) {
+        Kcycle__V1__Evaluate *m = &members[member_count];
+        kcycle__v1__evaluate__init(m);
+        m->pod = pod_to_proto(spec->arrivals[i].pod);
+        m->all_nodes = true;
+        m->want = nodes;
+        m->score = true;
+        m->pick = member_count == 1; /* one member answered picked (Evaluate.pick) */
+        member_list[member_count++] = m;
+    }
+    for (uint32_t i = 0; i < HOST_PLUGIN_COUNT; i++)
+        weights[i] = 1 + i % 3;
+    Kcycle__V1__EvaluateGroup group = KCYCLE__V1__EVALUATE_GROUP__INIT;
+    group.n_members = member_count;
+    group.members = member_list;
+    group.rng = 42;
+    group.n_weights = HOST_PLUGIN_COUNT;
+    group.weights = weights;
+
+    Kcycle__V1__Request requests[6];
+    for (unsigned i = 0; i < 6; i++) {
         kcycle__v1__request__init(&requests[i]);
         requests[i].id = i + 1;
         requests[i].generation = i < 2 ? 0 : n;
@@ -583,15 +607,20 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     requests[4].batch = batch;
     requests[4].call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
     requests[4].sync = true;
+    requests[5].generation = n + 1;
+    requests[5].call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
+    requests[5].evaluate_group = &group;
 
     char name[256];
     snprintf(name, sizeof(name), "%s-session", prefix);
-    host_session(dir, prefix, name, "", requests, 5);
+    host_session(dir, prefix, name, "", requests, 6);
     if (n > 0)
         write_proto(dir, prefix, 7, "delta", &deltas[n - 1].base);
     write_proto(dir, prefix, 7, "delta-assume", &assume_delta.base);
     cluster_deltas_free(&cd);
     pod_proto_free(eval.pod);
+    for (uint32_t i = 0; i < member_count; i++)
+        pod_proto_free(members[i].pod);
 }
 
 /* The plugin test harness's session with a host (docs/plugin-testing.md): a hello with

@@ -7,7 +7,7 @@ placements may differ (kube's ties and reasons follow the configured order), so 
 compared with itself in the two modes.
 
 Usage: test_isolation_order.py SCHEDULER SOURCE TEST_PLUGINS [WORKLOAD [ORDERS]]: meson runs one
-test per workload (mixed, small-spread or an examples/sim file's name) so each stays well under
+test per workload (mixed, small-spread, gangs or an examples/sim file's name) so each stays well under
 its timeout, and a sanitized build runs the first ORDERS orders only (every run there starts
 about fifteen instrumented hosts)."""
 import json
@@ -131,6 +131,111 @@ def small_spread(tmp):
     return path
 
 
+# Gangs in a plugin host: every Filter and Score plugin in one host, so a group cycle sends its
+# members there in requests of up to 64 (plugin.proto's EvaluateGroup; the 80 members of "fits"
+# take two), each member seeing the ones placed before it. Placements and reasons must be those of the group cycle in process, for a gang that
+# fits, one that does not (rolled back whole, then retried until its timeout), a gang spread over
+# zones on tainted nodes, and single pods between them.
+GANG_PLUGINS = [("coscheduling", 1), ("nodeunschedulable", 1), ("tainttoleration", 3),
+                ("nodeaffinity", 2), ("noderesources", 1), ("podtopologyspread", 2),
+                ("defaultbinder", 1)]
+
+
+def gang_config(isolation):
+    lines = ["plugins:"]
+    for name, weight in GANG_PLUGINS:
+        entry = f"  - {{name: {name}, weight: {weight}"
+        if name == "coscheduling":
+            entry += ", args: {podGroupBackoffSeconds: 1}"
+        elif isolation == "process" and name != "defaultbinder":
+            entry += ", isolation: process, host: evaluate"
+        elif isolation == "process":
+            entry += ", isolation: process"
+        lines.append(entry + "}")
+    return "\n".join(lines) + "\n"
+
+
+def gang_workload(tmp):
+    path = os.path.join(tmp, "gangs.yaml")
+    with open(path, "w") as f:
+        f.write("""nodes:
+  - {name: a, count: 6, allocatable: {cpu: 4, memory: 16Gi, pods: 30},
+     labels: {topology.kubernetes.io/zone: a, pool: big}}
+  - {name: b, count: 6, allocatable: {cpu: 4, memory: 16Gi, pods: 30},
+     labels: {topology.kubernetes.io/zone: b}}
+  - {name: t, count: 4, allocatable: {cpu: 8, memory: 16Gi, pods: 30},
+     labels: {topology.kubernetes.io/zone: b},
+     taints: [{key: dedicated, value: infra, effect: NoSchedule}]}
+podGroups:
+  - {name: spread, namespace: ml, minMember: 20, scheduleTimeoutSeconds: 30}
+workload:
+  - name: fits
+    namespace: ml
+    count: 80
+    interval: 1ms
+    gang: true
+    requests: {cpu: 200m, memory: 128Mi}
+    affinity:
+      nodeAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+          - weight: 50
+            preference:
+              matchExpressions: [{key: pool, operator: In, values: [big]}]
+  - name: toobig
+    namespace: ml
+    count: 40
+    at: 100ms
+    interval: 1ms
+    gang: {minMember: 40, scheduleTimeoutSeconds: 20}
+    requests: {cpu: 1, memory: 1Gi}
+  - metadata: {name: spread, namespace: ml,
+               labels: {app: spread, scheduling.x-k8s.io/pod-group: spread}}
+    count: 20
+    at: 200ms
+    spec:
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: spread}}
+      tolerations: [{key: dedicated, operator: Equal, value: infra, effect: NoSchedule}]
+      containers: [{name: c, resources: {requests: {cpu: 100m, memory: 512Mi}}}]
+  - name: single
+    count: 10
+    at: 300ms
+    interval: 1ms
+    requests: {cpu: 500m, memory: 512Mi}
+""")
+    return path
+
+
+def check_gangs(tmp):
+    sim = gang_workload(tmp)
+    inproc = run(tmp, "gangs-inprocess", gang_config("inprocess"), sim)
+    hosted = run(tmp, "gangs-process", gang_config("process"), sim)
+    if inproc is None or hosted is None:
+        return
+    bound = [p for p in inproc["pods"] if p["node"]]
+    check(any(p["name"].startswith("fits") for p in bound) and
+          any(p["name"].startswith("spread") for p in bound),
+          "gangs: the gangs that fit were bound in process")
+    check(not any(p["name"].startswith("toobig") for p in bound),
+          "gangs: the gang that does not fit holds nothing in process")
+    hosts = {h["name"]: h for h in hosted["summary"]["plugin_hosts"]}
+    # every member's evaluation came from its group's request: the evaluating host had single
+    # evaluations for the 10 single pods only (each fits at its first attempt)
+    evaluate = hosts.get("evaluate", {})
+    check(evaluate.get("evaluate_group_requests", 0) > 0 and
+          evaluate.get("evaluate_round_trips") == 10,
+          f"gangs: members evaluated in group requests only, got {list(hosts.values())}")
+    check(all(h["restarts"] == 0 and h["state"] == "up" for h in hosts.values()),
+          f"gangs: every host healthy, got {list(hosts.values())}")
+    difference = first_difference(normalized(inproc), normalized(hosted))
+    check(difference is None,
+          "gangs: the same report in process and in hosts; first difference (in process, "
+          f"then hosts): {difference}")
+
+
 # wall-clock figures and the hosts' own counters differ between runs by nature
 VOLATILE = {"bound_wall_ms", "wall_seconds", "pods_per_second", "wall_start_unix_ms",
             "active_wall_ms", "plugin_hosts"}
@@ -190,9 +295,11 @@ def main():
         orders.append(order)
     # spread over the list, so fewer orders still have one with each queue sort
     orders = orders[::max(1, len(orders) // max(1, ORDERS))][:ORDERS]
-    check(WORKLOAD in (None, "mixed", "small-spread") + EXAMPLES,
+    check(WORKLOAD in (None, "mixed", "small-spread", "gangs") + EXAMPLES,
           f"a known workload, got {WORKLOAD}")
     with tempfile.TemporaryDirectory() as tmp:
+        if WORKLOAD in (None, "gangs"):
+            check_gangs(tmp)
         sims = []
         if WORKLOAD in (None, "mixed"):
             sims.append(mixed_workload(tmp))

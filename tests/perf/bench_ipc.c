@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,33 @@ static int compare_int64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us)
+#define WAKE_SPIN_NS 40000 /* runtime/core/channel.c's default spin */
+
+/* One message into buf: with spin, poll without sleeping up to WAKE_SPIN_NS first, as the
+ * plugin-host channel does; then sleep in recv until it comes. */
+static ssize_t echo_recv(int fd, char *buf, size_t size, bool spin)
+{
+    for (int64_t until = now_ns() + WAKE_SPIN_NS; spin && now_ns() < until;) {
+        ssize_t n = recv(fd, buf, size, MSG_DONTWAIT);
+        if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            return n;
+    }
+    return recv(fd, buf, size, 0);
+}
+
+static void pin_to(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* The median of `samples` 256-byte round trips to a forked child that echoes them; each end on
+ * its cpu (-1: wherever the kernel puts it), spinning before it sleeps or not. */
+static int echo_p50(uint32_t samples, const int cpu[2], bool spin, double *p50_us)
 {
     int ends[2];
     if (samples == 0 || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) < 0)
@@ -41,26 +69,32 @@ int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us)
     }
     if (pid == 0) {
         close(ends[0]);
+        pin_to(cpu[1]);
         char buf[RAW_MESSAGE_BYTES];
         ssize_t n;
-        while ((n = recv(ends[1], buf, sizeof(buf), 0)) > 0)
+        while ((n = echo_recv(ends[1], buf, sizeof(buf), spin)) > 0)
             if (send(ends[1], buf, (size_t)n, MSG_NOSIGNAL) != n)
                 break;
         _exit(0);
     }
     close(ends[1]);
+    cpu_set_t allowed;
+    bool pinned = cpu[0] >= 0 && sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
+    pin_to(cpu[0]);
     int64_t *times = calloc(samples, sizeof(*times));
     char msg[RAW_MESSAGE_BYTES] = {1}, back[RAW_MESSAGE_BYTES];
     uint32_t done = 0;
     for (; times != NULL && done < samples; done++) {
         int64_t start = now_ns();
         if (send(ends[0], msg, sizeof(msg), MSG_NOSIGNAL) != (ssize_t)sizeof(msg) ||
-            recv(ends[0], back, sizeof(back), 0) != (ssize_t)sizeof(back))
+            echo_recv(ends[0], back, sizeof(back), spin) != (ssize_t)sizeof(back))
             break;
         times[done] = now_ns() - start;
     }
     close(ends[0]);
     waitpid(pid, NULL, 0);
+    if (pinned)
+        sched_setaffinity(0, sizeof(allowed), &allowed);
     int rc = times != NULL && done == samples ? 0 : -EIO;
     if (rc == 0) {
         qsort(times, done, sizeof(*times), compare_int64);
@@ -68,6 +102,31 @@ int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us)
     }
     free(times);
     return rc;
+}
+
+int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us)
+{
+    static const int anywhere[2] = {-1, -1};
+    return echo_p50(samples, anywhere, false, p50_us);
+}
+
+int bench_ipc_cross_core_us(uint32_t samples, bool spin, double *p50_us)
+{
+    cpu_set_t allowed;
+    int cpus[2], found = 0;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+        return -errno;
+    for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
+        if (CPU_ISSET(c, &allowed))
+            cpus[found++] = c;
+    return found < 2 ? -ENOTSUP : echo_p50(samples, cpus, spin, p50_us);
+}
+
+void bench_ipc_cross_core_json(char *out, size_t size, double sleeping_us, double spinning_us)
+{
+    snprintf(out, size,
+             ", \"raw_cross_core_us_p50\": %.1f, \"raw_cross_core_spin_us_p50\": %.1f",
+             sleeping_us, spinning_us);
 }
 
 int bench_ipc_inprocess_baseline(int argc, char **argv, double *pods_per_second,

@@ -523,6 +523,7 @@ static void bench_free(struct scheduler *s, struct bench *b)
 struct ipc_figures {
     bool measured;
     double raw_us, baseline_pods_per_second, baseline_group_ms;
+    double cross_core_us, cross_core_spin_us; /* the echo on two cores: sleeping, spinning */
     char json[512];
 };
 
@@ -534,6 +535,8 @@ static void ipc_measure(struct ipc_figures *ipc, int argc, char **argv)
         fprintf(stderr, "kcycle-bench: the in-process baseline run gave no figure\n");
     if (bench_ipc_raw_round_trip_us(2000, &ipc->raw_us) < 0)
         fprintf(stderr, "kcycle-bench: the raw socketpair round trip could not be measured\n");
+    bench_ipc_cross_core_us(2000, false, &ipc->cross_core_us);
+    bench_ipc_cross_core_us(2000, true, &ipc->cross_core_spin_us);
 }
 
 static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
@@ -542,6 +545,9 @@ static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
         return "";
     bench_ipc_json(ipc->json, sizeof(ipc->json), ipc->raw_us, ipc->baseline_pods_per_second,
                    pods_per_second, ipc->baseline_group_ms);
+    size_t used = strlen(ipc->json);
+    bench_ipc_cross_core_json(ipc->json + used, sizeof(ipc->json) - used, ipc->cross_core_us,
+                              ipc->cross_core_spin_us);
     return ipc->json;
 }
 
@@ -703,11 +709,13 @@ static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, 
                "\"group_decision_ms_p50\": %.1f, \"group_decision_ms_p99\": %.1f, "
                "\"pods_per_second\": %.0f, \"elapsed_seconds\": %.3f, "
                "\"peak_rss_bytes\": %" PRIu64 ", \"isolation\": \"%s\", "
-               "\"ipc_round_trip_us_p50\": %.1f%s}\n",
+               "\"ipc_round_trip_us_p50\": %.1f, \"host_group_requests\": %" PRIu64
+               ", \"host_group_members_batched\": %" PRIu64 "%s}\n",
                b->nodes, b->groups, b->group_size, b->min_member, b->existing, b->pods, measured,
                placed, empty, whole ? "true" : "false", cycles, s->groups.rollbacks, group_p50,
                group_p99, decision_p50, decision_p99, pods_per_second, elapsed_us / 1e6,
                peak_rss_bytes(), b->process ? "process" : "inprocess", round_trip_us,
+               s->remote.group_requests, s->remote.group_members_taken,
                ipc_json(ipc, pods_per_second));
     } else {
         printf("gang: %u groups of %u (minMember %u) on %u nodes, %u existing pods: %u placed "

@@ -364,16 +364,18 @@ static uint64_t send_snapshot(struct client *c, uint64_t generation)
     return generation;
 }
 
-static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const char *name)
+/* An evaluation of a pending pod: over candidates, or (candidates NULL) every node from start. */
+static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, const char *name,
+                                      uint32_t *candidates, size_t count, uint32_t start)
 {
     struct pod *pod = make_pending_pod(name);
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
-    uint32_t candidates[NODE_COUNT];
-    rotated_candidates(candidates);
     Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
     call.pod = msg;
     call.candidates = candidates;
-    call.n_candidates = NODE_COUNT;
+    call.n_candidates = candidates != NULL ? count : 0;
+    call.all_nodes = candidates == NULL;
+    call.start = start;
     call.want = WANT;
     call.score = true;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
@@ -384,6 +386,13 @@ static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const 
     pod_proto_free(msg);
     pod_free(pod);
     return reply;
+}
+
+static Kcycle__V1__Reply *evaluate(struct client *c, uint64_t generation, const char *name)
+{
+    uint32_t candidates[NODE_COUNT];
+    rotated_candidates(candidates);
+    return evaluate_on(c, generation, name, candidates, NODE_COUNT, 0);
 }
 
 /* A phase call; with assume_node set, the request also carries the Assume delta. */
@@ -799,6 +808,133 @@ static void test_only_a_harness_host_serves_queue_calls_and_records_preemption(v
     harness_calls_in(true);
 }
 
+/* ---- a group's members in one request (EvaluateGroup) ---- */
+
+#define GROUP_SIZE 4
+
+/* The weighted total (weights 1) of feasible node i of a full evaluation reply. */
+static int64_t total_of(const Kcycle__V1__EvaluateReply *r, size_t i)
+{
+    int64_t total = 0;
+    for (size_t k = 0; k < r->n_scores; k++) {
+        int64_t score = r->scores[k]->scores[i];
+        total += score < 0 ? 0 : score > 100 ? 100 : score;
+    }
+    return total;
+}
+
+/* Each member of a group request is evaluated as it would be alone after the members before it
+ * were assumed on the nodes the host chose; each choice has the highest total; member 1 asked
+ * for a pick gets the choice instead of the lists; and the host's replica is left as it was
+ * (its generation too), for the scheduler's own assumptions to come as deltas. */
+static void test_group_members_see_the_ones_placed_before_them(void **state)
+{
+    struct client *group = client_start(), *alone = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(group), NULL);
+    kcycle__v1__reply__free_unpacked(hello_standard(alone), NULL);
+    uint64_t generation = send_snapshot(group, 100);
+    assert_int_equal(send_snapshot(alone, 100), generation);
+
+    char names[GROUP_SIZE][16];
+    struct pod *pods[GROUP_SIZE];
+    Kcycle__V1__Evaluate members[GROUP_SIZE], *member_ptrs[GROUP_SIZE];
+    for (int k = 0; k < GROUP_SIZE; k++) {
+        snprintf(names[k], sizeof(names[k]), "member-%d", k);
+        pods[k] = make_pending_pod(names[k]);
+        kcycle__v1__evaluate__init(&members[k]);
+        members[k].pod = pod_to_proto(pods[k]);
+        members[k].all_nodes = true;
+        members[k].start = ROTATION;
+        members[k].want = WANT;
+        members[k].score = true;
+        members[k].pick = k == 1;
+        member_ptrs[k] = &members[k];
+    }
+    int64_t weights[3] = {1, 1, 1};
+    Kcycle__V1__EvaluateGroup call = KCYCLE__V1__EVALUATE_GROUP__INIT;
+    call.members = member_ptrs;
+    call.n_members = GROUP_SIZE;
+    call.rng = 7;
+    call.weights = weights;
+    call.n_weights = 3;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
+    req.evaluate_group = &call;
+    Kcycle__V1__Reply *reply = roundtrip(group, &req);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP);
+    const Kcycle__V1__EvaluateGroupReply *g = reply->evaluate_group;
+    assert_int_equal(g->n_members, GROUP_SIZE);
+    assert_int_equal(g->n_chosen, GROUP_SIZE);
+    assert_int_equal(g->n_starts, GROUP_SIZE);
+
+    uint32_t start = ROTATION;
+    int placed = 0;
+    for (int k = 0; k < GROUP_SIZE; k++) {
+        assert_int_equal(g->starts[k], start);
+        Kcycle__V1__Reply *ref = evaluate_on(alone, generation + placed, names[k], NULL, 0, start);
+        expect_ok(ref, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+        const Kcycle__V1__EvaluateReply *want = ref->evaluate, *got = g->members[k];
+        assert_int_equal(got->status, want->status);
+        assert_int_equal(got->processed, want->processed);
+        assert_int_equal(got->n_reasons, want->n_reasons);
+        for (size_t i = 0; i < want->n_reasons; i++) {
+            assert_string_equal(got->reasons[i]->text, want->reasons[i]->text);
+            assert_int_equal(got->reasons[i]->count, want->reasons[i]->count);
+        }
+        if (want->n_feasible == 0) {
+            assert_int_equal(g->chosen[k], -1);
+            kcycle__v1__reply__free_unpacked(ref, NULL);
+            continue;
+        }
+        /* the choice: a node with the highest total */
+        int64_t best = 0, chosen_total = -1;
+        for (size_t i = 0; i < want->n_feasible; i++) {
+            int64_t t = total_of(want, i);
+            best = t > best ? t : best;
+            if ((int32_t)want->feasible[i] == g->chosen[k])
+                chosen_total = t;
+        }
+        assert_int_equal(chosen_total, best);
+        if (k == 1) {
+            assert_true(got->picked);
+            assert_int_equal(got->n_feasible, 0);
+            assert_int_equal(got->found, want->n_feasible);
+            assert_int_equal(got->chosen, (uint32_t)g->chosen[k]);
+            assert_int_equal(got->last_feasible, want->feasible[want->n_feasible - 1]);
+            if (want->n_feasible > 1)
+                assert_int_equal(got->chosen_total, best);
+        } else {
+            assert_false(got->picked);
+            assert_int_equal(got->n_feasible, want->n_feasible);
+            for (size_t i = 0; i < want->n_feasible; i++)
+                assert_int_equal(got->feasible[i], want->feasible[i]);
+        }
+        if (want->n_feasible == WANT)
+            start = (want->feasible[WANT - 1] + 1) % NODE_COUNT;
+        char node[32];
+        snprintf(node, sizeof(node), "node-%02d", g->chosen[k]);
+        kcycle__v1__reply__free_unpacked(ref, NULL);
+        /* the scheduler's assumption of this member, as the delta of its Reserve call */
+        expect_phase(phase(alone, generation + placed + 1, KCYCLE__V1__PHASE__PHASE_RESERVE,
+                           names[k], node, true),
+                     KC_SUCCESS, NULL);
+        placed++;
+    }
+    assert_true(placed >= 2); /* the cluster holds several members: later ones saw earlier */
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    /* the group's host assumed nothing for good: the same generation is still in sync */
+    Kcycle__V1__Reply *synced = sync_request(group, generation, false, NULL, 0);
+    expect_ok(synced, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(synced, NULL);
+    for (int k = 0; k < GROUP_SIZE; k++) {
+        pod_proto_free(members[k].pod);
+        pod_free(pods[k]);
+    }
+    client_stop(group);
+    client_stop(alone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -809,6 +945,7 @@ int main(void)
         cmocka_unit_test(test_garbage_and_early_requests_get_error_replies),
         cmocka_unit_test(test_bad_requests_after_the_snapshot),
         cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
+        cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed;
