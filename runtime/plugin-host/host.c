@@ -22,6 +22,7 @@
 #include "log.h"
 #include "model.h"
 #include "plugin.pb-c.h"
+#include "preempt.h"
 #include "proto_convert.h"
 #include "scheduler.h"
 
@@ -1056,6 +1057,141 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
     return 0;
 }
 
+/* ---- preemption's what-if Filter ---- */
+
+/* The cycle the what-if reuses: the pod's latest evaluation here, or, when this host has none
+ * (it restarted, or nothing asked it to evaluate the pod), a new one after PreFilter alone. */
+static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__Pod *msg,
+                                      struct kc_error *err)
+{
+    struct evaluated *ev = strmap_get(&h->evaluated, msg->uid);
+    if (ev != NULL)
+        return ev->cycle;
+    ev = calloc(1, sizeof(*ev));
+    if (ev == NULL) {
+        kc_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (pod_from_proto(msg, &ev->pod, err) < 0) {
+        free(ev);
+        return NULL;
+    }
+    ev->cycle = evaluation_cycle_new(&h->sched, ev->pod);
+    if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
+        evaluated_free(ev);
+        kc_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    static const uint32_t no_candidates[1];
+    struct evaluation e;
+    scheduler_evaluate(&h->sched, ev->cycle, no_candidates, 0, 0, false, &e);
+    evaluation_clear(&e);
+    return ev->cycle;
+}
+
+/* The replica's pods on node that the scheduler named (uids of pods it took off). */
+static uint32_t what_if_removed(struct plugin_host *h, const Kcycle__V1__WhatIfNode *item,
+                                const struct cache_node *node, const struct pod **out)
+{
+    uint32_t count = 0;
+    for (size_t i = 0; i < item->n_removed; i++) {
+        const struct cache_pod *cp = cache_pod(&h->sched.cache, item->removed[i]);
+        if (cp != NULL && cp->counted && cp->node_name != NULL &&
+            strcmp(cp->node_name, node->node->name) == 0)
+            out[count++] = cp->pod;
+    }
+    return count;
+}
+
+static Kcycle__V1__WhatIfVerdict *what_if_verdict(struct plugin_host *h, struct kc_cycle *cycle,
+                                                  const Kcycle__V1__WhatIfNode *item,
+                                                  struct pod *const *nominated,
+                                                  struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    const struct cache_node *node = &s->cache.nodes[item->node];
+    Kcycle__V1__WhatIfVerdict *v = scratch_alloc(sc, sizeof(*v));
+    const struct pod **removed = scratch_alloc(sc, (item->n_removed + 1) * sizeof(*removed));
+    const struct pod **added = scratch_alloc(sc, (item->n_added + 1) * sizeof(*added));
+    if (v == NULL || removed == NULL || added == NULL)
+        return NULL;
+    kcycle__v1__what_if_verdict__init(v);
+    uint32_t removed_count = what_if_removed(h, item, node, removed);
+    for (size_t i = 0; i < item->n_added; i++)
+        added[i] = nominated[item->added[i]];
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count = 0;
+    struct plugin *rejector = NULL;
+    kc_status st = preempt_what_if_pass(cycle, node, removed, removed_count, added,
+                                        (uint32_t)item->n_added, &rejector, reasons,
+                                        &reason_count);
+    v->status = (int32_t)st;
+    /* a refusal names its plugin; one without (out of memory) names the first Filter plugin */
+    if (st != KC_SUCCESS && rejector == NULL && s->fw->phase_count[PHASE_FILTER] > 0)
+        rejector = s->fw->phase[PHASE_FILTER][0];
+    if (st != KC_SUCCESS && rejector == NULL)
+        v->status = KC_SUCCESS; /* no Filter plugin here: nothing refuses */
+    else if (st != KC_SUCCESS)
+        v->plugin = h->hello_index[rejector->index] + 1;
+    char **texts = scratch_alloc(sc, (reason_count + 1) * sizeof(*texts));
+    for (uint32_t i = 0; texts != NULL && v->status != KC_SUCCESS && i < reason_count; i++)
+        texts[v->n_reasons++] = text_or_empty(sc, reasons[i].text);
+    v->reasons = texts;
+    reasons_clear(reasons, &reason_count);
+    return texts != NULL ? v : NULL;
+}
+
+static int serve_what_if(struct plugin_host *h, const Kcycle__V1__WhatIf *call,
+                         Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    if (call->pod == NULL)
+        return reply_error(reply, sc, "what_if without a pod");
+    for (size_t i = 0; i < call->n_nodes; i++) {
+        if (call->nodes[i]->node >= s->cache.node_count)
+            return reply_error(reply, sc,
+                               "what_if: item %zu is node index %u, but the replica has %u "
+                               "nodes",
+                               i, call->nodes[i]->node, s->cache.node_count);
+        for (size_t k = 0; k < call->nodes[i]->n_added; k++)
+            if (call->nodes[i]->added[k] >= call->n_nominated)
+                return reply_error(reply, sc,
+                                   "what_if: item %zu adds nominated pod %u of %zu", i,
+                                   call->nodes[i]->added[k], call->n_nominated);
+    }
+    struct kc_error err = {{0}};
+    struct kc_cycle *cycle = what_if_cycle(h, call->pod, &err);
+    if (cycle == NULL)
+        return reply_error(reply, sc, "what_if: %s", err.message);
+    struct pod **nominated = scratch_alloc(sc, (call->n_nominated + 1) * sizeof(*nominated));
+    Kcycle__V1__WhatIfReply *r = scratch_alloc(sc, sizeof(*r));
+    Kcycle__V1__WhatIfVerdict **verdicts =
+        scratch_alloc(sc, (call->n_nodes + 1) * sizeof(*verdicts));
+    if (nominated == NULL || r == NULL || verdicts == NULL)
+        return -1;
+    kcycle__v1__what_if_reply__init(r);
+    size_t decoded = 0;
+    int rc = 0;
+    for (; rc == 0 && decoded < call->n_nominated; decoded++)
+        if ((rc = pod_from_proto(call->nominated[decoded], &nominated[decoded], &err)) < 0)
+            break;
+    for (size_t i = 0; rc == 0 && i < call->n_nodes; i++) {
+        verdicts[i] = what_if_verdict(h, cycle, call->nodes[i], nominated, sc);
+        if (verdicts[i] == NULL)
+            rc = -ENOMEM;
+        r->n_verdicts = i + 1;
+    }
+    for (size_t i = 0; i < decoded; i++)
+        pod_free(nominated[i]);
+    if (rc < 0)
+        return reply_error(reply, sc, "what_if: %s",
+                           err.message[0] != '\0' ? err.message : kc_strerror(rc));
+    r->verdicts = verdicts;
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_WHAT_IF;
+    reply->what_if = r;
+    return 0;
+}
+
 /* ---- one request ---- */
 
 /* One phase of a batched binding cycle: the reply of serve_phase, or an error status when the
@@ -1149,6 +1285,7 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
     case KCYCLE__V1__REQUEST__CALL_HELLO: return serve_hello(h, req->hello, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_EVALUATE: return serve_evaluate(h, req->evaluate, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_PHASE: return serve_phase(h, req->phase, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_WHAT_IF: return serve_what_if(h, req->what_if, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_SYNC:
         reply->result_case = KCYCLE__V1__REPLY__RESULT_SYNCED;
         reply->synced = true;
