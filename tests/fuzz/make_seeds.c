@@ -412,6 +412,92 @@ static void seeds_to_bridge(const char *dir, const char *prefix, const struct si
     write_proto(dir, prefix, 3, "object-write", &write.base);
 }
 
+/* Play requests to a new host: the frames into corpus/host/<prefix>-<session>, and from request
+ * proto_from on each request and the host's real reply as proto seeds (named after label). */
+static void play_host_session(const char *dir, const char *prefix, const char *session,
+                              Kcycle__V1__Request *requests, unsigned count, unsigned proto_from,
+                              const char *label)
+{
+    struct plugin_host_options opts = {.fd = 0};
+    struct plugin_host *host;
+    struct kc_error err = {{0}};
+    if (plugin_host_open(&opts, &host, &err) != 0)
+        die(err.message);
+    struct buf seed = {0};
+    for (unsigned i = 0; i < count; i++) {
+        struct buf req = pack(&requests[i].base);
+        append_frame(&seed, req.data, req.len);
+        uint8_t *reply;
+        size_t reply_len;
+        if (plugin_host_handle(host, req.data, req.len, &reply, &reply_len) != 0)
+            die("plugin_host_handle");
+        Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, reply_len, reply);
+        if (r == NULL)
+            die("a reply that does not decode");
+        if (r->error[0] != '\0') {
+            fprintf(stderr, "fuzz-seeds: %s: request %u: %s\n", prefix, i + 1, r->error);
+            die("the host refused a seed request");
+        }
+        if (i >= proto_from) {
+            char what[64];
+            snprintf(what, sizeof(what), "%srequest-%u", label, i + 1);
+            write_proto(dir, prefix, 8, what, &requests[i].base);
+            snprintf(what, sizeof(what), "%sreply-%u", label, i + 1);
+            write_proto(dir, prefix, 9, what, &r->base);
+        }
+        kcycle__v1__reply__free_unpacked(r, NULL);
+        free(reply);
+        free(req.data);
+    }
+    plugin_host_close(host);
+    char name[256];
+    snprintf(name, sizeof(name), "%s-%s", prefix, session);
+    write_file(dir, "host", name, seed.data, seed.len);
+    free(seed.data);
+}
+
+/* Preemption's what-if after the session's evaluation (requests 1 to 3 of seeds_host), as the
+ * scheduler asks (plugin.proto's WhatIf): the evaluated pod on the first node without the pods
+ * there and with the second arriving pod nominated on it, then on that node as it is (on a full
+ * node a refusal, with its plugin and reasons). */
+static void seeds_host_what_if(const char *dir, const char *prefix, const struct sim_spec *spec,
+                               const Kcycle__V1__Request *session)
+{
+    const char *node = spec->nodes[0]->name;
+    char **removed = calloc(spec->pod_count + 1, sizeof(*removed));
+    if (removed == NULL)
+        die("out of memory");
+    size_t removed_count = 0;
+    for (uint32_t i = 0; i < spec->pod_count; i++)
+        if (spec->pods[i]->node_name != NULL && strcmp(spec->pods[i]->node_name, node) == 0)
+            removed[removed_count++] = spec->pods[i]->uid;
+    Kcycle__V1__Pod *nominated[] = {pod_to_proto(spec->arrivals[1].pod)};
+    uint32_t added[] = {0};
+    Kcycle__V1__WhatIfNode items[2];
+    Kcycle__V1__WhatIfNode *item_list[2] = {&items[0], &items[1]};
+    for (unsigned i = 0; i < 2; i++) {
+        kcycle__v1__what_if_node__init(&items[i]);
+        items[i].node = 0;
+        items[i].n_removed = i == 0 ? removed_count : 0;
+        items[i].removed = removed;
+        items[i].n_added = i == 0 ? 1 : 0;
+        items[i].added = added;
+    }
+    Kcycle__V1__WhatIf what_if = KCYCLE__V1__WHAT_IF__INIT;
+    what_if.pod = session[2].evaluate->pod;
+    what_if.n_nodes = 2;
+    what_if.nodes = item_list;
+    what_if.n_nominated = 1;
+    what_if.nominated = nominated;
+    Kcycle__V1__Request requests[4] = {session[0], session[1], session[2], session[2]};
+    requests[3].id = 4;
+    requests[3].call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
+    requests[3].what_if = &what_if;
+    play_host_session(dir, prefix, "what-if-session", requests, 4, 3, "what-if-");
+    pod_proto_free(nominated[0]);
+    free(removed);
+}
+
 /* A plugin host's session: hello, a snapshot of the cluster, an evaluation, a reservation and
  * a binding cycle; the requests as the host target's frames, and each request and the host's
  * real reply as proto seeds. */
@@ -510,43 +596,12 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     requests[4].call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
     requests[4].sync = true;
 
-    struct plugin_host_options opts = {.fd = 0};
-    struct plugin_host *host;
-    struct kc_error err = {{0}};
-    if (plugin_host_open(&opts, &host, &err) != 0)
-        die(err.message);
-    struct buf seed = {0};
-    for (unsigned i = 0; i < 5; i++) {
-        struct buf req = pack(&requests[i].base);
-        append_frame(&seed, req.data, req.len);
-        uint8_t *reply;
-        size_t reply_len;
-        if (plugin_host_handle(host, req.data, req.len, &reply, &reply_len) != 0)
-            die("plugin_host_handle");
-        Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, reply_len, reply);
-        if (r == NULL)
-            die("a reply that does not decode");
-        if (r->error[0] != '\0') {
-            fprintf(stderr, "fuzz-seeds: %s: request %u: %s\n", prefix, i + 1, r->error);
-            die("the host refused a seed request");
-        }
-        char what[32];
-        snprintf(what, sizeof(what), "request-%u", i + 1);
-        write_proto(dir, prefix, 8, what, &requests[i].base);
-        snprintf(what, sizeof(what), "reply-%u", i + 1);
-        write_proto(dir, prefix, 9, what, &r->base);
-        kcycle__v1__reply__free_unpacked(r, NULL);
-        free(reply);
-        free(req.data);
-    }
-    plugin_host_close(host);
-    char name[256];
-    snprintf(name, sizeof(name), "%s-session", prefix);
-    write_file(dir, "host", name, seed.data, seed.len);
+    play_host_session(dir, prefix, "session", requests, 5, 0, "");
     if (n > 0)
         write_proto(dir, prefix, 7, "delta", &deltas[n - 1].base);
     write_proto(dir, prefix, 7, "delta-assume", &assume_delta.base);
-    free(seed.data);
+    if (spec->arrival_count > 1 && nodes > 0)
+        seeds_host_what_if(dir, prefix, spec, requests);
     for (uint32_t i = 0; i < n; i++) {
         if (deltas[i].change_case == KCYCLE__V1__DELTA__CHANGE_NODE_PUT)
             node_proto_free(deltas[i].node_put);
