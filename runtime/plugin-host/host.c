@@ -60,6 +60,10 @@ struct plugin_host {
     struct scratch *log_scratch; /* the reply's memory while a request is served, else NULL */
     Kcycle__V1__LogLine **log_lines;
     uint32_t log_count, log_capacity;
+    /* Evaluate.nominated while an evaluation runs: pending records of the pods nominated in
+     * the replica's nominations, owned here */
+    struct sched_pod **nominated;
+    uint32_t nominated_count, nominated_capacity;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -828,6 +832,57 @@ static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate
     return 0;
 }
 
+/* The scheduler's nominated pods that count for the pod evaluated (Evaluate.nominated) go into
+ * the replica's nominations for that evaluation only: its Filter then counts them as the
+ * scheduler's does in process (preempt_flag_nominated). */
+static void forget_nominated(struct plugin_host *h)
+{
+    for (uint32_t i = 0; i < h->nominated_count; i++) {
+        struct sched_pod *sp = h->nominated[i];
+        nominations_remove(&h->sched.nominations, sp->pod->uid);
+        pod_free(sp->pod);
+        free(sp);
+    }
+    h->nominated_count = 0;
+}
+
+static int mirror_nominated(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                            struct kc_error *err)
+{
+    forget_nominated(h);
+    if (call->n_nominated == 0)
+        return 0;
+    void *grown = array_grow(h->nominated, &h->nominated_capacity, (uint32_t)call->n_nominated,
+                             sizeof(*h->nominated));
+    if (grown == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    h->nominated = grown;
+    for (size_t i = 0; i < call->n_nominated; i++) {
+        const Kcycle__V1__NominatedPod *msg = call->nominated[i];
+        if (msg->pod == NULL || msg->node[0] == '\0')
+            return kc_error_set(err, -EINVAL, "nominated pod %zu without a pod or a node", i);
+        struct sched_pod *sp = calloc(1, sizeof(*sp));
+        if (sp == NULL)
+            return kc_error_set(err, -ENOMEM, "out of memory");
+        int rc = pod_from_proto(msg->pod, &sp->pod, err);
+        if (rc < 0) {
+            free(sp);
+            return rc;
+        }
+        if (nominations_node(&h->sched.nominations, sp->pod->uid) != NULL ||
+            (rc = nominations_set(&h->sched.nominations, sp->pod->uid, msg->node, sp)) < 0) {
+            rc = kc_error_set(err, rc < 0 ? rc : -EINVAL, "nominated pod %s/%s: %s",
+                              sp->pod->namespace, sp->pod->name,
+                              rc < 0 ? "out of memory" : "listed twice");
+            pod_free(sp->pod);
+            free(sp);
+            return rc;
+        }
+        h->nominated[h->nominated_count++] = sp;
+    }
+    return 0;
+}
+
 static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
                           Kcycle__V1__Reply *reply, struct scratch *sc)
 {
@@ -866,9 +921,14 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
         candidates = NULL;
         s->next_start_node = call->start < s->cache.node_count ? call->start : 0;
     }
+    if (mirror_nominated(h, call, &err) < 0) {
+        forget_nominated(h);
+        return reply_error(reply, sc, "evaluate: %s", err.message);
+    }
     struct evaluation e;
     scheduler_evaluate(s, ev->cycle, candidates, (uint32_t)call->n_candidates, call->want,
                        call->score, &e);
+    forget_nominated(h);
     Kcycle__V1__EvaluateReply *r = scratch_alloc(sc, sizeof(*r));
     if (r != NULL) {
         kcycle__v1__evaluate_reply__init(r);
@@ -1435,6 +1495,7 @@ void plugin_host_close(struct plugin_host *h)
         hostapi_capture_logs_stop(h);
     pthread_mutex_destroy(&h->log_lock);
     free(h->log_lines);
+    free(h->nominated);
     free(h->plugin_dir);
     free(h);
 }

@@ -154,6 +154,23 @@ static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
 
 #define NOMINATED_MAX 256
 
+uint32_t preempt_nominated_pods(const struct scheduler *s, const struct pod *pod,
+                                const struct pod **pods, const char **nodes, uint32_t max)
+{
+    uint32_t count = 0;
+    const struct strmap *by_node = &s->nominations.by_node;
+    for (uint32_t i = 0; i < by_node->capacity && count < max; i++) {
+        const struct nominated_node *nn = by_node->entries[i].value;
+        if (nn == NULL)
+            continue;
+        uint32_t n = nominated_for(s, pod, nn, &pods[count], max - count);
+        for (uint32_t k = 0; k < n; k++)
+            nodes[count + k] = nn->node;
+        count += n;
+    }
+    return count;
+}
+
 const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod)
 {
     if (s->nominations.count == 0 || s->nominated_first == NULL)

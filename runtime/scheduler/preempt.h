@@ -92,6 +92,12 @@ kc_status preempt_what_if_pass(struct kc_cycle *cycle, const struct cache_node *
 const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
                                      bool gone, uint32_t index);
 
+/* The pending pods nominated on nodes that count for pod (of at least its priority, not
+ * itself), at most max, into pods with each one's node name in nodes (borrowed: valid until the
+ * nominations change). Returns how many. For the plugin hosts' evaluations. */
+uint32_t preempt_nominated_pods(const struct scheduler *s, const struct pod *pod,
+                                const struct pod **pods, const char **nodes, uint32_t max);
+
 /* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
  * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns
  * s->nominated_first, or NULL when no node has any. Valid until the next attempt. */

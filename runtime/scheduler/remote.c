@@ -1299,6 +1299,59 @@ bool remote_pre_filter_before(const struct framework *fw, uint32_t plugin)
  * failed: then the host is restarted). The request's candidates carry CANDIDATE_MARK in
  * s->remote_marks (the caller's job) so that replies are checked against them. Returns
  * KC_ERROR with *message when a host whose plugins fail pods could not answer. */
+/* ---- nominated pods sent with an evaluation ---- */
+
+/* Evaluate.nominated: what in process Filter counts on nodes with nominated pods, so the hosts'
+ * Filter counts it too (plugin.proto). Empty, and free, while nothing is nominated. */
+struct nominated_wire {
+    Kcycle__V1__NominatedPod *items;
+    Kcycle__V1__NominatedPod **list;
+    uint32_t count;
+};
+
+static void nominated_attach(struct scheduler *s, const struct kc_cycle *cycle,
+                             Kcycle__V1__Evaluate *ev, struct nominated_wire *w)
+{
+    memset(w, 0, sizeof(*w));
+    uint32_t max = s->nominations.count;
+    if (max == 0)
+        return;
+    const struct pod **pods = calloc(max, sizeof(*pods));
+    const char **nodes = calloc(max, sizeof(*nodes));
+    uint32_t n = pods != NULL && nodes != NULL
+                     ? preempt_nominated_pods(s, cycle->sp->pod, pods, nodes, max)
+                     : 0;
+    w->items = n > 0 ? calloc(n, sizeof(*w->items)) : NULL;
+    w->list = n > 0 ? calloc(n, sizeof(*w->list)) : NULL;
+    for (uint32_t i = 0; w->items != NULL && w->list != NULL && i < n; i++) {
+        kcycle__v1__nominated_pod__init(&w->items[w->count]);
+        w->items[w->count].node = (char *)nodes[i];
+        if ((w->items[w->count].pod = pod_to_proto(pods[i])) == NULL)
+            continue;
+        w->list[w->count] = &w->items[w->count];
+        w->count++;
+    }
+    if (w->count < n)
+        log_error("pod %s/%s: out of memory sending nominated pods to plugin hosts; their "
+                  "Filter may not count %u of them",
+                  cycle->sp->pod->namespace, cycle->sp->pod->name, n - w->count);
+    ev->n_nominated = w->count;
+    ev->nominated = w->list;
+    free(pods);
+    free(nodes);
+}
+
+static void nominated_detach(Kcycle__V1__Evaluate *ev, struct nominated_wire *w)
+{
+    for (uint32_t i = 0; i < w->count; i++)
+        pod_proto_free(w->items[i].pod);
+    free(w->items);
+    free(w->list);
+    memset(w, 0, sizeof(*w));
+    ev->n_nominated = 0;
+    ev->nominated = NULL;
+}
+
 static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
                                 Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
                                 uint32_t candidate_count, Kcycle__V1__Reply **replies,
@@ -1308,6 +1361,8 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
     kc_status result = KC_SUCCESS;
     Kcycle__V1__Pod *pod = NULL;
+    struct nominated_wire nominated;
+    nominated_attach(s, cycle, ev, &nominated);
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
         replies[k] = NULL;
@@ -1325,6 +1380,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             free(*message); /* a host found down before: this error replaces its message */
             *message = text_format("pod %s/%s cannot be sent to plugin hosts",
                                    cycle->sp->pod->namespace, cycle->sp->pod->name);
+            nominated_detach(ev, &nominated);
             return KC_ERROR;
         }
         ev->pod = pod;
@@ -1336,6 +1392,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
     }
     pod_proto_free(pod);
     ev->pod = NULL;
+    nominated_detach(ev, &nominated);
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
         if (!(h->phases & phases) || (ask != NULL && !ask[k]) || h->state != REMOTE_UP)

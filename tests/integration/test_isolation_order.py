@@ -135,9 +135,10 @@ def preemption_workload(tmp):
     """A full cluster and pods of high priority arriving one at a time (defaultpreemption runs
     in process and asks every Filter plugin what-if, hosted ones too): the fewest victims of
     the lowest priority, a victim a PodDisruptionBudget protects spared, a victim whose going
-    satisfies required anti-affinity, victims whose going satisfies a spread constraint, a pod
-    no preemption helps (its request is larger than any node) and one with nothing to
-    preempt, each with its reason."""
+    satisfies required anti-affinity, victims whose going satisfies a spread constraint, the
+    room a preemptor is nominated for kept from a pod of lower priority (hosts' Filter counts
+    nominated pods: Evaluate.nominated), a pod no preemption helps (its request is larger than
+    any node) and pods with nothing to preempt, each with its reason."""
     path = os.path.join(tmp, "preemption.yaml")
     with open(path, "w") as f:
         f.write("""nodes:
@@ -215,6 +216,13 @@ workload:
           whenUnsatisfiable: DoNotSchedule
           labelSelector: {matchLabels: {app: spread}}
       containers: [{name: c, resources: {requests: {cpu: 500m}}}]
+  # right behind urgent, of lower priority: the room urgent's victim frees on bigs is kept
+  # for urgent (nominated there), in the hosts' Filter too
+  - name: late
+    namespace: apps
+    at: 1s
+    priority: 0
+    requests: {cpu: 2}
   # larger than any node: no preemption helps
   - name: hopeless
     namespace: apps
@@ -236,7 +244,8 @@ workload:
 PREEMPTIONS = {"urgent": ("bigs", ["big-a"]), "lonely": ("anti", ["noisy-0"]),
                "spready": ("zone-x", ["spread-0", "spread-1"])}
 UNHELPED = {"hopeless": "Preemption is not helpful for scheduling",
-            "humble": "No preemption victims found for incoming pod"}
+            "humble": "No preemption victims found for incoming pod",
+            "late": "No preemption victims found for incoming pod"}
 
 
 def check_preemptions(name, report):
