@@ -459,7 +459,8 @@ static void play_host_session(const char *dir, const char *prefix, const char *s
 /* Preemption's what-if after the session's evaluation (requests 1 to 3 of seeds_host), as the
  * scheduler asks (plugin.proto's WhatIf): the evaluated pod on the first node without the pods
  * there and with the second arriving pod nominated on it, then on that node as it is (on a full
- * node a refusal, with its plugin and reasons). */
+ * node a refusal, with its plugin and reasons). The evaluation before counts that nominated pod
+ * on the node too (Evaluate.nominated). */
 static void seeds_host_what_if(const char *dir, const char *prefix, const struct sim_spec *spec,
                                const Kcycle__V1__Request *session)
 {
@@ -489,11 +490,20 @@ static void seeds_host_what_if(const char *dir, const char *prefix, const struct
     what_if.nodes = item_list;
     what_if.n_nominated = 1;
     what_if.nominated = nominated;
+    /* the evaluation counts the same pod nominated on that node (Evaluate.nominated) */
+    Kcycle__V1__NominatedPod nomination = KCYCLE__V1__NOMINATED_POD__INIT;
+    nomination.pod = nominated[0];
+    nomination.node = (char *)node;
+    Kcycle__V1__NominatedPod *nomination_list[] = {&nomination};
+    Kcycle__V1__Evaluate evaluate = *session[2].evaluate;
+    evaluate.n_nominated = 1;
+    evaluate.nominated = nomination_list;
     Kcycle__V1__Request requests[4] = {session[0], session[1], session[2], session[2]};
+    requests[2].evaluate = &evaluate;
     requests[3].id = 4;
     requests[3].call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
     requests[3].what_if = &what_if;
-    play_host_session(dir, prefix, "what-if-session", requests, 4, 3, "what-if-");
+    play_host_session(dir, prefix, "what-if-session", requests, 4, 2, "what-if-");
     pod_proto_free(nominated[0]);
     free(removed);
 }
