@@ -361,7 +361,10 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
         local_pass(cycle, node, removed, removed_count, NULL, 0, &pass[1]);
         passes = 2;
     }
-    if (pass[0].status != KC_ERROR && pass[1].status != KC_ERROR && remote_filters(cycle->fw)) {
+    /* a refusal without a plugin is the view that could not be built: nothing to merge */
+    bool local_failed = (pass[0].status != KC_SUCCESS && pass[0].plugin == UINT32_MAX) ||
+                        (pass[1].status != KC_SUCCESS && pass[1].plugin == UINT32_MAX);
+    if (!local_failed && remote_filters(cycle->fw)) {
         /* only plugins before the in-process refusal can change the verdict */
         struct what_if_verdict hosted[2] = {{KC_SUCCESS, UINT32_MAX, NULL},
                                             {KC_SUCCESS, UINT32_MAX, NULL}};
@@ -379,7 +382,7 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
             merge_verdict(&pass[p], &hosted[p]);
     }
     struct what_if_verdict *v = pass[0].status != KC_SUCCESS ? &pass[0] : &pass[1];
-    kc_status st = passes == 2 ? v->status : pass[0].status;
+    kc_status st = v->status;
     if (st != KC_SUCCESS)
         copy_reason(reason, reason_size, v->reasons); /* every reason of the refusing plugin */
     free(pass[0].reasons);
