@@ -524,6 +524,17 @@ void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
 
 /* ---- whole-group preemption -------------------------------------------------------------- */
 
+/* A trial's cache change for the plugin hosts: their replicas count every change of the cache
+ * (a request names the generation), and their Filter must judge the members after the trial on
+ * the cluster the in-process Filter sees. Hosted plugins with on_event hear of these changes,
+ * in-process ones do not (docs/architecture.md, "Preemption"). */
+static void trial_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                          const char *node)
+{
+    remote_journal(s, type, pod, node != NULL ? cache_node(&s->cache, node) : NULL, NULL, NULL,
+                   NULL, NULL);
+}
+
 int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct preempt_trial *t)
 {
     memset(t, 0, sizeof(*t));
@@ -535,15 +546,20 @@ int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct pree
         if (cp == NULL || cp->assumed || p->victims[i]->node_name == NULL)
             return -EBUSY;
     }
-    for (uint32_t i = 0; i < p->victim_count; i++)
+    for (uint32_t i = 0; i < p->victim_count; i++) {
         cache_remove_pod(&s->cache, p->victims[i]->uid);
+        trial_journal(s, KC_EVENT_POD_DELETE, p->victims[i], NULL);
+    }
     if (cache_assume(&s->cache, cycle->sp->pod, p->node) < 0) {
-        for (uint32_t i = 0; i < p->victim_count; i++)
+        for (uint32_t i = 0; i < p->victim_count; i++) {
             cache_add_pod(&s->cache, p->victims[i]);
+            trial_journal(s, KC_EVENT_POD_ADD, p->victims[i], NULL);
+        }
         /* no trial: the decision stays with the cycle (freed with it), and t->p stays NULL so
          * the group never evicts for a member that was not placed */
         return -ENOMEM;
     }
+    trial_journal(s, KC_EVENT_POD_ASSUME, cycle->sp->pod, p->node);
     cycle->preemption = NULL;
     t->p = p;
     t->sp = cycle->sp;
@@ -556,9 +572,12 @@ void preempt_trial_undo(struct scheduler *s, struct preempt_trial *t)
     if (!t->applied)
         return;
     cache_forget(&s->cache, t->sp->pod->uid);
+    trial_journal(s, KC_EVENT_POD_FORGET, t->sp->pod, NULL);
     /* the victims' objects are the scheduler's assigned pods, unchanged since the trial */
-    for (uint32_t i = t->p->victim_count; i-- > 0;)
+    for (uint32_t i = t->p->victim_count; i-- > 0;) {
         cache_add_pod(&s->cache, t->p->victims[i]);
+        trial_journal(s, KC_EVENT_POD_ADD, t->p->victims[i], NULL);
+    }
     t->applied = false;
 }
 
