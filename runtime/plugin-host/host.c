@@ -1165,8 +1165,7 @@ static uint32_t what_if_removed(struct plugin_host *h, const Kcycle__V1__WhatIfN
 
 static Kcycle__V1__WhatIfVerdict *what_if_verdict(struct plugin_host *h, struct kc_cycle *cycle,
                                                   const Kcycle__V1__WhatIfNode *item,
-                                                  struct pod *const *nominated,
-                                                  struct scratch *sc)
+                                                  struct pod *const *nominated, struct scratch *sc)
 {
     struct scheduler *s = &h->sched;
     const struct cache_node *node = &s->cache.nodes[item->node];
@@ -1183,8 +1182,7 @@ static Kcycle__V1__WhatIfVerdict *what_if_verdict(struct plugin_host *h, struct 
     uint32_t reason_count = 0;
     struct plugin *rejector = NULL;
     kc_status st = preempt_what_if_pass(cycle, node, removed, removed_count, added,
-                                        (uint32_t)item->n_added, &rejector, reasons,
-                                        &reason_count);
+                                        (uint32_t)item->n_added, &rejector, reasons, &reason_count);
     v->status = (int32_t)st;
     /* a refusal names its plugin; one without (out of memory) names the first Filter plugin */
     if (st != KC_SUCCESS && rejector == NULL && s->fw->phase_count[PHASE_FILTER] > 0)
@@ -1215,8 +1213,7 @@ static int serve_what_if(struct plugin_host *h, const Kcycle__V1__WhatIf *call,
                                i, call->nodes[i]->node, s->cache.node_count);
         for (size_t k = 0; k < call->nodes[i]->n_added; k++)
             if (call->nodes[i]->added[k] >= call->n_nominated)
-                return reply_error(reply, sc,
-                                   "what_if: item %zu adds nominated pod %u of %zu", i,
+                return reply_error(reply, sc, "what_if: item %zu adds nominated pod %u of %zu", i,
                                    call->nodes[i]->added[k], call->n_nominated);
     }
     struct kc_error err = {{0}};

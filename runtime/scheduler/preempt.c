@@ -327,8 +327,8 @@ static kc_status local_pass(struct kc_cycle *cycle, const struct cache_node *nod
  * configuration, as the evaluation merges node_rejectors. Takes both; *into keeps the winner. */
 static void merge_verdict(struct what_if_verdict *into, struct what_if_verdict *other)
 {
-    bool other_wins = other->status != KC_SUCCESS &&
-                      (into->status == KC_SUCCESS || other->plugin < into->plugin);
+    bool other_wins =
+        other->status != KC_SUCCESS && (into->status == KC_SUCCESS || other->plugin < into->plugin);
     if (other_wins) {
         free(into->reasons);
         *into = *other;
@@ -369,8 +369,8 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
         struct what_if_verdict hosted[2] = {{KC_SUCCESS, UINT32_MAX, NULL},
                                             {KC_SUCCESS, UINT32_MAX, NULL}};
         char *message = NULL;
-        kc_status st = remote_what_if(s, cycle, node, removed, removed_count, added, count,
-                                      passes, pass[0].plugin, hosted, &message);
+        kc_status st = remote_what_if(s, cycle, node, removed, removed_count, added, count, passes,
+                                      pass[0].plugin, hosted, &message);
         if (st != KC_SUCCESS) {
             copy_reason(reason, reason_size, message != NULL ? message : "plugin hosts failed");
             free(message);

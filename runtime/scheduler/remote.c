@@ -2070,8 +2070,7 @@ static int what_if_request_build(struct what_if_request *w, const struct pod *po
     w->added = calloc(added_count + 1, sizeof(*w->added));
     w->call.nominated = calloc(added_count + 1, sizeof(*w->call.nominated));
     w->call.pod = pod_to_proto(pod);
-    if (w->removed == NULL || w->added == NULL || w->call.nominated == NULL ||
-        w->call.pod == NULL)
+    if (w->removed == NULL || w->added == NULL || w->call.nominated == NULL || w->call.pod == NULL)
         return -ENOMEM;
     for (uint32_t i = 0; i < removed_count; i++)
         w->removed[i] = removed[i]->uid;
@@ -2095,17 +2094,16 @@ static int what_if_request_build(struct what_if_request *w, const struct pod *po
     return 0;
 }
 
-kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle,
-                         const struct cache_node *node, const struct pod *const *removed,
-                         uint32_t removed_count, const struct pod *const *added,
-                         uint32_t added_count, uint32_t passes, uint32_t before,
-                         struct what_if_verdict *out, char **message)
+kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle, const struct cache_node *node,
+                         const struct pod *const *removed, uint32_t removed_count,
+                         const struct pod *const *added, uint32_t added_count, uint32_t passes,
+                         uint32_t before, struct what_if_verdict *out, char **message)
 {
     const struct framework *fw = cycle->fw;
     *message = NULL;
     struct what_if_request w;
-    if (what_if_request_build(&w, cycle->sp->pod, node, removed, removed_count, added,
-                              added_count, passes) < 0) {
+    if (what_if_request_build(&w, cycle->sp->pod, node, removed, removed_count, added, added_count,
+                              passes) < 0) {
         what_if_request_free(&w);
         *message = text_format("pod %s/%s: out of memory asking plugin hosts what-if",
                                cycle->sp->pod->namespace, cycle->sp->pod->name);

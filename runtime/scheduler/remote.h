@@ -197,10 +197,9 @@ int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us);
  * first in the configuration, with its reasons. Returns KC_SUCCESS, or KC_ERROR with *message
  * (the caller frees it) when a host whose plugins fail pods could not answer. */
 struct what_if_verdict;
-kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle,
-                         const struct cache_node *node, const struct pod *const *removed,
-                         uint32_t removed_count, const struct pod *const *added,
-                         uint32_t added_count, uint32_t passes, uint32_t before,
-                         struct what_if_verdict *out, char **message);
+kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle, const struct cache_node *node,
+                         const struct pod *const *removed, uint32_t removed_count,
+                         const struct pod *const *added, uint32_t added_count, uint32_t passes,
+                         uint32_t before, struct what_if_verdict *out, char **message);
 
 #endif

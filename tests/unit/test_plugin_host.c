@@ -797,8 +797,8 @@ static void test_what_if_judges_node_views_and_names_the_refusing_plugin(void **
 
 /* An evaluation of a 1-CPU pod on node-03 (5 CPUs, empty), with a pod nominated there. */
 static Kcycle__V1__Reply *evaluate_nominated(struct client *c, uint64_t generation,
-                                            const struct pod *pod, const struct pod *holder,
-                                            const char *node)
+                                             const struct pod *pod, const struct pod *holder,
+                                             const char *node)
 {
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
     Kcycle__V1__NominatedPod nomination = KCYCLE__V1__NOMINATED_POD__INIT, *list = &nomination;
