@@ -64,6 +64,10 @@ struct plugin_host {
     /* and the object statuses plugins report (kc_object_status), for Reply.object_statuses */
     Kcycle__V1__HarnessObjectStatus **statuses;
     uint32_t status_count, status_capacity;
+    /* Evaluate.nominated while an evaluation runs: pending records of the pods nominated in
+     * the replica's nominations, owned here */
+    struct sched_pod **nominated;
+    uint32_t nominated_count, nominated_capacity;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -1027,6 +1031,57 @@ static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate
     return 0;
 }
 
+/* The scheduler's nominated pods that count for the pod evaluated (Evaluate.nominated) go into
+ * the replica's nominations for that evaluation only: its Filter then counts them as the
+ * scheduler's does in process (preempt_flag_nominated). */
+static void forget_nominated(struct plugin_host *h)
+{
+    for (uint32_t i = 0; i < h->nominated_count; i++) {
+        struct sched_pod *sp = h->nominated[i];
+        nominations_remove(&h->sched.nominations, sp->pod->uid);
+        pod_free(sp->pod);
+        free(sp);
+    }
+    h->nominated_count = 0;
+}
+
+static int mirror_nominated(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                            struct kc_error *err)
+{
+    forget_nominated(h);
+    if (call->n_nominated == 0)
+        return 0;
+    void *grown = array_grow(h->nominated, &h->nominated_capacity, (uint32_t)call->n_nominated,
+                             sizeof(*h->nominated));
+    if (grown == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    h->nominated = grown;
+    for (size_t i = 0; i < call->n_nominated; i++) {
+        const Kcycle__V1__NominatedPod *msg = call->nominated[i];
+        if (msg->pod == NULL || msg->node[0] == '\0')
+            return kc_error_set(err, -EINVAL, "nominated pod %zu without a pod or a node", i);
+        struct sched_pod *sp = calloc(1, sizeof(*sp));
+        if (sp == NULL)
+            return kc_error_set(err, -ENOMEM, "out of memory");
+        int rc = pod_from_proto(msg->pod, &sp->pod, err);
+        if (rc < 0) {
+            free(sp);
+            return rc;
+        }
+        if (nominations_node(&h->sched.nominations, sp->pod->uid) != NULL ||
+            (rc = nominations_set(&h->sched.nominations, sp->pod->uid, msg->node, sp)) < 0) {
+            rc = kc_error_set(err, rc < 0 ? rc : -EINVAL, "nominated pod %s/%s: %s",
+                              sp->pod->namespace, sp->pod->name,
+                              rc < 0 ? "out of memory" : "listed twice");
+            pod_free(sp->pod);
+            free(sp);
+            return rc;
+        }
+        h->nominated[h->nominated_count++] = sp;
+    }
+    return 0;
+}
+
 /* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
  * h->evaluated. */
 static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
@@ -1066,9 +1121,14 @@ static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
         candidates = NULL;
         s->next_start_node = call->start < s->cache.node_count ? call->start : 0;
     }
+    if (mirror_nominated(h, call, &err) < 0) {
+        forget_nominated(h);
+        return reply_error(reply, sc, "evaluate: %s", err.message);
+    }
     struct evaluation e;
     scheduler_evaluate(s, ev->cycle, candidates, (uint32_t)call->n_candidates, call->want,
                        call->score, &e);
+    forget_nominated(h);
     Kcycle__V1__EvaluateReply *r = scratch_alloc(sc, sizeof(*r));
     if (r != NULL) {
         kcycle__v1__evaluate_reply__init(r);
@@ -1419,6 +1479,138 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
     return 0;
 }
 
+/* ---- preemption's what-if Filter ---- */
+
+/* The cycle the what-if reuses: the pod's latest evaluation here, or, when this host has none
+ * (it restarted, or nothing asked it to evaluate the pod), a new one after PreFilter alone. */
+static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__Pod *msg,
+                                      struct kc_error *err)
+{
+    struct evaluated *ev = strmap_get(&h->evaluated, msg->uid);
+    if (ev != NULL)
+        return ev->cycle;
+    ev = calloc(1, sizeof(*ev));
+    if (ev == NULL) {
+        kc_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (pod_from_proto(msg, &ev->pod, err) < 0) {
+        free(ev);
+        return NULL;
+    }
+    ev->cycle = evaluation_cycle_new(&h->sched, ev->pod);
+    if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
+        evaluated_free(ev);
+        kc_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    static const uint32_t no_candidates[1];
+    struct evaluation e;
+    scheduler_evaluate(&h->sched, ev->cycle, no_candidates, 0, 0, false, &e);
+    evaluation_clear(&e);
+    return ev->cycle;
+}
+
+/* The replica's pods on node that the scheduler named (uids of pods it took off). */
+static uint32_t what_if_removed(struct plugin_host *h, const Kcycle__V1__WhatIfNode *item,
+                                const struct cache_node *node, const struct pod **out)
+{
+    uint32_t count = 0;
+    for (size_t i = 0; i < item->n_removed; i++) {
+        const struct cache_pod *cp = cache_pod(&h->sched.cache, item->removed[i]);
+        if (cp != NULL && cp->counted && cp->node_name != NULL &&
+            strcmp(cp->node_name, node->node->name) == 0)
+            out[count++] = cp->pod;
+    }
+    return count;
+}
+
+static Kcycle__V1__WhatIfVerdict *what_if_verdict(struct plugin_host *h, struct kc_cycle *cycle,
+                                                  const Kcycle__V1__WhatIfNode *item,
+                                                  struct pod *const *nominated, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    const struct cache_node *node = &s->cache.nodes[item->node];
+    Kcycle__V1__WhatIfVerdict *v = scratch_alloc(sc, sizeof(*v));
+    const struct pod **removed = scratch_alloc(sc, (item->n_removed + 1) * sizeof(*removed));
+    const struct pod **added = scratch_alloc(sc, (item->n_added + 1) * sizeof(*added));
+    if (v == NULL || removed == NULL || added == NULL)
+        return NULL;
+    kcycle__v1__what_if_verdict__init(v);
+    uint32_t removed_count = what_if_removed(h, item, node, removed);
+    for (size_t i = 0; i < item->n_added; i++)
+        added[i] = nominated[item->added[i]];
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count = 0;
+    struct plugin *rejector = NULL;
+    kc_status st = preempt_what_if_pass(cycle, node, removed, removed_count, added,
+                                        (uint32_t)item->n_added, &rejector, reasons, &reason_count);
+    v->status = (int32_t)st;
+    /* a refusal names its plugin; one without (out of memory) names the first Filter plugin */
+    if (st != KC_SUCCESS && rejector == NULL && s->fw->phase_count[PHASE_FILTER] > 0)
+        rejector = s->fw->phase[PHASE_FILTER][0];
+    if (st != KC_SUCCESS && rejector == NULL)
+        v->status = KC_SUCCESS; /* no Filter plugin here: nothing refuses */
+    else if (st != KC_SUCCESS)
+        v->plugin = h->hello_index[rejector->index] + 1;
+    char **texts = scratch_alloc(sc, (reason_count + 1) * sizeof(*texts));
+    for (uint32_t i = 0; texts != NULL && v->status != KC_SUCCESS && i < reason_count; i++)
+        texts[v->n_reasons++] = text_or_empty(sc, reasons[i].text);
+    v->reasons = texts;
+    reasons_clear(reasons, &reason_count);
+    return texts != NULL ? v : NULL;
+}
+
+static int serve_what_if(struct plugin_host *h, const Kcycle__V1__WhatIf *call,
+                         Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    if (call->pod == NULL)
+        return reply_error(reply, sc, "what_if without a pod");
+    for (size_t i = 0; i < call->n_nodes; i++) {
+        if (call->nodes[i]->node >= s->cache.node_count)
+            return reply_error(reply, sc,
+                               "what_if: item %zu is node index %u, but the replica has %u "
+                               "nodes",
+                               i, call->nodes[i]->node, s->cache.node_count);
+        for (size_t k = 0; k < call->nodes[i]->n_added; k++)
+            if (call->nodes[i]->added[k] >= call->n_nominated)
+                return reply_error(reply, sc, "what_if: item %zu adds nominated pod %u of %zu", i,
+                                   call->nodes[i]->added[k], call->n_nominated);
+    }
+    struct kc_error err = {{0}};
+    struct kc_cycle *cycle = what_if_cycle(h, call->pod, &err);
+    if (cycle == NULL)
+        return reply_error(reply, sc, "what_if: %s", err.message);
+    struct pod **nominated = scratch_alloc(sc, (call->n_nominated + 1) * sizeof(*nominated));
+    Kcycle__V1__WhatIfReply *r = scratch_alloc(sc, sizeof(*r));
+    Kcycle__V1__WhatIfVerdict **verdicts =
+        scratch_alloc(sc, (call->n_nodes + 1) * sizeof(*verdicts));
+    if (nominated == NULL || r == NULL || verdicts == NULL)
+        return -1;
+    kcycle__v1__what_if_reply__init(r);
+    size_t decoded = 0;
+    int rc = 0;
+    for (; rc == 0 && decoded < call->n_nominated; decoded++)
+        if ((rc = pod_from_proto(call->nominated[decoded], &nominated[decoded], &err)) < 0)
+            break;
+    for (size_t i = 0; rc == 0 && i < call->n_nodes; i++) {
+        verdicts[i] = what_if_verdict(h, cycle, call->nodes[i], nominated, sc);
+        if (verdicts[i] == NULL)
+            rc = -ENOMEM;
+        r->n_verdicts = i + 1;
+    }
+    for (size_t i = 0; i < decoded; i++)
+        pod_free(nominated[i]);
+    if (rc < 0)
+        return reply_error(reply, sc, "what_if: %s",
+                           err.message[0] != '\0' ? err.message : kc_strerror(rc));
+    r->verdicts = verdicts;
+    reply->result_case = KCYCLE__V1__REPLY__RESULT_WHAT_IF;
+    reply->what_if = r;
+    return 0;
+}
+
 /* ---- one request ---- */
 
 /* One phase of a batched binding cycle: the reply of serve_phase, or an error status when the
@@ -1515,6 +1707,7 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
         return serve_evaluate_group(h, req->evaluate_group, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_PHASE: return serve_phase(h, req->phase, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_QUEUE: return serve_queue(h, req->queue, reply, sc);
+    case KCYCLE__V1__REQUEST__CALL_WHAT_IF: return serve_what_if(h, req->what_if, reply, sc);
     case KCYCLE__V1__REQUEST__CALL_SYNC:
         reply->result_case = KCYCLE__V1__REPLY__RESULT_SYNCED;
         reply->synced = true;
@@ -1664,6 +1857,7 @@ void plugin_host_close(struct plugin_host *h)
     pthread_mutex_destroy(&h->log_lock);
     free(h->log_lines);
     free(h->statuses);
+    free(h->nominated);
     free(h->plugin_dir);
     free(h);
 }

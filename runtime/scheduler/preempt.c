@@ -13,6 +13,7 @@
 #include "evaluate.h"
 #include "log.h"
 #include "plugin.pb-c.h"
+#include "remote.h"
 
 /* ---- node views -------------------------------------------------------------------------- */
 
@@ -153,6 +154,23 @@ static uint32_t nominated_for(const struct scheduler *s, const struct pod *pod,
 
 #define NOMINATED_MAX 256
 
+uint32_t preempt_nominated_pods(const struct scheduler *s, const struct pod *pod,
+                                const struct pod **pods, const char **nodes, uint32_t max)
+{
+    uint32_t count = 0;
+    const struct strmap *by_node = &s->nominations.by_node;
+    for (uint32_t i = 0; i < by_node->capacity && count < max; i++) {
+        const struct nominated_node *nn = by_node->entries[i].value;
+        if (nn == NULL)
+            continue;
+        uint32_t n = nominated_for(s, pod, nn, &pods[count], max - count);
+        for (uint32_t k = 0; k < n; k++)
+            nodes[count + k] = nn->node;
+        count += n;
+    }
+    return count;
+}
+
 const uint32_t *preempt_flag_nominated(struct scheduler *s, const struct pod *pod)
 {
     if (s->nominations.count == 0 || s->nominated_first == NULL)
@@ -238,6 +256,88 @@ static void copy_reason(char *reason, size_t size, const char *text)
         snprintf(reason, size, "%s", text != NULL ? text : "");
 }
 
+char *what_if_join(const char *const *texts, uint32_t count)
+{
+    size_t total = 1;
+    for (uint32_t i = 0; i < count; i++)
+        total += strlen(texts[i]) + 1;
+    char *out = malloc(total);
+    if (out == NULL)
+        return NULL;
+    size_t used = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        size_t len = strlen(texts[i]);
+        if (i > 0)
+            out[used++] = '\n';
+        memcpy(out + used, texts[i], len);
+        used += len;
+    }
+    out[used] = '\0';
+    return out;
+}
+
+kc_status preempt_what_if_pass(struct kc_cycle *cycle, const struct cache_node *node,
+                               const struct pod *const *removed, uint32_t removed_count,
+                               const struct pod *const *added, uint32_t added_count,
+                               struct plugin **rejector, struct reason_count *reasons,
+                               uint32_t *reason_count)
+{
+    *rejector = NULL;
+    struct node_view v;
+    if (view_build(&v, node, removed, removed_count, added, added_count) < 0) {
+        reasons_add(reasons, reason_count, "out of memory");
+        return KC_ERROR;
+    }
+    /* the reasons go to the caller's histogram: the attempt's stays as Filter left it */
+    struct reject_sink sink = {reasons, reason_count, 0};
+    struct reject_sink *saved = cycle_filter_sink;
+    cycle_filter_sink = &sink;
+    kc_status st = view_filter(cycle, cycle->filter_skip, &v, rejector);
+    cycle_filter_sink = saved;
+    view_free(&v);
+    if (st != KC_SUCCESS && *reason_count == 0 && *rejector != NULL)
+        reasons_add(reasons, reason_count, (*rejector)->default_reason);
+    return st;
+}
+
+/* One pass of the in-process plugins as a verdict (reasons one a line). */
+static kc_status local_pass(struct kc_cycle *cycle, const struct cache_node *node,
+                            const struct pod *const *removed, uint32_t removed_count,
+                            const struct pod *const *added, uint32_t added_count,
+                            struct what_if_verdict *out)
+{
+    struct reason_count reasons[CYCLE_MAX_REASONS];
+    uint32_t reason_count = 0;
+    struct plugin *rejector = NULL;
+    out->status = preempt_what_if_pass(cycle, node, removed, removed_count, added, added_count,
+                                       &rejector, reasons, &reason_count);
+    out->plugin = rejector != NULL ? rejector->index : UINT32_MAX;
+    out->reasons = NULL;
+    if (out->status != KC_SUCCESS) {
+        const char *texts[CYCLE_MAX_REASONS];
+        for (uint32_t i = 0; i < reason_count; i++)
+            texts[i] = reasons[i].text;
+        out->reasons = what_if_join(texts, reason_count);
+    }
+    reasons_clear(reasons, &reason_count);
+    return out->status;
+}
+
+/* The verdict of one backend running every plugin: the refusal of the plugin first in the
+ * configuration, as the evaluation merges node_rejectors. Takes both; *into keeps the winner. */
+static void merge_verdict(struct what_if_verdict *into, struct what_if_verdict *other)
+{
+    bool other_wins =
+        other->status != KC_SUCCESS && (into->status == KC_SUCCESS || other->plugin < into->plugin);
+    if (other_wins) {
+        free(into->reasons);
+        *into = *other;
+    } else {
+        free(other->reasons);
+    }
+    other->reasons = NULL;
+}
+
 kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node *node,
                                  const struct pod *const *removed, uint32_t removed_count,
                                  char *reason, size_t reason_size)
@@ -247,52 +347,46 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
         reason[0] = '\0';
     if (node == NULL)
         return KC_ERROR;
-    if (remote_filters(cycle->fw)) {
-        /* a plugin host judges its replica of the cluster, which cannot be asked what-if
-         * without a round trip per node: never evict for a Filter we cannot ask */
-        copy_reason(reason, reason_size, "Filter plugins in plugin hosts cannot be asked what-if");
-        return KC_UNRESOLVABLE;
-    }
     const struct pod *added[NOMINATED_MAX];
     uint32_t count = nominated_for(s, cycle->sp->pod,
                                    nominations_on(&s->nominations, node->node->name), added,
                                    NOMINATED_MAX);
-    struct node_view v;
-    if (view_build(&v, node, removed, removed_count, added, count) < 0) {
-        copy_reason(reason, reason_size, "out of memory");
-        return KC_ERROR;
+    /* kube's RunFilterPluginsWithNominatedPods: with the nominated pods counted, then, when
+     * that passes, without them; each pass merged over the backends */
+    struct what_if_verdict pass[2] = {{KC_SUCCESS, UINT32_MAX, NULL},
+                                      {KC_SUCCESS, UINT32_MAX, NULL}};
+    uint32_t passes = 1;
+    local_pass(cycle, node, removed, removed_count, added, count, &pass[0]);
+    if (pass[0].status == KC_SUCCESS && count > 0) {
+        local_pass(cycle, node, removed, removed_count, NULL, 0, &pass[1]);
+        passes = 2;
     }
-    /* the reasons go to a histogram of our own: the attempt's stays as Filter left it */
-    struct reason_count reasons[CYCLE_MAX_REASONS];
-    uint32_t reason_count = 0;
-    struct reject_sink sink = {reasons, &reason_count, 0};
-    struct reject_sink *saved = cycle_filter_sink;
-    cycle_filter_sink = &sink;
-    struct plugin *rejector = NULL;
-    kc_status st = view_filter(cycle, cycle->filter_skip, &v, &rejector);
-    if (st == KC_SUCCESS && count > 0) {
-        /* the second pass of kube's RunFilterPluginsWithNominatedPods */
-        view_free(&v);
-        if (view_build(&v, node, removed, removed_count, NULL, 0) < 0) {
-            cycle_filter_sink = saved;
+    /* a refusal without a plugin is the view that could not be built: nothing to merge */
+    bool local_failed = (pass[0].status != KC_SUCCESS && pass[0].plugin == UINT32_MAX) ||
+                        (pass[1].status != KC_SUCCESS && pass[1].plugin == UINT32_MAX);
+    if (!local_failed && remote_filters(cycle->fw)) {
+        /* only plugins before the in-process refusal can change the verdict */
+        struct what_if_verdict hosted[2] = {{KC_SUCCESS, UINT32_MAX, NULL},
+                                            {KC_SUCCESS, UINT32_MAX, NULL}};
+        char *message = NULL;
+        kc_status st = remote_what_if(s, cycle, node, removed, removed_count, added, count, passes,
+                                      pass[0].plugin, hosted, &message);
+        if (st != KC_SUCCESS) {
+            copy_reason(reason, reason_size, message != NULL ? message : "plugin hosts failed");
+            free(message);
+            free(pass[0].reasons);
+            free(pass[1].reasons);
             return KC_ERROR;
         }
-        st = view_filter(cycle, cycle->filter_skip, &v, &rejector);
+        for (uint32_t p = 0; p < passes; p++)
+            merge_verdict(&pass[p], &hosted[p]);
     }
-    cycle_filter_sink = saved;
-    view_free(&v);
-    if (st != KC_SUCCESS && reason_count == 0)
-        copy_reason(reason, reason_size, rejector != NULL ? rejector->default_reason : "");
-    size_t used = 0;
-    for (uint32_t i = 0; st != KC_SUCCESS && reason != NULL && i < reason_count; i++) {
-        if (used >= reason_size)
-            break; /* truncated */
-        /* every reason of the refusing plugin, one a line */
-        int n = snprintf(reason + used, reason_size - used, "%s%s", i > 0 ? "\n" : "",
-                         reasons[i].text);
-        used += n > 0 ? (size_t)n : 0;
-    }
-    reasons_clear(reasons, &reason_count);
+    struct what_if_verdict *v = pass[0].status != KC_SUCCESS ? &pass[0] : &pass[1];
+    kc_status st = v->status;
+    if (st != KC_SUCCESS)
+        copy_reason(reason, reason_size, v->reasons); /* every reason of the refusing plugin */
+    free(pass[0].reasons);
+    free(pass[1].reasons);
     return st;
 }
 
@@ -430,6 +524,17 @@ void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
 
 /* ---- whole-group preemption -------------------------------------------------------------- */
 
+/* A trial's cache change for the plugin hosts: their replicas count every change of the cache
+ * (a request names the generation), and their Filter must judge the members after the trial on
+ * the cluster the in-process Filter sees. Hosted plugins with on_event hear of these changes,
+ * in-process ones do not (docs/architecture.md, "Preemption"). */
+static void trial_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                          const char *node)
+{
+    remote_journal(s, type, pod, node != NULL ? cache_node(&s->cache, node) : NULL, NULL, NULL,
+                   NULL, NULL);
+}
+
 int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct preempt_trial *t)
 {
     memset(t, 0, sizeof(*t));
@@ -441,15 +546,20 @@ int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct pree
         if (cp == NULL || cp->assumed || p->victims[i]->node_name == NULL)
             return -EBUSY;
     }
-    for (uint32_t i = 0; i < p->victim_count; i++)
+    for (uint32_t i = 0; i < p->victim_count; i++) {
         cache_remove_pod(&s->cache, p->victims[i]->uid);
+        trial_journal(s, KC_EVENT_POD_DELETE, p->victims[i], NULL);
+    }
     if (cache_assume(&s->cache, cycle->sp->pod, p->node) < 0) {
-        for (uint32_t i = 0; i < p->victim_count; i++)
+        for (uint32_t i = 0; i < p->victim_count; i++) {
             cache_add_pod(&s->cache, p->victims[i]);
+            trial_journal(s, KC_EVENT_POD_ADD, p->victims[i], NULL);
+        }
         /* no trial: the decision stays with the cycle (freed with it), and t->p stays NULL so
          * the group never evicts for a member that was not placed */
         return -ENOMEM;
     }
+    trial_journal(s, KC_EVENT_POD_ASSUME, cycle->sp->pod, p->node);
     cycle->preemption = NULL;
     t->p = p;
     t->sp = cycle->sp;
@@ -462,9 +572,12 @@ void preempt_trial_undo(struct scheduler *s, struct preempt_trial *t)
     if (!t->applied)
         return;
     cache_forget(&s->cache, t->sp->pod->uid);
+    trial_journal(s, KC_EVENT_POD_FORGET, t->sp->pod, NULL);
     /* the victims' objects are the scheduler's assigned pods, unchanged since the trial */
-    for (uint32_t i = t->p->victim_count; i-- > 0;)
+    for (uint32_t i = t->p->victim_count; i-- > 0;) {
         cache_add_pod(&s->cache, t->p->victims[i]);
+        trial_journal(s, KC_EVENT_POD_ADD, t->p->victims[i], NULL);
+    }
     t->applied = false;
 }
 

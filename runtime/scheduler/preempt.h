@@ -57,11 +57,33 @@ void preempt_trial_free(struct preempt_trial *t);
  * room is kept while the others' victims go. */
 void preempt_nominate(struct scheduler *s, struct sched_pod *sp, const char *node);
 
-/* kc_filter_what_if: every in-process Filter plugin for the cycle's pod on node without the
- * removed pods (and with the nominated pods of at least its priority). */
+/* kc_filter_what_if: every Filter plugin for the cycle's pod on node without the removed pods
+ * (and with the nominated pods of at least its priority), the in-process ones on a view of the
+ * node and those in plugin hosts through remote_what_if, merged as the evaluation merges
+ * backends (the refusal of the plugin first in the configuration is the verdict). */
 kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node *node,
                                  const struct pod *const *removed, uint32_t removed_count,
                                  char *reason, size_t reason_size);
+
+/* One what-if verdict of a backend: its first refusing plugin and that plugin's reasons. */
+struct what_if_verdict {
+    kc_status status; /* KC_SUCCESS, or the refusing plugin's status */
+    uint32_t plugin;  /* the refusing plugin's framework index; UINT32_MAX: none refused */
+    char *reasons;    /* its reasons, one a line (malloc'd), or NULL */
+};
+
+/* texts joined one a line, malloc'd ("" for none); NULL when out of memory. */
+char *what_if_join(const char *const *texts, uint32_t count);
+
+/* One pass of the what-if on the calling process's in-process Filter plugins (the scheduler's,
+ * or a plugin host's for its replica): node's view with removed taken off and added counted,
+ * kc_filter_delta_pod answering for it. The refusing plugin's reasons go to reasons (the
+ * caller clears them), *rejector names it (NULL: none, or out of memory). */
+kc_status preempt_what_if_pass(struct kc_cycle *cycle, const struct cache_node *node,
+                               const struct pod *const *removed, uint32_t removed_count,
+                               const struct pod *const *added, uint32_t added_count,
+                               struct plugin **rejector, struct reason_count *reasons,
+                               uint32_t *reason_count);
 
 /* kc_filter_delta_pod: when node is the view the calling thread's what-if or nominated-pods
  * Filter runs on, the index-th pod it takes off (gone) or adds (not gone) relative to the
@@ -69,6 +91,12 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
  * long as the view (the Filter call). */
 const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
                                      bool gone, uint32_t index);
+
+/* The pending pods nominated on nodes that count for pod (of at least its priority, not
+ * itself), at most max, into pods with each one's node name in nodes (borrowed: valid until the
+ * nominations change). Returns how many. For the plugin hosts' evaluations. */
+uint32_t preempt_nominated_pods(const struct scheduler *s, const struct pod *pod,
+                                const struct pod **pods, const char **nodes, uint32_t max);
 
 /* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
  * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns

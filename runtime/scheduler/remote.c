@@ -23,6 +23,7 @@
 #include "log.h"
 #include "model.h"
 #include "plugin.pb-c.h"
+#include "preempt.h"
 #include "proto_convert.h"
 #include "sched_metrics.h"
 #include "scheduler.h"
@@ -1414,6 +1415,59 @@ static void evaluation_taken(struct kc_cycle *cycle, struct remote_host *h,
     }
 }
 
+/* ---- nominated pods sent with an evaluation ---- */
+
+/* Evaluate.nominated: what in process Filter counts on nodes with nominated pods, so the hosts'
+ * Filter counts it too (plugin.proto). Empty, and free, while nothing is nominated. */
+struct nominated_wire {
+    Kcycle__V1__NominatedPod *items;
+    Kcycle__V1__NominatedPod **list;
+    uint32_t count;
+};
+
+static void nominated_attach(struct scheduler *s, const struct kc_cycle *cycle,
+                             Kcycle__V1__Evaluate *ev, struct nominated_wire *w)
+{
+    memset(w, 0, sizeof(*w));
+    uint32_t max = s->nominations.count;
+    if (max == 0)
+        return;
+    const struct pod **pods = calloc(max, sizeof(*pods));
+    const char **nodes = calloc(max, sizeof(*nodes));
+    uint32_t n = pods != NULL && nodes != NULL
+                     ? preempt_nominated_pods(s, cycle->sp->pod, pods, nodes, max)
+                     : 0;
+    w->items = n > 0 ? calloc(n, sizeof(*w->items)) : NULL;
+    w->list = n > 0 ? calloc(n, sizeof(*w->list)) : NULL;
+    for (uint32_t i = 0; w->items != NULL && w->list != NULL && i < n; i++) {
+        kcycle__v1__nominated_pod__init(&w->items[w->count]);
+        w->items[w->count].node = (char *)nodes[i];
+        if ((w->items[w->count].pod = pod_to_proto(pods[i])) == NULL)
+            continue;
+        w->list[w->count] = &w->items[w->count];
+        w->count++;
+    }
+    if (w->count < n)
+        log_error("pod %s/%s: out of memory sending nominated pods to plugin hosts; their "
+                  "Filter may not count %u of them",
+                  cycle->sp->pod->namespace, cycle->sp->pod->name, n - w->count);
+    ev->n_nominated = w->count;
+    ev->nominated = w->list;
+    free(pods);
+    free(nodes);
+}
+
+static void nominated_detach(Kcycle__V1__Evaluate *ev, struct nominated_wire *w)
+{
+    for (uint32_t i = 0; i < w->count; i++)
+        pod_proto_free(w->items[i].pod);
+    free(w->items);
+    free(w->list);
+    memset(w, 0, sizeof(*w));
+    ev->n_nominated = 0;
+    ev->nominated = NULL;
+}
+
 static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
                                 Kcycle__V1__Evaluate *ev, uint32_t phases, const bool *ask,
                                 uint32_t candidate_count, Kcycle__V1__Reply **replies,
@@ -1423,6 +1477,8 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
     kc_status result = KC_SUCCESS;
     Kcycle__V1__Pod *pod = NULL;
+    struct nominated_wire nominated;
+    nominated_attach(s, cycle, ev, &nominated);
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
         replies[k] = NULL;
@@ -1440,6 +1496,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             free(*message); /* a host found down before: this error replaces its message */
             *message = text_format("pod %s/%s cannot be sent to plugin hosts",
                                    cycle->sp->pod->namespace, cycle->sp->pod->name);
+            nominated_detach(ev, &nominated);
             return KC_ERROR;
         }
         ev->pod = pod;
@@ -1451,6 +1508,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
     }
     pod_proto_free(pod);
     ev->pod = NULL;
+    nominated_detach(ev, &nominated);
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
         if (!(h->phases & phases) || (ask != NULL && !ask[k]) || h->state != REMOTE_UP)
@@ -2128,6 +2186,7 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
     bool same = k >= 0 && b->host->state == REMOTE_UP && m < b->count &&
                 strcmp(cycle->sp->pod->uid, b->uids[m]) == 0 && ev->all_nodes &&
                 ev->want == b->want && ev->start == g->starts[m] && !ev->node_rejectors &&
+                ev->n_nominated == 0 &&
                 b->assumed == b->placed_before;
     shell->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
     shell->evaluate = same ? g->members[m] : NULL;
@@ -2164,8 +2223,8 @@ static struct remote_host *group_host(const struct scheduler *s, const struct fr
     if (only == NULL || (only->phases & later) || only->state != REMOTE_UP ||
         fw->phase_count[PHASE_FILTER] > 0 || fw->phase_count[PHASE_SCORE] > 0 ||
         fw->phase_count[PHASE_PRE_SCORE] > 0 ||
-        s->cache.node_count == 0)
-        return NULL;
+        s->cache.node_count == 0 || s->nominations.count > 0)
+        return NULL; /* nominated pods go with each member's own Evaluate (Evaluate.nominated) */
     return only;
 }
 
@@ -2288,4 +2347,185 @@ void remote_group_begin(struct scheduler *s, const struct framework *fw,
     b->rest_count = count;
     b->host = h;
     group_send(s);
+}
+
+/* ---- preemption's what-if Filter ---- */
+
+/* Whether host h serves a Filter plugin that comes before plugin `before` (framework indices
+ * of fw): only such a plugin can change a verdict the in-process plugins reached. */
+static bool host_filters_before(const struct remote_host *h, const struct framework *fw,
+                                uint32_t before)
+{
+    for (uint32_t i = 0; i < h->plugin_count; i++) {
+        const struct plugin *p = h->plugins[i];
+        if (!p->disabled && (p->remote_phases & KCYCLE__V1__PHASE__PHASE_FILTER) &&
+            plugin_in(h, i, fw) < before)
+            return true;
+    }
+    return false;
+}
+
+/* A reply answers each item with a known status and, when it refuses, one of the host's
+ * plugins; anything else would let a node through unchecked. */
+static bool what_if_reply_valid(const struct remote_host *h, const Kcycle__V1__Reply *reply,
+                                size_t items)
+{
+    if (reply->result_case != KCYCLE__V1__REPLY__RESULT_WHAT_IF ||
+        reply->what_if->n_verdicts != items)
+        return false;
+    for (size_t i = 0; i < items; i++) {
+        const Kcycle__V1__WhatIfVerdict *v = reply->what_if->verdicts[i];
+        if (v->status < 0 || v->status > KC_STATUS_MAX || v->plugin > h->plugin_count ||
+            (v->status != KC_SUCCESS && v->plugin == 0) ||
+            (v->status == KC_SUCCESS && v->plugin != 0))
+            return false;
+    }
+    return true;
+}
+
+/* Keep in out the refusal of the plugin first in the configuration. */
+static void take_what_if_verdict(const struct remote_host *h, const struct framework *fw,
+                                 const Kcycle__V1__WhatIfVerdict *v, struct what_if_verdict *out)
+{
+    if (v->status == KC_SUCCESS)
+        return;
+    uint32_t plugin = plugin_in(h, v->plugin - 1, fw);
+    if (out->status != KC_SUCCESS && out->plugin <= plugin)
+        return;
+    char *reasons = what_if_join((const char *const *)v->reasons, (uint32_t)v->n_reasons);
+    if (reasons == NULL)
+        return;
+    free(out->reasons);
+    out->status = (kc_status)v->status;
+    out->plugin = plugin;
+    out->reasons = reasons;
+}
+
+/* The request: the pod, then one item per pass on node (pass 0 with the nominated pods counted,
+ * pass 1 without). Everything it points to is freed by what_if_request_free. */
+struct what_if_request {
+    Kcycle__V1__WhatIf call;
+    Kcycle__V1__WhatIfNode items[2];
+    Kcycle__V1__WhatIfNode *item_list[2];
+    char **removed;
+    uint32_t *added;
+};
+
+static void what_if_request_free(struct what_if_request *w)
+{
+    pod_proto_free(w->call.pod);
+    for (size_t i = 0; w->call.nominated != NULL && i < w->call.n_nominated; i++)
+        pod_proto_free(w->call.nominated[i]);
+    free(w->call.nominated);
+    free(w->removed);
+    free(w->added);
+}
+
+static int what_if_request_build(struct what_if_request *w, const struct pod *pod,
+                                 const struct cache_node *node, const struct pod *const *removed,
+                                 uint32_t removed_count, const struct pod *const *added,
+                                 uint32_t added_count, uint32_t passes)
+{
+    memset(w, 0, sizeof(*w));
+    kcycle__v1__what_if__init(&w->call);
+    w->removed = calloc(removed_count + 1, sizeof(*w->removed));
+    w->added = calloc(added_count + 1, sizeof(*w->added));
+    w->call.nominated = calloc(added_count + 1, sizeof(*w->call.nominated));
+    w->call.pod = pod_to_proto(pod);
+    if (w->removed == NULL || w->added == NULL || w->call.nominated == NULL || w->call.pod == NULL)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < removed_count; i++)
+        w->removed[i] = removed[i]->uid;
+    for (uint32_t i = 0; i < added_count; i++) {
+        if ((w->call.nominated[i] = pod_to_proto(added[i])) == NULL)
+            return -ENOMEM;
+        w->call.n_nominated = i + 1;
+        w->added[i] = i;
+    }
+    for (uint32_t p = 0; p < passes; p++) {
+        kcycle__v1__what_if_node__init(&w->items[p]);
+        w->items[p].node = node->index;
+        w->items[p].n_removed = removed_count;
+        w->items[p].removed = w->removed;
+        w->items[p].n_added = p == 0 ? added_count : 0;
+        w->items[p].added = w->added;
+        w->item_list[p] = &w->items[p];
+    }
+    w->call.n_nodes = passes;
+    w->call.nodes = w->item_list;
+    return 0;
+}
+
+kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle, const struct cache_node *node,
+                         const struct pod *const *removed, uint32_t removed_count,
+                         const struct pod *const *added, uint32_t added_count, uint32_t passes,
+                         uint32_t before, struct what_if_verdict *out, char **message)
+{
+    const struct framework *fw = cycle->fw;
+    *message = NULL;
+    struct what_if_request w;
+    if (what_if_request_build(&w, cycle->sp->pod, node, removed, removed_count, added, added_count,
+                              passes) < 0) {
+        what_if_request_free(&w);
+        *message = text_format("pod %s/%s: out of memory asking plugin hosts what-if",
+                               cycle->sp->pod->namespace, cycle->sp->pod->name);
+        return KC_ERROR;
+    }
+    /* every host asked first, then every answer read: the hosts judge at the same time */
+    bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
+    kc_status result = KC_SUCCESS;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        if (!(h->phases & KCYCLE__V1__PHASE__PHASE_FILTER) || !host_filters_before(h, fw, before))
+            continue;
+        if (ensure_up(s, h) < 0) {
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = text_format("plugin host %s is down: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "starting");
+            }
+            continue;
+        }
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
+        req.what_if = &w.call;
+        sent[k] = send_request(s, h, &req) == 0;
+        if (!sent[k]) {
+            host_fail(s, h);
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                *message = text_format("plugin host %s failed: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "no detail");
+            }
+        }
+    }
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        if (!sent[k])
+            continue;
+        Kcycle__V1__Reply *reply = receive_reply(s, h);
+        if (reply != NULL && !what_if_reply_valid(h, reply, passes)) {
+            host_set_error(h, "protocol error: a what-if answer that is not one known verdict "
+                              "per node asked");
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+            reply = NULL;
+        }
+        if (reply == NULL) {
+            host_fail(s, h);
+            if (host_fails_pods(h) && result == KC_SUCCESS) {
+                result = KC_ERROR;
+                free(*message);
+                *message = text_format("plugin host %s failed: %s", h->name,
+                                       h->last_error != NULL ? h->last_error : "no detail");
+            }
+            continue;
+        }
+        h->consecutive_failures = 0;
+        for (uint32_t p = 0; p < passes; p++)
+            take_what_if_verdict(h, fw, reply->what_if->verdicts[p], &out[p]);
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
+    what_if_request_free(&w);
+    journal_trim(&s->remote);
+    return result;
 }

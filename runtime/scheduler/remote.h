@@ -245,4 +245,17 @@ void remote_sync_if_large(struct scheduler *s);
  * of one round trip, for benchmarks. */
 int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us);
 
+/* Preemption's what-if Filter (kc_filter_what_if) on the hosts of cycle's generation that
+ * serve a Filter plugin before plugin `before` (a framework index; UINT32_MAX: every one), one
+ * round trip per host for both passes: node without removed and with added counted (pass 0),
+ * and, when passes is 2, without added (pass 1). The hosts reuse their evaluation of the pod.
+ * out[p] (set by the caller to no refusal) keeps per pass the refusal of the hosted plugin
+ * first in the configuration, with its reasons. Returns KC_SUCCESS, or KC_ERROR with *message
+ * (the caller frees it) when a host whose plugins fail pods could not answer. */
+struct what_if_verdict;
+kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle, const struct cache_node *node,
+                         const struct pod *const *removed, uint32_t removed_count,
+                         const struct pod *const *added, uint32_t added_count, uint32_t passes,
+                         uint32_t before, struct what_if_verdict *out, char **message);
+
 #endif

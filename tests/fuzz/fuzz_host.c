@@ -3,7 +3,7 @@
  * which starts empty for every input. The host's promise (runtime/plugin-host/host.h): every
  * request gets a reply that decodes, answers the request's id, says what was wrong with a
  * request that does not decode, and, when it has no error, holds one reply per call of a
- * batch.
+ * batch and one valid verdict per node of a what-if.
  *
  * Each input loads and unloads the plugins its hello names. libFuzzer cannot follow
  * instrumented code unloaded under it, so ./dev.sh fuzz points KCYCLE_PLUGIN_DIR at the
@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <kcycle/status.h>
 
 #include "fuzz.h"
 #include "host.h"
@@ -43,6 +45,20 @@ static void check_reply(const uint8_t *request, size_t len, const uint8_t *reply
         fuzz_check(q != NULL && q->call_case == KCYCLE__V1__REQUEST__CALL_PHASE &&
                        q->phase->phase == KCYCLE__V1__PHASE__PHASE_POST_FILTER,
                    "plugin_host_handle", "a preemption reported outside PostFilter");
+    /* preemption's what-if: one verdict per node asked, each a known status, naming the
+     * refusing plugin exactly when it refuses (the scheduler refuses any other answer) */
+    if (q != NULL && (r->error == NULL || r->error[0] == '\0') &&
+        q->call_case == KCYCLE__V1__REQUEST__CALL_WHAT_IF) {
+        fuzz_check(r->result_case == KCYCLE__V1__REPLY__RESULT_WHAT_IF &&
+                       r->what_if->n_verdicts == q->what_if->n_nodes,
+                   "plugin_host_handle", "a what-if answered without one verdict per node");
+        for (size_t i = 0; i < r->what_if->n_verdicts; i++) {
+            const Kcycle__V1__WhatIfVerdict *v = r->what_if->verdicts[i];
+            fuzz_check(v->status >= 0 && v->status <= KC_STATUS_MAX &&
+                           (v->status == KC_SUCCESS) == (v->plugin == 0),
+                       "plugin_host_handle", "a what-if verdict the scheduler would refuse");
+        }
+    }
     if (getenv("KCYCLE_FUZZ_VERBOSE") != NULL)
         fprintf(stderr, "host: request %llu: reply %d%s%s\n",
                 q != NULL ? (unsigned long long)q->id : 0ull, (int)r->result_case,

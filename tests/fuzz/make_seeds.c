@@ -508,6 +508,60 @@ static void host_session(const char *dir, const char *prefix, const char *name,
     free(seed.data);
 }
 
+/* Preemption's what-if after the session's evaluation (requests 1 to 3 of seeds_host), as the
+ * scheduler asks (plugin.proto's WhatIf): the evaluated pod on the first node without the pods
+ * there and with the second arriving pod nominated on it, then on that node as it is (on a full
+ * node a refusal, with its plugin and reasons). The evaluation before counts that nominated pod
+ * on the node too (Evaluate.nominated). */
+static void seeds_host_what_if(const char *dir, const char *prefix, const struct sim_spec *spec,
+                               const Kcycle__V1__Request *session)
+{
+    const char *node = spec->nodes[0]->name;
+    char **removed = calloc(spec->pod_count + 1, sizeof(*removed));
+    if (removed == NULL)
+        die("out of memory");
+    size_t removed_count = 0;
+    for (uint32_t i = 0; i < spec->pod_count; i++)
+        if (spec->pods[i]->node_name != NULL && strcmp(spec->pods[i]->node_name, node) == 0)
+            removed[removed_count++] = spec->pods[i]->uid;
+    Kcycle__V1__Pod *nominated[] = {pod_to_proto(spec->arrivals[1].pod)};
+    uint32_t added[] = {0};
+    Kcycle__V1__WhatIfNode items[2];
+    Kcycle__V1__WhatIfNode *item_list[2] = {&items[0], &items[1]};
+    for (unsigned i = 0; i < 2; i++) {
+        kcycle__v1__what_if_node__init(&items[i]);
+        items[i].node = 0;
+        items[i].n_removed = i == 0 ? removed_count : 0;
+        items[i].removed = removed;
+        items[i].n_added = i == 0 ? 1 : 0;
+        items[i].added = added;
+    }
+    Kcycle__V1__WhatIf what_if = KCYCLE__V1__WHAT_IF__INIT;
+    what_if.pod = session[2].evaluate->pod;
+    what_if.n_nodes = 2;
+    what_if.nodes = item_list;
+    what_if.n_nominated = 1;
+    what_if.nominated = nominated;
+    /* the evaluation counts the same pod nominated on that node (Evaluate.nominated) */
+    Kcycle__V1__NominatedPod nomination = KCYCLE__V1__NOMINATED_POD__INIT;
+    nomination.pod = nominated[0];
+    nomination.node = (char *)node;
+    Kcycle__V1__NominatedPod *nomination_list[] = {&nomination};
+    Kcycle__V1__Evaluate evaluate = *session[2].evaluate;
+    evaluate.n_nominated = 1;
+    evaluate.nominated = nomination_list;
+    Kcycle__V1__Request requests[4] = {session[0], session[1], session[2], session[2]};
+    requests[2].evaluate = &evaluate;
+    requests[3].id = 4;
+    requests[3].call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
+    requests[3].what_if = &what_if;
+    char name[256];
+    snprintf(name, sizeof(name), "%s-what-if-session", prefix);
+    host_session(dir, prefix, name, "what-if", requests, 4);
+    pod_proto_free(nominated[0]);
+    free(removed);
+}
+
 /* A plugin host's session: hello, a snapshot of the cluster, an evaluation, a reservation and
  * a binding cycle; the requests as the host target's frames, and each request and the host's
  * real reply as proto seeds. */
@@ -617,6 +671,8 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     if (n > 0)
         write_proto(dir, prefix, 7, "delta", &deltas[n - 1].base);
     write_proto(dir, prefix, 7, "delta-assume", &assume_delta.base);
+    if (spec->arrival_count > 1 && nodes > 0)
+        seeds_host_what_if(dir, prefix, spec, requests);
     cluster_deltas_free(&cd);
     pod_proto_free(eval.pod);
     for (uint32_t i = 0; i < member_count; i++)

@@ -4,7 +4,8 @@
  *   no-rejectors      drops the per-node verdicts (node_rejectors) the request asked for;
  *   bad-plugin        gives every node a verdict naming a plugin the host does not have;
  *   high-bits         gives every node a verdict with bits no verdict may carry;
- *   no-feasible       lists no feasible node while its verdicts reject none.
+ *   no-feasible       lists no feasible node while its verdicts reject none;
+ *   what-if-nameless  refuses every node of a what-if (preemption) without naming a plugin.
  * The scheduler must take each as a protocol error (test_isolation.py runs it through
  * KCYCLE_PLUGIN_HOST). */
 #include <stdbool.h>
@@ -20,6 +21,8 @@
  * refuse the reply before it looks at them). */
 static int lie(uint8_t **reply, size_t *len, uint32_t beyond, const char *mode)
 {
+    if (strncmp(mode, "what-if", 7) == 0)
+        return 0; /* honest evaluations: lie_what_if */
     Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, *len, *reply);
     if (r == NULL || r->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE ||
         r->evaluate->status != 0) {
@@ -64,6 +67,31 @@ static int lie(uint8_t **reply, size_t *len, uint32_t beyond, const char *mode)
     return 1;
 }
 
+/* A what-if answered as mode says (what-if-nameless); other replies are left alone. */
+static void lie_what_if(uint8_t **reply, size_t *len, const char *mode)
+{
+    if (strcmp(mode, "what-if-nameless") != 0)
+        return;
+    Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, *len, *reply);
+    if (r == NULL || r->result_case != KCYCLE__V1__REPLY__RESULT_WHAT_IF) {
+        if (r != NULL)
+            kcycle__v1__reply__free_unpacked(r, NULL);
+        return;
+    }
+    for (size_t i = 0; i < r->what_if->n_verdicts; i++) {
+        r->what_if->verdicts[i]->status = 1; /* KC_UNSCHEDULABLE */
+        r->what_if->verdicts[i]->plugin = 0;
+    }
+    size_t size = kcycle__v1__reply__get_packed_size(r);
+    uint8_t *out = malloc(size + 1);
+    if (out == NULL)
+        abort();
+    *len = kcycle__v1__reply__pack(r, out);
+    free(*reply);
+    *reply = out;
+    kcycle__v1__reply__free_unpacked(r, NULL);
+}
+
 int main(void)
 {
     struct plugin_host_options opts = {0};
@@ -102,6 +130,7 @@ int main(void)
         if (plugin_host_handle(host, request, len, &reply, &reply_len) < 0)
             break;
         lie(&reply, &reply_len, beyond, mode);
+        lie_what_if(&reply, &reply_len, mode);
         int rc = channel_send(&c, reply, reply_len, -1);
         free(reply);
         if (rc < 0)

@@ -860,6 +860,10 @@ int main(int argc, char **argv)
      * profile the Filter/Score plugins share one host and the binder has its own: two hosts,
      * as the three plugins have (noderesources, defaultbinder). */
     for (uint32_t i = 1; b.process && i < plugin_count; i++) {
+        /* PostFilter without Filter needs the scheduler's view: it stays in process too, and
+         * asks the hosts' Filter what-if (docs/architecture.md, "Preemption") */
+        if (strcmp(plugins[i].name, "defaultpreemption") == 0)
+            continue;
         plugins[i].isolation = ISOLATION_PROCESS;
         if (plugins == defaults.plugins && strcmp(plugins[i].name, "defaultbinder") != 0) {
             free(plugins[i].host);

@@ -1,6 +1,7 @@
 /* kcycle-plugin-host: a host serving on ipc in a thread, driven over a REQ socket as the
  * scheduler drives it. Its evaluation must equal the in-process scheduler's on the same cluster;
- * bad requests, bad plugins and a replica out of sync must get error replies, never a crash. */
+ * bad requests, bad plugins and a replica out of sync must get error replies, never a crash.
+ * Preemption's what-if and the nominated pods of an evaluation are judged on node views. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -935,6 +936,164 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
     client_stop(alone);
 }
 
+/* ---- preemption's what-if (WhatIf) and nominated pods (Evaluate.nominated) ---- */
+
+static Kcycle__V1__Reply *what_if(struct client *c, uint64_t generation, const struct pod *pod,
+                                  Kcycle__V1__WhatIfNode **items, size_t n,
+                                  const struct pod *nominated)
+{
+    Kcycle__V1__Pod *msg = pod != NULL ? pod_to_proto(pod) : NULL;
+    Kcycle__V1__Pod *nominated_msg = nominated != NULL ? pod_to_proto(nominated) : NULL;
+    Kcycle__V1__WhatIf call = KCYCLE__V1__WHAT_IF__INIT;
+    call.pod = msg;
+    call.nodes = items;
+    call.n_nodes = n;
+    call.nominated = &nominated_msg;
+    call.n_nominated = nominated != NULL ? 1 : 0;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
+    req.what_if = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    pod_proto_free(msg);
+    pod_proto_free(nominated_msg);
+    return reply;
+}
+
+static void expect_verdict(const Kcycle__V1__WhatIfVerdict *v, int status, uint32_t plugin,
+                           const char *reason)
+{
+    assert_int_equal(v->status, status);
+    assert_int_equal(v->plugin, plugin);
+    if (reason == NULL) {
+        assert_int_equal(v->n_reasons, 0);
+        return;
+    }
+    assert_int_equal(v->n_reasons, 1);
+    assert_string_equal(v->reasons[0], reason);
+}
+
+static void test_what_if_judges_node_views_and_names_the_refusing_plugin(void **state)
+{
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 42);
+    Kcycle__V1__Reply *reply = evaluate(c, generation, "preemptor");
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* node-04: 2 CPUs, busy-04-0 holds 300m of them; the preemptor asks 1800m */
+    struct pod *preemptor = make_pending_pod("preemptor");
+    struct pod *nominated = make_pod("nominated", NULL, 500, 64 * MIB);
+    char *victim[] = {(char *)"uid-busy-04-0"}, *nobody[] = {(char *)"uid-nobody"};
+    uint32_t first = 0;
+    Kcycle__V1__WhatIfNode items[4], *item_ptrs[4];
+    for (int i = 0; i < 4; i++) {
+        kcycle__v1__what_if_node__init(&items[i]);
+        items[i].node = 4;
+        item_ptrs[i] = &items[i];
+    }
+    /* as it is; without the pod; without it but with the nominated pod; an unknown uid */
+    items[1].removed = items[2].removed = victim;
+    items[1].n_removed = items[2].n_removed = 1;
+    items[2].added = &first;
+    items[2].n_added = 1;
+    items[3].removed = nobody;
+    items[3].n_removed = 1;
+    reply = what_if(c, generation, preemptor, item_ptrs, 4, nominated);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
+    assert_int_equal(reply->what_if->n_verdicts, 4);
+    /* noderesources is Hello plugin 1 ("missing" did not load): plugin 1 + 1 */
+    expect_verdict(reply->what_if->verdicts[0], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
+    expect_verdict(reply->what_if->verdicts[1], KC_SUCCESS, 0, NULL);
+    expect_verdict(reply->what_if->verdicts[2], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
+    expect_verdict(reply->what_if->verdicts[3], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* a pod this host never evaluated: its PreFilter runs first, then the same view */
+    struct pod *stranger = make_pending_pod("stranger");
+    reply = what_if(c, generation, stranger, &item_ptrs[1], 1, NULL);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
+    assert_int_equal(reply->what_if->n_verdicts, 1);
+    expect_verdict(reply->what_if->verdicts[0], KC_SUCCESS, 0, NULL);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* what the replica does not have is refused, not guessed */
+    items[0].node = NODE_COUNT;
+    expect_error(what_if(c, generation, preemptor, item_ptrs, 1, NULL), "replica has 20 nodes");
+    items[0].node = 4;
+    items[0].added = &first;
+    items[0].n_added = 1;
+    expect_error(what_if(c, generation, preemptor, item_ptrs, 1, NULL), "adds nominated pod 0");
+    expect_error(what_if(c, generation, NULL, item_ptrs, 1, nominated), "without a pod");
+    pod_free(stranger);
+    pod_free(nominated);
+    pod_free(preemptor);
+    client_stop(c);
+}
+
+/* An evaluation of a 1-CPU pod on node-03 (5 CPUs, empty), with a pod nominated there. */
+static Kcycle__V1__Reply *evaluate_nominated(struct client *c, uint64_t generation,
+                                             const struct pod *pod, const struct pod *holder,
+                                             const char *node)
+{
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    Kcycle__V1__NominatedPod nomination = KCYCLE__V1__NOMINATED_POD__INIT, *list = &nomination;
+    nomination.pod = holder != NULL ? pod_to_proto(holder) : NULL;
+    nomination.node = (char *)node;
+    uint32_t candidate = 3;
+    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
+    call.pod = msg;
+    call.candidates = &candidate;
+    call.n_candidates = 1;
+    call.nominated = &list;
+    call.n_nominated = holder != NULL ? 1 : 0;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    pod_proto_free(msg);
+    pod_proto_free(nomination.pod);
+    return reply;
+}
+
+static void expect_feasible(Kcycle__V1__Reply *reply, size_t feasible, const char *reason)
+{
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    assert_int_equal(reply->evaluate->status, KC_SUCCESS);
+    assert_int_equal(reply->evaluate->n_feasible, feasible);
+    if (reason != NULL) {
+        assert_int_equal(reply->evaluate->n_reasons, 1);
+        assert_string_equal(reply->evaluate->reasons[0]->text, reason);
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+}
+
+static void test_evaluation_counts_the_nominated_pods_it_is_sent(void **state)
+{
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 42);
+    struct pod *pod = make_pod("small", NULL, 1000, 512 * MIB);
+    struct pod *holder = make_pod("holder", NULL, 4500, 64 * MIB);
+    pod->priority = 10;
+    holder->priority = 10;
+    /* the holder's 4.5 CPUs count on node-03: 1 CPU does not fit in the 0.5 left */
+    expect_feasible(evaluate_nominated(c, generation, pod, holder, "node-03"), 0,
+                    "Insufficient cpu");
+    /* for that evaluation only */
+    expect_feasible(evaluate_nominated(c, generation, pod, NULL, NULL), 1, NULL);
+    /* nominated elsewhere, or of lower priority: it does not count here */
+    expect_feasible(evaluate_nominated(c, generation, pod, holder, "node-04"), 1, NULL);
+    holder->priority = 5;
+    expect_feasible(evaluate_nominated(c, generation, pod, holder, "node-03"), 1, NULL);
+    expect_error(evaluate_nominated(c, generation, pod, holder, ""), "without a pod or a node");
+    pod_free(holder);
+    pod_free(pod);
+    client_stop(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -946,6 +1105,8 @@ int main(void)
         cmocka_unit_test(test_bad_requests_after_the_snapshot),
         cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
+        cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
+        cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed;
