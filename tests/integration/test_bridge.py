@@ -120,6 +120,7 @@ class Process:
             self.proc.wait(10)
 
     def stop(self, timeout=15):
+        timeout *= ARGS.time_scale  # memcheck's leak check at exit takes seconds of its own
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -179,7 +180,13 @@ class Replica:
 
     def stop(self):
         codes = {}
-        for p in (self.scheduler, self.bridge):
+        order = (self.scheduler, self.bridge)
+        if os.environ.get("KCYCLE_TEST_WRAPPER"):
+            # memcheck: libnng 1.5.2 loses a message sent into a pipe whose peer is closing
+            # (tests/valgrind/nng_pair1_close.c shows it without kcycle), and a bridge sends
+            # watch events until it stops; an idle scheduler sends nothing
+            order = (self.bridge, self.scheduler)
+        for p in order:
             if p is not None and p.alive():
                 codes[p.name] = p.stop()
         return codes
@@ -1526,8 +1533,14 @@ def scenario_preemption(fc, api, workdir):
                          if d["code"] == 200)
         check(deleted == [("batch", f"low-{i}") for i in range(4)],
               f"exactly the chosen victims deleted, got {deleted}")
-        check(all(d["precondition_uid"] and d["precondition_uid"] == d["uid"]
-                  for d in stats["deletions"]),
+        # A slow scheduler (memcheck) may try urgent again before the deletes come back over
+        # the watch and delete the same victims again: 404, the pod already gone. Each such
+        # repeat must still carry the uid of the victim that was deleted.
+        victim_uid = {(d["namespace"], d["name"]): d["uid"] for d in stats["deletions"]
+                      if d["code"] == 200}
+        check(all(d["precondition_uid"] and (d["precondition_uid"] == d["uid"] or (
+                  d["code"] == 404 and d["uid"] is None and d["precondition_uid"] ==
+                  victim_uid.get((d["namespace"], d["name"])))) for d in stats["deletions"]),
               f"every deletion carries the victim's uid as precondition: {stats['deletions']}")
         left = sorted(p["metadata"]["name"] for p in all_pods(api)
                       if p["metadata"]["namespace"] == "batch")
@@ -2144,8 +2157,16 @@ def scenario_optional_lists(fc, api, workdir):
         try:
             check_first_sync(times, "after", "CRDs not served")
             sent = first_sync_after_start(logs)
-            check(sent < 5.0, f"the first sync was sent {sent:.2f}s after start: held for the "
-                  "CRDs that are not served")
+            check(not logs.matching("bridge", "is served but not listed"),
+                  "the bridge waited out the optional lists of CRDs that are not served")
+            if os.environ.get("KCYCLE_TEST_WRAPPER"):
+                # memcheck: the bridge alone takes seconds to start its lists, so the time
+                # says nothing; the absence of the wait's warning above is what is checked
+                print(f"optional-lists: under {os.environ['KCYCLE_TEST_WRAPPER'].split()[0]} "
+                      f"the 5 s bound on the first sync is not checked (sent {sent:.2f}s)")
+            else:
+                check(sent < 5.0, f"the first sync was sent {sent:.2f}s after start: held for "
+                      "the CRDs that are not served")
             for kind in crds:
                 said = logs.matching("bridge", f"bridge: {kind} is not served")
                 check(len(said) == 1, f"{kind}: one line saying it is not served, got {said}")
