@@ -1,9 +1,9 @@
 /* Shows, without kcycle, the message libnng 1.5.2 (Debian bookworm) loses when a pair1 peer
  * closes its end while the other end sends: every message here is either taken by
  * nng_sendmsg or freed, yet memcheck reports some definitely lost (allocated in nng_msg_alloc),
- * typically a few per 30 disconnects. The bridge's watch events meet the same race when its
- * scheduler stops first, which is why test_bridge.py stops the bridge first under the valgrind
- * setup (see docs/security.md). Not part of any suite; run by hand:
+ * typically a few per 30 disconnects. The bridge and the scheduler meet the same race when the
+ * other one stops while they send (see docs/security.md, valgrind). Not part of any suite; run
+ * by hand:
  *   cc nng_pair1_close.c -o /tmp/nng-pair1-close -lnng -lpthread
  *   valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 \
  *       /tmp/nng-pair1-close ipc:///tmp/nng-pair1-close.sock */
