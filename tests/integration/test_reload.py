@@ -28,8 +28,6 @@ import prometheus_text  # noqa: E402
 
 SCHEDULER, TEST_PLUGINS = sys.argv[1], sys.argv[2]
 SCALE = float(sys.argv[sys.argv.index("--time-scale") + 1]) if "--time-scale" in sys.argv else 1.0
-if os.environ.get("KCYCLE_TEST_WRAPPER"):  # `meson test --setup valgrind`: memcheck
-    SCALE *= 20
 FAILURES = []
 PASSED = [0]
 
