@@ -120,6 +120,7 @@ class Process:
             self.proc.wait(10)
 
     def stop(self, timeout=15):
+        timeout *= ARGS.time_scale  # memcheck's leak check at exit takes seconds of its own
         if self.alive():
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -530,7 +531,11 @@ def scenario_leader(fc, api, workdir):
                       if "(replica-b)" in x["user_agent"]]
         check(min(attempts_b) > killed, "replica-b sent a Binding before replica-a was killed")
         takeover = min(by["replica-b"]) - killed
-        check(takeover < 20.0, f"replica-b took over {takeover:.1f}s after the kill (limit 20)")
+        # memcheck: replica-b's scheduler and bridge run many times slower (the 15 s lease
+        # is not); not ARGS.time_scale, which a sanitized build also sets
+        limit = 20.0 * (20 if os.environ.get("KCYCLE_TEST_WRAPPER") else 1)
+        check(takeover < limit, f"replica-b took over {takeover:.1f}s after the kill "
+              f"(limit {limit:g})")
         check_outcome(api, kcycle=1500, unfit=0, others=100)
         # only kcycle's Lease: a real kube-apiserver renews its own identity Leases
         # (kube-system/apiserver-...) every few seconds, and one of those can come last
@@ -1526,8 +1531,14 @@ def scenario_preemption(fc, api, workdir):
                          if d["code"] == 200)
         check(deleted == [("batch", f"low-{i}") for i in range(4)],
               f"exactly the chosen victims deleted, got {deleted}")
-        check(all(d["precondition_uid"] and d["precondition_uid"] == d["uid"]
-                  for d in stats["deletions"]),
+        # A slow scheduler (memcheck) may try urgent again before the deletes come back over
+        # the watch and delete the same victims again: 404, the pod already gone. Each such
+        # repeat must still carry the uid of the victim that was deleted.
+        victim_uid = {(d["namespace"], d["name"]): d["uid"] for d in stats["deletions"]
+                      if d["code"] == 200}
+        check(all(d["precondition_uid"] and (d["precondition_uid"] == d["uid"] or (
+                  d["code"] == 404 and d["uid"] is None and d["precondition_uid"] ==
+                  victim_uid.get((d["namespace"], d["name"])))) for d in stats["deletions"]),
               f"every deletion carries the victim's uid as precondition: {stats['deletions']}")
         left = sorted(p["metadata"]["name"] for p in all_pods(api)
                       if p["metadata"]["namespace"] == "batch")
@@ -2041,14 +2052,15 @@ def start_up(api, workdir, name, hello):
             r.start_scheduler()
             logs.follow("scheduler", r.scheduler.log_path)
         if hello == "before":
-            logs.wait("scheduler", "connected; asking for the cluster", 60, [r])
+            logs.wait("scheduler", "connected; asking for the cluster", 60 * ARGS.time_scale,
+                      [r])
             api.faults(list_delay_ms={})
         for kind in ("Node", "Pod"):
-            logs.wait("bridge", f"bridge: {kind} listed", 120, [r])
+            logs.wait("bridge", f"bridge: {kind} listed", 120 * ARGS.time_scale, [r])
         if hello == "after":
             r.start_scheduler()
             logs.follow("scheduler", r.scheduler.log_path)
-        logs.wait("scheduler", "bridge: in sync", 120, [r])
+        logs.wait("scheduler", "bridge: in sync", 120 * ARGS.time_scale, [r])
     except BaseException:
         logs.close()
         r.kill()  # a failed start leaves no process behind
@@ -2144,8 +2156,16 @@ def scenario_optional_lists(fc, api, workdir):
         try:
             check_first_sync(times, "after", "CRDs not served")
             sent = first_sync_after_start(logs)
-            check(sent < 5.0, f"the first sync was sent {sent:.2f}s after start: held for the "
-                  "CRDs that are not served")
+            check(not logs.matching("bridge", "is served but not listed"),
+                  "the bridge waited out the optional lists of CRDs that are not served")
+            if os.environ.get("KCYCLE_TEST_WRAPPER"):
+                # memcheck: the bridge alone takes seconds to start its lists, so the time
+                # says nothing; the absence of the wait's warning above is what is checked
+                print(f"optional-lists: under {os.environ['KCYCLE_TEST_WRAPPER'].split()[0]} "
+                      f"the 5 s bound on the first sync is not checked (sent {sent:.2f}s)")
+            else:
+                check(sent < 5.0, f"the first sync was sent {sent:.2f}s after start: held for "
+                      "the CRDs that are not served")
             for kind in crds:
                 said = logs.matching("bridge", f"bridge: {kind} is not served")
                 check(len(said) == 1, f"{kind}: one line saying it is not served, got {said}")
