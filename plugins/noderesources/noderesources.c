@@ -12,6 +12,8 @@
 #include <jansson.h>
 #include <kcycle/kcycle.h>
 
+#include "attempt_memo.h"
+
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "noderesources"
@@ -67,6 +69,7 @@ struct plugin {
     uint32_t balanced_count;
     struct name_list ignored;        /* extended resource names Filter does not check */
     struct name_list ignored_groups; /* extended resource prefixes ("example.com") */
+    struct attempt_memo memo;        /* the state stored last (plugins/common/attempt_memo.h) */
 };
 
 struct fit_request {
@@ -85,6 +88,7 @@ struct score_requests {
 /* Per-cycle state, one allocation, read-only after PreFilter (Filter and Score may run on
  * several threads). */
 struct pod_state {
+    struct attempt_memo *memo; /* the plugin's, which forgets the state when it is freed */
     uint32_t fit_count;
     struct fit_request fit[KC_RESOURCE_MAX];
     struct score_requests score;
@@ -592,18 +596,28 @@ static struct pod_state *build_state(const struct plugin *plugin, const kc_pod *
     return state;
 }
 
-static kc_status store_state(const struct plugin *plugin, kc_cycle *cycle, const kc_pod *pod)
+static void pod_state_free(void *data)
+{
+    struct pod_state *state = data;
+    if (state != NULL)
+        attempt_memo_forget(state->memo, state);
+    free(state);
+}
+
+static kc_status store_state(struct plugin *plugin, kc_cycle *cycle, const kc_pod *pod)
 {
     struct pod_state *state = build_state(plugin, pod);
     if (state == NULL) {
         kc_cycle_reject(cycle, PLUGIN_NAME ": out of memory");
         return KC_ERROR;
     }
-    if (kc_cycle_set(cycle, STATE_KEY, state, free) != 0) {
+    state->memo = &plugin->memo;
+    if (kc_cycle_set(cycle, STATE_KEY, state, pod_state_free) != 0) {
         free(state);
         kc_cycle_reject(cycle, PLUGIN_NAME ": cannot store cycle state");
         return KC_ERROR;
     }
+    attempt_memo_set(&plugin->memo, cycle, state);
     return KC_SUCCESS;
 }
 
@@ -619,9 +633,9 @@ static kc_status noderesources_pre_filter(void *self, kc_cycle *cycle, const kc_
 static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
                                       const kc_node *node)
 {
-    (void)self;
+    const struct plugin *plugin = self;
     (void)pod; /* everything Filter needs about the pod is in the PreFilter state */
-    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    const struct pod_state *state = attempt_memo_get(&plugin->memo, cycle, STATE_KEY);
     if (state == NULL) {
         kc_cycle_reject(cycle, PLUGIN_NAME ": Filter ran without PreFilter state");
         return KC_ERROR;
@@ -784,16 +798,19 @@ static int64_t balanced_score(const struct plugin *plugin, const struct score_re
  * enabled for scoring only), so Score never has to read the pod. */
 static kc_status noderesources_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
-    if (kc_cycle_get(cycle, STATE_KEY) != NULL)
-        return KC_SUCCESS;
-    return store_state(self, cycle, pod);
+    struct plugin *plugin = self;
+    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    if (state == NULL)
+        return store_state(plugin, cycle, pod);
+    attempt_memo_set(&plugin->memo, cycle, state); /* another cycle may have run PreFilter since */
+    return KC_SUCCESS;
 }
 
 static kc_status noderesources_score(void *self, kc_cycle *cycle, const kc_pod *pod,
                                      const kc_node *node, int64_t *score)
 {
     const struct plugin *plugin = self;
-    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    const struct pod_state *state = attempt_memo_get(&plugin->memo, cycle, STATE_KEY);
     struct score_requests local;
     const struct score_requests *requests = &local;
     if (state != NULL) {

@@ -141,10 +141,34 @@ static void prefilter_reads_requests_once_and_nodes_never_read_pod(void **state)
     assert_int_equal(fake_host.calls.resource_name, 0);
     assert_int_equal(fake_host.calls.resource_id, 0);
     assert_int_equal(fake_host.calls.cycle_set, 0);
-    assert_int_equal(fake_host.calls.cycle_get, 2 * NODES);
+    /* the state PreFilter stored is remembered for this cycle: no lookup by key per node */
+    assert_int_equal(fake_host.calls.cycle_get, 0);
     /* Each of the five nodes lacks the gpu: one reason each, no more. */
     assert_int_equal(fake_cycle_reason_count(&cycle, "Insufficient nvidia.com/gpu"), NODES);
     fake_cycle_clear(&cycle);
+}
+
+/* Two cycles open at once (a group cycle's members): each Filter reads its own cycle's state,
+ * also once the other cycle's state is freed. */
+static void interleaved_cycles_read_their_own_state(void **state)
+{
+    kc_pod big, small;
+    kc_node node;
+    kc_cycle first, second;
+    assert_int_equal(start("{}"), 0);
+    busy_node(&node, "n1");
+    pod_with(&big, 64000, 1 * GIB);
+    pod_with(&small, 100, 1 * GIB);
+    fake_cycle_init(&first);
+    fake_cycle_init(&second);
+    assert_int_equal(ops->pre_filter(self, &first, &big), KC_SUCCESS);
+    assert_int_equal(ops->pre_filter(self, &second, &small), KC_SUCCESS);
+    assert_int_equal(ops->filter(self, &first, &big, &node), KC_UNRESOLVABLE);
+    assert_int_equal(ops->filter(self, &second, &small, &node), KC_SUCCESS);
+    fake_cycle_clear(&second);
+    assert_int_equal(ops->filter(self, &first, &big, &node), KC_UNRESOLVABLE);
+    assert_int_equal(fake_cycle_reason_count(&first, "Insufficient cpu"), 2);
+    fake_cycle_clear(&first);
 }
 
 static void prescore_stores_state_when_prefilter_did_not_run(void **state)
@@ -815,6 +839,7 @@ int main(void)
         TEST(requested_to_capacity_ratio_args_checked_like_kube),
         TEST(filter_without_prefilter_state_is_error),
         TEST(prefilter_reads_requests_once_and_nodes_never_read_pod),
+        TEST(interleaved_cycles_read_their_own_state),
         TEST(prescore_stores_state_when_prefilter_did_not_run),
         TEST(least_allocated_scores_free_fraction),
         TEST(least_allocated_applies_weights),

@@ -19,6 +19,7 @@
 #include <kcycle/kcycle.h>
 
 #include "default_constraints.h"
+#include "attempt_memo.h"
 #include "domain_counts.h"
 #include "spread_constraints.h"
 
@@ -38,6 +39,7 @@ struct plugin {
     struct pod_index index;
     struct domain_cache domains; /* the fast path's per-domain counts */
     struct spread_defaults defaults; /* cluster default constraints (args) */
+    struct attempt_memo filter_memo; /* Filter's state stored last (attempt_memo.h) */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -62,6 +64,7 @@ struct spread_state {
     uint32_t count;
     uint32_t node_count;
     struct constraint_state *items;
+    struct attempt_memo *memo; /* the plugin's memo that remembers it, or NULL */
 };
 
 static void spread_state_free(void *data)
@@ -69,6 +72,7 @@ static void spread_state_free(void *data)
     struct spread_state *s = data;
     if (s == NULL)
         return;
+    attempt_memo_forget(s->memo, s);
     for (uint32_t i = 0; i < s->count; i++) {
         struct constraint_state *cs = &s->items[i];
         spread_constraint_free(&cs->c);
@@ -421,11 +425,14 @@ static kc_status spread_pre_filter(void *self, kc_cycle *cycle, const kc_pod *po
         return reject_bad_constraints(cycle, rc, error);
     if (s == NULL)
         return KC_SKIP;
+    struct plugin *p = self;
+    s->memo = &p->filter_memo;
     if (kc_cycle_set(cycle, FILTER_STATE_KEY, s, spread_state_free) != 0) {
         spread_state_free(s);
         kc_cycle_reject(cycle, PLUGIN_NAME ": cannot store cycle state");
         return KC_ERROR;
     }
+    attempt_memo_set(&p->filter_memo, cycle, s);
     return KC_SUCCESS;
 }
 
@@ -493,8 +500,8 @@ static void counts_for(kc_cycle *cycle, const kc_pod *pod, const kc_node *node, 
 
 static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
-    (void)self;
-    const struct spread_state *s = kc_cycle_get(cycle, FILTER_STATE_KEY);
+    const struct plugin *p = self;
+    const struct spread_state *s = attempt_memo_get(&p->filter_memo, cycle, FILTER_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS; /* PreFilter skipped: the pod has no DoNotSchedule constraint */
     uint32_t index = kc_node_index(node);
