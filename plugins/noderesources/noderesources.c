@@ -666,9 +666,12 @@ static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod 
  * in this node's score (an extended resource the pod does not request, the pods count, or
  * a resource the node does not have). nonzero: the node's cpu and memory as
  * NodeInfo.NonZeroRequested (LeastAllocated, MostAllocated: kube's useRequested false), where
- * a pod without a request counts 100m / 200 MiB; else what is really requested. */
-static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_request, bool nonzero,
-                          int64_t *allocatable, int64_t *requested)
+ * a pod without a request counts 100m / 200 MiB; else what is really requested. Always
+ * inlined: it runs for every resource of every node scored, and a call cost as much as its
+ * body. */
+static inline __attribute__((always_inline)) bool
+allocation_of(const kc_node *node, kc_resource id, int64_t pod_request, bool nonzero,
+              int64_t *allocatable, int64_t *requested)
 {
     bool scalar =
         id != KC_RESOURCE_CPU && id != KC_RESOURCE_MEMORY && id != KC_RESOURCE_EPHEMERAL_STORAGE;
