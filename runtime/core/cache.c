@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "array.h"
 
@@ -107,6 +108,23 @@ static void set_node_copies(struct cache_node *cn)
         cn->amount[alloc->items[i].id].allocatable = alloc->items[i].value;
 }
 
+/* Transparent huge pages for a large node array: an attempt visits hundreds of nodes a kilobyte
+ * apart, one 4 KiB page every three or four nodes, and the page walks of those TLB misses cost
+ * more than the cache misses (a 5,000-node cluster spans some 1,400 small pages, 3 huge ones). */
+#define HUGE_PAGE (2u << 20)
+
+static struct cache_node *nodes_alloc(uint32_t capacity)
+{
+    size_t bytes = (size_t)capacity * sizeof(struct cache_node);
+    if (bytes < HUGE_PAGE)
+        return aligned_alloc(_Alignof(struct cache_node), bytes);
+    bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    struct cache_node *nodes = aligned_alloc(HUGE_PAGE, bytes);
+    if (nodes != NULL)
+        madvise(nodes, bytes, MADV_HUGEPAGE); /* a hint: without it the array works as well */
+    return nodes;
+}
+
 /* Room for one more node. The array is allocated on struct cache_node's alignment (the
  * hot lines of each node, cache.h), which realloc does not promise. */
 static int grow_nodes(struct cache *cache)
@@ -114,8 +132,7 @@ static int grow_nodes(struct cache *cache)
     if (cache->node_count < cache->node_capacity)
         return 0;
     uint32_t capacity = cache->node_capacity < 16 ? 16 : cache->node_capacity * 2;
-    struct cache_node *nodes =
-        aligned_alloc(_Alignof(struct cache_node), (size_t)capacity * sizeof(*nodes));
+    struct cache_node *nodes = nodes_alloc(capacity);
     if (nodes == NULL)
         return -ENOMEM;
     if (cache->node_count > 0)
