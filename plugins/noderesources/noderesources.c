@@ -70,6 +70,7 @@ struct plugin {
     struct name_list ignored;        /* extended resource names Filter does not check */
     struct name_list ignored_groups; /* extended resource prefixes ("example.com") */
     struct attempt_memo memo;        /* the state stored last (plugins/common/attempt_memo.h) */
+    bool cpu_memory_only;            /* the default scoring: cpu_memory_score applies */
 };
 
 struct fit_request {
@@ -445,6 +446,19 @@ static void noderesources_fini(void *self)
     free(plugin);
 }
 
+/* kube's default scoring: LeastAllocated over cpu then memory, and BalancedAllocation (when
+ * enabled) over the same two. */
+static bool scores_cpu_and_memory(const struct plugin *plugin)
+{
+    bool strategy = plugin->strategy == STRATEGY_LEAST_ALLOCATED && plugin->scoring_count == 2 &&
+                    plugin->scoring[0].id == KC_RESOURCE_CPU &&
+                    plugin->scoring[1].id == KC_RESOURCE_MEMORY;
+    bool balanced = !plugin->balanced_enabled ||
+                    (plugin->balanced_count == 2 && plugin->balanced[0] == KC_RESOURCE_CPU &&
+                     plugin->balanced[1] == KC_RESOURCE_MEMORY);
+    return strategy && balanced;
+}
+
 static int noderesources_init(const kc_host_api *host, const char *args_json, void **self)
 {
     int rc = kc_plugin_attach(host);
@@ -460,6 +474,7 @@ static int noderesources_init(const kc_host_api *host, const char *args_json, vo
         noderesources_fini(plugin);
         return rc;
     }
+    plugin->cpu_memory_only = scores_cpu_and_memory(plugin);
     *self = plugin;
     return 0;
 }
@@ -797,6 +812,40 @@ static int64_t balanced_score(const struct plugin *plugin, const struct score_re
     return (int64_t)((1.0 - deviation) * MAX_SCORE);
 }
 
+/* strategy_score and balanced_score under kube's default scoring (scores_cpu_and_memory), with
+ * the same arithmetic in the same order: each node's cpu and memory allocatable read once,
+ * six host calls per node instead of eight, on the path every default attempt takes. */
+static int64_t cpu_memory_score(const struct plugin *plugin, const struct score_requests *requests,
+                                const kc_node *node)
+{
+    static const kc_resource ids[2] = {KC_RESOURCE_CPU, KC_RESOURCE_MEMORY};
+    int64_t allocatable[2] = {kc_node_allocatable(node, ids[0]),
+                              kc_node_allocatable(node, ids[1])};
+    int64_t node_score = 0;
+    int64_t weight_sum = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (allocatable[i] <= 0)
+            continue;
+        int64_t requested = kc_node_nonzero_requested(node, ids[i]) + requests->strategy[i];
+        node_score += least_requested_score(requested, allocatable[i]) * plugin->scoring[i].weight;
+        weight_sum += plugin->scoring[i].weight;
+    }
+    int64_t value = weight_sum == 0 ? 0 : node_score / weight_sum;
+    if (!plugin->balanced_enabled || requests->balanced_best_effort)
+        return value;
+    double fractions[2];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (allocatable[i] <= 0)
+            continue;
+        int64_t requested = kc_node_requested(node, ids[i]) + requests->balanced[i];
+        double fraction = (double)requested / (double)allocatable[i];
+        fractions[count++] = fraction > 1.0 ? 1.0 : fraction;
+    }
+    double deviation = count == 2 ? fabs((fractions[0] - fractions[1]) / 2.0) : 0.0;
+    return (value + (int64_t)((1.0 - deviation) * MAX_SCORE)) / 2;
+}
+
 /* Runs once per cycle, single-threaded: stores the state when PreFilter did not (the plugin
  * enabled for scoring only), so Score never has to read the pod. */
 static kc_status noderesources_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
@@ -823,6 +872,10 @@ static kc_status noderesources_score(void *self, kc_cycle *cycle, const kc_pod *
         int64_t by_id[KC_RESOURCE_MAX];
         read_requests(pod, by_id);
         fill_score_requests(plugin, by_id, &local);
+    }
+    if (plugin->cpu_memory_only) {
+        *score = cpu_memory_score(plugin, requests, node);
+        return KC_SUCCESS;
     }
     int64_t value = strategy_score(plugin, requests, node);
     /* Kube runs BalancedAllocation as a second score plugin of equal weight and skips it for
