@@ -40,6 +40,7 @@ struct plugin {
     struct domain_cache domains; /* the fast path's per-domain counts */
     struct spread_defaults defaults; /* cluster default constraints (args) */
     struct attempt_memo filter_memo; /* Filter's state stored last (attempt_memo.h) */
+    struct spread_parse_cache parsed[2]; /* by enum spread_action */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -272,7 +273,8 @@ static int build_state(struct plugin *p, const kc_pod *pod, enum spread_action a
     uint32_t count = 0;
     bool defaulted = !has_own_constraints(pod);
     int rc = defaulted ? spread_defaults_build(&p->defaults, pod, action, &list, &count)
-                       : spread_constraints_parse(pod, action, &list, &count, error, error_size);
+                       : spread_constraints_parse_cached(&p->parsed[action], pod, action, &list,
+                                                         &count, error, error_size);
     if (rc != 0 || count == 0)
         return rc;
     struct spread_state *s = calloc(1, sizeof(*s));
@@ -348,6 +350,8 @@ static void spread_fini(void *self)
     domain_cache_invalidate(&p->domains);
     pod_index_free(&p->index);
     spread_defaults_free(&p->defaults);
+    spread_parse_cache_free(&p->parsed[SPREAD_DO_NOT_SCHEDULE]);
+    spread_parse_cache_free(&p->parsed[SPREAD_SCHEDULE_ANYWAY]);
     free(p);
 }
 
