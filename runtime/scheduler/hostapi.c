@@ -483,8 +483,8 @@ static kc_status cycle_node_status(kc_cycle *cycle, const kc_node *n)
 static const kc_pod *filter_delta_pod(kc_cycle *cycle, const kc_node *n, int gone,
                                      uint32_t index)
 {
-    if (cycle == NULL || n == NULL)
-        return NULL;
+    if (cycle == NULL || n == NULL || preempt_current_view == NULL)
+        return NULL; /* an ordinary Filter: no view, nothing taken off or added */
     return (const kc_pod *)preempt_view_delta(cycle->sched, NODE(n), gone != 0, index);
 }
 

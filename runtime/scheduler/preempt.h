@@ -70,6 +70,12 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
 const struct pod *preempt_view_delta(const struct scheduler *s, const struct cache_node *node,
                                      bool gone, uint32_t index);
 
+/* The view the calling thread's Filter runs on, NULL in an ordinary Filter: spread and
+ * affinity plugins ask kc_filter_delta_pod on every node, and the answer is almost always
+ * NULL, so the host API tests this before calling preempt_view_delta. Only preempt.c sets it. */
+struct node_view;
+extern _Thread_local const struct node_view *preempt_current_view;
+
 /* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
  * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns
  * s->nominated_first, or NULL when no node has any. Valid until the next attempt. */
