@@ -148,13 +148,19 @@ static int parse_list(json_t *list, bool preferred, const kc_pod *pod, const cha
     return 0;
 }
 
+bool pod_terms_possible(const kc_pod *pod)
+{
+    /* pods with only spread constraints: no JSON parse (a false positive just parses) */
+    const char *text = kc_pod_constraints_json(pod);
+    return text != NULL && strstr(text, "Affinity") != NULL;
+}
+
 int pod_terms_parse(const kc_pod *pod, struct pod_terms **out, char *error, size_t error_size)
 {
     *out = NULL;
-    const char *text = kc_pod_constraints_json(pod);
-    /* pods with only spread constraints: skip the JSON parse (a false positive just parses) */
-    if (text == NULL || strstr(text, "Affinity") == NULL)
+    if (!pod_terms_possible(pod))
         return 0;
+    const char *text = kc_pod_constraints_json(pod);
     json_error_t json_error;
     json_t *root = json_loads(text, 0, &json_error);
     if (root == NULL)

@@ -45,6 +45,9 @@ struct namespace_table {
 /* Parse the pod's podAffinity and podAntiAffinity. *out NULL when the pod has no term. 0,
  * -EINVAL with a message in error naming the field, or -ENOMEM. */
 int pod_terms_parse(const kc_pod *pod, struct pod_terms **out, char *error, size_t error_size);
+/* False when the pod has no pod affinity or anti-affinity (pod_terms_parse would give NULL
+ * terms), decided without parsing; true may still give NULL terms. */
+bool pod_terms_possible(const kc_pod *pod);
 void pod_terms_free(void *terms);
 
 /* Whether the term, owned by a pod in its own namespace, selects a pod in namespace_name with

@@ -674,8 +674,9 @@ static kc_status store_or_skip(kc_cycle *cycle, struct affinity_state *s, bool r
 static kc_status affinity_pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
-    /* the common case, decided before allocating a state (several KB) */
-    if (kc_pod_constraints_json(pod) == NULL && p->pods_with_required_anti == 0)
+    /* the common case, decided before allocating a state (several KB): a pod without terms
+     * (none, or only spread constraints) while no placed pod has required anti-affinity */
+    if (!pod_terms_possible(pod) && p->pods_with_required_anti == 0)
         return KC_SKIP;
     struct affinity_state *s;
     char error[256] = "";
@@ -862,7 +863,7 @@ static kc_status affinity_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
 static kc_status affinity_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct plugin *p = self;
-    if (kc_pod_constraints_json(pod) == NULL && p->pods_with_terms == 0)
+    if (!pod_terms_possible(pod) && p->pods_with_terms == 0)
         return KC_SKIP; /* as below, without allocating a state */
     struct affinity_state *s;
     char error[256] = "";

@@ -12,6 +12,8 @@
 #include <jansson.h>
 #include <kcycle/kcycle.h>
 
+#include "attempt_memo.h"
+
 KC_PLUGIN_DEFINE_HOST;
 
 #define PLUGIN_NAME "noderesources"
@@ -67,6 +69,8 @@ struct plugin {
     uint32_t balanced_count;
     struct name_list ignored;        /* extended resource names Filter does not check */
     struct name_list ignored_groups; /* extended resource prefixes ("example.com") */
+    struct attempt_memo memo;        /* the state stored last (plugins/common/attempt_memo.h) */
+    bool cpu_memory_only;            /* the default scoring: cpu_memory_score applies */
 };
 
 struct fit_request {
@@ -85,6 +89,7 @@ struct score_requests {
 /* Per-cycle state, one allocation, read-only after PreFilter (Filter and Score may run on
  * several threads). */
 struct pod_state {
+    struct attempt_memo *memo; /* the plugin's, which forgets the state when it is freed */
     uint32_t fit_count;
     struct fit_request fit[KC_RESOURCE_MAX];
     struct score_requests score;
@@ -441,6 +446,19 @@ static void noderesources_fini(void *self)
     free(plugin);
 }
 
+/* kube's default scoring: LeastAllocated over cpu then memory, and BalancedAllocation (when
+ * enabled) over the same two. */
+static bool scores_cpu_and_memory(const struct plugin *plugin)
+{
+    bool strategy = plugin->strategy == STRATEGY_LEAST_ALLOCATED && plugin->scoring_count == 2 &&
+                    plugin->scoring[0].id == KC_RESOURCE_CPU &&
+                    plugin->scoring[1].id == KC_RESOURCE_MEMORY;
+    bool balanced = !plugin->balanced_enabled ||
+                    (plugin->balanced_count == 2 && plugin->balanced[0] == KC_RESOURCE_CPU &&
+                     plugin->balanced[1] == KC_RESOURCE_MEMORY);
+    return strategy && balanced;
+}
+
 static int noderesources_init(const kc_host_api *host, const char *args_json, void **self)
 {
     int rc = kc_plugin_attach(host);
@@ -456,6 +474,7 @@ static int noderesources_init(const kc_host_api *host, const char *args_json, vo
         noderesources_fini(plugin);
         return rc;
     }
+    plugin->cpu_memory_only = scores_cpu_and_memory(plugin);
     *self = plugin;
     return 0;
 }
@@ -592,18 +611,28 @@ static struct pod_state *build_state(const struct plugin *plugin, const kc_pod *
     return state;
 }
 
-static kc_status store_state(const struct plugin *plugin, kc_cycle *cycle, const kc_pod *pod)
+static void pod_state_free(void *data)
+{
+    struct pod_state *state = data;
+    if (state != NULL)
+        attempt_memo_forget(state->memo, state);
+    free(state);
+}
+
+static kc_status store_state(struct plugin *plugin, kc_cycle *cycle, const kc_pod *pod)
 {
     struct pod_state *state = build_state(plugin, pod);
     if (state == NULL) {
         kc_cycle_reject(cycle, PLUGIN_NAME ": out of memory");
         return KC_ERROR;
     }
-    if (kc_cycle_set(cycle, STATE_KEY, state, free) != 0) {
+    state->memo = &plugin->memo;
+    if (kc_cycle_set(cycle, STATE_KEY, state, pod_state_free) != 0) {
         free(state);
         kc_cycle_reject(cycle, PLUGIN_NAME ": cannot store cycle state");
         return KC_ERROR;
     }
+    attempt_memo_set(&plugin->memo, cycle, state);
     return KC_SUCCESS;
 }
 
@@ -619,9 +648,9 @@ static kc_status noderesources_pre_filter(void *self, kc_cycle *cycle, const kc_
 static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
                                       const kc_node *node)
 {
-    (void)self;
+    const struct plugin *plugin = self;
     (void)pod; /* everything Filter needs about the pod is in the PreFilter state */
-    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    const struct pod_state *state = attempt_memo_get(&plugin->memo, cycle, STATE_KEY);
     if (state == NULL) {
         kc_cycle_reject(cycle, PLUGIN_NAME ": Filter ran without PreFilter state");
         return KC_ERROR;
@@ -652,9 +681,12 @@ static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod 
  * in this node's score (an extended resource the pod does not request, the pods count, or
  * a resource the node does not have). nonzero: the node's cpu and memory as
  * NodeInfo.NonZeroRequested (LeastAllocated, MostAllocated: kube's useRequested false), where
- * a pod without a request counts 100m / 200 MiB; else what is really requested. */
-static bool allocation_of(const kc_node *node, kc_resource id, int64_t pod_request, bool nonzero,
-                          int64_t *allocatable, int64_t *requested)
+ * a pod without a request counts 100m / 200 MiB; else what is really requested. Always
+ * inlined: it runs for every resource of every node scored, and a call cost as much as its
+ * body. */
+static inline __attribute__((always_inline)) bool
+allocation_of(const kc_node *node, kc_resource id, int64_t pod_request, bool nonzero,
+              int64_t *allocatable, int64_t *requested)
 {
     bool scalar =
         id != KC_RESOURCE_CPU && id != KC_RESOURCE_MEMORY && id != KC_RESOURCE_EPHEMERAL_STORAGE;
@@ -780,20 +812,57 @@ static int64_t balanced_score(const struct plugin *plugin, const struct score_re
     return (int64_t)((1.0 - deviation) * MAX_SCORE);
 }
 
+/* strategy_score and balanced_score under kube's default scoring (scores_cpu_and_memory), with
+ * the same arithmetic in the same order: each node's cpu and memory allocatable read once,
+ * six host calls per node instead of eight, on the path every default attempt takes. */
+static int64_t cpu_memory_score(const struct plugin *plugin, const struct score_requests *requests,
+                                const kc_node *node)
+{
+    static const kc_resource ids[2] = {KC_RESOURCE_CPU, KC_RESOURCE_MEMORY};
+    int64_t allocatable[2] = {kc_node_allocatable(node, ids[0]),
+                              kc_node_allocatable(node, ids[1])};
+    int64_t node_score = 0;
+    int64_t weight_sum = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (allocatable[i] <= 0)
+            continue;
+        int64_t requested = kc_node_nonzero_requested(node, ids[i]) + requests->strategy[i];
+        node_score += least_requested_score(requested, allocatable[i]) * plugin->scoring[i].weight;
+        weight_sum += plugin->scoring[i].weight;
+    }
+    int64_t value = weight_sum == 0 ? 0 : node_score / weight_sum;
+    if (!plugin->balanced_enabled || requests->balanced_best_effort)
+        return value;
+    double fractions[2];
+    uint32_t count = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        if (allocatable[i] <= 0)
+            continue;
+        int64_t requested = kc_node_requested(node, ids[i]) + requests->balanced[i];
+        double fraction = (double)requested / (double)allocatable[i];
+        fractions[count++] = fraction > 1.0 ? 1.0 : fraction;
+    }
+    double deviation = count == 2 ? fabs((fractions[0] - fractions[1]) / 2.0) : 0.0;
+    return (value + (int64_t)((1.0 - deviation) * MAX_SCORE)) / 2;
+}
+
 /* Runs once per cycle, single-threaded: stores the state when PreFilter did not (the plugin
  * enabled for scoring only), so Score never has to read the pod. */
 static kc_status noderesources_pre_score(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
-    if (kc_cycle_get(cycle, STATE_KEY) != NULL)
-        return KC_SUCCESS;
-    return store_state(self, cycle, pod);
+    struct plugin *plugin = self;
+    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    if (state == NULL)
+        return store_state(plugin, cycle, pod);
+    attempt_memo_set(&plugin->memo, cycle, state); /* another cycle may have run PreFilter since */
+    return KC_SUCCESS;
 }
 
 static kc_status noderesources_score(void *self, kc_cycle *cycle, const kc_pod *pod,
                                      const kc_node *node, int64_t *score)
 {
     const struct plugin *plugin = self;
-    const struct pod_state *state = kc_cycle_get(cycle, STATE_KEY);
+    const struct pod_state *state = attempt_memo_get(&plugin->memo, cycle, STATE_KEY);
     struct score_requests local;
     const struct score_requests *requests = &local;
     if (state != NULL) {
@@ -803,6 +872,10 @@ static kc_status noderesources_score(void *self, kc_cycle *cycle, const kc_pod *
         int64_t by_id[KC_RESOURCE_MAX];
         read_requests(pod, by_id);
         fill_score_requests(plugin, by_id, &local);
+    }
+    if (plugin->cpu_memory_only) {
+        *score = cpu_memory_score(plugin, requests, node);
+        return KC_SUCCESS;
     }
     int64_t value = strategy_score(plugin, requests, node);
     /* Kube runs BalancedAllocation as a second score plugin of equal weight and skips it for

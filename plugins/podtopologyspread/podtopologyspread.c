@@ -19,6 +19,7 @@
 #include <kcycle/kcycle.h>
 
 #include "default_constraints.h"
+#include "attempt_memo.h"
 #include "domain_counts.h"
 #include "spread_constraints.h"
 
@@ -38,6 +39,8 @@ struct plugin {
     struct pod_index index;
     struct domain_cache domains; /* the fast path's per-domain counts */
     struct spread_defaults defaults; /* cluster default constraints (args) */
+    struct attempt_memo filter_memo; /* Filter's state stored last (attempt_memo.h) */
+    struct spread_parse_cache parsed[2]; /* by enum spread_action */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -62,6 +65,7 @@ struct spread_state {
     uint32_t count;
     uint32_t node_count;
     struct constraint_state *items;
+    struct attempt_memo *memo; /* the plugin's memo that remembers it, or NULL */
 };
 
 static void spread_state_free(void *data)
@@ -69,6 +73,7 @@ static void spread_state_free(void *data)
     struct spread_state *s = data;
     if (s == NULL)
         return;
+    attempt_memo_forget(s->memo, s);
     for (uint32_t i = 0; i < s->count; i++) {
         struct constraint_state *cs = &s->items[i];
         spread_constraint_free(&cs->c);
@@ -268,7 +273,8 @@ static int build_state(struct plugin *p, const kc_pod *pod, enum spread_action a
     uint32_t count = 0;
     bool defaulted = !has_own_constraints(pod);
     int rc = defaulted ? spread_defaults_build(&p->defaults, pod, action, &list, &count)
-                       : spread_constraints_parse(pod, action, &list, &count, error, error_size);
+                       : spread_constraints_parse_cached(&p->parsed[action], pod, action, &list,
+                                                         &count, error, error_size);
     if (rc != 0 || count == 0)
         return rc;
     struct spread_state *s = calloc(1, sizeof(*s));
@@ -344,6 +350,8 @@ static void spread_fini(void *self)
     domain_cache_invalidate(&p->domains);
     pod_index_free(&p->index);
     spread_defaults_free(&p->defaults);
+    spread_parse_cache_free(&p->parsed[SPREAD_DO_NOT_SCHEDULE]);
+    spread_parse_cache_free(&p->parsed[SPREAD_SCHEDULE_ANYWAY]);
     free(p);
 }
 
@@ -421,11 +429,14 @@ static kc_status spread_pre_filter(void *self, kc_cycle *cycle, const kc_pod *po
         return reject_bad_constraints(cycle, rc, error);
     if (s == NULL)
         return KC_SKIP;
+    struct plugin *p = self;
+    s->memo = &p->filter_memo;
     if (kc_cycle_set(cycle, FILTER_STATE_KEY, s, spread_state_free) != 0) {
         spread_state_free(s);
         kc_cycle_reject(cycle, PLUGIN_NAME ": cannot store cycle state");
         return KC_ERROR;
     }
+    attempt_memo_set(&p->filter_memo, cycle, s);
     return KC_SUCCESS;
 }
 
@@ -493,8 +504,8 @@ static void counts_for(kc_cycle *cycle, const kc_pod *pod, const kc_node *node, 
 
 static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_node *node)
 {
-    (void)self;
-    const struct spread_state *s = kc_cycle_get(cycle, FILTER_STATE_KEY);
+    const struct plugin *p = self;
+    const struct spread_state *s = attempt_memo_get(&p->filter_memo, cycle, FILTER_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS; /* PreFilter skipped: the pod has no DoNotSchedule constraint */
     uint32_t index = kc_node_index(node);

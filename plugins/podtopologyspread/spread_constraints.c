@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include "domain_counts.h"
+
 static int parse_policy(json_t *json, bool fallback, bool *honor, const char *field,
                         const char *where, char *error, size_t error_size)
 {
@@ -152,4 +154,68 @@ void spread_constraints_free(struct spread_constraint *list, uint32_t count)
     for (uint32_t i = 0; list != NULL && i < count; i++)
         spread_constraint_free(&list[i]);
     free(list);
+}
+
+void spread_parse_cache_free(struct spread_parse_cache *cache)
+{
+    free(cache->json);
+    spread_constraints_free(cache->list, cache->count);
+    memset(cache, 0, sizeof(*cache));
+}
+
+/* Deep copies of count constraints into *out (NULL when count is 0). 0 or -ENOMEM. */
+static int copy_constraints(const struct spread_constraint *from, uint32_t count,
+                            struct spread_constraint **out)
+{
+    *out = NULL;
+    if (count == 0)
+        return 0;
+    struct spread_constraint *copy = calloc(count, sizeof(*copy));
+    if (copy == NULL)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 0; i < count && rc == 0; i++) {
+        copy[i] = from[i];
+        copy[i].topology_key = strdup(from[i].topology_key);
+        memset(&copy[i].selector, 0, sizeof(copy[i].selector));
+        rc = label_selector_copy(&from[i].selector, &copy[i].selector);
+        if (rc == 0 && copy[i].topology_key == NULL)
+            rc = -ENOMEM;
+    }
+    if (rc != 0) {
+        spread_constraints_free(copy, count);
+        return rc;
+    }
+    *out = copy;
+    return 0;
+}
+
+int spread_constraints_parse_cached(struct spread_parse_cache *cache, const kc_pod *pod,
+                                    enum spread_action action, struct spread_constraint **out,
+                                    uint32_t *count, char *error, size_t error_size)
+{
+    const char *text = kc_pod_constraints_json(pod);
+    bool keepable = text != NULL && strstr(text, "matchLabelKeys") == NULL;
+    if (keepable && cache->json != NULL && strcmp(cache->json, text) == 0) {
+        *count = 0;
+        int rc = copy_constraints(cache->list, cache->count, out);
+        if (rc != 0)
+            return rc;
+        *count = cache->count;
+        for (uint32_t i = 0; i < *count; i++)
+            (*out)[i].self_match =
+                label_selector_matches_with(&(*out)[i].selector, pod_handle_label, pod);
+        return 0;
+    }
+    int rc = spread_constraints_parse(pod, action, out, count, error, error_size);
+    if (rc != 0 || !keepable)
+        return rc;
+    struct spread_parse_cache fresh = {.json = strdup(text), .count = *count};
+    if (fresh.json == NULL || copy_constraints(*out, *count, &fresh.list) != 0) {
+        spread_parse_cache_free(&fresh);
+        return 0; /* nothing kept: the next pod parses */
+    }
+    spread_parse_cache_free(cache);
+    *cache = fresh;
+    return 0;
 }

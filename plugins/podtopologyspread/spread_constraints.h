@@ -29,4 +29,20 @@ int spread_constraints_parse(const kc_pod *pod, enum spread_action action,
 void spread_constraint_free(struct spread_constraint *constraint);
 void spread_constraints_free(struct spread_constraint *list, uint32_t count);
 
+/* The constraints parsed last for one action, by their JSON text: the pods of a workload carry
+ * the same constraints, and parsing them is most of an attempt's PreFilter. Constraints with
+ * matchLabelKeys (which take the incoming pod's label values) are never kept. */
+struct spread_parse_cache {
+    char *json;
+    struct spread_constraint *list;
+    uint32_t count;
+};
+
+/* As spread_constraints_parse, from the cache when the pod's constraint JSON is the one kept
+ * (self_match computed for this pod), else parsed and kept. */
+int spread_constraints_parse_cached(struct spread_parse_cache *cache, const kc_pod *pod,
+                                    enum spread_action action, struct spread_constraint **out,
+                                    uint32_t *count, char *error, size_t error_size);
+void spread_parse_cache_free(struct spread_parse_cache *cache);
+
 #endif

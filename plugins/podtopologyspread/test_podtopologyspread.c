@@ -171,6 +171,35 @@ static kc_status filter_on(const kc_pod *pod, uint32_t node)
     return st;
 }
 
+/* The plugin keeps the constraints it parsed last by their JSON text: a pod with the same
+ * constraints but other labels still gets its own self-match, and constraints with
+ * matchLabelKeys (which take the pod's label values) are parsed for every pod. */
+static void test_same_constraints_other_labels(void **state)
+{
+    (void)state;
+    kc_pod incoming, unlabelled;
+    build(&two_zones, &incoming);
+    add_existing(0, "node-a ns foo=");
+    make_pod(&unlabelled, "ns bar=", "unlabelled", NULL);
+    unlabelled.constraints_json = incoming.constraints_json;
+    assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE); /* 1 + self - 0 > 1 */
+    assert_int_equal(filter_on(&unlabelled, 0), KC_SUCCESS);     /* 1 + 0 - 0 */
+    assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE);
+
+    static const char *const by_app =
+        "{\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","
+        "\"whenUnsatisfiable\":\"DoNotSchedule\",\"labelSelector\":" SEL_FOO ","
+        "\"matchLabelKeys\":[\"app\"]}]}";
+    kc_pod app_a, app_b;
+    add_existing(1, "node-a ns foo= app=a");
+    make_pod(&app_a, "ns foo= app=a", "app-a", NULL);
+    make_pod(&app_b, "ns foo= app=b", "app-b", NULL);
+    app_a.constraints_json = by_app;
+    app_b.constraints_json = by_app;
+    assert_int_equal(filter_on(&app_b, 0), KC_SUCCESS);       /* app=b: none */
+    assert_int_equal(filter_on(&app_a, 0), KC_UNSCHEDULABLE); /* app=a: 1 in zone1 */
+}
+
 static void test_assume_counts_until_forget(void **state)
 {
     (void)state;
@@ -532,6 +561,7 @@ static void test_rollout_with_node_removals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_same_constraints_other_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assume_counts_until_forget, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_victim_satisfies_spread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_minimum_follows_the_delta, setup, teardown),

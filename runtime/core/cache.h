@@ -5,6 +5,7 @@
 #define KC_CORE_CACHE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <kcycle/resource.h>
@@ -12,27 +13,38 @@
 #include "model.h"
 #include "strmap.h"
 
-/* One node of the snapshot; also the SDK's kc_node handle. Valid until the next cache change. */
+/* A resource of a node: what it offers and what its pods request, side by side. */
+struct cache_amount {
+    int64_t allocatable;
+    int64_t requested; /* sum over assigned and assumed pods */
+};
+
+/* One node of the snapshot; also the SDK's kc_node handle. Valid until the next cache change.
+ * Filter and Score read a few fields of every node they look at, hundreds of nodes an attempt
+ * with nothing else in between, so each node costs the cache misses of the lines it touches:
+ * the fields they read fill the first 128 bytes (two lines the CPU fetches as a pair, the
+ * array being allocated on that boundary), the pod list and the other resources come after. */
 struct cache_node {
-    struct node *node; /* owned */
-    uint32_t index;    /* dense, 0 .. count-1 */
+    /* line 0: the node's identity and the copies its Filter plugins read */
+    _Alignas(128) uint32_t index; /* dense, 0 .. count-1 */
     uint32_t pod_count;
-    /* copies of node->unschedulable and node->taint_count: Filter reads them for every node,
-     * and here they share the cache line of index and the first allocatable amounts */
+    /* copies of node->unschedulable and node->taint_count */
     bool unschedulable;
     uint32_t taint_count;
-    int64_t allocatable[KC_RESOURCE_MAX];
-    int64_t requested[KC_RESOURCE_MAX];
+    struct node *node; /* owned */
     /* cpu and memory requested with kube's defaults (100m, 200 MiB) for a pod that requests
      * none: NodeInfo.NonZeroRequested, what the LeastAllocated and MostAllocated scores read */
     int64_t nonzero_cpu, nonzero_memory;
-    /* The pods counted here, pods[0 .. pod_count): preemption walks them (in no order). */
-    struct cache_pod **pods;
-    uint32_t pods_capacity;
     /* kc_node_id (SDK 1.2): given when the node is first put, kept until it is removed; index
      * moves when another node is removed, this does not */
     uint64_t id;
+    /* The pods counted here, pods[0 .. pod_count): preemption walks them (in no order). */
+    struct cache_pod **pods;
+    uint32_t pods_capacity;
+    /* line 1 onwards: per resource id; cpu, memory, pods and ephemeral-storage fill line 1 */
+    _Alignas(64) struct cache_amount amount[KC_RESOURCE_MAX];
 };
+_Static_assert(offsetof(struct cache_node, amount) == 64, "the hot fields fill line 0");
 
 /* A pod the cache accounts for: assigned (seen with spec.nodeName) or assumed by us. */
 struct cache_pod {

@@ -247,7 +247,7 @@ static int node_taint_at(const kc_node *n, uint32_t index, kc_taint *out)
 
 static int64_t node_allocatable(const kc_node *n, kc_resource id)
 {
-    return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->allocatable[id] : 0;
+    return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->amount[id].allocatable : 0;
 }
 
 static int64_t node_nonzero_requested(const kc_node *n, kc_resource id)
@@ -256,12 +256,12 @@ static int64_t node_nonzero_requested(const kc_node *n, kc_resource id)
         return NODE(n)->nonzero_cpu;
     if (id == KC_RESOURCE_MEMORY)
         return NODE(n)->nonzero_memory;
-    return id >= 0 && id < KC_RESOURCE_MAX ? NODE(n)->requested[id] : 0;
+    return id >= 0 && id < KC_RESOURCE_MAX ? NODE(n)->amount[id].requested : 0;
 }
 
 static int64_t node_requested(const kc_node *n, kc_resource id)
 {
-    return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->requested[id] : 0;
+    return (id >= 0 && id < KC_RESOURCE_MAX) ? NODE(n)->amount[id].requested : 0;
 }
 
 static uint32_t node_count(void)
@@ -483,8 +483,8 @@ static kc_status cycle_node_status(kc_cycle *cycle, const kc_node *n)
 static const kc_pod *filter_delta_pod(kc_cycle *cycle, const kc_node *n, int gone,
                                      uint32_t index)
 {
-    if (cycle == NULL || n == NULL)
-        return NULL;
+    if (cycle == NULL || n == NULL || preempt_current_view == NULL)
+        return NULL; /* an ordinary Filter: no view, nothing taken off or added */
     return (const kc_pod *)preempt_view_delta(cycle->sched, NODE(n), gone != 0, index);
 }
 

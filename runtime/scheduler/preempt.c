@@ -108,15 +108,15 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
  * is this one: any other handle (a cache node, a copy a plugin kept, garbage) is not cast to
  * a view and its memory past the node never read. Filter runs each node on one thread, and
  * views nest (saved and restored), so a thread-local is exact. */
-static _Thread_local const struct node_view *current_view;
+_Thread_local const struct node_view *preempt_current_view;
 
 static kc_status view_filter(struct kc_cycle *cycle, uint64_t skip, const struct node_view *v,
                              struct plugin **rejector)
 {
-    const struct node_view *saved = current_view;
-    current_view = v;
+    const struct node_view *saved = preempt_current_view;
+    preempt_current_view = v;
     kc_status st = scheduler_filter_node(cycle, skip, &v->node, rejector);
-    current_view = saved;
+    preempt_current_view = saved;
     return st;
 }
 
@@ -124,7 +124,7 @@ const struct pod *preempt_view_delta(const struct scheduler *s, const struct cac
                                      bool gone, uint32_t index)
 {
     (void)s;
-    const struct node_view *v = current_view;
+    const struct node_view *v = preempt_current_view;
     if (node == NULL || v == NULL || node != &v->node)
         return NULL; /* not the view being filtered: a cache node, Filter sees what PreFilter saw */
     if (gone)

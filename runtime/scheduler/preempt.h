@@ -97,6 +97,11 @@ const struct pod *preempt_view_delta(const struct scheduler *s, const struct cac
  * nominations change). Returns how many. For the plugin hosts' evaluations. */
 uint32_t preempt_nominated_pods(const struct scheduler *s, const struct pod *pod,
                                 const struct pod **pods, const char **nodes, uint32_t max);
+/* The view the calling thread's Filter runs on, NULL in an ordinary Filter: spread and
+ * affinity plugins ask kc_filter_delta_pod on every node, and the answer is almost always
+ * NULL, so the host API tests this before calling preempt_view_delta. Only preempt.c sets it. */
+struct node_view;
+extern _Thread_local const struct node_view *preempt_current_view;
 
 /* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
  * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns

@@ -132,8 +132,8 @@ static double utilisation(const struct simulator *sim, kc_resource id)
     int64_t alloc = 0, req = 0;
     for (uint32_t i = 0; i < sim->sched.cache.node_count; i++) {
         const struct cache_node *cn = &sim->sched.cache.nodes[i];
-        alloc += cn->allocatable[id];
-        req += id == KC_RESOURCE_PODS ? cn->pod_count : cn->requested[id];
+        alloc += cn->amount[id].allocatable;
+        req += id == KC_RESOURCE_PODS ? cn->pod_count : cn->amount[id].requested;
     }
     return alloc > 0 ? 100.0 * (double)req / (double)alloc : 0.0;
 }
@@ -299,11 +299,14 @@ static json_t *nodes_json(const struct simulator *sim)
     const struct cache *cache = &sim->sched.cache;
     for (uint32_t i = 0; nodes != NULL && i < cache->node_count; i++) {
         const struct cache_node *cn = &cache->nodes[i];
-        int64_t requested[KC_RESOURCE_MAX];
-        memcpy(requested, cn->requested, sizeof(requested));
+        int64_t allocatable[KC_RESOURCE_MAX], requested[KC_RESOURCE_MAX];
+        for (uint32_t id = 0; id < KC_RESOURCE_MAX; id++) {
+            allocatable[id] = cn->amount[id].allocatable;
+            requested[id] = cn->amount[id].requested;
+        }
         requested[KC_RESOURCE_PODS] = cn->pod_count;
         json_array_append_new(nodes, json_pack("{s:s, s:o, s:o}", "name", cn->node->name,
-                                               "allocatable", resources_json(cn->allocatable),
+                                               "allocatable", resources_json(allocatable),
                                                "requested", resources_json(requested)));
     }
     return nodes;

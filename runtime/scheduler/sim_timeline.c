@@ -19,7 +19,7 @@ static int64_t cluster_allocatable(const struct cache *cache, kc_resource id)
 {
     int64_t sum = 0;
     for (uint32_t n = 0; n < cache->node_count; n++)
-        sum += cache->nodes[n].allocatable[id];
+        sum += cache->nodes[n].amount[id].allocatable;
     return sum;
 }
 
@@ -46,8 +46,8 @@ int sim_timeline_open(struct sim_timeline *t, const struct simulator *sim)
 static int64_t node_amount(const struct cache_node *cn, kc_resource id, bool requested)
 {
     if (!requested)
-        return cn->allocatable[id];
-    return id == KC_RESOURCE_PODS ? cn->pod_count : cn->requested[id];
+        return cn->amount[id].allocatable;
+    return id == KC_RESOURCE_PODS ? cn->pod_count : cn->amount[id].requested;
 }
 
 /* Adds the node's amounts to the sample's totals; returns its largest requested/allocatable

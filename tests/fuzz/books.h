@@ -38,7 +38,7 @@ static inline void fuzz_check_books(const struct scheduler *s)
             }
         }
         for (uint32_t r = 0; r < KC_RESOURCE_MAX && !wrapped; r++)
-            fuzz_check(sum[r] == n->requested[r], "cache",
+            fuzz_check(sum[r] == n->amount[r].requested, "cache",
                        "a node's requested total is not the sum of its pods");
     }
 }

@@ -470,7 +470,7 @@ static void what_if_runs_the_real_filters_without_the_victims(void **state)
     assert_int_equal(preempt_filter_what_if(cycle, cn, two, 2, reason, sizeof(reason)),
                      KC_SUCCESS);
     /* the real node is untouched */
-    assert_int_equal(cn->requested[KC_RESOURCE_CPU], 4000);
+    assert_int_equal(cn->amount[KC_RESOURCE_CPU].requested, 4000);
     assert_int_equal(cn->pod_count, 4);
     /* Filter's verdicts: node-1 (its pod of priority 100 is no victim) is only unschedulable
      * as far as Filter is concerned */
