@@ -1,9 +1,9 @@
 /* coscheduling against the fake host: what the plugin test harness cannot show. Every field of
  * the group declaration (flags, timeouts, creation), args, minResources against the free room
  * (which counts pending members, events the harness does not send), in-group-cycle calls, and
- * the waiting siblings Permit, Unreserve and PostFilter allow or reject, the enqueue-time
- * tie-break (the harness queue timestamp is 0). The declaration, the
- * queue order and PreFilter's refusals run on the harness (test_coscheduling_harness.c). */
+ * the waiting siblings Permit, Unreserve and PostFilter allow or reject, and the enqueue-time
+ * tie-break (the harness's queue timestamp is 0). The declaration, the queue order, PreFilter's
+ * refusals and bad args run on the harness (test_coscheduling_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* coscheduling on the plugin test harness, in both isolation modes: the group each pod
  * declares (group_of) from PodGroup objects as scheduler-plugins writes them, the queue order
  * (QueueSort), PreFilter's refusals with their reasons and Permit's wait for the quorum
- * (PostFilter only rejects waiting siblings: test_coscheduling.c). Members with a nodeName are the group's placed pods; the others are pending pods
- * the test evaluates. */
+ * (PostFilter only rejects waiting siblings: test_coscheduling.c), and bad args. Members with
+ * a nodeName are the group's placed pods; the others are pending pods the test evaluates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* defaultpreemption against the fake host: what only a fake host shows. How many what-if
  * Filter runs candidate sampling makes, that an ineligible pod asks the runtime nothing, that
  * no candidate clears the nomination (kc_preempt without a node), a runtime refusing a group
- * member's preemption, a PDB deleted by event, and bad args. kube's table of victims, PDBs and
+ * member's preemption and a PDB deleted by event. kube's table of victims, PDBs, bad args and
  * messages runs on the plugin test harness with the real what-if Filter
  * (test_defaultpreemption_harness.c). The fake's what-if Filter is a resource fit (cpu and pod
  * count) of the node without the removed pods. */

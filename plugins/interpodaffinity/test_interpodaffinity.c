@@ -1,7 +1,7 @@
 /* interpodaffinity against the fake host: the index's life through assume, forget and delete
- * events as the plugin receives them one by one, nominated pods in what-if views, bad terms and
- * bad args. kube-scheduler's filtering and scoring cases (affinity_cases.h) and a preemption's
- * victims removed in the what-if view run on the harness in both modes
+ * events as the plugin receives them one by one, nominated pods in what-if views and bad terms.
+ * kube-scheduler's filtering and scoring cases (affinity_cases.h), a preemption's
+ * victims removed in the what-if view and bad args run on the harness in both modes
  * (test_interpodaffinity_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>

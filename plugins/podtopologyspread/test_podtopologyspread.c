@@ -1,7 +1,7 @@
 /* podtopologyspread against the fake host: the index through assume and forget events, the
- * what-if deltas of a preemption, default constraints ending with their Service, args. kube-
+ * what-if deltas of a preemption, default constraints ending with their Service. kube-
  * scheduler's filtering and scoring cases (spread_cases.h), a domain following its pods deleted
- * and relabelled, and the System default constraints from Services and controllers run on the
+ * and relabelled, the System default constraints and the args run on the
  * harness in both modes (test_podtopologyspread_harness.c). */
 #include <setjmp.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* prioritysort against the fake host: what the plugin test harness cannot set up, the queue
  * timestamp (kube's tie-break after priority, before creation), a pod without a namespace, two
- * pod objects with identical fields, and the descriptor. Priority, creation, namespace/name and the order's totality run on the
- * harness (test_prioritysort_harness.c). */
+ * pod objects with identical fields, and the descriptor. Priority, creation, namespace/name and
+ * the order's totality run on the harness (test_prioritysort_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
