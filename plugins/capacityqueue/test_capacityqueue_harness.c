@@ -380,6 +380,13 @@ static void status_follows_pods_placed_and_deleted(void **state)
     assert_null(kc_harness_object_status(harness, "CapacityQueue", "nowhere"));
 }
 
+/* The queues are objects: any args are refused. */
+static void args_are_refused(void **state)
+{
+    (void)state;
+    harness_expect_open_error("{\"x\":1}", "capacityqueue takes no args");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +403,7 @@ int main(void)
         HARNESS_TEST(reclaim_takes_a_gang_whole_across_nodes),
         HARNESS_TEST(an_ancestors_limit_reclaims_from_a_borrowing_sibling),
         HARNESS_TEST(status_follows_pods_placed_and_deleted),
+        HARNESS_TEST(args_are_refused),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,8 +1,8 @@
 /* coscheduling on the plugin test harness, in both isolation modes: the group each pod
  * declares (group_of) from PodGroup objects as scheduler-plugins writes them, the queue order
- * (QueueSort), PreFilter's refusals with their reasons, Permit's wait for the quorum and
- * PostFilter. Members with a nodeName are the group's placed pods; the others are pending pods
- * the test evaluates. */
+ * (QueueSort), PreFilter's refusals with their reasons and Permit's wait for the quorum
+ * (PostFilter only rejects waiting siblings: test_coscheduling.c), and bad args. Members with
+ * a nodeName are the group's placed pods; the others are pending pods the test evaluates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -195,21 +195,6 @@ static void counts_follow_pods_placed_and_deleted(void **state)
                         "pod group default/nginx: 2 pods exist, fewer than minMember 5");
 }
 
-/* PostFilter releases nothing that is not waiting and never preempts for a group. */
-static void post_filter_never_preempts(void **state)
-{
-    (void)state;
-    harness_start("{}", NODES "pods:\n"
-                              "  - {name: nginx-0, labels: {" LABEL ": nginx}}\n"
-                              "objects:\n" PODGROUP("nginx", "2024-05-01T10:00:00Z",
-                                                    "{\"minMember\": 2}"));
-    harness_expect_status("short", kc_harness_evaluate(harness, "nginx-0"), KC_UNRESOLVABLE);
-    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "nginx-0"),
-                          KC_UNSCHEDULABLE);
-    assert_null(kc_harness_nominated_node(harness));
-    assert_int_equal(kc_harness_victim_count(harness), 0);
-}
-
 static void queue_orders_priority_then_group_creation_then_group_name(void **state)
 {
     (void)state;
@@ -241,6 +226,16 @@ static void queue_orders_priority_then_group_creation_then_group_name(void **sta
     assert_non_null(strstr(kc_harness_error(harness), "no pod 'nobody'"));
 }
 
+static void bad_args_are_refused_naming_the_key(void **state)
+{
+    (void)state;
+    harness_expect_open_error("{\"permitWaitingTimeSecond\": 30}",
+                              "unknown key \"permitWaitingTimeSecond\"");
+    harness_expect_open_error("{\"podGroupBackoffSeconds\": -1}", NULL);
+    harness_expect_open_error("{\"groupCycle\": \"yes\"}", NULL);
+    harness_expect_open_error("[]", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,8 +247,8 @@ int main(void)
         HARNESS_TEST(a_group_with_its_quorum_placed_admits_more_members),
         HARNESS_TEST(permit_waits_until_min_member_are_placed),
         HARNESS_TEST(counts_follow_pods_placed_and_deleted),
-        HARNESS_TEST(post_filter_never_preempts),
         HARNESS_TEST(queue_orders_priority_then_group_creation_then_group_name),
+        HARNESS_TEST(bad_args_are_refused_naming_the_key),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

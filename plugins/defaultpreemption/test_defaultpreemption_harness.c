@@ -441,13 +441,29 @@ static void the_victims_make_room_for_the_real_filter(void **state)
     assert_int_equal(kc_harness_reason_count(harness, "Insufficient cpu"), 2);
 }
 
+static void bad_args_are_refused(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "{\"minCandidateNodesPercentage\":101}",
+        "{\"minCandidateNodesAbsolute\":-1}",
+        "{\"minCandidateNodesPercentage\":0,\"minCandidateNodesAbsolute\":0}",
+        "{\"minCandidateNodes\":5}",
+        "{\"minCandidateNodesPercentage\":\"10\"}",
+        "[]",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        harness_expect_open_error(bad[i], NULL);
+}
+
 int main(void)
 {
     enum { N = sizeof(cases) / sizeof(cases[0]) };
-    struct CMUnitTest tests[N + 1];
+    struct CMUnitTest tests[N + 2];
     for (int i = 0; i < N; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, table_case, NULL, harness_teardown,
                                        (void *)&cases[i]};
     tests[N] = (struct CMUnitTest)HARNESS_TEST(the_victims_make_room_for_the_real_filter);
-    return harness_run_both_modes(tests, N + 1);
+    tests[N + 1] = (struct CMUnitTest)HARNESS_TEST(bad_args_are_refused);
+    return harness_run_both_modes(tests, N + 2);
 }

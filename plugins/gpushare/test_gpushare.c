@@ -1085,25 +1085,6 @@ static void fragmentation_score_keeps_whole_cards_free(void **state)
     fake_cycle_clear(&cycle);
 }
 
-static void args_are_checked(void **state)
-{
-    (void)state;
-    ops->fini(self);
-    assert_int_equal(open_plugin("{\"cardPolicy\": \"Spread\", \"nodePolicy\": \"Binpack\", "
-                                 "\"fragmentationWeight\": 5, \"handshakeTimeoutSeconds\": 60, "
-                                 "\"hamiAnnotations\": false, \"demand\": [{\"memoryPercent\": "
-                                 "100, \"cores\": 100}, {\"memory\": 2048, \"weight\": 3}]}"),
-                     0);
-    ops->fini(self);
-    assert_int_equal(open_plugin("{\"cardpolicy\": \"Spread\"}"), -22);
-    assert_non_null(strstr(fake_host.last_log, "unknown key \"cardpolicy\""));
-    assert_int_equal(open_plugin("{\"nodePolicy\": \"FirstFit\"}"), -22);
-    assert_int_equal(open_plugin("{\"fragmentationWeight\": -1}"), -22);
-    assert_int_equal(open_plugin("{\"demand\": [{\"memoryPercent\": 150}]}"), -22);
-    assert_int_equal(open_plugin("[]"), -22);
-    assert_int_equal(open_plugin("{}"), 0);
-}
-
 /* NUMA ---------------------------------------------------------------------------------- */
 
 /* Two zones; cards 0-1 in zone 0, 2-3 in zone 1 (or one per zone); CPUs free per zone. */
@@ -1304,7 +1285,6 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(fragmentation_score_keeps_whole_cards_free, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(args_are_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(single_numa_node_puts_cards_and_cpus_in_one_zone, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(nrt_zones_give_whole_cards_in_their_zones, setup, teardown),

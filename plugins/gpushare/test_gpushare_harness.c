@@ -124,12 +124,29 @@ static void type_and_uuid_selection_is_honoured(void **state)
     assert_string_equal(kc_harness_message(harness), "no GPU of the requested type or UUID");
 }
 
+static void args_are_checked(void **state)
+{
+    (void)state;
+    harness_start("{\"cardPolicy\": \"Spread\", \"nodePolicy\": \"Binpack\", "
+                  "\"fragmentationWeight\": 5, \"handshakeTimeoutSeconds\": 60, "
+                  "\"hamiAnnotations\": false, \"demand\": [{\"memoryPercent\": "
+                  "100, \"cores\": 100}, {\"memory\": 2048, \"weight\": 3}]}",
+                  HARNESS_ONE_NODE);
+    harness_expect_open_error("{\"cardpolicy\": \"Spread\"}", "unknown key \"cardpolicy\"");
+    harness_expect_open_error("{\"nodePolicy\": \"FirstFit\"}", NULL);
+    harness_expect_open_error("{\"fragmentationWeight\": -1}", NULL);
+    harness_expect_open_error("{\"demand\": [{\"memoryPercent\": 150}]}", NULL);
+    harness_expect_open_error("[]", NULL);
+    harness_start("{}", HARNESS_ONE_NODE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(cards_are_shared_and_never_overcommitted),
         HARNESS_TEST(reserve_writes_hami_and_kcycle_annotations),
         HARNESS_TEST(type_and_uuid_selection_is_honoured),
+        HARNESS_TEST(args_are_checked),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

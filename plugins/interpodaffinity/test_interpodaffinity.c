@@ -1,7 +1,7 @@
 /* interpodaffinity against the fake host: the index's life through assume, forget and delete
- * events as the plugin receives them one by one, nominated pods in what-if views, bad terms and
- * bad args. kube-scheduler's filtering and scoring cases (affinity_cases.h) and a preemption's
- * victims removed in the what-if view run on the harness in both modes
+ * events as the plugin receives them one by one, nominated pods in what-if views and bad terms.
+ * kube-scheduler's filtering and scoring cases (affinity_cases.h), a preemption's
+ * victims removed in the what-if view and bad args run on the harness in both modes
  * (test_interpodaffinity_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -380,16 +380,6 @@ static void test_bad_terms_are_unresolvable(void **state)
     }
 }
 
-static void test_bad_args(void **state)
-{
-    (void)state;
-    void *other = NULL;
-    assert_int_equal(ops->init(fake_host_api(), "{\"hardPodAffinityWeight\":101}", &other),
-                     -22);
-    assert_int_equal(ops->init(fake_host_api(), "{\"weight\":1}", &other), -22);
-    assert_null(other);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,7 +395,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_skip_when_no_existing_anti_selects_the_pod, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bad_terms_are_unresolvable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

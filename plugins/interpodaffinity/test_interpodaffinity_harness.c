@@ -208,12 +208,20 @@ static void what_if_the_existing_anti_affinity_victim_removed(void **state)
                       NULL, REASON_EXISTING, "ns/guard");
 }
 
+static void bad_args_are_refused(void **state)
+{
+    (void)state;
+    harness_expect_open_error("{\"hardPodAffinityWeight\":101}", NULL);
+    harness_expect_open_error("{\"weight\":1}", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(kube_cases),
         HARNESS_TEST(what_if_the_anti_affinity_victim_removed),
         HARNESS_TEST(what_if_the_existing_anti_affinity_victim_removed),
+        HARNESS_TEST(bad_args_are_refused),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,7 +1,7 @@
 /* noderesources against the fake host: scores on nodes whose requests are set past their
- * allocatable or that Filter would refuse, kube's broken linear function, args checking, and a
- * per-node path that never reads the pod again. kube's Fit cases with their reasons and the
- * scoring strategies run on the harness in both modes (test_noderesources_harness.c). */
+ * allocatable or that Filter would refuse, kube's broken linear function, and a per-node path
+ * that never reads the pod again. kube's Fit cases with their reasons, the scoring strategies
+ * and the args run on the harness in both modes (test_noderesources_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -329,125 +329,6 @@ static void balanced_caps_fraction_at_one(void **state)
     assert_int_equal(score_on(&pod, &node), 50);
 }
 
-/* Args ----------------------------------------------------------------------------------- */
-
-static void args_empty_or_missing_mean_defaults(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    scoring_node(&node);
-    pod_with(&pod, 1000, 3000);
-    const char *variants[] = {NULL, "", "{}", "{\"scoringStrategy\": {}}"};
-    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
-        assert_int_equal(start(variants[i]), 0);
-        assert_int_equal(score_on(&pod, &node), 40);
-        ops->fini(self);
-        self = NULL;
-    }
-    assert_int_equal(fake_host.log_count, 0);
-}
-
-static void args_good_full_configuration_accepted(void **state)
-{
-    static const char args[] =
-        "{\"scoringStrategy\": {\"type\": \"MostAllocated\", \"resources\": ["
-        "{\"name\": \"cpu\", \"weight\": 2}, {\"name\": \"memory\", \"weight\": 1}]},"
-        " \"balancedAllocation\": {\"enabled\": true, \"resources\": ["
-        "{\"name\": \"cpu\", \"weight\": 1}, {\"name\": \"memory\"}]},"
-        " \"ignoredResources\": [\"example.com/foo\"],"
-        " \"ignoredResourceGroups\": [\"vendor.io\"]}";
-    kc_pod pod;
-    kc_node node;
-    assert_int_equal(start(args), 0);
-    assert_int_equal(fake_host.log_count, 0);
-    scoring_node(&node);
-    fake_node_set_requested(&node, "memory", 1000);
-    pod_with(&pod, 1000, 4000);
-    /* Most: cpu 50*2, memory 50 -> 50. Balanced 100. (50+100)/2 */
-    assert_int_equal(score_on(&pod, &node), 75);
-}
-
-static void expect_rejected(const char *args, const char *fragment)
-{
-    fake_host.log_count = 0;
-    void *plugin = (void *)0x1;
-    assert_int_equal(ops->init(fake_host_api(), args, &plugin), -22);
-    assert_int_equal(fake_host.log_count, 1);
-    assert_int_equal(fake_host.last_log_level, KC_LOG_ERROR);
-    assert_non_null(strstr(fake_host.last_log, "noderesources: args: "));
-    if (strstr(fake_host.last_log, fragment) == NULL)
-        fail_msg("log \"%s\" lacks \"%s\"", fake_host.last_log, fragment);
-}
-
-static void args_unknown_strategy_rejected_with_message(void **state)
-{
-    expect_rejected("{\"scoringStrategy\": {\"type\": \"Balanced\"}}",
-                    "scoringStrategy.type \"Balanced\" is not supported; expected "
-                    "\"LeastAllocated\", \"MostAllocated\" or \"RequestedToCapacityRatio\"");
-    expect_rejected("{\"scoringStrategy\": {\"type\": 3}}", "scoringStrategy.type");
-}
-
-/* Kube defaults weight 0 (and a missing weight) to 1, then requires 1..100. */
-static void args_weight_zero_means_one(void **state)
-{
-    kc_pod pod;
-    kc_node node;
-    scoring_node(&node);
-    pod_with(&pod, 1000, 3000);
-    assert_int_equal(start("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
-                           "\"weight\": 0}, {\"name\": \"memory\", \"weight\": 3}]}}"),
-                     0);
-    /* (50*1 + 30*3) / 4 = 35 */
-    assert_int_equal(score_on(&pod, &node), 35);
-    ops->fini(self);
-    self = NULL;
-    assert_int_equal(start("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\"}, "
-                           "{\"name\": \"memory\", \"weight\": 3}]}}"),
-                     0);
-    assert_int_equal(score_on(&pod, &node), 35);
-}
-
-static void args_weight_out_of_range_rejected(void **state)
-{
-    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
-                    "\"weight\": 101}]}}",
-                    "scoringStrategy.resources[0].weight of \"cpu\" is 101; expected 1 to 100");
-    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
-                    "\"weight\": -1}]}}",
-                    "is -1");
-    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
-                    "\"weight\": 1.5}]}}",
-                    "weight must be an integer");
-    expect_rejected("{\"balancedAllocation\": {\"resources\": [{\"name\": \"cpu\", "
-                    "\"weight\": 2}]}}",
-                    "balancedAllocation.resources[0].weight of \"cpu\" is 2; expected 1");
-}
-
-static void args_malformed_rejected_with_message(void **state)
-{
-    expect_rejected("{\"scoringStrategy\": ", "invalid JSON at line 1");
-    expect_rejected("[1, 2]", "expected a JSON object");
-    expect_rejected("{\"scoringStrategies\": {}}", "unknown key \"scoringStrategies\"");
-    expect_rejected("{\"scoringStrategy\": {\"typo\": 1}}", "unknown key \"typo\" in "
-                                                            "scoringStrategy");
-    expect_rejected("{\"scoringStrategy\": []}", "scoringStrategy must be an object");
-    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"weight\": 1}]}}",
-                    "resources[0].name must be a non-empty resource name");
-    expect_rejected("{\"scoringStrategy\": {\"resources\": [\"cpu\"]}}",
-                    "scoringStrategy.resources[0] must be an object");
-    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\"}, "
-                    "{\"name\": \"cpu\"}]}}",
-                    "lists \"cpu\" twice");
-    expect_rejected("{\"balancedAllocation\": {\"enabled\": \"yes\"}}",
-                    "balancedAllocation.enabled must be true or false");
-    expect_rejected("{\"ignoredResources\": \"example.com/foo\"}",
-                    "ignoredResources must be a list of strings");
-    expect_rejected("{\"ignoredResources\": [\"\"]}", "ignoredResources[0] must be");
-    expect_rejected("{\"ignoredResourceGroups\": [\"example.com/foo\"]}",
-                    "resource group is the part before '/'");
-}
-
-
 /* RequestedToCapacityRatio ---------------------------------------------------------------- */
 
 /* kube's TestBrokenLinearFunction, read through whole-node scores: a one-resource shape whose
@@ -498,45 +379,6 @@ static void requested_to_capacity_ratio_broken_linear_function(void **state)
     }
 }
 
-static void requested_to_capacity_ratio_args_checked_like_kube(void **state)
-{
-    static const struct {
-        const char *ratio; /* the requestedToCapacityRatio value, or NULL for none */
-        const char *fragment;
-    } cases[] = {
-        {NULL, "requestedToCapacityRatio is required"},
-        {"{\"shape\": []}", "at least one point must be specified"},
-        {"{}", "at least one point must be specified"},
-        {"{\"shape\": [{\"utilization\": 50, \"score\": 1}, {\"utilization\": 50, \"score\": 2}]}",
-         "shape[1].utilization: utilization values must be sorted in increasing order"},
-        {"{\"shape\": [{\"utilization\": 60, \"score\": 1}, {\"utilization\": 50, \"score\": 2}]}",
-         "must be sorted"},
-        {"{\"shape\": [{\"utilization\": 101, \"score\": 1}]}", "not in valid range [0, 100]"},
-        {"{\"shape\": [{\"utilization\": -1, \"score\": 1}]}", "not in valid range [0, 100]"},
-        {"{\"shape\": [{\"utilization\": 10, \"score\": 11}]}",
-         "shape[0].score: 11 not in valid range [0, 10]"},
-        {"{\"shape\": [{\"utilization\": 10, \"weight\": 1}]}", "unknown key \"weight\""},
-        {"{\"shape\": [{\"utilization\": \"10\", \"score\": 1}]}", "must be integers"},
-        {"{\"curve\": []}", "must be an object {\"shape\""},
-    };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char args[512];
-        if (cases[i].ratio != NULL)
-            snprintf(args, sizeof(args),
-                     "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", "
-                     "\"requestedToCapacityRatio\": %s}}",
-                     cases[i].ratio);
-        else
-            snprintf(args, sizeof(args),
-                     "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\"}}");
-        fake_host_reset();
-        self = NULL;
-        assert_int_equal(start(args), -22);
-        assert_null(self);
-        if (strstr(fake_host.last_log, cases[i].fragment) == NULL)
-            fail_msg("case %zu: expected \"%s\" in: %s", i, cases[i].fragment, fake_host.last_log);
-    }
-}
 
 /* kube's fit_test.go cases for ignoredResources / ignoredResourceGroups. */
 static void fit_ignored_resources_table(void **state)
@@ -607,7 +449,6 @@ int main(void)
         TEST(query_refuses_other_abi_major),
         TEST(fit_ignored_resources_table),
         TEST(requested_to_capacity_ratio_broken_linear_function),
-        TEST(requested_to_capacity_ratio_args_checked_like_kube),
         TEST(filter_without_prefilter_state_is_error),
         TEST(prefilter_reads_requests_once_and_nodes_never_read_pod),
         TEST(interleaved_cycles_read_their_own_state),
@@ -618,12 +459,6 @@ int main(void)
         TEST(most_allocated_caps_at_capacity),
         TEST(extended_resource_the_node_lacks_is_not_scored),
         TEST(balanced_caps_fraction_at_one),
-        TEST(args_empty_or_missing_mean_defaults),
-        TEST(args_good_full_configuration_accepted),
-        TEST(args_unknown_strategy_rejected_with_message),
-        TEST(args_weight_zero_means_one),
-        TEST(args_weight_out_of_range_rejected),
-        TEST(args_malformed_rejected_with_message),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

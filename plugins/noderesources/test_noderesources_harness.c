@@ -1,9 +1,9 @@
 /* noderesources on the plugin test harness, in both isolation modes: kube-scheduler's Fit
  * cases (fit_test.go) with kube's reasons, and the scoring strategies (LeastAllocated,
  * MostAllocated, BalancedAllocation, RequestedToCapacityRatio after kube's tests), on a node
- * whose requests come from the pods placed on it, as in a cluster. Args, PreFilter/PreScore
- * state and what needs a node's requests set past its allocatable stay in test_noderesources.c
- * on the fake host. */
+ * whose requests come from the pods placed on it, as in a cluster, and the args. PreFilter/
+ * PreScore state and what needs a node's requests set past its allocatable stay in
+ * test_noderesources.c on the fake host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -288,34 +288,187 @@ static const struct score_case score_cases[] = {
 };
 
 /* The case's node n and a roomy node beside it (the runtime scores only when two nodes are
- * feasible); n's score is read. */
+ * feasible), web-0 evaluated; n's score. */
+static int64_t score_of(const struct score_case *c)
+{
+    char cluster[2048] = "";
+    harness_append(cluster, sizeof(cluster),
+                   "nodes:\n"
+                   "  - {name: n, allocatable: {pods: 110, %s}}\n"
+                   "  - {name: roomy, allocatable: {pods: 110, cpu: 64, memory: 64Gi, "
+                   "ephemeral-storage: 64Gi, nvidia.com/gpu: 8, intel.com/foo: 64, "
+                   "intel.com/bar: 64}}\n"
+                   "pods:\n",
+                   c->allocatable);
+    for (int k = 0; k < 2 && c->placed[k] != NULL; k++)
+        harness_append(cluster, sizeof(cluster), "  - {name: placed-%d, nodeName: n%s%s%s}\n",
+                       k, c->placed[k][0] ? ", requests: {" : "", c->placed[k],
+                       c->placed[k][0] ? "}" : "");
+    harness_append(cluster, sizeof(cluster), "  - {name: web-0%s%s%s}\n",
+                   c->requests[0] ? ", requests: {" : "", c->requests,
+                   c->requests[0] ? "}" : "");
+    harness_start(c->args, cluster);
+    harness_expect_status(c->name, kc_harness_evaluate(harness, "web-0"), KC_SUCCESS);
+    return kc_harness_score(harness, "n");
+}
+
 static void score_table(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof(score_cases) / sizeof(score_cases[0]); i++) {
         const struct score_case *c = &score_cases[i];
-        char cluster[2048] = "";
-        harness_append(cluster, sizeof(cluster),
-                       "nodes:\n"
-                       "  - {name: n, allocatable: {pods: 110, %s}}\n"
-                       "  - {name: roomy, allocatable: {pods: 110, cpu: 64, memory: 64Gi, "
-                       "ephemeral-storage: 64Gi, nvidia.com/gpu: 8, intel.com/foo: 64, "
-                       "intel.com/bar: 64}}\n"
-                       "pods:\n",
-                       c->allocatable);
-        for (int k = 0; k < 2 && c->placed[k] != NULL; k++)
-            harness_append(cluster, sizeof(cluster), "  - {name: placed-%d, nodeName: n%s%s%s}\n",
-                           k, c->placed[k][0] ? ", requests: {" : "", c->placed[k],
-                           c->placed[k][0] ? "}" : "");
-        harness_append(cluster, sizeof(cluster), "  - {name: web-0%s%s%s}\n",
-                       c->requests[0] ? ", requests: {" : "", c->requests,
-                       c->requests[0] ? "}" : "");
-        harness_start(c->args != NULL ? c->args : "{}", cluster);
-        harness_expect_status(c->name, kc_harness_evaluate(harness, "web-0"), KC_SUCCESS);
-        int64_t score = kc_harness_score(harness, "n");
+        int64_t score = score_of(c);
         if (score != c->want)
             fail_msg("%s (%s): score %lld, want %lld", c->name, harness_mode_name(),
                      (long long)score, (long long)c->want);
+    }
+}
+
+/* Args ------------------------------------------------------------------------------------- */
+
+/* kube's "least allocated scores the free fraction" case under args that mean the defaults. */
+static void args_empty_or_missing_mean_defaults(void **state)
+{
+    (void)state;
+    static const char *const variants[] = {NULL, "", "{}", "{\"scoringStrategy\": {}}"};
+    for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
+        const struct score_case c = {"defaults", variants[i], SMALL, {"cpu: 1, memory: 4000"},
+                                     "cpu: 1, memory: 3000", 40};
+        assert_int_equal(score_of(&c), 40);
+        assert_int_equal(kc_harness_log_count(harness), 0);
+    }
+}
+
+static void args_good_full_configuration_accepted(void **state)
+{
+    (void)state;
+    /* Most: cpu 50*2, memory 50 -> 50. Balanced 100. (50+100)/2 */
+    const struct score_case c = {
+        "full configuration",
+        "{\"scoringStrategy\": {\"type\": \"MostAllocated\", \"resources\": ["
+        "{\"name\": \"cpu\", \"weight\": 2}, {\"name\": \"memory\", \"weight\": 1}]},"
+        " \"balancedAllocation\": {\"enabled\": true, \"resources\": ["
+        "{\"name\": \"cpu\", \"weight\": 1}, {\"name\": \"memory\"}]},"
+        " \"ignoredResources\": [\"example.com/foo\"],"
+        " \"ignoredResourceGroups\": [\"vendor.io\"]}",
+        SMALL,
+        {"cpu: 1, memory: 1000"},
+        "cpu: 1, memory: 4000",
+        75};
+    assert_int_equal(score_of(&c), 75);
+    assert_int_equal(kc_harness_log_count(harness), 0);
+}
+
+/* Kube defaults weight 0 (and a missing weight) to 1, then requires 1..100. */
+static void args_weight_zero_means_one(void **state)
+{
+    (void)state;
+    /* (50*1 + 30*3) / 4 = 35 */
+    const struct score_case zero = {
+        "weight 0", "{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", \"weight\": 0}, "
+                    "{\"name\": \"memory\", \"weight\": 3}]}}",
+        SMALL, {"cpu: 1, memory: 4000"}, "cpu: 1, memory: 3000", 35};
+    assert_int_equal(score_of(&zero), 35);
+    const struct score_case missing = {
+        "no weight", "{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\"}, "
+                     "{\"name\": \"memory\", \"weight\": 3}]}}",
+        SMALL, {"cpu: 1, memory: 4000"}, "cpu: 1, memory: 3000", 35};
+    assert_int_equal(score_of(&missing), 35);
+}
+
+/* init refuses args with one error line of the plugin's, naming what is wrong. */
+static void expect_rejected(const char *args, const char *fragment)
+{
+    const char *error =
+        harness_expect_open_error(args, "the plugin logged: ERROR noderesources: args: ");
+    if (strstr(error, fragment) == NULL)
+        fail_msg("%s: error \"%s\" lacks \"%s\"", harness_mode_name(), error, fragment);
+}
+
+static void args_unknown_strategy_rejected_with_message(void **state)
+{
+    (void)state;
+    expect_rejected("{\"scoringStrategy\": {\"type\": \"Balanced\"}}",
+                    "scoringStrategy.type \"Balanced\" is not supported; expected "
+                    "\"LeastAllocated\", \"MostAllocated\" or \"RequestedToCapacityRatio\"");
+    expect_rejected("{\"scoringStrategy\": {\"type\": 3}}", "scoringStrategy.type");
+}
+
+static void args_weight_out_of_range_rejected(void **state)
+{
+    (void)state;
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": 101}]}}",
+                    "scoringStrategy.resources[0].weight of \"cpu\" is 101; expected 1 to 100");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": -1}]}}",
+                    "is -1");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": 1.5}]}}",
+                    "weight must be an integer");
+    expect_rejected("{\"balancedAllocation\": {\"resources\": [{\"name\": \"cpu\", "
+                    "\"weight\": 2}]}}",
+                    "balancedAllocation.resources[0].weight of \"cpu\" is 2; expected 1");
+}
+
+static void args_malformed_rejected_with_message(void **state)
+{
+    (void)state;
+    expect_rejected("{\"scoringStrategy\": ", "invalid JSON at line 1");
+    expect_rejected("[1, 2]", "expected a JSON object");
+    expect_rejected("{\"scoringStrategies\": {}}", "unknown key \"scoringStrategies\"");
+    expect_rejected("{\"scoringStrategy\": {\"typo\": 1}}", "unknown key \"typo\" in "
+                                                            "scoringStrategy");
+    expect_rejected("{\"scoringStrategy\": []}", "scoringStrategy must be an object");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"weight\": 1}]}}",
+                    "resources[0].name must be a non-empty resource name");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [\"cpu\"]}}",
+                    "scoringStrategy.resources[0] must be an object");
+    expect_rejected("{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\"}, "
+                    "{\"name\": \"cpu\"}]}}",
+                    "lists \"cpu\" twice");
+    expect_rejected("{\"balancedAllocation\": {\"enabled\": \"yes\"}}",
+                    "balancedAllocation.enabled must be true or false");
+    expect_rejected("{\"ignoredResources\": \"example.com/foo\"}",
+                    "ignoredResources must be a list of strings");
+    expect_rejected("{\"ignoredResources\": [\"\"]}", "ignoredResources[0] must be");
+    expect_rejected("{\"ignoredResourceGroups\": [\"example.com/foo\"]}",
+                    "resource group is the part before '/'");
+}
+
+static void requested_to_capacity_ratio_args_checked_like_kube(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *ratio; /* the requestedToCapacityRatio value, or NULL for none */
+        const char *fragment;
+    } ratio_cases[] = {
+        {NULL, "requestedToCapacityRatio is required"},
+        {"{\"shape\": []}", "at least one point must be specified"},
+        {"{}", "at least one point must be specified"},
+        {"{\"shape\": [{\"utilization\": 50, \"score\": 1}, {\"utilization\": 50, \"score\": 2}]}",
+         "shape[1].utilization: utilization values must be sorted in increasing order"},
+        {"{\"shape\": [{\"utilization\": 60, \"score\": 1}, {\"utilization\": 50, \"score\": 2}]}",
+         "must be sorted"},
+        {"{\"shape\": [{\"utilization\": 101, \"score\": 1}]}", "not in valid range [0, 100]"},
+        {"{\"shape\": [{\"utilization\": -1, \"score\": 1}]}", "not in valid range [0, 100]"},
+        {"{\"shape\": [{\"utilization\": 10, \"score\": 11}]}",
+         "shape[0].score: 11 not in valid range [0, 10]"},
+        {"{\"shape\": [{\"utilization\": 10, \"weight\": 1}]}", "unknown key \"weight\""},
+        {"{\"shape\": [{\"utilization\": \"10\", \"score\": 1}]}", "must be integers"},
+        {"{\"curve\": []}", "must be an object {\"shape\""},
+    };
+    for (size_t i = 0; i < sizeof(ratio_cases) / sizeof(ratio_cases[0]); i++) {
+        char args[512];
+        if (ratio_cases[i].ratio != NULL)
+            snprintf(args, sizeof(args),
+                     "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", "
+                     "\"requestedToCapacityRatio\": %s}}",
+                     ratio_cases[i].ratio);
+        else
+            snprintf(args, sizeof(args),
+                     "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\"}}");
+        expect_rejected(args, ratio_cases[i].fragment);
     }
 }
 
@@ -325,6 +478,13 @@ int main(void)
         HARNESS_TEST(fit_table),
         HARNESS_TEST(score_table),
         HARNESS_TEST(reasons_accumulate_per_node_for_the_histogram),
+        HARNESS_TEST(args_empty_or_missing_mean_defaults),
+        HARNESS_TEST(args_good_full_configuration_accepted),
+        HARNESS_TEST(args_unknown_strategy_rejected_with_message),
+        HARNESS_TEST(args_weight_zero_means_one),
+        HARNESS_TEST(args_weight_out_of_range_rejected),
+        HARNESS_TEST(args_malformed_rejected_with_message),
+        HARNESS_TEST(requested_to_capacity_ratio_args_checked_like_kube),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

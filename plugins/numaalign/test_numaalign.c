@@ -954,17 +954,6 @@ static void deleting_the_topology_stops_filtering(void **state)
     fake_cycle_clear(&cycle);
 }
 
-static void bad_args_are_refused(void **state)
-{
-    void *other = NULL;
-    assert_int_equal(ops->init(fake_host_api(), "{\"scoringStrategy\": \"Fewest\"}", &other),
-                     -EINVAL);
-    assert_int_equal(ops->init(fake_host_api(), "{\"zones\": 1}", &other), -EINVAL);
-    assert_int_equal(ops->init(fake_host_api(), "{\"unlistedPodGraceSeconds\": -1}", &other),
-                     -EINVAL);
-    assert_null(other);
-}
-
 /* 8 zones of cpu, memory and GPUs: more than the packed view holds, read from the node. */
 static void eight_zone_node_is_read_whole(void **state)
 {
@@ -1047,7 +1036,6 @@ int main(void)
         PLUGIN_TEST(bound_pod_event_before_a_report_listing_it_is_not_charged),
         PLUGIN_TEST(unlisted_charge_ends_after_the_grace_period_without_a_new_report),
         PLUGIN_TEST(deleting_the_topology_stops_filtering),
-        PLUGIN_TEST(bad_args_are_refused),
         PLUGIN_TEST(zone_ids_come_from_zone_names),
         PLUGIN_TEST(eight_zone_node_is_read_whole),
     };

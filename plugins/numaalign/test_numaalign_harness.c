@@ -214,6 +214,14 @@ static void balanced_allocation_scores_within_range(void **state)
     assert_int_equal(score0, score1);
 }
 
+static void bad_args_are_refused(void **state)
+{
+    (void)state;
+    harness_expect_open_error("{\"scoringStrategy\": \"Fewest\"}", NULL);
+    harness_expect_open_error("{\"zones\": 1}", NULL);
+    harness_expect_open_error("{\"unlistedPodGraceSeconds\": -1}", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -226,6 +234,7 @@ int main(void)
         HARNESS_TEST(least_numa_nodes_prefers_one_zone),
         HARNESS_TEST(most_allocated_prefers_the_fuller_zone),
         HARNESS_TEST(balanced_allocation_scores_within_range),
+        HARNESS_TEST(bad_args_are_refused),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

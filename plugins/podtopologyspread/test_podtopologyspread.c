@@ -1,7 +1,7 @@
 /* podtopologyspread against the fake host: the index through assume and forget events, the
- * what-if deltas of a preemption, default constraints ending with their Service, args. kube-
+ * what-if deltas of a preemption, default constraints ending with their Service. kube-
  * scheduler's filtering and scoring cases (spread_cases.h), a domain following its pods deleted
- * and relabelled, and the System default constraints from Services and controllers run on the
+ * and relabelled, the System default constraints and the args run on the
  * harness in both modes (test_podtopologyspread_harness.c). */
 #include <setjmp.h>
 #include <stdbool.h>
@@ -347,59 +347,6 @@ static void test_defaults_end_with_their_service(void **state)
     assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
 }
 
-static void test_defaulting_args(void **state)
-{
-    (void)state;
-    void *other = NULL;
-    /* List without constraints: no defaults */
-    assert_int_equal(ops->init(fake_host_api(), "{\"defaultingType\":\"List\"}", &other), 0);
-    void *saved = self;
-    self = other;
-    kc_pod incoming;
-    default_cluster(&incoming);
-    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
-                                                             "{\"app\":\"web\"}}}");
-    int64_t scores[4];
-    assert_int_equal(default_scores(&incoming, scores), KC_SKIP);
-    ops->fini(other);
-    /* List with a DoNotSchedule hostname constraint: Filter applies it with the selector */
-    other = NULL;
-    assert_int_equal(ops->init(fake_host_api(),
-                               "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\""
-                               ":1,\"topologyKey\":\"" HOST_KEY "\",\"whenUnsatisfiable\":"
-                               "\"DoNotSchedule\"}]}",
-                               &other),
-                     0);
-    self = other;
-    fake_host_reset();
-    default_cluster(&incoming);
-    send_object(KC_EVENT_OBJECT_ADD, "Service", "ns", "web", "{\"spec\":{\"selector\":"
-                                                             "{\"app\":\"web\"}}}");
-    /* hostname counts 2/0/1/0: minimum 0, so a (2 + 1) and x (1 + 1) refuse, b and n fit */
-    assert_int_equal(filter_on(&incoming, 0), KC_UNSCHEDULABLE);
-    assert_int_equal(filter_on(&incoming, 1), KC_SUCCESS);
-    assert_int_equal(filter_on(&incoming, 2), KC_UNSCHEDULABLE);
-    assert_int_equal(filter_on(&incoming, 3), KC_SUCCESS);
-    ops->fini(other);
-    self = saved;
-    static const char *const bad[] = {
-        "{\"defaultingType\":\"Sometimes\"}",
-        "{\"defaultingType\":\"System\",\"defaultConstraints\":[{\"maxSkew\":1,"
-        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
-        "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":0,"
-        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
-        "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":1,"
-        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
-        "\"labelSelector\":{}}]}",
-        "{\"defaultConstraint\":[]}",
-    };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        other = NULL;
-        assert_int_equal(ops->init(fake_host_api(), bad[i], &other), -22);
-        assert_null(other);
-    }
-}
-
 static void test_bad_constraints_are_unresolvable(void **state)
 {
     (void)state;
@@ -566,7 +513,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_what_if_victim_satisfies_spread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_what_if_minimum_follows_the_delta, setup, teardown),
         cmocka_unit_test_setup_teardown(test_defaults_end_with_their_service, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_defaulting_args, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_constraints_are_unresolvable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rollout_with_node_removals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_constraint_of_the_action_hands_nothing, setup,

@@ -344,6 +344,42 @@ static void defaults_merge_selectors(void **state)
     expect_scores("ns/incoming", want);
 }
 
+/* defaultingType List: no constraints means no defaults, even for a pod a Service selects; a
+ * DoNotSchedule constraint of the list is applied with the Service's selector. Bad args are
+ * refused. */
+static void defaulting_args(void **state)
+{
+    (void)state;
+    char pods[512] = "";
+    incoming_pod(pods, sizeof(pods), "incoming", "app: web", NULL);
+    const char *cluster =
+        default_cluster(false, SERVICE("ns", "web", "{selector: {app: web}}"), pods);
+    harness_start("{\"defaultingType\":\"List\"}", cluster);
+    expect_scores("ns/incoming", unscored);
+    harness_start("{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":1,"
+                  "\"topologyKey\":\"" HOST_KEY "\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
+                  cluster);
+    /* hostname counts 2/0/1/0: minimum 0, so a (2 + 1) and x (1 + 1) refuse, b and n fit */
+    static const char *const nodes[4] = {"a", "b", "x", "n"};
+    static const kc_status want[4] = {KC_UNSCHEDULABLE, KC_SUCCESS, KC_UNSCHEDULABLE, KC_SUCCESS};
+    for (int n = 0; n < 4; n++)
+        harness_expect_status(nodes[n], kc_harness_filter(harness, "ns/incoming", nodes[n]),
+                              want[n]);
+    static const char *const bad[] = {
+        "{\"defaultingType\":\"Sometimes\"}",
+        "{\"defaultingType\":\"System\",\"defaultConstraints\":[{\"maxSkew\":1,"
+        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
+        "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":0,"
+        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\"}]}",
+        "{\"defaultingType\":\"List\",\"defaultConstraints\":[{\"maxSkew\":1,"
+        "\"topologyKey\":\"zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+        "\"labelSelector\":{}}]}",
+        "{\"defaultConstraint\":[]}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        harness_expect_open_error(bad[i], NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +390,7 @@ int main(void)
         HARNESS_TEST(defaults_from_a_service),
         HARNESS_TEST(defaults_from_the_controller),
         HARNESS_TEST(defaults_merge_selectors),
+        HARNESS_TEST(defaulting_args),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,7 +1,7 @@
 /* prioritysort against the fake host: what the plugin test harness cannot set up, the queue
- * timestamp (kube's tie-break after priority, before creation), a pod without a namespace, and
- * the descriptor. Priority, creation, namespace/name and the order's totality run on the
- * harness (test_prioritysort_harness.c). */
+ * timestamp (kube's tie-break after priority, before creation), a pod without a namespace, two
+ * pod objects with identical fields, and the descriptor. Priority, creation, namespace/name and
+ * the order's totality run on the harness (test_prioritysort_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,6 +91,17 @@ static void missing_namespace_sorts_as_empty(void **state)
     assert_false(less(&named, &none));
 }
 
+/* Two distinct pod objects with identical fields (a cluster file names a pod once, so the
+ * harness cannot hold two): neither goes before the other. */
+static void identical_pods_are_not_before_each_other(void **state)
+{
+    kc_pod pod, copy;
+    make_pod(&pod, "default", "a", 5, 100, 10);
+    make_pod(&copy, "default", "a", 5, 100, 10);
+    assert_false(less(&pod, &copy));
+    assert_false(less(&copy, &pod));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -98,6 +109,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(equal_priority_earlier_enqueue_goes_first, setup, teardown),
         cmocka_unit_test_setup_teardown(equal_enqueue_earlier_creation_goes_first, setup, teardown),
         cmocka_unit_test_setup_teardown(missing_namespace_sorts_as_empty, setup, teardown),
+        cmocka_unit_test_setup_teardown(identical_pods_are_not_before_each_other, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

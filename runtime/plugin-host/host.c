@@ -658,6 +658,9 @@ static void capture_start(struct plugin_host *h, struct scratch *sc)
     pthread_mutex_lock(&h->log_lock);
     h->log_scratch = sc;
     h->log_count = 0;
+    /* statuses a call that sent no reply kept (a Hello whose scheduler_open failed) point into
+     * a scratch already freed: they are forgotten with it */
+    h->status_count = 0;
     pthread_mutex_unlock(&h->log_lock);
 }
 
@@ -799,11 +802,10 @@ static int queue_reply(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
         break;
     }
     case KCYCLE__V1__QUEUE_CALL__KIND__KIND_PRE_ENQUEUE: {
-        r->status = queue_call_pre_enqueue(&h->sched, pod, &plugin);
+        char why[300];
+        r->status = queue_call_pre_enqueue(&h->sched, pod, why, sizeof(why), &plugin);
         if (plugin != NULL) {
-            char text[300];
-            snprintf(text, sizeof(text), "held by PreEnqueue plugin %s", plugin);
-            r->message = text_or_empty(sc, text);
+            r->message = text_or_empty(sc, why);
             r->plugin = text_or_empty(sc, plugin);
         }
         break;

@@ -567,6 +567,7 @@ static Kcycle__V1__Reply *queue_call(kc_harness *h, Kcycle__V1__QueueCall__Kind 
                                      const char *pod_ref, const char *other_ref)
 {
     h->message[0] = '\0';
+    h->error[0] = '\0'; /* a plugin's KC_ERROR answer leaves it "" (kc_harness_pre_enqueue) */
     struct pod *pod = find_pod(h, pod_ref);
     struct pod *other = pod != NULL && other_ref != NULL ? find_pod(h, other_ref) : NULL;
     if (pod == NULL || (other_ref != NULL && other == NULL))

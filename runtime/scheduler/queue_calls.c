@@ -3,6 +3,7 @@
 #include "queue_calls.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "crash.h"
@@ -23,7 +24,8 @@ int queue_call_less(struct scheduler *s, const struct pod *a, const struct pod *
     return less;
 }
 
-kc_status queue_call_pre_enqueue(struct scheduler *s, const struct pod *pod, const char **plugin)
+kc_status queue_call_pre_enqueue(struct scheduler *s, const struct pod *pod, char *why,
+                                 size_t size, const char **plugin)
 {
     *plugin = NULL;
     scheduler_enter(s);
@@ -33,6 +35,7 @@ kc_status queue_call_pre_enqueue(struct scheduler *s, const struct pod *pod, con
         kc_status st = p->ops.pre_enqueue(p->self, (const kc_pod *)pod);
         crash_leave();
         if (st != KC_SUCCESS) {
+            snprintf(why, size, "held by PreEnqueue plugin %s", p->name);
             *plugin = p->name;
             return st;
         }

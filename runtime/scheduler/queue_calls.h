@@ -11,9 +11,11 @@
  * plugin that answered. */
 int queue_call_less(struct scheduler *s, const struct pod *a, const struct pod *b,
                     const char **plugin);
-/* PreEnqueue of every plugin in order, as the queue runs it: KC_SUCCESS (*plugin NULL), or the
- * first refusal with *plugin the plugin that held the pod. */
-kc_status queue_call_pre_enqueue(struct scheduler *s, const struct pod *pod, const char **plugin);
+/* PreEnqueue of every plugin in order: KC_SUCCESS (*plugin NULL), or the first refusal with
+ * *plugin the plugin that held the pod and why (size bytes) the pod's pending reason. The one
+ * loop scheduler_enqueue and the harness's host both run. */
+kc_status queue_call_pre_enqueue(struct scheduler *s, const struct pod *pod, char *why,
+                                 size_t size, const char **plugin);
 /* group_of: true when a plugin placed the pod in a group (*info and *plugin as
  * group_declared_by), else false. */
 bool queue_call_group_of(struct scheduler *s, const struct pod *pod, kc_group_info *info,

@@ -24,6 +24,7 @@
 #include "monotonic.h"
 #include "pod_fields.h"
 #include "preempt.h"
+#include "queue_calls.h"
 #include "sched_metrics.h"
 
 static struct scheduler *current_scheduler;
@@ -274,16 +275,9 @@ int scheduler_enqueue(struct scheduler *s, struct sched_pod *sp)
     group_unhold(sp); /* group_hold below holds it again if its group still lacks the quorum */
     if (sp->pod->scheduling_gate_count > 0)
         why = gate_reason(sp->pod, buf, sizeof(buf));
-    for (uint32_t i = 0; why == NULL && i < s->fw->phase_count[PHASE_PRE_ENQUEUE]; i++) {
-        struct plugin *p = s->fw->phase[PHASE_PRE_ENQUEUE][i];
-        crash_enter(p->name, "PreEnqueue");
-        kc_status admitted = p->ops.pre_enqueue(p->self, (const kc_pod *)sp->pod);
-        crash_leave();
-        if (admitted != KC_SUCCESS) {
-            snprintf(buf, sizeof(buf), "held by PreEnqueue plugin %s", p->name);
-            why = buf;
-        }
-    }
+    const char *holder = NULL;
+    if (why == NULL && queue_call_pre_enqueue(s, sp->pod, buf, sizeof(buf), &holder) != KC_SUCCESS)
+        why = buf;
     if (why == NULL)
         return group_hold(s, sp) ? 0 : queue_push_active(&s->queue, sp);
     free(sp->reason);

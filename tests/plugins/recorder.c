@@ -14,7 +14,9 @@
  *          pod's namespace (kc_cycle_write_object; empty: no write)
  *   reject_name: with filter: accept, Filter rejects the nodes whose name contains this text
  *          (empty: none), so tests can make plugins disagree about some nodes only
- *   score_by_name: yes: Score is a hash of the node's name (0..100) instead of 50 */
+ *   score_by_name: yes: Score is a hash of the node's name (0..100) instead of 50
+ *   status_on_init: init reports a status of the custom object RecorderInit of this name
+ *          (kc_object_status; empty: none), as a plugin that publishes state at start does */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +100,10 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "write", r->write, sizeof(r->write), "");
     arg(args, "reject_name", r->reject_name, sizeof(r->reject_name), "");
     arg(args, "score_by_name", r->score_by_name, sizeof(r->score_by_name), "no");
+    char status_name[64];
+    arg(args, "status_on_init", status_name, sizeof(status_name), "");
+    if (status_name[0] != '\0')
+        kc_object_status("RecorderInit", NULL, status_name, "{\"init\":true}");
     *self = r;
     return 0;
 }

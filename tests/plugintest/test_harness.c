@@ -3,7 +3,8 @@
  * from this process and from a kcycle-plugin-host child, and SDK 1.2's author functions work in
  * the real host API (args with unknown keys, kc_logf naming the plugin, kc_cycle_delete,
  * kc_node_id, the handle-taking snapshot functions); the queue phases and PostFilter asked of
- * a plugin without them, and a plugin loaded beside it that fails. */
+ * a plugin without them, a PreEnqueue refusal of a plugin beside it, and a plugin loaded
+ * beside it that fails. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -204,12 +205,51 @@ static void queue_phases_and_post_filter_of_a_plugin_without_them(void **state)
     harness_expect_status("no cycle", kc_harness_post_filter(harness, "ml/trainer"), KC_ERROR);
     assert_non_null(strstr(kc_harness_message(harness), "has no evaluation"));
     harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
-    kc_harness_post_filter(harness, "ml/trainer");
+    /* no plugin has PostFilter: the phase runs nothing and answers success, in both modes */
+    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "ml/trainer"),
+                          KC_SUCCESS);
+    assert_string_equal(kc_harness_error(harness), "");
     assert_null(kc_harness_nominated_node(harness));
     assert_int_equal(kc_harness_victim_count(harness), 0);
     assert_null(kc_harness_victim_at(harness, 0));
     assert_null(kc_harness_object_status(harness, "CapacityQueue", "a"));
     harness_expect_status("unknown pod", kc_harness_group_of(harness, "nobody"), KC_ERROR);
+    assert_string_equal(kc_harness_error(harness), "no pod 'nobody' in the cluster");
+}
+
+/* PreEnqueue refusing: the test plugin recorder, loaded beside, holds the pods with the label
+ * "hold"; the refusal names it as the scheduler's pending reason does, and is told apart from a
+ * call that failed (an unknown pod) by kc_harness_error(). */
+static void pre_enqueue_refusal_names_the_plugin_that_held_the_pod(void **state)
+{
+    (void)state;
+    static const char held_cluster[] = "nodes:\n"
+                                       "  - name: cpu\n"
+                                       "    allocatable: {cpu: 8}\n"
+                                       "pods:\n"
+                                       "  - name: held\n"
+                                       "    labels: {hold: 'yes'}\n"
+                                       "  - name: free\n";
+    static const char *const more[] = {KC_RECORDER_PATH, NULL};
+    static const char *const more_args[] = {"{\"hold_label\": \"hold\"}", NULL};
+    char error[512] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .cluster_yaml = held_cluster,
+        .more_plugins = more,
+        .more_args_json = more_args,
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    harness_expect_status("held", kc_harness_pre_enqueue(harness, "held"), KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), "held by PreEnqueue plugin recorder");
+    assert_string_equal(kc_harness_error(harness), "");
+    harness_expect_status("free", kc_harness_pre_enqueue(harness, "free"), KC_SUCCESS);
+    assert_string_equal(kc_harness_message(harness), "");
+    harness_expect_status("unknown", kc_harness_pre_enqueue(harness, "nobody"), KC_ERROR);
+    assert_string_equal(kc_harness_message(harness), "");
     assert_string_equal(kc_harness_error(harness), "no pod 'nobody' in the cluster");
 }
 
@@ -244,6 +284,7 @@ int main(void)
         HARNESS_TEST(unknown_pods_and_nodes_are_errors_not_statuses),
         HARNESS_TEST(queue_phases_and_post_filter_of_a_plugin_without_them),
         HARNESS_TEST(a_plugin_beside_that_does_not_load_fails_open),
+        HARNESS_TEST(pre_enqueue_refusal_names_the_plugin_that_held_the_pod),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

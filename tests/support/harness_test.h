@@ -53,6 +53,35 @@ static inline int harness_teardown(void **state)
     return 0;
 }
 
+/* A one-node cluster for tests that only open a harness (args). */
+#define HARNESS_ONE_NODE "nodes:\n  - {name: n, allocatable: {cpu: 1}}\n"
+
+/* Open with args that init must refuse: the test fails when the open succeeds, or when its
+ * error lacks want (NULL: any error; the error carries the line the plugin logged as
+ * "LEVEL plugin: message"). Returns the error, valid until the next call. */
+static inline const char *harness_expect_open_error(const char *args, const char *want)
+{
+    static char error[2048];
+    kc_harness_close(harness);
+    harness = NULL;
+    error[0] = '\0';
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = args,
+        .cluster_yaml = HARNESS_ONE_NODE,
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) == 0)
+        fail_msg("%s: args %s accepted", harness_mode_name(), args);
+    if (harness != NULL)
+        fail_msg("%s: args %s: a failed open left a harness", harness_mode_name(), args);
+    if (want != NULL && strstr(error, want) == NULL)
+        fail_msg("%s: args %s: error \"%s\" lacks \"%s\"", harness_mode_name(), args, error,
+                 want);
+    return error;
+}
+
 /* Fail with the case's name, the mode and what the harness said. */
 #define harness_expect_status(what, got, want)                                                     \
     do {                                                                                           \

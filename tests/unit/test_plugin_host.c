@@ -33,6 +33,7 @@
 #define MISSING_PATH "/nonexistent/kcycle-test/missing.so"
 #define DEFAULTPREEMPTION_PATH KC_PLUGIN_BUILD_DIR "/defaultpreemption/defaultpreemption.so"
 #define PRIORITYSORT_PATH KC_PLUGIN_BUILD_DIR "/prioritysort/prioritysort.so"
+#define RECORDERHOST_PATH KC_TEST_PLUGIN_DIR "/recorderhost.so"
 
 /* ---- the cluster: 20 nodes of varied capacity, 0..2 running pods on each ---- */
 
@@ -802,6 +803,49 @@ static void harness_calls_in(bool harness)
     client_stop(c);
 }
 
+/* A harness hello whose scheduler_open fails after a plugin's init reported an object status
+ * (two QueueSort plugins refuse the framework after every init ran): the status lived in that
+ * call's scratch, so the next hello's reply must hold its own statuses only. */
+static Kcycle__V1__Reply *harness_hello(struct client *c, const char *status_name, bool twice)
+{
+    char args[96];
+    snprintf(args, sizeof(args), "{\"status_on_init\": \"%s\"}", status_name);
+    const char *names[] = {"recorderhost", "prioritysort", "prioritysort"};
+    const char *paths[] = {RECORDERHOST_PATH, PRIORITYSORT_PATH, PRIORITYSORT_PATH};
+    Kcycle__V1__PluginSpec specs[3], *spec_ptrs[3];
+    for (int i = 0; i < 3; i++) {
+        kcycle__v1__plugin_spec__init(&specs[i]);
+        specs[i].name = (char *)names[i];
+        specs[i].path = (char *)paths[i];
+        specs[i].args_json = i == 0 ? args : (char *)"{}";
+        spec_ptrs[i] = &specs[i];
+    }
+    Kcycle__V1__Hello call = KCYCLE__V1__HELLO__INIT;
+    call.abi_version = KC_ABI_VERSION;
+    call.plugins = spec_ptrs;
+    call.n_plugins = twice ? 3 : 2;
+    call.capture_logs = true;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+    req.hello = &call;
+    return roundtrip(c, &req);
+}
+
+static void test_a_failed_harness_hello_forgets_its_object_statuses(void **state)
+{
+    (void)state;
+    struct client *c = client_start();
+    expect_error(harness_hello(c, "first", true), "both implement QueueSort");
+    Kcycle__V1__Reply *reply = harness_hello(c, "second", false);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_HELLO);
+    assert_int_equal(reply->n_object_statuses, 1);
+    assert_string_equal(reply->object_statuses[0]->kind, "RecorderInit");
+    assert_string_equal(reply->object_statuses[0]->name, "second");
+    assert_string_equal(reply->object_statuses[0]->status_json, "{\"init\":true}");
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    client_stop(c);
+}
+
 static void test_only_a_harness_host_serves_queue_calls_and_records_preemption(void **state)
 {
     (void)state;
@@ -1107,6 +1151,7 @@ int main(void)
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
+        cmocka_unit_test(test_a_failed_harness_hello_forgets_its_object_statuses),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed;

@@ -46,9 +46,11 @@ typedef struct kc_harness_options {
     /* More plugins loaded beside the one under test, in the same host or process and after
      * it, as the scheduler would run them together: e.g. the Filter plugins a PostFilter's
      * kc_filter_what_if needs (noderesources for a preemption). A NULL-terminated list of .so
-     * paths, or NULL; more_args_json[i] their args (NULL or a NULL entry: "{}"). Scores,
-     * kc_harness_less and group names are still those of the plugin under test, reasons and
-     * log lines those of all. */
+     * paths, or NULL; more_args_json[i] their args (NULL or a NULL entry: "{}"). Scores are
+     * still those of the plugin under test; reasons and log lines are those of all. As in the
+     * scheduler, kc_harness_less asks the one plugin loaded that implements QueueSort (two
+     * refuse the open), kc_harness_group_of the first plugin, in load order, that places the
+     * pod in a group, and kc_harness_pre_enqueue each plugin with PreEnqueue in load order. */
     const char *const *more_plugins;
     const char *const *more_args_json;
 } kc_harness_options;
@@ -141,7 +143,10 @@ KC_API const char *kc_harness_victim_at(kc_harness *harness, uint32_t index);
  * could not be made (no QueueSort plugin, an unknown pod: kc_harness_error()). */
 KC_API int kc_harness_less(kc_harness *harness, const char *pod_a, const char *pod_b);
 /* PreEnqueue of the plugins in order: KC_SUCCESS when the pod may enter the queue, else the
- * first refusal, with kc_harness_message() naming the plugin that held it. */
+ * first refusal, with kc_harness_message() naming the plugin that held it ("held by PreEnqueue
+ * plugin NAME", the pod's pending reason in the scheduler) and kc_harness_error() "". KC_ERROR
+ * with kc_harness_error() not "" (and kc_harness_message() "") is a call that could not be
+ * made (an unknown pod, a host that died), not a plugin's answer. */
 KC_API kc_status kc_harness_pre_enqueue(kc_harness *harness, const char *pod);
 /* group_of: KC_SUCCESS when a plugin placed the pod in a pod group (kc_harness_group_name,
  * kc_harness_group_min_member), KC_SKIP when none did, KC_ERROR when the call failed. */
