@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1237,10 +1238,32 @@ static void group_undo(struct plugin_host *h, struct evaluated **assumed, size_t
     h->sched.cache.generation = generation;
 }
 
+/* The index of a member whose pod has the uid of one before it, or -1. The members' tentative
+ * assumptions are undone by pod (group_undo), and the replica keeps one evaluation per uid:
+ * a repeated uid would undo a member whose evaluation the repeat already replaced and freed. */
+static ptrdiff_t group_repeated_member(const Kcycle__V1__EvaluateGroup *g)
+{
+    for (size_t k = 1; k < g->n_members; k++) {
+        const Kcycle__V1__Pod *pod = g->members[k]->pod;
+        if (pod == NULL || pod->uid == NULL)
+            continue; /* refused by evaluate_pod, before anything is assumed */
+        for (size_t i = 0; i < k; i++) {
+            const Kcycle__V1__Pod *before = g->members[i]->pod;
+            if (before != NULL && before->uid != NULL && strcmp(before->uid, pod->uid) == 0)
+                return (ptrdiff_t)k;
+        }
+    }
+    return -1;
+}
+
 static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__EvaluateGroup *g,
                                 Kcycle__V1__Reply *reply, struct scratch *sc)
 {
     struct scheduler *s = &h->sched;
+    ptrdiff_t repeated = group_repeated_member(g);
+    if (repeated >= 0)
+        return reply_error(reply, sc, "evaluate_group: member %td repeats the pod %s", repeated,
+                           g->members[repeated]->pod->uid);
     drop_unchosen(h);
     size_t n = g->n_members;
     Kcycle__V1__EvaluateGroupReply *out = scratch_alloc(sc, sizeof(*out));
