@@ -1168,24 +1168,12 @@ static int32_t host_pick(const Kcycle__V1__EvaluateReply *r, const int64_t *weig
         const Kcycle__V1__PluginScores *ps = r->scores[k];
         if (ps->plugin >= weight_count || ps->n_scores != found)
             continue;
-        for (size_t i = 0; i < found; i++) {
-            int64_t score = ps->scores[i];
-            totals[i] += (score < 0 ? 0 : score > 100 ? 100 : score) * weights[ps->plugin];
-        }
+        for (size_t i = 0; i < found; i++)
+            totals[i] += scheduler_score_clamped(ps->scores[i]) * weights[ps->plugin];
     }
     if (found == 1)
         return (int32_t)r->feasible[0]; /* the scheduler draws nothing for one node */
-    size_t best = 0, ties = 1;
-    for (size_t i = 1; i < found; i++) {
-        if (totals[i] > totals[best]) {
-            best = i;
-            ties = 1;
-        } else if (totals[i] == totals[best]) {
-            ties++;
-            if (scheduler_random_next(rng) % ties == 0)
-                best = i;
-        }
-    }
+    uint32_t best = scheduler_best_total(totals, (uint32_t)found, rng);
     *total = totals[best];
     return (int32_t)r->feasible[best];
 }

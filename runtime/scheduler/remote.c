@@ -1111,8 +1111,7 @@ static void add_scores(struct scheduler *s, const struct remote_host *h,
         for (size_t i = 0; i < e->n_feasible && j < found; i++) {
             if (e->feasible[i] != s->feasible[j]->index)
                 continue;
-            int64_t score = ps->scores[i];
-            s->totals[j++] += (score < 0 ? 0 : score > 100 ? 100 : score) * weight;
+            s->totals[j++] += scheduler_score_clamped(ps->scores[i]) * weight;
         }
     }
 }
@@ -1208,6 +1207,30 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
                       uint32_t candidate_count, Kcycle__V1__Reply **replies,
                       Kcycle__V1__Reply *shell);
 
+/* The one host of fw that filters and scores, when no other host does and nothing in process
+ * scores: its choice of node is then the scheduler's (Evaluate.pick). NULL otherwise. */
+static struct remote_host *sole_evaluator(const struct framework *fw)
+{
+    struct remote_host *only = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        if (!(fw->hosts[k]->phases & EVALUATE_PHASES))
+            continue;
+        if (only != NULL)
+            return NULL;
+        only = fw->hosts[k];
+    }
+    if (fw->phase_count[PHASE_SCORE] > 0 || fw->phase_count[PHASE_PRE_SCORE] > 0)
+        return NULL;
+    return only;
+}
+
+/* Whether h may be asked to pick: not when the decision log (debug level) wants every node's
+ * scores, nor with more plugins than the weights the request carries. */
+static bool host_may_pick(const struct remote_host *h)
+{
+    return log_level() < KC_LOG_DEBUG && h->plugin_count <= FRAMEWORK_MAX_PLUGINS;
+}
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
@@ -1246,16 +1269,11 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     ev.candidates = all ? NULL : (uint32_t *)candidates;
     ev.want = evaluating == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
-    /* the one host filters every node and nothing scores here: it can pick (the decision log
-     * at debug level wants every node's scores) */
+    /* the one host filters every node and nothing scores here: it can pick */
     r->pick.valid = false;
     int64_t weights[FRAMEWORK_MAX_PLUGINS];
-    const struct remote_host *evaluator = NULL;
-    for (uint32_t k = 0; k < fw->host_count; k++)
-        if (fw->hosts[k]->phases & EVALUATE_PHASES)
-            evaluator = fw->hosts[k];
-    if (candidates == NULL && evaluating == 1 && fw->phase_count[PHASE_SCORE] == 0 &&
-        fw->phase_count[PHASE_PRE_SCORE] == 0 && log_level() < KC_LOG_DEBUG && evaluator->plugin_count <= FRAMEWORK_MAX_PLUGINS) {
+    struct remote_host *evaluator = sole_evaluator(fw);
+    if (candidates == NULL && evaluator != NULL && host_may_pick(evaluator)) {
         for (uint32_t i = 0; i < evaluator->plugin_count; i++)
             weights[i] = evaluator->plugins[i]->weight;
         ev.pick = true;
@@ -2254,20 +2272,11 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
  * runs there (their effects would come after the members that follow were evaluated). */
 static struct remote_host *group_host(const struct scheduler *s, const struct framework *fw)
 {
-    struct remote_host *only = NULL;
-    for (uint32_t k = 0; k < fw->host_count; k++) {
-        struct remote_host *h = fw->hosts[k];
-        if (!(h->phases & EVALUATE_PHASES))
-            continue;
-        if (only != NULL)
-            return NULL;
-        only = h;
-    }
+    struct remote_host *only = sole_evaluator(fw);
     uint32_t later = KCYCLE__V1__PHASE__PHASE_RESERVE | KCYCLE__V1__PHASE__PHASE_PERMIT;
     if (only == NULL || (only->phases & later) || only->state != REMOTE_UP ||
-        fw->phase_count[PHASE_FILTER] > 0 || fw->phase_count[PHASE_SCORE] > 0 ||
-        fw->phase_count[PHASE_PRE_SCORE] > 0 ||
-        s->cache.node_count == 0 || s->nominations.count > 0)
+        fw->phase_count[PHASE_FILTER] > 0 || s->cache.node_count == 0 ||
+        s->nominations.count > 0)
         return NULL; /* nominated pods go with each member's own Evaluate (Evaluate.nominated) */
     return only;
 }
@@ -2330,7 +2339,7 @@ static bool group_send(struct scheduler *s)
         ev->start = s->next_start_node % n;
         ev->want = scheduler_nodes_to_find(s, n);
         ev->score = true;
-        ev->pick = log_level() < KC_LOG_DEBUG; /* as remote_evaluate asks */
+        ev->pick = host_may_pick(h); /* as remote_evaluate asks */
         list[encoded] = ev;
         b->uids[encoded] = pod->uid;
     }

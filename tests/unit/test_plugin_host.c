@@ -870,6 +870,7 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
     assert_int_equal(g->n_starts, GROUP_SIZE);
 
     uint32_t start = ROTATION;
+    uint64_t rng = call.rng;
     int placed = 0;
     for (int k = 0; k < GROUP_SIZE; k++) {
         assert_int_equal(g->starts[k], start);
@@ -897,6 +898,17 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
                 chosen_total = t;
         }
         assert_int_equal(chosen_total, best);
+        /* the very node the scheduler's selection picks, its ties broken by the group's
+         * generator as the scheduler's would be, member after member */
+        if (want->n_feasible > 1) {
+            int64_t totals[NODE_COUNT];
+            for (size_t i = 0; i < want->n_feasible; i++)
+                totals[i] = total_of(want, i);
+            uint32_t pick = scheduler_best_total(totals, (uint32_t)want->n_feasible, &rng);
+            assert_int_equal(g->chosen[k], (int32_t)want->feasible[pick]);
+        }
+        if (k == 1)
+            assert_true(got->rng == rng); /* where the scheduler's generator goes on from */
         if (k == 1) {
             assert_true(got->picked);
             assert_int_equal(got->n_feasible, 0);
