@@ -2142,10 +2142,11 @@ static int64_t now_us(void)
  * one request to the next (a member may be slower than those measured so far); at least 1. */
 static uint32_t group_chunk(const struct remote *r, const struct remote_host *h, uint32_t rest)
 {
-    uint64_t chunk = h->group_chunk_last == 0 ? REMOTE_GROUP_FIRST : 2 * (uint64_t)h->group_chunk_last;
+    uint64_t chunk =
+        h->group_chunk_last == 0 ? REMOTE_GROUP_FIRST : 2 * (uint64_t)h->group_chunk_last;
     if (h->group_member_us > 0) {
-        uint64_t fit = (uint64_t)r->timeout_ms * 1000 / GROUP_DEADLINE_SHARE /
-                       (uint64_t)h->group_member_us;
+        uint64_t fit =
+            (uint64_t)r->timeout_ms * 1000 / GROUP_DEADLINE_SHARE / (uint64_t)h->group_member_us;
         chunk = fit < chunk ? fit : chunk;
     }
     chunk = chunk < REMOTE_GROUP_CHUNK ? chunk : REMOTE_GROUP_CHUNK;
@@ -2275,8 +2276,7 @@ static struct remote_host *group_host(const struct scheduler *s, const struct fr
     struct remote_host *only = sole_evaluator(fw);
     uint32_t later = KCYCLE__V1__PHASE__PHASE_RESERVE | KCYCLE__V1__PHASE__PHASE_PERMIT;
     if (only == NULL || (only->phases & later) || only->state != REMOTE_UP ||
-        fw->phase_count[PHASE_FILTER] > 0 || s->cache.node_count == 0 ||
-        s->nominations.count > 0)
+        fw->phase_count[PHASE_FILTER] > 0 || s->cache.node_count == 0 || s->nominations.count > 0)
         return NULL; /* nominated pods go with each member's own Evaluate (Evaluate.nominated) */
     return only;
 }

@@ -977,7 +977,8 @@ static void test_group_with_a_repeated_member_is_refused(void **state)
     req.evaluate_group = &call;
     Kcycle__V1__Reply *reply = roundtrip(c, &req);
     expect_error(reply, "member 2 repeats the pod"); /* frees the reply */
-    call.n_members = 2; /* twin, other */
+    /* twin and other only */
+    call.n_members = 2;
     reply = roundtrip(c, &req);
     expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP);
     assert_int_equal(reply->evaluate_group->n_members, 2);
