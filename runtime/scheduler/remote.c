@@ -2137,10 +2137,10 @@ static int64_t now_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* How many of `rest` members h's next group request carries: as many as h's slowest measured
- * member time lets fit in a quarter of the timeout, starting small and at most doubling from
- * one request to the next (a member may be slower than those measured so far); at least 1. */
-static uint32_t group_chunk(const struct remote *r, const struct remote_host *h, uint32_t rest)
+/* How many members h's next group request may carry: as many as h's slowest measured member
+ * time lets fit in a quarter of the timeout, starting small and at most doubling from one
+ * request to the next (a member may be slower than those measured so far); at least 1. */
+static uint32_t group_chunk(const struct remote *r, const struct remote_host *h)
 {
     uint64_t chunk =
         h->group_chunk_last == 0 ? REMOTE_GROUP_FIRST : 2 * (uint64_t)h->group_chunk_last;
@@ -2150,18 +2150,17 @@ static uint32_t group_chunk(const struct remote *r, const struct remote_host *h,
         chunk = fit < chunk ? fit : chunk;
     }
     chunk = chunk < REMOTE_GROUP_CHUNK ? chunk : REMOTE_GROUP_CHUNK;
-    chunk = chunk < rest ? chunk : rest;
     return chunk > 0 ? (uint32_t)chunk : 1;
 }
 
-/* A group request of `count` members took `took` us (the whole deadline when it failed): the
- * slowest member time seen lasts, decaying by half toward faster ones so that one stall does
- * not keep requests small for good. */
-static void group_measured(struct remote_host *h, uint32_t count, int64_t took)
+/* A group request of `count` members, sized for `chunk`, took `took` us (a failed one counts
+ * as one member that took the whole deadline): the slowest member time seen lasts, decaying by
+ * half toward faster ones so that one stall does not keep requests small for good. */
+static void group_measured(struct remote_host *h, uint32_t count, uint32_t chunk, int64_t took)
 {
     int64_t per = took / (count > 0 ? count : 1);
     h->group_member_us = per >= h->group_member_us ? per : (h->group_member_us + per) / 2;
-    h->group_chunk_last = count;
+    h->group_chunk_last = chunk; /* a group's last few members do not shrink the next group's */
 }
 
 /* The current request's answer and what indexes it. */
@@ -2317,7 +2316,8 @@ static bool group_send(struct scheduler *s)
     struct remote_group_batch *b = &r->group;
     struct remote_host *h = b->host;
     group_drop_answer(b);
-    uint32_t count = group_chunk(r, h, b->rest_count);
+    uint32_t chunk = group_chunk(r, h);
+    uint32_t count = b->rest_count < chunk ? b->rest_count : chunk;
     uint32_t n = s->cache.node_count;
     if (h->state != REMOTE_UP || n == 0) {
         group_drop(r);
@@ -2360,7 +2360,10 @@ static bool group_send(struct scheduler *s)
         req.evaluate_group = &group;
         int64_t sent = now_us();
         reply = round_trip(s, h, &req);
-        group_measured(h, reply != NULL ? count : 1, now_us() - sent);
+        if (reply != NULL)
+            group_measured(h, count, chunk, now_us() - sent);
+        else
+            group_measured(h, 1, 1, now_us() - sent);
         r->group_requests++;
         h->group_requests++;
     }
