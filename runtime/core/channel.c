@@ -9,7 +9,9 @@
 #include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,13 +37,41 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The cores this process may run on (its affinity mask: taskset, a cgroup's cpuset). */
+/* The whole cores a cgroup v2 CPU quota (cpu.max of the process's cgroup: "QUOTA PERIOD" or
+ * "max PERIOD") allows at once, or LONG_MAX without a quota or a readable cgroup. A container
+ * limited to one core's time has one usable core whatever its affinity mask says. */
+static long quota_cores(void)
+{
+    FILE *f = fopen("/proc/self/cgroup", "re");
+    if (f == NULL)
+        return LONG_MAX;
+    char line[512], path[600];
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f) != NULL)
+        found = strncmp(line, "0::", 3) == 0;
+    fclose(f);
+    if (!found)
+        return LONG_MAX;
+    line[strcspn(line, "\n")] = '\0';
+    snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max", line + 3);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return LONG_MAX;
+    long quota = 0, period = 0;
+    int got = fscanf(f, "%ld %ld", &quota, &period);
+    fclose(f);
+    return got == 2 && quota > 0 && period > 0 ? quota / period : LONG_MAX;
+}
+
+/* The cores this process may run on at once: its affinity mask (taskset, a cgroup's cpuset)
+ * and its cgroup's CPU quota. */
 static long usable_cores(void)
 {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        return CPU_COUNT(&set);
-    return sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                              : sysconf(_SC_NPROCESSORS_ONLN);
+    long quota = quota_cores();
+    return quota < cores ? quota : cores;
 }
 
 /* The spin in nanoseconds: KCYCLE_CHANNEL_SPIN_US (0 turns it off) or the default; 0 with one
@@ -66,9 +96,18 @@ static int64_t spin_ns(void)
     return v;
 }
 
+int64_t channel_spin_ns(void)
+{
+    return spin_ns();
+}
+
 /* The spin adapts as haltpoll does: one that saw the message come doubles the next one (up to
- * the configured spin), one that ran out halves it, down to a single look. On a loaded machine,
- * where the peer is off the CPU and a spin only burns time, it shrinks within a few messages. */
+ * the configured spin), one that ran out halves it, down to SPIN_FLOOR_NS (several looks, so a
+ * shrunk spin still sees a quick peer and grows again). On a loaded machine, where the peer is
+ * off the CPU and a spin only burns time, it shrinks within a few messages. A message that
+ * came, after a spin ran out, sooner than the configured spin would have waited restores the
+ * whole spin (spin_waited): the wait, not a single look, says whether spinning pays. */
+#define SPIN_FLOOR_NS 2000
 static _Atomic int64_t spin_budget_ns = -1;
 
 /* Poll without sleeping for up to the spin: true as soon as one of events is ready (or the
@@ -85,14 +124,24 @@ static bool spin_for(int fd, short events)
     do {
         struct pollfd p = {.fd = fd, .events = events};
         if (poll(&p, 1, 0) > 0) {
-            int64_t grown = budget < 1000 ? 2000 : budget * 2;
+            int64_t grown = budget < SPIN_FLOOR_NS ? SPIN_FLOOR_NS : budget * 2;
             atomic_store_explicit(&spin_budget_ns, grown > spin ? spin : grown,
                                   memory_order_relaxed);
             return true;
         }
     } while (now_ns() - start < budget);
-    atomic_store_explicit(&spin_budget_ns, budget / 2, memory_order_relaxed);
+    int64_t halved = budget / 2 < SPIN_FLOOR_NS ? SPIN_FLOOR_NS : budget / 2;
+    atomic_store_explicit(&spin_budget_ns, halved > spin ? spin : halved, memory_order_relaxed);
     return false;
+}
+
+/* After a spin that ran out, the message came `since` ns after the spin began: within the
+ * configured spin, a whole spin would have caught it awake, so the next one spins in full. */
+static void spin_waited(int64_t since)
+{
+    int64_t spin = spin_ns();
+    if (spin > 0 && since <= spin)
+        atomic_store_explicit(&spin_budget_ns, spin, memory_order_relaxed);
 }
 
 int64_t channel_now_ms(void)
@@ -247,6 +296,7 @@ static ssize_t recv_record(struct channel *c, struct iovec *iov, int iov_count, 
 {
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iov_count};
     bool spun = false;
+    int64_t spin_started = 0;
     for (;;) {
         ssize_t n = recvmsg(c->fd, &msg, MSG_DONTWAIT);
         if (n > 0) {
@@ -264,12 +314,17 @@ static ssize_t recv_record(struct channel *c, struct iovec *iov, int iov_count, 
             return -errno;
         if (!spun) {
             spun = true; /* once per record: a second EAGAIN sleeps */
+            spin_started = now_ns();
             if (spin_for(c->fd, POLLIN))
                 continue;
         }
         int rc = wait_for(c, POLLIN, deadline_ms);
         if (rc < 0)
             return rc;
+        if (spin_started > 0) {
+            spin_waited(now_ns() - spin_started);
+            spin_started = 0;
+        }
     }
 }
 
@@ -313,11 +368,14 @@ int channel_recv(struct channel *c, size_t max_bytes, int64_t deadline_ms, const
 
 int channel_wait(const struct channel *c, int timeout_ms)
 {
+    int64_t spin_started = now_ns();
     if (timeout_ms != 0 && spin_for(c->fd, POLLIN))
         return 1;
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
     int n = poll(&p, 1, timeout_ms);
     if (n < 0)
         return errno == EINTR ? 0 : -errno;
+    if (n > 0 && timeout_ms != 0)
+        spin_waited(now_ns() - spin_started);
     return n > 0 ? 1 : 0;
 }

@@ -59,4 +59,8 @@ int channel_wait(const struct channel *c, int timeout_ms);
 
 int64_t channel_now_ms(void);
 
+/* The receive spin this process uses, in ns (0: off), decided once from its usable cores and
+ * KCYCLE_CHANNEL_SPIN_US: a process that pins itself to one core later keeps it. */
+int64_t channel_spin_ns(void);
+
 #endif

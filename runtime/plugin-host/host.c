@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1169,24 +1170,12 @@ static int32_t host_pick(const Kcycle__V1__EvaluateReply *r, const int64_t *weig
         const Kcycle__V1__PluginScores *ps = r->scores[k];
         if (ps->plugin >= weight_count || ps->n_scores != found)
             continue;
-        for (size_t i = 0; i < found; i++) {
-            int64_t score = ps->scores[i];
-            totals[i] += (score < 0 ? 0 : score > 100 ? 100 : score) * weights[ps->plugin];
-        }
+        for (size_t i = 0; i < found; i++)
+            totals[i] += scheduler_score_clamped(ps->scores[i]) * weights[ps->plugin];
     }
     if (found == 1)
         return (int32_t)r->feasible[0]; /* the scheduler draws nothing for one node */
-    size_t best = 0, ties = 1;
-    for (size_t i = 1; i < found; i++) {
-        if (totals[i] > totals[best]) {
-            best = i;
-            ties = 1;
-        } else if (totals[i] == totals[best]) {
-            ties++;
-            if (scheduler_random_next(rng) % ties == 0)
-                best = i;
-        }
-    }
+    uint32_t best = scheduler_best_total(totals, (uint32_t)found, rng);
     *total = totals[best];
     return (int32_t)r->feasible[best];
 }
@@ -1239,10 +1228,32 @@ static void group_undo(struct plugin_host *h, struct evaluated **assumed, size_t
     h->sched.cache.generation = generation;
 }
 
+/* The index of a member whose pod has the uid of one before it, or -1. The members' tentative
+ * assumptions are undone by pod (group_undo), and the replica keeps one evaluation per uid:
+ * a repeated uid would undo a member whose evaluation the repeat already replaced and freed. */
+static ptrdiff_t group_repeated_member(const Kcycle__V1__EvaluateGroup *g)
+{
+    for (size_t k = 1; k < g->n_members; k++) {
+        const Kcycle__V1__Pod *pod = g->members[k]->pod;
+        if (pod == NULL || pod->uid == NULL)
+            continue; /* refused by evaluate_pod, before anything is assumed */
+        for (size_t i = 0; i < k; i++) {
+            const Kcycle__V1__Pod *before = g->members[i]->pod;
+            if (before != NULL && before->uid != NULL && strcmp(before->uid, pod->uid) == 0)
+                return (ptrdiff_t)k;
+        }
+    }
+    return -1;
+}
+
 static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__EvaluateGroup *g,
                                 Kcycle__V1__Reply *reply, struct scratch *sc)
 {
     struct scheduler *s = &h->sched;
+    ptrdiff_t repeated = group_repeated_member(g);
+    if (repeated >= 0)
+        return reply_error(reply, sc, "evaluate_group: member %td repeats the pod %s", repeated,
+                           g->members[repeated]->pod->uid);
     drop_unchosen(h);
     size_t n = g->n_members;
     Kcycle__V1__EvaluateGroupReply *out = scratch_alloc(sc, sizeof(*out));

@@ -44,6 +44,17 @@ int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i);
  * rng; a plugin host picking for a group cycle runs a copy of it). */
 uint64_t scheduler_random_next(uint64_t *state);
 
+/* The position of the highest of found totals, ties broken by reservoir sampling from *rng
+ * (the scheduler's selection; a plugin host picking for the scheduler runs the same). */
+uint32_t scheduler_best_total(const int64_t *totals, uint32_t found, uint64_t *rng);
+
+/* A plugin's score as the scheduler adds it to a node's total: clamped to 0..100 (the range
+ * NormalizeScore promises), so a host's out-of-range score cannot outweigh the others. */
+static inline int64_t scheduler_score_clamped(int64_t score)
+{
+    return score < 0 ? 0 : score > 100 ? 100 : score;
+}
+
 /* How many feasible nodes an evaluation over n nodes looks for (kube's
  * percentageOfNodesToScore). */
 uint32_t scheduler_nodes_to_find(const struct scheduler *s, uint32_t n);

@@ -1111,8 +1111,7 @@ static void add_scores(struct scheduler *s, const struct remote_host *h,
         for (size_t i = 0; i < e->n_feasible && j < found; i++) {
             if (e->feasible[i] != s->feasible[j]->index)
                 continue;
-            int64_t score = ps->scores[i];
-            s->totals[j++] += (score < 0 ? 0 : score > 100 ? 100 : score) * weight;
+            s->totals[j++] += scheduler_score_clamped(ps->scores[i]) * weight;
         }
     }
 }
@@ -1208,6 +1207,30 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
                       uint32_t candidate_count, Kcycle__V1__Reply **replies,
                       Kcycle__V1__Reply *shell);
 
+/* The one host of fw that filters and scores, when no other host does and nothing in process
+ * scores: its choice of node is then the scheduler's (Evaluate.pick). NULL otherwise. */
+static struct remote_host *sole_evaluator(const struct framework *fw)
+{
+    struct remote_host *only = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        if (!(fw->hosts[k]->phases & EVALUATE_PHASES))
+            continue;
+        if (only != NULL)
+            return NULL;
+        only = fw->hosts[k];
+    }
+    if (fw->phase_count[PHASE_SCORE] > 0 || fw->phase_count[PHASE_PRE_SCORE] > 0)
+        return NULL;
+    return only;
+}
+
+/* Whether h may be asked to pick: not when the decision log (debug level) wants every node's
+ * scores, nor with more plugins than the weights the request carries. */
+static bool host_may_pick(const struct remote_host *h)
+{
+    return log_level() < KC_LOG_DEBUG && h->plugin_count <= FRAMEWORK_MAX_PLUGINS;
+}
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
@@ -1246,16 +1269,11 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     ev.candidates = all ? NULL : (uint32_t *)candidates;
     ev.want = evaluating == 1 ? want : 0; /* several hosts: each filters every candidate */
     ev.score = true;
-    /* the one host filters every node and nothing scores here: it can pick (the decision log
-     * at debug level wants every node's scores) */
+    /* the one host filters every node and nothing scores here: it can pick */
     r->pick.valid = false;
     int64_t weights[FRAMEWORK_MAX_PLUGINS];
-    const struct remote_host *evaluator = NULL;
-    for (uint32_t k = 0; k < fw->host_count; k++)
-        if (fw->hosts[k]->phases & EVALUATE_PHASES)
-            evaluator = fw->hosts[k];
-    if (candidates == NULL && evaluating == 1 && fw->phase_count[PHASE_SCORE] == 0 &&
-        fw->phase_count[PHASE_PRE_SCORE] == 0 && log_level() < KC_LOG_DEBUG && evaluator->plugin_count <= FRAMEWORK_MAX_PLUGINS) {
+    struct remote_host *evaluator = sole_evaluator(fw);
+    if (candidates == NULL && evaluator != NULL && host_may_pick(evaluator)) {
         for (uint32_t i = 0; i < evaluator->plugin_count; i++)
             weights[i] = evaluator->plugins[i]->weight;
         ev.pick = true;
@@ -2101,9 +2119,49 @@ void remote_sync_if_large(struct scheduler *s)
 
 /* ---- a group cycle's members in one request per host (remote.h, plugin.proto) ---- */
 
-/* Members per request: each request has the deadline of one (plugin timeout), so a large group
- * goes in several, each sent once the members of the one before are taken. */
+/* Members per request, at most. A request has the deadline of one evaluation (the plugin
+ * timeout) however many members it carries, so group_chunk sizes each to fit well inside it;
+ * a large group goes in several, each sent once the members of the one before are taken. */
 #define REMOTE_GROUP_CHUNK 64
+/* The first request of a host carries this many; each next one at most twice the last. */
+#define REMOTE_GROUP_FIRST 2
+/* The share of the plugin timeout a request's expected time may take (1/GROUP_DEADLINE_SHARE):
+ * members' times vary (a loaded machine, a slow node), and a request that times out restarts
+ * the host. */
+#define GROUP_DEADLINE_SHARE 4
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* How many members h's next group request may carry: as many as h's slowest measured member
+ * time lets fit in a quarter of the timeout, starting small and at most doubling from one
+ * request to the next (a member may be slower than those measured so far); at least 1. */
+static uint32_t group_chunk(const struct remote *r, const struct remote_host *h)
+{
+    uint64_t chunk =
+        h->group_chunk_last == 0 ? REMOTE_GROUP_FIRST : 2 * (uint64_t)h->group_chunk_last;
+    if (h->group_member_us > 0) {
+        uint64_t fit =
+            (uint64_t)r->timeout_ms * 1000 / GROUP_DEADLINE_SHARE / (uint64_t)h->group_member_us;
+        chunk = fit < chunk ? fit : chunk;
+    }
+    chunk = chunk < REMOTE_GROUP_CHUNK ? chunk : REMOTE_GROUP_CHUNK;
+    return chunk > 0 ? (uint32_t)chunk : 1;
+}
+
+/* A group request of `count` members, sized for `chunk`, took `took` us (a failed one counts
+ * as one member that took the whole deadline): the slowest member time seen lasts, decaying by
+ * half toward faster ones so that one stall does not keep requests small for good. */
+static void group_measured(struct remote_host *h, uint32_t count, uint32_t chunk, int64_t took)
+{
+    int64_t per = took / (count > 0 ? count : 1);
+    h->group_member_us = per >= h->group_member_us ? per : (h->group_member_us + per) / 2;
+    h->group_chunk_last = chunk; /* a group's last few members do not shrink the next group's */
+}
 
 /* The current request's answer and what indexes it. */
 static void group_drop_answer(struct remote_group_batch *b)
@@ -2186,8 +2244,8 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
     bool same = k >= 0 && b->host->state == REMOTE_UP && m < b->count &&
                 strcmp(cycle->sp->pod->uid, b->uids[m]) == 0 && ev->all_nodes &&
                 ev->want == b->want && ev->start == g->starts[m] && !ev->node_rejectors &&
-                ev->n_nominated == 0 &&
-                b->assumed == b->placed_before;
+                ev->n_nominated == 0 && b->assumed == b->placed_before &&
+                b->host->restarts == b->restarts && (!b->rng_known || s->rng == b->rng);
     shell->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
     shell->evaluate = same ? g->members[m] : NULL;
     if (!same || !only_candidates(s, shell->evaluate, candidate_count) ||
@@ -2196,8 +2254,12 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
         return -1;
     }
     b->next++;
-    if (g->chosen[m] >= 0)
+    if (g->chosen[m] >= 0) {
         b->placed_before++;
+        /* the host's pick says where its generator went; the scheduler's own choice does not */
+        b->rng_known = b->rng_known && shell->evaluate->picked;
+        b->rng = shell->evaluate->rng;
+    }
     for (uint32_t i = 0; i < cycle->fw->host_count; i++)
         replies[i] = NULL;
     replies[k] = shell;
@@ -2210,45 +2272,39 @@ static int group_take(struct scheduler *s, struct kc_cycle *cycle, const Kcycle_
  * runs there (their effects would come after the members that follow were evaluated). */
 static struct remote_host *group_host(const struct scheduler *s, const struct framework *fw)
 {
-    struct remote_host *only = NULL;
-    for (uint32_t k = 0; k < fw->host_count; k++) {
-        struct remote_host *h = fw->hosts[k];
-        if (!(h->phases & EVALUATE_PHASES))
-            continue;
-        if (only != NULL)
-            return NULL;
-        only = h;
-    }
+    struct remote_host *only = sole_evaluator(fw);
     uint32_t later = KCYCLE__V1__PHASE__PHASE_RESERVE | KCYCLE__V1__PHASE__PHASE_PERMIT;
     if (only == NULL || (only->phases & later) || only->state != REMOTE_UP ||
-        fw->phase_count[PHASE_FILTER] > 0 || fw->phase_count[PHASE_SCORE] > 0 ||
-        fw->phase_count[PHASE_PRE_SCORE] > 0 ||
-        s->cache.node_count == 0 || s->nominations.count > 0)
+        fw->phase_count[PHASE_FILTER] > 0 || s->cache.node_count == 0 || s->nominations.count > 0)
         return NULL; /* nominated pods go with each member's own Evaluate (Evaluate.nominated) */
     return only;
 }
 
-/* Check the group's answer against its request and index the host's placements. */
-static bool group_index(struct scheduler *s, struct remote_group_batch *b)
+/* Check the group's answer against its request and index the host's placements: NULL, or
+ * what does not match (for the host's error). */
+static const char *group_index(struct scheduler *s, struct remote_group_batch *b)
 {
     const Kcycle__V1__EvaluateGroupReply *g = b->reply->evaluate_group;
-    if (b->reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP || g == NULL ||
-        g->n_members != b->count || g->n_chosen != b->count || g->n_starts != b->count)
-        return false;
+    if (b->reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP || g == NULL)
+        return "an answer of another kind";
+    if (g->n_members != b->count || g->n_chosen != b->count || g->n_starts != b->count)
+        return "another number of members answered than asked";
     b->placed = calloc(b->count + 1, sizeof(*b->placed));
     b->host_nodes = calloc(b->count + 1, sizeof(*b->host_nodes));
     if (b->placed == NULL || b->host_nodes == NULL)
-        return false;
+        return "out of memory indexing it";
     for (uint32_t m = 0; m < b->count; m++) {
         int32_t node = g->chosen[m];
-        if (node >= (int32_t)s->cache.node_count || g->members[m] == NULL)
-            return false;
+        if (node >= (int32_t)s->cache.node_count)
+            return "a member placed on a node out of range";
+        if (g->members[m] == NULL)
+            return "a member without its evaluation";
         if (node >= 0) {
             b->host_nodes[m] = s->cache.nodes[node].node->name;
             b->placed[b->placed_count++] = m;
         }
     }
-    return true;
+    return NULL;
 }
 
 /* Ask the group's host for the next members (at most REMOTE_GROUP_CHUNK of b->rest): true with
@@ -2260,7 +2316,8 @@ static bool group_send(struct scheduler *s)
     struct remote_group_batch *b = &r->group;
     struct remote_host *h = b->host;
     group_drop_answer(b);
-    uint32_t count = b->rest_count < REMOTE_GROUP_CHUNK ? b->rest_count : REMOTE_GROUP_CHUNK;
+    uint32_t chunk = group_chunk(r, h);
+    uint32_t count = b->rest_count < chunk ? b->rest_count : chunk;
     uint32_t n = s->cache.node_count;
     if (h->state != REMOTE_UP || n == 0) {
         group_drop(r);
@@ -2282,7 +2339,7 @@ static bool group_send(struct scheduler *s)
         ev->start = s->next_start_node % n;
         ev->want = scheduler_nodes_to_find(s, n);
         ev->score = true;
-        ev->pick = log_level() < KC_LOG_DEBUG; /* as remote_evaluate asks */
+        ev->pick = host_may_pick(h); /* as remote_evaluate asks */
         list[encoded] = ev;
         b->uids[encoded] = pod->uid;
     }
@@ -2294,12 +2351,19 @@ static bool group_send(struct scheduler *s)
         group.n_members = count;
         group.members = list;
         group.rng = s->rng;
+        b->rng = s->rng;
+        b->rng_known = true;
         group.n_weights = h->plugin_count;
         group.weights = weights;
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
         req.evaluate_group = &group;
+        int64_t sent = now_us();
         reply = round_trip(s, h, &req);
+        if (reply != NULL)
+            group_measured(h, count, chunk, now_us() - sent);
+        else
+            group_measured(h, 1, 1, now_us() - sent);
         r->group_requests++;
         h->group_requests++;
     }
@@ -2311,18 +2375,22 @@ static bool group_send(struct scheduler *s)
     b->count = count;
     b->want = scheduler_nodes_to_find(s, n);
     b->reply = reply;
+    b->restarts = h->restarts;
     b->rest += count;
     b->rest_count -= count;
     if (reply == NULL) {
         /* the host could not answer: it is restarted as after any failed request, and the
-         * members go one by one (each asks a host that is up again, or fails as it would) */
+         * members go one by one (each asks a host that is up again, or fails as it would); the
+         * failed request counts as one member that took it all, so the next group starts with
+         * requests of one member */
         if (ok)
             host_fail(s, h);
         group_drop(r);
         return false;
     }
-    if (!group_index(s, b)) {
-        host_set_error(h, "protocol error: an answer to evaluate_group that does not match it");
+    const char *mismatch = group_index(s, b);
+    if (mismatch != NULL) {
+        host_set_error(h, "protocol error: evaluate_group answered with %s", mismatch);
         host_fail(s, h);
         group_drop(r);
         return false;

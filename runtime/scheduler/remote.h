@@ -44,6 +44,10 @@ struct remote_host {
     bool in_evaluation;
     uint64_t evaluate_round_trips;
     uint64_t group_requests; /* requests of group members (EvaluateGroup), up to 64 each */
+    /* a group request's size (remote.c group_chunk): the members of the last one and the
+     * longest time one member took there, so the next one fits the plugin timeout */
+    uint32_t group_chunk_last;
+    int64_t group_member_us;
     uint64_t round_trips;
     int64_t sent_ns; /* the last request's send time, for the round-trip metric (0: not timed) */
     uint32_t restarts_published; /* restarts already added to the host name's metric */
@@ -77,8 +81,15 @@ struct remote_group_batch {
     uint32_t *placed;       /* the indices of the members the host placed, in order */
     const char **host_nodes; /* per member: the node the host placed it on (borrowed), or NULL */
     uint32_t placed_count;
-    /* the members not asked for yet: a request carries at most REMOTE_GROUP_CHUNK of them (so
-     * it stays within one request's deadline), the next one goes when these are taken */
+    /* what the answer was computed with: the host's incarnation (its restarts when it answered:
+     * a restarted host's replica is not the one that assumed the members) and, while the
+     * members taken so far were picked by the host, the tie-breaking state the next member's
+     * pick started from (the scheduler's must be the same) */
+    uint32_t restarts;
+    uint64_t rng;
+    bool rng_known;
+    /* the members not asked for yet: a request carries as many as fit well inside the plugin
+     * timeout (remote.c group_chunk), the next one goes when these are taken */
     const struct pod **rest_base; /* owned array of the group's pods (borrowed) */
     const struct pod **rest;      /* into rest_base: the first member not asked for yet */
     uint32_t rest_count;

@@ -55,11 +55,6 @@ uint64_t scheduler_random_next(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-static uint64_t next_random(struct scheduler *s)
-{
-    return scheduler_random_next(&s->rng);
-}
-
 /* ---- events ---- */
 
 static void dispatch_to(const struct framework *fw, const kc_event *ev)
@@ -1132,14 +1127,19 @@ static uint32_t select_node(struct scheduler *s, const struct framework *fw, uin
         for (uint32_t i = 0; i < found; i++)
             s->totals[i] += scores[i] * p->weight;
     }
+    return scheduler_best_total(s->totals, found, &s->rng);
+}
+
+uint32_t scheduler_best_total(const int64_t *totals, uint32_t found, uint64_t *rng)
+{
     uint32_t best = 0, ties = 1;
     for (uint32_t i = 1; i < found; i++) {
-        if (s->totals[i] > s->totals[best]) {
+        if (totals[i] > totals[best]) {
             best = i;
             ties = 1;
-        } else if (s->totals[i] == s->totals[best]) {
+        } else if (totals[i] == totals[best]) {
             ties++;
-            if (next_random(s) % ties == 0)
+            if (scheduler_random_next(rng) % ties == 0)
                 best = i;
         }
     }

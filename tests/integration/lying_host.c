@@ -7,7 +7,11 @@
  *   no-feasible       lists no feasible node while its verdicts reject none;
  *   what-if-nameless  refuses every node of a what-if (preemption) without naming a plugin.
  * The scheduler must take each as a protocol error (test_isolation.py runs it through
- * KCYCLE_PLUGIN_HOST). */
+ * KCYCLE_PLUGIN_HOST). Modes for a group's answer (EvaluateGroup), its evaluations left honest:
+ *   group-short       answers one member fewer than asked (a protocol error);
+ *   group-far         places the first placed member on a node out of range (a protocol error);
+ *   group-picked-far  says the first member's pick is a node out of range (the scheduler
+ *                     drops the group's answer; the members go one by one). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +25,7 @@
  * refuse the reply before it looks at them). */
 static int lie(uint8_t **reply, size_t *len, uint32_t beyond, const char *mode)
 {
-    if (strncmp(mode, "what-if", 7) == 0)
+    if (strncmp(mode, "what-if", 7) == 0 || strncmp(mode, "group-", 6) == 0)
         return 0; /* honest evaluations: lie_what_if */
     Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, *len, *reply);
     if (r == NULL || r->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE ||
@@ -92,6 +96,49 @@ static void lie_what_if(uint8_t **reply, size_t *len, const char *mode)
     kcycle__v1__reply__free_unpacked(r, NULL);
 }
 
+/* A group's answer changed as mode says (group-*); other replies are left alone. */
+static void lie_group(uint8_t **reply, size_t *len, const char *mode)
+{
+    if (strncmp(mode, "group-", 6) != 0)
+        return;
+    Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, *len, *reply);
+    if (r == NULL || r->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP ||
+        r->evaluate_group->n_members == 0) {
+        if (r != NULL)
+            kcycle__v1__reply__free_unpacked(r, NULL);
+        return;
+    }
+    Kcycle__V1__EvaluateGroupReply *g = r->evaluate_group;
+    size_t members = g->n_members;
+    int32_t chosen = 0;
+    size_t placed = 0;
+    while (placed < g->n_chosen && g->chosen[placed] < 0)
+        placed++;
+    if (strcmp(mode, "group-short") == 0) {
+        g->n_members--;
+    } else if (strcmp(mode, "group-far") == 0 && placed < g->n_chosen) {
+        chosen = g->chosen[placed];
+        g->chosen[placed] = 1 << 20;
+    } else if (strcmp(mode, "group-picked-far") == 0) {
+        g->members[0]->picked = true;
+        g->members[0]->n_feasible = 0;
+        g->members[0]->n_scores = 0;
+        g->members[0]->found = 1;
+        g->members[0]->chosen = 1u << 20;
+    }
+    size_t size = kcycle__v1__reply__get_packed_size(r);
+    uint8_t *out = malloc(size + 1);
+    if (out == NULL)
+        abort();
+    *len = kcycle__v1__reply__pack(r, out);
+    free(*reply);
+    *reply = out;
+    g->n_members = members; /* what the free walks */
+    if (strcmp(mode, "group-far") == 0 && placed < g->n_chosen)
+        g->chosen[placed] = chosen;
+    kcycle__v1__reply__free_unpacked(r, NULL);
+}
+
 int main(void)
 {
     struct plugin_host_options opts = {0};
@@ -131,6 +178,7 @@ int main(void)
             break;
         lie(&reply, &reply_len, beyond, mode);
         lie_what_if(&reply, &reply_len, mode);
+        lie_group(&reply, &reply_len, mode);
         int rc = channel_send(&c, reply, reply_len, -1);
         free(reply);
         if (rc < 0)

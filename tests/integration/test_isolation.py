@@ -173,6 +173,48 @@ def main():
                 check(host["state"] == "circuit-broken" and report["summary"]["scheduled"] == 0,
                       f"lying host {mode}: circuit-broken, no pod placed on its word, got "
                       f"{host}, {report['summary']['scheduled']} scheduled")
+        # 2d'. a host that lies about a group's members (EvaluateGroup): fewer members than
+        # asked or a placement out of range is a protocol error (the host restarts, the gang
+        # may fail this time), a pick out of range drops the group's answer (the members go
+        # one by one, placed as by an honest host); never a placement an honest host would not
+        # make
+        lying_gang = os.path.join(tmp, "lying-gang.yaml")
+        with open(lying_gang, "w") as f:
+            f.write("nodes:\n  - {name: node, count: 6, allocatable: {cpu: 4, memory: 32Gi, "
+                    "pods: 110}}\n"
+                    "workload:\n  - {name: team, count: 12, interval: 1ms, gang: true, "
+                    "requests: {cpu: 400m, memory: 1Gi}}\n")
+        honest = None
+        for mode, said in ((None, None), ("group-short", "another number of members"),
+                           ("group-far", "a member placed on a node out of range"),
+                           ("group-picked-far", None)):
+            cfg = ("plugins:\n  - {name: coscheduling}\n"
+                   "  - {name: noderesources, isolation: process}\n  - {name: defaultbinder}\n")
+            name = f"lying-gang-{mode or 'honest'}"
+            env = dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST, LYING_HOST_MODE=mode) \
+                if mode else None
+            proc, report = run(tmp, name, cfg, lying_gang, env=env)
+            check(proc.returncode == 0, f"{name}: exit 0 ({proc.stderr[-500:]})")
+            if report is None:
+                continue
+            placed = [(p["name"], p["node"]) for p in report["pods"]]
+            host = report["summary"]["plugin_hosts"][0]
+            if mode is None:
+                honest = placed
+                check(all(node for _, node in placed) and host["evaluate_group_requests"] >= 1,
+                      f"{name}: the gang placed, its members asked in group requests: {host}")
+                continue
+            if said is None:
+                check(placed == honest, f"{name}: placed as by an honest host, got {placed}")
+            else:  # a restarted host fails the members its group cycle still had to place
+                check(all(node is None or (pod, node) in honest for pod, node in placed),
+                      f"{name}: no pod placed other than by an honest host, got {placed}")
+            if said is not None:
+                check(said in proc.stderr and host["restarts"] >= 1,
+                      f"{name}: a protocol error that restarts the host ({proc.stderr[-500:]})")
+            else:
+                check(host["restarts"] == 0 and "protocol error" not in proc.stderr,
+                      f"{name}: the answer dropped, no protocol error ({proc.stderr[-500:]})")
         # 2e. a host whose what-if verdicts (preemption) refuse without naming a plugin: a
         # protocol error, and nothing is evicted on its word
         what_if_config = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
@@ -330,6 +372,42 @@ def main():
             check(hosts["noderesources"]["evaluate_round_trips"] <= attempts,
                   f"group cycle: at most one evaluation round trip per member attempt, got "
                   f"{hosts['noderesources']['evaluate_round_trips']} for {attempts} attempts")
+
+        # 9. a group whose members' evaluations together take longer than the plugin timeout
+        # (each about 16 ms, 40 members, a 400 ms timeout): the group's requests are sized to
+        # fit it, so the gang is placed as in process and the host never times out
+        slow = os.path.join(TEST_PLUGINS, "slowfilter.so")
+        slow_gang = os.path.join(tmp, "slow-gang.yaml")
+        with open(slow_gang, "w") as f:
+            f.write("nodes:\n  - {name: node, count: 8, allocatable: {cpu: 4, memory: 32Gi, "
+                    "pods: 110}}\n"
+                    "workload:\n  - {name: team, count: 40, interval: 1ms, gang: true, "
+                    "requests: {cpu: 400m, memory: 1Gi}}\n")
+        results = {}
+        # under memcheck (meson test --setup valgrind) a member takes seconds: the timeout
+        # scales so the requests are still sized against it
+        slow_timeout = "20s" if os.environ.get("KCYCLE_TEST_WRAPPER") else "400ms"
+        for mode in ("inprocess", "process"):
+            cfg = (f"pluginTimeout: {slow_timeout}\nplugins:\n  - {{name: coscheduling}}\n"
+                   f"  - {{name: slowfilter, path: {slow}, isolation: {mode}, host: eval, "
+                   "args: {sleep_us: 2000}}\n"
+                   f"  - {{name: noderesources, isolation: {mode}, host: eval}}\n"
+                   "  - {name: defaultbinder}\n")
+            proc, report = run(tmp, "slow-gang-" + mode, cfg, slow_gang)
+            check(proc.returncode == 0, f"slow group ({mode}): exit 0 ({proc.stderr})")
+            results[mode] = report
+        if all(results.values()):
+            placed = {mode: [(p["name"], p["node"]) for p in r["pods"]]
+                      for mode, r in results.items()}
+            check(placed["inprocess"] == placed["process"] and
+                  all(node for _, node in placed["process"]),
+                  "slow group: every member placed, on the same nodes as in process")
+            hosts = {h["name"]: h for h in results["process"]["summary"]["plugin_hosts"]}
+            host = hosts.get("eval", {})
+            check(host.get("restarts") == 0 and host.get("state") == "up",
+                  f"slow group: the host never timed out or restarted, got {host}")
+            check(1 < host.get("evaluate_group_requests", 0) < 40,
+                  f"slow group: the members went in several group requests, got {host}")
 
     if PASSED[0] == 0:
         FAILURES.append("no check ran")

@@ -234,6 +234,17 @@ def check_gangs(tmp):
     check(difference is None,
           "gangs: the same report in process and in hosts; first difference (in process, "
           f"then hosts): {difference}")
+    # at debug level the host does not pick (the decision log wants every node's scores): the
+    # scheduler selects from each member's lists, its tie-breaks drawn as the host's were
+    debug = run(tmp, "gangs-process-debug", gang_config("process"), sim, ("-v", "-v"))
+    if debug is not None:
+        hosts = {h["name"]: h for h in debug["summary"]["plugin_hosts"]}
+        check(hosts.get("evaluate", {}).get("evaluate_group_requests", 0) > 0,
+              f"gangs at debug level: members in group requests, got {list(hosts.values())}")
+        difference = first_difference(normalized(inproc), normalized(debug))
+        check(difference is None,
+              "gangs at debug level: the same report in process and in hosts; first "
+              f"difference (in process, then hosts): {difference}")
 
 
 def preemption_workload(tmp):
@@ -382,13 +393,13 @@ def normalized(value):
     return value
 
 
-def run(tmp, name, text, sim):
+def run(tmp, name, text, sim, extra=()):
     cfg = os.path.join(tmp, name + ".config.yaml")
     report = os.path.join(tmp, name + ".report.json")
     with open(cfg, "w") as f:
         f.write(text)
     proc = subprocess.run([SCHEDULER, "--config", cfg, "--simulate", sim, "--report", report,
-                           "--quiet", "--no-progress"],
+                           "--quiet", "--no-progress", *extra],
                           capture_output=True, text=True, timeout=300)
     check(proc.returncode == 0, f"{name}: exit 0 ({proc.stderr.strip()[-800:]})")
     if proc.returncode != 0 or not os.path.exists(report):

@@ -14,9 +14,10 @@ int bench_ipc_raw_round_trip_us(uint32_t samples, double *p50_us);
 
 /* The same echo with the two processes pinned to two different cores (the first two this
  * process may use): the cost of waking a peer that sleeps on another core (spin false), and
- * with both ends polling up to 40 us before they sleep, as the plugin-host channel does (spin
- * true). 0; -ENOTSUP with fewer than two cores; or -errno. */
+ * through the plugin-host channel itself (runtime/core/channel.c: its receive spin, adaptive
+ * as in kcycle; spin true). 0; -ENOTSUP with fewer than two cores; or -errno. */
 int bench_ipc_cross_core_us(uint32_t samples, bool spin, double *p50_us);
+/* The two figures as JSON members; a negative one (not measured) is null. */
 void bench_ipc_cross_core_json(char *out, size_t size, double sleeping_us, double spinning_us);
 
 /* Run this benchmark again (argv as given, --isolation inprocess, --json) in a child and

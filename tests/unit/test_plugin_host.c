@@ -914,6 +914,7 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
     assert_int_equal(g->n_starts, GROUP_SIZE);
 
     uint32_t start = ROTATION;
+    uint64_t rng = call.rng;
     int placed = 0;
     for (int k = 0; k < GROUP_SIZE; k++) {
         assert_int_equal(g->starts[k], start);
@@ -941,6 +942,17 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
                 chosen_total = t;
         }
         assert_int_equal(chosen_total, best);
+        /* the very node the scheduler's selection picks, its ties broken by the group's
+         * generator as the scheduler's would be, member after member */
+        if (want->n_feasible > 1) {
+            int64_t totals[NODE_COUNT];
+            for (size_t i = 0; i < want->n_feasible; i++)
+                totals[i] = total_of(want, i);
+            uint32_t pick = scheduler_best_total(totals, (uint32_t)want->n_feasible, &rng);
+            assert_int_equal(g->chosen[k], (int32_t)want->feasible[pick]);
+        }
+        if (k == 1)
+            assert_true(got->rng == rng); /* where the scheduler's generator goes on from */
         if (k == 1) {
             assert_true(got->picked);
             assert_int_equal(got->n_feasible, 0);
@@ -978,6 +990,51 @@ static void test_group_members_see_the_ones_placed_before_them(void **state)
     }
     client_stop(group);
     client_stop(alone);
+}
+
+/* A group whose members repeat a pod is refused whole, before any member is evaluated (the
+ * host keeps one evaluation per pod, so a repeat would free the one the group must undo), and
+ * the host keeps serving: the same generation is still in sync and a proper group is answered. */
+static void test_group_with_a_repeated_member_is_refused(void **state)
+{
+    (void)state;
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 100);
+    struct pod *pods[2] = {make_pending_pod("twin"), make_pending_pod("other")};
+    Kcycle__V1__Evaluate members[3], *member_ptrs[3];
+    for (int k = 0; k < 3; k++) {
+        kcycle__v1__evaluate__init(&members[k]);
+        members[k].pod = pod_to_proto(pods[k == 1]); /* twin, other, twin */
+        members[k].all_nodes = true;
+        members[k].start = ROTATION;
+        members[k].want = WANT;
+        members[k].score = true;
+        member_ptrs[k] = &members[k];
+    }
+    Kcycle__V1__EvaluateGroup call = KCYCLE__V1__EVALUATE_GROUP__INIT;
+    call.members = member_ptrs;
+    call.n_members = 3;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
+    req.evaluate_group = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    expect_error(reply, "member 2 repeats the pod"); /* frees the reply */
+    /* twin and other only */
+    call.n_members = 2;
+    reply = roundtrip(c, &req);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP);
+    assert_int_equal(reply->evaluate_group->n_members, 2);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    Kcycle__V1__Reply *synced = sync_request(c, generation, false, NULL, 0);
+    expect_ok(synced, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(synced, NULL);
+    for (int k = 0; k < 3; k++)
+        pod_proto_free(members[k].pod);
+    pod_free(pods[0]);
+    pod_free(pods[1]);
+    client_stop(c);
 }
 
 /* ---- preemption's what-if (WhatIf) and nominated pods (Evaluate.nominated) ---- */
@@ -1149,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_bad_requests_after_the_snapshot),
         cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
+        cmocka_unit_test(test_group_with_a_repeated_member_is_refused),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
         cmocka_unit_test(test_a_failed_harness_hello_forgets_its_object_statuses),
