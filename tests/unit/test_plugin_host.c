@@ -985,30 +985,43 @@ static void test_what_if_judges_node_views_and_names_the_refusing_plugin(void **
     /* node-04: 2 CPUs, busy-04-0 holds 300m of them; the preemptor asks 1800m */
     struct pod *preemptor = make_pending_pod("preemptor");
     struct pod *nominated = make_pod("nominated", NULL, 500, 64 * MIB);
-    char *victim[] = {(char *)"uid-busy-04-0"}, *nobody[] = {(char *)"uid-nobody"};
-    uint32_t first = 0;
+    char *victim[] = {(char *)"uid-busy-04-0"}, *nobody[] = {(char *)"uid-nobody"},
+         *elsewhere[] = {(char *)"uid-busy-05-0"};
+    uint32_t first = 0, twice[] = {0, 0};
     Kcycle__V1__WhatIfNode items[4], *item_ptrs[4];
     for (int i = 0; i < 4; i++) {
         kcycle__v1__what_if_node__init(&items[i]);
         items[i].node = 4;
         item_ptrs[i] = &items[i];
     }
-    /* as it is; without the pod; without it but with the nominated pod; an unknown uid */
+    /* as it is; without the pod; without it but with the nominated pod */
     items[1].removed = items[2].removed = victim;
     items[1].n_removed = items[2].n_removed = 1;
     items[2].added = &first;
     items[2].n_added = 1;
-    items[3].removed = nobody;
-    items[3].n_removed = 1;
-    reply = what_if(c, generation, preemptor, item_ptrs, 4, nominated);
+    reply = what_if(c, generation, preemptor, item_ptrs, 3, nominated);
     expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
-    assert_int_equal(reply->what_if->n_verdicts, 4);
+    assert_int_equal(reply->what_if->n_verdicts, 3);
     /* noderesources is Hello plugin 1 ("missing" did not load): plugin 1 + 1 */
     expect_verdict(reply->what_if->verdicts[0], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
     expect_verdict(reply->what_if->verdicts[1], KC_SUCCESS, 0, NULL);
     expect_verdict(reply->what_if->verdicts[2], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
-    expect_verdict(reply->what_if->verdicts[3], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
     kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* a removed pod the replica lacks, or has on another node: the replica is desynced, and
+     * a verdict would be on another cluster; a nominated pod added twice is no view either */
+    items[3].removed = nobody;
+    items[3].n_removed = 1;
+    expect_error(what_if(c, generation, preemptor, &item_ptrs[3], 1, NULL),
+                 "removes pod uid-nobody, which the replica does not count on node node-04");
+    items[3].removed = elsewhere;
+    expect_error(what_if(c, generation, preemptor, &item_ptrs[3], 1, NULL),
+                 "removes pod uid-busy-05-0");
+    items[3].n_removed = 0;
+    items[3].added = twice;
+    items[3].n_added = 2;
+    expect_error(what_if(c, generation, preemptor, &item_ptrs[3], 1, nominated),
+                 "adds nominated pod 0 twice");
 
     /* a pod this host never evaluated: its PreFilter runs first, then the same view */
     struct pod *stranger = make_pending_pod("stranger");
