@@ -36,6 +36,7 @@ struct evaluated {
     struct kc_cycle *cycle;
     bool chosen;   /* a phase was called for it: the scheduler picked it */
     bool borrowed; /* pod belongs to the assumed map (a host that evaluates nothing) */
+    uint64_t attempt; /* the scheduler's attempt (Evaluate.attempt; 0: not said) */
 };
 
 struct plugin_host {
@@ -1167,6 +1168,7 @@ static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
         free(ev);
         return reply_error(reply, sc, "evaluate: %s", err.message);
     }
+    ev->attempt = call->attempt;
     struct evaluated *old = strmap_get(&h->evaluated, ev->pod->uid);
     if (old != NULL)
         evaluated_remove(h, old); /* with any waiting mirror of its cycle */
@@ -1543,14 +1545,22 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
 
 /* ---- preemption's what-if Filter ---- */
 
-/* The cycle the what-if reuses: the pod's latest evaluation here, or, when this host has none
- * (it restarted, or nothing asked it to evaluate the pod), a new one after PreFilter alone. */
+/* The cycle the what-if reuses: the pod's evaluation here in the asking attempt, or, when this
+ * host has none (it restarted, nothing asked it to evaluate the pod, or its evaluation is of
+ * another attempt: stale PreFilter state), a new one after PreFilter alone. */
 static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__Pod *msg,
-                                      struct kc_error *err)
+                                      uint64_t attempt, struct kc_error *err)
 {
     struct evaluated *ev = strmap_get(&h->evaluated, msg->uid);
-    if (ev != NULL)
+    if (ev != NULL && (ev->attempt == 0 || attempt == 0 || ev->attempt == attempt))
         return ev->cycle;
+    if (ev != NULL && ev->chosen) { /* its binding cycle still needs that state */
+        kc_error_set(err, -EBUSY, "pod %s: attempt %llu is in its later phases, not %llu",
+                     msg->uid, (unsigned long long)ev->attempt, (unsigned long long)attempt);
+        return NULL;
+    }
+    if (ev != NULL)
+        evaluated_remove(h, ev);
     ev = calloc(1, sizeof(*ev));
     if (ev == NULL) {
         kc_error_set(err, -ENOMEM, "out of memory");
@@ -1561,6 +1571,7 @@ static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__P
         return NULL;
     }
     ev->cycle = evaluation_cycle_new(&h->sched, ev->pod);
+    ev->attempt = attempt;
     if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
         evaluated_free(ev);
         kc_error_set(err, -ENOMEM, "out of memory");
@@ -1654,7 +1665,7 @@ static int serve_what_if(struct plugin_host *h, const Kcycle__V1__WhatIf *call,
         }
     }
     struct kc_error err = {{0}};
-    struct kc_cycle *cycle = what_if_cycle(h, call->pod, &err);
+    struct kc_cycle *cycle = what_if_cycle(h, call->pod, call->attempt, &err);
     if (cycle == NULL)
         return reply_error(reply, sc, "what_if: %s", err.message);
     struct pod **nominated = scratch_alloc(sc, (call->n_nominated + 1) * sizeof(*nominated));

@@ -364,7 +364,12 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
     /* a refusal without a plugin is the view that could not be built: nothing to merge */
     bool local_failed = (pass[0].status != KC_SUCCESS && pass[0].plugin == UINT32_MAX) ||
                         (pass[1].status != KC_SUCCESS && pass[1].plugin == UINT32_MAX);
-    if (!local_failed && remote_filters(cycle->fw)) {
+    /* PreFilter rejected the pod in this attempt: the plugins after the rejecting one ran no
+     * PreFilter, and in process their Filter finds no state of theirs and lets the node
+     * through; hosts would run a PreFilter of their own, so their plugins count as not
+     * refusing instead, the same in both modes */
+    bool prefiltered = cycle->prefilter_status == KC_SUCCESS;
+    if (!local_failed && prefiltered && remote_filters(cycle->fw)) {
         /* only plugins before the in-process refusal can change the verdict */
         struct what_if_verdict hosted[2] = {{KC_SUCCESS, UINT32_MAX, NULL},
                                             {KC_SUCCESS, UINT32_MAX, NULL}};

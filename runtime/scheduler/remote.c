@@ -1511,6 +1511,9 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             return KC_ERROR;
         }
         ev->pod = pod;
+        if (cycle->remote_attempt == 0)
+            cycle->remote_attempt = ++s->remote.attempt_seq;
+        ev->attempt = cycle->remote_attempt;
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
         req.evaluate = ev;
@@ -2487,6 +2490,9 @@ kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle, const stru
                                cycle->sp->pod->namespace, cycle->sp->pod->name);
         return KC_ERROR;
     }
+    /* a host that evaluated the pod in this attempt reuses its PreFilter state; one that did
+     * not (it restarted, or evaluated an earlier attempt) runs PreFilter afresh */
+    w.call.attempt = cycle->remote_attempt;
     /* every host asked first, then every answer read: the hosts judge at the same time */
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
     kc_status result = KC_SUCCESS;

@@ -100,6 +100,7 @@ struct remote {
     struct journal_entry *journal;
     uint32_t journal_count, journal_capacity;
     uint64_t journal_base; /* sequence number of journal[0] */
+    uint64_t attempt_seq;  /* the last kc_cycle.remote_attempt given */
     int64_t timeout_ms;    /* deadline of one request */
     char *host_binary;
     struct stopping_host *stopping; /* hosts asked to stop, not reaped yet */

@@ -366,6 +366,9 @@ static uint64_t send_snapshot(struct client *c, uint64_t generation)
 }
 
 /* An evaluation of a pending pod: over candidates, or (candidates NULL) every node from start. */
+/* The scheduler's attempt id that evaluate_on and what_if send (0: not said). */
+static uint64_t attempt_sent;
+
 static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, const char *name,
                                       uint32_t *candidates, size_t count, uint32_t start)
 {
@@ -373,6 +376,7 @@ static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, con
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
     Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
     call.pod = msg;
+    call.attempt = attempt_sent;
     call.candidates = candidates;
     call.n_candidates = candidates != NULL ? count : 0;
     call.all_nodes = candidates == NULL;
@@ -950,6 +954,7 @@ static Kcycle__V1__Reply *what_if(struct client *c, uint64_t generation, const s
     call.n_nodes = n;
     call.nominated = &nominated_msg;
     call.n_nominated = nominated != NULL ? 1 : 0;
+    call.attempt = attempt_sent;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.generation = generation;
     req.call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
@@ -1045,6 +1050,35 @@ static void test_what_if_judges_node_views_and_names_the_refusing_plugin(void **
     client_stop(c);
 }
 
+/* A what-if reuses the PreFilter state of the pod's evaluation in the same attempt only: an
+ * evaluation of an earlier attempt is stale, and PreFilter runs afresh on the pod sent. */
+static void test_what_if_runs_prefilter_again_for_another_attempt(void **state)
+{
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 42);
+    attempt_sent = 7;
+    Kcycle__V1__Reply *reply = evaluate(c, generation, "preemptor"); /* asks 1800m */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    /* the same uid, asking 100m now: node-04 has 1700m free */
+    struct pod *smaller = make_pod("preemptor", NULL, 100, 64 * MIB);
+    Kcycle__V1__WhatIfNode item = KCYCLE__V1__WHAT_IF_NODE__INIT, *items[] = {&item};
+    item.node = 4;
+    reply = what_if(c, generation, smaller, items, 1, NULL); /* attempt 7: its state */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
+    expect_verdict(reply->what_if->verdicts[0], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    attempt_sent = 8;
+    reply = what_if(c, generation, smaller, items, 1, NULL); /* stale: PreFilter again */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
+    expect_verdict(reply->what_if->verdicts[0], KC_SUCCESS, 0, NULL);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    attempt_sent = 0;
+    pod_free(smaller);
+    client_stop(c);
+}
+
 /* An evaluation of a 1-CPU pod on node-03 (5 CPUs, empty), with a pod nominated there. */
 static Kcycle__V1__Reply *evaluate_nominated(struct client *c, uint64_t generation,
                                              const struct pod *pod, const struct pod *holder,
@@ -1119,6 +1153,7 @@ int main(void)
         cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
+        cmocka_unit_test(test_what_if_runs_prefilter_again_for_another_attempt),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
