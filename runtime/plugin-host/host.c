@@ -37,6 +37,7 @@ struct evaluated {
     struct kc_cycle *cycle;
     bool chosen;   /* a phase was called for it: the scheduler picked it */
     bool borrowed; /* pod belongs to the assumed map (a host that evaluates nothing) */
+    uint64_t attempt; /* the scheduler's attempt (Evaluate.attempt; 0: not said) */
 };
 
 struct plugin_host {
@@ -512,8 +513,70 @@ static int object_event(struct plugin_host *h, kc_event_type type,
     return 0;
 }
 
+/* A group cycle's trial preemption: the cache changes as the scheduler's did, and no plugin
+ * hears of it (the scheduler's in-process plugins do not either: kube's dry run fires no
+ * events). The victims stay in the assigned map, so the undo puts the same objects back. */
+static int apply_trial(struct plugin_host *h, const Kcycle__V1__Delta *delta, struct kc_error *err)
+{
+    struct cache *cache = &h->sched.cache;
+    switch (delta->change_case) {
+    case KCYCLE__V1__DELTA__CHANGE_POD_DELETE: {
+        const struct pod *victim = strmap_get(&h->sched.assigned, delta->pod_delete);
+        if (victim == NULL || cache_remove_pod(cache, delta->pod_delete) < 0)
+            return kc_error_set(err, -ENOENT, "trial pod_delete %s: no such assigned pod",
+                                delta->pod_delete);
+        return 0;
+    }
+    case KCYCLE__V1__DELTA__CHANGE_POD_PUT: {
+        const struct pod *victim =
+            delta->pod_put != NULL ? strmap_get(&h->sched.assigned, delta->pod_put->uid) : NULL;
+        if (victim == NULL || cache_pod(cache, victim->uid) != NULL)
+            return kc_error_set(err, -ENOENT, "trial pod_put %s: not a victim of a trial",
+                                delta->pod_put != NULL ? delta->pod_put->uid : "(none)");
+        int rc = cache_add_pod(cache, victim);
+        return rc < 0 ? kc_error_set(err, rc, "trial pod_put %s: %s", victim->uid,
+                                     kc_strerror(rc))
+                      : 0;
+    }
+    case KCYCLE__V1__DELTA__CHANGE_ASSUME: {
+        const Kcycle__V1__Assume *msg = delta->assume;
+        if (msg == NULL || msg->pod == NULL || msg->node == NULL || msg->node[0] == '\0')
+            return kc_error_set(err, -EINVAL, "trial assume without a pod or a node");
+        struct pod *pod;
+        int rc = pod_from_proto(msg->pod, &pod, err);
+        if (rc < 0)
+            return rc;
+        rc = strmap_get(&h->assumed, pod->uid) != NULL ? -EEXIST
+                                                       : cache_assume(cache, pod, msg->node);
+        if (rc == 0 && (rc = strmap_put(&h->assumed, pod->uid, pod)) < 0)
+            cache_forget(cache, pod->uid);
+        if (rc < 0) {
+            rc = kc_error_set(err, rc, "trial assume %s on %s: %s", pod->uid, msg->node,
+                              kc_strerror(rc));
+            pod_free(pod);
+        }
+        return rc;
+    }
+    case KCYCLE__V1__DELTA__CHANGE_FORGET: {
+        struct evaluated *ev = strmap_get(&h->evaluated, delta->forget);
+        if (ev != NULL && ev->borrowed)
+            end_evaluation(h, delta->forget); /* it borrows the copy that goes */
+        struct pod *pod = strmap_remove(&h->assumed, delta->forget);
+        if (pod == NULL)
+            return kc_error_set(err, -ENOENT, "trial forget %s: not assumed in the replica",
+                                delta->forget);
+        cache_forget(cache, pod->uid);
+        pod_free(pod);
+        return 0;
+    }
+    default: return kc_error_set(err, -EINVAL, "a trial delta that is no pod change");
+    }
+}
+
 static int apply_delta(struct plugin_host *h, const Kcycle__V1__Delta *delta, struct kc_error *err)
 {
+    if (delta->trial)
+        return apply_trial(h, delta, err);
     switch (delta->change_case) {
     case KCYCLE__V1__DELTA__CHANGE_NODE_PUT: return put_node(h, delta->node_put, err);
     case KCYCLE__V1__DELTA__CHANGE_NODE_DELETE: return delete_node(h, delta->node_delete);
@@ -1108,6 +1171,7 @@ static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
         free(ev);
         return reply_error(reply, sc, "evaluate: %s", err.message);
     }
+    ev->attempt = call->attempt;
     struct evaluated *old = strmap_get(&h->evaluated, ev->pod->uid);
     if (old != NULL)
         evaluated_remove(h, old); /* with any waiting mirror of its cycle */
@@ -1494,14 +1558,22 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
 
 /* ---- preemption's what-if Filter ---- */
 
-/* The cycle the what-if reuses: the pod's latest evaluation here, or, when this host has none
- * (it restarted, or nothing asked it to evaluate the pod), a new one after PreFilter alone. */
+/* The cycle the what-if reuses: the pod's evaluation here in the asking attempt, or, when this
+ * host has none (it restarted, nothing asked it to evaluate the pod, or its evaluation is of
+ * another attempt: stale PreFilter state), a new one after PreFilter alone. */
 static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__Pod *msg,
-                                      struct kc_error *err)
+                                      uint64_t attempt, struct kc_error *err)
 {
     struct evaluated *ev = strmap_get(&h->evaluated, msg->uid);
-    if (ev != NULL)
+    if (ev != NULL && (ev->attempt == 0 || attempt == 0 || ev->attempt == attempt))
         return ev->cycle;
+    if (ev != NULL && ev->chosen) { /* its binding cycle still needs that state */
+        kc_error_set(err, -EBUSY, "pod %s: attempt %llu is in its later phases, not %llu",
+                     msg->uid, (unsigned long long)ev->attempt, (unsigned long long)attempt);
+        return NULL;
+    }
+    if (ev != NULL)
+        evaluated_remove(h, ev);
     ev = calloc(1, sizeof(*ev));
     if (ev == NULL) {
         kc_error_set(err, -ENOMEM, "out of memory");
@@ -1512,6 +1584,7 @@ static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__P
         return NULL;
     }
     ev->cycle = evaluation_cycle_new(&h->sched, ev->pod);
+    ev->attempt = attempt;
     if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
         evaluated_free(ev);
         kc_error_set(err, -ENOMEM, "out of memory");
@@ -1524,18 +1597,13 @@ static struct kc_cycle *what_if_cycle(struct plugin_host *h, const Kcycle__V1__P
     return ev->cycle;
 }
 
-/* The replica's pods on node that the scheduler named (uids of pods it took off). */
+/* The replica's pods on node that the scheduler named (serve_what_if checked each is there). */
 static uint32_t what_if_removed(struct plugin_host *h, const Kcycle__V1__WhatIfNode *item,
-                                const struct cache_node *node, const struct pod **out)
+                                const struct pod **out)
 {
-    uint32_t count = 0;
-    for (size_t i = 0; i < item->n_removed; i++) {
-        const struct cache_pod *cp = cache_pod(&h->sched.cache, item->removed[i]);
-        if (cp != NULL && cp->counted && cp->node_name != NULL &&
-            strcmp(cp->node_name, node->node->name) == 0)
-            out[count++] = cp->pod;
-    }
-    return count;
+    for (size_t i = 0; i < item->n_removed; i++)
+        out[i] = cache_pod(&h->sched.cache, item->removed[i])->pod;
+    return (uint32_t)item->n_removed;
 }
 
 static Kcycle__V1__WhatIfVerdict *what_if_verdict(struct plugin_host *h, struct kc_cycle *cycle,
@@ -1550,7 +1618,7 @@ static Kcycle__V1__WhatIfVerdict *what_if_verdict(struct plugin_host *h, struct 
     if (v == NULL || removed == NULL || added == NULL)
         return NULL;
     kcycle__v1__what_if_verdict__init(v);
-    uint32_t removed_count = what_if_removed(h, item, node, removed);
+    uint32_t removed_count = what_if_removed(h, item, removed);
     for (size_t i = 0; i < item->n_added; i++)
         added[i] = nominated[item->added[i]];
     struct reason_count reasons[CYCLE_MAX_REASONS];
@@ -1586,13 +1654,31 @@ static int serve_what_if(struct plugin_host *h, const Kcycle__V1__WhatIf *call,
                                "what_if: item %zu is node index %u, but the replica has %u "
                                "nodes",
                                i, call->nodes[i]->node, s->cache.node_count);
-        for (size_t k = 0; k < call->nodes[i]->n_added; k++)
-            if (call->nodes[i]->added[k] >= call->n_nominated)
+        const Kcycle__V1__WhatIfNode *item = call->nodes[i];
+        for (size_t k = 0; k < item->n_added; k++) {
+            if (item->added[k] >= call->n_nominated)
                 return reply_error(reply, sc, "what_if: item %zu adds nominated pod %u of %zu", i,
-                                   call->nodes[i]->added[k], call->n_nominated);
+                                   item->added[k], call->n_nominated);
+            for (size_t j = 0; j < k; j++)
+                if (item->added[j] == item->added[k])
+                    return reply_error(reply, sc, "what_if: item %zu adds nominated pod %u twice",
+                                       i, item->added[k]);
+        }
+        /* a pod the scheduler removes that the replica lacks there: the replica is desynced,
+         * and a verdict on it would be on another cluster */
+        const char *name = s->cache.nodes[item->node].node->name;
+        for (size_t k = 0; k < item->n_removed; k++) {
+            const struct cache_pod *cp = cache_pod(&s->cache, item->removed[k]);
+            if (cp == NULL || !cp->counted || cp->node_name == NULL ||
+                strcmp(cp->node_name, name) != 0)
+                return reply_error(reply, sc,
+                                   "what_if: item %zu removes pod %s, which the replica does not "
+                                   "count on node %s",
+                                   i, item->removed[k], name);
+        }
     }
     struct kc_error err = {{0}};
-    struct kc_cycle *cycle = what_if_cycle(h, call->pod, &err);
+    struct kc_cycle *cycle = what_if_cycle(h, call->pod, call->attempt, &err);
     if (cycle == NULL)
         return reply_error(reply, sc, "what_if: %s", err.message);
     struct pod **nominated = scratch_alloc(sc, (call->n_nominated + 1) * sizeof(*nominated));

@@ -364,7 +364,12 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
     /* a refusal without a plugin is the view that could not be built: nothing to merge */
     bool local_failed = (pass[0].status != KC_SUCCESS && pass[0].plugin == UINT32_MAX) ||
                         (pass[1].status != KC_SUCCESS && pass[1].plugin == UINT32_MAX);
-    if (!local_failed && remote_filters(cycle->fw)) {
+    /* PreFilter rejected the pod in this attempt: the plugins after the rejecting one ran no
+     * PreFilter, and in process their Filter finds no state of theirs and lets the node
+     * through; hosts would run a PreFilter of their own, so their plugins count as not
+     * refusing instead, the same in both modes */
+    bool prefiltered = cycle->prefilter_status == KC_SUCCESS;
+    if (!local_failed && prefiltered && remote_filters(cycle->fw)) {
         /* only plugins before the in-process refusal can change the verdict */
         struct what_if_verdict hosted[2] = {{KC_SUCCESS, UINT32_MAX, NULL},
                                             {KC_SUCCESS, UINT32_MAX, NULL}};
@@ -374,8 +379,11 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
         if (st != KC_SUCCESS) {
             copy_reason(reason, reason_size, message != NULL ? message : "plugin hosts failed");
             free(message);
-            free(pass[0].reasons);
-            free(pass[1].reasons);
+            /* a host may have merged its refusal before another failed */
+            for (uint32_t p = 0; p < 2; p++) {
+                free(pass[p].reasons);
+                free(hosted[p].reasons);
+            }
             return KC_ERROR;
         }
         for (uint32_t p = 0; p < passes; p++)
@@ -526,13 +534,12 @@ void preempt_carry_out(struct scheduler *s, struct kc_cycle *cycle)
 
 /* A trial's cache change for the plugin hosts: their replicas count every change of the cache
  * (a request names the generation), and their Filter must judge the members after the trial on
- * the cluster the in-process Filter sees. Hosted plugins with on_event hear of these changes,
- * in-process ones do not (docs/architecture.md, "Preemption"). */
+ * the cluster the in-process Filter sees. Hosts apply it to the cache alone: no plugin hears of
+ * it, in process or in a host (docs/architecture.md, "Preemption"). */
 static void trial_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
                           const char *node)
 {
-    remote_journal(s, type, pod, node != NULL ? cache_node(&s->cache, node) : NULL, NULL, NULL,
-                   NULL, NULL);
+    remote_journal_trial(s, type, pod, node);
 }
 
 int preempt_trial_apply(struct scheduler *s, struct kc_cycle *cycle, struct preempt_trial *t)

@@ -90,9 +90,11 @@ static bool host_wants_events(const struct remote *r)
     return false;
 }
 
-static void journal_pod(struct remote *r, int which, const struct pod *pod, const char *node)
+static void journal_pod(struct remote *r, int which, const struct pod *pod, const char *node,
+                        bool trial)
 {
     Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.trial = trial;
     Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
     Kcycle__V1__Pod *msg = NULL;
     switch (which) {
@@ -179,8 +181,17 @@ void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *p
         if (pod == NULL ||
             (pod->node_name == NULL && type != KC_EVENT_POD_ASSUME && type != KC_EVENT_POD_FORGET))
             return;
-        journal_pod(r, (int)type, pod, node != NULL ? node->node->name : NULL);
+        journal_pod(r, (int)type, pod, node != NULL ? node->node->name : NULL, false);
     }
+}
+
+void remote_journal_trial(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                          const char *node)
+{
+    struct remote *r = &s->remote;
+    if (r->host_count == 0 || !host_wants_events(r))
+        return;
+    journal_pod(r, (int)type, pod, node, true);
 }
 
 void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w, bool put)
@@ -701,7 +712,7 @@ static int64_t snapshot_into_journal(struct scheduler *s)
     for (uint32_t i = 0; i < s->assigned.capacity; i++) {
         const struct pod *pod = s->assigned.entries[i].value;
         if (pod != NULL) {
-            journal_pod(r, KC_EVENT_POD_ADD, pod, pod->node_name);
+            journal_pod(r, KC_EVENT_POD_ADD, pod, pod->node_name, false);
             ops++;
         }
     }
@@ -717,7 +728,7 @@ static int64_t snapshot_into_journal(struct scheduler *s)
             continue;
         const struct cache_pod *cp = cache_pod(&s->cache, sp->pod->uid);
         if (cp != NULL && cp->assumed) {
-            journal_pod(r, KC_EVENT_POD_ASSUME, sp->pod, cp->node_name);
+            journal_pod(r, KC_EVENT_POD_ASSUME, sp->pod, cp->node_name, false);
             ops++;
         }
     }
@@ -1518,6 +1529,9 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
             return KC_ERROR;
         }
         ev->pod = pod;
+        if (cycle->remote_attempt == 0)
+            cycle->remote_attempt = ++s->remote.attempt_seq;
+        ev->attempt = cycle->remote_attempt;
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
         req.evaluate = ev;
@@ -2433,8 +2447,9 @@ static bool host_filters_before(const struct remote_host *h, const struct framew
     return false;
 }
 
-/* A reply answers each item with a known status and, when it refuses, one of the host's
- * plugins; anything else would let a node through unchecked. */
+/* A reply answers each item with a Filter verdict (Skip and Wait are none) and, when it
+ * refuses, one of the host's enabled Filter plugins; anything else would let a node through
+ * unchecked or blame a plugin that never filtered. */
 static bool what_if_reply_valid(const struct remote_host *h, const Kcycle__V1__Reply *reply,
                                 size_t items)
 {
@@ -2443,9 +2458,13 @@ static bool what_if_reply_valid(const struct remote_host *h, const Kcycle__V1__R
         return false;
     for (size_t i = 0; i < items; i++) {
         const Kcycle__V1__WhatIfVerdict *v = reply->what_if->verdicts[i];
-        if (v->status < 0 || v->status > KC_STATUS_MAX || v->plugin > h->plugin_count ||
+        if (v->status < 0 || v->status > KC_STATUS_MAX || v->status == KC_SKIP ||
+            v->status == KC_WAIT || v->plugin > h->plugin_count ||
             (v->status != KC_SUCCESS && v->plugin == 0) ||
             (v->status == KC_SUCCESS && v->plugin != 0))
+            return false;
+        const struct plugin *p = v->plugin > 0 ? h->plugins[v->plugin - 1] : NULL;
+        if (p != NULL && (p->disabled || !(p->remote_phases & KCYCLE__V1__PHASE__PHASE_FILTER)))
             return false;
     }
     return true;
@@ -2539,6 +2558,9 @@ kc_status remote_what_if(struct scheduler *s, struct kc_cycle *cycle, const stru
                                cycle->sp->pod->namespace, cycle->sp->pod->name);
         return KC_ERROR;
     }
+    /* a host that evaluated the pod in this attempt reuses its PreFilter state; one that did
+     * not (it restarted, or evaluated an earlier attempt) runs PreFilter afresh */
+    w.call.attempt = cycle->remote_attempt;
     /* every host asked first, then every answer read: the hosts judge at the same time */
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
     kc_status result = KC_SUCCESS;

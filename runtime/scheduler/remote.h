@@ -111,6 +111,7 @@ struct remote {
     struct journal_entry *journal;
     uint32_t journal_count, journal_capacity;
     uint64_t journal_base; /* sequence number of journal[0] */
+    uint64_t attempt_seq;  /* the last kc_cycle.remote_attempt given */
     int64_t timeout_ms;    /* deadline of one request */
     char *host_binary;
     struct stopping_host *stopping; /* hosts asked to stop, not reaped yet */
@@ -157,6 +158,10 @@ void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *p
 
 /* A pod entered (put) or left WaitOnPermit: hosts mirror it so their plugins can allow it. */
 struct kc_waiting_pod;
+/* A group cycle's trial preemption change (POD_DELETE, POD_ADD, POD_ASSUME, POD_FORGET): the
+ * hosts' replicas change their caches alike and deliver no event, as in process. */
+void remote_journal_trial(struct scheduler *s, kc_event_type type, const struct pod *pod,
+                          const char *node);
 void remote_journal_waiting(struct scheduler *s, const struct kc_waiting_pod *w, bool put);
 
 /* The evaluation of cycle's pod by every host, on candidates (node indices, in order; NULL:

@@ -142,6 +142,8 @@ struct kc_cycle {
     bool filters_ready;
     char *post_filter_message;
     struct preemption *preemption;
+    /* plugin hosts: this attempt's id in Evaluate and WhatIf (remote.c; 0 until one is sent) */
+    uint64_t remote_attempt;
 };
 
 struct kc_waiting_pod {

@@ -5,7 +5,10 @@
  *   bad-plugin        gives every node a verdict naming a plugin the host does not have;
  *   high-bits         gives every node a verdict with bits no verdict may carry;
  *   no-feasible       lists no feasible node while its verdicts reject none;
- *   what-if-nameless  refuses every node of a what-if (preemption) without naming a plugin.
+ *   what-if-nameless  refuses every node of a what-if (preemption) without naming a plugin;
+ *   what-if-skip      answers every node of a what-if Skip (no Filter verdict), naming its
+ *                     plugin;
+ *   what-if-wait      the same with Wait.
  * The scheduler must take each as a protocol error (test_isolation.py runs it through
  * KCYCLE_PLUGIN_HOST). Modes for a group's answer (EvaluateGroup), its evaluations left honest:
  *   group-short       answers one member fewer than asked (a protocol error);
@@ -71,11 +74,17 @@ static int lie(uint8_t **reply, size_t *len, uint32_t beyond, const char *mode)
     return 1;
 }
 
-/* A what-if answered as mode says (what-if-nameless); other replies are left alone. */
+/* A what-if answered as mode says (what-if-*); other replies are left alone. */
 static void lie_what_if(uint8_t **reply, size_t *len, const char *mode)
 {
-    if (strcmp(mode, "what-if-nameless") != 0)
+    int32_t status = 1; /* KC_UNSCHEDULABLE */
+    uint32_t plugin = 0;
+    if (strcmp(mode, "what-if-skip") == 0 || strcmp(mode, "what-if-wait") == 0) {
+        status = mode[8] == 's' ? 4 : 3; /* KC_SKIP, KC_WAIT */
+        plugin = 1;
+    } else if (strcmp(mode, "what-if-nameless") != 0) {
         return;
+    }
     Kcycle__V1__Reply *r = kcycle__v1__reply__unpack(NULL, *len, *reply);
     if (r == NULL || r->result_case != KCYCLE__V1__REPLY__RESULT_WHAT_IF) {
         if (r != NULL)
@@ -83,8 +92,8 @@ static void lie_what_if(uint8_t **reply, size_t *len, const char *mode)
         return;
     }
     for (size_t i = 0; i < r->what_if->n_verdicts; i++) {
-        r->what_if->verdicts[i]->status = 1; /* KC_UNSCHEDULABLE */
-        r->what_if->verdicts[i]->plugin = 0;
+        r->what_if->verdicts[i]->status = status;
+        r->what_if->verdicts[i]->plugin = plugin;
     }
     size_t size = kcycle__v1__reply__get_packed_size(r);
     uint8_t *out = malloc(size + 1);

@@ -215,30 +215,33 @@ def main():
             else:
                 check(host["restarts"] == 0 and "protocol error" not in proc.stderr,
                       f"{name}: the answer dropped, no protocol error ({proc.stderr[-500:]})")
-        # 2e. a host whose what-if verdicts (preemption) refuse without naming a plugin: a
-        # protocol error, and nothing is evicted on its word
+        # 2e. a host whose what-if verdicts (preemption) refuse without naming a plugin, or
+        # answer Skip or Wait (no Filter verdict): a protocol error, and nothing is evicted
+        # on its word
         what_if_config = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
                           "  - {name: defaultpreemption}\n  - {name: defaultbinder}\n"
                           f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process}}\n")
         cfg_path = os.path.join(tmp, "lying-what-if.config.yaml")
         with open(cfg_path, "w") as f:
             f.write(what_if_config)
-        report_path = os.path.join(tmp, "lying-what-if.report.json")
-        proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
-                               os.path.join(SOURCE, "examples", "sim", "preemption.yaml"),
-                               "--report", report_path, "--quiet", "--no-progress"],
-                              capture_output=True, text=True, timeout=300,
-                              env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST,
-                                       LYING_HOST_MODE="what-if-nameless"))
-        check(proc.returncode == 0, f"lying host what-if: exit 0 ({proc.stderr[-500:]})")
-        check("a what-if answer that is not one known verdict" in proc.stderr,
-              f"lying host what-if: the log calls it a protocol error ({proc.stderr[-500:]})")
-        if proc.returncode == 0:
-            with open(report_path) as f:
-                report = json.load(f)
-            every_pod_accounted("lying host what-if", report)
-            check(report["preemptions"] == [],
-                  f"lying host what-if: nobody evicted on its word, got {report['preemptions']}")
+        for mode in ("what-if-nameless", "what-if-skip", "what-if-wait"):
+            report_path = os.path.join(tmp, f"lying-{mode}.report.json")
+            proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
+                                   os.path.join(SOURCE, "examples", "sim", "preemption.yaml"),
+                                   "--report", report_path, "--quiet", "--no-progress"],
+                                  capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST,
+                                           LYING_HOST_MODE=mode))
+            check(proc.returncode == 0, f"lying host {mode}: exit 0 ({proc.stderr[-500:]})")
+            check("a what-if answer that is not one known verdict" in proc.stderr,
+                  f"lying host {mode}: the log calls it a protocol error ({proc.stderr[-500:]})")
+            if proc.returncode == 0:
+                with open(report_path) as f:
+                    report = json.load(f)
+                every_pod_accounted(f"lying host {mode}", report)
+                check(report["preemptions"] == [],
+                      f"lying host {mode}: nobody evicted on its word, got "
+                      f"{report['preemptions']}")
         # 3. the same with Ignore: the affected cycles skip the plugin
         ignore = crash.replace("failurePolicy: Fail", "failurePolicy: Ignore")
         proc, report = run(tmp, "crash-ignore", ignore, big, timeout=300)

@@ -332,11 +332,11 @@ workload:
           whenUnsatisfiable: DoNotSchedule
           labelSelector: {matchLabels: {app: spread}}
       containers: [{name: c, resources: {requests: {cpu: 500m}}}]
-  # right behind urgent, of lower priority: the room urgent's victim frees on bigs is kept
-  # for urgent (nominated there), in the hosts' Filter too
+  # of lower priority, while urgent waits out its backoff (1 s) nominated on bigs, whose
+  # victim is gone: the room is kept for urgent, in the hosts' Filter too (Evaluate.nominated)
   - name: late
     namespace: apps
-    at: 1s
+    at: 1500ms
     priority: 0
     requests: {cpu: 2}
   # larger than any node: no preemption helps
@@ -353,6 +353,70 @@ workload:
     requests: {cpu: 2}
 """)
     return path
+
+
+# A group cycle's trial preemption that an on_event plugin in a host would see: pair-0's trial
+# assumes it in zone a; podtopologyspread (whose pod index follows events) must not count it
+# when pair-1 is judged, in a host as in process (no plugin hears of a trial), so pair-1 too
+# preempts the cheapest victim in zone a (low-a0, not mid-b0 of priority 50).
+TRIAL_PLUGINS = [("coscheduling", 1), ("noderesources", 1), ("podtopologyspread", 2),
+                 ("defaultpreemption", 1), ("defaultbinder", 1)]
+
+
+def trial_config(isolation):
+    lines = ["plugins:"]
+    for name, weight in TRIAL_PLUGINS:
+        entry = f"  - {{name: {name}, weight: {weight}"
+        if name == "coscheduling":
+            entry += ", args: {podGroupBackoffSeconds: 0}"
+        elif name in ("noderesources", "podtopologyspread"):
+            entry += f", isolation: {isolation}"
+        lines.append(entry + "}")
+    return "\n".join(lines) + "\n"
+
+
+def check_trial_events(tmp):
+    path = os.path.join(tmp, "trial-events.yaml")
+    with open(path, "w") as f:
+        f.write("""nodes:
+  - {name: a-0, allocatable: {cpu: 2, memory: 16Gi, pods: 110},
+     labels: {topology.kubernetes.io/zone: a}}
+  - {name: a-1, allocatable: {cpu: 2, memory: 16Gi, pods: 110},
+     labels: {topology.kubernetes.io/zone: a}}
+  - {name: b-0, allocatable: {cpu: 2, memory: 16Gi, pods: 110},
+     labels: {topology.kubernetes.io/zone: b}}
+pods:
+  - {name: low-a0, namespace: batch, nodeName: a-0, priority: 0, requests: {cpu: 2}}
+  - {name: low-a1, namespace: batch, nodeName: a-1, priority: 0, requests: {cpu: 2}}
+  - {name: mid-b0, namespace: batch, nodeName: b-0, priority: 50, requests: {cpu: 2}}
+podGroups:
+  - {name: pair, namespace: ml, minMember: 2, scheduleTimeoutSeconds: 5}
+workload:
+  - metadata: {name: pair, namespace: ml,
+               labels: {app: pair, scheduling.x-k8s.io/pod-group: pair}}
+    count: 2
+    at: 1s
+    spec:
+      priority: 100
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: pair}}
+      containers: [{name: c, resources: {requests: {cpu: 2}}}]
+""")
+    inproc = run(tmp, "trial-events-inprocess", trial_config("inprocess"), path)
+    hosted = run(tmp, "trial-events-process", trial_config("process"), path)
+    if inproc is None or hosted is None:
+        return
+    victims = sorted(e["name"] for e in inproc["preemptions"])
+    check("low-a0" in victims and "low-a1" in victims and
+          inproc["summary"].get("group_cycles", 0) > 0,
+          f"trial-events: the group's trial preempted in zone a twice in process, got {victims}")
+    difference = first_difference(normalized(inproc), normalized(hosted))
+    check(difference is None,
+          "trial-events: the same report in process and in hosts; first difference (in process, "
+          f"then hosts): {difference}")
 
 
 # What the preemption workload must come to in every run (else comparing reports proves
@@ -450,6 +514,7 @@ def main():
         if WORKLOAD in (None, "small-spread"):
             sims.append(small_spread(tmp))
         if WORKLOAD in (None, "preemption"):
+            check_trial_events(tmp)
             # and a group cycle's trial preemptions, which the hosts' replicas must follow
             sims += [preemption_workload(tmp),
                      os.path.join(SOURCE, "examples", "sim", "preemption-gang.yaml")]

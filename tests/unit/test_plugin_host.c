@@ -367,6 +367,9 @@ static uint64_t send_snapshot(struct client *c, uint64_t generation)
 }
 
 /* An evaluation of a pending pod: over candidates, or (candidates NULL) every node from start. */
+/* The scheduler's attempt id that evaluate_on and what_if send (0: not said). */
+static uint64_t attempt_sent;
+
 static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, const char *name,
                                       uint32_t *candidates, size_t count, uint32_t start)
 {
@@ -374,6 +377,7 @@ static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, con
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
     Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
     call.pod = msg;
+    call.attempt = attempt_sent;
     call.candidates = candidates;
     call.n_candidates = candidates != NULL ? count : 0;
     call.all_nodes = candidates == NULL;
@@ -1051,6 +1055,7 @@ static Kcycle__V1__Reply *what_if(struct client *c, uint64_t generation, const s
     call.n_nodes = n;
     call.nominated = &nominated_msg;
     call.n_nominated = nominated != NULL ? 1 : 0;
+    call.attempt = attempt_sent;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.generation = generation;
     req.call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
@@ -1086,30 +1091,43 @@ static void test_what_if_judges_node_views_and_names_the_refusing_plugin(void **
     /* node-04: 2 CPUs, busy-04-0 holds 300m of them; the preemptor asks 1800m */
     struct pod *preemptor = make_pending_pod("preemptor");
     struct pod *nominated = make_pod("nominated", NULL, 500, 64 * MIB);
-    char *victim[] = {(char *)"uid-busy-04-0"}, *nobody[] = {(char *)"uid-nobody"};
-    uint32_t first = 0;
+    char *victim[] = {(char *)"uid-busy-04-0"}, *nobody[] = {(char *)"uid-nobody"},
+         *elsewhere[] = {(char *)"uid-busy-05-0"};
+    uint32_t first = 0, twice[] = {0, 0};
     Kcycle__V1__WhatIfNode items[4], *item_ptrs[4];
     for (int i = 0; i < 4; i++) {
         kcycle__v1__what_if_node__init(&items[i]);
         items[i].node = 4;
         item_ptrs[i] = &items[i];
     }
-    /* as it is; without the pod; without it but with the nominated pod; an unknown uid */
+    /* as it is; without the pod; without it but with the nominated pod */
     items[1].removed = items[2].removed = victim;
     items[1].n_removed = items[2].n_removed = 1;
     items[2].added = &first;
     items[2].n_added = 1;
-    items[3].removed = nobody;
-    items[3].n_removed = 1;
-    reply = what_if(c, generation, preemptor, item_ptrs, 4, nominated);
+    reply = what_if(c, generation, preemptor, item_ptrs, 3, nominated);
     expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
-    assert_int_equal(reply->what_if->n_verdicts, 4);
+    assert_int_equal(reply->what_if->n_verdicts, 3);
     /* noderesources is Hello plugin 1 ("missing" did not load): plugin 1 + 1 */
     expect_verdict(reply->what_if->verdicts[0], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
     expect_verdict(reply->what_if->verdicts[1], KC_SUCCESS, 0, NULL);
     expect_verdict(reply->what_if->verdicts[2], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
-    expect_verdict(reply->what_if->verdicts[3], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
     kcycle__v1__reply__free_unpacked(reply, NULL);
+
+    /* a removed pod the replica lacks, or has on another node: the replica is desynced, and
+     * a verdict would be on another cluster; a nominated pod added twice is no view either */
+    items[3].removed = nobody;
+    items[3].n_removed = 1;
+    expect_error(what_if(c, generation, preemptor, &item_ptrs[3], 1, NULL),
+                 "removes pod uid-nobody, which the replica does not count on node node-04");
+    items[3].removed = elsewhere;
+    expect_error(what_if(c, generation, preemptor, &item_ptrs[3], 1, NULL),
+                 "removes pod uid-busy-05-0");
+    items[3].n_removed = 0;
+    items[3].added = twice;
+    items[3].n_added = 2;
+    expect_error(what_if(c, generation, preemptor, &item_ptrs[3], 1, nominated),
+                 "adds nominated pod 0 twice");
 
     /* a pod this host never evaluated: its PreFilter runs first, then the same view */
     struct pod *stranger = make_pending_pod("stranger");
@@ -1130,6 +1148,35 @@ static void test_what_if_judges_node_views_and_names_the_refusing_plugin(void **
     pod_free(stranger);
     pod_free(nominated);
     pod_free(preemptor);
+    client_stop(c);
+}
+
+/* A what-if reuses the PreFilter state of the pod's evaluation in the same attempt only: an
+ * evaluation of an earlier attempt is stale, and PreFilter runs afresh on the pod sent. */
+static void test_what_if_runs_prefilter_again_for_another_attempt(void **state)
+{
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 42);
+    attempt_sent = 7;
+    Kcycle__V1__Reply *reply = evaluate(c, generation, "preemptor"); /* asks 1800m */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    /* the same uid, asking 100m now: node-04 has 1700m free */
+    struct pod *smaller = make_pod("preemptor", NULL, 100, 64 * MIB);
+    Kcycle__V1__WhatIfNode item = KCYCLE__V1__WHAT_IF_NODE__INIT, *items[] = {&item};
+    item.node = 4;
+    reply = what_if(c, generation, smaller, items, 1, NULL); /* attempt 7: its state */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
+    expect_verdict(reply->what_if->verdicts[0], KC_UNSCHEDULABLE, 2, "Insufficient cpu");
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    attempt_sent = 8;
+    reply = what_if(c, generation, smaller, items, 1, NULL); /* stale: PreFilter again */
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_WHAT_IF);
+    expect_verdict(reply->what_if->verdicts[0], KC_SUCCESS, 0, NULL);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    attempt_sent = 0;
+    pod_free(smaller);
     client_stop(c);
 }
 
@@ -1208,6 +1255,7 @@ int main(void)
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
         cmocka_unit_test(test_group_with_a_repeated_member_is_refused),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
+        cmocka_unit_test(test_what_if_runs_prefilter_again_for_another_attempt),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
         cmocka_unit_test(test_a_failed_harness_hello_forgets_its_object_statuses),
     };
