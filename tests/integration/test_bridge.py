@@ -505,9 +505,13 @@ def scenario_leader(fc, api, workdir):
     # deadlines (not limits) scale: under memcheck on a busy machine the first lease alone
     # can take more than 30 s
     scale = ARGS.time_scale
-    wait_until("replica-a to hold the lease", lambda: any(
-        w["holder"] == "replica-a" and w["code"] in (200, 201)
-        for w in api.stats()["lease_writes"]), 30 * scale, [a])
+    try:
+        wait_until("replica-a to hold the lease", lambda: any(
+            w["holder"] == "replica-a" and w["code"] in (200, 201)
+            for w in api.stats()["lease_writes"]), 30 * scale, [a])
+    except AssertionError:
+        a.kill()  # else its scheduler and bridge outlive the test
+        raise
     b.start()
     try:
         # pods arrive in waves so that the workload spans the failover
