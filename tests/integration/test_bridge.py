@@ -502,20 +502,28 @@ def scenario_leader(fc, api, workdir):
     a = Replica(api, workdir, "replica-a", leader_elect=True)
     b = Replica(api, workdir, "replica-b", leader_elect=True)
     a.start()
-    wait_until("replica-a to hold the lease", lambda: any(
-        w["holder"] == "replica-a" and w["code"] in (200, 201)
-        for w in api.stats()["lease_writes"]), 30, [a])
+    # deadlines (not limits) scale: under memcheck on a busy machine the first lease alone
+    # can take more than 30 s
+    scale = ARGS.time_scale
+    try:
+        wait_until("replica-a to hold the lease", lambda: any(
+            w["holder"] == "replica-a" and w["code"] in (200, 201)
+            for w in api.stats()["lease_writes"]), 30 * scale, [a])
+    except AssertionError:
+        a.kill()  # else its scheduler and bridge outlive the test
+        raise
     b.start()
     try:
         # pods arrive in waves so that the workload spans the failover
         bulk_create(api, pods[:600])
-        wait_until("replica-a to bind", lambda: len(api.stats()["bindings"]) >= 200, 120, [a, b])
+        wait_until("replica-a to bind", lambda: len(api.stats()["bindings"]) >= 200, 120 * scale,
+                   [a, b])
         for p in (a.scheduler, a.bridge):
             p.expected_dead = True
         a.kill()
         killed = time.monotonic()
         bulk_create(api, pods[600:])
-        wait_until("every kcycle pod bound", lambda: kcycle_bound(api, 1500), 180, [b])
+        wait_until("every kcycle pod bound", lambda: kcycle_bound(api, 1500), 180 * scale, [b])
         stats = api.stats()
         by = collections.defaultdict(list)
         for x in stats["bindings"]:

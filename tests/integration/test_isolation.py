@@ -13,6 +13,16 @@ SCHEDULER, SOURCE, TEST_PLUGINS, LYING_HOST = sys.argv[1], sys.argv[2], sys.argv
 MISBEHAVE = os.path.join(TEST_PLUGINS, "misbehave.so")
 FAILURES = []
 PASSED = [0]
+# Under `meson test --setup valgrind` (tests/valgrind/wrap.sh sets KCYCLE_TEST_WRAPPER) the
+# scheduler and every plugin host run under memcheck, tens of times slower: the workloads and
+# the plugin call counts that trigger a crash shrink by SHRINK, process deadlines grow by
+# SCALE, and pluginTimeout is one memcheck can meet for a plugin that answers (the hang case
+# keeps its own, scaled, timeout: a hanging plugin must still be caught by the deadline).
+WRAPPED = bool(os.environ.get("KCYCLE_TEST_WRAPPER"))
+SHRINK = 5 if WRAPPED else 1
+SCALE = 10 if WRAPPED else 1
+PLUGIN_TIMEOUT = "pluginTimeout: 120s\n" if WRAPPED else ""
+HANG_TIMEOUT = "pluginTimeout: 20s\n" if WRAPPED else "pluginTimeout: 300ms\n"
 
 
 def check(condition, message):
@@ -26,11 +36,13 @@ def check(condition, message):
 def run(tmp, name, config, sim, timeout=120, env=None):
     cfg_path = os.path.join(tmp, name + ".config.yaml")
     report = os.path.join(tmp, name + ".report.json")
+    if not config.startswith("pluginTimeout:"):
+        config = PLUGIN_TIMEOUT + config
     with open(cfg_path, "w") as f:
         f.write(config)
     proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate", sim, "--report",
                            report, "--quiet", "--no-progress"],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+                          capture_output=True, text=True, timeout=timeout * SCALE, env=env)
     data = None
     if proc.returncode == 0:
         # a run that exits 0 and writes no report must fail here: the callers skip their
@@ -61,6 +73,7 @@ def plugins(isolation, extra=""):
 
 
 def write_workload(tmp, nodes, pods):
+    nodes, pods = nodes // SHRINK, pods // SHRINK
     path = os.path.join(tmp, f"workload-{nodes}-{pods}.yaml")
     with open(path, "w") as f:
         f.write("nodes:\n")
@@ -112,7 +125,8 @@ def main():
         big = write_workload(tmp, 300, 5000)
         # 2. a plugin that crashes in Filter (in its own host, Fail): restarts, nothing lost
         crash = plugins("process", f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process, "
-                                   "failurePolicy: Fail, args: {crash_in_filter_after: 20000}}\n")
+                                   "failurePolicy: Fail, "
+                                   f"args: {{crash_in_filter_after: {20000 // SHRINK}}}}}\n")
         proc, report = run(tmp, "crash-fail", crash, big, timeout=300)
         check(proc.returncode == 0, f"crash/Fail: exit 0 ({proc.stderr[-500:]})")
         if report is not None:
@@ -129,7 +143,7 @@ def main():
         for how, sig, name in (("crash_in_filter_after", 6, "SIGABRT"),
                                ("segfault_in_filter_after", 11, "SIGSEGV")):
             inproc = plugins("inprocess", f"  - {{name: misbehave, path: {MISBEHAVE}, "
-                                          f"args: {{{how}: 2000}}}}\n")
+                                          f"args: {{{how}: {2000 // SHRINK}}}}}\n")
             # under ASan its own SEGV handler would report and exit 1 before kcycle's; the
             # crash line under test is kcycle's, so ASan leaves the signal alone here
             asan = os.environ.get("ASAN_OPTIONS", "")
@@ -144,7 +158,8 @@ def main():
         # 2d. a host whose evaluations name nodes outside the candidates, or whose per-node
         # verdicts are missing, out of range or disagree with its feasible nodes: a protocol
         # error, and no pod is placed on its word
-        lying_config = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+        lying_config = (PLUGIN_TIMEOUT +
+                        "plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
                         "  - {name: defaultbinder}\n"
                         f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process}}\n")
         cfg_path = os.path.join(tmp, "lying.config.yaml")
@@ -159,7 +174,8 @@ def main():
             report_path = os.path.join(tmp, f"lying-{mode}.report.json")
             proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
                                    lying_workload, "--report", report_path, "--quiet",
-                                   "--no-progress"], capture_output=True, text=True, timeout=300,
+                                   "--no-progress"], capture_output=True, text=True,
+                                  timeout=300 * SCALE,
                                   env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST,
                                            LYING_HOST_MODE=mode))
             check(proc.returncode == 0, f"lying host {mode}: exit 0 ({proc.stderr[-500:]})")
@@ -218,7 +234,8 @@ def main():
         # 2e. a host whose what-if verdicts (preemption) refuse without naming a plugin, or
         # answer Skip or Wait (no Filter verdict): a protocol error, and nothing is evicted
         # on its word
-        what_if_config = ("plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
+        what_if_config = (PLUGIN_TIMEOUT +
+                          "plugins:\n  - {name: prioritysort}\n  - {name: noderesources}\n"
                           "  - {name: defaultpreemption}\n  - {name: defaultbinder}\n"
                           f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process}}\n")
         cfg_path = os.path.join(tmp, "lying-what-if.config.yaml")
@@ -229,7 +246,7 @@ def main():
             proc = subprocess.run([SCHEDULER, "--config", cfg_path, "--simulate",
                                    os.path.join(SOURCE, "examples", "sim", "preemption.yaml"),
                                    "--report", report_path, "--quiet", "--no-progress"],
-                                  capture_output=True, text=True, timeout=300,
+                                  capture_output=True, text=True, timeout=300 * SCALE,
                                   env=dict(os.environ, KCYCLE_PLUGIN_HOST=LYING_HOST,
                                            LYING_HOST_MODE=mode))
             check(proc.returncode == 0, f"lying host {mode}: exit 0 ({proc.stderr[-500:]})")
@@ -251,7 +268,7 @@ def main():
             check(report["summary"]["error_attempts"] == 0,
                   f"crash/Ignore: no attempt failed, got {report['summary']['error_attempts']}")
         # 4. a plugin that hangs in Score: the deadline fires, the host is restarted
-        hang = "pluginTimeout: 300ms\n" + plugins("process", (
+        hang = HANG_TIMEOUT + plugins("process", (
             f"  - {{name: misbehave, path: {MISBEHAVE}, isolation: process, "
             "args: {hang_in_score_after: 3000}}\n"))
         proc, report = run(tmp, "hang", hang, write_workload(tmp, 300, 1000), timeout=300)

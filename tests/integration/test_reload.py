@@ -11,9 +11,14 @@
 Every step waits for the log line that says the scheduler did the previous one (polled, with a
 deadline), never a fixed time: on a loaded machine a reload can take a second. Deadlines and
 the pace of the runs that must outlast a series of reloads scale with --time-scale (ASan and
-UBSan builds are several times slower)."""
+UBSan builds are several times slower). Under `meson test --setup valgrind`
+(tests/valgrind/wrap.sh sets KCYCLE_TEST_WRAPPER) the scheduler and its plugin hosts run under
+memcheck, tens of times slower: the time scale is at least 20, the runs are shorter (PODS),
+the fifty reloads are RELOADS, and a file is replaced only once the run has bound pods (its
+progress lines say so): a memcheck run may bind none in its first seconds."""
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -28,6 +33,11 @@ import prometheus_text  # noqa: E402
 
 SCHEDULER, TEST_PLUGINS = sys.argv[1], sys.argv[2]
 SCALE = float(sys.argv[sys.argv.index("--time-scale") + 1]) if "--time-scale" in sys.argv else 1.0
+WRAPPED = bool(os.environ.get("KCYCLE_TEST_WRAPPER"))
+if WRAPPED:
+    SCALE = max(SCALE, 20.0)
+PODS = 4000 if WRAPPED else 20000
+RELOADS = 6 if WRAPPED else 50
 FAILURES = []
 PASSED = [0]
 
@@ -42,7 +52,10 @@ def check(condition, message):
 
 def paced(pods_per_s):
     """A pace for a run that must outlast reloads: a sanitized build reloads (loads, starts
-    plugin hosts) a few times slower, so its run is made longer in proportion."""
+    plugin hosts) a few times slower, so its run is made longer in proportion. Under memcheck
+    one reload takes 5 to 15 s on a busy machine: every such run lasts about 70 s there."""
+    if WRAPPED:
+        return PODS // 70
     return max(50, int(pods_per_s / (1 + (SCALE - 1) / 3)))
 
 
@@ -107,7 +120,7 @@ class Run:
         env = dict(os.environ, TMPDIR=self.copies)
         self.proc = subprocess.Popen(
             [SCHEDULER, "--config", cfg, "--simulate", sim, "--report", self.report, "--quiet",
-             "--no-progress", "-v", "--pace", str(pace), *extra],
+             *([] if WRAPPED else ["--no-progress"]), "-v", "--pace", str(pace), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         self.lines = []
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -140,7 +153,29 @@ class Run:
         ok = self.wait_for("hot reload: ready", timeout=30.0)
         check(ok, f"{label}: the scheduler says it is ready for reloads "
                   f"({''.join(self.lines[-3:])!r})")
+        if ok and WRAPPED:
+            ok = self.wait_bound()
+            check(ok, f"{label}: the run binds pods before the change "
+                      f"({''.join(self.lines[-3:])!r})")
         return ok
+
+    def bound(self):
+        """Pods bound so far, from the last progress line (one a second); 0 before the first."""
+        for line in reversed(list(self.lines)):
+            m = re.search(r"kcycle: simulate: .* bound (\d+) ", line)
+            if m:
+                return int(m.group(1))
+        return 0
+
+    def wait_bound(self, timeout=30.0):
+        """Under memcheck, until a progress line says pods were bound: a change made before
+        any would leave no pod to show the old version served until the switch."""
+        deadline = time.time() + timeout * SCALE
+        while time.time() < deadline and self.proc.poll() is None:
+            if self.bound() > 0:
+                return True
+            time.sleep(0.05)
+        return self.bound() > 0
 
     def step(self, label, what, text, times=1):
         """Wait for the line of one step; a step that did not come is a failure of its own."""
@@ -186,13 +221,16 @@ def scheduling_went_on(label, data):
     """Pods were bound in every second of the run: scheduling never stopped."""
     times = sorted(p["bound_wall_ms"] for p in data["pods"] if p.get("bound_wall_ms") is not None)
     gaps = [b - a for a, b in zip(times, times[1:])]
-    check(times and max(gaps) < 1000, f"{label}: scheduling never stopped "
-                                     f"(longest gap {max(gaps) if gaps else None} ms)")
+    # under memcheck a reload (a plugin host started under it) takes seconds, not ms
+    limit = 1000 * (SCALE if WRAPPED else 1)
+    check(times and max(gaps) < limit, f"{label}: scheduling never stopped "
+                                      f"(longest gap {max(gaps) if gaps else None} ms, "
+                                      f"limit {limit:g})")
 
 
 def test_new_version(tmp, isolation, how):
     label = f"new version ({isolation}, {how})"
-    pods = 20000
+    pods = PODS
     shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
     cfg = config(tmp, isolation)
     run = Run(tmp, cfg, workload(tmp, pods), pace=10000, extra=["--watch-plugins"])
@@ -242,7 +280,7 @@ BAD = [
 
 def test_bad_files(tmp, isolation):
     label = f"bad files ({isolation})"
-    pods = 20000
+    pods = PODS
     so = os.path.join(tmp, "versioned.so")
     shutil.copyfile(plugin("versioned1"), so)
     # long enough for five refusals and a reload, each of which may start a plugin host
@@ -280,7 +318,7 @@ def test_bad_file_of_optional_plugin(tmp):
     """A bad new file of a plugin with required: false refuses the reload too: no generation
     runs without the plugin."""
     label = "bad file of a required: false plugin"
-    pods = 20000
+    pods = PODS
     so = os.path.join(tmp, "versioned.so")
     shutil.copyfile(plugin("versioned1"), so)
     cfg = config(tmp)
@@ -315,7 +353,7 @@ def test_optional_plugin_fixed(tmp):
     """A required: false plugin whose file could not be loaded at the start is watched: a
     good file put there later is loaded by a reload."""
     label = "required: false plugin fixed after the start"
-    pods = 20000
+    pods = PODS
     so = os.path.join(tmp, "versioned.so")
     write(so, "this is not a shared object\n")
     cfg = config(tmp)
@@ -343,7 +381,7 @@ def test_replaced_while_loading(tmp):
     """A plugin file replaced after it was read for loading and before the watch started is
     a change: the plugin's init holds until the test has replaced the file."""
     label = "file replaced while it was being loaded"
-    pods = 20000
+    pods = PODS
     so = os.path.join(tmp, "versioned.so")
     hold = os.path.join(tmp, "hold")
     if os.path.exists(hold):
@@ -374,7 +412,7 @@ def test_replaced_while_loading(tmp):
 
 def test_config_reload(tmp):
     label = "config reload"
-    pods = 20000
+    pods = PODS
     shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
     cfg = config(tmp, versioned_weight=1, resources_weight=1)
     run = Run(tmp, cfg, workload(tmp, pods), pace=paced(10000))
@@ -418,7 +456,7 @@ def test_config_reload_process(tmp):
     """isolation: process: a configuration reload that changes a host plugin's args starts a
     new host generation; one whose new plugin crashes in init is refused, the old hosts serve."""
     label = "config reload (process)"
-    pods = 20000
+    pods = PODS
     shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
     cfg = config(tmp, "process", versioned_weight=10)
     run = Run(tmp, cfg, workload(tmp, pods), pace=paced(10000))
@@ -460,7 +498,7 @@ def test_crash_in_init_inprocess(tmp):
     """isolation: inprocess: a new build that crashes in init is tried first in a throwaway
     plugin host, refused naming the file, and the scheduler goes on serving."""
     label = "crash in init (inprocess)"
-    pods = 20000
+    pods = PODS
     shutil.copyfile(plugin("versioned1"), os.path.join(tmp, "versioned.so"))
     cfg = config(tmp, "inprocess", versioned_weight=10)
     run = Run(tmp, cfg, workload(tmp, pods), pace=paced(10000))
@@ -514,11 +552,11 @@ def settled(pid, timeout=5.0):
 
 
 def check_metrics_after_reloads(label, port_file, isolation):
-    """/metrics after 51 reloads: generation 52 serves, and (process) the host's series is
-    still published under its name (slots are per name, not per host instance)."""
+    """/metrics after RELOADS + 1 reloads: generation RELOADS + 2 serves, and (process) the
+    host's series is still published under its name (slots are per name, not per host instance)."""
     # the gauges are refreshed at most every 100 ms: poll until the last generation shows
     deadline, generation = time.time() + 10.0 * SCALE, None
-    while generation != 52 and time.time() < deadline:
+    while generation != RELOADS + 2 and time.time() < deadline:
         try:
             with open(port_file) as f:
                 port = int(f.read())
@@ -529,26 +567,29 @@ def check_metrics_after_reloads(label, port_file, isolation):
             return
         generation = prometheus_text.value(fams, "kcycle_plugin_generation")
         time.sleep(0.05)
-    check(generation == 52, f"{label}: kcycle_plugin_generation {generation}, 52 after 51 "
-                            f"reloads")
+    check(generation == RELOADS + 2, f"{label}: kcycle_plugin_generation {generation}, "
+                                     f"{RELOADS + 2} after {RELOADS + 1} reloads")
     if isolation == "process":
         check(prometheus_text.value(fams, "kcycle_plugin_host_circuit_open", host="versioned")
-              == 0, f"{label}: the host's circuit series is published after 51 new instances")
+              == 0, f"{label}: the host's circuit series is published after {RELOADS + 1} new "
+                    "instances")
 
 
 def test_fifty_reloads(tmp, isolation):
-    label = f"fifty reloads ({isolation})"
-    pods = 20000
+    label = f"{RELOADS} reloads ({isolation})"
+    pods = PODS
     so = os.path.join(tmp, "versioned.so")
     shutil.copyfile(plugin("versioned1"), so)
-    # 51 reloads one after another, each a debounce and a load (process: a new plugin host),
+    # RELOADS + 1 reloads one after another, each a debounce and a load (process: a new plugin host),
     # and the run must still go on after them: 50 s at this pace in a normal build
     # metrics on: the per-plugin and per-host series must outlive the plugins and hosts of the
     # generations they were made for (a sanitized build catches a use after free)
     port_file = os.path.join(tmp, "port")
     if os.path.exists(port_file):
         os.unlink(port_file)
-    run = Run(tmp, config(tmp, isolation), workload(tmp, pods), pace=paced(400),
+    # under memcheck each reload takes up to 15 s: a 200 s run keeps going past them
+    run = Run(tmp, config(tmp, isolation), workload(tmp, pods),
+              pace=PODS // 200 if WRAPPED else paced(400),
               extra=["--watch-plugins", "--health-port", "0", "--health-port-file", port_file])
     run.ready(label)
     # one reload first: the trial host of an in-process reload starts nng's own threads and
@@ -559,7 +600,7 @@ def test_fifty_reloads(tmp, isolation):
     run.step(label, "the first generation closed", "plugins: generation 1 closed")
     first = settled(run.proc.pid)
     started = time.time()
-    for i in range(1, 51):
+    for i in range(1, RELOADS + 1):
         replace(plugin("versioned2" if i % 2 == 0 else "versioned1"), so, "rename")
         # one change at a time: two within the debounce window are one reload
         if not run.step(label, f"reload {i + 1} done", f"plugin generation {i + 2} serves"):
@@ -567,7 +608,8 @@ def test_fifty_reloads(tmp, isolation):
     took = time.time() - started
     # a replaced generation closes when its last open cycle ends; its plugin hosts (process)
     # take a moment to stop after SIGTERM: a leak never settles back
-    run.step(label, "every replaced generation closed", "plugins: generation 51 closed")
+    run.step(label, "every replaced generation closed",
+             f"plugins: generation {RELOADS + 1} closed")
     check_metrics_after_reloads(label, port_file, isolation)
     last, deadline = None, time.time() + 5.0 * SCALE
     while run.proc.poll() is None:
@@ -577,18 +619,18 @@ def test_fifty_reloads(tmp, isolation):
         time.sleep(0.05)
     data = run.wait()
     check(data is not None, f"{label}: the run ends with a report ({run.stderr[-2000:]})")
-    check(last is not None, f"{label}: the run still went on after 50 reloads")
+    check(last is not None, f"{label}: the run still went on after {RELOADS} reloads")
     if data is None or last is None:
         return
     nothing_lost(label, data, pods)
-    check(data["summary"]["plugin_switches"] == 51,
-          f"{label}: 51 switches ({data['summary']['plugin_switches']})")
+    check(data["summary"]["plugin_switches"] == RELOADS + 1,
+          f"{label}: {RELOADS + 1} switches ({data['summary']['plugin_switches']})")
     check(last == first, f"{label}: fds, mapped copies and child processes "
                          f"{last} equal those before the reloads {first}")
     check(os.listdir(run.copies) == [], f"{label}: no copy left on disk "
                                         f"({os.listdir(run.copies)})")
-    print(f"{label}: before (fds, mapped copies, children) {first}, after 50 reloads {last}; "
-          f"the 50 reloads took {took:.1f} s")
+    print(f"{label}: before (fds, mapped copies, children) {first}, after {RELOADS} reloads "
+          f"{last}; the {RELOADS} reloads took {took:.1f} s")
 
 
 def main():

@@ -4,7 +4,8 @@
 # is given on its command line (kcycle-scheduler, kcycle-kube-bridge, probes) replaced by a
 # shim that runs that program under valgrind. Valgrind follows the programs' own children
 # (plugin hosts), not the interpreter. Errors and definite leaks exit 99 (see
-# docs/security.md); suppressions.supp holds third-party frames only.
+# docs/security.md); suppressions.supp holds third-party frames only, but for one libnng
+# loss it documents.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 VALGRIND="valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
