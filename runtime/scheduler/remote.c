@@ -25,6 +25,7 @@
 #include "plugin.pb-c.h"
 #include "preempt.h"
 #include "proto_convert.h"
+#include "monotonic.h"
 #include "sched_metrics.h"
 #include "scheduler.h"
 
@@ -2144,13 +2145,6 @@ void remote_sync_if_large(struct scheduler *s)
  * the host. */
 #define GROUP_DEADLINE_SHARE 4
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* How many members h's next group request may carry: as many as h's slowest measured member
  * time lets fit in a quarter of the timeout, starting small and at most doubling from one
  * request to the next (a member may be slower than those measured so far); at least 1. */
@@ -2372,12 +2366,12 @@ static bool group_send(struct scheduler *s)
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
         req.evaluate_group = &group;
-        int64_t sent = now_us();
+        int64_t sent = monotonic_us();
         reply = round_trip(s, h, &req);
         if (reply != NULL)
-            group_measured(h, count, chunk, now_us() - sent);
+            group_measured(h, count, chunk, monotonic_us() - sent);
         else
-            group_measured(h, 1, 1, now_us() - sent);
+            group_measured(h, 1, 1, monotonic_us() - sent);
         r->group_requests++;
         h->group_requests++;
     }
