@@ -823,6 +823,28 @@ static int check_binding(const Kcycle__V1__ToBridge *m, const Kcycle__V1__Bindin
     return 0;
 }
 
+/* A hello that waits for lists: which ones, so that a scheduler left waiting says why in the
+ * bridge's log (lock held). */
+static void log_hello_waiting(struct bridge *b)
+{
+    char kinds[512];
+    size_t used = 0;
+    kinds[0] = '\0';
+    for (uint32_t i = 0; i < b->watch_count && used < sizeof(kinds); i++) {
+        const struct bridge_watch *w = &b->watches[i];
+        if (atomic_load(&w->synced) || (!w->required && atomic_load(&w->not_served)))
+            continue;
+        int n = snprintf(kinds + used, sizeof(kinds) - used, "%s%s", used ? ", " : "",
+                         w->resource.kind);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    log_info("bridge: the scheduler asked for the cluster (session %llx); it follows once these "
+             "are listed: %s",
+             (unsigned long long)b->session, kinds);
+}
+
 static void handle_command(struct bridge *b, nng_msg *msg)
 {
     Kcycle__V1__ToBridge *m =
@@ -841,6 +863,8 @@ static void handle_command(struct bridge *b, nng_msg *msg)
         b->session_active = false;
         b->hello_pending = true;
         b->hello_ms = bridge_monotonic_ms();
+        if (!lists_done(b))
+            log_hello_waiting(b);
         sync_when_ready(b);               /* else the list that completes last answers it */
         pthread_cond_broadcast(&b->cond); /* the send loop may have the optional wait to time */
         pthread_mutex_unlock(&b->lock);

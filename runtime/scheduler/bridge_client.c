@@ -27,6 +27,11 @@
 #define SEND_TIMEOUT_MS 5000
 /* The bridge's API timeout is 10 s: an answer later than this will not come. */
 #define BIND_ANSWER_TIMEOUT_MS 30000
+/* A hello unanswered this long is said again: nng may lose a message on a pipe that is going
+ * away, and a hello the bridge never got would leave the scheduler waiting for ever. Costs the
+ * bridge nothing while its lists are still running (it answers the latest hello once they are
+ * done). */
+#define HELLO_REPEAT_MS 10000
 
 static int64_t monotonic_ms(void)
 {
@@ -544,6 +549,8 @@ static void flush(struct bridge_client *b)
         status_unsent(b);
     }
     bool hello_lost = rc != 0 && out->hello;
+    if (rc == 0 && out->hello)
+        b->hello_sent_ms = monotonic_ms();
     clear_out(b);
     out->hello = hello_lost; /* asked again on the next turn */
 }
@@ -789,6 +796,7 @@ static void apply_message(struct bridge_client *b, Kcycle__V1__ToScheduler *m)
         kcycle__v1__to_scheduler__free_unpacked(m, NULL);
         return;
     }
+    b->hello_sent_ms = 0; /* answered */
     if (m->sync_begin)
         sync_begin(b);
     for (size_t i = 0; i < m->n_changes; i++)
@@ -893,6 +901,15 @@ static void pipe_notify(nng_pipe pipe, nng_pipe_ev ev, void *arg)
     atomic_fetch_add(ev == NNG_PIPE_EV_ADD_POST ? &b->pipe_adds : &b->pipe_removes, 1);
 }
 
+/* Ask the bridge for the whole cluster under a new session, on the next flush. */
+static void say_hello(struct bridge_client *b)
+{
+    b->out.hello = true;
+    b->session = random_u64() | 1;
+    b->out.session = b->session;
+    b->hello_sent_ms = 0;
+}
+
 /* A pipe came or went since the last look. A drop and a reconnect between two looks count as
  * a loss: nothing sent on the old pipe can be trusted to have arrived. */
 static void check_pipe(struct bridge_client *b)
@@ -917,11 +934,25 @@ static void check_pipe(struct bridge_client *b)
     }
     if (up) {
         b->connected = true;
-        b->out.hello = true;
-        b->session = random_u64() | 1;
-        b->out.session = b->session;
+        b->hello_repeated = false;
+        say_hello(b);
         log_info("bridge: connected; asking for the cluster");
     }
+}
+
+/* A hello with no answer after HELLO_REPEAT_MS is said again, under a new session (whatever
+ * still comes for the old one is stale). */
+static void check_hello(struct bridge_client *b)
+{
+    if (!b->connected || b->hello_sent_ms == 0 || b->out.hello ||
+        monotonic_ms() - b->hello_sent_ms < HELLO_REPEAT_MS)
+        return;
+    log_msg(b->hello_repeated ? KC_LOG_INFO : KC_LOG_WARN,
+            "bridge: no answer from the bridge %d s after asking for the cluster (session "
+            "%llx); asking again",
+            HELLO_REPEAT_MS / 1000, (unsigned long long)b->session);
+    b->hello_repeated = true;
+    say_hello(b);
 }
 
 int bridge_client_open(struct bridge_client *b, const struct bridge_client_options *opt,
@@ -1002,6 +1033,7 @@ int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
     while (!atomic_load(stop)) {
         atomic_store(&b->last_loop_ms, monotonic_ms());
         check_pipe(b);
+        check_hello(b);
         binds_expire(b);
         reloader_poll(&b->reload, &b->sched);
         nng_msg *msg;
