@@ -83,6 +83,7 @@ struct kc_harness {
      * under test, and the last kc_harness_cycle_string's answer */
     bool pre_filter_skipped, pre_score_skipped;
     char *cycle_string;
+    bool pods_first; /* kc_harness_update_pods_first: the update's pods before its nodes */
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1006,6 +1007,8 @@ static int sync_deltas(kc_harness *h, Kcycle__V1__Delta **list, uint32_t count)
     return 0;
 }
 
+static void deltas_pods_first(struct deltas *d);
+
 KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
 {
     kc_harness_options o = {.struct_size = sizeof(o), .cluster_yaml = cluster_yaml};
@@ -1024,6 +1027,8 @@ KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
     h->updates[h->update_count++] = spec; /* kept: its pods are evaluable */
     struct deltas d;
     rc = deltas_from_spec(h, &h->updates[h->update_count - 1], &d);
+    if (rc == 0 && h->pods_first)
+        deltas_pods_first(&d);
     if (rc == 0)
         rc = sync_deltas(h, d.list, d.count);
     else
@@ -1284,4 +1289,25 @@ KC_API int kc_harness_pre_filter_skipped(kc_harness *h)
 KC_API int kc_harness_pre_score_skipped(kc_harness *h)
 {
     return h->pre_score_skipped;
+}
+
+/* The pod puts first, each group in its order: a stable partition of the list. */
+static void deltas_pods_first(struct deltas *d)
+{
+    uint32_t placed = 0;
+    for (uint32_t i = 0; i < d->count; i++) {
+        if (d->list[i]->change_case != KCYCLE__V1__DELTA__CHANGE_POD_PUT)
+            continue;
+        Kcycle__V1__Delta *pod = d->list[i];
+        memmove(&d->list[placed + 1], &d->list[placed], (i - placed) * sizeof(*d->list));
+        d->list[placed++] = pod;
+    }
+}
+
+KC_API int kc_harness_update_pods_first(kc_harness *h, const char *cluster_yaml)
+{
+    h->pods_first = true;
+    int rc = kc_harness_update(h, cluster_yaml);
+    h->pods_first = false;
+    return rc;
 }

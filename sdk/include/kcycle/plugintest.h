@@ -198,6 +198,10 @@ KC_API int kc_harness_pre_filter_skipped(kc_harness *harness);
 /* Added in 1.2. After kc_harness_evaluate: 1 when the plugin under test's PreScore answered
  * KC_SKIP (its Score was not called), else 0. */
 KC_API int kc_harness_pre_score_skipped(kc_harness *harness);
+/* Added in 1.2. kc_harness_update, with the pods of cluster_yaml that have a nodeName sent
+ * before its nodes: the plugin hears of bound pods before their node (a node it does not know
+ * yet), as after a restart when the pods' list arrives before the nodes'. */
+KC_API int kc_harness_update_pods_first(kc_harness *harness, const char *cluster_yaml);
 
 #ifdef __cplusplus
 }
