@@ -209,13 +209,13 @@ static void handshake_update(const char *handshake, int allocatable_gpus)
         fail_msg("%s: %s", harness_mode_name(), kc_harness_error(harness));
 }
 
-/* The handshake's times are the calendar's (HAMi writes them): the node's request is 30 s old
+/* The handshake's times are the calendar's (HAMi writes them): the node's request is 10 s old
  * (within HAMi's 60 s) and then 90 s old. */
 static void handshake_requesting_too_long_makes_the_node_stale(void **state)
 {
     (void)state;
     char handshake[64];
-    hami_time(handshake, sizeof(handshake), "Requesting_", 30);
+    hami_time(handshake, sizeof(handshake), "Requesting_", 10);
     text[0] = '\0';
     harness_append(text, sizeof(text), "nodes:\n");
     v100_into(text, sizeof(text), handshake, 0);
