@@ -22,6 +22,7 @@
 #include "hostapi.h"
 #include "log.h"
 #include "model.h"
+#include "monotonic.h"
 #include "plugin.pb-c.h"
 #include "preempt.h"
 #include "proto_convert.h"
@@ -70,6 +71,10 @@ struct plugin_host {
      * the replica's nominations, owned here */
     struct sched_pod **nominated;
     uint32_t nominated_count, nominated_capacity;
+    /* Added in 1.2: a harness's clock (HarnessControl.set_clock): once set, the replica's
+     * scheduler clock reads clock_ms instead of the monotonic clock */
+    bool clock_set;
+    int64_t clock_ms;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -753,6 +758,62 @@ static void fill_cycle_keys(struct plugin_host *h, const char *uid, Kcycle__V1__
     probe->cycle_keys = keys;
 }
 
+/* ---- Added in 1.2: the harness's clock, cycle strings and skips (plugin.proto's
+ * HarnessControl and HarnessFacts; docs/plugin-testing.md) ---- */
+
+static int64_t harness_clock_now(void *ctx)
+{
+    const struct plugin_host *h = ctx;
+    return h->clock_set ? h->clock_ms : monotonic_us() / 1000;
+}
+
+/* A harness host's clock: monotonic until the harness sets it (kc_harness_set_clock). */
+static struct scheduler_clock harness_clock(struct plugin_host *h)
+{
+    return (struct scheduler_clock){.ctx = h, .now_ms = harness_clock_now};
+}
+
+/* Before the request's deltas: a clock the harness set applies to the events they bring. */
+static void harness_control(struct plugin_host *h, const Kcycle__V1__Request *req)
+{
+    const Kcycle__V1__HarnessControl *c = req->harness_control;
+    if (c == NULL || !h->capture_logs || !c->set_clock)
+        return;
+    h->clock_set = true;
+    h->clock_ms = c->now_ms;
+}
+
+/* After an evaluation, the plugins whose PreFilter and PreScore skipped the pod; with
+ * HarnessControl.cycle_string_key, that key's data in the cycle of Request.cycle_keys_of. */
+static void fill_harness_facts(struct plugin_host *h, const Kcycle__V1__Request *req,
+                               Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    Kcycle__V1__HarnessFacts *facts = scratch_alloc(sc, sizeof(*facts));
+    if (facts == NULL)
+        return;
+    kcycle__v1__harness_facts__init(facts);
+    if (reply->result_case == KCYCLE__V1__REPLY__RESULT_EVALUATE &&
+        req->call_case == KCYCLE__V1__REQUEST__CALL_EVALUATE && req->evaluate->pod != NULL) {
+        const struct evaluated *ev = strmap_get(&h->evaluated, req->evaluate->pod->uid);
+        if (ev != NULL) {
+            facts->pre_filter_skipped = hello_bits(h, ev->cycle->filter_skip);
+            facts->pre_score_skipped = hello_bits(h, ev->cycle->score_skip);
+        }
+    }
+    const Kcycle__V1__HarnessControl *c = req->harness_control;
+    const struct evaluated *ev = c != NULL && c->cycle_string_key[0] != '\0'
+                                     ? strmap_get(&h->evaluated, req->cycle_keys_of)
+                                     : NULL;
+    for (uint32_t i = 0; ev != NULL && i < ev->cycle->state_count; i++) {
+        if (strcmp(ev->cycle->state[i].key, c->cycle_string_key) != 0 ||
+            ev->cycle->state[i].data == NULL)
+            continue;
+        facts->has_cycle_string = true;
+        facts->cycle_string = text_or_empty(sc, ev->cycle->state[i].data);
+    }
+    reply->harness_facts = facts;
+}
+
 /* ---- the test harness's calls: what a scheduler's host never serves ---- */
 
 /* A harness host's sink lets kc_preempt record a choice (a sink that cannot evict refuses it);
@@ -964,7 +1025,9 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
     struct scheduler_sink sink = {.ctx = h, .bind = record_bind};
     if (hello->capture_logs)
         harness_sink(&sink); /* a harness host records what PostFilter chose */
-    rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink, NULL, err);
+    struct scheduler_clock clock = harness_clock(h);
+    rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink,
+                        hello->capture_logs ? &clock : NULL, err);
     if (rc < 0) {
         scheduler_close(&h->sched);
         config_free(&h->cfg);
@@ -1788,6 +1851,7 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
         return reply_error(reply, sc,
                            "adopt_generation is only for a test harness (a Hello with "
                            "capture_logs); this host checks generations");
+    harness_control(h, req);
     if (apply_deltas(h, req) < 0)
         return reply_error(reply, sc, "%s", h->diverged);
     /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */
@@ -1849,8 +1913,10 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
         serve_request(h, req, &reply, &sc);
         if (h->open && collect_waiting_actions(h, &reply, &sc) < 0)
             sc.failed = true;
-        if (h->open && h->capture_logs)
+        if (h->open && h->capture_logs) {
             fill_probe(h, req, &reply, &sc);
+            fill_harness_facts(h, req, &reply, &sc);
+        }
         capture_finish(h, &reply);
     }
     if (sc.failed) {

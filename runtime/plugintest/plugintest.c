@@ -79,6 +79,11 @@ struct kc_harness {
     uint32_t group_min_member;
     /* the latest status reported per object, "Kind namespace/name" -> status JSON */
     struct kv_list object_statuses;
+    /* Added in 1.2 (kc_harness_set_clock and after): the last evaluation's skips by the plugin
+     * under test, and the last kc_harness_cycle_string's answer */
+    bool pre_filter_skipped, pre_score_skipped;
+    char *cycle_string;
+    bool pods_first; /* kc_harness_update_pods_first: the update's pods before its nodes */
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -200,6 +205,8 @@ static void note_logs(kc_harness *h, const Kcycle__V1__Reply *reply)
     }
 }
 
+static void note_harness_facts(kc_harness *h, const Kcycle__V1__Reply *reply);
+
 static void note_object_statuses(kc_harness *h, const Kcycle__V1__Reply *reply)
 {
     for (size_t i = 0; i < reply->n_object_statuses; i++) {
@@ -236,6 +243,7 @@ static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
         return NULL;
     note_logs(h, reply);
     note_object_statuses(h, reply);
+    note_harness_facts(h, reply);
     if (reply->error != NULL && reply->error[0] != '\0') {
         set_error(h, "the plugin host: %s", reply->error);
         kcycle__v1__reply__free_unpacked(reply, NULL);
@@ -999,6 +1007,8 @@ static int sync_deltas(kc_harness *h, Kcycle__V1__Delta **list, uint32_t count)
     return 0;
 }
 
+static void deltas_pods_first(struct deltas *d);
+
 KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
 {
     kc_harness_options o = {.struct_size = sizeof(o), .cluster_yaml = cluster_yaml};
@@ -1017,6 +1027,8 @@ KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
     h->updates[h->update_count++] = spec; /* kept: its pods are evaluable */
     struct deltas d;
     rc = deltas_from_spec(h, &h->updates[h->update_count - 1], &d);
+    if (rc == 0 && h->pods_first)
+        deltas_pods_first(&d);
     if (rc == 0)
         rc = sync_deltas(h, d.list, d.count);
     else
@@ -1122,6 +1134,7 @@ KC_API void kc_harness_close(kc_harness *h)
     free(h->scores);
     kv_list_free(&h->annotations);
     kv_list_free(&h->object_statuses);
+    free(h->cycle_string);
     forget_preemption(h);
     free(h->group_name);
     forget_writes(h);
@@ -1129,4 +1142,172 @@ KC_API void kc_harness_close(kc_harness *h)
     free(h->logs);
     simfile_free(&h->spec);
     free(h);
+}
+
+/* ---- Added in 1.2: the clock, pods assumed and forgotten, objects deleted, cycle strings and
+ * skips (plugin.proto's HarnessControl and HarnessFacts; docs/plugin-testing.md) ---- */
+
+/* The plugin under test is Hello index 0: its bit in the facts' plugin masks. */
+static void note_harness_facts(kc_harness *h, const Kcycle__V1__Reply *reply)
+{
+    const Kcycle__V1__HarnessFacts *facts = reply->harness_facts;
+    if (reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE)
+        return;
+    h->pre_filter_skipped = facts != NULL && (facts->pre_filter_skipped & 1) != 0;
+    h->pre_score_skipped = facts != NULL && (facts->pre_score_skipped & 1) != 0;
+}
+
+/* A sync request carrying control (NULL: none) and one delta (NULL: none): 0, or -EIO with
+ * h->error set. */
+static int sync_with(kc_harness *h, Kcycle__V1__HarnessControl *control, Kcycle__V1__Delta *delta)
+{
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    req.harness_control = control;
+    Kcycle__V1__Delta *list[] = {delta};
+    req.deltas = delta != NULL ? list : NULL;
+    req.n_deltas = delta != NULL ? 1 : 0;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    if (reply == NULL)
+        return -EIO;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return 0;
+}
+
+KC_API int kc_harness_set_clock(kc_harness *h, int64_t now_ms)
+{
+    Kcycle__V1__HarnessControl control = KCYCLE__V1__HARNESS_CONTROL__INIT;
+    control.set_clock = true;
+    control.now_ms = now_ms;
+    return sync_with(h, &control, NULL);
+}
+
+KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *node)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || node_position(h, node) < 0)
+        return -ENOENT;
+    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
+    assume.pod = pod_to_proto(pod);
+    assume.node = (char *)node;
+    if (assume.pod == NULL) {
+        set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
+        return -ENOMEM;
+    }
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
+    delta.assume = &assume;
+    int rc = sync_with(h, NULL, &delta);
+    pod_proto_free(assume.pod);
+    return rc;
+}
+
+KC_API int kc_harness_forget(kc_harness *h, const char *pod_ref)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+    delta.forget = pod->uid;
+    return sync_with(h, NULL, &delta);
+}
+
+/* The latest object of kind named ref ("namespace/name" or "name") the cluster was given, or
+ * NULL: the newest update's first, as find_pod. */
+static const struct sim_object *find_object(kc_harness *h, const char *kind, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    size_t ns_len = slash != NULL ? (size_t)(slash - ref) : 0;
+    const char *name = slash != NULL ? slash + 1 : ref;
+    for (uint32_t u = h->update_count + 1; u > 0; u--) {
+        const struct sim_spec *spec = u > 1 ? &h->updates[u - 2] : &h->spec;
+        for (uint32_t i = spec->object_count; i > 0; i--) {
+            const struct sim_object *o = &spec->objects[i - 1];
+            const char *ns = o->namespace != NULL ? o->namespace : "";
+            if (strcmp(o->kind, kind) == 0 && strcmp(o->name, name) == 0 &&
+                strlen(ns) == ns_len && strncmp(ns, ref, ns_len) == 0)
+                return o;
+        }
+    }
+    return NULL;
+}
+
+KC_API int kc_harness_delete_object(kc_harness *h, const char *kind, const char *object)
+{
+    h->error[0] = '\0';
+    const struct sim_object *o =
+        kind != NULL && object != NULL ? find_object(h, kind, object) : NULL;
+    if (o == NULL) {
+        set_error(h, "no %s '%s' in the cluster", kind != NULL ? kind : "(null)",
+                  object != NULL ? object : "(null)");
+        return -ENOENT;
+    }
+    /* the delete carries the object as last seen, as the API's watch does */
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE;
+    delta.object_delete = custom_object_to_proto(o);
+    if (delta.object_delete == NULL) {
+        set_error(h, "%s %s cannot be sent: %s", kind, object, strerror(errno));
+        return -ENOMEM;
+    }
+    int rc = sync_with(h, NULL, &delta);
+    custom_object_proto_free(delta.object_delete);
+    return rc;
+}
+
+KC_API const char *kc_harness_cycle_string(kc_harness *h, const char *pod_ref, const char *key)
+{
+    free(h->cycle_string);
+    h->cycle_string = NULL;
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || key == NULL)
+        return NULL;
+    Kcycle__V1__HarnessControl control = KCYCLE__V1__HARNESS_CONTROL__INIT;
+    control.cycle_string_key = (char *)key;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    req.cycle_keys_of = pod->uid;
+    req.harness_control = &control;
+    Kcycle__V1__Reply *reply = call(h, &req);
+    if (reply == NULL)
+        return NULL;
+    const Kcycle__V1__HarnessFacts *facts = reply->harness_facts;
+    if (facts != NULL && facts->has_cycle_string)
+        h->cycle_string = strdup(facts->cycle_string);
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    return h->cycle_string;
+}
+
+KC_API int kc_harness_pre_filter_skipped(kc_harness *h)
+{
+    return h->pre_filter_skipped;
+}
+
+KC_API int kc_harness_pre_score_skipped(kc_harness *h)
+{
+    return h->pre_score_skipped;
+}
+
+/* The pod puts first, each group in its order: a stable partition of the list. */
+static void deltas_pods_first(struct deltas *d)
+{
+    uint32_t placed = 0;
+    for (uint32_t i = 0; i < d->count; i++) {
+        if (d->list[i]->change_case != KCYCLE__V1__DELTA__CHANGE_POD_PUT)
+            continue;
+        Kcycle__V1__Delta *pod = d->list[i];
+        memmove(&d->list[placed + 1], &d->list[placed], (i - placed) * sizeof(*d->list));
+        d->list[placed++] = pod;
+    }
+}
+
+KC_API int kc_harness_update_pods_first(kc_harness *h, const char *cluster_yaml)
+{
+    h->pods_first = true;
+    int rc = kc_harness_update(h, cluster_yaml);
+    h->pods_first = false;
+    return rc;
 }

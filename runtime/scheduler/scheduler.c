@@ -1103,6 +1103,7 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
         }
     }
     sched_metrics_extension_point(s, PHASE_PRE_SCORE, KC_SUCCESS, phase_started);
+    cycle->score_skip = skip;
     phase_started = sched_metrics_now(s);
     int rc = run_scores(s, cycle, found, skip, scored);
     sched_metrics_extension_point(s, PHASE_SCORE, rc < 0 ? KC_ERROR : KC_SUCCESS, phase_started);

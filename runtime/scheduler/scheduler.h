@@ -144,6 +144,9 @@ struct kc_cycle {
     struct preemption *preemption;
     /* plugin hosts: this attempt's id in Evaluate and WhatIf (remote.c; 0 until one is sent) */
     uint64_t remote_attempt;
+    /* the plugins (framework index bits) whose PreScore skipped this attempt: a test harness
+     * reads them (plugin-host/host.c) */
+    uint64_t score_skip;
 };
 
 struct kc_waiting_pod {

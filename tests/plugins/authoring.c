@@ -145,6 +145,23 @@ static kc_status authoring_permit(void *self, kc_cycle *cycle, const kc_pod *pod
     return kc_cycle_delete(cycle, SEEN) == 0 ? KC_SUCCESS : KC_ERROR;
 }
 
+/* ---- Added with the harness's events one at a time (kc_harness_assume, kc_harness_forget,
+ * kc_harness_delete_object, kc_harness_update_pods_first): each event as a DEBUG line, so a
+ * test sees which came and in what order ---- */
+static void authoring_on_event(void *self, const kc_event *ev)
+{
+    (void)self;
+    static const char *const types[] = {
+        "NODE_ADD",   "NODE_UPDATE", "NODE_DELETE", "POD_ADD",    "POD_UPDATE",   "POD_DELETE",
+        "POD_ASSUME", "POD_FORGET",  "OBJECT_ADD",  "OBJECT_UPDATE", "OBJECT_DELETE"};
+    const char *type = (unsigned)ev->type < sizeof(types) / sizeof(types[0]) ? types[ev->type]
+                                                                             : "?";
+    const char *what = ev->pod != NULL    ? kc_pod_name(ev->pod)
+                       : ev->node != NULL ? kc_node_name(ev->node)
+                                          : ev->object_name;
+    kc_logf(KC_LOG_DEBUG, "event %s %s", type, what != NULL ? what : "");
+}
+
 static const kc_plugin_ops ops = {
     .struct_size = sizeof(kc_plugin_ops),
     .init = authoring_init,
@@ -155,6 +172,7 @@ static const kc_plugin_ops ops = {
     .reserve = authoring_reserve,
     .unreserve = authoring_unreserve,
     .permit = authoring_permit,
+    .on_event = authoring_on_event,
 };
 
 KC_API const kc_plugin_descriptor *kc_plugin_query(uint32_t host_abi_version)

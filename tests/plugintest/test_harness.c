@@ -271,6 +271,75 @@ static void a_plugin_beside_that_does_not_load_fails_open(void **state)
     assert_non_null(strstr(error, "/nonexistent/kcycle/beside.so"));
 }
 
+/* ---- Added in 1.2 with numaalign's and gpushare's tests: the clock, events one at a time,
+ * cycle strings and skips ---- */
+
+/* The position of the first log line containing text, or -1. */
+static int logged_at(const char *text)
+{
+    for (uint32_t i = 0; i < kc_harness_log_count(harness); i++)
+        if (strstr(kc_harness_log_at(harness, i), text) != NULL)
+            return (int)i;
+    return -1;
+}
+
+static void the_clock_and_a_cycle_string_are_the_tests(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    assert_int_equal(kc_harness_set_clock(harness, 12345000), 0);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    assert_true(kc_harness_logged(harness, "prefilter trainer: 3 nodes, 0 waiting, now 12345000"));
+    /* authoring's PreFilter and its PreScore (it has none) skip nothing */
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_int_equal(kc_harness_pre_score_skipped(harness), 0);
+    harness_expect_status("reserve",
+                          kc_harness_call(harness, "ml/trainer", KC_HARNESS_RESERVE, "gpu-small"),
+                          KC_SUCCESS);
+    assert_string_equal(kc_harness_cycle_string(harness, "ml/trainer", "authoring/reserved"),
+                        "gpu-small");
+    assert_null(kc_harness_cycle_string(harness, "ml/trainer", "authoring/none"));
+    assert_null(kc_harness_cycle_string(harness, "ml/nobody", "authoring/reserved"));
+}
+
+static void assume_forget_and_deletes_come_one_at_a_time(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - {name: gpu-small, allocatable: {cpu: 8, nvidia.com/gpu: 4}, "
+                        "labels: {pool: gpu}}\n"
+                        "objects:\n  - {kind: Widget, apiVersion: example.com/v1, metadata: "
+                        "{name: w, namespace: ml}}\n"
+                        "pods:\n  - {name: trainer, namespace: ml, requests: "
+                        "{nvidia.com/gpu: 1}}\n");
+    harness_expect_status("reserve", kc_harness_filter(harness, "ml/trainer", "gpu-small"),
+                          KC_SUCCESS);
+    kc_harness_clear_logs(harness);
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-small"), 0);
+    assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_ASSUME trainer"));
+    assert_int_equal(kc_harness_forget(harness, "ml/trainer"), 0);
+    assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_FORGET trainer"));
+    assert_int_equal(kc_harness_delete_object(harness, "Widget", "ml/w"), 0);
+    assert_true(kc_harness_logged(harness, "DEBUG authoring: event OBJECT_DELETE w"));
+    assert_int_equal(kc_harness_log_count(harness), 3);
+    /* what the harness does not know is an error, not an event */
+    assert_int_equal(kc_harness_delete_object(harness, "Widget", "ml/other"), -2);
+    assert_int_equal(kc_harness_assume(harness, "ml/nobody", "gpu-small"), -2);
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "nowhere"), -2);
+    assert_int_equal(kc_harness_forget(harness, "ml/nobody"), -2);
+    /* bound pods before their node, or after it */
+    static const char update[] = "nodes:\n  - {name: late, allocatable: {cpu: 8}}\n"
+                                 "pods:\n  - {name: bound, namespace: ml, nodeName: late}\n";
+    kc_harness_clear_logs(harness);
+    assert_int_equal(kc_harness_update_pods_first(harness, update), 0);
+    int pod = logged_at("event POD_ADD bound"), node = logged_at("event NODE_ADD late");
+    assert_true(pod >= 0 && node >= 0 && pod < node);
+    kc_harness_clear_logs(harness);
+    assert_int_equal(kc_harness_update(harness, update), 0);
+    pod = logged_at("event POD_UPDATE bound");
+    node = logged_at("event NODE_UPDATE late");
+    assert_true(pod >= 0 && node >= 0 && node < pod);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +354,8 @@ int main(void)
         HARNESS_TEST(queue_phases_and_post_filter_of_a_plugin_without_them),
         HARNESS_TEST(a_plugin_beside_that_does_not_load_fails_open),
         HARNESS_TEST(pre_enqueue_refusal_names_the_plugin_that_held_the_pod),
+        HARNESS_TEST(the_clock_and_a_cycle_string_are_the_tests),
+        HARNESS_TEST(assume_forget_and_deletes_come_one_at_a_time),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

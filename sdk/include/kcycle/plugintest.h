@@ -165,6 +165,44 @@ KC_API const char *kc_harness_object_status(kc_harness *harness, const char *kin
  * died); "" when it did not. */
 KC_API const char *kc_harness_error(kc_harness *harness);
 
+/* ---- Added in 1.2: the scheduler clock, pods assumed and forgotten one at a time, objects
+ * deleted, and what a pod's cycle holds (numaalign's and gpushare's tests need them) ---- */
+
+/* Added in 1.2. From now on the scheduler clock the plugin reads (kc_now_ms, kc_cycle_now_ms)
+ * says now_ms, until the next call; before the first call it is the monotonic clock. The
+ * events of later updates happen at that time. 0, or a negative errno with kc_harness_error(). */
+KC_API int kc_harness_set_clock(kc_harness *harness, int64_t now_ms);
+/* Added in 1.2. Assume pod (one a test evaluates) on node as the scheduler's cache does after
+ * Reserve: the plugin hears POD_ASSUME and the pod counts on the node until
+ * kc_harness_forget, or until an update brings it with a nodeName (bound). The pod's open
+ * cycle stays open. 0, or a negative errno with kc_harness_error() (an unknown pod or node, a
+ * pod already assumed). */
+KC_API int kc_harness_assume(kc_harness *harness, const char *pod, const char *node);
+/* Added in 1.2. Forget an assumed pod as the scheduler does when its binding fails: the plugin
+ * hears POD_FORGET and the pod's cycle ends. 0 (also for a pod not assumed: nothing happens),
+ * or a negative errno with kc_harness_error(). */
+KC_API int kc_harness_forget(kc_harness *harness, const char *pod);
+/* Added in 1.2. Delete a custom object of kind ("namespace/name", or "name" for a
+ * cluster-scoped kind): the plugin hears OBJECT_DELETE. 0, or a negative errno with
+ * kc_harness_error(). */
+KC_API int kc_harness_delete_object(kc_harness *harness, const char *kind, const char *object);
+/* Added in 1.2. The data the pod's open cycle holds under key, read as a NUL-terminated
+ * string (a contract between plugins, such as numaalign's "kcycle.io/numa-zones" that gpushare
+ * reads), or NULL when the cycle does not hold key (or the pod has no open cycle). Only for
+ * keys whose data is a string. Lives until the next call on the harness. */
+KC_API const char *kc_harness_cycle_string(kc_harness *harness, const char *pod,
+                                           const char *key);
+/* Added in 1.2. After kc_harness_filter or kc_harness_evaluate: 1 when the plugin under
+ * test's PreFilter answered KC_SKIP for the pod (its Filter was not called), else 0. */
+KC_API int kc_harness_pre_filter_skipped(kc_harness *harness);
+/* Added in 1.2. After kc_harness_evaluate: 1 when the plugin under test's PreScore answered
+ * KC_SKIP (its Score was not called), else 0. */
+KC_API int kc_harness_pre_score_skipped(kc_harness *harness);
+/* Added in 1.2. kc_harness_update, with the pods of cluster_yaml that have a nodeName sent
+ * before its nodes: the plugin hears of bound pods before their node (a node it does not know
+ * yet), as after a restart when the pods' list arrives before the nodes'. */
+KC_API int kc_harness_update_pods_first(kc_harness *harness, const char *cluster_yaml);
+
 #ifdef __cplusplus
 }
 #endif
