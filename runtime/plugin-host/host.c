@@ -280,6 +280,8 @@ static int waiting_put(struct plugin_host *h, const Kcycle__V1__WaitingPod *msg,
         ev = evaluated_from_assumed(h, msg->uid);
     if (ev == NULL)
         return 0; /* not assumed here: nothing a plugin could act on */
+    ev->chosen = true; /* held in Permit: its cycle lives on (hq: a harness may hold it without
+                        * having called a phase) */
     uint64_t pending = 0;
     for (size_t n = 0; n < msg->n_plugins; n++)
         for (uint32_t i = 0; i < s->fw->count && i < 64; i++)

@@ -90,6 +90,7 @@ struct kc_harness {
     int bind_result;          /* kc_harness_set_bind_result */
     uint32_t what_if_calls;   /* the last phase call's kc_filter_what_if calls */
     bool preempt_called;      /* the last phase call's kc_preempt, with or without a node */
+    uint32_t permit_timeout_ms; /* the last phase call's Permit wait (KC_WAIT) */
     /* what plugins did to waiting pods: uid -> "ALLOWED REJECTED", and uid -> the last message */
     struct kv_list waiting_counts, waiting_messages;
 };
@@ -538,6 +539,7 @@ static void forget_phase_results(kc_harness *h)
     h->bind_requested = false;
     h->what_if_calls = 0;
     h->preempt_called = false;
+    h->permit_timeout_ms = 0;
     forget_writes(h);
     forget_preemption(h);
 }
@@ -567,6 +569,7 @@ static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phas
         h->bind_requested = r->bind_requested;
         h->what_if_calls = r->what_if_calls;
         h->preempt_called = r->preempted;
+        h->permit_timeout_ms = r->timeout_ms;
         keep_writes(h, r);
         keep_preemption(h, r);
         snprintf(h->message, sizeof(h->message), "%s", r->message);
@@ -1390,6 +1393,11 @@ KC_API uint32_t kc_harness_what_if_count(kc_harness *h)
 KC_API int kc_harness_preempt_called(kc_harness *h)
 {
     return h->preempt_called;
+}
+
+KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *h)
+{
+    return h->permit_timeout_ms;
 }
 
 KC_API int kc_harness_delete_object(kc_harness *h, const char *kind, const char *object)

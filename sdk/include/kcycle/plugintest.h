@@ -213,6 +213,9 @@ KC_API int kc_harness_delete_object(kc_harness *harness, const char *kind, const
 /* How many statuses plugins reported for the object with kc_object_status since the open. */
 KC_API uint32_t kc_harness_object_status_count(kc_harness *harness, const char *kind,
                                                const char *object);
+/* After a kc_harness_call of Permit that answered KC_WAIT: the shortest wait a plugin asked for
+ * (its *timeout_ms), in ms; 0 after any other call. */
+KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *harness);
 
 /* ---- end of hq's additions ---- */
 
