@@ -687,6 +687,7 @@ static int build_config(struct config *cfg, const Kcycle__V1__Hello *hello)
         pc->isolation = ISOLATION_INPROCESS;
         pc->failure_policy = FAILURE_FAIL;
         pc->required = false;
+        pc->queue_sort_off = spec->queue_sort_off;
         if (pc->name == NULL || (spec->path[0] != '\0' && pc->path == NULL) ||
             pc->args_json == NULL)
             return -ENOMEM;

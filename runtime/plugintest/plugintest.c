@@ -980,6 +980,17 @@ static int hello_errors(kc_harness *h, const Kcycle__V1__HelloReply *r, char *er
     return 0;
 }
 
+/* hq: name is in options->queue_sort_off (read only when the caller's struct has it). */
+static bool queue_sort_left_out(const kc_harness_options *o, const char *name)
+{
+    if (o->struct_size < offsetof(kc_harness_options, queue_sort_off) + sizeof(o->queue_sort_off))
+        return false;
+    for (const char *const *off = o->queue_sort_off; off != NULL && *off != NULL; off++)
+        if (strcmp(*off, name) == 0)
+            return true;
+    return false;
+}
+
 /* The hello: the plugins (the one under test first), and the whole cluster as the replica's
  * snapshot. */
 static int hello(kc_harness *h, const kc_harness_options *o, char *const *names, char *error,
@@ -999,6 +1010,7 @@ static int hello(kc_harness *h, const kc_harness_options *o, char *const *names,
                                : o->more_args_json != NULL ? o->more_args_json[i - 1]
                                                            : NULL;
             ps[i].args_json = (char *)(args != NULL ? args : "{}");
+            ps[i].queue_sort_off = queue_sort_left_out(o, names[i]);
             specs[i] = &ps[i];
         }
         Kcycle__V1__Hello hi = KCYCLE__V1__HELLO__INIT;

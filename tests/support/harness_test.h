@@ -72,6 +72,30 @@ static inline kc_harness *harness_start_pending(const char *args, const char *cl
     return harness_start_pending_with(args, cluster_yaml, NULL);
 }
 
+/* harness_start_pending_with, the QueueSort of the plugins named in queue_sort_off left out (as
+ * `queueSort: false` does): coscheduling declaring groups beside a plugin that sorts. */
+static inline kc_harness *harness_start_groups(const char *args, const char *cluster_yaml,
+                                               const char *const *more,
+                                               const char *const *queue_sort_off)
+{
+    kc_harness_close(harness);
+    harness = NULL;
+    char error[1024] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = args,
+        .cluster_yaml = cluster_yaml,
+        .more_plugins = more,
+        .pending_pods_as_events = 1,
+        .queue_sort_off = queue_sort_off,
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    return harness;
+}
+
 /* Fail with what the harness said when a cluster change or other 0/-errno call failed. */
 #define harness_expect_ok(what, call)                                                              \
     do {                                                                                           \

@@ -59,6 +59,10 @@ typedef struct kc_harness_options {
      * KC_EVENT_POD_UPDATE when kc_harness_update changes one, KC_EVENT_POD_DELETE when
      * kc_harness_delete_pod removes one). 0: only pods with a node are cluster events. */
     int pending_pods_as_events;
+    /* The plugins (by their own names) whose QueueSort is left out, as `queueSort: false` in
+     * the scheduler's configuration: e.g. coscheduling declaring groups beside a plugin that
+     * sorts the queue. A NULL-terminated list, or NULL. */
+    const char *const *queue_sort_off;
 } kc_harness_options;
 
 typedef struct kc_harness kc_harness;
