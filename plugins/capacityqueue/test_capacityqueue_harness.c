@@ -419,9 +419,9 @@ static void start_pending(const char *const *more)
         return;
     /* the nodes again: a file's pods name nodes it defines */
     static char pods[20000];
-    snprintf(pods, sizeof(pods), "%.*spods:\n%s", (int)(strstr(cluster, "objects:") != NULL
-                                                         ? strstr(cluster, "objects:") - cluster
-                                                         : (ptrdiff_t)strlen(cluster)),
+    snprintf(pods, sizeof(pods), "%.*spods:\n%s",
+             (int)(strstr(cluster, "objects:") != NULL ? strstr(cluster, "objects:") - cluster
+                                                       : (ptrdiff_t)strlen(cluster)),
              cluster, pods_yaml);
     harness_expect_ok("pods", kc_harness_update(harness, pods));
 }
@@ -534,8 +534,8 @@ static void an_in_place_resize_is_counted(void **state)
                                                  "namespace: ml, labels: {kcycle.io/queue: a}}\n"
                                                  "    spec: {nodeName: n0, containers: [{name: "
                                                  "main, resources: {requests: {cpu: 4}}}]}\n"));
-    expect_refused("ml/more", KC_UNRESOLVABLE, "queue a: cpu limit 4000m exceeded (5000m if "
-                                               "admitted)");
+    expect_refused("ml/more", KC_UNRESOLVABLE,
+                   "queue a: cpu limit 4000m exceeded (5000m if admitted)");
 }
 
 /* A group cycle admits a gang as a whole: the members it needs must fit the queue together. */
@@ -593,11 +593,11 @@ static void a_pod_arriving_before_its_queue_is_tagged_at_its_attempt(void **stat
     queue("idle", "{}");
     pod("x", "late", 2000, NULL, 0, ""); /* its queue comes later */
     start_pending(NULL);
-    harness_expect_ok("late", kc_harness_update(harness,
-                                                "objects:\n  - {\"apiVersion\": "
-                                                "\"scheduling.kcycle.io/v1alpha1\", \"kind\": "
-                                                "\"CapacityQueue\", \"metadata\": {\"name\": "
-                                                "\"late\"}, \"spec\": {}}\n"));
+    harness_expect_ok("late",
+                      kc_harness_update(harness, "objects:\n  - {\"apiVersion\": "
+                                                 "\"scheduling.kcycle.io/v1alpha1\", \"kind\": "
+                                                 "\"CapacityQueue\", \"metadata\": {\"name\": "
+                                                 "\"late\"}, \"spec\": {}}\n"));
     harness_expect_ok("e", kc_harness_update(harness, "pods:\n  - {name: e, namespace: ml, "
                                                       "labels: {kcycle.io/queue: idle}, "
                                                       "requests: {cpu: 1}}\n"));
@@ -632,7 +632,8 @@ static void reclaim_does_not_evict_again_while_victims_terminate(void **state)
         snprintf(ref, sizeof(ref), "ml/w%d", i);
         snprintf(yaml, sizeof(yaml),
                  "pods:\n  - {name: w%d, namespace: ml, labels: {kcycle.io/queue: b}, requests: "
-                 "{cpu: 2}}\n", i);
+                 "{cpu: 2}}\n",
+                 i);
         harness_expect_ok(ref, kc_harness_update(harness, yaml));
         harness_expect_status(ref, kc_harness_evaluate(harness, ref), KC_UNSCHEDULABLE);
         kc_status st = kc_harness_post_filter(harness, ref);

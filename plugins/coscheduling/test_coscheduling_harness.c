@@ -242,7 +242,8 @@ static void bad_args_are_refused_naming_the_key(void **state)
 /* ---- what the fake host used to show: the whole declaration, pending members, group cycles,
  * waiting siblings and the enqueue-time tie-break ---- */
 
-#define NGINX PODGROUP("nginx", "2024-05-01T10:00:00Z", "{\"scheduleTimeoutSeconds\": 10, \"minMember\": 3}")
+#define NGINX                                                                                      \
+    PODGROUP("nginx", "2024-05-01T10:00:00Z", "{\"scheduleTimeoutSeconds\": 10, \"minMember\": 3}")
 
 static kc_group_info group_info(const char *pod)
 {
@@ -265,7 +266,7 @@ static void args_set_the_group_declarations_defaults(void **state)
                         "\"PodGroup\", \"metadata\": {\"name\": \"nginx\", \"namespace\": "
                         "\"default\"}, \"spec\": {\"minMember\": 2}}\n");
     kc_group_info info = group_info("p");
-    assert_int_equal(info.flags & KC_GROUP_CYCLE, 0); /* groupCycle: false */
+    assert_int_equal(info.flags & KC_GROUP_CYCLE, 0);  /* groupCycle: false */
     assert_int_equal(info.schedule_timeout_ms, 30000); /* no scheduleTimeoutSeconds */
     assert_int_equal(info.backoff_ms, 5000);
 }
@@ -315,28 +316,30 @@ static void scheduler_plugins_podgroup_declares_the_whole_group(void **state)
 static void pre_filter_refuses_a_group_whose_min_resources_do_not_fit(void **state)
 {
     (void)state;
-    harness_start_pending("{}", "nodes:\n"
-                                "  - {name: a, allocatable: {cpu: 4, pods: 110, nvidia.com/gpu: 8}}\n"
-                                "  - {name: b, allocatable: {cpu: 4, pods: 110}}\n"
-                                "pods:\n"
-                                "  - {name: busy, nodeName: b, requests: {cpu: 3}}\n"
-                                "  - {name: nginx-0, labels: {" LABEL ": nginx}}\n"
-                                "  - {name: nginx-1, labels: {" LABEL ": nginx}}\n"
-                                "  - {name: plain}\n"
-                                "objects:\n"
-                                "  - {\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": "
-                                "\"PodGroup\", \"metadata\": {\"name\": \"nginx\", \"namespace\": "
-                                "\"default\"}, \"spec\": {\"minMember\": 2, \"minResources\": "
-                                "{\"cpu\": \"5500m\", \"nvidia.com/gpu\": 8}}}\n");
+    harness_start_pending("{}",
+                          "nodes:\n"
+                          "  - {name: a, allocatable: {cpu: 4, pods: 110, nvidia.com/gpu: 8}}\n"
+                          "  - {name: b, allocatable: {cpu: 4, pods: 110}}\n"
+                          "pods:\n"
+                          "  - {name: busy, nodeName: b, requests: {cpu: 3}}\n"
+                          "  - {name: nginx-0, labels: {" LABEL ": nginx}}\n"
+                          "  - {name: nginx-1, labels: {" LABEL ": nginx}}\n"
+                          "  - {name: plain}\n"
+                          "objects:\n"
+                          "  - {\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": "
+                          "\"PodGroup\", \"metadata\": {\"name\": \"nginx\", \"namespace\": "
+                          "\"default\"}, \"spec\": {\"minMember\": 2, \"minResources\": "
+                          "{\"cpu\": \"5500m\", \"nvidia.com/gpu\": 8}}}\n");
     /* 4 + 1 CPUs free: 500m short; the GPUs fit */
     harness_expect_status("short", kc_harness_filter(harness, "nginx-0", "a"), KC_UNSCHEDULABLE);
     assert_string_equal(kc_harness_message(harness), "pod group default/nginx: minResources do not "
                                                      "fit the free room of the cluster (cpu short "
                                                      "by 500m)");
     harness_expect_ok("busy shrinks",
-                      kc_harness_update(harness, "nodes:\n  - {name: b, allocatable: {cpu: 4, pods: "
-                                                 "110}}\npods:\n  - {name: busy, nodeName: b, "
-                                                 "requests: {cpu: 2}}\n"));
+                      kc_harness_update(harness,
+                                        "nodes:\n  - {name: b, allocatable: {cpu: 4, pods: "
+                                        "110}}\npods:\n  - {name: busy, nodeName: b, "
+                                        "requests: {cpu: 2}}\n"));
     harness_expect_status("fits", kc_harness_filter(harness, "nginx-0", "a"), KC_SUCCESS);
     /* quantities as the API writes them */
     harness_expect_ok("more",
@@ -354,10 +357,9 @@ static void pre_filter_refuses_a_group_whose_min_resources_do_not_fit(void **sta
                         "pod group default/nginx: minResources do not fit the free room of the "
                         "cluster (cpu short by 500m, memory short by 536870912)");
     /* in a group cycle, member 0 checked it for the whole group */
-    harness_expect_status("member 1",
-                          kc_harness_evaluate_in_group(harness, "nginx-0", 1, 2, 2), KC_SUCCESS);
-    harness_expect_status("member 0",
-                          kc_harness_evaluate_in_group(harness, "nginx-0", 0, 2, 2),
+    harness_expect_status("member 1", kc_harness_evaluate_in_group(harness, "nginx-0", 1, 2, 2),
+                          KC_SUCCESS);
+    harness_expect_status("member 0", kc_harness_evaluate_in_group(harness, "nginx-0", 0, 2, 2),
                           KC_UNSCHEDULABLE);
     /* a pod of no group is not the plugin's business (PreFilter skips it: every node fits) */
     harness_expect_status("plain", kc_harness_evaluate(harness, "plain"), KC_SUCCESS);
@@ -389,8 +391,7 @@ static void queue_orders_members_of_a_group_by_enqueue_time(void **state)
 static kc_status place(const char *pod, const char *node)
 {
     harness_expect_ok(pod, kc_harness_assume(harness, pod, node));
-    harness_expect_status(pod, kc_harness_call(harness, pod, KC_HARNESS_RESERVE, node),
-                          KC_SUCCESS);
+    harness_expect_status(pod, kc_harness_call(harness, pod, KC_HARNESS_RESERVE, node), KC_SUCCESS);
     return kc_harness_call(harness, pod, KC_HARNESS_PERMIT, node);
 }
 
@@ -417,11 +418,11 @@ static void evaluate_in_group(const char *pod, uint32_t index, uint32_t count, u
 static void permit_path_waits_until_the_group_is_placed_then_allows_all(void **state)
 {
     (void)state;
-    harness_start_pending("{}", NODES THREE_PENDING
-                          "  - {name: x-0, labels: {" LABEL ": x}}\n"
-                          "  - {name: g-0, labels: {" LABEL ": g}}\n"
-                          "objects:\n" NGINX
-                          PODGROUP("g", "2024-05-01T10:00:00Z", "{\"minMember\": 5}"));
+    harness_start_pending(
+        "{}", NODES THREE_PENDING
+        "  - {name: x-0, labels: {" LABEL ": x}}\n"
+        "  - {name: g-0, labels: {" LABEL ": g}}\n"
+        "objects:\n" NGINX PODGROUP("g", "2024-05-01T10:00:00Z", "{\"minMember\": 5}"));
     evaluate_member("nginx-0");
     harness_expect_status("nginx-0", place("nginx-0", "a"), KC_WAIT);
     assert_int_equal(kc_harness_permit_timeout_ms(harness), 10000); /* scheduleTimeoutSeconds */
@@ -455,9 +456,8 @@ static void unreserve_and_post_filter_release_waiting_siblings(void **state)
     harness_expect_ok("wait", kc_harness_wait(harness, "nginx-0", "a"));
     evaluate_in_group("nginx-1", 1, 3, 3);
     harness_expect_ok("assume", kc_harness_assume(harness, "nginx-1", "a"));
-    harness_expect_status("unreserve",
-                          kc_harness_call(harness, "nginx-1", KC_HARNESS_UNRESERVE, NULL),
-                          KC_SUCCESS);
+    harness_expect_status(
+        "unreserve", kc_harness_call(harness, "nginx-1", KC_HARNESS_UNRESERVE, NULL), KC_SUCCESS);
     assert_int_equal(kc_harness_waiting_rejected(harness, "nginx-0"), 0);
     evaluate_in_group("nginx-2", 2, 3, 3);
     harness_expect_status("PostFilter", kc_harness_post_filter(harness, "nginx-2"),
@@ -473,9 +473,8 @@ static void unreserve_and_post_filter_release_waiting_siblings(void **state)
                         "member nginx-2 fits no node; the group is released");
     /* held again, nginx-0 is released by nginx-1's Unreserve on the permit path */
     harness_expect_ok("wait", kc_harness_wait(harness, "nginx-0", "a"));
-    harness_expect_status("unreserve",
-                          kc_harness_call(harness, "nginx-1", KC_HARNESS_UNRESERVE, NULL),
-                          KC_SUCCESS);
+    harness_expect_status(
+        "unreserve", kc_harness_call(harness, "nginx-1", KC_HARNESS_UNRESERVE, NULL), KC_SUCCESS);
     assert_int_equal(kc_harness_waiting_rejected(harness, "nginx-0"), 2);
     assert_string_equal(kc_harness_waiting_message(harness, "nginx-0"),
                         "rejected in Permit by plugin coscheduling: pod group default/nginx: "
@@ -489,9 +488,9 @@ static void unreserve_and_post_filter_release_waiting_siblings(void **state)
 static void siblings_placed_by_a_group_cycle_are_left_to_the_runtime(void **state)
 {
     (void)state;
-    harness_start_pending("{}", NODES THREE_PENDING
-                          "  - {name: nginx-3, labels: {" LABEL ": nginx}}\n"
-                          "objects:\n" NGINX);
+    harness_start_pending("{}",
+                          NODES THREE_PENDING "  - {name: nginx-3, labels: {" LABEL ": nginx}}\n"
+                                              "objects:\n" NGINX);
     static const char *const members[] = {"nginx-0", "nginx-1", "nginx-2"};
     for (uint32_t i = 0; i < 3; i++) {
         evaluate_in_group(members[i], i, 3, 3);
@@ -509,9 +508,8 @@ static void siblings_placed_by_a_group_cycle_are_left_to_the_runtime(void **stat
      * plugin's own (released by the Unreserve and the PostFilter below) */
     evaluate_member("nginx-1");
     harness_expect_ok("wait", kc_harness_wait(harness, "nginx-1", "a"));
-    harness_expect_status("unreserve",
-                          kc_harness_call(harness, "nginx-3", KC_HARNESS_UNRESERVE, NULL),
-                          KC_SUCCESS);
+    harness_expect_status(
+        "unreserve", kc_harness_call(harness, "nginx-3", KC_HARNESS_UNRESERVE, NULL), KC_SUCCESS);
     assert_int_equal(kc_harness_waiting_rejected(harness, "nginx-1"), 1);
     harness_expect_ok("wait", kc_harness_wait(harness, "nginx-1", "a"));
     evaluate_member("nginx-3");
@@ -527,16 +525,17 @@ static void siblings_placed_by_a_group_cycle_are_left_to_the_runtime(void **stat
 static void counts_follow_pods_through_assume_bind_and_delete(void **state)
 {
     (void)state;
-    harness_start_pending("{}", NODES "pods:\n"
-                                      "  - {name: nginx-0, labels: {" LABEL ": nginx}}\n"
-                                      "objects:\n" PODGROUP("nginx", "2024-05-01T10:00:00Z",
-                                                            "{\"minMember\": 2}"));
+    harness_start_pending(
+        "{}", NODES "pods:\n"
+                    "  - {name: nginx-0, labels: {" LABEL ": nginx}}\n"
+                    "objects:\n" PODGROUP("nginx", "2024-05-01T10:00:00Z", "{\"minMember\": 2}"));
     /* one pod only: PreFilter (outside a group cycle) says the group is short */
     harness_expect_status("alone", kc_harness_filter(harness, "nginx-0", "a"), KC_UNRESOLVABLE);
     assert_string_equal(kc_harness_message(harness),
                         "pod group default/nginx: 1 pods exist, fewer than minMember 2");
-    harness_expect_ok("nginx-1", kc_harness_update(harness, "pods:\n  - {name: nginx-1, labels: {"
-                                                            LABEL ": nginx}}\n"));
+    harness_expect_ok(
+        "nginx-1",
+        kc_harness_update(harness, "pods:\n  - {name: nginx-1, labels: {" LABEL ": nginx}}\n"));
     evaluate_member("nginx-0");
     /* nginx-0 assumed, then seen bound (on its node): still one placed */
     harness_expect_ok("assume", kc_harness_assume(harness, "nginx-0", "a"));
@@ -551,8 +550,9 @@ static void counts_follow_pods_through_assume_bind_and_delete(void **state)
                           kc_harness_call(harness, "nginx-1", KC_HARNESS_PERMIT, "a"), KC_WAIT);
     harness_expect_ok("delete", kc_harness_delete_pod(harness, "nginx-0"));
     harness_expect_ok("delete", kc_harness_delete_pod(harness, "nginx-1"));
-    harness_expect_ok("nginx-2", kc_harness_update(harness, "pods:\n  - {name: nginx-2, labels: {"
-                                                            LABEL ": nginx}}\n"));
+    harness_expect_ok(
+        "nginx-2",
+        kc_harness_update(harness, "pods:\n  - {name: nginx-2, labels: {" LABEL ": nginx}}\n"));
     harness_expect_status("alone again", kc_harness_filter(harness, "nginx-2", "a"),
                           KC_UNRESOLVABLE);
     assert_string_equal(kc_harness_message(harness),

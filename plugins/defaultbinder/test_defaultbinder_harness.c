@@ -40,9 +40,8 @@ static void a_failed_bind_is_an_error_naming_pod_and_node(void **state)
     harness_expect_status("evaluate", kc_harness_evaluate(harness, "team-a/trainer-0"), KC_SUCCESS);
     kc_harness_clear_logs(harness);
     kc_harness_set_bind_result(harness, -5);
-    harness_expect_status("bind",
-                          kc_harness_call(harness, "team-a/trainer-0", KC_HARNESS_BIND, "node-1"),
-                          KC_ERROR);
+    harness_expect_status(
+        "bind", kc_harness_call(harness, "team-a/trainer-0", KC_HARNESS_BIND, "node-1"), KC_ERROR);
     assert_false(kc_harness_bind_requested(harness));
     assert_int_equal(kc_harness_log_count(harness), 1);
     assert_string_equal(kc_harness_log_at(harness, 0),

@@ -88,8 +88,11 @@ static const struct tcase cases[] = {
     },
     {
         .name = "higher and equal priority pods are never victims",
-        .nodes = {{"n1", 3000, 0, 0, {{"equal", 10, 1000, 1}, {"high", 11, 1000, 1},
-                                      {"low", 9, 1000, 1}}}},
+        .nodes = {{"n1",
+                   3000,
+                   0,
+                   0,
+                   {{"equal", 10, 1000, 1}, {"high", 11, 1000, 1}, {"low", 9, 1000, 1}}}},
         .pod = {10, 1000},
         .want = KC_SUCCESS,
         .want_node = "n1",
@@ -97,8 +100,7 @@ static const struct tcase cases[] = {
     },
     {
         .name = "both nodes fit: the one whose victims have the lowest highest priority",
-        .nodes = {{"n1", 2000, 0, 0, {{"a", 5, 2000, 1}}},
-                  {"n2", 2000, 0, 0, {{"b", 1, 2000, 1}}}},
+        .nodes = {{"n1", 2000, 0, 0, {{"a", 5, 2000, 1}}}, {"n2", 2000, 0, 0, {{"b", 1, 2000, 1}}}},
         .pod = {10, 2000},
         .want = KC_SUCCESS,
         .want_node = "n2",
@@ -150,8 +152,7 @@ static const struct tcase cases[] = {
     },
     {
         .name = "mixed priorities all preempted: victims from the most important down",
-        .nodes = {{"n1", 3000, 0, 0, {{"p1", 1, 1000, 1}, {"p2", 3, 1000, 1},
-                                      {"p3", 2, 1000, 1}}}},
+        .nodes = {{"n1", 3000, 0, 0, {{"p1", 1, 1000, 1}, {"p2", 3, 1000, 1}, {"p3", 2, 1000, 1}}}},
         .pod = {10, 3000},
         .want = KC_SUCCESS,
         .want_node = "n1",
@@ -190,8 +191,7 @@ static const struct tcase cases[] = {
     },
     {
         .name = "a terminating higher-priority pod on the nominated node does not hold it",
-        .nodes = {{"n1", 2000, 0, 0, {{"going", 20, 1000, 1, NULL, NULL, 1},
-                                      {"low", 1, 1000, 1}}}},
+        .nodes = {{"n1", 2000, 0, 0, {{"going", 20, 1000, 1, NULL, NULL, 1}, {"low", 1, 1000, 1}}}},
         .pod = {10, 1000, 0, "n1"},
         .want = KC_SUCCESS,
         .want_node = "n1",
@@ -432,9 +432,8 @@ static void assert_victim_below(const struct tcase *tc, const char *victim, cons
             if (strcmp(name, victim) != 0)
                 continue;
             if (strcmp(tc->nodes[i].name, node) != 0 || tp->priority >= tc->pod.priority)
-                fail_msg("%s (%s): victim %s is on %s with priority %d (nominated %s)",
-                         tc->name, harness_mode_name(), victim, tc->nodes[i].name,
-                         (int)tp->priority, node);
+                fail_msg("%s (%s): victim %s is on %s with priority %d (nominated %s)", tc->name,
+                         harness_mode_name(), victim, tc->nodes[i].name, (int)tp->priority, node);
             return;
         }
     }

@@ -922,8 +922,7 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
         if (other != NULL)
             other->enqueue_ms = call->other_enqueue_ms;
         rc = queue_reply(h, call, pod, other, reply, sc);
-    }
-    else
+    } else
         rc = reply_error(reply, sc, "queue call: %s", err.message);
     pod_free(pod);
     pod_free(other);

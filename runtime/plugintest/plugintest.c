@@ -80,16 +80,16 @@ struct kc_harness {
     /* the latest status reported per object, "Kind namespace/name" -> status JSON */
     struct kv_list object_statuses;
     /* ---- hq: what the additions of 1.2 keep ---- */
-    bool pending_events;      /* kc_harness_options.pending_pods_as_events */
-    char *plugin_name;        /* the plugin under test's own name (kc_harness_wait) */
+    bool pending_events;          /* kc_harness_options.pending_pods_as_events */
+    char *plugin_name;            /* the plugin under test's own name (kc_harness_wait) */
     struct kv_list status_counts; /* "Kind namespace/name" -> how many statuses, in decimal */
     /* the last group_of's kc_group_info beyond its name and quorum */
     char *group_namespace, *group_short_name;
     uint32_t group_flags;
     int64_t group_timeout_ms, group_backoff_ms, group_creation_ms;
-    int bind_result;          /* kc_harness_set_bind_result */
-    uint32_t what_if_calls;   /* the last phase call's kc_filter_what_if calls */
-    bool preempt_called;      /* the last phase call's kc_preempt, with or without a node */
+    int bind_result;            /* kc_harness_set_bind_result */
+    uint32_t what_if_calls;     /* the last phase call's kc_filter_what_if calls */
+    bool preempt_called;        /* the last phase call's kc_preempt, with or without a node */
     uint32_t permit_timeout_ms; /* the last phase call's Permit wait (KC_WAIT) */
     /* what plugins did to waiting pods: uid -> "ALLOWED REJECTED", and uid -> the last message */
     struct kv_list waiting_counts, waiting_messages;
@@ -422,8 +422,7 @@ KC_API kc_status kc_harness_filter(kc_harness *h, const char *pod, const char *n
     return evaluate(h, pod, &candidate, 1, false);
 }
 
-static kc_status evaluate_all(kc_harness *h, const char *pod,
-                              Kcycle__V1__HarnessGroupCycle *group)
+static kc_status evaluate_all(kc_harness *h, const char *pod, Kcycle__V1__HarnessGroupCycle *group)
 {
     uint32_t *all = malloc((h->node_count + 1) * sizeof(*all));
     if (all == NULL)
@@ -1133,7 +1132,7 @@ KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *
     channel_init(&h->channel, -1);
     h->pid = -1;
     h->pending_events = o->struct_size >= offsetof(kc_harness_options, pending_pods_as_events) +
-                                               sizeof(o->pending_pods_as_events) &&
+                                              sizeof(o->pending_pods_as_events) &&
                         o->pending_pods_as_events != 0;
     int rc = load_cluster(&h->spec, o, error, error_size);
     char *names[HARNESS_MAX_PLUGINS] = {NULL};
@@ -1213,8 +1212,7 @@ static void count_object_status(kc_harness *h, const char *key)
     kv_list_set(&h->status_counts, key, count);
 }
 
-KC_API uint32_t kc_harness_object_status_count(kc_harness *h, const char *kind,
-                                               const char *object)
+KC_API uint32_t kc_harness_object_status_count(kc_harness *h, const char *kind, const char *object)
 {
     char key[512];
     if (kind == NULL || object == NULL ||

@@ -185,8 +185,8 @@ KC_API int kc_harness_group_info(kc_harness *harness, kc_group_info *out);
  * which must be placed: kc_cycle_group answers that position and the group the plugins' group_of
  * declare. The later kc_harness_call phases run on that cycle. KC_ERROR with kc_harness_error()
  * when no plugin places the pod in a group or the position is impossible. */
-KC_API kc_status kc_harness_evaluate_in_group(kc_harness *harness, const char *pod,
-                                              uint32_t index, uint32_t count, uint32_t needed);
+KC_API kc_status kc_harness_evaluate_in_group(kc_harness *harness, const char *pod, uint32_t index,
+                                              uint32_t count, uint32_t needed);
 /* Assume pod on node as the scheduler does before Reserve (KC_EVENT_POD_ASSUME: the node's pods
  * count it), and forget it as after a failed attempt (KC_EVENT_POD_FORGET; the pod's open cycle
  * ends). 0, or a negative errno with kc_harness_error() saying why. */
