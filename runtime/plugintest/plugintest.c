@@ -1328,32 +1328,35 @@ KC_API kc_status kc_harness_evaluate_in_group(kc_harness *h, const char *pod, ui
     return evaluate_all(h, pod, &position);
 }
 
-/* One delta about pod_ref's pod, sent with a sync call; assume carries the node. */
-static int pod_delta(kc_harness *h, const char *pod_ref, Kcycle__V1__Delta *delta)
+/* One delta about pod_ref's pod (an assumption on node, its forgetting, or a wait on node for
+ * the plugin under test), sent with a sync call. */
+static int pod_delta(kc_harness *h, const char *pod_ref, Kcycle__V1__Delta__ChangeCase change,
+                     const char *node)
 {
     h->error[0] = '\0';
     struct pod *pod = find_pod(h, pod_ref);
-    if (pod == NULL)
+    if (pod == NULL || (change != KCYCLE__V1__DELTA__CHANGE_FORGET && node_position(h, node) < 0))
         return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
     Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
     Kcycle__V1__WaitingPod waiting = KCYCLE__V1__WAITING_POD__INIT;
     char *plugins[] = {h->plugin_name};
-    if (delta->change_case == KCYCLE__V1__DELTA__CHANGE_ASSUME) {
-        assume.node = delta->assume->node;
-        assume.pod = pod_to_proto(pod);
-        if (assume.pod == NULL)
+    delta.change_case = change;
+    if (change == KCYCLE__V1__DELTA__CHANGE_ASSUME) {
+        assume.node = (char *)node;
+        if ((assume.pod = pod_to_proto(pod)) == NULL)
             return -ENOMEM;
-        delta->assume = &assume;
-    } else if (delta->change_case == KCYCLE__V1__DELTA__CHANGE_FORGET) {
-        delta->forget = pod->uid;
-    } else if (delta->change_case == KCYCLE__V1__DELTA__CHANGE_WAITING_PUT) {
+        delta.assume = &assume;
+    } else if (change == KCYCLE__V1__DELTA__CHANGE_FORGET) {
+        delta.forget = pod->uid;
+    } else {
         waiting.uid = pod->uid;
-        waiting.node = delta->waiting_put->node;
+        waiting.node = (char *)node;
         waiting.plugins = plugins;
         waiting.n_plugins = 1;
-        delta->waiting_put = &waiting;
+        delta.waiting_put = &waiting;
     }
-    Kcycle__V1__Delta *list[] = {delta};
+    Kcycle__V1__Delta *list[] = {&delta};
     int rc = sync_deltas(h, list, 1);
     pod_proto_free(assume.pod);
     return rc;
@@ -1361,33 +1364,17 @@ static int pod_delta(kc_harness *h, const char *pod_ref, Kcycle__V1__Delta *delt
 
 KC_API int kc_harness_assume(kc_harness *h, const char *pod, const char *node)
 {
-    if (node_position(h, node) < 0)
-        return -ENOENT;
-    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
-    assume.node = (char *)node;
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
-    delta.assume = &assume;
-    return pod_delta(h, pod, &delta);
+    return pod_delta(h, pod, KCYCLE__V1__DELTA__CHANGE_ASSUME, node);
 }
 
 KC_API int kc_harness_forget(kc_harness *h, const char *pod)
 {
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
-    return pod_delta(h, pod, &delta);
+    return pod_delta(h, pod, KCYCLE__V1__DELTA__CHANGE_FORGET, NULL);
 }
 
 KC_API int kc_harness_wait(kc_harness *h, const char *pod, const char *node)
 {
-    if (node_position(h, node) < 0)
-        return -ENOENT;
-    Kcycle__V1__WaitingPod waiting = KCYCLE__V1__WAITING_POD__INIT;
-    waiting.node = (char *)node;
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_WAITING_PUT;
-    delta.waiting_put = &waiting;
-    return pod_delta(h, pod, &delta);
+    return pod_delta(h, pod, KCYCLE__V1__DELTA__CHANGE_WAITING_PUT, node);
 }
 
 KC_API void kc_harness_set_bind_result(kc_harness *h, int result)
