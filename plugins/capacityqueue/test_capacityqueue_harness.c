@@ -1,9 +1,12 @@
 /* capacityqueue on the plugin test harness, in both isolation modes, with noderesources loaded
  * beside it for Filter and the what-if Filter of reclaim: the queue a pod belongs to,
- * admission (limits at every level, borrowing and its limits) with its refusal reasons, the
- * rules of a tree, the fair order (QueueSort), reclaim by preemption (PostFilter: the victims
- * and the node), and the statuses written (kc_object_status). Queues are CapacityQueue objects
- * of the cluster; the cluster is four nodes of 4 cpu. */
+ * admission (limits at every level, borrowing and its limits, an in-place resize) with its
+ * refusal reasons, the rules of a tree as refused and logged, the fair order (QueueSort) of
+ * pending pods as the scheduler's cache delivers them, a gang admitted whole in a group cycle
+ * (coscheduling beside it declares the group, its QueueSort left out), reclaim by preemption
+ * (PostFilter: the victims and the node, and no second eviction while victims terminate), and
+ * the statuses written (kc_object_status) for placed, pending and reserved pods. Queues are
+ * CapacityQueue objects of the cluster; the cluster is four nodes of 4 cpu. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +21,7 @@
 static const char *const filters[] = {KC_PLUGIN_PATH_NODERESOURCES, NULL};
 
 /* The cluster being written: its pods and its objects, joined by start(). */
-static char pods_yaml[16384], objects_yaml[8192];
+static char pods_yaml[16384], objects_yaml[16384];
 
 static void begin(void)
 {
@@ -56,7 +59,7 @@ static void pod(const char *name, const char *queue_name, int cpu, const char *n
 
 static void start(void)
 {
-    static char cluster[32768];
+    static char cluster[40960];
     snprintf(cluster, sizeof(cluster),
              "nodes:\n"
              "  - {name: n0, allocatable: {cpu: 4, pods: 110}}\n"
@@ -387,6 +390,360 @@ static void args_are_refused(void **state)
     harness_expect_open_error("{\"x\":1}", "capacityqueue takes no args");
 }
 
+/* ---- what the fake host used to show: the rules of a tree as logged, an in-place resize, a
+ * gang in a group cycle, pending pods as the cache delivers them, reclaim while victims
+ * terminate, and the statuses of pending and reserved pods ---- */
+
+/* and coscheduling, which declares the gang's group */
+static const char *const filters_and_groups[] = {KC_PLUGIN_PATH_NODERESOURCES,
+                                                 KC_PLUGIN_PATH_COSCHEDULING, NULL};
+
+/* start(), with the cluster's pods without a node delivered as the scheduler's cache delivers
+ * pending pods (more: the plugins beside, NULL: noderesources). The pods come after the queues,
+ * as in a cluster whose queues exist (a hello sends pods before objects). */
+static void start_pending(const char *const *more)
+{
+    static char cluster[40960];
+    snprintf(cluster, sizeof(cluster),
+             "nodes:\n"
+             "  - {name: n0, allocatable: {cpu: 4, pods: 110}}\n"
+             "  - {name: n1, allocatable: {cpu: 4, pods: 110}}\n"
+             "  - {name: n2, allocatable: {cpu: 4, pods: 110}}\n"
+             "  - {name: n3, allocatable: {cpu: 4, pods: 110}}\n"
+             "%s%s",
+             objects_yaml[0] != '\0' ? "objects:\n" : "", objects_yaml);
+    /* coscheduling only declares groups: capacityqueue sorts the queue (its README's profile) */
+    static const char *const off[] = {"coscheduling", NULL};
+    harness_start_groups("{}", cluster, more != NULL ? more : filters, off);
+    if (pods_yaml[0] == '\0')
+        return;
+    /* the nodes again: a file's pods name nodes it defines */
+    static char pods[20000];
+    snprintf(pods, sizeof(pods), "%.*spods:\n%s",
+             (int)(strstr(cluster, "objects:") != NULL ? strstr(cluster, "objects:") - cluster
+                                                       : (ptrdiff_t)strlen(cluster)),
+             cluster, pods_yaml);
+    harness_expect_ok("pods", kc_harness_update(harness, pods));
+}
+
+/* The plugin's latest log line contains text (a tree's rule is logged as the queue arrives). */
+static void expect_last_log(const char *text)
+{
+    uint32_t count = kc_harness_log_count(harness);
+    const char *line = count > 0 ? kc_harness_log_at(harness, count - 1) : "(none)";
+    if (strstr(line, text) == NULL)
+        fail_msg("%s: the last log line \"%s\" lacks \"%s\"", harness_mode_name(), line, text);
+}
+
+static void cycle_in_tree_is_refused_naming_queue_and_rule(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{\"parent\": \"b\"}");
+    queue("b", "{\"parent\": \"a\"}");
+    pod("p", "a", 100, NULL, 0, "");
+    start();
+    expect_last_log("cycle in the queue tree");
+    expect_last_log("queue ");
+    expect_refused("ml/p", KC_UNRESOLVABLE, "queue a: cycle in the queue tree (a -> b -> a)");
+}
+
+static void children_guarantees_above_parent_are_refused(void **state)
+{
+    (void)state;
+    begin();
+    queue("org", "{\"guaranteed\": {\"cpu\": \"8\"}}");
+    queue("t1", "{\"parent\": \"org\", \"guaranteed\": {\"cpu\": \"5\"}}");
+    queue("t2", "{\"parent\": \"org\", \"guaranteed\": {\"cpu\": \"4\"}}");
+    pod("p", "t1", 100, NULL, 0, "");
+    start();
+    expect_last_log("queue org: its children's guaranteed cpu (9000 together) is above its own "
+                    "(8000)");
+    expect_refused("ml/p", KC_UNRESOLVABLE, "queue t1 cannot admit pods: queue org");
+}
+
+static void children_guarantees_need_a_parent_guarantee(void **state)
+{
+    (void)state;
+    begin();
+    queue("org", "{\"limit\": {\"cpu\": \"8\"}}"); /* guarantees no cpu */
+    queue("t1", "{\"parent\": \"org\", \"guaranteed\": {\"cpu\": \"2\"}}");
+    start();
+    expect_last_log("queue org: its children's guaranteed cpu (2000 together) is above its own "
+                    "(0)");
+}
+
+static void lending_limit_above_guaranteed_is_refused(void **state)
+{
+    (void)state;
+    begin();
+    queue("l", "{\"guaranteed\": {\"cpu\": \"2\"}, \"lendingLimit\": {\"cpu\": \"3\"}}");
+    start();
+    expect_last_log("queue l: lendingLimit cpu (3000) is above its guaranteed (2000)");
+}
+
+static void guaranteed_above_limit_is_refused(void **state)
+{
+    (void)state;
+    begin();
+    queue("t", "{\"guaranteed\": {\"cpu\": \"4\"}, \"limit\": {\"cpu\": \"2\"}}");
+    start();
+    expect_last_log("queue t: guaranteed cpu (4000) is above its limit (2000)");
+}
+
+static void unknown_parent_is_refused(void **state)
+{
+    (void)state;
+    begin();
+    queue("t", "{\"parent\": \"nowhere\"}");
+    start();
+    expect_last_log("queue t: parent nowhere does not exist");
+}
+
+static void trees_deeper_than_64_levels_are_refused(void **state)
+{
+    (void)state;
+    begin();
+    queue("q0", "{}");
+    for (int i = 1; i <= 64; i++) {
+        char name[16], spec[64];
+        snprintf(name, sizeof(name), "q%d", i);
+        snprintf(spec, sizeof(spec), "{\"parent\": \"q%d\"}", i - 1);
+        queue(name, spec);
+    }
+    pod("p", "q63", 100, NULL, 0, "");
+    start();
+    /* q64 is the 65th level */
+    expect_last_log("queue q64: 65 levels from its root; a queue tree is at most 64 levels deep");
+    expect_admitted("ml/p");
+}
+
+static void an_in_place_resize_is_counted(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{\"limit\": {\"cpu\": \"4\"}}");
+    pod("run", "a", 2000, "n0", 1, "");
+    pod("more", "a", 1000, NULL, 0, "");
+    start();
+    expect_admitted("ml/more");
+    /* resized in place: same queue, same node */
+    harness_expect_ok("resize",
+                      kc_harness_update(harness, "nodes:\n  - {name: n0, allocatable: {cpu: 4, "
+                                                 "pods: 110}}\npods:\n  - metadata: {name: run, "
+                                                 "namespace: ml, labels: {kcycle.io/queue: a}}\n"
+                                                 "    spec: {nodeName: n0, containers: [{name: "
+                                                 "main, resources: {requests: {cpu: 4}}}]}\n"));
+    expect_refused("ml/more", KC_UNRESOLVABLE,
+                   "queue a: cpu limit 4000m exceeded (5000m if admitted)");
+}
+
+/* A group cycle admits a gang as a whole: the members it needs must fit the queue together. */
+static void gang_is_admitted_as_a_whole(void **state)
+{
+    (void)state;
+    begin();
+    queue("t", "{\"limit\": {\"cpu\": \"5\"}}");
+    harness_append(objects_yaml, sizeof(objects_yaml),
+                   "  - {\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": "
+                   "\"PodGroup\", \"metadata\": {\"name\": \"train\", \"namespace\": \"ml\"}, "
+                   "\"spec\": {\"minMember\": 3}}\n");
+    static const char *const names[] = {"g0", "g1", "g2"};
+    for (int i = 0; i < 3; i++)
+        pod(names[i], "t", 2000, NULL, 0, "scheduling.x-k8s.io/pod-group: train");
+    start_pending(filters_and_groups);
+    harness_expect_status("three", kc_harness_evaluate_in_group(harness, "ml/g0", 0, 3, 3),
+                          KC_UNRESOLVABLE);
+    if (strstr(kc_harness_message(harness), "pod group as a whole: queue t: cpu limit 5000m "
+                                            "exceeded (6000m if admitted)") == NULL)
+        fail_msg("%s: reason \"%s\"", harness_mode_name(), kc_harness_message(harness));
+    /* two of them fit */
+    harness_expect_status("two", kc_harness_evaluate_in_group(harness, "ml/g0", 0, 3, 2),
+                          KC_SUCCESS);
+}
+
+static void a_higher_priority_pod_does_not_wait_behind_its_queues_backlog(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{}");
+    queue("b", "{}");
+    static const char *const names[] = {"a0", "a1", "a2", "a3"};
+    for (int i = 0; i < 4; i++)
+        pod(names[i], "a", 1000, NULL, 0, "");
+    start_pending(NULL);
+    harness_expect_ok("b0", kc_harness_update(harness, "pods:\n  - {name: b0, namespace: ml, "
+                                                       "labels: {kcycle.io/queue: b}, requests: "
+                                                       "{cpu: 1}}\n"));
+    harness_expect_ok("urgent", kc_harness_update(harness, "pods:\n  - {name: urgent, namespace: "
+                                                           "ml, priority: 100, labels: "
+                                                           "{kcycle.io/queue: a}, requests: {cpu: "
+                                                           "1}}\n"));
+    /* its own line starts at a's share now: level with a0, and first on priority */
+    assert_int_equal(kc_harness_less(harness, "ml/urgent", "ml/a0"), 1);
+    assert_int_equal(kc_harness_less(harness, "ml/urgent", "ml/a3"), 1);
+    /* across queues the shares still decide: b0 (share 1) before a1 (share 2) */
+    assert_int_equal(kc_harness_less(harness, "ml/b0", "ml/a1"), 1);
+}
+
+static void a_pod_arriving_before_its_queue_is_tagged_at_its_attempt(void **state)
+{
+    (void)state;
+    begin();
+    queue("idle", "{}");
+    pod("x", "late", 2000, NULL, 0, ""); /* its queue comes later */
+    start_pending(NULL);
+    harness_expect_ok("late",
+                      kc_harness_update(harness, "objects:\n  - {\"apiVersion\": "
+                                                 "\"scheduling.kcycle.io/v1alpha1\", \"kind\": "
+                                                 "\"CapacityQueue\", \"metadata\": {\"name\": "
+                                                 "\"late\"}, \"spec\": {}}\n"));
+    harness_expect_ok("e", kc_harness_update(harness, "pods:\n  - {name: e, namespace: ml, "
+                                                      "labels: {kcycle.io/queue: idle}, "
+                                                      "requests: {cpu: 1}}\n"));
+    expect_admitted("ml/x");
+    /* x is tagged by its queue's share now (2 of 16 cpu), after e's (1 of 16), not first
+     * forever */
+    assert_int_equal(kc_harness_less(harness, "ml/e", "ml/x"), 1);
+    assert_int_equal(kc_harness_less(harness, "ml/x", "ml/e"), 0);
+}
+
+/* b's pods reclaim one by one; the victims are evicted but not deleted yet (a grace period),
+ * and the preemptors wait nominated: once b's nominated pods claim its guarantee, nothing more
+ * is reclaimed; a nomination the runtime drops frees its claim. */
+static void reclaim_does_not_evict_again_while_victims_terminate(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{\"guaranteed\": {\"cpu\": \"8\"}}");
+    queue("b", "{\"guaranteed\": {\"cpu\": \"8\"}}");
+    /* a fills the 16 cpu (borrowing 8): two 2-cpu pods per node */
+    static const char *const nodes[] = {"n0", "n1", "n2", "n3"};
+    for (int i = 0; i < 8; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "a%d", i);
+        pod(name, "a", 2000, nodes[i % 4], 10 + i, "");
+    }
+    start_pending(NULL);
+    char victims[8][32];
+    uint32_t evicted = 0;
+    for (int i = 0; i < 6; i++) {
+        char yaml[256], ref[16];
+        snprintf(ref, sizeof(ref), "ml/w%d", i);
+        snprintf(yaml, sizeof(yaml),
+                 "pods:\n  - {name: w%d, namespace: ml, labels: {kcycle.io/queue: b}, requests: "
+                 "{cpu: 2}}\n",
+                 i);
+        harness_expect_ok(ref, kc_harness_update(harness, yaml));
+        harness_expect_status(ref, kc_harness_evaluate(harness, ref), KC_UNSCHEDULABLE);
+        kc_status st = kc_harness_post_filter(harness, ref);
+        if (kc_harness_preempt_called(harness) && kc_harness_nominated_node(harness) != NULL) {
+            harness_expect_status(ref, st, KC_SUCCESS);
+            for (uint32_t v = 0; v < kc_harness_victim_count(harness); v++) {
+                const char *victim = kc_harness_victim_at(harness, v);
+                for (uint32_t k = 0; k < evicted; k++)
+                    if (strcmp(victims[k], victim) == 0)
+                        fail_msg("%s (%s): %s evicted again", ref, harness_mode_name(), victim);
+                snprintf(victims[evicted++], sizeof(victims[0]), "%s", victim);
+            }
+            /* the runtime nominates the preemptor */
+            snprintf(yaml, sizeof(yaml),
+                     "pods:\n  - metadata: {name: w%d, namespace: ml, labels: {kcycle.io/queue: "
+                     "b}}\n    spec: {containers: [{name: main, resources: {requests: {cpu: "
+                     "2}}}]}\n    status: {nominatedNodeName: %s}\n",
+                     i, kc_harness_nominated_node(harness));
+            harness_expect_ok(ref, kc_harness_update(harness, yaml));
+        } else {
+            harness_expect_status(ref, st, KC_UNSCHEDULABLE);
+        }
+    }
+    /* 4 victims take a down to its guarantee (8) and b up to its own: w4 and w5 reclaim
+     * nothing, neither from a (at its guarantee once its victims are gone) nor again for b
+     * (whose nominated pods already claim its guarantee) */
+    assert_int_equal(evicted, 4);
+    /* w0's eviction failed: the runtime dropped its nomination. Its victim stays (a borrows 2
+     * again) and w0 claims nothing: w5 reclaims one pod */
+    harness_expect_ok("w0", kc_harness_update(harness, "pods:\n  - {name: w0, namespace: ml, "
+                                                       "labels: {kcycle.io/queue: b}, requests: "
+                                                       "{cpu: 2}}\n"));
+    harness_expect_status("w5", kc_harness_evaluate(harness, "ml/w5"), KC_UNSCHEDULABLE);
+    harness_expect_status("w5", kc_harness_post_filter(harness, "ml/w5"), KC_SUCCESS);
+    assert_int_equal(kc_harness_preempt_called(harness), 1);
+    assert_int_equal(kc_harness_victim_count(harness), 1);
+}
+
+static void status_reports_usage_borrowed_and_pending(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{\"guaranteed\": {\"cpu\": \"2\"}}");
+    pod("run", "a", 3000, "n0", 1, "");
+    pod("wait", "a", 1000, NULL, 0, "");
+    start_pending(NULL);
+    assert_string_equal(kc_harness_object_status(harness, "CapacityQueue", "a"),
+                        "{\"used\":{\"cpu\":\"3000m\"},\"borrowed\":{\"cpu\":\"1000m\"},"
+                        "\"pending\":1,\"admitted\":1,\"valid\":true}");
+    harness_expect_ok("delete", kc_harness_delete_pod(harness, "ml/run"));
+    assert_string_equal(kc_harness_object_status(harness, "CapacityQueue", "a"),
+                        "{\"used\":{\"cpu\":\"0m\"},\"borrowed\":{\"cpu\":\"0m\"},"
+                        "\"pending\":1,\"admitted\":0,\"valid\":true}");
+}
+
+static void expect_status_has(const char *text)
+{
+    const char *status = kc_harness_object_status(harness, "CapacityQueue", "a");
+    if (status == NULL || strstr(status, text) == NULL)
+        fail_msg("%s: status %s lacks %s", harness_mode_name(), status != NULL ? status : "NULL",
+                 text);
+}
+
+static void a_reserved_pod_stays_counted_through_updates_until_forgotten(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{}");
+    pod("p", "a", 1000, NULL, 0, "");
+    start_pending(NULL);
+    harness_expect_status("p", kc_harness_evaluate(harness, "ml/p"), KC_SUCCESS);
+    harness_expect_ok("assume", kc_harness_assume(harness, "ml/p", "n0"));
+    expect_status_has("\"admitted\":1");
+    /* a status update while the binding is on its way: the object has no node yet */
+    harness_expect_ok("update", kc_harness_update(harness, "pods:\n  - {name: p, namespace: ml, "
+                                                           "labels: {kcycle.io/queue: a}, "
+                                                           "requests: {cpu: 1}}\n"));
+    expect_status_has("\"pending\":0,\"admitted\":1");
+    harness_expect_ok("forget", kc_harness_forget(harness, "ml/p"));
+    expect_status_has("\"pending\":1,\"admitted\":0");
+    /* bound: the object's node counts */
+    harness_expect_ok("bound", kc_harness_update(harness, "nodes:\n  - {name: n1, allocatable: "
+                                                          "{cpu: 4, pods: 110}}\npods:\n  - "
+                                                          "{name: p, namespace: ml, nodeName: "
+                                                          "n1, labels: {kcycle.io/queue: a}, "
+                                                          "requests: {cpu: 1}}\n"));
+    expect_status_has("\"pending\":0,\"admitted\":1");
+}
+
+static void an_unchanged_spec_is_not_read_again(void **state)
+{
+    (void)state;
+    begin();
+    queue("a", "{\"limit\": {\"cpu\": \"1\"}}");
+    start();
+    uint32_t count = kc_harness_object_status_count(harness, "CapacityQueue", "a");
+    assert_true(count > 0);
+    begin();
+    queue("a", "{\"limit\": {\"cpu\": \"1\"}}"); /* its status written back: the same spec */
+    char yaml[1024];
+    snprintf(yaml, sizeof(yaml), "objects:\n%s", objects_yaml);
+    harness_expect_ok("same", kc_harness_update(harness, yaml));
+    assert_int_equal(kc_harness_object_status_count(harness, "CapacityQueue", "a"), count);
+    begin();
+    queue("a", "{\"limit\": {\"cpu\": \"2\"}}");
+    snprintf(yaml, sizeof(yaml), "objects:\n%s", objects_yaml);
+    harness_expect_ok("changed", kc_harness_update(harness, yaml));
+    assert_true(kc_harness_object_status_count(harness, "CapacityQueue", "a") > count);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +761,21 @@ int main(void)
         HARNESS_TEST(an_ancestors_limit_reclaims_from_a_borrowing_sibling),
         HARNESS_TEST(status_follows_pods_placed_and_deleted),
         HARNESS_TEST(args_are_refused),
+        HARNESS_TEST(cycle_in_tree_is_refused_naming_queue_and_rule),
+        HARNESS_TEST(children_guarantees_above_parent_are_refused),
+        HARNESS_TEST(children_guarantees_need_a_parent_guarantee),
+        HARNESS_TEST(lending_limit_above_guaranteed_is_refused),
+        HARNESS_TEST(guaranteed_above_limit_is_refused),
+        HARNESS_TEST(unknown_parent_is_refused),
+        HARNESS_TEST(trees_deeper_than_64_levels_are_refused),
+        HARNESS_TEST(an_in_place_resize_is_counted),
+        HARNESS_TEST(gang_is_admitted_as_a_whole),
+        HARNESS_TEST(a_higher_priority_pod_does_not_wait_behind_its_queues_backlog),
+        HARNESS_TEST(a_pod_arriving_before_its_queue_is_tagged_at_its_attempt),
+        HARNESS_TEST(reclaim_does_not_evict_again_while_victims_terminate),
+        HARNESS_TEST(status_reports_usage_borrowed_and_pending),
+        HARNESS_TEST(a_reserved_pod_stays_counted_through_updates_until_forgotten),
+        HARNESS_TEST(an_unchanged_spec_is_not_read_again),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -2,7 +2,11 @@
  * default_preemption_test.go cases (victim selection and reprieve order, PodDisruptionBudgets,
  * pickOneNodeForPreemption's tie-breaks, eligibility and the post-filter messages) with the
  * runtime's real what-if Filter: noderesources and nodeunschedulable are loaded beside the
- * plugin, Filter judges each node in an evaluation and PostFilter runs on that cycle. */
+ * plugin, Filter judges each node in an evaluation and PostFilter runs on that cycle. Also how
+ * many what-if runs candidate sampling makes, what an ineligible pod asks of the runtime
+ * (nothing), the nomination cleared when no node is a candidate, a PDB deleted, and the
+ * runtime refusing a pod group member's preemption (coscheduling loaded beside declares the
+ * group). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,6 +55,10 @@ struct tcase {
     const char *want_node;              /* nominated there, or NULL: any (want) or none */
     const char *want_victims[MAX_PODS]; /* in order; {NULL}: any single victim */
     const char *want_message;           /* the rejection, or NULL: none */
+    uint32_t want_what_if_calls;        /* kc_filter_what_if calls; 0: not checked */
+    /* the preemptor is a member of a pod group of one (coscheduling declares it), outside a
+     * group cycle: the runtime refuses its kc_preempt (-EBUSY) */
+    int group_member;
 };
 
 #define PDB_HEAD "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\","
@@ -80,8 +88,11 @@ static const struct tcase cases[] = {
     },
     {
         .name = "higher and equal priority pods are never victims",
-        .nodes = {{"n1", 3000, 0, 0, {{"equal", 10, 1000, 1}, {"high", 11, 1000, 1},
-                                      {"low", 9, 1000, 1}}}},
+        .nodes = {{"n1",
+                   3000,
+                   0,
+                   0,
+                   {{"equal", 10, 1000, 1}, {"high", 11, 1000, 1}, {"low", 9, 1000, 1}}}},
         .pod = {10, 1000},
         .want = KC_SUCCESS,
         .want_node = "n1",
@@ -89,8 +100,7 @@ static const struct tcase cases[] = {
     },
     {
         .name = "both nodes fit: the one whose victims have the lowest highest priority",
-        .nodes = {{"n1", 2000, 0, 0, {{"a", 5, 2000, 1}}},
-                  {"n2", 2000, 0, 0, {{"b", 1, 2000, 1}}}},
+        .nodes = {{"n1", 2000, 0, 0, {{"a", 5, 2000, 1}}}, {"n2", 2000, 0, 0, {{"b", 1, 2000, 1}}}},
         .pod = {10, 2000},
         .want = KC_SUCCESS,
         .want_node = "n2",
@@ -142,8 +152,7 @@ static const struct tcase cases[] = {
     },
     {
         .name = "mixed priorities all preempted: victims from the most important down",
-        .nodes = {{"n1", 3000, 0, 0, {{"p1", 1, 1000, 1}, {"p2", 3, 1000, 1},
-                                      {"p3", 2, 1000, 1}}}},
+        .nodes = {{"n1", 3000, 0, 0, {{"p1", 1, 1000, 1}, {"p2", 3, 1000, 1}, {"p3", 2, 1000, 1}}}},
         .pod = {10, 3000},
         .want = KC_SUCCESS,
         .want_node = "n1",
@@ -182,8 +191,7 @@ static const struct tcase cases[] = {
     },
     {
         .name = "a terminating higher-priority pod on the nominated node does not hold it",
-        .nodes = {{"n1", 2000, 0, 0, {{"going", 20, 1000, 1, NULL, NULL, 1},
-                                      {"low", 1, 1000, 1}}}},
+        .nodes = {{"n1", 2000, 0, 0, {{"going", 20, 1000, 1, NULL, NULL, 1}, {"low", 1, 1000, 1}}}},
         .pod = {10, 1000, 0, "n1"},
         .want = KC_SUCCESS,
         .want_node = "n1",
@@ -320,12 +328,35 @@ static const struct tcase cases[] = {
         .pod = {10, 2000},
         .want = KC_SUCCESS,
         .want_victims = {NULL},
+        .want_what_if_calls = 2, /* one node: all removed, then one reprieve */
+    },
+    {
+        .name = "default sampling: every potential node of a small cluster is examined",
+        .nodes = {{"n1", 2000, 0, 0, {{"a", 1, 2000, 1}}},
+                  {"n2", 2000, 0, 0, {{"b", 1, 2000, 1}}},
+                  {"n3", 2000, 0, 0, {{"c", 1, 2000, 1}}}},
+        .pod = {10, 2000},
+        .want = KC_SUCCESS,
+        .want_victims = {NULL},
+        .want_what_if_calls = 6,
+    },
+    {
+        .name = "a pod group member does not preempt alone",
+        .nodes = {{"n1", 2000, 0, 0, {{"a", 1, 2000, 1}}}},
+        .pod = {10, 2000},
+        .group_member = 1,
+        .want = KC_UNSCHEDULABLE,
+        .want_message = "preemption: a pod group member does not preempt alone.",
     },
 };
 
 /* in the default profile's order: a cordon (unresolvable) is found before a shortage */
 static const char *const filters[] = {KC_PLUGIN_PATH_NODEUNSCHEDULABLE,
                                       KC_PLUGIN_PATH_NODERESOURCES, NULL};
+/* and coscheduling, which declares a pod group member's group */
+static const char *const filters_and_groups[] = {KC_PLUGIN_PATH_NODEUNSCHEDULABLE,
+                                                 KC_PLUGIN_PATH_NODERESOURCES,
+                                                 KC_PLUGIN_PATH_COSCHEDULING, NULL};
 
 static void rfc3339(char *buf, size_t size, int64_t seconds)
 {
@@ -369,25 +400,57 @@ static void cluster_of(const struct tcase *tc, char *buf, size_t size)
                                started);
         }
     }
+    harness_append(buf, size, "  - metadata: {name: preemptor, namespace: default%s}\n",
+                   tc->group_member ? ", labels: {scheduling.x-k8s.io/pod-group: solo}" : "");
     harness_append(buf, size,
-                   "  - metadata: {name: preemptor, namespace: default}\n"
                    "    spec: {priority: %d%s, containers: [{name: main, resources: {requests: "
                    "{cpu: %lldm}}}]}\n",
                    (int)tc->pod.priority, tc->pod.never ? ", preemptionPolicy: Never" : "",
                    (long long)tc->pod.cpu);
     if (tc->pod.nominated != NULL)
         harness_append(buf, size, "    status: {nominatedNodeName: %s}\n", tc->pod.nominated);
-    if (tc->pdbs[0] != NULL)
+    if (tc->pdbs[0] != NULL || tc->group_member)
         harness_append(buf, size, "objects:\n");
+    if (tc->group_member)
+        harness_append(buf, size,
+                       "  - {\"apiVersion\": \"scheduling.x-k8s.io/v1alpha1\", \"kind\": "
+                       "\"PodGroup\", \"metadata\": {\"name\": \"solo\", \"namespace\": "
+                       "\"default\"}, \"spec\": {\"minMember\": 1}}\n");
     for (int i = 0; i < 3 && tc->pdbs[i] != NULL; i++)
         harness_append(buf, size, "  - %s\n", tc->pdbs[i]);
+}
+
+/* victim ("namespace/name") is a pod of the case on node, of lower priority than the pod's. */
+static void assert_victim_below(const struct tcase *tc, const char *victim, const char *node)
+{
+    for (int i = 0; i < MAX_NODES && tc->nodes[i].name != NULL; i++) {
+        for (int k = 0; k < MAX_PODS && tc->nodes[i].pods[k].name != NULL; k++) {
+            const struct tpod *tp = &tc->nodes[i].pods[k];
+            char name[64];
+            snprintf(name, sizeof(name), "%s/%s",
+                     tp->namespace_name != NULL ? tp->namespace_name : "default", tp->name);
+            if (strcmp(name, victim) != 0)
+                continue;
+            if (strcmp(tc->nodes[i].name, node) != 0 || tp->priority >= tc->pod.priority)
+                fail_msg("%s (%s): victim %s is on %s with priority %d (nominated %s)", tc->name,
+                         harness_mode_name(), victim, tc->nodes[i].name, (int)tp->priority, node);
+            return;
+        }
+    }
+    fail_msg("%s (%s): victim %s is no pod of the case", tc->name, harness_mode_name(), victim);
 }
 
 static void run_case(const struct tcase *tc)
 {
     static char cluster[8192];
     cluster_of(tc, cluster, sizeof(cluster));
-    harness_start_with(tc->args != NULL ? tc->args : "{}", cluster, filters);
+    const char *args = tc->args != NULL ? tc->args : "{}";
+    /* a group member: the cache delivers the pending preemptor, so its group has its quorum
+     * and coscheduling's PreFilter lets it through */
+    if (tc->group_member)
+        harness_start_pending_with(args, cluster, filters_and_groups);
+    else
+        harness_start_with(args, cluster, filters);
     kc_status fit = kc_harness_evaluate(harness, "preemptor");
     if (fit != KC_UNSCHEDULABLE && fit != KC_UNRESOLVABLE)
         fail_msg("%s (%s): evaluation %d: the pod must not fit; error \"%s\"", tc->name,
@@ -397,6 +460,9 @@ static void run_case(const struct tcase *tc)
     if (tc->want_message != NULL && strcmp(message, tc->want_message) != 0)
         fail_msg("%s (%s): message \"%s\", want \"%s\"", tc->name, harness_mode_name(), message,
                  tc->want_message);
+    if (tc->want_what_if_calls != 0 && kc_harness_what_if_count(harness) != tc->want_what_if_calls)
+        fail_msg("%s (%s): %u what-if Filter calls, want %u", tc->name, harness_mode_name(),
+                 kc_harness_what_if_count(harness), tc->want_what_if_calls);
     const char *node = kc_harness_nominated_node(harness);
     if (tc->want != KC_SUCCESS) {
         if (node != NULL)
@@ -415,6 +481,9 @@ static void run_case(const struct tcase *tc)
     if (count != (want_count > 0 ? want_count : 1))
         fail_msg("%s (%s): %u victims, want %u", tc->name, harness_mode_name(), count,
                  want_count > 0 ? want_count : 1);
+    /* every victim is on the chosen node and of lower priority */
+    for (uint32_t i = 0; i < count; i++)
+        assert_victim_below(tc, kc_harness_victim_at(harness, i), node);
     for (uint32_t i = 0; i < want_count; i++) {
         char want[64];
         snprintf(want, sizeof(want), "default/%s", tc->want_victims[i]);
@@ -441,6 +510,49 @@ static void the_victims_make_room_for_the_real_filter(void **state)
     assert_int_equal(kc_harness_reason_count(harness, "Insufficient cpu"), 2);
 }
 
+static const struct tcase *case_named(const char *prefix)
+{
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (strncmp(cases[i].name, prefix, strlen(prefix)) == 0)
+            return &cases[i];
+    fail_msg("no case %s", prefix);
+    return NULL;
+}
+
+/* No candidate: the pod's nomination is cleared (kc_preempt without a node). */
+static void no_candidate_clears_the_nomination(void **state)
+{
+    (void)state;
+    run_case(case_named("no lower-priority pod on the node"));
+    assert_int_equal(kc_harness_preempt_called(harness), 1);
+    assert_null(kc_harness_nominated_node(harness));
+}
+
+/* Not eligible: nothing is asked of the runtime at all. */
+static void never_policy_asks_nothing(void **state)
+{
+    (void)state;
+    run_case(case_named("preemptionPolicy Never"));
+    assert_int_equal(kc_harness_preempt_called(harness), 0);
+    assert_int_equal(kc_harness_what_if_count(harness), 0);
+}
+
+/* A PDB deleted protects nothing any more: the lower victim priority wins again. */
+static void deleted_pdb_no_longer_protects(void **state)
+{
+    (void)state;
+    run_case(case_named("PDB: a violating candidate"));
+    assert_string_equal(kc_harness_nominated_node(harness), "n2");
+    harness_expect_ok("delete",
+                      kc_harness_delete_object(harness, "PodDisruptionBudget", "default/db-pdb"));
+    kc_status fit = kc_harness_evaluate(harness, "preemptor");
+    assert_true(fit == KC_UNSCHEDULABLE);
+    harness_expect_status("PostFilter", kc_harness_post_filter(harness, "preemptor"), KC_SUCCESS);
+    assert_string_equal(kc_harness_nominated_node(harness), "n1");
+    assert_int_equal(kc_harness_victim_count(harness), 1);
+    assert_string_equal(kc_harness_victim_at(harness, 0), "default/db");
+}
+
 static void bad_args_are_refused(void **state)
 {
     (void)state;
@@ -459,11 +571,14 @@ static void bad_args_are_refused(void **state)
 int main(void)
 {
     enum { N = sizeof(cases) / sizeof(cases[0]) };
-    struct CMUnitTest tests[N + 2];
+    struct CMUnitTest tests[N + 5];
     for (int i = 0; i < N; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, table_case, NULL, harness_teardown,
                                        (void *)&cases[i]};
     tests[N] = (struct CMUnitTest)HARNESS_TEST(the_victims_make_room_for_the_real_filter);
     tests[N + 1] = (struct CMUnitTest)HARNESS_TEST(bad_args_are_refused);
-    return harness_run_both_modes(tests, N + 2);
+    tests[N + 2] = (struct CMUnitTest)HARNESS_TEST(no_candidate_clears_the_nomination);
+    tests[N + 3] = (struct CMUnitTest)HARNESS_TEST(never_policy_asks_nothing);
+    tests[N + 4] = (struct CMUnitTest)HARNESS_TEST(deleted_pdb_no_longer_protects);
+    return harness_run_both_modes(tests, N + 5);
 }

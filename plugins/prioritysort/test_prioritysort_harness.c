@@ -1,7 +1,7 @@
 /* prioritysort on the plugin test harness, in both isolation modes: kube's PrioritySort order
- * (higher priority first, then the earlier timestamp) made total by namespace and name, asked
- * through QueueSort's less for pods of a simulation file. The queue timestamp is the same for
- * every pod here (the harness enqueues nothing), so creation time breaks priority ties. */
+ * (higher priority first, then the earlier queue timestamp, then the earlier creation) made
+ * total by namespace and name, asked through QueueSort's less for pods of a simulation file.
+ * A pod's queue timestamp is 0 unless a test sets it (kc_harness_set_enqueue_ms). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,6 +72,35 @@ static void equal_priority_earlier_creation_goes_first(void **state)
     assert_false(less("aa/newer", "zz/older"));
 }
 
+static void set_enqueue(const char *pod, int64_t enqueue_ms)
+{
+    if (kc_harness_set_enqueue_ms(harness, pod, enqueue_ms) != 0)
+        fail_msg("set_enqueue_ms(%s): %s", pod, kc_harness_error(harness));
+}
+
+/* kube's tie-break after priority: the pod the queue took first, whatever their creation. */
+static void equal_priority_earlier_enqueue_goes_first(void **state)
+{
+    (void)state;
+    const struct tpod pods[] = {{"zz", "zz", 5, 900}, {"aa", "aa", 5, 1}};
+    start_with(pods, 2);
+    set_enqueue("zz/zz", 100);
+    set_enqueue("aa/aa", 200);
+    assert_true(less("zz/zz", "aa/aa"));
+    assert_false(less("aa/aa", "zz/zz"));
+}
+
+static void equal_enqueue_earlier_creation_goes_first(void **state)
+{
+    (void)state;
+    const struct tpod pods[] = {{"zz", "zz", 5, 10}, {"aa", "aa", 5, 20}};
+    start_with(pods, 2);
+    set_enqueue("zz/zz", 100);
+    set_enqueue("aa/aa", 100);
+    assert_true(less("zz/zz", "aa/aa"));
+    assert_false(less("aa/aa", "zz/zz"));
+}
+
 static void full_tie_orders_by_namespace_then_name(void **state)
 {
     (void)state;
@@ -84,11 +113,15 @@ static void full_tie_orders_by_namespace_then_name(void **state)
     assert_false(less("beta/xray", "beta/alpha"));
 }
 
+/* less(a, a) hands the plugin two pod objects with identical fields (each side of a queue call
+ * is its own object): neither goes before the other, queue timestamp included. */
 static void pod_is_not_before_itself(void **state)
 {
     (void)state;
     const struct tpod pods[] = {{"default", "a", 5, 10}};
     start_with(pods, 1);
+    assert_false(less("a", "a"));
+    set_enqueue("a", 100);
     assert_false(less("a", "a"));
 }
 
@@ -153,6 +186,8 @@ int main(void)
         HARNESS_TEST(higher_priority_goes_first_even_if_later),
         HARNESS_TEST(negative_priority_goes_after_zero),
         HARNESS_TEST(equal_priority_earlier_creation_goes_first),
+        HARNESS_TEST(equal_priority_earlier_enqueue_goes_first),
+        HARNESS_TEST(equal_enqueue_earlier_creation_goes_first),
         HARNESS_TEST(full_tie_orders_by_namespace_then_name),
         HARNESS_TEST(pod_is_not_before_itself),
         HARNESS_TEST(priority_outweighs_any_creation_time),

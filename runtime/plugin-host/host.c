@@ -39,6 +39,7 @@ struct evaluated {
     bool chosen;   /* a phase was called for it: the scheduler picked it */
     bool borrowed; /* pod belongs to the assumed map (a host that evaluates nothing) */
     uint64_t attempt; /* the scheduler's attempt (Evaluate.attempt; 0: not said) */
+    struct pod_group *harness_group; /* hq: a harness host's group for its cycle (owned) */
 };
 
 struct plugin_host {
@@ -57,6 +58,7 @@ struct plugin_host {
     uint64_t objects_seen;
     char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
     bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
+    int bind_result;     /* hq: what kc_bind answers in a harness host's phase call (0: binds) */
     /* Hello.capture_logs (the plugin test harness): the lines plugins log while a request is
      * served, for its Reply.logs; Filter and Score may log from several threads */
     bool capture_logs;
@@ -204,15 +206,22 @@ static int record_bind(void *ctx, const struct pod *pod, const char *node,
                        const struct kv_list *annotations)
 {
     struct plugin_host *h = ctx;
+    if (h->bind_result < 0)
+        return h->bind_result; /* a harness's binder that fails (kc_harness_set_bind_result) */
     h->bind_requested = true;
     log_debug("bind requested: pod %s/%s on node %s with %u annotations", pod->namespace, pod->name,
               node, annotations != NULL ? annotations->count : 0);
     return 0;
 }
 
+static void harness_group_free(struct pod_group *g);
+
 static void evaluated_free(struct evaluated *ev)
 {
+    if (ev->cycle != NULL && ev->cycle->sp != NULL && ev->cycle->sp->group == ev->harness_group)
+        ev->cycle->sp->group = NULL;
     evaluation_cycle_free(ev->cycle);
+    harness_group_free(ev->harness_group);
     if (!ev->borrowed)
         pod_free(ev->pod);
     free(ev);
@@ -276,6 +285,8 @@ static int waiting_put(struct plugin_host *h, const Kcycle__V1__WaitingPod *msg,
         ev = evaluated_from_assumed(h, msg->uid);
     if (ev == NULL)
         return 0; /* not assumed here: nothing a plugin could act on */
+    ev->chosen = true; /* held in Permit: its cycle lives on (hq: a harness may hold it without
+                        * having called a phase) */
     uint64_t pending = 0;
     for (size_t n = 0; n < msg->n_plugins; n++)
         for (uint32_t i = 0; i < s->fw->count && i < 64; i++)
@@ -429,12 +440,16 @@ static int delete_node(struct plugin_host *h, const char *name)
     return 0;
 }
 
+static int harness_put_pending(struct plugin_host *h, struct pod *pod, struct kc_error *err);
+
 static int put_pod(struct plugin_host *h, const Kcycle__V1__Pod *msg, struct kc_error *err)
 {
     struct pod *pod;
     int rc = pod_from_proto(msg, &pod, err);
     if (rc < 0)
         return rc;
+    if (pod->node_name == NULL && h->capture_logs)
+        return harness_put_pending(h, pod, err);
     if (pod->node_name == NULL) {
         rc = kc_error_set(err, -EINVAL,
                           "pod %s/%s (uid %s): pod_put without node_name; only assigned pods "
@@ -677,6 +692,7 @@ static int build_config(struct config *cfg, const Kcycle__V1__Hello *hello)
         pc->isolation = ISOLATION_INPROCESS;
         pc->failure_policy = FAILURE_FAIL;
         pc->required = false;
+        pc->queue_sort_off = spec->queue_sort_off;
         if (pc->name == NULL || (spec->path[0] != '\0' && pc->path == NULL) ||
             pc->args_json == NULL)
             return -ENOMEM;
@@ -905,6 +921,8 @@ static void queue_group_of(struct plugin_host *h, const struct pod *pod, Kcycle_
     r->min_member = info.min_member;
     r->group_flags = info.flags;
     r->schedule_timeout_ms = info.schedule_timeout_ms;
+    r->backoff_ms = info.backoff_ms; /* hq: kc_harness_group_info reads the whole info */
+    r->creation_ms = info.creation_ms;
 }
 
 static int queue_reply(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
@@ -959,14 +977,107 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
     int rc = pod_from_proto(call->pod, &pod, &err);
     if (rc == 0 && two)
         rc = pod_from_proto(call->other, &other, &err);
-    if (rc == 0)
+    if (rc == 0) {
+        /* hq: the queue timestamps the harness's test chose (the scheduler's queue sets them) */
+        pod->enqueue_ms = call->pod_enqueue_ms;
+        if (other != NULL)
+            other->enqueue_ms = call->other_enqueue_ms;
         rc = queue_reply(h, call, pod, other, reply, sc);
-    else
+    } else
         rc = reply_error(reply, sc, "queue call: %s", err.message);
     pod_free(pod);
     pod_free(other);
     return rc;
 }
+
+/* ---- hq: the test harness's additions of SDK 1.2 (docs/plugin-testing.md) ----
+ * A harness host (capture_logs) takes pending pods as the scheduler's cache delivers them to
+ * its plugins, evaluates a pod as a group cycle's member, and places an evaluation's pod in the
+ * group its plugins declare, so that kc_preempt refuses a member outside a group cycle as the
+ * scheduler does. */
+
+/* A pod without a node from a harness (kc_harness_options.pending_pods_as_events): a pending
+ * pod of the replica, which the plugins hear of (KC_EVENT_POD_ADD or UPDATE without a node) as
+ * they do in the scheduler; pod is taken over. */
+static int harness_put_pending(struct plugin_host *h, struct pod *pod, struct kc_error *err)
+{
+    char name[300];
+    snprintf(name, sizeof(name), "%s/%s", pod->namespace, pod->name);
+    int rc = scheduler_pod_add(&h->sched, pod);
+    if (rc < 0)
+        return kc_error_set(err, rc, "pending pod %s: %s", name, kc_strerror(rc));
+    return 0;
+}
+
+static void harness_group_free(struct pod_group *g)
+{
+    if (g == NULL)
+        return;
+    free(g->key);
+    free(g->namespace_name);
+    free(g->name);
+    free(g);
+}
+
+/* The group the plugins' group_of declare for pod, as the evaluation's own copy; NULL when none
+ * does (or out of memory: *oom). */
+static struct pod_group *harness_group_new(struct plugin_host *h, const struct pod *pod, bool *oom)
+{
+    kc_group_info info = {.struct_size = sizeof(info)};
+    const char *plugin = NULL;
+    *oom = false;
+    if (!queue_call_group_of(&h->sched, pod, &info, &plugin) || info.name == NULL)
+        return NULL;
+    struct pod_group *g = calloc(1, sizeof(*g));
+    const char *ns = info.namespace_name != NULL ? info.namespace_name : "";
+    if (g != NULL) {
+        g->namespace_name = strdup(ns);
+        g->name = strdup(info.name);
+        if (asprintf(&g->key, "%s/%s", ns, info.name) < 0)
+            g->key = NULL;
+        g->min_member = info.min_member;
+        g->transaction = (info.flags & KC_GROUP_CYCLE) != 0;
+    }
+    if (g == NULL || g->namespace_name == NULL || g->name == NULL || g->key == NULL) {
+        harness_group_free(g);
+        *oom = true;
+        return NULL;
+    }
+    return g;
+}
+
+/* A harness host's evaluation: its pod joins the group its plugins declare (the scheduler's
+ * pending pod is filed under it), and with position (Evaluate.harness_group) its cycle is that
+ * member of a group cycle. -EINVAL with err set when position names no group. */
+static int harness_join_group(struct plugin_host *h, struct evaluated *ev,
+                              const Kcycle__V1__HarnessGroupCycle *position, struct kc_error *err)
+{
+    bool oom;
+    ev->harness_group = harness_group_new(h, ev->pod, &oom);
+    if (oom)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    if (ev->harness_group == NULL)
+        return position == NULL ? 0
+                                : kc_error_set(err, -EINVAL,
+                                               "pod %s/%s: no plugin places it in a group, so "
+                                               "it is no member of a group cycle",
+                                               ev->pod->namespace, ev->pod->name);
+    ev->cycle->sp->group = ev->harness_group;
+    if (position != NULL) {
+        if (position->count == 0 || position->index >= position->count ||
+            position->needed > position->count)
+            return kc_error_set(err, -EINVAL,
+                                "group cycle member %u of %u with %u needed: not a position",
+                                position->index, position->count, position->needed);
+        ev->cycle->group = ev->harness_group;
+        ev->cycle->group_index = position->index;
+        ev->cycle->group_count = position->count;
+        ev->cycle->group_needed = position->needed;
+    }
+    return 0;
+}
+
+/* ---- end of hq's additions ---- */
 
 /* For a harness (capture_logs): the cycle keys asked for, and Filter's verdict per node after
  * an evaluation (the scheduler reads only the feasible list; a test wants the status). */
@@ -1211,6 +1322,9 @@ static int mirror_nominated(struct plugin_host *h, const Kcycle__V1__Evaluate *c
     return 0;
 }
 
+static int harness_join_group(struct plugin_host *h, struct evaluated *ev,
+                              const Kcycle__V1__HarnessGroupCycle *position, struct kc_error *err);
+
 /* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
  * h->evaluated. */
 static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
@@ -1239,7 +1353,13 @@ static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
     if (old != NULL)
         evaluated_remove(h, old); /* with any waiting mirror of its cycle */
     ev->cycle = evaluation_cycle_new(s, ev->pod);
-    if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0) {
+    if (ev->cycle == NULL || strmap_put(&h->evaluated, ev->pod->uid, ev) < 0 ||
+        (h->capture_logs && harness_join_group(h, ev, call->harness_group, &err) < 0)) {
+        if (err.message[0] != '\0') {
+            strmap_remove(&h->evaluated, ev->pod->uid);
+            evaluated_free(ev);
+            return reply_error(reply, sc, "evaluate: %s", err.message);
+        }
         evaluated_free(ev);
         return reply_error(reply, sc, "evaluate: out of memory");
     }
@@ -1591,6 +1711,8 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
     free(cycle->message);
     cycle->message = NULL;
     h->bind_requested = false;
+    h->bind_result = h->capture_logs ? call->harness_bind_result : 0;
+    cycle->what_if_calls = 0;
     uint32_t failed = UINT32_MAX, timeout_ms = 0;
     uint64_t waiting = 0;
     bool permit = phase == PHASE_PERMIT;
@@ -1609,6 +1731,7 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
         fill_annotations(&cycle->annotations, r, sc);
         fill_writes(cycle, r, sc);
         fill_preemption(h, cycle, r, sc);
+        r->what_if_calls = h->capture_logs ? cycle->what_if_calls : 0;
         reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
         reply->phase = r;
     }

@@ -84,6 +84,20 @@ struct kc_harness {
     bool pre_filter_skipped, pre_score_skipped;
     char *cycle_string;
     bool pods_first; /* kc_harness_update_pods_first: the update's pods before its nodes */
+    /* ---- hq: what the additions of 1.2 keep ---- */
+    bool pending_events;          /* kc_harness_options.pending_pods_as_events */
+    char *plugin_name;            /* the plugin under test's own name (kc_harness_wait) */
+    struct kv_list status_counts; /* "Kind namespace/name" -> how many statuses, in decimal */
+    /* the last group_of's kc_group_info beyond its name and quorum */
+    char *group_namespace, *group_short_name;
+    uint32_t group_flags;
+    int64_t group_timeout_ms, group_backoff_ms, group_creation_ms;
+    int bind_result;            /* kc_harness_set_bind_result */
+    uint32_t what_if_calls;     /* the last phase call's kc_filter_what_if calls */
+    bool preempt_called;        /* the last phase call's kc_preempt, with or without a node */
+    uint32_t permit_timeout_ms; /* the last phase call's Permit wait (KC_WAIT) */
+    /* what plugins did to waiting pods: uid -> "ALLOWED REJECTED", and uid -> the last message */
+    struct kv_list waiting_counts, waiting_messages;
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -207,6 +221,9 @@ static void note_logs(kc_harness *h, const Kcycle__V1__Reply *reply)
 
 static void note_harness_facts(kc_harness *h, const Kcycle__V1__Reply *reply);
 
+static void count_object_status(kc_harness *h, const char *key);
+static void note_waiting_actions(kc_harness *h, const Kcycle__V1__Reply *reply);
+
 static void note_object_statuses(kc_harness *h, const Kcycle__V1__Reply *reply)
 {
     for (size_t i = 0; i < reply->n_object_statuses; i++) {
@@ -218,6 +235,7 @@ static void note_object_statuses(kc_harness *h, const Kcycle__V1__Reply *reply)
         snprintf(key, size, "%s %s%s%s", st->kind, st->namespace_, st->namespace_[0] ? "/" : "",
                  st->name);
         kv_list_set(&h->object_statuses, key, st->status_json);
+        count_object_status(h, key);
         free(key);
     }
 }
@@ -243,6 +261,7 @@ static Kcycle__V1__Reply *call(kc_harness *h, Kcycle__V1__Request *req)
         return NULL;
     note_logs(h, reply);
     note_object_statuses(h, reply);
+    note_waiting_actions(h, reply);
     note_harness_facts(h, reply);
     if (reply->error != NULL && reply->error[0] != '\0') {
         set_error(h, "the plugin host: %s", reply->error);
@@ -345,8 +364,17 @@ static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
         snprintf(h->message, sizeof(h->message), "%s", e->message);
 }
 
+static kc_status evaluate_as(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
+                             uint32_t count, bool score, Kcycle__V1__HarnessGroupCycle *group);
+
 static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
                           uint32_t count, bool score)
+{
+    return evaluate_as(h, pod_ref, candidates, count, score, NULL);
+}
+
+static kc_status evaluate_as(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
+                             uint32_t count, bool score, Kcycle__V1__HarnessGroupCycle *group)
 {
     h->message[0] = '\0';
     struct pod *pod = find_pod(h, pod_ref);
@@ -363,6 +391,7 @@ static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *ca
     ev.n_candidates = count;
     ev.want = count;
     ev.score = score;
+    ev.harness_group = group;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
     req.evaluate = &ev;
@@ -401,16 +430,21 @@ KC_API kc_status kc_harness_filter(kc_harness *h, const char *pod, const char *n
     return evaluate(h, pod, &candidate, 1, false);
 }
 
-KC_API kc_status kc_harness_evaluate(kc_harness *h, const char *pod)
+static kc_status evaluate_all(kc_harness *h, const char *pod, Kcycle__V1__HarnessGroupCycle *group)
 {
     uint32_t *all = malloc((h->node_count + 1) * sizeof(*all));
     if (all == NULL)
         return KC_ERROR;
     for (uint32_t i = 0; i < h->node_count; i++)
         all[i] = i;
-    kc_status st = evaluate(h, pod, all, h->node_count, true);
+    kc_status st = evaluate_as(h, pod, all, h->node_count, true, group);
     free(all);
     return st;
+}
+
+KC_API kc_status kc_harness_evaluate(kc_harness *h, const char *pod)
+{
+    return evaluate_all(h, pod, NULL);
 }
 
 KC_API int kc_harness_feasible(kc_harness *h, const char *node)
@@ -510,6 +544,9 @@ static void forget_phase_results(kc_harness *h)
     h->message[0] = '\0';
     kv_list_free(&h->annotations);
     h->bind_requested = false;
+    h->what_if_calls = 0;
+    h->preempt_called = false;
+    h->permit_timeout_ms = 0;
     forget_writes(h);
     forget_preemption(h);
 }
@@ -525,6 +562,7 @@ static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phas
     pc.phase = phase;
     pc.pod_uid = pod->uid;
     pc.node = (char *)(node != NULL ? node : "");
+    pc.harness_bind_result = h->bind_result;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
     req.phase = &pc;
@@ -536,6 +574,9 @@ static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phas
         const Kcycle__V1__PhaseReply *r = reply->phase;
         st = (kc_status)r->status;
         h->bind_requested = r->bind_requested;
+        h->what_if_calls = r->what_if_calls;
+        h->preempt_called = r->preempted;
+        h->permit_timeout_ms = r->timeout_ms;
         keep_writes(h, r);
         keep_preemption(h, r);
         snprintf(h->message, sizeof(h->message), "%s", r->message);
@@ -584,6 +625,8 @@ static Kcycle__V1__Reply *queue_call(kc_harness *h, Kcycle__V1__QueueCall__Kind 
     qc.kind = kind;
     qc.pod = pod_to_proto(pod);
     qc.other = other != NULL ? pod_to_proto(other) : NULL;
+    qc.pod_enqueue_ms = pod->enqueue_ms; /* kc_harness_set_enqueue_ms */
+    qc.other_enqueue_ms = other != NULL ? other->enqueue_ms : 0;
     Kcycle__V1__Reply *reply = NULL;
     if (qc.pod == NULL || (other != NULL && qc.other == NULL)) {
         set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
@@ -626,10 +669,14 @@ KC_API kc_status kc_harness_pre_enqueue(kc_harness *h, const char *pod_ref)
     return st;
 }
 
+static void forget_group_info(kc_harness *h);
+static void keep_group_info(kc_harness *h, const Kcycle__V1__QueueReply *r);
+
 KC_API kc_status kc_harness_group_of(kc_harness *h, const char *pod_ref)
 {
     free(h->group_name);
     h->group_name = NULL;
+    forget_group_info(h);
     h->group_min_member = 0;
     Kcycle__V1__Reply *reply = queue_call(h, KCYCLE__V1__QUEUE_CALL__KIND__KIND_GROUP_OF, pod_ref,
                                           NULL);
@@ -643,6 +690,7 @@ KC_API kc_status kc_harness_group_of(kc_harness *h, const char *pod_ref)
         if (h->group_name != NULL)
             snprintf(h->group_name, size, "%s/%s", r->group_namespace, r->group_name);
         h->group_min_member = r->min_member != 0 ? r->min_member : 1;
+        keep_group_info(h, r);
     }
     kcycle__v1__reply__free_unpacked(reply, NULL);
     return st;
@@ -906,8 +954,8 @@ static int deltas_from_spec(kc_harness *h, const struct sim_spec *spec, struct d
                 return -ENOMEM;
         } else if (i < spec->node_count + spec->pod_count) {
             const struct pod *pod = spec->pods[i - spec->node_count];
-            if (pod->node_name == NULL)
-                continue;
+            if (pod->node_name == NULL && !h->pending_events)
+                continue; /* a pod the test evaluates, no cluster event (docs/plugin-testing.md) */
             delta->change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
             msg = delta->pod_put = pod_to_proto(pod);
         } else {
@@ -939,6 +987,17 @@ static int hello_errors(kc_harness *h, const Kcycle__V1__HelloReply *r, char *er
     return 0;
 }
 
+/* hq: name is in options->queue_sort_off (read only when the caller's struct has it). */
+static bool queue_sort_left_out(const kc_harness_options *o, const char *name)
+{
+    if (o->struct_size < offsetof(kc_harness_options, queue_sort_off) + sizeof(o->queue_sort_off))
+        return false;
+    for (const char *const *off = o->queue_sort_off; off != NULL && *off != NULL; off++)
+        if (strcmp(*off, name) == 0)
+            return true;
+    return false;
+}
+
 /* The hello: the plugins (the one under test first), and the whole cluster as the replica's
  * snapshot. */
 static int hello(kc_harness *h, const kc_harness_options *o, char *const *names, char *error,
@@ -958,6 +1017,7 @@ static int hello(kc_harness *h, const kc_harness_options *o, char *const *names,
                                : o->more_args_json != NULL ? o->more_args_json[i - 1]
                                                            : NULL;
             ps[i].args_json = (char *)(args != NULL ? args : "{}");
+            ps[i].queue_sort_off = queue_sort_left_out(o, names[i]);
             specs[i] = &ps[i];
         }
         Kcycle__V1__Hello hi = KCYCLE__V1__HELLO__INIT;
@@ -1083,10 +1143,15 @@ KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *
         return -ENOMEM;
     channel_init(&h->channel, -1);
     h->pid = -1;
+    h->pending_events = o->struct_size >= offsetof(kc_harness_options, pending_pods_as_events) +
+                                              sizeof(o->pending_pods_as_events) &&
+                        o->pending_pods_as_events != 0;
     int rc = load_cluster(&h->spec, o, error, error_size);
     char *names[HARNESS_MAX_PLUGINS] = {NULL};
     if (rc == 0)
         rc = plugin_names(h, o, names, error, error_size);
+    if (rc == 0 && (h->plugin_name = strdup(names[0])) == NULL)
+        rc = -ENOMEM;
     if (rc == 0 && o->mode == KC_HARNESS_PROCESS) {
         const char *binary = o->host_binary != NULL ? o->host_binary : getenv("KCYCLE_PLUGIN_HOST");
         /* then the one installed with this library, then the PATH's (a staged install) */
@@ -1137,6 +1202,11 @@ KC_API void kc_harness_close(kc_harness *h)
     free(h->cycle_string);
     forget_preemption(h);
     free(h->group_name);
+    forget_group_info(h);
+    free(h->plugin_name);
+    kv_list_free(&h->status_counts);
+    kv_list_free(&h->waiting_counts);
+    kv_list_free(&h->waiting_messages);
     forget_writes(h);
     kc_harness_clear_logs(h);
     free(h->logs);
@@ -1311,3 +1381,191 @@ KC_API int kc_harness_update_pods_first(kc_harness *h, const char *cluster_yaml)
     h->pods_first = false;
     return rc;
 }
+
+/* ---- hq: the additions of 1.2 (docs/plugin-testing.md): what a plugin's tests used to need a
+ * fake host for; each works the same in both modes, through the plugin host ---- */
+
+static void count_object_status(kc_harness *h, const char *key)
+{
+    const char *was = kv_list_get(&h->status_counts, key);
+    char count[16];
+    snprintf(count, sizeof(count), "%lu", (was != NULL ? strtoul(was, NULL, 10) : 0) + 1);
+    kv_list_set(&h->status_counts, key, count);
+}
+
+KC_API uint32_t kc_harness_object_status_count(kc_harness *h, const char *kind, const char *object)
+{
+    char key[512];
+    if (kind == NULL || object == NULL ||
+        (size_t)snprintf(key, sizeof(key), "%s %s", kind, object) >= sizeof(key))
+        return 0;
+    const char *count = kv_list_get(&h->status_counts, key);
+    return count != NULL ? (uint32_t)strtoul(count, NULL, 10) : 0;
+}
+
+/* Reply.waiting_actions: each allow and rejection counted per pod uid ("ALLOWED REJECTED"). */
+static void note_waiting_actions(kc_harness *h, const Kcycle__V1__Reply *reply)
+{
+    for (size_t i = 0; i < reply->n_waiting_actions; i++) {
+        const Kcycle__V1__WaitingAction *a = reply->waiting_actions[i];
+        const char *was = kv_list_get(&h->waiting_counts, a->uid);
+        unsigned long allowed = 0, rejected = 0;
+        if (was != NULL && sscanf(was, "%lu %lu", &allowed, &rejected) != 2)
+            allowed = rejected = 0;
+        if (a->reject) {
+            rejected++;
+            kv_list_set(&h->waiting_messages, a->uid, a->message);
+        } else {
+            allowed++;
+        }
+        char counts[48];
+        snprintf(counts, sizeof(counts), "%lu %lu", allowed, rejected);
+        kv_list_set(&h->waiting_counts, a->uid, counts);
+    }
+}
+
+static uint32_t waiting_count(kc_harness *h, const char *pod_ref, bool rejected)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    const char *counts = pod != NULL ? kv_list_get(&h->waiting_counts, pod->uid) : NULL;
+    unsigned long allowed = 0, rejects = 0;
+    if (counts == NULL || sscanf(counts, "%lu %lu", &allowed, &rejects) != 2)
+        return 0;
+    return (uint32_t)(rejected ? rejects : allowed);
+}
+
+KC_API uint32_t kc_harness_waiting_allowed(kc_harness *h, const char *pod)
+{
+    return waiting_count(h, pod, false);
+}
+
+KC_API uint32_t kc_harness_waiting_rejected(kc_harness *h, const char *pod)
+{
+    return waiting_count(h, pod, true);
+}
+
+KC_API const char *kc_harness_waiting_message(kc_harness *h, const char *pod_ref)
+{
+    struct pod *pod = find_pod(h, pod_ref);
+    return pod != NULL ? kv_list_get(&h->waiting_messages, pod->uid) : NULL;
+}
+
+static void forget_group_info(kc_harness *h)
+{
+    free(h->group_namespace);
+    free(h->group_short_name);
+    h->group_namespace = h->group_short_name = NULL;
+    h->group_flags = 0;
+    h->group_timeout_ms = h->group_backoff_ms = h->group_creation_ms = 0;
+}
+
+static void keep_group_info(kc_harness *h, const Kcycle__V1__QueueReply *r)
+{
+    h->group_namespace = strdup(r->group_namespace);
+    h->group_short_name = strdup(r->group_name);
+    h->group_flags = r->group_flags;
+    h->group_timeout_ms = r->schedule_timeout_ms;
+    h->group_backoff_ms = r->backoff_ms;
+    h->group_creation_ms = r->creation_ms;
+}
+
+KC_API int kc_harness_group_info(kc_harness *h, kc_group_info *out)
+{
+    if (out == NULL || out->struct_size < sizeof(uint32_t))
+        return 0;
+    uint32_t size = out->struct_size < sizeof(*out) ? out->struct_size : (uint32_t)sizeof(*out);
+    kc_group_info full = {.struct_size = out->struct_size};
+    int placed = h->group_name != NULL;
+    if (placed) {
+        full.flags = h->group_flags;
+        full.namespace_name = h->group_namespace;
+        full.name = h->group_short_name;
+        full.min_member = h->group_min_member;
+        full.schedule_timeout_ms = h->group_timeout_ms;
+        full.backoff_ms = h->group_backoff_ms;
+        full.creation_ms = h->group_creation_ms;
+    }
+    memcpy(out, &full, size);
+    return placed;
+}
+
+KC_API int kc_harness_set_enqueue_ms(kc_harness *h, const char *pod_ref, int64_t enqueue_ms)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -ENOENT;
+    pod->enqueue_ms = enqueue_ms;
+    return 0;
+}
+
+KC_API kc_status kc_harness_evaluate_in_group(kc_harness *h, const char *pod, uint32_t index,
+                                              uint32_t count, uint32_t needed)
+{
+    Kcycle__V1__HarnessGroupCycle position = KCYCLE__V1__HARNESS_GROUP_CYCLE__INIT;
+    position.index = index;
+    position.count = count;
+    position.needed = needed;
+    return evaluate_all(h, pod, &position);
+}
+
+/* One delta about pod_ref's pod (an assumption on node, its forgetting, or a wait on node for
+ * the plugin under test), sent with a sync call. */
+static int pod_delta(kc_harness *h, const char *pod_ref, Kcycle__V1__Delta__ChangeCase change,
+                     const char *node)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || (change != KCYCLE__V1__DELTA__CHANGE_FORGET && node_position(h, node) < 0))
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
+    Kcycle__V1__WaitingPod waiting = KCYCLE__V1__WAITING_POD__INIT;
+    char *plugins[] = {h->plugin_name};
+    delta.change_case = change;
+    if (change == KCYCLE__V1__DELTA__CHANGE_ASSUME) {
+        assume.node = (char *)node;
+        if ((assume.pod = pod_to_proto(pod)) == NULL)
+            return -ENOMEM;
+        delta.assume = &assume;
+    } else if (change == KCYCLE__V1__DELTA__CHANGE_FORGET) {
+        delta.forget = pod->uid;
+    } else {
+        waiting.uid = pod->uid;
+        waiting.node = (char *)node;
+        waiting.plugins = plugins;
+        waiting.n_plugins = 1;
+        delta.waiting_put = &waiting;
+    }
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    pod_proto_free(assume.pod);
+    return rc;
+}
+
+KC_API int kc_harness_wait(kc_harness *h, const char *pod, const char *node)
+{
+    return pod_delta(h, pod, KCYCLE__V1__DELTA__CHANGE_WAITING_PUT, node);
+}
+
+KC_API void kc_harness_set_bind_result(kc_harness *h, int result)
+{
+    h->bind_result = result < 0 ? result : 0;
+}
+
+KC_API uint32_t kc_harness_what_if_count(kc_harness *h)
+{
+    return h->what_if_calls;
+}
+
+KC_API int kc_harness_preempt_called(kc_harness *h)
+{
+    return h->preempt_called;
+}
+
+KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *h)
+{
+    return h->permit_timeout_ms;
+}
+
+/* ---- end of hq's additions ---- */

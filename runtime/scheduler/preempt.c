@@ -343,6 +343,7 @@ kc_status preempt_filter_what_if(struct kc_cycle *cycle, const struct cache_node
                                  char *reason, size_t reason_size)
 {
     struct scheduler *s = cycle->sched;
+    cycle->what_if_calls++;
     if (reason != NULL && reason_size > 0)
         reason[0] = '\0';
     if (node == NULL)

@@ -116,6 +116,9 @@ struct kc_cycle {
     /* in a group cycle (group.c): the group, this member's position and the cycle's size */
     const struct pod_group *group;
     uint32_t group_index, group_count, group_needed;
+    /* kc_filter_what_if calls since the plugin host's test harness last cleared it (a harness
+     * reads how many a PostFilter made: kc_harness_what_if_count) */
+    uint32_t what_if_calls;
     /* PreFilter's node restriction (kc_cycle_restrict_nodes, cycle.c): when restricted, the
      * allowed node indices, sorted; label names the restricting plugins for the message;
      * narrowed holds the candidates the restriction leaves (scheduler_evaluate). */

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -340,6 +342,65 @@ static void assume_forget_and_deletes_come_one_at_a_time(void **state)
     assert_true(pod >= 0 && node >= 0 && node < pod);
 }
 
+/* ---- hq: 1.2's pending pods as events, and the options' struct_size guard ---- */
+
+static int log_has(const char *path, const char *text)
+{
+    char line[256];
+    int found = 0;
+    FILE *f = fopen(path, "r");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        found |= strstr(line, text) != NULL;
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
+
+/* With pending_pods_as_events the cluster's pods without a node reach the plugins as the
+ * scheduler's cache delivers them (the recorder beside sees the queue's PreEnqueue of one); a
+ * caller whose struct_size ends before the member is not read past it. */
+static void pending_pods_reach_the_plugins_only_when_asked(void **state)
+{
+    (void)state;
+    const char *dir = getenv("TMPDIR");
+    char path[128], args[192];
+    snprintf(path, sizeof(path), "%s/plugintest-pending-XXXXXX", dir != NULL ? dir : "/tmp");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(args, sizeof(args), "{\"log\": \"%s\"}", path);
+    static const char pending_cluster[] = "nodes:\n"
+                                          "  - {name: cpu, allocatable: {cpu: 8}, labels: {pool: "
+                                          "gpu}}\n"
+                                          "pods:\n  - name: waiting\n";
+    static const char *const more[] = {KC_RECORDER_PATH, NULL};
+    const char *more_args[] = {args, NULL};
+    char error[512] = "";
+    kc_harness_options o = {
+        .struct_size = offsetof(kc_harness_options, pending_pods_as_events),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .cluster_yaml = pending_cluster,
+        .more_plugins = more,
+        .more_args_json = more_args,
+        .pending_pods_as_events = 1, /* beyond struct_size: not read */
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    assert_false(log_has(path, "recorder PreEnqueue waiting"));
+    kc_harness_close(harness);
+    harness = NULL;
+    o.struct_size = sizeof(o);
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    assert_true(log_has(path, "recorder PreEnqueue waiting"));
+    /* still a pod the test evaluates */
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "waiting"), KC_SUCCESS);
+    unlink(path);
+}
+
+/* ---- end of hq's block ---- */
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +417,7 @@ int main(void)
         HARNESS_TEST(pre_enqueue_refusal_names_the_plugin_that_held_the_pod),
         HARNESS_TEST(the_clock_and_a_cycle_string_are_the_tests),
         HARNESS_TEST(assume_forget_and_deletes_come_one_at_a_time),
+        HARNESS_TEST(pending_pods_reach_the_plugins_only_when_asked),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -53,6 +53,16 @@ typedef struct kc_harness_options {
      * pod in a group, and kc_harness_pre_enqueue each plugin with PreEnqueue in load order. */
     const char *const *more_plugins;
     const char *const *more_args_json;
+    /* ---- hq: added in 1.2 (read only when struct_size covers it) ----
+     * Nonzero: the cluster's pods without a node reach the plugins as pending pods, as the
+     * scheduler's cache delivers the pods it will schedule (KC_EVENT_POD_ADD without a node,
+     * KC_EVENT_POD_UPDATE when kc_harness_update changes one, KC_EVENT_POD_DELETE when
+     * kc_harness_delete_pod removes one). 0: only pods with a node are cluster events. */
+    int pending_pods_as_events;
+    /* The plugins (by their own names) whose QueueSort is left out, as `queueSort: false` in
+     * the scheduler's configuration: e.g. coscheduling declaring groups beside a plugin that
+     * sorts the queue. A NULL-terminated list, or NULL. */
+    const char *const *queue_sort_off;
 } kc_harness_options;
 
 typedef struct kc_harness kc_harness;
@@ -160,6 +170,50 @@ KC_API uint32_t kc_harness_group_min_member(kc_harness *harness);
  * until the object's next status or kc_harness_close. */
 KC_API const char *kc_harness_object_status(kc_harness *harness, const char *kind,
                                             const char *object);
+
+/* ---- hq: added in 1.2, what the fake host of a plugin's tests used to set up ---- */
+
+/* The queue timestamp of pod (kc_pod_enqueue_ms: when the scheduler's queue took it), which the
+ * queue calls (kc_harness_less, kc_harness_pre_enqueue, kc_harness_group_of) pass from now on;
+ * 0 until set. 0, or -ENOENT when the harness does not know the pod. */
+KC_API int kc_harness_set_enqueue_ms(kc_harness *harness, const char *pod, int64_t enqueue_ms);
+/* The last kc_harness_group_of's whole kc_group_info (flags, timeouts, creation): the members
+ * out->struct_size covers are written (strings live until the next group_of). 1 when a plugin
+ * placed the pod in a group, 0 when none did (out zeroed but its struct_size). */
+KC_API int kc_harness_group_info(kc_harness *harness, kc_group_info *out);
+/* kc_harness_evaluate for pod as member index of a group cycle of count members, needed of
+ * which must be placed: kc_cycle_group answers that position and the group the plugins' group_of
+ * declare. The later kc_harness_call phases run on that cycle. KC_ERROR with kc_harness_error()
+ * when no plugin places the pod in a group or the position is impossible. */
+KC_API kc_status kc_harness_evaluate_in_group(kc_harness *harness, const char *pod, uint32_t index,
+                                              uint32_t count, uint32_t needed);
+/* Hold pod in Permit on node, waiting for the plugin under test, as the scheduler does when it
+ * answered KC_WAIT: kc_waiting_pod_count/at/get find it. The pod must have been evaluated or
+ * assumed. 0, or a negative errno with kc_harness_error(). */
+KC_API int kc_harness_wait(kc_harness *harness, const char *pod, const char *node);
+/* What plugins did to waiting pod since the open: how many times one allowed it
+ * (kc_waiting_pod_allow), how many times one rejected it (kc_waiting_pod_reject; once per
+ * kc_harness_wait, as the runtime takes the first rejection), and the last rejection's message
+ * as the runtime words it ("rejected in Permit by plugin NAME: message"), or NULL. */
+KC_API uint32_t kc_harness_waiting_allowed(kc_harness *harness, const char *pod);
+KC_API uint32_t kc_harness_waiting_rejected(kc_harness *harness, const char *pod);
+KC_API const char *kc_harness_waiting_message(kc_harness *harness, const char *pod);
+/* What the runtime's binder answers kc_bind in the following phase calls: 0 (the default) binds,
+ * a negative errno fails the bind (kc_bind returns it; kc_harness_bind_requested stays 0). */
+KC_API void kc_harness_set_bind_result(kc_harness *harness, int result);
+/* After kc_harness_post_filter: how many kc_filter_what_if calls the plugins made, and 1 when a
+ * plugin called kc_preempt (a node chosen, or the nomination cleared: kc_harness_nominated_node
+ * NULL), 0 when none did. */
+KC_API uint32_t kc_harness_what_if_count(kc_harness *harness);
+KC_API int kc_harness_preempt_called(kc_harness *harness);
+/* How many statuses plugins reported for the object with kc_object_status since the open. */
+KC_API uint32_t kc_harness_object_status_count(kc_harness *harness, const char *kind,
+                                               const char *object);
+/* After a kc_harness_call of Permit that answered KC_WAIT: the shortest wait a plugin asked for
+ * (its *timeout_ms), in ms; 0 after any other call. */
+KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *harness);
+
+/* ---- end of hq's additions ---- */
 
 /* Why the last call failed without a plugin status (an unknown pod or node, a host that
  * died); "" when it did not. */
