@@ -73,8 +73,9 @@ struct plugin_host {
      * the replica's nominations, owned here */
     struct sched_pod **nominated;
     uint32_t nominated_count, nominated_capacity;
-    /* Added in 1.2: a harness's clock (HarnessControl.set_clock): once set, the replica's
-     * scheduler clock reads clock_ms instead of the monotonic clock */
+    /* Added in 1.2: a harness's clock (HarnessControl.set_clock), or a simulating scheduler's
+     * (Request.scheduler_now_ms): once set, the replica's scheduler clock reads clock_ms
+     * instead of the monotonic clock */
     bool clock_set;
     int64_t clock_ms;
 };
@@ -783,7 +784,8 @@ static int64_t harness_clock_now(void *ctx)
     return h->clock_set ? h->clock_ms : monotonic_us() / 1000;
 }
 
-/* A harness host's clock: monotonic until the harness sets it (kc_harness_set_clock). */
+/* The replica's clock: monotonic until the harness sets it (kc_harness_set_clock) or the
+ * scheduler's requests carry its own (a simulation's). */
 static struct scheduler_clock harness_clock(struct plugin_host *h)
 {
     return (struct scheduler_clock){.ctx = h, .now_ms = harness_clock_now};
@@ -1136,9 +1138,10 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
     struct scheduler_sink sink = {.ctx = h, .bind = record_bind};
     if (hello->capture_logs)
         harness_sink(&sink); /* a harness host records what PostFilter chose */
+    /* the harness's clock, or the scheduler's when its requests carry it (a simulation);
+     * monotonic until either sets it */
     struct scheduler_clock clock = harness_clock(h);
-    rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink,
-                        hello->capture_logs ? &clock : NULL, err);
+    rc = scheduler_open(&h->sched, &h->cfg, h->plugin_dir, &sink, &clock, err);
     if (rc < 0) {
         scheduler_close(&h->sched);
         config_free(&h->cfg);
@@ -1975,6 +1978,11 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
                            "adopt_generation is only for a test harness (a Hello with "
                            "capture_logs); this host checks generations");
     harness_control(h, req);
+    if (req->scheduler_clock && !h->capture_logs) {
+        /* the scheduler's clock is not the monotonic one (a simulation): follow it */
+        h->clock_set = true;
+        h->clock_ms = req->scheduler_now_ms;
+    }
     if (apply_deltas(h, req) < 0)
         return reply_error(reply, sc, "%s", h->diverged);
     /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */

@@ -436,6 +436,11 @@ static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__
 {
     req->id = ++h->request_id;
     req->generation = s->cache.generation - (uint64_t)h->generation_offset;
+    /* a simulation's clock is the scheduler's own: the replica reads it too */
+    if (s->clock.now_ms != NULL) {
+        req->scheduler_clock = true;
+        req->scheduler_now_ms = scheduler_now(s);
+    }
     uint8_t *msg;
     size_t len;
     int rc = build_request(s, h, req, &msg, &len);

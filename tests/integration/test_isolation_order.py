@@ -35,7 +35,10 @@ PLUGINS = [("prioritysort", 1), ("nodeunschedulable", 1), ("nodename", 1),
 IN_PROCESS_ONLY = {"prioritysort", "coscheduling", "defaultpreemption", "recorder2"}
 # the test plugins reject some nodes by name and score by name, so they disagree with the
 # shipped ones about some nodes and move the choice
-TEST_ARGS = {"recorderhost": '{"reject_name": "-1", "score_by_name": "yes"}',
+# recorderhost's score also follows the scheduler clock: a simulation's in process, and in a
+# host too (the requests carry it), so the two modes agree
+TEST_ARGS = {"recorderhost": '{"reject_name": "-1", "score_by_name": "yes", '
+                             '"score_by_clock": "yes"}',
              "recorder2": '{"reject_name": "-2", "score_by_name": "yes"}'}
 
 

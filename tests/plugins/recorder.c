@@ -15,6 +15,8 @@
  *   reject_name: with filter: accept, Filter rejects the nodes whose name contains this text
  *          (empty: none), so tests can make plugins disagree about some nodes only
  *   score_by_name: yes: Score is a hash of the node's name (0..100) instead of 50
+ *   score_by_clock: yes: the scheduler clock's tenths of a second (kc_now_ms) are added to
+ *          the score (mod 101), so a run whose plugins read another clock scores otherwise
  *   status_on_init: init reports a status of the custom object RecorderInit of this name
  *          (kc_object_status; empty: none), as a plugin that publishes state at start does */
 #include <stdio.h>
@@ -44,6 +46,7 @@ struct recorder {
     char write[64];               /* PreBind: the claim to write, or "" */
     char reject_name[64];         /* Filter: reject nodes whose name contains it, or "" */
     char score_by_name[8];        /* "yes": Score from the node's name */
+    char score_by_clock[8];       /* "yes": the scheduler clock moves the score */
 };
 
 /* Test-only args reader: the value of "key": "value" or "key": number. */
@@ -100,6 +103,7 @@ static int init(const kc_host_api *host, const char *args, void **self)
     arg(args, "write", r->write, sizeof(r->write), "");
     arg(args, "reject_name", r->reject_name, sizeof(r->reject_name), "");
     arg(args, "score_by_name", r->score_by_name, sizeof(r->score_by_name), "no");
+    arg(args, "score_by_clock", r->score_by_clock, sizeof(r->score_by_clock), "no");
     char status_name[64];
     arg(args, "status_on_init", status_name, sizeof(status_name), "");
     if (status_name[0] != '\0')
@@ -201,6 +205,8 @@ static kc_status score(void *self, kc_cycle *cycle, const kc_pod *pod, const kc_
             hash = (hash ^ (uint8_t)*c) * 16777619u;
         *out = hash % 101;
     }
+    if (strcmp(r->score_by_clock, "yes") == 0)
+        *out = (*out + kc_now_ms() / 100) % 101;
     return restrict_late(self, cycle);
 }
 
