@@ -907,6 +907,19 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
     return rc;
 }
 
+/* Added in 1.2 for the harness (kc_harness_pre_filter_skipped): after an evaluation, the
+ * plugins whose PreFilter skipped the pod, read from the cycle the host keeps for it. */
+static void fill_pre_filter_skipped(struct plugin_host *h, const Kcycle__V1__Request *req,
+                                    const Kcycle__V1__Reply *reply, Kcycle__V1__Probe *probe)
+{
+    if (reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE || req->evaluate == NULL ||
+        req->evaluate->pod == NULL)
+        return;
+    const struct evaluated *ev = strmap_get(&h->evaluated, req->evaluate->pod->uid);
+    if (ev != NULL && ev->cycle != NULL)
+        probe->pre_filter_skipped = hello_bits(h, ev->cycle->filter_skip);
+}
+
 /* For a harness (capture_logs): the cycle keys asked for, and Filter's verdict per node after
  * an evaluation (the scheduler reads only the feasible list; a test wants the status). */
 static void fill_probe(struct plugin_host *h, const Kcycle__V1__Request *req,
@@ -932,6 +945,7 @@ static void fill_probe(struct plugin_host *h, const Kcycle__V1__Request *req,
         probe->node_status.data = status;
         probe->node_status.len = s->cache.node_count;
     }
+    fill_pre_filter_skipped(h, req, reply, probe);
     reply->probe = probe;
 }
 

@@ -79,6 +79,14 @@ struct kc_harness {
     uint32_t group_min_member;
     /* the latest status reported per object, "Kind namespace/name" -> status JSON */
     struct kv_list object_statuses;
+    /* Added in 1.2 (kc_harness_nominate, kc_harness_requeue_events,
+     * kc_harness_pre_filter_skipped): the pending pods nominated on nodes, sent with each
+     * evaluation; the plugin's requeue events from the hello; the last evaluation's Skip */
+    struct pod **nominated_pods;
+    char **nominated_nodes;
+    uint32_t nomination_count;
+    uint32_t requeue_events;
+    bool pre_filter_skipped;
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -337,6 +345,9 @@ static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
         snprintf(h->message, sizeof(h->message), "%s", e->message);
 }
 
+static int nominations_attach(kc_harness *h, const struct pod *pod, Kcycle__V1__Evaluate *ev);
+static void nominations_detach(Kcycle__V1__Evaluate *ev);
+
 static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
                           uint32_t count, bool score)
 {
@@ -355,14 +366,23 @@ static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *ca
     ev.n_candidates = count;
     ev.want = count;
     ev.score = score;
+    h->pre_filter_skipped = false;
+    if (nominations_attach(h, pod, &ev) < 0) {
+        nominations_detach(&ev);
+        pod_proto_free(msg);
+        set_error(h, "the nominated pods cannot be sent: %s", strerror(errno));
+        return KC_ERROR;
+    }
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
     req.evaluate = &ev;
     Kcycle__V1__Reply *reply = call(h, &req);
     pod_proto_free(msg);
+    nominations_detach(&ev);
     if (reply == NULL)
         return KC_ERROR;
     kc_status st = KC_ERROR;
+    h->pre_filter_skipped = reply->probe != NULL && (reply->probe->pre_filter_skipped & 1u);
     if (reply->result_case == KCYCLE__V1__REPLY__RESULT_EVALUATE) {
         const Kcycle__V1__EvaluateReply *e = reply->evaluate;
         keep_evaluation(h, e);
@@ -974,6 +994,7 @@ static int hello(kc_harness *h, const kc_harness_options *o, char *const *names,
             rc = -EPROTO;
         } else {
             rc = hello_errors(h, reply->hello, error, error_size);
+            h->requeue_events = reply->hello->plugins[0]->requeue_events;
         }
     } else {
         snprintf(error, error_size, "the cluster cannot be sent: %s", strerror(-rc));
@@ -1052,6 +1073,8 @@ KC_API int kc_harness_delete_pod(kc_harness *h, const char *pod_ref)
     return sync_deltas(h, list, 1);
 }
 
+static void nominations_free(kc_harness *h);
+
 KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *error,
                            size_t error_size)
 {
@@ -1127,6 +1150,275 @@ KC_API void kc_harness_close(kc_harness *h)
     forget_writes(h);
     kc_harness_clear_logs(h);
     free(h->logs);
+    nominations_free(h);
     simfile_free(&h->spec);
     free(h);
 }
+
+/* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, requeue
+ * events and PreFilter's Skip (docs/plugin-testing.md). Each goes through the plugin host
+ * protocol, so both isolation modes serve it alike. ---- */
+
+static void nominations_free(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->nomination_count; i++)
+        free(h->nominated_nodes[i]);
+    free(h->nominated_nodes);
+    free(h->nominated_pods);
+    h->nominated_nodes = NULL;
+    h->nominated_pods = NULL;
+    h->nomination_count = 0;
+}
+
+/* The nominations that count for pod, as the scheduler picks them (preempt.c): not the pod
+ * itself, and of at least its priority. */
+static int nominations_attach(kc_harness *h, const struct pod *pod, Kcycle__V1__Evaluate *ev)
+{
+    ev->nominated = calloc(h->nomination_count + 1, sizeof(*ev->nominated));
+    if (ev->nominated == NULL)
+        return -1;
+    for (uint32_t i = 0; i < h->nomination_count; i++) {
+        const struct pod *other = h->nominated_pods[i];
+        if (other == pod || strcmp(other->uid, pod->uid) == 0 || other->priority < pod->priority)
+            continue;
+        Kcycle__V1__NominatedPod *n = malloc(sizeof(*n));
+        if (n == NULL)
+            return -1;
+        kcycle__v1__nominated_pod__init(n);
+        ev->nominated[ev->n_nominated++] = n;
+        n->node = h->nominated_nodes[i];
+        if ((n->pod = pod_to_proto(other)) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static void nominations_detach(Kcycle__V1__Evaluate *ev)
+{
+    for (size_t i = 0; i < ev->n_nominated; i++) {
+        pod_proto_free(ev->nominated[i]->pod);
+        free(ev->nominated[i]);
+    }
+    free(ev->nominated);
+    ev->nominated = NULL;
+    ev->n_nominated = 0;
+}
+
+KC_API int kc_harness_nominate(kc_harness *h, const char *pod_ref, const char *node)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || (node != NULL && node_position(h, node) < 0))
+        return -ENOENT;
+    uint32_t i = 0;
+    while (i < h->nomination_count && h->nominated_pods[i] != pod)
+        i++;
+    if (i < h->nomination_count) { /* renominated or taken back: drop the old one */
+        free(h->nominated_nodes[i]);
+        h->nomination_count--;
+        memmove(&h->nominated_pods[i], &h->nominated_pods[i + 1],
+                (h->nomination_count - i) * sizeof(*h->nominated_pods));
+        memmove(&h->nominated_nodes[i], &h->nominated_nodes[i + 1],
+                (h->nomination_count - i) * sizeof(*h->nominated_nodes));
+    }
+    if (node == NULL)
+        return 0;
+    struct pod **pods =
+        realloc(h->nominated_pods, (h->nomination_count + 1) * sizeof(*h->nominated_pods));
+    if (pods == NULL)
+        return -ENOMEM;
+    h->nominated_pods = pods;
+    char **nodes =
+        realloc(h->nominated_nodes, (h->nomination_count + 1) * sizeof(*h->nominated_nodes));
+    if (nodes == NULL)
+        return -ENOMEM;
+    h->nominated_nodes = nodes;
+    if ((nodes[h->nomination_count] = strdup(node)) == NULL)
+        return -ENOMEM;
+    pods[h->nomination_count++] = pod;
+    return 0;
+}
+
+KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *node)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || node == NULL || node_position(h, node) < 0)
+        return -ENOENT;
+    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
+    assume.node = (char *)node;
+    if ((assume.pod = pod_to_proto(pod)) == NULL) {
+        set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
+        return -ENOMEM;
+    }
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
+    delta.assume = &assume;
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    pod_proto_free(assume.pod);
+    return rc;
+}
+
+KC_API int kc_harness_forget(kc_harness *h, const char *pod_ref)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+    delta.forget = pod->uid;
+    Kcycle__V1__Delta *list[] = {&delta};
+    return sync_deltas(h, list, 1);
+}
+
+static const struct sim_object *find_object_in(const struct sim_spec *spec, const char *kind,
+                                               const char *ns, size_t ns_len, const char *name)
+{
+    for (uint32_t i = spec->object_count; i > 0; i--) {
+        const struct sim_object *o = &spec->objects[i - 1];
+        const char *ons = o->namespace != NULL ? o->namespace : "";
+        if (strcmp(o->kind, kind) == 0 && strcmp(o->name, name) == 0 &&
+            strlen(ons) == ns_len && strncmp(ons, ns, ns_len) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+/* The object's latest content: the newest update's, else the cluster file's. */
+static const struct sim_object *find_object(kc_harness *h, const char *kind, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    const char *ns = slash != NULL ? ref : "", *name = slash != NULL ? slash + 1 : ref;
+    size_t ns_len = slash != NULL ? (size_t)(slash - ref) : 0;
+    for (uint32_t u = h->update_count; u > 0; u--) {
+        const struct sim_object *o = find_object_in(&h->updates[u - 1], kind, ns, ns_len, name);
+        if (o != NULL)
+            return o;
+    }
+    return find_object_in(&h->spec, kind, ns, ns_len, name);
+}
+
+KC_API int kc_harness_delete_object(kc_harness *h, const char *kind, const char *object)
+{
+    h->error[0] = '\0';
+    const struct sim_object *o =
+        kind != NULL && object != NULL ? find_object(h, kind, object) : NULL;
+    if (o == NULL) {
+        set_error(h, "no %s '%s' in the cluster", kind != NULL ? kind : "(null)",
+                  object != NULL ? object : "(null)");
+        return -ENOENT;
+    }
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE;
+    if ((delta.object_delete = custom_object_to_proto(o)) == NULL) {
+        set_error(h, "the %s cannot be sent: %s", kind, strerror(errno));
+        return -ENOMEM;
+    }
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    custom_object_proto_free(delta.object_delete);
+    return rc;
+}
+
+/* Each of refs (NULL-terminated) as a pod of the cluster: the count, or -1 with h->error. */
+static int what_if_pods(kc_harness *h, const char *const *refs, struct pod **out, int max)
+{
+    int n = 0;
+    for (; refs != NULL && refs[n] != NULL; n++) {
+        if (n == max) {
+            set_error(h, "more than %d pods in a what-if view", max);
+            return -1;
+        }
+        if ((out[n] = find_pod(h, refs[n])) == NULL)
+            return -1;
+    }
+    return n;
+}
+
+static void keep_what_if(kc_harness *h, const Kcycle__V1__WhatIfVerdict *v)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < v->n_reasons; i++) {
+        used += (size_t)snprintf(h->message + used,
+                                 used < sizeof(h->message) ? sizeof(h->message) - used : 0,
+                                 "%s%s", i > 0 ? "; " : "", v->reasons[i]);
+        if (used >= sizeof(h->message))
+            used = sizeof(h->message) - 1;
+    }
+}
+
+#define HARNESS_WHAT_IF_MAX 64
+
+KC_API kc_status kc_harness_what_if(kc_harness *h, const char *pod_ref, const char *node,
+                                    const char *const *removed, const char *const *added)
+{
+    h->message[0] = '\0';
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    int index = pod != NULL ? node_position(h, node) : -1;
+    struct pod *gone[HARNESS_WHAT_IF_MAX], *more[HARNESS_WHAT_IF_MAX];
+    int gone_count = index >= 0 ? what_if_pods(h, removed, gone, HARNESS_WHAT_IF_MAX) : -1;
+    int more_count = gone_count >= 0 ? what_if_pods(h, added, more, HARNESS_WHAT_IF_MAX) : -1;
+    if (more_count < 0)
+        return KC_ERROR;
+    char *uids[HARNESS_WHAT_IF_MAX + 1];
+    uint32_t indices[HARNESS_WHAT_IF_MAX + 1];
+    Kcycle__V1__Pod *nominated[HARNESS_WHAT_IF_MAX + 1];
+    for (int i = 0; i < gone_count; i++)
+        uids[i] = gone[i]->uid;
+    int sent = 0;
+    for (; sent < more_count; sent++) {
+        indices[sent] = (uint32_t)sent;
+        if ((nominated[sent] = pod_to_proto(more[sent])) == NULL)
+            break;
+    }
+    Kcycle__V1__WhatIfNode item = KCYCLE__V1__WHAT_IF_NODE__INIT;
+    item.node = (uint32_t)index;
+    item.removed = uids;
+    item.n_removed = (size_t)gone_count;
+    item.added = indices;
+    item.n_added = (size_t)more_count;
+    Kcycle__V1__WhatIfNode *items[] = {&item};
+    Kcycle__V1__WhatIf wi = KCYCLE__V1__WHAT_IF__INIT;
+    wi.pod = pod_to_proto(pod);
+    wi.nodes = items;
+    wi.n_nodes = 1;
+    wi.nominated = nominated;
+    wi.n_nominated = (size_t)more_count;
+    kc_status st = KC_ERROR;
+    if (wi.pod == NULL || sent < more_count) {
+        set_error(h, "the what-if view cannot be sent: %s", strerror(errno));
+    } else {
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
+        req.what_if = &wi;
+        Kcycle__V1__Reply *reply = call(h, &req);
+        if (reply != NULL && reply->result_case == KCYCLE__V1__REPLY__RESULT_WHAT_IF &&
+            reply->what_if->n_verdicts == 1) {
+            st = (kc_status)reply->what_if->verdicts[0]->status;
+            keep_what_if(h, reply->what_if->verdicts[0]);
+        } else if (reply != NULL) {
+            set_error(h, "the plugin host answered a what-if with something else");
+        }
+        if (reply != NULL)
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
+    pod_proto_free(wi.pod);
+    for (int i = 0; i < sent; i++)
+        pod_proto_free(nominated[i]);
+    return st;
+}
+
+KC_API uint32_t kc_harness_requeue_events(kc_harness *h)
+{
+    return h->requeue_events;
+}
+
+KC_API int kc_harness_pre_filter_skipped(kc_harness *h)
+{
+    return h->pre_filter_skipped;
+}
+
+/* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */

@@ -165,6 +165,44 @@ KC_API const char *kc_harness_object_status(kc_harness *harness, const char *kin
  * died); "" when it did not. */
 KC_API const char *kc_harness_error(kc_harness *harness);
 
+/* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, the
+ * plugin's requeue events and PreFilter's Skip (docs/plugin-testing.md) ---- */
+
+/* Count pod (a pending pod of the cluster, "namespace/name") as nominated on node in the
+ * evaluations that follow (kc_harness_filter, kc_harness_evaluate), as the scheduler counts a
+ * pod an earlier preemption nominated there: only for a pod evaluated that is not it and
+ * whose priority is at most the nominated pod's, and Filter runs on that node with it counted
+ * and, when that passes, without it. node NULL takes the nomination back. The plugin hears of
+ * no event. 0; -ENOENT (-2) for a pod or node the harness does not know. Added in 1.2. */
+KC_API int kc_harness_nominate(kc_harness *harness, const char *pod, const char *node);
+/* Assume pod (a pending pod of the cluster) on node as the scheduler's cache does after
+ * Reserve (the plugin gets KC_EVENT_POD_ASSUME and the pod counts on the node), or forget an
+ * assumed pod (KC_EVENT_POD_FORGET: it counts no more). 0; -ENOENT (-2) for a pod or node the
+ * harness does not know; -EIO (-5) when the host refused (a pod assumed twice): see
+ * kc_harness_error(). Added in 1.2. */
+KC_API int kc_harness_assume(kc_harness *harness, const char *pod, const char *node);
+KC_API int kc_harness_forget(kc_harness *harness, const char *pod);
+/* Delete a custom object of the cluster (KC_EVENT_OBJECT_DELETE with the object's latest
+ * content): object is "namespace/name", or "name" for a cluster-scoped kind. 0; -ENOENT (-2)
+ * when no cluster file or update held it; -EIO (-5) when the host failed. Added in 1.2. */
+KC_API int kc_harness_delete_object(kc_harness *harness, const char *kind, const char *object);
+/* Preemption's what-if Filter (kc_filter_what_if) for pod on a view of node: the pods of
+ * removed (placed pods, "namespace/name", NULL-terminated, or NULL) taken off it and the
+ * pending pods of added (likewise) counted on it. It reuses the PreFilter state of the pod's
+ * last evaluation (or runs PreFilter when there was none). The Filter plugins' status, with
+ * kc_harness_message() the refusing plugin's reasons joined with "; "; KC_ERROR with
+ * kc_harness_error() set when the call could not be made. Added in 1.2. */
+KC_API kc_status kc_harness_what_if(kc_harness *harness, const char *pod, const char *node,
+                                    const char *const *removed, const char *const *added);
+/* The plugin under test's requeue_events (KC_EVENT_MASK bits), as its host reported them at
+ * open. Added in 1.2. */
+KC_API uint32_t kc_harness_requeue_events(kc_harness *harness);
+/* After kc_harness_filter or kc_harness_evaluate: 1 when the plugin under test's PreFilter
+ * answered KC_SKIP (its Filter does not run for the pod), 0 when not. Added in 1.2. */
+KC_API int kc_harness_pre_filter_skipped(kc_harness *harness);
+
+/* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */
+
 #ifdef __cplusplus
 }
 #endif
