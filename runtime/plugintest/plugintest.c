@@ -87,6 +87,7 @@ struct kc_harness {
     uint32_t nomination_count;
     uint32_t requeue_events;
     bool pre_filter_skipped;
+    int write_result; /* kc_harness_fail_writes: sent with each phase call */
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -537,6 +538,7 @@ static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phas
     pc.phase = phase;
     pc.pod_uid = pod->uid;
     pc.node = (char *)(node != NULL ? node : "");
+    pc.write_result = h->write_result;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
     req.phase = &pc;
@@ -1419,6 +1421,14 @@ KC_API uint32_t kc_harness_requeue_events(kc_harness *h)
 KC_API int kc_harness_pre_filter_skipped(kc_harness *h)
 {
     return h->pre_filter_skipped;
+}
+
+KC_API int kc_harness_fail_writes(kc_harness *h, int error)
+{
+    if (error > 0)
+        return -EINVAL;
+    h->write_result = error;
+    return 0;
 }
 
 /* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */

@@ -144,6 +144,9 @@ struct kc_cycle {
     struct preemption *preemption;
     /* plugin hosts: this attempt's id in Evaluate and WhatIf (remote.c; 0 until one is sent) */
     uint64_t remote_attempt;
+    /* Added in 1.2 for the plugin test harness (PhaseCall.write_result, kc_harness_fail_writes):
+     * a negative errno kc_cycle_write_object answers instead of recording the write; 0 here */
+    int write_result;
 };
 
 struct kc_waiting_pod {

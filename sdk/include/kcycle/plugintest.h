@@ -200,6 +200,10 @@ KC_API uint32_t kc_harness_requeue_events(kc_harness *harness);
 /* After kc_harness_filter or kc_harness_evaluate: 1 when the plugin under test's PreFilter
  * answered KC_SKIP (its Filter does not run for the pod), 0 when not. Added in 1.2. */
 KC_API int kc_harness_pre_filter_skipped(kc_harness *harness);
+/* Make kc_cycle_write_object answer error (a negative errno, e.g. -EIO) in the phase calls
+ * that follow, instead of recording the write, as a write the runtime cannot take would; 0
+ * records writes again. 0, or -EINVAL (-22) for a positive error. Added in 1.2. */
+KC_API int kc_harness_fail_writes(kc_harness *harness, int error);
 
 /* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */
 
