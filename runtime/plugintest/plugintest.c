@@ -88,6 +88,10 @@ struct kc_harness {
     uint32_t requeue_events;
     bool pre_filter_skipped;
     int write_result; /* kc_harness_fail_writes: sent with each phase call */
+    /* kc_harness_assume's pods, by uid, until kc_harness_forget: a second assumption would fail
+     * in the host and leave its replica out of sync, so the harness refuses it first */
+    char **assumed;
+    uint32_t assumed_count;
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1075,7 +1079,7 @@ KC_API int kc_harness_delete_pod(kc_harness *h, const char *pod_ref)
     return sync_deltas(h, list, 1);
 }
 
-static void nominations_free(kc_harness *h);
+static void additions_free(kc_harness *h);
 
 KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *error,
                            size_t error_size)
@@ -1152,7 +1156,7 @@ KC_API void kc_harness_close(kc_harness *h)
     forget_writes(h);
     kc_harness_clear_logs(h);
     free(h->logs);
-    nominations_free(h);
+    additions_free(h);
     simfile_free(&h->spec);
     free(h);
 }
@@ -1161,8 +1165,27 @@ KC_API void kc_harness_close(kc_harness *h)
  * events and PreFilter's Skip (docs/plugin-testing.md). Each goes through the plugin host
  * protocol, so both isolation modes serve it alike. ---- */
 
-static void nominations_free(kc_harness *h)
+static int assumed_position(const kc_harness *h, const char *uid)
 {
+    for (uint32_t i = 0; i < h->assumed_count; i++)
+        if (strcmp(h->assumed[i], uid) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void assumed_free(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->assumed_count; i++)
+        free(h->assumed[i]);
+    free(h->assumed);
+    h->assumed = NULL;
+    h->assumed_count = 0;
+}
+
+/* What the 1.2 additions keep: the nominations and the assumed pods. */
+static void additions_free(kc_harness *h)
+{
+    assumed_free(h);
     for (uint32_t i = 0; i < h->nomination_count; i++)
         free(h->nominated_nodes[i]);
     free(h->nominated_nodes);
@@ -1247,6 +1270,17 @@ KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *nod
     struct pod *pod = find_pod(h, pod_ref);
     if (pod == NULL || node == NULL || node_position(h, node) < 0)
         return -ENOENT;
+    if (pod->node_name != NULL || assumed_position(h, pod->uid) >= 0) {
+        set_error(h, "pod %s is %s: only a pending pod is assumed, once until it is forgotten",
+                  pod_ref, pod->node_name != NULL ? "placed on a node" : "assumed already");
+        return -EEXIST;
+    }
+    char **grown = realloc(h->assumed, (h->assumed_count + 1) * sizeof(*h->assumed));
+    if (grown == NULL)
+        return -ENOMEM;
+    h->assumed = grown;
+    if ((h->assumed[h->assumed_count] = strdup(pod->uid)) == NULL)
+        return -ENOMEM;
     Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
     assume.node = (char *)node;
     if ((assume.pod = pod_to_proto(pod)) == NULL) {
@@ -1259,6 +1293,10 @@ KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *nod
     Kcycle__V1__Delta *list[] = {&delta};
     int rc = sync_deltas(h, list, 1);
     pod_proto_free(assume.pod);
+    if (rc == 0)
+        h->assumed_count++;
+    else
+        free(h->assumed[h->assumed_count]);
     return rc;
 }
 
@@ -1272,7 +1310,13 @@ KC_API int kc_harness_forget(kc_harness *h, const char *pod_ref)
     delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
     delta.forget = pod->uid;
     Kcycle__V1__Delta *list[] = {&delta};
-    return sync_deltas(h, list, 1);
+    int rc = sync_deltas(h, list, 1);
+    int at = assumed_position(h, pod->uid);
+    if (rc == 0 && at >= 0) {
+        free(h->assumed[at]);
+        h->assumed[at] = h->assumed[--h->assumed_count];
+    }
+    return rc;
 }
 
 static const struct sim_object *find_object_in(const struct sim_spec *spec, const char *kind,
