@@ -91,6 +91,16 @@ static void table(void **state)
     }
 }
 
+/* kube's case of node-a full with its 2 attachments. */
+static const struct nvl_case *full_node_case(void)
+{
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (strcmp(cases[i].name, "volume_past_the_limit_does_not_fit") == 0)
+            return &cases[i];
+    fail_msg("no case volume_past_the_limit_does_not_fit");
+    return NULL;
+}
+
 /* node-a holds its 2 attachments: in preemption's what-if view without its pods (kube's
  * RemovePod) the attachments are free, and with one pod reprieved the new volume still fits, so
  * one victim is enough. The attempt is node-a alone, as a node selector would make it. */
@@ -98,11 +108,7 @@ static void a_view_without_a_pod_frees_its_attachment(void **state)
 {
     (void)state;
     static const char *const preemption[] = {KC_PLUGIN_PATH_DEFAULTPREEMPTION, NULL};
-    const struct nvl_case *full = NULL;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        if (strcmp(cases[i].name, "volume_past_the_limit_does_not_fit") == 0)
-            full = &cases[i];
-    assert_non_null(full);
+    const struct nvl_case *full = full_node_case();
     /* the new pod outranks the placed ones */
     static char cluster[16384];
     const char *text = cluster_of(full);
@@ -124,11 +130,7 @@ static void a_view_without_a_pod_frees_its_attachment(void **state)
 static void the_pods_of_a_view_take_attachments(void **state)
 {
     (void)state;
-    const struct nvl_case *full = NULL;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        if (strcmp(cases[i].name, "volume_past_the_limit_does_not_fit") == 0)
-            full = &cases[i];
-    assert_non_null(full);
+    const struct nvl_case *full = full_node_case();
     /* the same cluster with p1 and p2 pending instead of placed on node-a */
     static char cluster[16384];
     const char *text = cluster_of(full);

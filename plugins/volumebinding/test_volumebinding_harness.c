@@ -138,6 +138,13 @@ static void put_object(const char *quoted)
         fail_msg("%s: update: %s", harness_mode_name(), kc_harness_error(harness));
 }
 
+/* A cycle that chose node for pod: Filter passes there, then Reserve. */
+static void reserve_on(const char *pod, const char *node)
+{
+    harness_expect_status(pod, kc_harness_filter(harness, pod, node), KC_SUCCESS);
+    harness_expect_status(pod, kc_harness_call(harness, pod, KC_HARNESS_RESERVE, node), KC_SUCCESS);
+}
+
 #define POD_WITH_CLAIM(name, claim)                                                                \
     "  - {name: " name ", volumes: [{name: data, persistentVolumeClaim: {claimName: " claim      \
     "}}]}\n"
@@ -151,9 +158,7 @@ static void reserved_volume_is_not_offered_again_until_unreserved(void **state)
                                    VT_VOLUME("pv-a", "local", "1Gi", "ReadWriteOnce", ""), NULL};
     harness_start("{}", cluster_with(objects, POD_WITH_CLAIM("first", "one")
                                                   POD_WITH_CLAIM("second", "two")));
-    harness_expect_status("first", kc_harness_filter(harness, "first", "node-a"), KC_SUCCESS);
-    harness_expect_status("reserve", kc_harness_call(harness, "first", KC_HARNESS_RESERVE, "node-a"),
-                          KC_SUCCESS);
+    reserve_on("first", "node-a");
     harness_expect_status("second", kc_harness_filter(harness, "second", "node-a"),
                           KC_UNRESOLVABLE);
     assert_string_equal(kc_harness_message(harness), NB);
@@ -172,9 +177,7 @@ static void volume_update_from_the_api_replaces_the_assumption(void **state)
                                    VT_VOLUME("pv-a", "local", "1Gi", "ReadWriteOnce", ""), NULL};
     harness_start("{}", cluster_with(objects, POD_WITH_CLAIM("first", "one")
                                                   POD_WITH_CLAIM("second", "two")));
-    harness_expect_status("first", kc_harness_filter(harness, "first", "node-a"), KC_SUCCESS);
-    harness_expect_status("reserve", kc_harness_call(harness, "first", KC_HARNESS_RESERVE, "node-a"),
-                          KC_SUCCESS);
+    reserve_on("first", "node-a");
     put_object("{'kind':'PersistentVolume','metadata':{'name':'pv-a'},'spec':{"
                "'storageClassName':'local','capacity':{'storage':'1Gi'},'accessModes':"
                "['ReadWriteOnce'],'claimRef':{'namespace':'default','name':'one'}},"
@@ -191,9 +194,7 @@ static void failed_write_fails_pre_bind(void **state)
     const char *const objects[] = {VT_CLASS_FAST, VT_CLAIM("data", "fast", "1Gi", "ReadWriteOnce"),
                                    NULL};
     harness_start("{}", cluster_with(objects, POD_WITH_CLAIM("web-0", "data")));
-    harness_expect_status("filter", kc_harness_filter(harness, "web-0", "node-a"), KC_SUCCESS);
-    harness_expect_status("reserve", kc_harness_call(harness, "web-0", KC_HARNESS_RESERVE, "node-a"),
-                          KC_SUCCESS);
+    reserve_on("web-0", "node-a");
     assert_int_equal(kc_harness_fail_writes(harness, -5), 0);
     harness_expect_status("PreBind", kc_harness_call(harness, "web-0", KC_HARNESS_PRE_BIND, "node-a"),
                           KC_ERROR);

@@ -136,6 +136,20 @@ static inline void harness_yaml_object(char *buf, size_t size, const char *quote
     harness_append(buf, size, "  - %s\n", json);
 }
 
+/* Filter each of pods (count of them) on node: status want, with one reason that contains
+ * text (a plugin's refusal of what it cannot parse, say). */
+static inline void harness_expect_each_refused(const char *const *pods, size_t count,
+                                               const char *node, kc_status want, const char *text)
+{
+    for (size_t i = 0; i < count; i++) {
+        harness_expect_status(pods[i], kc_harness_filter(harness, pods[i], node), want);
+        const char *message = kc_harness_message(harness);
+        if (strstr(message, text) == NULL || strstr(message, "; ") != NULL)
+            fail_msg("%s (%s): reason \"%s\", want one reason with \"%s\"", pods[i],
+                     harness_mode_name(), message, text);
+    }
+}
+
 #define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)
 
 /* Every test in both isolation modes: in this process, then in a kcycle-plugin-host child. */
