@@ -1,8 +1,7 @@
 /* nodeports' functions called directly on the fake host, for what no runtime does: Filter
- * without its PreFilter, Filter on several threads at once (the harness runs one), and an
- * older (1.1) host table, an ABI test. Every test of the plugin through its phases runs on the
- * harness in both modes (test_nodeports_harness.c). */
-#include <pthread.h>
+ * without its PreFilter; and an older (1.1) host table and the descriptor's ABI check, ABI
+ * tests. Every test of the plugin through its phases runs on the harness in both modes
+ * (test_nodeports_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -79,59 +78,6 @@ static void filter_without_prefilter_state_is_an_error(void **state)
     fake_cycle_clear(&cycle);
 }
 
-/* Threads -------------------------------------------------------------------------------- */
-
-struct filter_thread {
-    const kc_pod *pod;
-    const kc_node *always_busy; /* holds the port the whole time */
-    const kc_node *never_busy;
-    int wrong;
-    int rounds;
-};
-
-static void *filter_loop(void *arg)
-{
-    struct filter_thread *t = arg;
-    for (int r = 0; r < t->rounds; r++) {
-        kc_cycle cycle;
-        fake_cycle_init(&cycle);
-        assert_int_equal(ops->pre_filter(self, &cycle, t->pod), KC_SUCCESS);
-        if (ops->filter(self, &cycle, t->pod, t->always_busy) != KC_UNSCHEDULABLE)
-            t->wrong++;
-        if (ops->filter(self, &cycle, t->pod, t->never_busy) != KC_SUCCESS)
-            t->wrong++;
-        /* the fake cycle's reason list is bounded: clear it each round */
-        fake_cycle_clear(&cycle);
-    }
-    return NULL;
-}
-
-/* Filter may run on several threads at once: it shares no state between calls. */
-static void filter_on_threads(void **state)
-{
-    kc_node busy, free_node;
-    fake_node_init(&busy, "busy");
-    fake_node_init(&free_node, "free");
-    kc_pod holder, pod;
-    fake_pod_init(&holder, "default", "holder");
-    holder.node_name = "busy";
-    add_ports(&holder, (const char *const[]){"TCP//8080", NULL});
-    fake_node_add_pod(&busy, &holder);
-    fake_pod_init(&pod, "default", "p");
-    add_ports(&pod, (const char *const[]){"TCP//8080", NULL});
-
-    struct filter_thread threads[3];
-    pthread_t ids[3];
-    for (int i = 0; i < 3; i++) {
-        threads[i] = (struct filter_thread){&pod, &busy, &free_node, 0, 2000};
-        assert_int_equal(pthread_create(&ids[i], NULL, filter_loop, &threads[i]), 0);
-    }
-    for (int i = 0; i < 3; i++) {
-        assert_int_equal(pthread_join(ids[i], NULL), 0);
-        assert_int_equal(threads[i].wrong, 0);
-    }
-}
-
 /* Lifecycle ------------------------------------------------------------------------------ */
 
 static void a_host_without_host_port_accessors_is_refused(void **state)
@@ -167,7 +113,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TEST(filter_without_prefilter_state_is_an_error),
-        TEST(filter_on_threads),
         TEST(a_host_without_host_port_accessors_is_refused),
         TEST(query_refuses_other_abi_major),
     };

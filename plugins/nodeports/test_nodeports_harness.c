@@ -2,8 +2,8 @@
  * node_ports_test.go cases as a table (ports held by pods on the node against the ports the
  * pod asks for), a holder leaving the node, and preemption's what-if view without the holder
  * (defaultpreemption loaded beside the plugin), a pod nominated on a node, the pod's own
- * assumption, PreFilter's Skip and the requeue events. What calls the plugin's functions
- * directly (Filter on threads, Filter without PreFilter) or needs an older host stays in
+ * assumption, PreFilter's Skip, Filter on threads and the requeue events. What calls the
+ * plugin's functions directly (Filter without PreFilter) or needs an older host stays in
  * test_nodeports.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -229,6 +229,42 @@ static void a_nominated_pod_in_the_view_holds_its_port(void **state)
                           KC_SUCCESS);
 }
 
+/* Filter may run on several threads at once for one cycle (the scheduler's parallelism over a
+ * large cluster): it shares no state between calls, so every node gets its own verdict. */
+static void filter_on_threads(void **state)
+{
+    (void)state;
+    enum { BUSY = 24, FREE = 24, ROUNDS = 100 };
+    static char cluster[16384];
+    cluster[0] = '\0';
+    harness_append(cluster, sizeof(cluster), "nodes:\n");
+    for (int n = 0; n < BUSY + FREE; n++)
+        harness_append(cluster, sizeof(cluster), "  - name: %s-%d\n", n < BUSY ? "busy" : "free",
+                       n % BUSY);
+    harness_append(cluster, sizeof(cluster), "pods:\n");
+    for (int n = 0; n < BUSY; n++)
+        harness_append(cluster, sizeof(cluster),
+                       "  - name: holder-%d\n    nodeName: busy-%d\n"
+                       "    ports: [{containerPort: 8080, hostPort: 8080}]\n",
+                       n, n);
+    harness_append(cluster, sizeof(cluster),
+                   "  - name: p\n    ports: [{containerPort: 8080, hostPort: 8080}]\n");
+    harness_start_threads("{}", cluster, 4);
+    for (int r = 0; r < ROUNDS; r++) {
+        harness_expect_status("round", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+        for (int n = 0; n < BUSY; n++) {
+            char busy[16], free_node[16];
+            snprintf(busy, sizeof(busy), "busy-%d", n);
+            snprintf(free_node, sizeof(free_node), "free-%d", n);
+            if (kc_harness_feasible(harness, busy) || !kc_harness_feasible(harness, free_node))
+                fail_msg("round %d (%s): %s feasible %d, %s feasible %d", r, harness_mode_name(),
+                         busy, kc_harness_feasible(harness, busy), free_node,
+                         kc_harness_feasible(harness, free_node));
+        }
+        assert_int_equal(kc_harness_reason_count(harness, REASON), BUSY);
+    }
+}
+
 static void requeues_on_deletes_forgets_and_nodes(void **state)
 {
     (void)state;
@@ -251,6 +287,7 @@ int main(void)
         HARNESS_TEST(pods_on_other_nodes_and_own_reservation_do_not_conflict),
         HARNESS_TEST(a_nominated_pod_in_the_view_holds_its_port),
         HARNESS_TEST(requeues_on_deletes_forgets_and_nodes),
+        HARNESS_TEST(filter_on_threads),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -984,6 +984,8 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
         config_free(&h->cfg);
         return rc;
     }
+    /* a harness's Filter on threads (kc_harness_options.filter_threads, added in 1.2) */
+    h->sched.force_parallel = hello->capture_logs && hello->parallel_filter;
     h->open = true;
     h->plugin_count = (uint32_t)hello->n_plugins;
     index_plugins(h, hello);

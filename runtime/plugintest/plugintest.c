@@ -957,6 +957,8 @@ static int hello_errors(kc_harness *h, const Kcycle__V1__HelloReply *r, char *er
     return 0;
 }
 
+static void set_filter_threads(Kcycle__V1__Hello *hello, const kc_harness_options *o);
+
 /* The hello: the plugins (the one under test first), and the whole cluster as the replica's
  * snapshot. */
 static int hello(kc_harness *h, const kc_harness_options *o, char *const *names, char *error,
@@ -984,6 +986,7 @@ static int hello(kc_harness *h, const kc_harness_options *o, char *const *names,
         hi.n_plugins = h->plugin_count;
         hi.parallelism = 1;
         hi.capture_logs = true;
+        set_filter_threads(&hi, o);
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
         req.hello = &hi;
@@ -1473,6 +1476,18 @@ KC_API int kc_harness_fail_writes(kc_harness *h, int error)
         return -EINVAL;
     h->write_result = error;
     return 0;
+}
+
+/* kc_harness_options.filter_threads, read only when the caller's struct has it: the host's
+ * parallelism, and Filter on its threads in every evaluation. */
+static void set_filter_threads(Kcycle__V1__Hello *hello, const kc_harness_options *o)
+{
+    bool has = o->struct_size >=
+               offsetof(kc_harness_options, filter_threads) + sizeof(o->filter_threads);
+    if (!has || o->filter_threads <= 1)
+        return;
+    hello->parallelism = (int32_t)(o->filter_threads > 64 ? 64 : o->filter_threads);
+    hello->parallel_filter = true;
 }
 
 /* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */

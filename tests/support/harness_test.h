@@ -40,6 +40,26 @@ static inline kc_harness *harness_start_with(const char *args, const char *clust
     return harness;
 }
 
+/* The same with Filter on threads threads at once (kc_harness_options.filter_threads). */
+static inline kc_harness *harness_start_threads(const char *args, const char *cluster_yaml,
+                                                uint32_t threads)
+{
+    kc_harness_close(harness);
+    harness = NULL;
+    char error[1024] = "";
+    kc_harness_options o = {
+        .struct_size = sizeof(o),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = args,
+        .cluster_yaml = cluster_yaml,
+        .filter_threads = threads,
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    return harness;
+}
+
 static inline kc_harness *harness_start(const char *args, const char *cluster_yaml)
 {
     return harness_start_with(args, cluster_yaml, NULL);

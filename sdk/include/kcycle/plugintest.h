@@ -53,6 +53,11 @@ typedef struct kc_harness_options {
      * pod in a group, and kc_harness_pre_enqueue each plugin with PreEnqueue in load order. */
     const char *const *more_plugins;
     const char *const *more_args_json;
+    /* Added in 1.2: run Filter on this many threads at once in every evaluation, as the
+     * scheduler's parallelism does over a large cluster, so that a test sees the plugin's
+     * Filter called concurrently for one cycle (0 or 1: one thread). Read only when
+     * struct_size covers it. */
+    uint32_t filter_threads;
 } kc_harness_options;
 
 typedef struct kc_harness kc_harness;
