@@ -1,9 +1,9 @@
-/* podtopologyspread on the fake host, for what the harness cannot send in both modes: its
- * constraint parser called directly (spread_constraints.c); PreFilter called directly with
- * constraints that are not JSON, which no runtime sends; and the update of a pending pod that
- * is assumed, an event only in-process plugins get (plugin hosts see assigned and assumed pods
- * only). Every other test of the plugin through its phases runs on the plugin test harness in
- * both modes (test_podtopologyspread_harness.c). */
+/* podtopologyspread's functions called directly on the fake host, for what no runtime sends:
+ * its constraint parser (spread_constraints.c); PreFilter with constraints that are not JSON;
+ * and on_event with the update of a pod still assumed (the scheduler holds the update of a pod
+ * in its binding cycle until the attempt ends, and plugin hosts get no pending pod's update).
+ * Every other test of the plugin through its phases runs on the plugin test harness in both
+ * modes (test_podtopologyspread_harness.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,7 +77,8 @@ static kc_status filter_on(const kc_pod *pod, const kc_node *node)
 }
 
 /* An assumed pod's update (its attempt still binding; the pod is pending in the API) keeps
- * the node it was assumed on, until it is forgotten. */
+ * the node it was assumed on, until it is forgotten: a defence, should a runtime ever send
+ * one. */
 static void an_update_of_an_assumed_pod_keeps_its_node(void **state)
 {
     (void)state;
