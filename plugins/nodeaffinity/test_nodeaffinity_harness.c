@@ -516,6 +516,82 @@ static void good_args_are_accepted(void **state)
         cluster);
 }
 
+/* PreFilter hands the pinned names (n4, n1) to the runtime under kube's plugin name: the
+ * attempt is those nodes, every other one counted once as the restriction's; a pod with only a
+ * nodeSelector restricts nothing, so Filter judges every node with the plugin's reason. */
+static void prefilter_restricts_the_attempt_to_the_pinned_names(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - name: n1\n  - name: n2\n  - name: n3\n  - name: n4\n"
+                        "pods:\n"
+                        "  - name: p\n    affinity:\n      nodeAffinity:\n"
+                        "        requiredDuringSchedulingIgnoredDuringExecution:\n"
+                        "          nodeSelectorTerms:\n"
+                        "            - matchFields: [{key: metadata.name, operator: In, "
+                        "values: [n4]}]\n"
+                        "            - matchFields: [{key: metadata.name, operator: In, "
+                        "values: [n1]}]\n"
+                        "  - name: q\n    nodeSelector: {foo: bar}\n");
+    harness_expect_status("pinned", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_true(kc_harness_feasible(harness, "n1"));
+    assert_true(kc_harness_feasible(harness, "n4"));
+    assert_false(kc_harness_feasible(harness, "n2"));
+    assert_false(kc_harness_feasible(harness, "n3"));
+    assert_int_equal(kc_harness_reason_count(harness, NARROWED), 2);
+    assert_int_equal(kc_harness_reason_count(harness, POD_REASON), 0);
+    harness_expect_status("selector", kc_harness_evaluate(harness, "q"), KC_UNRESOLVABLE);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_int_equal(kc_harness_reason_count(harness, NARROWED), 0);
+    assert_int_equal(kc_harness_reason_count(harness, POD_REASON), 4);
+}
+
+/* kube's Skip: no nodeSelector, no required affinity and no addedAffinity means no Filter
+ * (PreFilter skips); no preferred term anywhere means no Score (PreScore skips: the plugin
+ * scores no node, which two feasible nodes would otherwise get). */
+static void pods_without_constraints_skip_filter_and_score(void **state)
+{
+    (void)state;
+    static const char cluster[] =
+        "nodes:\n  - {name: n1, labels: {foo: bar, a: b}}\n  - {name: n2, labels: {foo: bar}}\n"
+        "pods:\n"
+        "  - name: plain\n"
+        "  - name: selector\n    nodeSelector: {foo: bar}\n"
+        "  - name: preferring\n    nodeSelector: {foo: bar}\n"
+        "    affinity:\n      nodeAffinity:\n"
+        "        preferredDuringSchedulingIgnoredDuringExecution:\n"
+        "          - weight: 1\n            preference: {matchExpressions: "
+        "[{key: a, operator: In, values: [b]}]}\n";
+    harness_start("{}", cluster);
+    harness_expect_status("plain", kc_harness_evaluate(harness, "plain"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 1);
+    assert_int_equal(kc_harness_score(harness, "n1"), -1);
+    assert_int_equal(kc_harness_score(harness, "n2"), -1);
+    harness_expect_status("selector", kc_harness_evaluate(harness, "selector"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_int_equal(kc_harness_score(harness, "n1"), -1);
+    harness_expect_status("preferring", kc_harness_evaluate(harness, "preferring"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_int_equal(kc_harness_score(harness, "n1"), 100);
+    assert_int_equal(kc_harness_score(harness, "n2"), 0);
+    /* the args' affinity applies to every pod, so nothing is skipped */
+    harness_start("{\"addedAffinity\": {\"requiredDuringSchedulingIgnoredDuringExecution\": "
+                  "{\"nodeSelectorTerms\": [{\"matchExpressions\": [{\"key\": \"a\", "
+                  "\"operator\": \"Exists\"}]}]}}}",
+                  cluster);
+    harness_expect_status("added required", kc_harness_evaluate(harness, "plain"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_true(kc_harness_feasible(harness, "n1"));
+    assert_false(kc_harness_feasible(harness, "n2"));
+    harness_start("{\"addedAffinity\": {\"preferredDuringSchedulingIgnoredDuringExecution\": "
+                  "[{\"weight\": 1, \"preference\": {\"matchExpressions\": "
+                  "[{\"key\": \"a\", \"operator\": \"Exists\"}]}}]}}",
+                  cluster);
+    harness_expect_status("added preferred", kc_harness_evaluate(harness, "plain"), KC_SUCCESS);
+    assert_int_equal(kc_harness_score(harness, "n1"), 100);
+    assert_int_equal(kc_harness_score(harness, "n2"), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -523,6 +599,8 @@ int main(void)
         HARNESS_TEST(score_table),
         HARNESS_TEST(bad_args_are_refused_with_a_logged_reason),
         HARNESS_TEST(good_args_are_accepted),
+        HARNESS_TEST(prefilter_restricts_the_attempt_to_the_pinned_names),
+        HARNESS_TEST(pods_without_constraints_skip_filter_and_score),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,8 +1,10 @@
 /* nodeports on the plugin test harness, in both isolation modes: kube-scheduler's
  * node_ports_test.go cases as a table (ports held by pods on the node against the ports the
  * pod asks for), a holder leaving the node, and preemption's what-if view without the holder
- * (defaultpreemption loaded beside the plugin). What needs the fake host (nominated pods,
- * Filter on threads, an older host) stays in test_nodeports.c. */
+ * (defaultpreemption loaded beside the plugin), a pod nominated on a node, the pod's own
+ * assumption, PreFilter's Skip, Filter on threads and the requeue events. What calls the
+ * plugin's functions directly (Filter without PreFilter) or needs an older host stays in
+ * test_nodeports.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,12 +171,123 @@ static void a_view_without_the_holder_frees_the_port(void **state)
     assert_string_equal(kc_harness_victim_at(harness, 0), "batch/low");
 }
 
+/* kube's Skip: a pod without host ports has nothing to check; PreFilter keeps no state. */
+static void pod_without_host_ports_skips_filter(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - name: n1\npods:\n  - name: plain\n  - name: p\n"
+                        "    ports: [{containerPort: 80, hostPort: 80}]\n");
+    harness_expect_status("plain", kc_harness_filter(harness, "plain", "n1"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 1);
+    assert_int_equal(kc_harness_cycle_has(harness, "plain", "nodeports/prefilter"), 0);
+    /* the opposite case, so the check above can fail */
+    harness_expect_status("ports", kc_harness_filter(harness, "p", "n1"), KC_SUCCESS);
+    assert_int_equal(kc_harness_pre_filter_skipped(harness), 0);
+    assert_int_equal(kc_harness_cycle_has(harness, "p", "nodeports/prefilter"), 1);
+}
+
+/* Only the node's own pods conflict, and the pod's own assumption (a retried attempt) is not
+ * another pod. */
+static void pods_on_other_nodes_and_own_reservation_do_not_conflict(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - name: n1\n  - name: n2\npods:\n"
+                        "  - name: elsewhere\n    nodeName: n2\n"
+                        "    ports: [{containerPort: 443, hostPort: 443}]\n"
+                        "  - name: p\n    ports: [{containerPort: 443, hostPort: 443}]\n");
+    harness_expect_status("n1", kc_harness_filter(harness, "p", "n1"), KC_SUCCESS);
+    assert_string_equal(kc_harness_message(harness), "");
+    harness_expect_status("n2", kc_harness_filter(harness, "p", "n2"), KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), REASON);
+    assert_int_equal(kc_harness_assume(harness, "p", "n1"), 0);
+    harness_expect_status("own assumption", kc_harness_filter(harness, "p", "n1"), KC_SUCCESS);
+    assert_string_equal(kc_harness_message(harness), "");
+}
+
+/* A pod nominated on the node (kube's AddPod in RunFilterPluginsWithNominatedPods) holds its
+ * ports there for pods of no higher priority: in an evaluation and in a what-if view. */
+static void a_nominated_pod_in_the_view_holds_its_port(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - name: web-0\npods:\n"
+                        "  - name: urgent\n    namespace: apps\n    priority: 10\n"
+                        "    ports: [{containerPort: 8080, hostPort: 8080}]\n"
+                        "  - name: filler\n    namespace: apps\n"
+                        "    ports: [{containerPort: 8080, hostPort: 8080}]\n");
+    harness_expect_status("real", kc_harness_filter(harness, "apps/filler", "web-0"), KC_SUCCESS);
+    static const char *const added[] = {"apps/urgent", NULL};
+    harness_expect_status("view",
+                          kc_harness_what_if(harness, "apps/filler", "web-0", NULL, added),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), REASON);
+    assert_int_equal(kc_harness_nominate(harness, "apps/urgent", "web-0"), 0);
+    harness_expect_status("nominated", kc_harness_filter(harness, "apps/filler", "web-0"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), REASON);
+    /* the nominated pod never counts against itself */
+    harness_expect_status("itself", kc_harness_filter(harness, "apps/urgent", "web-0"),
+                          KC_SUCCESS);
+}
+
+/* Filter may run on several threads at once for one cycle (the scheduler's parallelism over a
+ * large cluster): it shares no state between calls, so every node gets its own verdict. */
+static void filter_on_threads(void **state)
+{
+    (void)state;
+    enum { BUSY = 24, FREE = 24, ROUNDS = 100 };
+    static char cluster[16384];
+    cluster[0] = '\0';
+    harness_append(cluster, sizeof(cluster), "nodes:\n");
+    for (int n = 0; n < BUSY + FREE; n++)
+        harness_append(cluster, sizeof(cluster), "  - name: %s-%d\n", n < BUSY ? "busy" : "free",
+                       n % BUSY);
+    harness_append(cluster, sizeof(cluster), "pods:\n");
+    for (int n = 0; n < BUSY; n++)
+        harness_append(cluster, sizeof(cluster),
+                       "  - name: holder-%d\n    nodeName: busy-%d\n"
+                       "    ports: [{containerPort: 8080, hostPort: 8080}]\n",
+                       n, n);
+    harness_append(cluster, sizeof(cluster),
+                   "  - name: p\n    ports: [{containerPort: 8080, hostPort: 8080}]\n");
+    harness_start_threads("{}", cluster, 4);
+    for (int r = 0; r < ROUNDS; r++) {
+        harness_expect_status("round", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+        for (int n = 0; n < BUSY; n++) {
+            char busy[16], free_node[16];
+            snprintf(busy, sizeof(busy), "busy-%d", n);
+            snprintf(free_node, sizeof(free_node), "free-%d", n);
+            if (kc_harness_feasible(harness, busy) || !kc_harness_feasible(harness, free_node))
+                fail_msg("round %d (%s): %s feasible %d, %s feasible %d", r, harness_mode_name(),
+                         busy, kc_harness_feasible(harness, busy), free_node,
+                         kc_harness_feasible(harness, free_node));
+        }
+        assert_int_equal(kc_harness_reason_count(harness, REASON), BUSY);
+    }
+}
+
+static void requeues_on_deletes_forgets_and_nodes(void **state)
+{
+    (void)state;
+    harness_start("{}", HARNESS_ONE_NODE);
+    uint32_t mask = kc_harness_requeue_events(harness);
+    assert_true(mask & KC_EVENT_MASK(KC_EVENT_POD_DELETE));
+    assert_true(mask & KC_EVENT_MASK(KC_EVENT_POD_FORGET));
+    assert_true(mask & KC_EVENT_MASK(KC_EVENT_NODE_ADD));
+    assert_false(mask & KC_EVENT_MASK(KC_EVENT_POD_ADD));
+    assert_false(mask & KC_EVENT_MASK(KC_EVENT_POD_ASSUME));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(ports_table),
         HARNESS_TEST(a_deleted_holder_frees_its_port),
         HARNESS_TEST(a_view_without_the_holder_frees_the_port),
+        HARNESS_TEST(pod_without_host_ports_skips_filter),
+        HARNESS_TEST(pods_on_other_nodes_and_own_reservation_do_not_conflict),
+        HARNESS_TEST(a_nominated_pod_in_the_view_holds_its_port),
+        HARNESS_TEST(requeues_on_deletes_forgets_and_nodes),
+        HARNESS_TEST(filter_on_threads),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,9 +1,11 @@
 /* noderesources on the plugin test harness, in both isolation modes: kube-scheduler's Fit
  * cases (fit_test.go) with kube's reasons, and the scoring strategies (LeastAllocated,
  * MostAllocated, BalancedAllocation, RequestedToCapacityRatio after kube's tests), on a node
- * whose requests come from the pods placed on it, as in a cluster, and the args. PreFilter/
- * PreScore state and what needs a node's requests set past its allocatable stay in
- * test_noderesources.c on the fake host. */
+ * whose requests come from the pods placed on it, as in a cluster (past its allocatable too:
+ * a pod without a cpu request passes Filter there and scores with kube's non-zero default),
+ * ignored resources, kube's broken linear function, two cycles open at once, and the args.
+ * What calls the plugin's functions directly (Filter or Score without PreFilter, the host
+ * calls of the hot path) stays in test_noderesources.c on the fake host. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -472,9 +474,277 @@ static void requested_to_capacity_ratio_args_checked_like_kube(void **state)
     }
 }
 
+/* ---- what a node's requests set apart from its pods showed on the fake host, through pods
+ * placed on the node (a pod without a cpu request scores with kube's non-zero 100m) ---- */
+
+/* Node n (allocatable, pods 110) with the placed pods' requests (NULL-terminated, "" none), a
+ * roomy node beside it so that two nodes are feasible (the runtime scores only then), and
+ * web-0 with requests ("" none); web-0's score on n after an evaluation. */
+static int64_t score_on_node(const char *args, const char *allocatable,
+                             const char *const *placed, const char *requests)
+{
+    const char *list[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 2 && placed != NULL && placed[k] != NULL; k++)
+        list[k] = placed[k];
+    struct score_case c = {"score_on_node", args, allocatable, {list[0], list[1]}, requests, 0};
+    return score_of(&c);
+}
+
+static void least_allocated_truncates_like_kube(void **state)
+{
+    (void)state;
+    /* cpu 2000*100/3000 = 66 (not 67), memory (10000-7000)*100/10000 = 30: (66+30)/2 = 48 */
+    assert_int_equal(score_on_node(NULL, "cpu: 3, memory: 10000", NULL, "cpu: 1, memory: 7000"),
+                     48);
+}
+
+static void least_allocated_overcommitted_resource_scores_zero(void **state)
+{
+    (void)state;
+    /* cpu 4000 + 100 (web-0's default) over 4000: 0; memory 30: (0+30)/2 = 15 */
+    static const char *const placed[] = {"cpu: 4, memory: 4000", NULL};
+    assert_int_equal(score_on_node(NULL, "cpu: 4, memory: 10000", placed, "memory: 3000"), 15);
+}
+
+static void most_allocated_caps_at_capacity(void **state)
+{
+    (void)state;
+    /* cpu capped at 100, memory 70: 85 */
+    static const char *const placed[] = {"cpu: 4, memory: 4000", NULL};
+    assert_int_equal(score_on_node("{\"scoringStrategy\": {\"type\": \"MostAllocated\"}}",
+                                   "cpu: 4, memory: 10000", placed, "memory: 3000"),
+                     85);
+}
+
+/* A requested extended resource the node does not have leaves the weight sum: cpu alone
+ * scores 50. Filter passes the node only with the resource ignored (kube's ignoredResources
+ * is Filter's alone; the scoring strategy still lists it). */
+static void extended_resource_the_node_lacks_is_not_scored(void **state)
+{
+    (void)state;
+    static const char *const placed[] = {"cpu: 1, memory: 4000", NULL};
+    assert_int_equal(
+        score_on_node("{\"ignoredResources\": [\"nvidia.com/gpu\"], \"scoringStrategy\": "
+                      "{\"resources\": [{\"name\": \"cpu\", \"weight\": 1}, {\"name\": "
+                      "\"nvidia.com/gpu\", \"weight\": 2}]}}",
+                      "cpu: 4, memory: 10000", placed, "cpu: 1, memory: 3000, nvidia.com/gpu: 1"),
+        50);
+}
+
+static void balanced_caps_fraction_at_one(void **state)
+{
+    (void)state;
+    /* fractions: cpu 8100/4000 capped at 1.0, memory 5000/10000 0.5: std 0.25 -> 75; least: cpu
+     * 0, memory 50 -> 25. (25+75)/2 = 50 */
+    static const char *const placed[] = {"cpu: 8, memory: 1000", NULL};
+    assert_int_equal(score_on_node("{\"balancedAllocation\": {\"enabled\": true}}",
+                                   "cpu: 4, memory: 10000", placed, "memory: 4000"),
+                     50);
+}
+
+/* kube's TestBrokenLinearFunction, read through whole-node scores: a one-resource shape whose
+ * utilization is set by the cpu of the pod placed on the node (web-0 requests nothing). */
+static void requested_to_capacity_ratio_broken_linear_function(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *shape;
+        int64_t utilization, want; /* want: the 0..10 score, scaled by 10 */
+    } shape_cases[] = {
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 0, 10},
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 15, 15},
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 89, 89},
+        {"[{\"utilization\": 10, \"score\": 1}, {\"utilization\": 90, \"score\": 9}]", 100, 90},
+        {"[{\"utilization\": 0, \"score\": 2}, {\"utilization\": 40, \"score\": 10}, "
+         "{\"utilization\": 100, \"score\": 0}]",
+         20, 60},
+        {"[{\"utilization\": 0, \"score\": 2}, {\"utilization\": 40, \"score\": 10}, "
+         "{\"utilization\": 100, \"score\": 0}]",
+         70, 50},
+        /* 100% scores 0: cpu leaves the mean, nothing is left */
+        {"[{\"utilization\": 0, \"score\": 2}, {\"utilization\": 40, \"score\": 10}, "
+         "{\"utilization\": 100, \"score\": 0}]",
+         100, 0},
+        {"[{\"utilization\": 50, \"score\": 7}]", 10, 70},
+        {"[{\"utilization\": 50, \"score\": 7}]", 90, 70},
+    };
+    for (size_t i = 0; i < sizeof(shape_cases) / sizeof(shape_cases[0]); i++) {
+        char args[512], used[64];
+        snprintf(args, sizeof(args),
+                 "{\"scoringStrategy\": {\"type\": \"RequestedToCapacityRatio\", \"resources\": "
+                 "[{\"name\": \"cpu\"}], \"requestedToCapacityRatio\": {\"shape\": %s}}}",
+                 shape_cases[i].shape);
+        snprintf(used, sizeof(used), "cpu: %lldm", (long long)shape_cases[i].utilization * 10);
+        const char *const placed[] = {shape_cases[i].utilization > 0 ? used : NULL, NULL};
+        int64_t got = score_on_node(args, "cpu: 1, memory: 1Gi", placed, "");
+        if (got != shape_cases[i].want)
+            fail_msg("case %zu (utilization %lld, %s): score %lld, want %lld", i,
+                     (long long)shape_cases[i].utilization, harness_mode_name(), (long long)got,
+                     (long long)shape_cases[i].want);
+    }
+}
+
+/* kube's fit_test.go cases for ignoredResources / ignoredResourceGroups. */
+static void fit_ignored_resources_table(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *args;
+        const char *resource; /* the pod asks for 1; the node has none */
+        kc_status want;
+        const char *reason;
+    } ignored_cases[] = {
+        {"{\"ignoredResources\": [\"example.com/aaa\"]}", "example.com/aaa", KC_SUCCESS, NULL},
+        {"{\"ignoredResources\": [\"example.com/aaa\"]}", "example.com/bbb", KC_UNRESOLVABLE,
+         "Insufficient example.com/bbb"},
+        {"{\"ignoredResourceGroups\": [\"example.com\"]}", "example.com/aaa", KC_SUCCESS, NULL},
+        {"{\"ignoredResourceGroups\": [\"example.com\"]}", "example.org/aaa", KC_UNRESOLVABLE,
+         "Insufficient example.org/aaa"},
+        /* a group is the whole part before '/': no prefix matching */
+        {"{\"ignoredResourceGroups\": [\"example\"]}", "example.com/aaa", KC_UNRESOLVABLE,
+         "Insufficient example.com/aaa"},
+        /* kubernetes.io resources are native, never ignored */
+        {"{\"ignoredResourceGroups\": [\"hugepages.kubernetes.io\"]}",
+         "hugepages.kubernetes.io/x", KC_UNRESOLVABLE, "Insufficient hugepages.kubernetes.io/x"},
+        {"{\"ignoredResources\": [\"hugepages-2Mi\"]}", "hugepages-2Mi", KC_UNRESOLVABLE,
+         "Insufficient hugepages-2Mi"},
+        {"{}", "example.com/aaa", KC_UNRESOLVABLE, "Insufficient example.com/aaa"},
+    };
+    for (size_t i = 0; i < sizeof(ignored_cases) / sizeof(ignored_cases[0]); i++) {
+        char cluster[1024];
+        snprintf(cluster, sizeof(cluster),
+                 "nodes:\n  - {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}\n"
+                 "pods:\n  - {name: busy, nodeName: n1, requests: {cpu: 3, memory: 4Gi}}\n"
+                 "  - {name: web-0, requests: {cpu: 100m, memory: 1Gi, '%s': 1}}\n",
+                 ignored_cases[i].resource);
+        harness_start(ignored_cases[i].args, cluster);
+        harness_expect_status(ignored_cases[i].resource, kc_harness_filter(harness, "web-0", "n1"),
+                              ignored_cases[i].want);
+        if (strcmp(kc_harness_message(harness), ignored_cases[i].reason != NULL ? ignored_cases[i].reason : "") !=
+            0)
+            fail_msg("case %zu (%s, %s, %s): reason \"%s\", want \"%s\"", i, ignored_cases[i].args,
+                     ignored_cases[i].resource, harness_mode_name(), kc_harness_message(harness),
+                     ignored_cases[i].reason != NULL ? ignored_cases[i].reason : "");
+    }
+}
+
+/* Two cycles open at once (a group cycle's members: the first chosen and reserved, the next
+ * evaluated): each Filter reads its own cycle's state, also once the other cycle has ended and
+ * its state is freed. Filter runs again on a cycle without a new PreFilter in preemption's
+ * what-if view of the node. */
+static void interleaved_cycles_read_their_own_state(void **state)
+{
+    (void)state;
+    harness_start("{}", "nodes:\n  - {name: n1, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}\n"
+                        "pods:\n  - {name: busy, nodeName: n1, requests: {cpu: 3, memory: 4Gi}}\n"
+                        "  - {name: small, requests: {cpu: 100m, memory: 1Gi}}\n"
+                        "  - {name: big, requests: {cpu: 64, memory: 1Gi}}\n");
+    harness_expect_status("small", kc_harness_filter(harness, "small", "n1"), KC_SUCCESS);
+    harness_expect_status("small reserved",
+                          kc_harness_call(harness, "small", KC_HARNESS_RESERVE, "n1"), KC_SUCCESS);
+    harness_expect_status("big", kc_harness_filter(harness, "big", "n1"), KC_UNRESOLVABLE);
+    assert_string_equal(kc_harness_message(harness), "Insufficient cpu");
+    assert_int_equal(kc_harness_cycle_has(harness, "small", "noderesources/prefilter"), 1);
+    assert_int_equal(kc_harness_cycle_has(harness, "big", "noderesources/prefilter"), 1);
+    harness_expect_status("small again", kc_harness_what_if(harness, "small", "n1", NULL, NULL),
+                          KC_SUCCESS);
+    harness_expect_status("big again", kc_harness_what_if(harness, "big", "n1", NULL, NULL),
+                          KC_UNRESOLVABLE);
+    assert_string_equal(kc_harness_message(harness), "Insufficient cpu");
+    harness_expect_status("small ends",
+                          kc_harness_call(harness, "small", KC_HARNESS_UNRESERVE, NULL), KC_SUCCESS);
+    assert_int_not_equal(kc_harness_cycle_has(harness, "small", "noderesources/prefilter"), 1);
+    harness_expect_status("big after", kc_harness_what_if(harness, "big", "n1", NULL, NULL),
+                          KC_UNRESOLVABLE);
+    assert_string_equal(kc_harness_message(harness), "Insufficient cpu");
+    assert_int_equal(kc_harness_cycle_has(harness, "big", "noderesources/prefilter"), 1);
+}
+
+/* kube's default scoring takes a shorter path per node (cpu_memory_score); the same resources
+ * listed memory first take the general one. Both must give every score alike: nodes short of
+ * room, over-committed, without memory, pods with and without requests, weights. The runtime
+ * scores the nodes Filter passes: both orders must also agree on which those are. */
+static void default_scoring_path_scores_as_the_general_one(void **state)
+{
+    (void)state;
+    static const char *const pairs[][2] = {
+        {"{\"balancedAllocation\": {\"enabled\": true}}",
+         "{\"scoringStrategy\": {\"resources\": [{\"name\": \"memory\"}, {\"name\": \"cpu\"}]},"
+         " \"balancedAllocation\": {\"enabled\": true, \"resources\": [{\"name\": \"memory\"},"
+         " {\"name\": \"cpu\"}]}}"},
+        {"{\"scoringStrategy\": {\"resources\": [{\"name\": \"cpu\", \"weight\": 3},"
+         " {\"name\": \"memory\", \"weight\": 1}]}}",
+         "{\"scoringStrategy\": {\"resources\": [{\"name\": \"memory\", \"weight\": 1},"
+         " {\"name\": \"cpu\", \"weight\": 3}]}}"},
+    };
+    static const char *const pods[] = {"p0", "p1", "p2", "p3"};
+    static const char *const nodes[] = {"busy", "empty", "over", "no-memory", "tight"};
+    /* allocatable and the placed pods' requests of the fake host's five nodes */
+    static const char cluster[] =
+        "nodes:\n"
+        "  - {name: busy, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}\n"
+        "  - {name: empty, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}\n"
+        "  - {name: over, allocatable: {cpu: 4, memory: 8Gi, pods: 110}}\n"
+        "  - {name: no-memory, allocatable: {cpu: 4, memory: 0, pods: 110}}\n"
+        "  - {name: tight, allocatable: {cpu: 1, memory: 32Gi, pods: 110}}\n"
+        /* two roomy nodes: two nodes are always feasible, so every feasible one is scored */
+        "  - {name: roomy-a, allocatable: {cpu: 64, memory: 64Gi, pods: 110}}\n"
+        "  - {name: roomy-b, allocatable: {cpu: 64, memory: 64Gi, pods: 110}}\n"
+        "pods:\n"
+        "  - {name: b, nodeName: busy, requests: {cpu: 3, memory: 4Gi}}\n"
+        "  - {name: o, nodeName: over, requests: {cpu: 5, memory: 9Gi}}\n"
+        "  - {name: m, nodeName: no-memory, requests: {cpu: 1}}\n"
+        "  - {name: t, nodeName: tight, requests: {cpu: 999m, memory: 1}}\n"
+        "  - {name: p0}\n"
+        "  - {name: p1, requests: {cpu: 500m, memory: 1Gi}}\n"
+        "  - {name: p2, requests: {cpu: 100m}}\n"
+        "  - {name: p3, requests: {cpu: 3500m, memory: 6Gi}}\n";
+    enum { PODS = 4, NODES = 5 };
+    int scored = 0;
+    for (size_t a = 0; a < sizeof(pairs) / sizeof(pairs[0]); a++) {
+        int64_t got[2][PODS][NODES];
+        for (int order = 0; order < 2; order++) {
+            harness_start(pairs[a][order], cluster);
+            for (int p = 0; p < PODS; p++) {
+                kc_status st = kc_harness_evaluate(harness, pods[p]);
+                if (st != KC_SUCCESS && st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE)
+                    fail_msg("%s (%s): status %d: %s", pods[p], harness_mode_name(), (int)st,
+                             kc_harness_error(harness));
+                for (int n = 0; n < NODES; n++)
+                    got[order][p][n] = kc_harness_feasible(harness, nodes[n])
+                                           ? kc_harness_score(harness, nodes[n])
+                                           : -2;
+            }
+        }
+        for (int p = 0; p < PODS; p++)
+            for (int n = 0; n < NODES; n++) {
+                if (got[0][p][n] != got[1][p][n])
+                    fail_msg("args %zu, %s on %s (%s): %lld by the default path, %lld by the "
+                             "general one",
+                             a, pods[p], nodes[n], harness_mode_name(), (long long)got[0][p][n],
+                             (long long)got[1][p][n]);
+                if (got[0][p][n] != -2) {
+                    assert_in_range(got[0][p][n], 0, 100);
+                    scored++;
+                }
+            }
+    }
+    /* the overcommitted and memoryless nodes are scored for the pods they pass */
+    assert_true(scored >= 2 * 10);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        HARNESS_TEST(least_allocated_truncates_like_kube),
+        HARNESS_TEST(least_allocated_overcommitted_resource_scores_zero),
+        HARNESS_TEST(most_allocated_caps_at_capacity),
+        HARNESS_TEST(extended_resource_the_node_lacks_is_not_scored),
+        HARNESS_TEST(balanced_caps_fraction_at_one),
+        HARNESS_TEST(requested_to_capacity_ratio_broken_linear_function),
+        HARNESS_TEST(fit_ignored_resources_table),
+        HARNESS_TEST(interleaved_cycles_read_their_own_state),
+        HARNESS_TEST(default_scoring_path_scores_as_the_general_one),
         HARNESS_TEST(fit_table),
         HARNESS_TEST(score_table),
         HARNESS_TEST(reasons_accumulate_per_node_for_the_histogram),

@@ -1,8 +1,9 @@
 /* nodevolumelimits on the plugin test harness, in both isolation modes: kube-scheduler's
  * csi_test.go cases (nvl_cases.h) written as a cluster (CSINodes, claims, volumes and classes as
  * objects; the placed pods on their nodes), asserting Filter's verdict and reason on each node
- * (every node passes when PreFilter skips); and preemption's what-if view of a full node without
- * its pods (defaultpreemption loaded beside the plugin). */
+ * (every node passes when PreFilter skips); preemption's what-if view of a full node without
+ * its pods (defaultpreemption loaded beside the plugin); and pods nominated on a node, in an
+ * evaluation and in a what-if view, taking attachments there. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,6 +91,16 @@ static void table(void **state)
     }
 }
 
+/* kube's case of node-a full with its 2 attachments. */
+static const struct nvl_case *full_node_case(void)
+{
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (strcmp(cases[i].name, "volume_past_the_limit_does_not_fit") == 0)
+            return &cases[i];
+    fail_msg("no case volume_past_the_limit_does_not_fit");
+    return NULL;
+}
+
 /* node-a holds its 2 attachments: in preemption's what-if view without its pods (kube's
  * RemovePod) the attachments are free, and with one pod reprieved the new volume still fits, so
  * one victim is enough. The attempt is node-a alone, as a node selector would make it. */
@@ -97,11 +108,7 @@ static void a_view_without_a_pod_frees_its_attachment(void **state)
 {
     (void)state;
     static const char *const preemption[] = {KC_PLUGIN_PATH_DEFAULTPREEMPTION, NULL};
-    const struct nvl_case *full = NULL;
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-        if (strcmp(cases[i].name, "volume_past_the_limit_does_not_fit") == 0)
-            full = &cases[i];
-    assert_non_null(full);
+    const struct nvl_case *full = full_node_case();
     /* the new pod outranks the placed ones */
     static char cluster[16384];
     const char *text = cluster_of(full);
@@ -118,11 +125,45 @@ static void a_view_without_a_pod_frees_its_attachment(void **state)
     assert_non_null(strstr(kc_harness_victim_at(harness, 0), "default/p"));
 }
 
+/* A node's volumes are those of the pods counted there: pods nominated on it (kube's AddPod)
+ * take their attachments, and two of them fill node-a as two placed pods do. */
+static void the_pods_of_a_view_take_attachments(void **state)
+{
+    (void)state;
+    const struct nvl_case *full = full_node_case();
+    /* the same cluster with p1 and p2 pending instead of placed on node-a */
+    static char cluster[16384];
+    const char *text = cluster_of(full);
+    size_t used = 0;
+    for (const char *at = text; *at != '\0' && used + 1 < sizeof(cluster);) {
+        if (strncmp(at, ", nodeName: node-a", 18) == 0) {
+            at += 18;
+            continue;
+        }
+        cluster[used++] = *at++;
+    }
+    cluster[used] = '\0';
+    harness_start("{}", cluster);
+    harness_expect_status("empty", kc_harness_filter(harness, "new", "node-a"), KC_SUCCESS);
+    static const char *const added[] = {"p1", "p2", NULL};
+    harness_expect_status("view", kc_harness_what_if(harness, "new", "node-a", NULL, added),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), MAX);
+    assert_int_equal(kc_harness_nominate(harness, "p1", "node-a"), 0);
+    harness_expect_status("one nominated", kc_harness_filter(harness, "new", "node-a"),
+                          KC_SUCCESS);
+    assert_int_equal(kc_harness_nominate(harness, "p2", "node-a"), 0);
+    harness_expect_status("two nominated", kc_harness_filter(harness, "new", "node-a"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(table),
         HARNESS_TEST(a_view_without_a_pod_frees_its_attachment),
+        HARNESS_TEST(the_pods_of_a_view_take_attachments),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1,8 +1,10 @@
 /* podtopologyspread on the plugin test harness, in both isolation modes: kube-scheduler's
  * filtering and scoring cases (spread_cases.h), each written as a cluster whose existing pods
  * sit on their nodes, asserting every node's Filter status and reason and the normalized
- * scores; the count of a domain following its pods deleted and relabelled; and kube's System
- * default constraints for pods a Service or their controller selects. */
+ * scores; the count of a domain following its pods deleted, relabelled, assumed and forgotten;
+ * preemption's what-if views (victims taken off, nominated pods counted); bad constraints; and
+ * kube's System default constraints for pods a Service or their controller selects, ending
+ * with the Service. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -287,6 +289,19 @@ static void defaults_from_a_service(void **state)
     assert_int_equal(kc_harness_score(harness, "a"), -1);
 }
 
+/* The defaults follow their Service: gone with it (PreScore skips, no node is scored). */
+static void defaults_end_with_their_service(void **state)
+{
+    (void)state;
+    char pods[512] = "";
+    incoming_pod(pods, sizeof(pods), "incoming", "app: web", NULL);
+    harness_start("{}",
+                  default_cluster(false, SERVICE("ns", "web", "{selector: {app: web}}"), pods));
+    expect_scores("ns/incoming", service_scores);
+    assert_int_equal(kc_harness_delete_object(harness, "Service", "ns/web"), 0);
+    expect_scores("ns/incoming", unscored);
+}
+
 static void defaults_from_the_controller(void **state)
 {
     (void)state;
@@ -380,9 +395,282 @@ static void defaulting_args(void **state)
         harness_expect_open_error(bad[i], NULL);
 }
 
+/* ---- the index's life and preemption's what-if views ---- */
+
+/* c's cluster with more pending pods of namespace ns: (name, labels as a YAML map, constraints
+ * JSON or NULL) triples, NULL-terminated. */
+static const char *cluster_with(const struct spread_case *c, const char *const *more)
+{
+    static char text[16384];
+    snprintf(text, sizeof(text), "%s", cluster_of(c));
+    for (int i = 0; more != NULL && more[i] != NULL; i += 3) {
+        harness_append(text, sizeof(text), "  - metadata: {name: %s, namespace: ns, labels: %s}\n",
+                       more[i], more[i + 1]);
+        if (more[i + 2] == NULL)
+            harness_append(text, sizeof(text), "    spec: {containers: [{name: c}]}\n");
+        else
+            harness_append(text, sizeof(text), "    spec: %.*s, \"containers\": [{\"name\": \"c\"}]}\n",
+                           (int)strlen(more[i + 2]) - 1, more[i + 2]);
+    }
+    return text;
+}
+
+#define BY_APP                                                                                     \
+    "{\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"zone\","                    \
+    "\"whenUnsatisfiable\":\"DoNotSchedule\",\"labelSelector\":" SEL_FOO ","                      \
+    "\"matchLabelKeys\":[\"app\"]}]}"
+
+/* The plugin keeps the constraints it parsed last by their JSON text: a pod with the same
+ * constraints but other labels still gets its own self-match, and constraints with
+ * matchLabelKeys (which take the pod's label values) are parsed for every pod. */
+static void same_constraints_other_labels(void **state)
+{
+    (void)state;
+    static const char *const more[] = {
+        "unlabelled", "{bar: ''}", LIST1(HARD(1, "zone", SEL_FOO)),
+        "app-a", "{foo: '', app: a}", BY_APP,
+        "app-b", "{foo: '', app: b}", BY_APP,
+        NULL};
+    harness_start("{}", cluster_with(&one_in_zone1, more));
+    harness_expect_status("incoming", kc_harness_filter(harness, "ns/incoming", "node-a"),
+                          KC_UNSCHEDULABLE); /* 1 + self - 0 > 1 */
+    harness_expect_status("unlabelled", kc_harness_filter(harness, "ns/unlabelled", "node-a"),
+                          KC_SUCCESS); /* 1 + 0 - 0 */
+    harness_expect_status("incoming again", kc_harness_filter(harness, "ns/incoming", "node-a"),
+                          KC_UNSCHEDULABLE);
+    if (kc_harness_update(harness, "nodes:\n  - {name: node-a, labels: {zone: zone1, node: "
+                                   "node-a}}\n"
+                                   "pods:\n  - {name: p1, namespace: ns, nodeName: node-a, "
+                                   "labels: {foo: '', app: a}}\n") != 0)
+        fail_msg("%s: update: %s", harness_mode_name(), kc_harness_error(harness));
+    harness_expect_status("app=b", kc_harness_filter(harness, "ns/app-b", "node-a"),
+                          KC_SUCCESS); /* app=b: none */
+    harness_expect_status("app=a", kc_harness_filter(harness, "ns/app-a", "node-a"),
+                          KC_UNSCHEDULABLE); /* app=a: 1 in zone1 */
+    assert_string_equal(kc_harness_message(harness), REASON_SKEW);
+}
+
+/* An assumed pod counts in its domain until it is forgotten. */
+static void assume_counts_until_forget(void **state)
+{
+    (void)state;
+    static const struct spread_case two_zones = {
+        "two zones", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", NODES4, {NULL}, "", {NO_SCORE}};
+    static const char *const more[] = {"assumed", "{foo: ''}", NULL, NULL};
+    harness_start("{}", cluster_with(&two_zones, more));
+    harness_expect_status("empty", kc_harness_filter(harness, "ns/incoming", "node-a"), KC_SUCCESS);
+    assert_int_equal(kc_harness_assume(harness, "ns/assumed", "node-b"), 0); /* zone1 */
+    harness_expect_status("assumed", kc_harness_filter(harness, "ns/incoming", "node-a"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), REASON_SKEW);
+    harness_expect_status("zone2", kc_harness_filter(harness, "ns/incoming", "node-x"), KC_SUCCESS);
+    assert_int_equal(kc_harness_forget(harness, "ns/assumed"), 0);
+    harness_expect_status("forgotten", kc_harness_filter(harness, "ns/incoming", "node-a"),
+                          KC_SUCCESS);
+}
+
+/* zone1 holds 2 matching pods, zone2 1: node-a refuses the pod until a victim on it goes
+ * (kube's SelectVictimsOnNode: RemovePod on the cycle state). */
+static void what_if_victim_satisfies_spread(void **state)
+{
+    (void)state;
+    static const struct spread_case c = {
+        "victims", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", NODES4,
+        {"node-a ns foo=", "node-b ns foo=", "node-x ns foo=", "node-a ns bar=",
+         "node-a other foo="},
+        "",
+        {NO_SCORE}};
+    harness_start("{}", cluster_of(&c));
+    harness_expect_status("as is", kc_harness_what_if(harness, "ns/incoming", "node-a", NULL, NULL),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), REASON_SKEW);
+    /* a victim that does not match the selector does not help */
+    static const char *const unmatched[] = {"ns/p3", NULL};
+    harness_expect_status("unmatched",
+                          kc_harness_what_if(harness, "ns/incoming", "node-a", unmatched, NULL),
+                          KC_UNSCHEDULABLE);
+    /* nor one of another namespace */
+    static const char *const elsewhere[] = {"other/p4", NULL};
+    harness_expect_status("other namespace",
+                          kc_harness_what_if(harness, "ns/incoming", "node-a", elsewhere, NULL),
+                          KC_UNSCHEDULABLE);
+    static const char *const victim[] = {"ns/p0", NULL};
+    harness_expect_status("victim", kc_harness_what_if(harness, "ns/incoming", "node-a", victim,
+                                                       NULL),
+                          KC_SUCCESS);
+    /* the view is node-a's only: node-b still refuses */
+    harness_expect_status("node-b", kc_harness_what_if(harness, "ns/incoming", "node-b", NULL,
+                                                       NULL),
+                          KC_UNSCHEDULABLE);
+    harness_expect_status("node-b filtered", kc_harness_filter(harness, "ns/incoming", "node-b"),
+                          KC_UNSCHEDULABLE);
+}
+
+/* A nominated pod counted on the emptiest domain raises the global minimum with it (kube's
+ * AddPod updates the critical paths): zone1 = 0, zone2 = 1. */
+static void what_if_minimum_follows_the_delta(void **state)
+{
+    (void)state;
+    static const struct spread_case c = {
+        "minimum", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", {NODE_A, NODE_X},
+        {"node-x ns foo="}, "", {NO_SCORE}};
+    static const char *const more[] = {"nominated", "{foo: ''}", NULL, NULL};
+    static const char *const added[] = {"ns/nominated", NULL};
+    static const char *const victim[] = {"ns/p0", NULL};
+    harness_start("{}", cluster_with(&c, more));
+    harness_expect_status("node-a", kc_harness_what_if(harness, "ns/incoming", "node-a", NULL,
+                                                       NULL),
+                          KC_SUCCESS);
+    harness_expect_status("node-x", kc_harness_what_if(harness, "ns/incoming", "node-x", NULL,
+                                                       NULL),
+                          KC_UNSCHEDULABLE);
+    /* zone1 = 1 with it, so the minimum is 1: 1 + 1 - 1 */
+    harness_expect_status("node-a nominated",
+                          kc_harness_what_if(harness, "ns/incoming", "node-a", NULL, added),
+                          KC_SUCCESS);
+    /* zone2 = 2 with it and the minimum stays 0 */
+    harness_expect_status("node-x nominated",
+                          kc_harness_what_if(harness, "ns/incoming", "node-x", NULL, added),
+                          KC_UNSCHEDULABLE);
+    /* the victim on node-x takes zone2 to 0 */
+    harness_expect_status("node-x victim",
+                          kc_harness_what_if(harness, "ns/incoming", "node-x", victim, NULL),
+                          KC_SUCCESS);
+}
+
+/* Constraints kube's validation would refuse make the pod unresolvable, with the plugin's
+ * reason. (A pod's constraints reach a plugin as the runtime's JSON, so text that is not JSON
+ * cannot come from a cluster.) */
+static void bad_constraints_are_unresolvable(void **state)
+{
+    (void)state;
+    static const char *const more[] = {
+        "b0", "{foo: ''}", LIST1(HARD(0, "zone", SEL_FOO)),
+        "b1", "{foo: ''}", LIST1(TSC(1, "zone", "Sometimes", SEL_FOO, "")),
+        "b2", "{foo: ''}", LIST1(TSC(1, "zone", "DoNotSchedule", SEL_FOO, ",\"minDomains\":0")),
+        "b3", "{foo: ''}",
+        LIST1(TSC(1, "zone", "DoNotSchedule", SEL_FOO, ",\"nodeTaintsPolicy\":\"Maybe\"")),
+        "b4", "{foo: ''}",
+        LIST1(HARD(1, "zone", "{\"matchExpressions\":[{\"key\":\"a\",\"operator\":\"In\"}]}")),
+        NULL};
+    static const struct spread_case two_zones = {
+        "two zones", LIST1(HARD(1, "zone", SEL_FOO)), "ns foo=", NODES4, {NULL}, "", {NO_SCORE}};
+    harness_start("{}", cluster_with(&two_zones, more));
+    static const char *const bad[] = {"ns/b0", "ns/b1", "ns/b2", "ns/b3", "ns/b4"};
+    harness_expect_each_refused(bad, sizeof(bad) / sizeof(bad[0]), "node-a", KC_UNRESOLVABLE,
+                                "podtopologyspread: ");
+}
+
+/* A 3,000-pod rollout over 3 zones of 6 nodes with maxSkew 1: each pod is evaluated and
+ * assumed on the feasible node with the fewest pods. At pods 1,000 and 2,000 a node is removed
+ * (its pods leave the cache and are queued again). The zones' skew stays at most 1 after every
+ * placement, except right after a removal, when it never grows until the queued pods have
+ * refilled the zone. */
+#define ROLLOUT_PODS 3000
+#define ROLLOUT_NODES 18
+
+static uint32_t zone_skew(const uint32_t *zone_pods)
+{
+    uint32_t low = zone_pods[0], high = zone_pods[0];
+    for (uint32_t z = 1; z < 3; z++) {
+        low = zone_pods[z] < low ? zone_pods[z] : low;
+        high = zone_pods[z] > high ? zone_pods[z] : high;
+    }
+    return high - low;
+}
+
+static void rollout_with_node_removals(void **state)
+{
+    (void)state;
+    static const char *const zones[] = {"z0", "z1", "z2"};
+    static const char terms[] = LIST1(HARD(1, "zone", "{\"matchLabels\":{\"app\":\"web\"}}"));
+    size_t size = 512 + ROLLOUT_NODES * 64 + (size_t)ROLLOUT_PODS * (sizeof(terms) + 128);
+    char *cluster = malloc(size);
+    uint32_t *where = calloc(ROLLOUT_PODS, sizeof(*where));
+    uint32_t *queue = calloc(ROLLOUT_PODS * 2, sizeof(*queue));
+    assert_true(cluster != NULL && where != NULL && queue != NULL);
+    cluster[0] = '\0';
+    harness_append(cluster, size, "nodes:\n");
+    for (uint32_t n = 0; n < ROLLOUT_NODES; n++)
+        harness_append(cluster, size, "  - {name: node-%u, labels: {zone: %s}}\n", n, zones[n % 3]);
+    harness_append(cluster, size, "pods:\n");
+    for (uint32_t i = 0; i < ROLLOUT_PODS; i++)
+        harness_append(cluster, size,
+                       "  - metadata: {name: web-%u, namespace: ns, labels: {app: web}}\n"
+                       "    spec: %.*s, \"containers\": [{\"name\": \"c\"}]}\n",
+                       i, (int)sizeof(terms) - 2, terms);
+    harness_start("{}", cluster);
+    free(cluster);
+    int alive[ROLLOUT_NODES];
+    uint32_t node_pods[ROLLOUT_NODES] = {0};
+    for (uint32_t n = 0; n < ROLLOUT_NODES; n++)
+        alive[n] = 1;
+    uint32_t head = 0, tail = 0, zone_pods[3] = {0}, skew = 0, placed = 0, next_new = 0;
+    while (placed < ROLLOUT_PODS + 200 && (next_new < ROLLOUT_PODS || head < tail)) {
+        uint32_t i = head < tail ? queue[head++] : next_new++;
+        char pod[32], node[32];
+        snprintf(pod, sizeof(pod), "ns/web-%u", i);
+        harness_expect_status(pod, kc_harness_evaluate(harness, pod), KC_SUCCESS);
+        int best = -1;
+        for (uint32_t n = 0; n < ROLLOUT_NODES; n++) {
+            snprintf(node, sizeof(node), "node-%u", n);
+            if (!alive[n] || !kc_harness_feasible(harness, node))
+                continue;
+            if (best < 0 || node_pods[n] < node_pods[best])
+                best = (int)n;
+        }
+        assert_true(best >= 0);
+        snprintf(node, sizeof(node), "node-%d", best);
+        if (kc_harness_assume(harness, pod, node) != 0)
+            fail_msg("%s (%s): assume on %s: %s", pod, harness_mode_name(), node,
+                     kc_harness_error(harness));
+        where[i] = (uint32_t)best;
+        node_pods[best]++;
+        zone_pods[best % 3]++;
+        placed++;
+        uint32_t now = zone_skew(zone_pods);
+        if (now > 1 && now > skew)
+            fail_msg("placement %u (pod %u on node-%d, %s): zone skew grew from %u to %u", placed,
+                     i, best, harness_mode_name(), skew, now);
+        skew = now;
+        if (placed == 1000 || placed == 2000) {
+            uint32_t gone = placed == 1000 ? 0 : 4; /* zone z0, then z1 */
+            for (uint32_t p = 0; p < next_new; p++) {
+                if (where[p] != gone)
+                    continue;
+                snprintf(pod, sizeof(pod), "ns/web-%u", p);
+                assert_int_equal(kc_harness_forget(harness, pod), 0);
+                where[p] = UINT32_MAX;
+                queue[tail++] = p;
+                zone_pods[gone % 3]--;
+                node_pods[gone]--;
+            }
+            snprintf(node, sizeof(node), "node-%u", gone);
+            assert_int_equal(kc_harness_delete_node(harness, node), 0);
+            alive[gone] = 0;
+            assert_true(node_pods[gone] == 0);
+            skew = zone_skew(zone_pods);
+            assert_true(skew > 1); /* the removal did unbalance the zones */
+        }
+    }
+    assert_int_equal(next_new, ROLLOUT_PODS);
+    assert_int_equal(head, tail);
+    assert_true(zone_skew(zone_pods) <= 1);
+    assert_int_equal(zone_pods[0] + zone_pods[1] + zone_pods[2], ROLLOUT_PODS);
+    free(where);
+    free(queue);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        HARNESS_TEST(rollout_with_node_removals),
+        HARNESS_TEST(same_constraints_other_labels),
+        HARNESS_TEST(assume_counts_until_forget),
+        HARNESS_TEST(what_if_victim_satisfies_spread),
+        HARNESS_TEST(what_if_minimum_follows_the_delta),
+        HARNESS_TEST(bad_constraints_are_unresolvable),
+        HARNESS_TEST(defaults_end_with_their_service),
         HARNESS_TEST(kube_cases),
         HARNESS_TEST(a_deleted_pod_frees_its_domain),
         HARNESS_TEST(a_relabelled_pod_stops_counting),

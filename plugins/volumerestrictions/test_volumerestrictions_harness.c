@@ -3,8 +3,8 @@
  * and its ReadWriteOncePod cases, with claims as objects of the cluster and the placed pods on
  * node-a or node-b: Filter's verdict and reason on node-a and node-b, or PreFilter's verdict
  * and reason for both. The plugin has no Score. Preemption's what-if view of a node without the
- * claim's holder runs with defaultpreemption loaded beside the plugin. What needs the fake host
- * (assume and forget events, a nominated pod in a view) stays in test_volumerestrictions.c. */
+ * claim's holder runs with defaultpreemption loaded beside the plugin. Assumed and forgotten
+ * pods and pods nominated on a node (in an evaluation and in a what-if view) run here too. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -193,12 +193,85 @@ static void a_view_without_the_claim_holder_fits(void **state)
     assert_string_equal(kc_harness_victim_at(harness, 0), "default/old");
 }
 
+/* Two nodes, the ReadWriteOncePod claim "data", and the pods of pods (YAML list entries). */
+static const char *claim_cluster(const char *pods)
+{
+    static char text[4096];
+    snprintf(text, sizeof(text),
+             "nodes:\n"
+             "  - {name: node-a, labels: {kubernetes.io/hostname: node-a}}\n"
+             "  - {name: node-b, labels: {kubernetes.io/hostname: node-b}}\n"
+             "objects:\n  - " RWOP_CLAIM("data") "\n"
+             "pods:\n%s",
+             pods);
+    return text;
+}
+
+/* A pod that leaves the cache (forget) releases its claim and its disk. */
+static void a_forgotten_pod_releases_claim_and_disk(void **state)
+{
+    (void)state;
+    harness_start("{}", claim_cluster("  - {name: old, volumes: [" GCE("pd-1", RW) ", " CLAIM(
+                                          "data") "]}\n"
+                                      "  - {name: new, volumes: [" CLAIM("data") ", " GCE(
+                                          "pd-1", RW) "]}\n"));
+    assert_int_equal(kc_harness_assume(harness, "old", "node-a"), 0);
+    harness_expect_status("assumed", kc_harness_filter(harness, "new", "node-a"),
+                          KC_UNSCHEDULABLE);
+    assert_int_equal(kc_harness_forget(harness, "old"), 0);
+    harness_expect_status("forgotten", kc_harness_filter(harness, "new", "node-a"), KC_SUCCESS);
+    assert_string_equal(kc_harness_message(harness), "");
+}
+
+/* An assumed pod (Reserve of an earlier cycle) holds its claim like a bound one. */
+static void an_assumed_pod_holds_its_rwop_claim(void **state)
+{
+    (void)state;
+    harness_start("{}", claim_cluster("  - {name: first, volumes: [" CLAIM("data") "]}\n"
+                                      "  - {name: second, volumes: [" CLAIM("data") "]}\n"));
+    harness_expect_status("free", kc_harness_filter(harness, "second", "node-a"), KC_SUCCESS);
+    assert_int_equal(kc_harness_assume(harness, "first", "node-b"), 0);
+    harness_expect_status("held", kc_harness_filter(harness, "second", "node-a"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), RWOP);
+}
+
+/* A pod nominated on a node (kube's AddPod in the view Filter gets) mounting an in-tree disk
+ * conflicts there, on top of the placed pods (one on node-b uses the claim); the node is free
+ * without it, in an evaluation and in preemption's what-if view alike. */
+static void a_nominated_pod_in_the_view_counts(void **state)
+{
+    (void)state;
+    harness_start("{}", claim_cluster("  - {name: old, nodeName: node-b, volumes: [" CLAIM(
+                                          "data") "]}\n"
+                                      "  - {name: nominated, volumes: [" GCE("pd-1", RW) "]}\n"
+                                      "  - {name: new, volumes: [" GCE("pd-1", RW) "]}\n"));
+    harness_expect_status("no nomination", kc_harness_filter(harness, "new", "node-a"),
+                          KC_SUCCESS);
+    static const char *const added[] = {"nominated", NULL};
+    harness_expect_status("view", kc_harness_what_if(harness, "new", "node-a", NULL, added),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), DISK);
+    harness_expect_status("view without it", kc_harness_what_if(harness, "new", "node-a", NULL,
+                                                                NULL),
+                          KC_SUCCESS);
+    assert_int_equal(kc_harness_nominate(harness, "nominated", "node-a"), 0);
+    harness_expect_status("nominated", kc_harness_filter(harness, "new", "node-a"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), DISK);
+    assert_int_equal(kc_harness_nominate(harness, "nominated", NULL), 0);
+    harness_expect_status("taken back", kc_harness_filter(harness, "new", "node-a"), KC_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         HARNESS_TEST(table),
         HARNESS_TEST(a_deleted_pod_releases_claim_and_disk),
         HARNESS_TEST(a_view_without_the_claim_holder_fits),
+        HARNESS_TEST(a_forgotten_pod_releases_claim_and_disk),
+        HARNESS_TEST(an_assumed_pod_holds_its_rwop_claim),
+        HARNESS_TEST(a_nominated_pod_in_the_view_counts),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

@@ -1147,6 +1147,8 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
         config_free(&h->cfg);
         return rc;
     }
+    /* a harness's Filter on threads (kc_harness_options.filter_threads, added in 1.2) */
+    h->sched.force_parallel = hello->capture_logs && hello->parallel_filter;
     h->open = true;
     h->plugin_count = (uint32_t)hello->n_plugins;
     index_plugins(h, hello);
@@ -1719,8 +1721,10 @@ static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
     uint32_t failed = UINT32_MAX, timeout_ms = 0;
     uint64_t waiting = 0;
     bool permit = phase == PHASE_PERMIT;
+    cycle->write_result = h->capture_logs && call->write_result < 0 ? call->write_result : 0;
     kc_status st = scheduler_phase(s, cycle, phase, node, &failed, permit ? &timeout_ms : NULL,
                                    permit ? &waiting : NULL);
+    cycle->write_result = 0;
     Kcycle__V1__PhaseReply *r = scratch_alloc(sc, sizeof(*r));
     if (r != NULL) {
         kcycle__v1__phase_reply__init(r);

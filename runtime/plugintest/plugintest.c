@@ -98,6 +98,18 @@ struct kc_harness {
     uint32_t permit_timeout_ms; /* the last phase call's Permit wait (KC_WAIT) */
     /* what plugins did to waiting pods: uid -> "ALLOWED REJECTED", and uid -> the last message */
     struct kv_list waiting_counts, waiting_messages;
+    /* Added in 1.2 (kc_harness_nominate, kc_harness_requeue_events): the pending pods
+     * nominated on nodes, sent with each evaluation; the plugin's requeue events from the
+     * hello */
+    struct pod **nominated_pods;
+    char **nominated_nodes;
+    uint32_t nomination_count;
+    uint32_t requeue_events;
+    int write_result; /* kc_harness_fail_writes: sent with each phase call */
+    /* kc_harness_assume's pods, by uid, until kc_harness_forget: a second assumption would fail
+     * in the host and leave its replica out of sync, so the harness refuses it first */
+    char **assumed;
+    uint32_t assumed_count;
 };
 
 static void set_error(kc_harness *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -367,6 +379,9 @@ static void keep_evaluation(kc_harness *h, const Kcycle__V1__EvaluateReply *e)
 static kc_status evaluate_as(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
                              uint32_t count, bool score, Kcycle__V1__HarnessGroupCycle *group);
 
+static int nominations_attach(kc_harness *h, const struct pod *pod, Kcycle__V1__Evaluate *ev);
+static void nominations_detach(Kcycle__V1__Evaluate *ev);
+
 static kc_status evaluate(kc_harness *h, const char *pod_ref, const uint32_t *candidates,
                           uint32_t count, bool score)
 {
@@ -392,11 +407,18 @@ static kc_status evaluate_as(kc_harness *h, const char *pod_ref, const uint32_t 
     ev.want = count;
     ev.score = score;
     ev.harness_group = group;
+    if (nominations_attach(h, pod, &ev) < 0) {
+        nominations_detach(&ev);
+        pod_proto_free(msg);
+        set_error(h, "the nominated pods cannot be sent: %s", strerror(errno));
+        return KC_ERROR;
+    }
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
     req.evaluate = &ev;
     Kcycle__V1__Reply *reply = call(h, &req);
     pod_proto_free(msg);
+    nominations_detach(&ev);
     if (reply == NULL)
         return KC_ERROR;
     kc_status st = KC_ERROR;
@@ -562,6 +584,7 @@ static kc_status call_phase(kc_harness *h, const char *pod_ref, Kcycle__V1__Phas
     pc.phase = phase;
     pc.pod_uid = pod->uid;
     pc.node = (char *)(node != NULL ? node : "");
+    pc.write_result = h->write_result;
     pc.harness_bind_result = h->bind_result;
     Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
     req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
@@ -998,6 +1021,8 @@ static bool queue_sort_left_out(const kc_harness_options *o, const char *name)
     return false;
 }
 
+static void set_filter_threads(Kcycle__V1__Hello *hello, const kc_harness_options *o);
+
 /* The hello: the plugins (the one under test first), and the whole cluster as the replica's
  * snapshot. */
 static int hello(kc_harness *h, const kc_harness_options *o, char *const *names, char *error,
@@ -1026,6 +1051,7 @@ static int hello(kc_harness *h, const kc_harness_options *o, char *const *names,
         hi.n_plugins = h->plugin_count;
         hi.parallelism = 1;
         hi.capture_logs = true;
+        set_filter_threads(&hi, o);
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
         req.hello = &hi;
@@ -1042,6 +1068,7 @@ static int hello(kc_harness *h, const kc_harness_options *o, char *const *names,
             rc = -EPROTO;
         } else {
             rc = hello_errors(h, reply->hello, error, error_size);
+            h->requeue_events = reply->hello->plugins[0]->requeue_events;
         }
     } else {
         snprintf(error, error_size, "the cluster cannot be sent: %s", strerror(-rc));
@@ -1123,6 +1150,8 @@ KC_API int kc_harness_delete_pod(kc_harness *h, const char *pod_ref)
     Kcycle__V1__Delta *list[] = {&delta};
     return sync_deltas(h, list, 1);
 }
+
+static void additions_free(kc_harness *h);
 
 KC_API int kc_harness_open(const kc_harness_options *o, kc_harness **out, char *error,
                            size_t error_size)
@@ -1210,6 +1239,7 @@ KC_API void kc_harness_close(kc_harness *h)
     forget_writes(h);
     kc_harness_clear_logs(h);
     free(h->logs);
+    additions_free(h);
     simfile_free(&h->spec);
     free(h);
 }
@@ -1251,80 +1281,6 @@ KC_API int kc_harness_set_clock(kc_harness *h, int64_t now_ms)
     control.set_clock = true;
     control.now_ms = now_ms;
     return sync_with(h, &control, NULL);
-}
-
-KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *node)
-{
-    struct pod *pod = find_pod(h, pod_ref);
-    if (pod == NULL || node_position(h, node) < 0)
-        return -ENOENT;
-    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
-    assume.pod = pod_to_proto(pod);
-    assume.node = (char *)node;
-    if (assume.pod == NULL) {
-        set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
-        return -ENOMEM;
-    }
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
-    delta.assume = &assume;
-    int rc = sync_with(h, NULL, &delta);
-    pod_proto_free(assume.pod);
-    return rc;
-}
-
-KC_API int kc_harness_forget(kc_harness *h, const char *pod_ref)
-{
-    struct pod *pod = find_pod(h, pod_ref);
-    if (pod == NULL)
-        return -ENOENT;
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
-    delta.forget = pod->uid;
-    return sync_with(h, NULL, &delta);
-}
-
-/* The latest object of kind named ref ("namespace/name" or "name") the cluster was given, or
- * NULL: the newest update's first, as find_pod. */
-static const struct sim_object *find_object(kc_harness *h, const char *kind, const char *ref)
-{
-    const char *slash = strchr(ref, '/');
-    size_t ns_len = slash != NULL ? (size_t)(slash - ref) : 0;
-    const char *name = slash != NULL ? slash + 1 : ref;
-    for (uint32_t u = h->update_count + 1; u > 0; u--) {
-        const struct sim_spec *spec = u > 1 ? &h->updates[u - 2] : &h->spec;
-        for (uint32_t i = spec->object_count; i > 0; i--) {
-            const struct sim_object *o = &spec->objects[i - 1];
-            const char *ns = o->namespace != NULL ? o->namespace : "";
-            if (strcmp(o->kind, kind) == 0 && strcmp(o->name, name) == 0 &&
-                strlen(ns) == ns_len && strncmp(ns, ref, ns_len) == 0)
-                return o;
-        }
-    }
-    return NULL;
-}
-
-KC_API int kc_harness_delete_object(kc_harness *h, const char *kind, const char *object)
-{
-    h->error[0] = '\0';
-    const struct sim_object *o =
-        kind != NULL && object != NULL ? find_object(h, kind, object) : NULL;
-    if (o == NULL) {
-        set_error(h, "no %s '%s' in the cluster", kind != NULL ? kind : "(null)",
-                  object != NULL ? object : "(null)");
-        return -ENOENT;
-    }
-    /* the delete carries the object as last seen, as the API's watch does */
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    delta.change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE;
-    delta.object_delete = custom_object_to_proto(o);
-    if (delta.object_delete == NULL) {
-        set_error(h, "%s %s cannot be sent: %s", kind, object, strerror(errno));
-        return -ENOMEM;
-    }
-    int rc = sync_with(h, NULL, &delta);
-    custom_object_proto_free(delta.object_delete);
-    return rc;
 }
 
 KC_API const char *kc_harness_cycle_string(kc_harness *h, const char *pod_ref, const char *key)
@@ -1569,3 +1525,326 @@ KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *h)
 }
 
 /* ---- end of hq's additions ---- */
+
+/* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, requeue
+ * events and PreFilter's Skip (docs/plugin-testing.md). Each goes through the plugin host
+ * protocol, so both isolation modes serve it alike. ---- */
+
+static int assumed_position(const kc_harness *h, const char *uid)
+{
+    for (uint32_t i = 0; i < h->assumed_count; i++)
+        if (strcmp(h->assumed[i], uid) == 0)
+            return (int)i;
+    return -1;
+}
+
+static void assumed_free(kc_harness *h)
+{
+    for (uint32_t i = 0; i < h->assumed_count; i++)
+        free(h->assumed[i]);
+    free(h->assumed);
+    h->assumed = NULL;
+    h->assumed_count = 0;
+}
+
+/* What the 1.2 additions keep: the nominations and the assumed pods. */
+static void additions_free(kc_harness *h)
+{
+    assumed_free(h);
+    for (uint32_t i = 0; i < h->nomination_count; i++)
+        free(h->nominated_nodes[i]);
+    free(h->nominated_nodes);
+    free(h->nominated_pods);
+    h->nominated_nodes = NULL;
+    h->nominated_pods = NULL;
+    h->nomination_count = 0;
+}
+
+/* The nominations that count for pod, as the scheduler picks them (preempt.c): not the pod
+ * itself, and of at least its priority. */
+static int nominations_attach(kc_harness *h, const struct pod *pod, Kcycle__V1__Evaluate *ev)
+{
+    ev->nominated = calloc(h->nomination_count + 1, sizeof(*ev->nominated));
+    if (ev->nominated == NULL)
+        return -1;
+    for (uint32_t i = 0; i < h->nomination_count; i++) {
+        const struct pod *other = h->nominated_pods[i];
+        if (other == pod || strcmp(other->uid, pod->uid) == 0 || other->priority < pod->priority)
+            continue;
+        Kcycle__V1__NominatedPod *n = malloc(sizeof(*n));
+        if (n == NULL)
+            return -1;
+        kcycle__v1__nominated_pod__init(n);
+        ev->nominated[ev->n_nominated++] = n;
+        n->node = h->nominated_nodes[i];
+        if ((n->pod = pod_to_proto(other)) == NULL)
+            return -1;
+    }
+    return 0;
+}
+
+static void nominations_detach(Kcycle__V1__Evaluate *ev)
+{
+    for (size_t i = 0; i < ev->n_nominated; i++) {
+        pod_proto_free(ev->nominated[i]->pod);
+        free(ev->nominated[i]);
+    }
+    free(ev->nominated);
+    ev->nominated = NULL;
+    ev->n_nominated = 0;
+}
+
+KC_API int kc_harness_nominate(kc_harness *h, const char *pod_ref, const char *node)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || (node != NULL && node_position(h, node) < 0))
+        return -ENOENT;
+    uint32_t i = 0;
+    while (i < h->nomination_count && h->nominated_pods[i] != pod)
+        i++;
+    if (i < h->nomination_count) { /* renominated or taken back: drop the old one */
+        free(h->nominated_nodes[i]);
+        h->nomination_count--;
+        memmove(&h->nominated_pods[i], &h->nominated_pods[i + 1],
+                (h->nomination_count - i) * sizeof(*h->nominated_pods));
+        memmove(&h->nominated_nodes[i], &h->nominated_nodes[i + 1],
+                (h->nomination_count - i) * sizeof(*h->nominated_nodes));
+    }
+    if (node == NULL)
+        return 0;
+    struct pod **pods =
+        realloc(h->nominated_pods, (h->nomination_count + 1) * sizeof(*h->nominated_pods));
+    if (pods == NULL)
+        return -ENOMEM;
+    h->nominated_pods = pods;
+    char **nodes =
+        realloc(h->nominated_nodes, (h->nomination_count + 1) * sizeof(*h->nominated_nodes));
+    if (nodes == NULL)
+        return -ENOMEM;
+    h->nominated_nodes = nodes;
+    if ((nodes[h->nomination_count] = strdup(node)) == NULL)
+        return -ENOMEM;
+    pods[h->nomination_count++] = pod;
+    return 0;
+}
+
+KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *node)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL || node == NULL || node_position(h, node) < 0)
+        return -ENOENT;
+    if (pod->node_name != NULL || assumed_position(h, pod->uid) >= 0) {
+        set_error(h, "pod %s is %s: only a pending pod is assumed, once until it is forgotten",
+                  pod_ref, pod->node_name != NULL ? "placed on a node" : "assumed already");
+        return -EEXIST;
+    }
+    char **grown = realloc(h->assumed, (h->assumed_count + 1) * sizeof(*h->assumed));
+    if (grown == NULL)
+        return -ENOMEM;
+    h->assumed = grown;
+    if ((h->assumed[h->assumed_count] = strdup(pod->uid)) == NULL)
+        return -ENOMEM;
+    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
+    assume.node = (char *)node;
+    if ((assume.pod = pod_to_proto(pod)) == NULL) {
+        set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
+        return -ENOMEM;
+    }
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
+    delta.assume = &assume;
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    pod_proto_free(assume.pod);
+    if (rc == 0)
+        h->assumed_count++;
+    else
+        free(h->assumed[h->assumed_count]);
+    return rc;
+}
+
+KC_API int kc_harness_forget(kc_harness *h, const char *pod_ref)
+{
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    if (pod == NULL)
+        return -ENOENT;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+    delta.forget = pod->uid;
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    int at = assumed_position(h, pod->uid);
+    if (rc == 0 && at >= 0) {
+        free(h->assumed[at]);
+        h->assumed[at] = h->assumed[--h->assumed_count];
+    }
+    return rc;
+}
+
+static const struct sim_object *find_object_in(const struct sim_spec *spec, const char *kind,
+                                               const char *ns, size_t ns_len, const char *name)
+{
+    for (uint32_t i = spec->object_count; i > 0; i--) {
+        const struct sim_object *o = &spec->objects[i - 1];
+        const char *ons = o->namespace != NULL ? o->namespace : "";
+        if (strcmp(o->kind, kind) == 0 && strcmp(o->name, name) == 0 &&
+            strlen(ons) == ns_len && strncmp(ons, ns, ns_len) == 0)
+            return o;
+    }
+    return NULL;
+}
+
+/* The object's latest content: the newest update's, else the cluster file's. */
+static const struct sim_object *find_object(kc_harness *h, const char *kind, const char *ref)
+{
+    const char *slash = strchr(ref, '/');
+    const char *ns = slash != NULL ? ref : "", *name = slash != NULL ? slash + 1 : ref;
+    size_t ns_len = slash != NULL ? (size_t)(slash - ref) : 0;
+    for (uint32_t u = h->update_count; u > 0; u--) {
+        const struct sim_object *o = find_object_in(&h->updates[u - 1], kind, ns, ns_len, name);
+        if (o != NULL)
+            return o;
+    }
+    return find_object_in(&h->spec, kind, ns, ns_len, name);
+}
+
+KC_API int kc_harness_delete_object(kc_harness *h, const char *kind, const char *object)
+{
+    h->error[0] = '\0';
+    const struct sim_object *o =
+        kind != NULL && object != NULL ? find_object(h, kind, object) : NULL;
+    if (o == NULL) {
+        set_error(h, "no %s '%s' in the cluster", kind != NULL ? kind : "(null)",
+                  object != NULL ? object : "(null)");
+        return -ENOENT;
+    }
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_OBJECT_DELETE;
+    if ((delta.object_delete = custom_object_to_proto(o)) == NULL) {
+        set_error(h, "the %s cannot be sent: %s", kind, strerror(errno));
+        return -ENOMEM;
+    }
+    Kcycle__V1__Delta *list[] = {&delta};
+    int rc = sync_deltas(h, list, 1);
+    custom_object_proto_free(delta.object_delete);
+    return rc;
+}
+
+/* Each of refs (NULL-terminated) as a pod of the cluster: the count, or -1 with h->error. */
+static int what_if_pods(kc_harness *h, const char *const *refs, struct pod **out, int max)
+{
+    int n = 0;
+    for (; refs != NULL && refs[n] != NULL; n++) {
+        if (n == max) {
+            set_error(h, "more than %d pods in a what-if view", max);
+            return -1;
+        }
+        if ((out[n] = find_pod(h, refs[n])) == NULL)
+            return -1;
+    }
+    return n;
+}
+
+static void keep_what_if(kc_harness *h, const Kcycle__V1__WhatIfVerdict *v)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < v->n_reasons; i++) {
+        used += (size_t)snprintf(h->message + used,
+                                 used < sizeof(h->message) ? sizeof(h->message) - used : 0,
+                                 "%s%s", i > 0 ? "; " : "", v->reasons[i]);
+        if (used >= sizeof(h->message))
+            used = sizeof(h->message) - 1;
+    }
+}
+
+#define HARNESS_WHAT_IF_MAX 64
+
+KC_API kc_status kc_harness_what_if(kc_harness *h, const char *pod_ref, const char *node,
+                                    const char *const *removed, const char *const *added)
+{
+    h->message[0] = '\0';
+    h->error[0] = '\0';
+    struct pod *pod = find_pod(h, pod_ref);
+    int index = pod != NULL ? node_position(h, node) : -1;
+    struct pod *gone[HARNESS_WHAT_IF_MAX], *more[HARNESS_WHAT_IF_MAX];
+    int gone_count = index >= 0 ? what_if_pods(h, removed, gone, HARNESS_WHAT_IF_MAX) : -1;
+    int more_count = gone_count >= 0 ? what_if_pods(h, added, more, HARNESS_WHAT_IF_MAX) : -1;
+    if (more_count < 0)
+        return KC_ERROR;
+    char *uids[HARNESS_WHAT_IF_MAX + 1];
+    uint32_t indices[HARNESS_WHAT_IF_MAX + 1];
+    Kcycle__V1__Pod *nominated[HARNESS_WHAT_IF_MAX + 1];
+    for (int i = 0; i < gone_count; i++)
+        uids[i] = gone[i]->uid;
+    int sent = 0;
+    for (; sent < more_count; sent++) {
+        indices[sent] = (uint32_t)sent;
+        if ((nominated[sent] = pod_to_proto(more[sent])) == NULL)
+            break;
+    }
+    Kcycle__V1__WhatIfNode item = KCYCLE__V1__WHAT_IF_NODE__INIT;
+    item.node = (uint32_t)index;
+    item.removed = uids;
+    item.n_removed = (size_t)gone_count;
+    item.added = indices;
+    item.n_added = (size_t)more_count;
+    Kcycle__V1__WhatIfNode *items[] = {&item};
+    Kcycle__V1__WhatIf wi = KCYCLE__V1__WHAT_IF__INIT;
+    wi.pod = pod_to_proto(pod);
+    wi.nodes = items;
+    wi.n_nodes = 1;
+    wi.nominated = nominated;
+    wi.n_nominated = (size_t)more_count;
+    kc_status st = KC_ERROR;
+    if (wi.pod == NULL || sent < more_count) {
+        set_error(h, "the what-if view cannot be sent: %s", strerror(errno));
+    } else {
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_WHAT_IF;
+        req.what_if = &wi;
+        Kcycle__V1__Reply *reply = call(h, &req);
+        if (reply != NULL && reply->result_case == KCYCLE__V1__REPLY__RESULT_WHAT_IF &&
+            reply->what_if->n_verdicts == 1) {
+            st = (kc_status)reply->what_if->verdicts[0]->status;
+            keep_what_if(h, reply->what_if->verdicts[0]);
+        } else if (reply != NULL) {
+            set_error(h, "the plugin host answered a what-if with something else");
+        }
+        if (reply != NULL)
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
+    pod_proto_free(wi.pod);
+    for (int i = 0; i < sent; i++)
+        pod_proto_free(nominated[i]);
+    return st;
+}
+
+KC_API uint32_t kc_harness_requeue_events(kc_harness *h)
+{
+    return h->requeue_events;
+}
+
+KC_API int kc_harness_fail_writes(kc_harness *h, int error)
+{
+    if (error > 0)
+        return -EINVAL;
+    h->write_result = error;
+    return 0;
+}
+
+/* kc_harness_options.filter_threads, read only when the caller's struct has it: the host's
+ * parallelism, and Filter on its threads in every evaluation. */
+static void set_filter_threads(Kcycle__V1__Hello *hello, const kc_harness_options *o)
+{
+    bool has = o->struct_size >=
+               offsetof(kc_harness_options, filter_threads) + sizeof(o->filter_threads);
+    if (!has || o->filter_threads <= 1)
+        return;
+    hello->parallelism = (int32_t)(o->filter_threads > 64 ? 64 : o->filter_threads);
+    hello->parallel_filter = true;
+}
+
+/* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */

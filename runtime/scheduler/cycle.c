@@ -130,6 +130,8 @@ int cycle_write_object(kc_cycle *cycle, const char *kind, const char *namespace_
     if (cycle == NULL || kind == NULL || kind[0] == '\0' || name == NULL || name[0] == '\0' ||
         merge_patch_json == NULL)
         return -EINVAL;
+    if (cycle->write_result < 0) /* a harness's failing write (kc_harness_fail_writes) */
+        return cycle->write_result;
     struct object_write *grown =
         realloc(cycle->writes, (cycle->write_count + 1) * sizeof(*cycle->writes));
     if (grown == NULL)

@@ -150,6 +150,9 @@ struct kc_cycle {
     /* the plugins (framework index bits) whose PreScore skipped this attempt: a test harness
      * reads them (plugin-host/host.c) */
     uint64_t score_skip;
+    /* Added in 1.2 for the plugin test harness (PhaseCall.write_result, kc_harness_fail_writes):
+     * a negative errno kc_cycle_write_object answers instead of recording the write; 0 here */
+    int write_result;
 };
 
 struct kc_waiting_pod {

@@ -401,6 +401,48 @@ static void pending_pods_reach_the_plugins_only_when_asked(void **state)
 
 /* ---- end of hq's block ---- */
 
+/* ---- Added in 1.2: nominated and assumed pods, object deletes, what-if views, failing
+ * writes. What they cannot do is an error with its reason, never a plugin's verdict. ---- */
+static void the_1_2_additions_refuse_what_they_cannot_do(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    assert_int_equal(kc_harness_nominate(harness, "nobody", "cpu"), -2);
+    assert_string_equal(kc_harness_error(harness), "no pod 'nobody' in the cluster");
+    assert_int_equal(kc_harness_nominate(harness, "ml/trainer", "gone"), -2);
+    assert_string_equal(kc_harness_error(harness), "no node 'gone' in the cluster");
+    assert_int_equal(kc_harness_nominate(harness, "ml/trainer", NULL), 0); /* none to take back */
+    assert_int_equal(kc_harness_assume(harness, "nobody", "cpu"), -2);
+    assert_int_equal(kc_harness_forget(harness, "nobody"), -2);
+    assert_int_equal(kc_harness_forget(harness, "ml/trainer"), 0); /* not assumed: nothing */
+    /* a pod assumed twice, or one the cluster placed: refused before the host would fail */
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-small"), 0);
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-small"), -17);
+    assert_non_null(strstr(kc_harness_error(harness), "assumed already"));
+    assert_int_equal(kc_harness_assume(harness, "running", "cpu"), -17);
+    assert_non_null(strstr(kc_harness_error(harness), "placed on a node"));
+    assert_int_equal(kc_harness_forget(harness, "ml/trainer"), 0);
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-big"), 0);
+    assert_int_equal(kc_harness_delete_object(harness, "Secret", "ns/none"), -2);
+    assert_string_equal(kc_harness_error(harness), "no Secret 'ns/none' in the cluster");
+    assert_int_equal(kc_harness_fail_writes(harness, 5), -22);
+    /* a what-if view that takes off a pod the node does not hold */
+    static const char *const elsewhere[] = {"running", NULL};
+    harness_expect_status("not there",
+                          kc_harness_what_if(harness, "ml/trainer", "cpu", elsewhere, NULL),
+                          KC_ERROR);
+    if (strstr(kc_harness_error(harness), "does not count on node cpu") == NULL)
+        fail_msg("%s: error \"%s\"", harness_mode_name(), kc_harness_error(harness));
+    harness_expect_status("unknown", kc_harness_what_if(harness, "ml/trainer", "gone", NULL, NULL),
+                          KC_ERROR);
+    assert_string_equal(kc_harness_error(harness), "no node 'gone' in the cluster");
+    /* and a good one: the plugin's verdict, with its reason */
+    harness_expect_status("view", kc_harness_what_if(harness, "ml/trainer", "cpu", NULL, NULL),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), "node(s) lack the pool label");
+    assert_string_equal(kc_harness_error(harness), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +460,7 @@ int main(void)
         HARNESS_TEST(the_clock_and_a_cycle_string_are_the_tests),
         HARNESS_TEST(assume_forget_and_deletes_come_one_at_a_time),
         HARNESS_TEST(pending_pods_reach_the_plugins_only_when_asked),
+        HARNESS_TEST(the_1_2_additions_refuse_what_they_cannot_do),
     };
     return HARNESS_RUN_BOTH_MODES(tests);
 }

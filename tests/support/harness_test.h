@@ -18,26 +18,36 @@ static inline const char *harness_mode_name(void)
     return harness_mode == KC_HARNESS_PROCESS ? "process" : "in-process";
 }
 
-/* Close the running harness, if any, and open one with args over the cluster (simulation file
- * YAML), with the plugins of more (a NULL-terminated list of .so paths, or NULL) loaded beside
- * the one under test; a failure fails the test with the harness's reason. */
-static inline kc_harness *harness_start_with(const char *args, const char *cluster_yaml,
-                                             const char *const *more)
+/* Close the running harness, if any, and open the plugin under test in the current mode with
+ * the rest of o; a failure fails the test with the harness's reason. */
+static inline kc_harness *harness_start_options(kc_harness_options o)
 {
     kc_harness_close(harness);
     harness = NULL;
     char error[1024] = "";
-    kc_harness_options o = {
-        .struct_size = sizeof(o),
-        .mode = harness_mode,
-        .plugin = KC_PLUGIN_PATH,
-        .args_json = args,
-        .cluster_yaml = cluster_yaml,
-        .more_plugins = more,
-    };
+    o.struct_size = sizeof(o);
+    o.mode = harness_mode;
+    o.plugin = KC_PLUGIN_PATH;
     if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
         fail_msg("%s: %s", harness_mode_name(), error);
     return harness;
+}
+
+/* With args over the cluster (simulation file YAML), with the plugins of more (a
+ * NULL-terminated list of .so paths, or NULL) loaded beside the one under test. */
+static inline kc_harness *harness_start_with(const char *args, const char *cluster_yaml,
+                                             const char *const *more)
+{
+    return harness_start_options((kc_harness_options){
+        .args_json = args, .cluster_yaml = cluster_yaml, .more_plugins = more});
+}
+
+/* The same with Filter on threads threads at once (kc_harness_options.filter_threads). */
+static inline kc_harness *harness_start_threads(const char *args, const char *cluster_yaml,
+                                                uint32_t threads)
+{
+    return harness_start_options((kc_harness_options){
+        .args_json = args, .cluster_yaml = cluster_yaml, .filter_threads = threads});
 }
 
 static inline kc_harness *harness_start(const char *args, const char *cluster_yaml)
@@ -183,6 +193,20 @@ static inline void harness_yaml_object(char *buf, size_t size, const char *quote
         if (*c == '\'')
             *c = '"';
     harness_append(buf, size, "  - %s\n", json);
+}
+
+/* Filter each of pods (count of them) on node: status want, with one reason that contains
+ * text (a plugin's refusal of what it cannot parse, say). */
+static inline void harness_expect_each_refused(const char *const *pods, size_t count,
+                                               const char *node, kc_status want, const char *text)
+{
+    for (size_t i = 0; i < count; i++) {
+        harness_expect_status(pods[i], kc_harness_filter(harness, pods[i], node), want);
+        const char *message = kc_harness_message(harness);
+        if (strstr(message, text) == NULL || strstr(message, "; ") != NULL)
+            fail_msg("%s (%s): reason \"%s\", want one reason with \"%s\"", pods[i],
+                     harness_mode_name(), message, text);
+    }
 }
 
 #define HARNESS_TEST(name) cmocka_unit_test_teardown(name, harness_teardown)

@@ -63,6 +63,11 @@ typedef struct kc_harness_options {
      * the scheduler's configuration: e.g. coscheduling declaring groups beside a plugin that
      * sorts the queue. A NULL-terminated list, or NULL. */
     const char *const *queue_sort_off;
+    /* Added in 1.2: run Filter on this many threads at once in every evaluation, as the
+     * scheduler's parallelism does over a large cluster, so that a test sees the plugin's
+     * Filter called concurrently for one cycle (0 or 1: one thread). Read only when
+     * struct_size covers it. */
+    uint32_t filter_threads;
 } kc_harness_options;
 
 typedef struct kc_harness kc_harness;
@@ -226,20 +231,6 @@ KC_API const char *kc_harness_error(kc_harness *harness);
  * says now_ms, until the next call; before the first call it is the monotonic clock. The
  * events of later updates happen at that time. 0, or a negative errno with kc_harness_error(). */
 KC_API int kc_harness_set_clock(kc_harness *harness, int64_t now_ms);
-/* Added in 1.2. Assume pod (one a test evaluates) on node as the scheduler's cache does after
- * Reserve: the plugin hears POD_ASSUME and the pod counts on the node until
- * kc_harness_forget, or until an update brings it with a nodeName (bound). The pod's open
- * cycle stays open. 0, or a negative errno with kc_harness_error() (an unknown pod or node, a
- * pod already assumed). */
-KC_API int kc_harness_assume(kc_harness *harness, const char *pod, const char *node);
-/* Added in 1.2. Forget an assumed pod as the scheduler does when its binding fails: the plugin
- * hears POD_FORGET and the pod's cycle ends. 0 (also for a pod not assumed: nothing happens),
- * or a negative errno with kc_harness_error(). */
-KC_API int kc_harness_forget(kc_harness *harness, const char *pod);
-/* Added in 1.2. Delete a custom object of kind ("namespace/name", or "name" for a
- * cluster-scoped kind): the plugin hears OBJECT_DELETE. 0, or a negative errno with
- * kc_harness_error(). */
-KC_API int kc_harness_delete_object(kc_harness *harness, const char *kind, const char *object);
 /* Added in 1.2. The data the pod's open cycle holds under key, read as a NUL-terminated
  * string (a contract between plugins, such as numaalign's "kcycle.io/numa-zones" that gpushare
  * reads), or NULL when the cycle does not hold key (or the pod has no open cycle). Only for
@@ -256,6 +247,45 @@ KC_API int kc_harness_pre_score_skipped(kc_harness *harness);
  * before its nodes: the plugin hears of bound pods before their node (a node it does not know
  * yet), as after a restart when the pods' list arrives before the nodes'. */
 KC_API int kc_harness_update_pods_first(kc_harness *harness, const char *cluster_yaml);
+
+/* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, the
+ * plugin's requeue events and PreFilter's Skip (docs/plugin-testing.md) ---- */
+
+/* Count pod (a pending pod of the cluster, "namespace/name") as nominated on node in the
+ * evaluations that follow (kc_harness_filter, kc_harness_evaluate), as the scheduler counts a
+ * pod an earlier preemption nominated there: only for a pod evaluated that is not it and
+ * whose priority is at most the nominated pod's, and Filter runs on that node with it counted
+ * and, when that passes, without it. node NULL takes the nomination back. The plugin hears of
+ * no event. 0; -ENOENT (-2) for a pod or node the harness does not know. Added in 1.2. */
+KC_API int kc_harness_nominate(kc_harness *harness, const char *pod, const char *node);
+/* Assume pod (a pending pod of the cluster) on node as the scheduler's cache does after
+ * Reserve (the plugin gets KC_EVENT_POD_ASSUME and the pod counts on the node), or forget an
+ * assumed pod (KC_EVENT_POD_FORGET: it counts no more). 0; -ENOENT (-2) for a pod or node the
+ * harness does not know; -EEXIST (-17) for a pod placed by the cluster or assumed and not
+ * forgotten; -EIO (-5) when the host failed: see kc_harness_error(). Added in 1.2. */
+KC_API int kc_harness_assume(kc_harness *harness, const char *pod, const char *node);
+KC_API int kc_harness_forget(kc_harness *harness, const char *pod);
+/* Delete a custom object of the cluster (KC_EVENT_OBJECT_DELETE with the object's latest
+ * content): object is "namespace/name", or "name" for a cluster-scoped kind. 0; -ENOENT (-2)
+ * when no cluster file or update held it; -EIO (-5) when the host failed. Added in 1.2. */
+KC_API int kc_harness_delete_object(kc_harness *harness, const char *kind, const char *object);
+/* Preemption's what-if Filter (kc_filter_what_if) for pod on a view of node: the pods of
+ * removed (placed pods, "namespace/name", NULL-terminated, or NULL) taken off it and the
+ * pending pods of added (likewise) counted on it. It reuses the PreFilter state of the pod's
+ * last evaluation (or runs PreFilter when there was none). The Filter plugins' status, with
+ * kc_harness_message() the refusing plugin's reasons joined with "; "; KC_ERROR with
+ * kc_harness_error() set when the call could not be made. Added in 1.2. */
+KC_API kc_status kc_harness_what_if(kc_harness *harness, const char *pod, const char *node,
+                                    const char *const *removed, const char *const *added);
+/* The plugin under test's requeue_events (KC_EVENT_MASK bits), as its host reported them at
+ * open. Added in 1.2. */
+KC_API uint32_t kc_harness_requeue_events(kc_harness *harness);
+/* Make kc_cycle_write_object answer error (a negative errno, e.g. -EIO) in the phase calls
+ * that follow, instead of recording the write, as a write the runtime cannot take would; 0
+ * records writes again. 0, or -EINVAL (-22) for a positive error. Added in 1.2. */
+KC_API int kc_harness_fail_writes(kc_harness *harness, int error);
+
+/* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */
 
 #ifdef __cplusplus
 }
