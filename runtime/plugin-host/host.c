@@ -526,9 +526,16 @@ static int object_event(struct plugin_host *h, kc_event_type type,
     int rc = custom_object_from_proto(msg, &object, err);
     if (rc < 0)
         return rc;
-    scheduler_object_event(&h->sched, type, object.kind, object.namespace, object.name,
-                           object.json);
+    /* a put is an add or an update as in the scheduler: the replica knows which */
+    if (type == KC_EVENT_OBJECT_DELETE)
+        rc = scheduler_object_event(&h->sched, type, object.kind, object.namespace, object.name,
+                                    object.json);
+    else
+        rc = scheduler_object_put(&h->sched, object.kind, object.namespace, object.name,
+                                  object.json);
     custom_object_clear(&object);
+    if (rc < 0)
+        return kc_error_set(err, rc, "object %s %s: %s", msg->kind, msg->name, kc_strerror(rc));
     if (type == KC_EVENT_OBJECT_ADD)
         h->objects_seen++;
     return 0;

@@ -731,12 +731,11 @@ static void apply_change(struct bridge_client *b, const Kcycle__V1__ClusterChang
         char key[1024];
         snprintf(key, sizeof(key), "%s/%s/%s", o.kind, o.namespace != NULL ? o.namespace : "",
                  o.name);
-        kc_event_type type = !put                                   ? KC_EVENT_OBJECT_DELETE
-                             : strmap_get(&s->objects, key) != NULL ? KC_EVENT_OBJECT_UPDATE
-                                                                    : KC_EVENT_OBJECT_ADD;
         if (put)
             seen_add(b, 'o', key, NULL);
-        rc = scheduler_object_event(s, type, o.kind, o.namespace, o.name, o.json);
+        rc = put ? scheduler_object_put(s, o.kind, o.namespace, o.name, o.json)
+                 : scheduler_object_event(s, KC_EVENT_OBJECT_DELETE, o.kind, o.namespace, o.name,
+                                          o.json);
         custom_object_clear(&o);
         break;
     }

@@ -195,6 +195,16 @@ int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *
     return 0;
 }
 
+int scheduler_object_put(struct scheduler *s, const char *kind, const char *namespace,
+                         const char *name, const char *json)
+{
+    char key[1024];
+    snprintf(key, sizeof(key), "%s/%s/%s", kind, namespace != NULL ? namespace : "", name);
+    kc_event_type type =
+        strmap_get(&s->objects, key) != NULL ? KC_EVENT_OBJECT_UPDATE : KC_EVENT_OBJECT_ADD;
+    return scheduler_object_event(s, type, kind, namespace, name, json);
+}
+
 int scheduler_node_add(struct scheduler *s, struct node *node)
 {
     bool exists = cache_node(&s->cache, node->name) != NULL;

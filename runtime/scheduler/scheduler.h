@@ -282,6 +282,11 @@ int scheduler_pod_update(struct scheduler *s, struct pod *pod);
 int scheduler_pod_delete(struct scheduler *s, const char *uid);
 int scheduler_object_event(struct scheduler *s, kc_event_type type, const char *kind,
                            const char *namespace, const char *name, const char *json);
+/* A custom object put (added or changed), as KC_EVENT_OBJECT_ADD when the scheduler does not
+ * have it yet and KC_EVENT_OBJECT_UPDATE when it does: the one place that tells the two apart
+ * for the bridge's changes and a plugin host's replica alike. */
+int scheduler_object_put(struct scheduler *s, const char *kind, const char *namespace,
+                         const char *name, const char *json);
 
 /* Run one scheduling cycle for the next active pod. Returns 1 if a pod was attempted, 0 if
  * the active queue was empty, or a negative code. */

@@ -320,9 +320,15 @@ static void assume_forget_and_deletes_come_one_at_a_time(void **state)
     assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_ASSUME trainer"));
     assert_int_equal(kc_harness_forget(harness, "ml/trainer"), 0);
     assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_FORGET trainer"));
+    /* an object the cluster has is updated, in a host as in process */
+    assert_int_equal(kc_harness_update(harness, "objects:\n  - {kind: Widget, apiVersion: "
+                                                "example.com/v1, metadata: {name: w, namespace: "
+                                                "ml, labels: {changed: yes}}}\n"),
+                     0);
+    assert_true(kc_harness_logged(harness, "DEBUG authoring: event OBJECT_UPDATE w"));
     assert_int_equal(kc_harness_delete_object(harness, "Widget", "ml/w"), 0);
     assert_true(kc_harness_logged(harness, "DEBUG authoring: event OBJECT_DELETE w"));
-    assert_int_equal(kc_harness_log_count(harness), 3);
+    assert_int_equal(kc_harness_log_count(harness), 4);
     /* what the harness does not know is an error, not an event */
     assert_int_equal(kc_harness_delete_object(harness, "Widget", "ml/other"), -2);
     assert_int_equal(kc_harness_assume(harness, "ml/nobody", "gpu-small"), -2);
