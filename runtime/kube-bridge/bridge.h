@@ -134,7 +134,7 @@ struct bridge {
     size_t out_bytes;
     bool session_active;           /* the scheduler asked (hello) and got its sync */
     bool hello_pending;            /* asked before the first lists were done */
-    int64_t hello_ms;              /* monotonic: the last hello */
+    int64_t hello_ms;              /* monotonic: the first hello before the first sync, then the last */
     int64_t lists_done_ms;         /* monotonic: the required lists were first all done; 0 before */
     _Atomic int64_t first_sync_ms; /* monotonic; 0 before */
     uint64_t session;

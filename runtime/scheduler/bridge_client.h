@@ -80,7 +80,8 @@ struct bridge_client {
     uint64_t next_bind_id; /* random high half: unique across restarts */
     uint64_t session;      /* sent with the last hello; other messages are stale */
     int64_t hello_sent_ms; /* when the last hello left, until a message of its session came */
-    bool hello_repeated;   /* said again on this connection (warned once) */
+    int64_t hello_first_ms; /* the first hello of this connection */
+    bool hello_warned;      /* unanswered for HELLO_WARN_MS on this connection: warned once */
     struct strmap binds;   /* uid -> struct bridge_bind: the answer we wait for */
     int64_t next_expiry_check_ms;
     _Atomic int64_t last_loop_ms; /* for the liveness probe */
