@@ -932,6 +932,27 @@ static bool no_filter_runs(const struct kc_cycle *cycle, uint64_t skip)
     return true;
 }
 
+/* The cost of Filter per node on one thread, from the wall clock of attempts that ran it
+ * alone. A sample can only be too high (the thread lost its core mid-attempt, which on a
+ * loaded machine is most minutes), never too low, so the estimate is the least sample of each
+ * FILTER_COST_WINDOW, smoothed: a smoothed mean of every sample crept up under load until the
+ * threads took over, and on two busy cores their handoffs cost more than they save
+ * (docs/benchmarks.md, "Threads for Filter"). A steady cost still gets through: every sample
+ * of a window shows it. */
+#define FILTER_COST_WINDOW 4
+
+static void filter_cost_sample(struct scheduler *s, int64_t per_node)
+{
+    if (s->filter_cost_samples == 0 || per_node < s->filter_cost_least)
+        s->filter_cost_least = per_node;
+    if (++s->filter_cost_samples < FILTER_COST_WINDOW)
+        return;
+    s->filter_cost_samples = 0;
+    s->filter_ns_per_node = s->filter_ns_per_node == 0
+                                ? s->filter_cost_least
+                                : (s->filter_ns_per_node + s->filter_cost_least) / 2;
+}
+
 /* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
  * (the cycle's message says which). */
 static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip,
@@ -1004,15 +1025,8 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
             processed = k + 1;
     }
     *processed_out = processed;
-    if (done > 0 && !parallel) {
-        /* cost of Filter per node on one thread, smoothed; one slow sample (the thread was
-         * preempted) may at most double the estimate, a steady cost still gets through */
-        int64_t per_node = elapsed / done;
-        int64_t ceiling = s->filter_ns_per_node * 2 + 50;
-        if (per_node > ceiling)
-            per_node = ceiling;
-        s->filter_ns_per_node = (s->filter_ns_per_node * 7 + per_node) / 8;
-    }
+    if (done > 0 && !parallel)
+        filter_cost_sample(s, elapsed / done);
     return found;
 }
 
