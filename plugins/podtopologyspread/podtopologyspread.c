@@ -576,13 +576,14 @@ static bool node_ignored(const struct spread_state *s, uint32_t index)
 }
 
 /* kube's topologyNormalizingWeight per constraint: log(domains among the scored nodes + 2);
- * for hostname the number of scored nodes. */
-static int normalizing_weights(const struct spread_state *s, const kc_node *const *nodes,
-                               uint32_t count, double *weights)
+ * for hostname the number of scored nodes. index: the scored nodes' indices; ignored: by
+ * position, node_ignored's answer. */
+static int normalizing_weights(const struct spread_state *s, const uint32_t *index,
+                               const uint8_t *ignored, uint32_t count, double *weights)
 {
     uint32_t kept = 0;
     for (uint32_t n = 0; n < count; n++)
-        kept += !node_ignored(s, kc_node_index(nodes[n]));
+        kept += !ignored[n];
     for (uint32_t i = 0; i < s->count; i++) {
         const struct constraint_state *cs = &s->items[i];
         uint32_t size = kept;
@@ -593,10 +594,9 @@ static int normalizing_weights(const struct spread_state *s, const kc_node *cons
             size = 0;
             bool keyless = false;
             for (uint32_t n = 0; n < count; n++) {
-                uint32_t index = kc_node_index(nodes[n]);
-                if (node_ignored(s, index))
+                if (ignored[n])
                     continue;
-                int32_t d = cs->domain_of_node[index];
+                int32_t d = cs->domain_of_node[index[n]];
                 if (d < 0) {
                     keyless = true; /* System defaults: kube counts "" as one more value */
                     continue;
@@ -612,6 +612,43 @@ static int normalizing_weights(const struct spread_state *s, const kc_node *cons
     return 0;
 }
 
+/* llround (halves away from zero) without the call, for the raw scores here, which are never
+ * negative: truncation is the floor, and x - floor(x) is exact for a double. */
+static inline int64_t round_raw(double x)
+{
+    if (!(x >= 0.0 && x < 9.0e18))
+        return llround(x);
+    int64_t whole = (int64_t)x;
+    return whole + (x - (double)whole >= 0.5);
+}
+
+/* One raw score per node (kube's Score), -1 for an ignored node; the extremes over the rest. */
+static void raw_scores(const struct spread_state *s, const uint32_t *index, const uint8_t *ignored,
+                       uint32_t count, const double *weights, int64_t *scores,
+                       int64_t *min_score, int64_t *max_score)
+{
+    for (uint32_t n = 0; n < count; n++) {
+        if (ignored[n]) {
+            scores[n] = -1;
+            continue;
+        }
+        double raw = 0;
+        for (uint32_t i = 0; i < s->count; i++) {
+            const struct constraint_state *cs = &s->items[i];
+            int32_t domain = cs->domain_of_node[index[n]];
+            if (domain < 0)
+                continue; /* System defaults: the node lacks this key */
+            int64_t pods = cs->node_pods != NULL ? cs->node_pods[index[n]] : cs->count[domain];
+            raw += (double)pods * weights[i] + (double)(cs->c.max_skew - 1);
+        }
+        scores[n] = round_raw(raw);
+        if (scores[n] < *min_score)
+            *min_score = scores[n];
+        if (scores[n] > *max_score)
+            *max_score = scores[n];
+    }
+}
+
 static kc_status spread_normalize_score(void *self, kc_cycle *cycle, const kc_pod *pod,
                                         const kc_node *const *nodes, int64_t *scores,
                                         uint32_t count)
@@ -621,34 +658,29 @@ static kc_status spread_normalize_score(void *self, kc_cycle *cycle, const kc_po
     const struct spread_state *s = kc_cycle_get(cycle, SCORE_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS;
+    /* each node's index and whether it is ignored, once: both passes below read them */
     double *weights = calloc(s->count, sizeof(*weights));
-    if (weights == NULL || normalizing_weights(s, nodes, count, weights) != 0) {
+    uint32_t *index = malloc((count > 0 ? count : 1) * sizeof(*index));
+    uint8_t *ignored = malloc(count > 0 ? count : 1);
+    if (weights == NULL || index == NULL || ignored == NULL) {
         free(weights);
+        free(index);
+        free(ignored);
         return KC_ERROR;
     }
-    int64_t min_score = INT64_MAX, max_score = 0;
     for (uint32_t n = 0; n < count; n++) {
-        uint32_t index = kc_node_index(nodes[n]);
-        if (node_ignored(s, index)) {
-            scores[n] = -1;
-            continue;
-        }
-        double raw = 0;
-        for (uint32_t i = 0; i < s->count; i++) {
-            const struct constraint_state *cs = &s->items[i];
-            if (cs->domain_of_node[index] < 0)
-                continue; /* System defaults: the node lacks this key */
-            int64_t pods = cs->node_pods != NULL ? cs->node_pods[index]
-                                                 : cs->count[cs->domain_of_node[index]];
-            raw += (double)pods * weights[i] + (double)(cs->c.max_skew - 1);
-        }
-        scores[n] = llround(raw);
-        if (scores[n] < min_score)
-            min_score = scores[n];
-        if (scores[n] > max_score)
-            max_score = scores[n];
+        index[n] = kc_node_index(nodes[n]);
+        ignored[n] = node_ignored(s, index[n]);
     }
+    int64_t min_score = INT64_MAX, max_score = 0;
+    int rc = normalizing_weights(s, index, ignored, count, weights);
+    if (rc == 0)
+        raw_scores(s, index, ignored, count, weights, scores, &min_score, &max_score);
     free(weights);
+    free(index);
+    free(ignored);
+    if (rc != 0)
+        return KC_ERROR;
     for (uint32_t n = 0; n < count; n++) {
         if (scores[n] < 0)
             scores[n] = 0;
