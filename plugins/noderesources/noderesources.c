@@ -835,28 +835,36 @@ static int64_t cpu_memory_score(const struct plugin *plugin, const struct score_
     kc_node_usage usage;
     usage.struct_size = sizeof(usage);
     kc_node_get_usage(node, &usage);
-    const int64_t allocatable[2] = {usage.cpu_allocatable, usage.memory_allocatable};
-    const int64_t nonzero[2] = {usage.cpu_nonzero_requested, usage.memory_nonzero_requested};
-    const int64_t actual[2] = {usage.cpu_requested, usage.memory_requested};
+    /* Scalars, one resource after the other: gathering the struct's members into arrays made
+     * the compiler load them in 16-byte pairs, which the host's 8-byte stores cannot forward
+     * (a stall per load that cost more time than the host calls it saved). */
     int64_t node_score = 0;
     int64_t weight_sum = 0;
-    for (uint32_t i = 0; i < 2; i++) {
-        if (allocatable[i] <= 0)
-            continue;
-        int64_t requested = nonzero[i] + requests->strategy[i];
-        node_score += least_requested_score(requested, allocatable[i]) * plugin->scoring[i].weight;
-        weight_sum += plugin->scoring[i].weight;
+    if (usage.cpu_allocatable > 0) {
+        int64_t requested = usage.cpu_nonzero_requested + requests->strategy[0];
+        node_score += least_requested_score(requested, usage.cpu_allocatable) *
+                      plugin->scoring[0].weight;
+        weight_sum += plugin->scoring[0].weight;
+    }
+    if (usage.memory_allocatable > 0) {
+        int64_t requested = usage.memory_nonzero_requested + requests->strategy[1];
+        node_score += least_requested_score(requested, usage.memory_allocatable) *
+                      plugin->scoring[1].weight;
+        weight_sum += plugin->scoring[1].weight;
     }
     int64_t value = weight_sum == 0 ? 0 : node_score / weight_sum;
     if (!plugin->balanced_enabled || requests->balanced_best_effort)
         return value;
     double fractions[2];
     uint32_t count = 0;
-    for (uint32_t i = 0; i < 2; i++) {
-        if (allocatable[i] <= 0)
-            continue;
-        int64_t requested = actual[i] + requests->balanced[i];
-        double fraction = (double)requested / (double)allocatable[i];
+    if (usage.cpu_allocatable > 0) {
+        double fraction = (double)(usage.cpu_requested + requests->balanced[0]) /
+                          (double)usage.cpu_allocatable;
+        fractions[count++] = fraction > 1.0 ? 1.0 : fraction;
+    }
+    if (usage.memory_allocatable > 0) {
+        double fraction = (double)(usage.memory_requested + requests->balanced[1]) /
+                          (double)usage.memory_allocatable;
         fractions[count++] = fraction > 1.0 ? 1.0 : fraction;
     }
     double deviation = count == 2 ? fabs((fractions[0] - fractions[1]) / 2.0) : 0.0;
