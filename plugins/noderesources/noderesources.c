@@ -71,6 +71,7 @@ struct plugin {
     struct name_list ignored_groups; /* extended resource prefixes ("example.com") */
     struct attempt_memo memo;        /* the state stored last (plugins/common/attempt_memo.h) */
     bool cpu_memory_only;            /* the default scoring: cpu_memory_score applies */
+    bool host_usage;                 /* the host answers kc_node_get_usage itself (1.2) */
 };
 
 struct fit_request {
@@ -475,6 +476,7 @@ static int noderesources_init(const kc_host_api *host, const char *args_json, vo
         return rc;
     }
     plugin->cpu_memory_only = scores_cpu_and_memory(plugin);
+    plugin->host_usage = KC_HOST_HAS(host, node_usage);
     *self = plugin;
     return 0;
 }
@@ -641,6 +643,18 @@ static kc_status noderesources_pre_filter(void *self, kc_cycle *cycle, const kc_
     return store_state(self, cycle, pod);
 }
 
+/* kc_node_get_usage, with its host check made once in init: the inline function's fallback
+ * makes it too large for the compiler to inline, and Filter and Score call it on every node. */
+static inline void read_usage(const struct plugin *plugin, const kc_node *node,
+                              kc_node_usage *usage)
+{
+    usage->struct_size = sizeof(*usage);
+    if (plugin->host_usage)
+        kc_host->node_usage(node, usage);
+    else
+        kc_node_get_usage(node, usage);
+}
+
 /* Filter -------------------------------------------------------------------------------- */
 
 /* Every failing reason is reported, once each, so the kube-style histogram counts them all.
@@ -659,8 +673,7 @@ static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod 
     bool unresolvable = false;
     /* the pods, cpu and memory figures in one host call: most pods ask for nothing else */
     kc_node_usage usage;
-    usage.struct_size = sizeof(usage);
-    kc_node_get_usage(node, &usage);
+    read_usage(plugin, node, &usage);
     if ((int64_t)usage.pod_count + 1 > usage.pods_allocatable) {
         kc_cycle_reject(cycle, REASON_TOO_MANY_PODS);
         failed = true;
@@ -833,8 +846,7 @@ static int64_t cpu_memory_score(const struct plugin *plugin, const struct score_
                                 const kc_node *node)
 {
     kc_node_usage usage;
-    usage.struct_size = sizeof(usage);
-    kc_node_get_usage(node, &usage);
+    read_usage(plugin, node, &usage);
     /* Scalars, one resource after the other: gathering the struct's members into arrays made
      * the compiler load them in 16-byte pairs, which the host's 8-byte stores cannot forward
      * (a stall per load that cost more time than the host calls it saved). */
