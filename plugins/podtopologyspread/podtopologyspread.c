@@ -41,6 +41,7 @@ struct plugin {
     struct spread_defaults defaults; /* cluster default constraints (args) */
     struct attempt_memo filter_memo; /* Filter's state stored last (attempt_memo.h) */
     struct spread_parse_cache parsed[2]; /* by enum spread_action */
+    bool host_delta; /* the host answers kc_filter_delta_pod (1.2): checked once, in init */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -338,6 +339,7 @@ static int spread_init(const kc_host_api *host, const char *args_json, void **se
         free(p);
         return -ENOMEM;
     }
+    p->host_delta = KC_HOST_HAS(host, filter_delta_pod);
     *self = p;
     return 0;
 }
@@ -462,10 +464,11 @@ static int64_t delta_matching(kc_cycle *cycle, const kc_pod *pod, const kc_node 
     return n;
 }
 
-static bool delta_present(kc_cycle *cycle, const kc_node *node)
+/* Asked on every node Filter visits: the host table is read directly, its check made in init. */
+static bool delta_present(const struct plugin *p, kc_cycle *cycle, const kc_node *node)
 {
-    return kc_filter_delta_pod(cycle, node, 1, 0) != NULL ||
-           kc_filter_delta_pod(cycle, node, 0, 0) != NULL;
+    return p->host_delta && (kc_host->filter_delta_pod(cycle, node, 1, 0) != NULL ||
+                             kc_host->filter_delta_pod(cycle, node, 0, 0) != NULL);
 }
 
 /* The global minimum with domain's count replaced by count: O(domains), what-if only. */
@@ -513,7 +516,7 @@ static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, c
         kc_cycle_reject(cycle, REASON_LABEL);
         return KC_UNRESOLVABLE;
     }
-    bool delta = delta_present(cycle, node);
+    bool delta = delta_present(p, cycle, node);
     for (uint32_t i = 0; i < s->count; i++) {
         const struct constraint_state *cs = &s->items[i];
         int32_t domain = cs->domain_of_node[index];
