@@ -1018,7 +1018,7 @@ static bool no_filter_runs(const struct kc_cycle *cycle, uint64_t skip)
  * of a window shows it. */
 #define FILTER_COST_WINDOW 4
 
-static void filter_cost_sample(struct scheduler *s, int64_t per_node)
+void scheduler_filter_cost_sample(struct scheduler *s, int64_t per_node)
 {
     if (s->filter_cost_samples == 0 || per_node < s->filter_cost_least)
         s->filter_cost_least = per_node;
@@ -1092,7 +1092,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     if (!parallel) {
         *processed_out = visited;
         if (visited > 0)
-            filter_cost_sample(s, elapsed / visited);
+            scheduler_filter_cost_sample(s, elapsed / visited);
         return found;
     }
     /* the finished chunks are a prefix: collect the first `want` feasible nodes in order */
