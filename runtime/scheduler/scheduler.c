@@ -1126,15 +1126,17 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
         /* one observation per plugin over all the nodes, not one per node as kube: two clock
          * reads and an observation per node cost several percent of the attempt here */
         int64_t started = sched_metrics_clock(s);
+        /* the crash record names the plugin for the whole loop: between its calls only the
+         * loop's own stores and prefetches run */
+        crash_enter(p->name, "Score");
         for (uint32_t i = 0; i < found; i++) {
             if (i + NODE_PREFETCH_AHEAD < found)
                 prefetch_node(s->feasible[i + NODE_PREFETCH_AHEAD]);
             scores[i] = 0;
-            crash_enter(p->name, "Score");
             kc_status st = p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i],
                                         &scores[i]);
-            crash_leave();
             if (st != KC_SUCCESS) {
+                crash_leave();
                 sched_metrics_plugin(s, p, PHASE_SCORE, st, started);
                 char *message = text_format("plugin %s failed in Score", p->name);
                 cycle_fail(cycle, message != NULL ? message : "Score failed");
@@ -1142,6 +1144,7 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
                 return -1;
             }
         }
+        crash_leave();
         sched_metrics_plugin(s, p, PHASE_SCORE, KC_SUCCESS, started);
         crash_enter(p->name, "NormalizeScore");
         kc_status normalized =
