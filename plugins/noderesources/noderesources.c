@@ -71,6 +71,7 @@ struct plugin {
     struct name_list ignored_groups; /* extended resource prefixes ("example.com") */
     struct attempt_memo memo;        /* the state stored last (plugins/common/attempt_memo.h) */
     bool cpu_memory_only;            /* the default scoring: cpu_memory_score applies */
+    bool host_usage;                 /* the host answers kc_node_get_usage itself (1.2) */
 };
 
 struct fit_request {
@@ -475,6 +476,7 @@ static int noderesources_init(const kc_host_api *host, const char *args_json, vo
         return rc;
     }
     plugin->cpu_memory_only = scores_cpu_and_memory(plugin);
+    plugin->host_usage = KC_HOST_HAS(host, node_usage);
     *self = plugin;
     return 0;
 }
@@ -641,6 +643,18 @@ static kc_status noderesources_pre_filter(void *self, kc_cycle *cycle, const kc_
     return store_state(self, cycle, pod);
 }
 
+/* kc_node_get_usage, with its host check made once in init: the inline function's fallback
+ * makes it too large for the compiler to inline, and Filter and Score call it on every node. */
+static inline void read_usage(const struct plugin *plugin, const kc_node *node,
+                              kc_node_usage *usage)
+{
+    usage->struct_size = sizeof(*usage);
+    if (plugin->host_usage)
+        kc_host->node_usage(node, usage);
+    else
+        kc_node_get_usage(node, usage);
+}
+
 /* Filter -------------------------------------------------------------------------------- */
 
 /* Every failing reason is reported, once each, so the kube-style histogram counts them all.
@@ -657,14 +671,27 @@ static kc_status noderesources_filter(void *self, kc_cycle *cycle, const kc_pod 
     }
     bool failed = false;
     bool unresolvable = false;
-    if ((int64_t)kc_node_pod_count(node) + 1 > kc_node_allocatable(node, KC_RESOURCE_PODS)) {
+    /* the pods, cpu and memory figures in one host call: most pods ask for nothing else */
+    kc_node_usage usage;
+    read_usage(plugin, node, &usage);
+    if ((int64_t)usage.pod_count + 1 > usage.pods_allocatable) {
         kc_cycle_reject(cycle, REASON_TOO_MANY_PODS);
         failed = true;
     }
     for (uint32_t i = 0; i < state->fit_count; i++) {
         const struct fit_request *request = &state->fit[i];
-        int64_t allocatable = kc_node_allocatable(node, request->id);
-        if (request->value <= allocatable - kc_node_requested(node, request->id))
+        int64_t allocatable, requested;
+        if (request->id == KC_RESOURCE_CPU) {
+            allocatable = usage.cpu_allocatable;
+            requested = usage.cpu_requested;
+        } else if (request->id == KC_RESOURCE_MEMORY) {
+            allocatable = usage.memory_allocatable;
+            requested = usage.memory_requested;
+        } else {
+            allocatable = kc_node_allocatable(node, request->id);
+            requested = kc_node_requested(node, request->id);
+        }
+        if (request->value <= allocatable - requested)
             continue;
         kc_cycle_reject(cycle, request->reason);
         failed = true;
@@ -813,33 +840,43 @@ static int64_t balanced_score(const struct plugin *plugin, const struct score_re
 }
 
 /* strategy_score and balanced_score under kube's default scoring (scores_cpu_and_memory), with
- * the same arithmetic in the same order: each node's cpu and memory allocatable read once,
- * six host calls per node instead of eight, on the path every default attempt takes. */
+ * the same arithmetic in the same order: each node's cpu and memory figures read in one host
+ * call (kc_node_get_usage), on the path every default attempt takes. */
 static int64_t cpu_memory_score(const struct plugin *plugin, const struct score_requests *requests,
                                 const kc_node *node)
 {
-    static const kc_resource ids[2] = {KC_RESOURCE_CPU, KC_RESOURCE_MEMORY};
-    int64_t allocatable[2] = {kc_node_allocatable(node, ids[0]),
-                              kc_node_allocatable(node, ids[1])};
+    kc_node_usage usage;
+    read_usage(plugin, node, &usage);
+    /* Scalars, one resource after the other: gathering the struct's members into arrays made
+     * the compiler load them in 16-byte pairs, which the host's 8-byte stores cannot forward
+     * (a stall per load that cost more time than the host calls it saved). */
     int64_t node_score = 0;
     int64_t weight_sum = 0;
-    for (uint32_t i = 0; i < 2; i++) {
-        if (allocatable[i] <= 0)
-            continue;
-        int64_t requested = kc_node_nonzero_requested(node, ids[i]) + requests->strategy[i];
-        node_score += least_requested_score(requested, allocatable[i]) * plugin->scoring[i].weight;
-        weight_sum += plugin->scoring[i].weight;
+    if (usage.cpu_allocatable > 0) {
+        int64_t requested = usage.cpu_nonzero_requested + requests->strategy[0];
+        node_score += least_requested_score(requested, usage.cpu_allocatable) *
+                      plugin->scoring[0].weight;
+        weight_sum += plugin->scoring[0].weight;
+    }
+    if (usage.memory_allocatable > 0) {
+        int64_t requested = usage.memory_nonzero_requested + requests->strategy[1];
+        node_score += least_requested_score(requested, usage.memory_allocatable) *
+                      plugin->scoring[1].weight;
+        weight_sum += plugin->scoring[1].weight;
     }
     int64_t value = weight_sum == 0 ? 0 : node_score / weight_sum;
     if (!plugin->balanced_enabled || requests->balanced_best_effort)
         return value;
     double fractions[2];
     uint32_t count = 0;
-    for (uint32_t i = 0; i < 2; i++) {
-        if (allocatable[i] <= 0)
-            continue;
-        int64_t requested = kc_node_requested(node, ids[i]) + requests->balanced[i];
-        double fraction = (double)requested / (double)allocatable[i];
+    if (usage.cpu_allocatable > 0) {
+        double fraction = (double)(usage.cpu_requested + requests->balanced[0]) /
+                          (double)usage.cpu_allocatable;
+        fractions[count++] = fraction > 1.0 ? 1.0 : fraction;
+    }
+    if (usage.memory_allocatable > 0) {
+        double fraction = (double)(usage.memory_requested + requests->balanced[1]) /
+                          (double)usage.memory_allocatable;
         fractions[count++] = fraction > 1.0 ? 1.0 : fraction;
     }
     double deviation = count == 2 ? fabs((fractions[0] - fractions[1]) / 2.0) : 0.0;

@@ -41,6 +41,7 @@ struct plugin {
     struct spread_defaults defaults; /* cluster default constraints (args) */
     struct attempt_memo filter_memo; /* Filter's state stored last (attempt_memo.h) */
     struct spread_parse_cache parsed[2]; /* by enum spread_action */
+    bool host_delta; /* the host answers kc_filter_delta_pod (1.2): checked once, in init */
 };
 
 /* One constraint with its counts for this attempt. Read-only once PreFilter/PreScore stored
@@ -338,6 +339,7 @@ static int spread_init(const kc_host_api *host, const char *args_json, void **se
         free(p);
         return -ENOMEM;
     }
+    p->host_delta = KC_HOST_HAS(host, filter_delta_pod);
     *self = p;
     return 0;
 }
@@ -462,10 +464,11 @@ static int64_t delta_matching(kc_cycle *cycle, const kc_pod *pod, const kc_node 
     return n;
 }
 
-static bool delta_present(kc_cycle *cycle, const kc_node *node)
+/* Asked on every node Filter visits: the host table is read directly, its check made in init. */
+static bool delta_present(const struct plugin *p, kc_cycle *cycle, const kc_node *node)
 {
-    return kc_filter_delta_pod(cycle, node, 1, 0) != NULL ||
-           kc_filter_delta_pod(cycle, node, 0, 0) != NULL;
+    return p->host_delta && (kc_host->filter_delta_pod(cycle, node, 1, 0) != NULL ||
+                             kc_host->filter_delta_pod(cycle, node, 0, 0) != NULL);
 }
 
 /* The global minimum with domain's count replaced by count: O(domains), what-if only. */
@@ -513,7 +516,7 @@ static kc_status spread_filter(void *self, kc_cycle *cycle, const kc_pod *pod, c
         kc_cycle_reject(cycle, REASON_LABEL);
         return KC_UNRESOLVABLE;
     }
-    bool delta = delta_present(cycle, node);
+    bool delta = delta_present(p, cycle, node);
     for (uint32_t i = 0; i < s->count; i++) {
         const struct constraint_state *cs = &s->items[i];
         int32_t domain = cs->domain_of_node[index];
@@ -576,13 +579,14 @@ static bool node_ignored(const struct spread_state *s, uint32_t index)
 }
 
 /* kube's topologyNormalizingWeight per constraint: log(domains among the scored nodes + 2);
- * for hostname the number of scored nodes. */
-static int normalizing_weights(const struct spread_state *s, const kc_node *const *nodes,
-                               uint32_t count, double *weights)
+ * for hostname the number of scored nodes. index: the scored nodes' indices; ignored: by
+ * position, node_ignored's answer. */
+static int normalizing_weights(const struct spread_state *s, const uint32_t *index,
+                               const uint8_t *ignored, uint32_t count, double *weights)
 {
     uint32_t kept = 0;
     for (uint32_t n = 0; n < count; n++)
-        kept += !node_ignored(s, kc_node_index(nodes[n]));
+        kept += !ignored[n];
     for (uint32_t i = 0; i < s->count; i++) {
         const struct constraint_state *cs = &s->items[i];
         uint32_t size = kept;
@@ -593,10 +597,9 @@ static int normalizing_weights(const struct spread_state *s, const kc_node *cons
             size = 0;
             bool keyless = false;
             for (uint32_t n = 0; n < count; n++) {
-                uint32_t index = kc_node_index(nodes[n]);
-                if (node_ignored(s, index))
+                if (ignored[n])
                     continue;
-                int32_t d = cs->domain_of_node[index];
+                int32_t d = cs->domain_of_node[index[n]];
                 if (d < 0) {
                     keyless = true; /* System defaults: kube counts "" as one more value */
                     continue;
@@ -612,6 +615,43 @@ static int normalizing_weights(const struct spread_state *s, const kc_node *cons
     return 0;
 }
 
+/* llround (halves away from zero) without the call, for the raw scores here, which are never
+ * negative: truncation is the floor, and x - floor(x) is exact for a double. */
+static inline int64_t round_raw(double x)
+{
+    if (!(x >= 0.0 && x < 9.0e18))
+        return llround(x);
+    int64_t whole = (int64_t)x;
+    return whole + (x - (double)whole >= 0.5);
+}
+
+/* One raw score per node (kube's Score), -1 for an ignored node; the extremes over the rest. */
+static void raw_scores(const struct spread_state *s, const uint32_t *index, const uint8_t *ignored,
+                       uint32_t count, const double *weights, int64_t *scores,
+                       int64_t *min_score, int64_t *max_score)
+{
+    for (uint32_t n = 0; n < count; n++) {
+        if (ignored[n]) {
+            scores[n] = -1;
+            continue;
+        }
+        double raw = 0;
+        for (uint32_t i = 0; i < s->count; i++) {
+            const struct constraint_state *cs = &s->items[i];
+            int32_t domain = cs->domain_of_node[index[n]];
+            if (domain < 0)
+                continue; /* System defaults: the node lacks this key */
+            int64_t pods = cs->node_pods != NULL ? cs->node_pods[index[n]] : cs->count[domain];
+            raw += (double)pods * weights[i] + (double)(cs->c.max_skew - 1);
+        }
+        scores[n] = round_raw(raw);
+        if (scores[n] < *min_score)
+            *min_score = scores[n];
+        if (scores[n] > *max_score)
+            *max_score = scores[n];
+    }
+}
+
 static kc_status spread_normalize_score(void *self, kc_cycle *cycle, const kc_pod *pod,
                                         const kc_node *const *nodes, int64_t *scores,
                                         uint32_t count)
@@ -621,34 +661,29 @@ static kc_status spread_normalize_score(void *self, kc_cycle *cycle, const kc_po
     const struct spread_state *s = kc_cycle_get(cycle, SCORE_STATE_KEY);
     if (s == NULL)
         return KC_SUCCESS;
+    /* each node's index and whether it is ignored, once: both passes below read them */
     double *weights = calloc(s->count, sizeof(*weights));
-    if (weights == NULL || normalizing_weights(s, nodes, count, weights) != 0) {
+    uint32_t *index = malloc((count > 0 ? count : 1) * sizeof(*index));
+    uint8_t *ignored = malloc(count > 0 ? count : 1);
+    if (weights == NULL || index == NULL || ignored == NULL) {
         free(weights);
+        free(index);
+        free(ignored);
         return KC_ERROR;
     }
-    int64_t min_score = INT64_MAX, max_score = 0;
     for (uint32_t n = 0; n < count; n++) {
-        uint32_t index = kc_node_index(nodes[n]);
-        if (node_ignored(s, index)) {
-            scores[n] = -1;
-            continue;
-        }
-        double raw = 0;
-        for (uint32_t i = 0; i < s->count; i++) {
-            const struct constraint_state *cs = &s->items[i];
-            if (cs->domain_of_node[index] < 0)
-                continue; /* System defaults: the node lacks this key */
-            int64_t pods = cs->node_pods != NULL ? cs->node_pods[index]
-                                                 : cs->count[cs->domain_of_node[index]];
-            raw += (double)pods * weights[i] + (double)(cs->c.max_skew - 1);
-        }
-        scores[n] = llround(raw);
-        if (scores[n] < min_score)
-            min_score = scores[n];
-        if (scores[n] > max_score)
-            max_score = scores[n];
+        index[n] = kc_node_index(nodes[n]);
+        ignored[n] = node_ignored(s, index[n]);
     }
+    int64_t min_score = INT64_MAX, max_score = 0;
+    int rc = normalizing_weights(s, index, ignored, count, weights);
+    if (rc == 0)
+        raw_scores(s, index, ignored, count, weights, scores, &min_score, &max_score);
     free(weights);
+    free(index);
+    free(ignored);
+    if (rc != 0)
+        return KC_ERROR;
     for (uint32_t n = 0; n < count; n++) {
         if (scores[n] < 0)
             scores[n] = 0;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-_Thread_local struct crash_calls crash_calls;
+_Thread_local struct crash_calls crash_calls CRASH_TLS;
 
 #define ALT_STACK_BYTES (64 * 1024)
 

@@ -14,7 +14,11 @@ struct crash_calls {
     const char *phase[CRASH_DEPTH];
 };
 
-extern _Thread_local struct crash_calls crash_calls;
+/* initial-exec: a static offset from the thread pointer, not a __tls_get_addr call (which
+ * the compiler must assume clobbers registers) around every plugin call; the runtime is
+ * linked into executables and into libraries loaded at start-up, never dlopen'ed. */
+#define CRASH_TLS __attribute__((tls_model("initial-exec")))
+extern _Thread_local struct crash_calls crash_calls CRASH_TLS;
 
 static inline void crash_enter(const char *plugin, const char *phase)
 {

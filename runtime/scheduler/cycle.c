@@ -10,7 +10,7 @@
 #include "model.h"
 #include "preempt.h"
 
-_Thread_local struct reject_sink *cycle_filter_sink;
+_Thread_local struct reject_sink *cycle_filter_sink CRASH_TLS;
 
 void reasons_add_count(struct reason_count *reasons, uint32_t *count, const char *text, uint32_t n)
 {

@@ -4,6 +4,7 @@
 
 #include <kcycle/kcycle.h>
 
+#include "crash.h"
 #include "scheduler.h"
 
 /* Where kc_cycle_reject() writes while Filter runs for one node: the reason histogram of the
@@ -13,7 +14,7 @@ struct reject_sink {
     uint32_t *count;
     uint32_t calls; /* rejections recorded for the current node */
 };
-extern _Thread_local struct reject_sink *cycle_filter_sink;
+extern _Thread_local struct reject_sink *cycle_filter_sink CRASH_TLS; /* crash.h */
 
 /* Add one node's reason to a histogram (copies text the first time it is seen). */
 void reasons_add(struct reason_count *reasons, uint32_t *count, const char *text);

@@ -59,6 +59,12 @@ static inline int64_t scheduler_score_clamped(int64_t score)
  * percentageOfNodesToScore). */
 uint32_t scheduler_nodes_to_find(const struct scheduler *s, uint32_t n);
 
+/* One measured cost of Filter per node (ns), from an attempt whose Filter ran on the caller
+ * alone: feeds s->filter_ns_per_node, which decides whether Filter goes to the worker threads.
+ * The estimate follows the least sample of each few, so a sample taken while the thread lost
+ * its core does not count. */
+void scheduler_filter_cost_sample(struct scheduler *s, int64_t per_node);
+
 /* One of Reserve, Unreserve (reverse order, every plugin with reserve or unreserve), Permit,
  * PreBind, Bind, PostBind on
  * the in-process plugins for cycle's pod and node. Returns the status of the first plugin that

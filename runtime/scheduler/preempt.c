@@ -108,7 +108,7 @@ static int view_build(struct node_view *v, const struct cache_node *cn,
  * is this one: any other handle (a cache node, a copy a plugin kept, garbage) is not cast to
  * a view and its memory past the node never read. Filter runs each node on one thread, and
  * views nest (saved and restored), so a thread-local is exact. */
-_Thread_local const struct node_view *preempt_current_view;
+_Thread_local const struct node_view *preempt_current_view CRASH_TLS;
 
 static kc_status view_filter(struct kc_cycle *cycle, uint64_t skip, const struct node_view *v,
                              struct plugin **rejector)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crash.h"
 #include "scheduler.h"
 
 /* A preemption chosen in PostFilter, carried out when the attempt ends. The victims are
@@ -101,7 +102,7 @@ uint32_t preempt_nominated_pods(const struct scheduler *s, const struct pod *pod
  * affinity plugins ask kc_filter_delta_pod on every node, and the answer is almost always
  * NULL, so the host API tests this before calling preempt_view_delta. Only preempt.c sets it. */
 struct node_view;
-extern _Thread_local const struct node_view *preempt_current_view;
+extern _Thread_local const struct node_view *preempt_current_view CRASH_TLS; /* crash.h */
 
 /* Before Filter: gather, per node, the nominated pods that count for pod (of at least its
  * priority, not itself) into s->nominated_*, so that Filter looks nothing up per node. Returns

@@ -793,7 +793,6 @@ struct filter_job {
     const uint32_t *candidates; /* node indices in order, or NULL: every node from start */
     const uint32_t *nominated;  /* by node index: nominated pods count there, or NULL */
     uint32_t n, start, want, chunk_count; /* n: how many candidates */
-    bool alone;                           /* no workers: the caller examines nodes one by one */
     _Atomic uint32_t next_chunk;
     _Atomic uint32_t found;
     _Atomic bool failed;
@@ -867,6 +866,40 @@ kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
     return KC_SUCCESS;
 }
 
+/* A plugin error in Filter: the first one is the attempt's message; the others stop. */
+static void filter_failed(struct filter_job *job, const struct plugin *p,
+                          const struct cache_node *cn, kc_status st)
+{
+    pthread_mutex_lock(&job->error_lock);
+    if (job->error == NULL)
+        job->error = text_format("plugin %s failed in Filter on node %s (status %d)",
+                                 p != NULL ? p->name : "?", cn->node->name, (int)st);
+    pthread_mutex_unlock(&job->error_lock);
+    atomic_store(&job->failed, true);
+}
+
+/* cn refused by p with st (unschedulable or unresolvable): its reason, rejector and status. */
+static inline void filter_rejected(struct scheduler *s, struct worker_state *ws,
+                                   const struct reject_sink *sink, const struct cache_node *cn,
+                                   const struct plugin *p, kc_status st)
+{
+    if (sink->calls == 0) /* the plugin gave no reason: name it */
+        reasons_add(ws->reasons, &ws->reason_count, p->default_reason);
+    ws->rejectors |= 1ull << p->index;
+    s->node_rejector[cn->index] =
+        (uint16_t)(p->index + 1) | (st == KC_UNRESOLVABLE ? NODE_REJECTOR_UNRESOLVABLE : 0);
+    if (st == KC_UNRESOLVABLE) /* preemption cannot help here */
+        s->node_status[cn->index] = KC_UNRESOLVABLE;
+}
+
+static inline kc_status filter_job_node(const struct filter_job *job, const struct cache_node *cn,
+                                        struct plugin **p)
+{
+    return job->nominated != NULL && job->nominated[cn->index]
+               ? preempt_filter_nominated(job->cycle, job->skip, cn, p)
+               : scheduler_filter_node(job->cycle, job->skip, cn, p);
+}
+
 static void filter_worker(void *ctx, uint32_t worker)
 {
     struct filter_job *job = ctx;
@@ -889,42 +922,86 @@ static void filter_worker(void *ctx, uint32_t worker)
             const struct cache_node *cn = &s->cache.nodes[job_node(job, k)];
             uint8_t feasible = 1;
             struct plugin *p = NULL;
-            kc_status st = job->nominated != NULL && job->nominated[cn->index]
-                               ? preempt_filter_nominated(job->cycle, job->skip, cn, &p)
-                               : scheduler_filter_node(job->cycle, job->skip, cn, &p);
+            kc_status st = filter_job_node(job, cn, &p);
             if (st != KC_SUCCESS) {
                 if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
-                    pthread_mutex_lock(&job->error_lock);
-                    if (job->error == NULL)
-                        job->error =
-                            text_format("plugin %s failed in Filter on node %s (status %d)",
-                                        p != NULL ? p->name : "?", cn->node->name, (int)st);
-                    pthread_mutex_unlock(&job->error_lock);
-                    atomic_store(&job->failed, true);
+                    filter_failed(job, p, cn, st);
                     cycle_filter_sink = NULL;
                     return;
                 }
-                if (sink.calls == 0) /* the plugin gave no reason: name it */
-                    reasons_add(ws->reasons, &ws->reason_count, p->default_reason);
-                ws->rejectors |= 1ull << p->index;
-                s->node_rejector[cn->index] =
-                    (uint16_t)(p->index + 1) |
-                    (st == KC_UNRESOLVABLE ? NODE_REJECTOR_UNRESOLVABLE : 0);
-                if (st == KC_UNRESOLVABLE) /* preemption cannot help here */
-                    s->node_status[cn->index] = KC_UNRESOLVABLE;
+                filter_rejected(s, ws, &sink, cn, p, st);
                 feasible = 0;
             }
             s->feasible_flag[k] = feasible;
             found += feasible;
-            /* alone, stop at exactly the node that completes the search, as kube-scheduler's
-             * sequential path does; the collection below never reads past it */
-            if (job->alone &&
-                found + atomic_load_explicit(&job->found, memory_order_relaxed) >= job->want)
-                break;
         }
         atomic_fetch_add_explicit(&job->found, found, memory_order_relaxed);
     }
     cycle_filter_sink = NULL;
+}
+
+/* The caller alone (no workers, or Filter too cheap for them, as on most attempts): the nodes
+ * one by one in order into s->feasible, stopping at exactly the node that completes the search,
+ * as kube-scheduler's sequential path does. The answers of filter_worker on one thread, without
+ * what sharing chunks needs per node (atomics, a flag per node and a second pass to collect),
+ * and with the attempt's Filter plugins called directly: this loop is the runtime's own cost
+ * per node (docs/benchmarks.md). Returns the feasible count; *visited: the nodes examined. */
+static uint32_t filter_alone(struct filter_job *job, uint32_t *visited)
+{
+    struct scheduler *s = job->s;
+    struct kc_cycle *cycle = job->cycle;
+    struct worker_state *ws = &s->worker_state[0];
+    struct reject_sink sink = {ws->reasons, &ws->reason_count, 0};
+    /* the attempt's Filter plugins without the skipped ones (prepare_filters' list, or made
+     * here for another skip set) */
+    struct plugin *listed[64];
+    struct plugin *const *filters = cycle->filters;
+    uint32_t filter_count = cycle->filter_count;
+    if (!cycle->filters_ready || job->skip != cycle->filter_skip) {
+        const struct framework *fw = cycle->fw;
+        filter_count = 0;
+        for (uint32_t i = 0; i < fw->phase_count[PHASE_FILTER] && filter_count < 64; i++)
+            if (!(job->skip & (1ull << fw->phase[PHASE_FILTER][i]->index)))
+                listed[filter_count++] = fw->phase[PHASE_FILTER][i];
+        filters = listed;
+    }
+    const kc_pod *pod = (const kc_pod *)cycle->sp->pod;
+    struct cache_node *nodes = s->cache.nodes;
+    uint32_t found = 0, k = 0;
+    cycle_filter_sink = &sink;
+    for (; k < job->n && found < job->want; k++) {
+        if (k + NODE_PREFETCH_AHEAD < job->n)
+            prefetch_node(&nodes[job_node(job, k + NODE_PREFETCH_AHEAD)]);
+        const struct cache_node *cn = &nodes[job_node(job, k)];
+        struct plugin *p = NULL;
+        kc_status st = KC_SUCCESS;
+        if (job->nominated != NULL && job->nominated[cn->index]) {
+            st = preempt_filter_nominated(cycle, job->skip, cn, &p);
+        } else {
+            for (uint32_t i = 0; i < filter_count; i++) {
+                p = filters[i];
+                sink.calls = 0;
+                crash_enter(p->name, "Filter");
+                st = p->ops.filter(p->self, cycle, pod, (const kc_node *)cn);
+                crash_leave();
+                if (st != KC_SUCCESS)
+                    break;
+            }
+        }
+        if (st == KC_SUCCESS) {
+            s->feasible[found++] = cn;
+            continue;
+        }
+        if (st != KC_UNSCHEDULABLE && st != KC_UNRESOLVABLE) {
+            filter_failed(job, p, cn, st);
+            k++;
+            break;
+        }
+        filter_rejected(s, ws, &sink, cn, p, st);
+    }
+    cycle_filter_sink = NULL;
+    *visited = k;
+    return found;
 }
 
 /* No Filter plugin runs for this attempt (none in process: they are all in plugin hosts, or
@@ -940,6 +1017,27 @@ static bool no_filter_runs(const struct kc_cycle *cycle, uint64_t skip)
         if (!(skip & (1ull << fw->phase[PHASE_FILTER][i]->index)))
             return false;
     return true;
+}
+
+/* The cost of Filter per node on one thread, from the wall clock of attempts that ran it
+ * alone. A sample can only be too high (the thread lost its core mid-attempt, which on a
+ * loaded machine is most minutes), never too low, so the estimate is the least sample of each
+ * FILTER_COST_WINDOW, smoothed: a smoothed mean of every sample crept up under load until the
+ * threads took over, and on two busy cores their handoffs cost more than they save
+ * (docs/benchmarks.md, "Threads for Filter"). A steady cost still gets through: every sample
+ * of a window shows it. */
+#define FILTER_COST_WINDOW 4
+
+void scheduler_filter_cost_sample(struct scheduler *s, int64_t per_node)
+{
+    if (s->filter_cost_samples == 0 || per_node < s->filter_cost_least)
+        s->filter_cost_least = per_node;
+    if (++s->filter_cost_samples < FILTER_COST_WINDOW)
+        return;
+    s->filter_cost_samples = 0;
+    s->filter_ns_per_node = s->filter_ns_per_node == 0
+                                ? s->filter_cost_least
+                                : (s->filter_ns_per_node + s->filter_cost_least) / 2;
 }
 
 /* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
@@ -982,12 +1080,12 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
         (s->force_parallel || (!probe && n >= PARALLEL_MIN_NODES &&
                                s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
     int64_t started = monotonic_ns();
-    job.alone = !parallel;
+    uint32_t found = 0, visited = 0;
     if (parallel) {
         s->stats.parallel_filters++;
         workers_run(&s->workers, filter_worker, &job);
     } else
-        filter_worker(&job, 0);
+        found = filter_alone(&job, &visited);
     int64_t elapsed = monotonic_ns() - started;
     for (uint32_t w = 0; w < workers; w++) {
         struct worker_state *ws = &s->worker_state[w];
@@ -1001,11 +1099,17 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
         free(job.error);
         return -1;
     }
+    if (!parallel) {
+        *processed_out = visited;
+        if (visited > 0)
+            scheduler_filter_cost_sample(s, elapsed / visited);
+        return found;
+    }
     /* the finished chunks are a prefix: collect the first `want` feasible nodes in order */
     uint32_t done = atomic_load(&job.next_chunk) * FILTER_CHUNK;
     if (done > n)
         done = n;
-    uint32_t found = 0, processed = done;
+    uint32_t processed = done;
     for (uint32_t k = 0; k < done && found < job.want; k++) {
         if (!s->feasible_flag[k])
             continue;
@@ -1014,15 +1118,6 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
             processed = k + 1;
     }
     *processed_out = processed;
-    if (done > 0 && !parallel) {
-        /* cost of Filter per node on one thread, smoothed; one slow sample (the thread was
-         * preempted) may at most double the estimate, a steady cost still gets through */
-        int64_t per_node = elapsed / done;
-        int64_t ceiling = s->filter_ns_per_node * 2 + 50;
-        if (per_node > ceiling)
-            per_node = ceiling;
-        s->filter_ns_per_node = (s->filter_ns_per_node * 7 + per_node) / 8;
-    }
     return found;
 }
 
@@ -1041,15 +1136,17 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
         /* one observation per plugin over all the nodes, not one per node as kube: two clock
          * reads and an observation per node cost several percent of the attempt here */
         int64_t started = sched_metrics_clock(s);
+        /* the crash record names the plugin for the whole loop: between its calls only the
+         * loop's own stores and prefetches run */
+        crash_enter(p->name, "Score");
         for (uint32_t i = 0; i < found; i++) {
             if (i + NODE_PREFETCH_AHEAD < found)
                 prefetch_node(s->feasible[i + NODE_PREFETCH_AHEAD]);
             scores[i] = 0;
-            crash_enter(p->name, "Score");
             kc_status st = p->ops.score(p->self, cycle, pod, (const kc_node *)s->feasible[i],
                                         &scores[i]);
-            crash_leave();
             if (st != KC_SUCCESS) {
+                crash_leave();
                 sched_metrics_plugin(s, p, PHASE_SCORE, st, started);
                 char *message = text_format("plugin %s failed in Score", p->name);
                 cycle_fail(cycle, message != NULL ? message : "Score failed");
@@ -1057,6 +1154,7 @@ static int run_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t foun
                 return -1;
             }
         }
+        crash_leave();
         sched_metrics_plugin(s, p, PHASE_SCORE, KC_SUCCESS, started);
         crash_enter(p->name, "NormalizeScore");
         kc_status normalized =

@@ -231,6 +231,8 @@ struct scheduler {
     struct worker_state *worker_state; /* workers.count + 1 */
     int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */
     uint64_t filter_runs;
+    int64_t filter_cost_least;     /* the least sample of the window being taken */
+    uint32_t filter_cost_samples;  /* samples in that window */
     bool force_parallel; /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
     struct sched_metrics *metrics; /* sched_metrics.c; NULL: metrics off */

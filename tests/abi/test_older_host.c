@@ -39,6 +39,8 @@ static uint32_t old_waiting_pod_count(void) { return 3; }
 static int64_t old_now_ms(void) { return 1234; }
 static uint32_t old_node_index(const kc_node *node) { return node == NODE ? 4 : 0; }
 static int64_t old_node_requested(const kc_node *node, kc_resource id) { return 99 + id; }
+static int64_t old_node_allocatable(const kc_node *node, kc_resource id) { return 1000 + id; }
+static uint32_t old_node_pod_count(const kc_node *node) { return 11; }
 
 static kc_host_api table;
 
@@ -55,6 +57,8 @@ static int with_older_host(void **state)
     table.now_ms = old_now_ms;
     table.node_index = old_node_index;
     table.node_requested = old_node_requested;
+    table.node_allocatable = old_node_allocatable;
+    table.node_pod_count = old_node_pod_count;
     return kc_plugin_attach(&table) == 0 ? 0 : -1;
 }
 
@@ -87,6 +91,18 @@ static void every_12_inline_answers_its_fallback_on_a_11_host(void **state)
     /* node.h */
     assert_int_equal(kc_node_nonzero_requested(NODE, 1), 100);
     assert_int_equal(kc_node_id(NODE), 5); /* index + 1 */
+    /* composed from the single accessors; the nonzero figures are kc_node_requested's */
+    kc_node_usage usage = {.struct_size = sizeof(usage)};
+    kc_node_get_usage(NODE, &usage);
+    assert_int_equal(usage.struct_size, sizeof(usage));
+    assert_int_equal(usage.pod_count, 11);
+    assert_int_equal(usage.pods_allocatable, 1000 + KC_RESOURCE_PODS);
+    assert_int_equal(usage.cpu_allocatable, 1000 + KC_RESOURCE_CPU);
+    assert_int_equal(usage.cpu_requested, 99 + KC_RESOURCE_CPU);
+    assert_int_equal(usage.cpu_nonzero_requested, 99 + KC_RESOURCE_CPU);
+    assert_int_equal(usage.memory_allocatable, 1000 + KC_RESOURCE_MEMORY);
+    assert_int_equal(usage.memory_requested, 99 + KC_RESOURCE_MEMORY);
+    assert_int_equal(usage.memory_nonzero_requested, 99 + KC_RESOURCE_MEMORY);
     /* cycle.h */
     assert_int_equal(kc_cycle_restrict_nodes(CYCLE, "L", names, 0), -38);
     assert_int_equal(kc_cycle_write_object(CYCLE, "K", "ns", "n", "{}"), -95);

@@ -21,6 +21,7 @@
 #include "bench_gpu.h"
 #include "bench_queues.h"
 #include "log.h"
+#include "bench_machine.h"
 #include "metrics.h"
 #include "model.h"
 #include "resource_table.h"
@@ -982,14 +983,17 @@ int main(int argc, char **argv)
                "\"isolation\": \"%s\", \"ipc_round_trip_us_p50\": %.1f, "
                "\"profile\": \"%s\", \"plugins\": %u, \"taint_violations\": %" PRIu64 ", "
                "\"pods_per_cpu_second\": %.0f, \"preemption_victims\": %" PRIu64 ", "
-               "\"preemptors\": %u, \"attempts\": %" PRIu64 "%s}\n",
+               "\"preemptors\": %u, \"attempts\": %" PRIu64 ", "
+               "\"node_array_huge_page_bytes\": %" PRId64 ", \"filter_ns_per_node\": %" PRId64
+               "%s}\n",
                shape, b.nodes, b.pods, b.existing, measured, avg, p50, p99, bins_per_interval * 10,
                elapsed_us / 1e6, lat50, lat99, peak_rss_bytes(), s.stats.parallel_filters,
                b.process ? "process" : "inprocess", round_trip_us,
                b.minimal_profile ? "minimal" : "default", plugin_count, b.violations,
                cpu_used_us > 0 ? (double)measured * 1e6 / (double)cpu_used_us : 0.0, b.evictions,
                async ? b.churned : (preemption ? b.pods : 0), s.stats.attempts,
-               ipc_json(&ipc, avg));
+               bench_huge_page_bytes(s.cache.nodes, s.cache.node_count * sizeof(*s.cache.nodes)),
+               s.filter_ns_per_node, ipc_json(&ipc, avg));
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"

@@ -774,6 +774,22 @@ static int host_pod_controller(const kc_pod *pod, const char **api_version, cons
     return 0;
 }
 
+static void host_node_usage(const kc_node *node, kc_node_usage *out)
+{
+    kc_node_usage full = {
+        .struct_size = out->struct_size,
+        .pod_count = node->pod_count,
+        .pods_allocatable = node->allocatable[KC_RESOURCE_PODS],
+        .cpu_allocatable = node->allocatable[KC_RESOURCE_CPU],
+        .cpu_requested = node->requested[KC_RESOURCE_CPU],
+        .cpu_nonzero_requested = host_node_nonzero_requested(node, KC_RESOURCE_CPU),
+        .memory_allocatable = node->allocatable[KC_RESOURCE_MEMORY],
+        .memory_requested = node->requested[KC_RESOURCE_MEMORY],
+        .memory_nonzero_requested = host_node_nonzero_requested(node, KC_RESOURCE_MEMORY),
+    };
+    memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+}
+
 static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,
                         uint32_t victim_count)
 {
@@ -958,6 +974,7 @@ static const kc_host_api api = {
     .args_finish = plugin_args_finish,
     .filter_delta_pod = host_filter_delta_pod,
     .pod_controller = host_pod_controller,
+    .node_usage = host_node_usage,
 };
 
 const kc_host_api *fake_host_api(void)

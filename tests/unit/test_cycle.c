@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "evaluate.h"
 #include "model.h"
 #include "resource_table.h"
 #include "scheduler.h"
@@ -697,6 +698,28 @@ static void test_parallel_filter_places_pods_as_sequential_filter(void **state)
     free(parallel);
 }
 
+/* The cost of Filter that decides about the worker threads: one attempt that lost its core
+ * (a sample a hundred times too high) does not move the estimate, a steady higher cost does
+ * within a few attempts, and a lower one brings it back down. */
+static void test_filter_cost_ignores_a_preempted_attempt(void **state)
+{
+    struct scheduler s;
+    memset(&s, 0, sizeof(s));
+    for (int i = 0; i < 16; i++)
+        scheduler_filter_cost_sample(&s, 20);
+    assert_int_equal(s.filter_ns_per_node, 20);
+    for (int round = 0; round < 8; round++) {
+        scheduler_filter_cost_sample(&s, round % 4 == 1 ? 2000 : 20);
+        assert_int_equal(s.filter_ns_per_node, 20);
+    }
+    for (int i = 0; i < 32; i++)
+        scheduler_filter_cost_sample(&s, 400);
+    assert_true(s.filter_ns_per_node > 390 && s.filter_ns_per_node <= 400);
+    for (int i = 0; i < 32; i++)
+        scheduler_filter_cost_sample(&s, 30);
+    assert_true(s.filter_ns_per_node >= 30 && s.filter_ns_per_node < 40);
+}
+
 /* One pod "p" scheduled on a one-node cluster whose binder answers later: its binding is in
  * flight (the log cleared before the binding cycle ran). */
 static struct harness *binding_in_flight(void)
@@ -1004,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_backoff_doubles_from_one_second_to_ten),
         cmocka_unit_test(test_pod_deleted_while_waiting_is_released),
         cmocka_unit_test(test_parallel_filter_places_pods_as_sequential_filter),
+        cmocka_unit_test(test_filter_cost_ignores_a_preempted_attempt),
         cmocka_unit_test(test_adaptive_sampling_filters_a_share_of_nodes_and_rotates),
         cmocka_unit_test(test_fixed_percentage_and_small_clusters),
         cmocka_unit_test(test_pre_enqueue_holds_pod_until_an_event_changes_its_mind),

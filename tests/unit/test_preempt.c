@@ -415,6 +415,45 @@ static void nonzero_requested_counts_kube_defaults(void **state)
     harness_close(h);
 }
 
+/* kc_node_get_usage answers what the single accessors answer, on every node of a full cluster
+ * and after an assume; a caller of an older, shorter struct gets only what its size covers. */
+static void node_usage_matches_single_accessors(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    full_cluster(h);
+    const kc_host_api *api = &h->sched.host;
+    struct pod *empty = make_pod("empty", NULL, 0, 0);
+    assert_int_equal(scheduler_assume(&h->sched, empty, "node-0"), 0);
+    assert_true(h->sched.cache.node_count > 0);
+    for (uint32_t i = 0; i < h->sched.cache.node_count; i++) {
+        const kc_node *n = (const kc_node *)&h->sched.cache.nodes[i];
+        kc_node_usage u = {.struct_size = sizeof(u)};
+        api->node_usage(n, &u);
+        assert_int_equal(u.struct_size, sizeof(u));
+        assert_int_equal(u.pod_count, api->node_pod_count(n));
+        assert_int_equal(u.pods_allocatable, api->node_allocatable(n, KC_RESOURCE_PODS));
+        assert_int_equal(u.cpu_allocatable, api->node_allocatable(n, KC_RESOURCE_CPU));
+        assert_int_equal(u.cpu_requested, api->node_requested(n, KC_RESOURCE_CPU));
+        assert_int_equal(u.cpu_nonzero_requested, api->node_nonzero_requested(n, KC_RESOURCE_CPU));
+        assert_int_equal(u.memory_allocatable, api->node_allocatable(n, KC_RESOURCE_MEMORY));
+        assert_int_equal(u.memory_requested, api->node_requested(n, KC_RESOURCE_MEMORY));
+        assert_int_equal(u.memory_nonzero_requested,
+                         api->node_nonzero_requested(n, KC_RESOURCE_MEMORY));
+    }
+    const kc_node *n0 = (const kc_node *)cache_node(&h->sched.cache, "node-0");
+    kc_node_usage older;
+    memset(&older, 0x5a, sizeof(older));
+    older.struct_size = (uint32_t)offsetof(kc_node_usage, cpu_allocatable);
+    api->node_usage(n0, &older);
+    assert_int_equal(older.pod_count, api->node_pod_count(n0));
+    assert_int_equal(older.pods_allocatable, api->node_allocatable(n0, KC_RESOURCE_PODS));
+    assert_int_equal(older.cpu_allocatable, 0x5a5a5a5a5a5a5a5aLL); /* beyond its size: untouched */
+    assert_int_equal(scheduler_forget(&h->sched, empty), 0);
+    pod_free(empty);
+    harness_close(h);
+}
+
 /* A group member's trial whose assume fails leaves nothing behind: the victims are back in
  * the cache, the decision stays with the cycle and the trial holds none (so the group never
  * evicts for a member that was not placed). */
@@ -538,6 +577,7 @@ int main(void)
         cmocka_unit_test(node_added_after_deleted_last_node_inherits_no_nominations),
         cmocka_unit_test(node_pods_list_assigned_and_assumed_pods),
         cmocka_unit_test(nonzero_requested_counts_kube_defaults),
+        cmocka_unit_test(node_usage_matches_single_accessors),
         cmocka_unit_test(failed_trial_holds_no_preemption),
         cmocka_unit_test(what_if_runs_the_real_filters_without_the_victims),
         cmocka_unit_test(nomination_cleared_when_bound_elsewhere),

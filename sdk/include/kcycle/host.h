@@ -56,6 +56,22 @@ typedef struct kc_host_port {
     const char *host_ip;    /* "0.0.0.0" (the default) binds every address of the node */
 } kc_host_port;
 
+/* A node's pod count and its pods, cpu and memory amounts, filled by kc_node_usage(): what
+ * kc_node_pod_count, kc_node_allocatable, kc_node_requested and kc_node_nonzero_requested
+ * answer for them. The caller sets struct_size; the host fills only what that size covers.
+ * Added in 1.2. */
+typedef struct kc_node_usage {
+    uint32_t struct_size;
+    uint32_t pod_count;
+    int64_t pods_allocatable;
+    int64_t cpu_allocatable;          /* millicpu */
+    int64_t cpu_requested;
+    int64_t cpu_nonzero_requested;    /* a pod without a cpu request counts 100m */
+    int64_t memory_allocatable;       /* bytes */
+    int64_t memory_requested;
+    int64_t memory_nonzero_requested; /* a pod without a memory request counts 200 MiB */
+} kc_node_usage;
+
 /* Bits of kc_pod_node_constraints() (added in 1.2): what the pod's spec asks of its node. */
 #define KC_POD_NODE_SELECTOR 0x1u           /* spec.nodeSelector has a pair */
 #define KC_POD_REQUIRED_NODE_AFFINITY 0x2u  /* requiredDuringSchedulingIgnoredDuringExecution */
@@ -322,6 +338,10 @@ typedef struct kc_host_api {
      * has none. */
     int (*pod_controller)(const kc_pod *pod, const char **api_version, const char **kind,
                           const char **name);
+    /* Added in 1.2 (Filter and Score's hot path). The node's pod count and its pods, cpu and
+     * memory amounts in one call, as the single accessors answer them (what-if views and
+     * nominated pods included): the first out->struct_size bytes of *out. */
+    void (*node_usage)(const kc_node *node, kc_node_usage *out);
 } kc_host_api;
 
 /* True when the host's table is large enough to hold member. */

@@ -2,6 +2,8 @@
 #ifndef KCYCLE_NODE_H
 #define KCYCLE_NODE_H
 
+#include <string.h>
+
 #include "plugin.h"
 
 
@@ -51,6 +53,31 @@ static inline int64_t kc_node_nonzero_requested(const kc_node *node, kc_resource
 {
     return KC_HOST_HAS(kc_host, node_nonzero_requested) ? kc_host->node_nonzero_requested(node, id)
                                                         : kc_host->node_requested(node, id);
+}
+
+/* Added in 1.2: the pod count and the pods, cpu and memory amounts of kc_node_usage in one
+ * host call (Filter and Score read them on hundreds of nodes an attempt); composed from the
+ * single accessors on an older host. The caller sets out->struct_size. */
+static inline void kc_node_get_usage(const kc_node *node, kc_node_usage *out)
+{
+    if (KC_HOST_HAS(kc_host, node_usage)) {
+        kc_host->node_usage(node, out);
+        return;
+    }
+    uint32_t size = out->struct_size < sizeof(*out) ? out->struct_size : sizeof(*out);
+    kc_node_usage full = {
+        sizeof(full),
+        kc_host->node_pod_count(node),
+        kc_host->node_allocatable(node, KC_RESOURCE_PODS),
+        kc_host->node_allocatable(node, KC_RESOURCE_CPU),
+        kc_host->node_requested(node, KC_RESOURCE_CPU),
+        kc_node_nonzero_requested(node, KC_RESOURCE_CPU),
+        kc_host->node_allocatable(node, KC_RESOURCE_MEMORY),
+        kc_host->node_requested(node, KC_RESOURCE_MEMORY),
+        kc_node_nonzero_requested(node, KC_RESOURCE_MEMORY),
+    };
+    full.struct_size = out->struct_size;
+    memcpy(out, &full, size);
 }
 
 static inline uint32_t kc_node_pod_count(const kc_node *node)
