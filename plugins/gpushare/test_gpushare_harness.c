@@ -1,15 +1,14 @@
-/* gpushare on the plugin test harness, in both isolation modes: cards shared by memory, cores
- * and users and never overcommitted, as pods are placed one after the other (Filter, then
- * Reserve on the chosen node), with the reasons kube's users see; the HAMi and kcycle
- * annotations Reserve writes on the Binding (the scheduler clock set with
- * kc_harness_set_clock); the cards a pod's type and UUID annotations select; PreFilter's
- * refusals (each request it cannot take, with the whole reason) and skips; HAMi's defaults as
- * Reserve's HAMi annotation shows them; HAMi's handshake; MIG instances through Filter and Reserve; the
- * adoption of bound pods after a restart, in either order with their node, and forged
- * assignments; the fragmentation score; cards and CPUs in one NUMA zone, numaalign's choice
- * followed; cards from NodeResourceTopology zones and GFD labels. The parsers, the MIG
- * tables, the longest selection value taken whole and the ledger's invariants are called
- * directly (test_gpushare_internal.c, test_gpushare.c). */
+/* gpushare on the plugin test harness, in both isolation modes: cards shared by memory, cores and
+ * users and never overcommitted, as pods are placed one after the other (Filter, then Reserve on
+ * the chosen node), with the reasons kube's users see; the HAMi and kcycle annotations Reserve
+ * writes on the Binding (the scheduler clock set with kc_harness_set_clock); the cards a pod's
+ * type and UUID annotations select; PreFilter's refusals (each request it cannot take, with the
+ * whole reason) and skips; HAMi's defaults as Reserve's HAMi annotation shows them; HAMi's
+ * handshake; MIG instances through Filter and Reserve; the adoption of bound pods after a restart,
+ * in either order with their node, and forged assignments; the fragmentation score; cards and CPUs
+ * in one NUMA zone, numaalign's choice followed; cards from NodeResourceTopology zones and GFD
+ * labels. The parsers, the MIG tables, the longest selection value taken whole and the ledger's
+ * invariants are called directly (test_gpushare_internal.c, test_gpushare.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
