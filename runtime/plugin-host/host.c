@@ -39,7 +39,7 @@ struct evaluated {
     bool chosen;   /* a phase was called for it: the scheduler picked it */
     bool borrowed; /* pod belongs to the assumed map (a host that evaluates nothing) */
     uint64_t attempt; /* the scheduler's attempt (Evaluate.attempt; 0: not said) */
-    struct pod_group *harness_group; /* hq: a harness host's group for its cycle (owned) */
+    struct pod_group *harness_group; /* a harness host's group for its cycle (owned) */
 };
 
 struct plugin_host {
@@ -58,7 +58,7 @@ struct plugin_host {
     uint64_t objects_seen;
     char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
     bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
-    int bind_result;     /* hq: what kc_bind answers in a harness host's phase call (0: binds) */
+    int bind_result;     /* what kc_bind answers in a harness host's phase call (0: binds) */
     /* Hello.capture_logs (the plugin test harness): the lines plugins log while a request is
      * served, for its Reply.logs; Filter and Score may log from several threads */
     bool capture_logs;
@@ -965,7 +965,7 @@ static void queue_group_of(struct plugin_host *h, const struct pod *pod, Kcycle_
     r->min_member = info.min_member;
     r->group_flags = info.flags;
     r->schedule_timeout_ms = info.schedule_timeout_ms;
-    r->backoff_ms = info.backoff_ms; /* hq: kc_harness_group_info reads the whole info */
+    r->backoff_ms = info.backoff_ms; /* kc_harness_group_info reads the whole info */
     r->creation_ms = info.creation_ms;
 }
 
@@ -1022,7 +1022,7 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
     if (rc == 0 && two)
         rc = pod_from_proto(call->other, &other, &err);
     if (rc == 0) {
-        /* hq: the queue timestamps the harness's test chose (the scheduler's queue sets them) */
+        /* the queue timestamps the harness's test chose (the scheduler's queue sets them) */
         pod->enqueue_ms = call->pod_enqueue_ms;
         if (other != NULL)
             other->enqueue_ms = call->other_enqueue_ms;
@@ -1034,7 +1034,7 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
     return rc;
 }
 
-/* ---- hq: the test harness's additions of SDK 1.2 (docs/plugin-testing.md) ----
+/* ---- the test harness's additions of SDK 1.2 (docs/plugin-testing.md) ----
  * A harness host (capture_logs) takes pending pods as the scheduler's cache delivers them to
  * its plugins, evaluates a pod as a group cycle's member, and places an evaluation's pod in the
  * group its plugins declare, so that kc_preempt refuses a member outside a group cycle as the
@@ -1121,7 +1121,7 @@ static int harness_join_group(struct plugin_host *h, struct evaluated *ev,
     return 0;
 }
 
-/* ---- end of hq's additions ---- */
+/* ---- end of the test harness's additions of SDK 1.2 ---- */
 
 /* For a harness (capture_logs): the cycle keys asked for, and Filter's verdict per node after
  * an evaluation (the scheduler reads only the feasible list; a test wants the status). */

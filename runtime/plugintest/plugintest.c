@@ -84,7 +84,7 @@ struct kc_harness {
     bool pre_filter_skipped, pre_score_skipped;
     char *cycle_string;
     bool pods_first; /* kc_harness_update_pods_first: the update's pods before its nodes */
-    /* ---- hq: what the additions of 1.2 keep ---- */
+    /* ---- added in 1.2: queue, binder and waiting-pod state ---- */
     bool pending_events;          /* kc_harness_options.pending_pods_as_events */
     char *plugin_name;            /* the plugin under test's own name (kc_harness_wait) */
     struct kv_list status_counts; /* "Kind namespace/name" -> how many statuses, in decimal */
@@ -1017,7 +1017,7 @@ static int hello_errors(kc_harness *h, const Kcycle__V1__HelloReply *r, char *er
     return 0;
 }
 
-/* hq: name is in options->queue_sort_off (read only when the caller's struct has it). */
+/* name is in options->queue_sort_off (read only when the caller's struct has it). */
 static bool queue_sort_left_out(const kc_harness_options *o, const char *name)
 {
     if (o->struct_size < offsetof(kc_harness_options, queue_sort_off) + sizeof(o->queue_sort_off))
@@ -1380,7 +1380,7 @@ KC_API int kc_harness_update_pods_first(kc_harness *h, const char *cluster_yaml)
     return rc;
 }
 
-/* ---- hq: the additions of 1.2 (docs/plugin-testing.md): what a plugin's tests used to need a
+/* ---- Added in 1.2 (docs/plugin-testing.md): what a plugin's tests used to need a
  * fake host for; each works the same in both modes, through the plugin host ---- */
 
 static void count_object_status(kc_harness *h, const char *key)
@@ -1561,7 +1561,7 @@ KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *h)
     return h->permit_timeout_ms;
 }
 
-/* ---- end of hq's additions ---- */
+/* ---- end of the 1.2 additions for the queue, the binder and waiting pods ---- */
 
 /* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, requeue
  * events and PreFilter's Skip (docs/plugin-testing.md). Each goes through the plugin host
