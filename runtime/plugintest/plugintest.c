@@ -1105,26 +1105,14 @@ static void deltas_pods_first(struct deltas *d);
 static int assumed_position(const kc_harness *h, const char *uid);
 static void assumed_drop(kc_harness *h, const char *uid);
 
-/* An update that redefines an assumed pod ends the assumption: one with a node is confirmed by
- * its put (the host drops the assumed copy), a pending one is forgotten first. */
-static int forget_redefined(kc_harness *h, const struct sim_spec *spec)
+/* An update that binds an assumed pod (a nodeName) ends the assumption: the host confirms it
+ * and drops its assumed copy, so the harness drops the uid too. A pending pod's update keeps
+ * it, as the scheduler's cache keeps an assumed pod whose object changes before its binding. */
+static void drop_confirmed(kc_harness *h, const struct sim_spec *spec)
 {
-    for (uint32_t i = 0; i < spec->pod_count; i++) {
-        const struct pod *pod = spec->pods[i];
-        if (assumed_position(h, pod->uid) < 0)
-            continue;
-        if (pod->node_name == NULL) {
-            Kcycle__V1__Delta forget = KCYCLE__V1__DELTA__INIT;
-            forget.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
-            forget.forget = pod->uid;
-            Kcycle__V1__Delta *list[] = {&forget};
-            int rc = sync_deltas(h, list, 1);
-            if (rc < 0)
-                return rc;
-        }
-        assumed_drop(h, pod->uid);
-    }
-    return 0;
+    for (uint32_t i = 0; i < spec->pod_count; i++)
+        if (spec->pods[i]->node_name != NULL)
+            assumed_drop(h, spec->pods[i]->uid);
 }
 
 KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
@@ -1143,16 +1131,15 @@ KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
     }
     h->updates = grown;
     h->updates[h->update_count++] = spec; /* kept: its pods are evaluable */
-    rc = forget_redefined(h, &h->updates[h->update_count - 1]);
-    if (rc < 0)
-        return rc;
     struct deltas d;
     rc = deltas_from_spec(h, &h->updates[h->update_count - 1], &d);
     if (rc == 0 && h->pods_first)
         deltas_pods_first(&d);
     if (rc == 0)
         rc = sync_deltas(h, d.list, d.count);
-    else
+    if (rc == 0)
+        drop_confirmed(h, &h->updates[h->update_count - 1]);
+    else if (rc != -EIO)
         set_error(h, "the update cannot be sent: %s", strerror(-rc));
     deltas_free(&d);
     return rc;
@@ -1575,7 +1562,7 @@ static int assumed_position(const kc_harness *h, const char *uid)
     return -1;
 }
 
-/* The pod of uid is assumed no more (forgotten, deleted, or redefined by an update). */
+/* The pod of uid is assumed no more (forgotten, deleted, or bound by an update). */
 static void assumed_drop(kc_harness *h, const char *uid)
 {
     int at = assumed_position(h, uid);

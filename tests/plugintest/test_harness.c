@@ -408,9 +408,10 @@ static void pending_pods_reach_the_plugins_only_when_asked(void **state)
 
 
 /* An assumption ends with the pod: deleted (forgotten first, as the scheduler's cache does) or
- * redefined by an update, the pod may be assumed again; the host agrees (a second assumption
- * it still held would put its replica out of sync). */
-static void a_deleted_or_redefined_pod_may_be_assumed_again(void **state)
+ * bound by an update (the host confirms it), the pod may be assumed again once it is back
+ * pending; the host agrees (an assumption it still held would put its replica out of sync). An
+ * update of the pending pod keeps the assumption, as the cache does until the binding. */
+static void a_deleted_or_bound_pod_may_be_assumed_again(void **state)
 {
     (void)state;
     static const char trainer[] = "pods:\n  - {name: trainer, namespace: ml, requests: "
@@ -422,15 +423,21 @@ static void a_deleted_or_redefined_pod_may_be_assumed_again(void **state)
     kc_harness_clear_logs(harness);
     harness_expect_ok("assume again", kc_harness_assume(harness, "ml/trainer", "gpu-small"));
     assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_ASSUME trainer"));
-    /* an update that redefines the assumed pod as pending forgets it */
+    /* an update of the pending pod: still assumed */
     kc_harness_clear_logs(harness);
-    harness_expect_ok("redefine", kc_harness_update(harness, trainer));
-    assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_FORGET trainer"));
+    harness_expect_ok("update", kc_harness_update(harness, trainer));
+    assert_false(kc_harness_logged(harness, "POD_FORGET"));
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-small"), -17);
+    /* bound by an update: confirmed, then deleted and back pending */
+    harness_expect_ok("bound", kc_harness_update(harness, "nodes:\n  - {name: gpu-small, "
+                                                          "allocatable: {cpu: 8, nvidia.com/gpu: "
+                                                          "4}, labels: {pool: gpu}}\npods:\n  - "
+                                                          "{name: trainer, namespace: ml, "
+                                                          "nodeName: gpu-small, requests: "
+                                                          "{nvidia.com/gpu: 1}}\n"));
+    harness_expect_ok("delete bound", kc_harness_delete_pod(harness, "ml/trainer"));
+    harness_expect_ok("back pending", kc_harness_update(harness, trainer));
     harness_expect_ok("assume a third time", kc_harness_assume(harness, "ml/trainer", "gpu-big"));
-    /* the replica followed: a fourth assumption is refused, one after a forget is not */
-    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-big"), -17);
-    harness_expect_ok("forget", kc_harness_forget(harness, "ml/trainer"));
-    harness_expect_ok("assume after forget", kc_harness_assume(harness, "ml/trainer", "gpu-big"));
     assert_string_equal(kc_harness_error(harness), "");
 }
 
@@ -605,7 +612,7 @@ int main(void)
         HARNESS_TEST(the_clock_and_a_cycle_string_are_the_tests),
         HARNESS_TEST(assume_forget_and_deletes_come_one_at_a_time),
         HARNESS_TEST(pending_pods_reach_the_plugins_only_when_asked),
-        HARNESS_TEST(a_deleted_or_redefined_pod_may_be_assumed_again),
+        HARNESS_TEST(a_deleted_or_bound_pod_may_be_assumed_again),
         HARNESS_TEST(a_nomination_follows_its_pod_across_updates),
         HARNESS_TEST(a_wait_for_a_pod_with_no_cycle_is_an_error),
         HARNESS_TEST(a_cycle_key_that_is_no_string_answers_null),

@@ -266,7 +266,7 @@ KC_API int kc_harness_nominate(kc_harness *harness, const char *pod, const char 
  * Reserve (the plugin gets KC_EVENT_POD_ASSUME and the pod counts on the node), or forget an
  * assumed pod (KC_EVENT_POD_FORGET: it counts no more). 0; -ENOENT (-2) for a pod or node the
  * harness does not know; -EEXIST (-17) for a pod placed by the cluster or assumed and not
- * forgotten (kc_harness_delete_pod and an update that redefines the pod end the assumption);
+ * forgotten (kc_harness_delete_pod, and an update that binds the pod, end the assumption);
  * -EIO (-5) when the host failed: see kc_harness_error(). Added in 1.2. */
 KC_API int kc_harness_assume(kc_harness *harness, const char *pod, const char *node);
 KC_API int kc_harness_forget(kc_harness *harness, const char *pod);
