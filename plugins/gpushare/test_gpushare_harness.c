@@ -1,14 +1,14 @@
-/* gpushare on the plugin test harness, in both isolation modes: cards shared by memory, cores
- * and users and never overcommitted, as pods are placed one after the other (Filter, then
- * Reserve on the chosen node), with the reasons kube's users see; the HAMi and kcycle
- * annotations Reserve writes on the Binding (the scheduler clock set with
- * kc_harness_set_clock); the cards a pod's type and UUID annotations select; PreFilter's
- * refusals and skips; HAMi's handshake; MIG instances through Filter and Reserve; the
- * adoption of bound pods after a restart, in either order with their node, and forged
- * assignments; the fragmentation score; cards and CPUs in one NUMA zone, numaalign's choice
- * followed; cards from NodeResourceTopology zones and GFD labels. The parsers, the MIG
- * tables, request parsing and the ledger's invariants are called directly
- * (test_gpushare_internal.c, test_gpushare.c). */
+/* gpushare on the plugin test harness, in both isolation modes: cards shared by memory, cores and
+ * users and never overcommitted, as pods are placed one after the other (Filter, then Reserve on
+ * the chosen node), with the reasons kube's users see; the HAMi and kcycle annotations Reserve
+ * writes on the Binding (the scheduler clock set with kc_harness_set_clock); the cards a pod's
+ * type and UUID annotations select; PreFilter's refusals (each request it cannot take, with the
+ * whole reason) and skips; HAMi's defaults as Reserve's HAMi annotation shows them; HAMi's
+ * handshake; MIG instances through Filter and Reserve; the adoption of bound pods after a restart,
+ * in either order with their node, and forged assignments; the fragmentation score; cards and CPUs
+ * in one NUMA zone, numaalign's choice followed; cards from NodeResourceTopology zones and GFD
+ * labels. The parsers, the MIG tables, the longest selection value taken whole and the ledger's
+ * invariants are called directly (test_gpushare_internal.c, test_gpushare.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,6 +281,147 @@ static void bad_request_is_unresolvable_naming_the_pod(void **state)
                         "{nvidia.com/gpu: 1, nvidia.com/gpucores: 150}}}\n");
     harness_expect_status("bad", kc_harness_filter(harness, "ml/bad", "n"), KC_UNRESOLVABLE);
     assert_non_null(strstr(kc_harness_message(harness), "pod ml/bad: container \"main\""));
+}
+
+/* The requests PreFilter refuses, each with the whole reason kube's users see (the pod, the
+ * container and the value): UNRESOLVABLE, so no node is tried. */
+static const struct {
+    const char *pod, *yaml, *reason;
+} bad_requests[] = {
+    {"ml/cores", "{name: cores, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpucores: "
+                 "150}}",
+     "pod ml/cores: container \"main\": nvidia.com/gpucores is 150; expected 0 to 100 "
+     "(percent of each card's compute; 100 holds the card alone)"},
+    {"ml/percent", "{name: percent, namespace: ml, limits: {nvidia.com/gpu: 1, "
+                   "nvidia.com/gpumem-percentage: 120}}",
+     "pod ml/percent: container \"main\": nvidia.com/gpumem-percentage is 120; "
+     "expected 1 to 100 (percent of each card's memory)"},
+    {"ml/bytes", "{name: bytes, namespace: ml, limits: {nvidia.com/gpu: 1, nvidia.com/gpumem: "
+                 "8589934592}}",
+     "pod ml/bytes: container \"main\": nvidia.com/gpumem is 8589934592; expected MiB "
+     "per card (e.g. 8192 for 8 GiB), not bytes"},
+    {"ml/many", "{name: many, namespace: ml, limits: {nvidia.com/gpu: 17}}",
+     "pod ml/many: container \"main\": nvidia.com/gpu is 17; expected at most 16 (the "
+     "most cards a node has)"},
+    {"ml/synonyms", "{name: synonyms, namespace: ml, limits: {nvidia.com/gpu: 1, "
+                    "nvidia.com/gpumem: 4096, kcycle.io/gpu-memory: 2048}}",
+     "pod ml/synonyms: container \"main\": nvidia.com/gpumem is 4096 but "
+     "kcycle.io/gpu-memory is 2048; give one of them"},
+    {"ml/mig-mem", "{name: mig-mem, namespace: ml, limits: {nvidia.com/gpumem: 4096, "
+                   "nvidia.com/mig-1g.10gb: 1}}",
+     "pod ml/mig-mem: container \"main\": nvidia.com/mig-1g.10gb cannot be combined "
+     "with nvidia.com/gpu, gpumem or gpucores; a MIG instance has its own memory "
+     "and compute"},
+    {"ml/mig-big", "{name: mig-big, namespace: ml, limits: {nvidia.com/mig-big: 1}}",
+     "pod ml/mig-big: container \"main\": nvidia.com/mig-big is not a MIG profile; "
+     "expected e.g. nvidia.com/mig-1g.10gb or nvidia.com/mig-3g.40gb"},
+    {"ml/mig-two", "{name: mig-two, namespace: ml, limits: {nvidia.com/mig-1g.10gb: 1, "
+                   "nvidia.com/mig-3g.40gb: 1}}",
+     "pod ml/mig-two: container \"main\": asks for two MIG profiles "
+     "(nvidia.com/mig-1g.10gb and nvidia.com/mig-3g.40gb); one profile per container"},
+    {"ml/policy", "{name: policy, namespace: ml, limits: {nvidia.com/gpu: 1}, annotations: "
+                  "{hami.io/gpu-scheduler-policy: tight}}",
+     "pod ml/policy: annotation hami.io/gpu-scheduler-policy is \"tight\"; expected "
+     "binpack or spread"},
+    {"ml/numa", "{name: numa, namespace: ml, limits: {nvidia.com/gpu: 1}, annotations: "
+                "{kcycle.io/numa-policy: restricted}}",
+     "pod ml/numa: annotation kcycle.io/numa-policy is \"restricted\"; expected "
+     "single-numa-node or none"},
+    {"ml/init", "{name: init, namespace: ml, requests: {cpu: 1}, initContainers: [{name: setup, "
+                "resources: {limits: {nvidia.com/gpu: 1}}}]}",
+     "pod ml/init: init container \"setup\" asks for GPUs; gpushare gives GPUs to app "
+     "containers only"},
+};
+
+static void bad_requests_are_refused_naming_container_and_value(void **state)
+{
+    (void)state;
+    char yaml[8192] = "nodes:\n  - {name: n, allocatable: {cpu: 4}}\npods:\n";
+    for (size_t i = 0; i < sizeof(bad_requests) / sizeof(bad_requests[0]); i++)
+        harness_append(yaml, sizeof(yaml), "  - %s\n", bad_requests[i].yaml);
+    harness_start("{}", yaml);
+    for (size_t i = 0; i < sizeof(bad_requests) / sizeof(bad_requests[0]); i++) {
+        harness_expect_status(bad_requests[i].pod,
+                              kc_harness_filter(harness, bad_requests[i].pod, "n"),
+                              KC_UNRESOLVABLE);
+        if (strcmp(kc_harness_message(harness), bad_requests[i].reason) != 0)
+            fail_msg("%s (%s): reason \"%s\", want \"%s\"", bad_requests[i].pod,
+                     harness_mode_name(), kc_harness_message(harness), bad_requests[i].reason);
+    }
+}
+
+/* A selection list the plugin cannot hold whole is refused, naming the annotation and its
+ * length: a cut nouse list would let through the cards named after the cut. (That the longest
+ * value that fits is taken whole is request_parse's, checked in test_gpushare.c.) */
+static void overlong_selection_annotations_are_refused(void **state)
+{
+    (void)state;
+    static const char *const keys[] = {"nvidia.com/use-gputype", "nvidia.com/nouse-gputype",
+                                       "nvidia.com/use-gpuuuid", "nvidia.com/nouse-gpuuuid"};
+    char list[1024] = "";
+    for (int i = 0; strlen(list) + 48 < sizeof(list); i++)
+        harness_append(list, sizeof(list), "%sGPU-%08d-0000-0000-0000", i > 0 ? "," : "", i);
+    char yaml[8192] = "nodes:\n  - {name: n, allocatable: {cpu: 4}}\npods:\n";
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
+        harness_append(yaml, sizeof(yaml),
+                       "  - {name: long-%zu, namespace: ml, limits: {nvidia.com/gpu: 1, "
+                       "nvidia.com/gpumem: 1024}, annotations: {%s: '%s'}}\n",
+                       k, keys[k], list);
+    harness_start("{}", yaml);
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        char pod[32], reason[256];
+        snprintf(pod, sizeof(pod), "ml/long-%zu", k);
+        /* the type lists hold 127 bytes, the UUID lists 511 */
+        snprintf(reason, sizeof(reason),
+                 "pod %s: annotation %s is %zu bytes long; at most %d are read, shorten the "
+                 "list",
+                 pod, keys[k], strlen(list), strstr(keys[k], "uuid") != NULL ? 511 : 127);
+        harness_expect_status(pod, kc_harness_filter(harness, pod, "n"), KC_UNRESOLVABLE);
+        assert_string_equal(kc_harness_message(harness), reason);
+    }
+}
+
+/* HAMi's defaults, read where HAMi's device plugin reads them: the card list Reserve writes in
+ * hami.io/vgpu-devices-to-allocate ("UUID,NVIDIA,MiB,cores:" per card, ";" per container). */
+static void hami_defaults_apply_to_requests(void **state)
+{
+    (void)state;
+    static const char two_cards[] =
+        "nodes:\n"
+        "  - name: n\n"
+        "    allocatable: {cpu: 16, nvidia.com/gpu: 6}\n"
+        "    annotations:\n"
+        "      kcycle.io/gpus: '[{\"memory\": 24576, \"split\": 3, \"uuid\": \"GPU-a\", "
+        "\"model\": \"NVIDIA-L4\"}, {\"memory\": 24576, \"split\": 3, \"uuid\": \"GPU-b\", "
+        "\"model\": \"NVIDIA-L4\"}]'\n"
+        "pods:\n"
+        "  - {name: whole, namespace: ml, limits: {nvidia.com/gpu: 2}}\n"
+        "  - {name: memory-only, namespace: ml, limits: {nvidia.com/gpumem: 2048}}\n"
+        "  - {name: synonym, namespace: ml, limits: {kcycle.io/gpu-memory: 1024, "
+        "kcycle.io/gpu-cores: 20}}\n";
+    static const struct {
+        const char *pod, *cards;
+    } want[] = {
+        /* cards only: whole cards (all their memory), held alone (100 cores) */
+        {"ml/whole", "GPU-a,NVIDIA,24576,100:GPU-b,NVIDIA,24576,100:;"},
+        /* memory only: one card, no cores reserved */
+        {"ml/memory-only", "GPU-a,NVIDIA,2048,0:;"},
+        /* kcycle.io's synonyms read as HAMi's resources */
+        {"ml/synonym", "GPU-a,NVIDIA,1024,20:;"},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        harness_start("{}", two_cards);
+        harness_expect_status(want[i].pod, kc_harness_filter(harness, want[i].pod, "n"),
+                              KC_SUCCESS);
+        harness_expect_status(want[i].pod,
+                              kc_harness_call(harness, want[i].pod, KC_HARNESS_RESERVE, "n"),
+                              KC_SUCCESS);
+        const char *cards = kc_harness_annotation(harness, "hami.io/vgpu-devices-to-allocate");
+        if (cards == NULL || strcmp(cards, want[i].cards) != 0)
+            fail_msg("%s (%s): cards \"%s\", want \"%s\"", want[i].pod, harness_mode_name(),
+                     cards != NULL ? cards : "(none)", want[i].cards);
+    }
+    /* a pod without GPUs asks for nothing: PreFilter skips it (pod_without_gpus_is_skipped) */
 }
 
 static void pod_without_gpus_is_skipped(void **state)
@@ -733,6 +874,9 @@ int main(void)
         HARNESS_TEST(reserve_writes_the_scheduler_clock_and_the_assignment),
         HARNESS_TEST(bad_request_is_unresolvable_naming_the_pod),
         HARNESS_TEST(pod_without_gpus_is_skipped),
+        HARNESS_TEST(bad_requests_are_refused_naming_container_and_value),
+        HARNESS_TEST(overlong_selection_annotations_are_refused),
+        HARNESS_TEST(hami_defaults_apply_to_requests),
         HARNESS_TEST(a_deleted_user_frees_a_share_not_the_whole_card),
         HARNESS_TEST(mig_pods_get_instances_on_mig_cards),
         HARNESS_TEST(restart_rebuilds_the_ledger_from_decision_annotations),

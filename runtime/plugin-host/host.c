@@ -39,7 +39,7 @@ struct evaluated {
     bool chosen;   /* a phase was called for it: the scheduler picked it */
     bool borrowed; /* pod belongs to the assumed map (a host that evaluates nothing) */
     uint64_t attempt; /* the scheduler's attempt (Evaluate.attempt; 0: not said) */
-    struct pod_group *harness_group; /* hq: a harness host's group for its cycle (owned) */
+    struct pod_group *harness_group; /* a harness host's group for its cycle (owned) */
 };
 
 struct plugin_host {
@@ -58,7 +58,7 @@ struct plugin_host {
     uint64_t objects_seen;
     char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
     bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
-    int bind_result;     /* hq: what kc_bind answers in a harness host's phase call (0: binds) */
+    int bind_result;     /* what kc_bind answers in a harness host's phase call (0: binds) */
     /* Hello.capture_logs (the plugin test harness): the lines plugins log while a request is
      * served, for its Reply.logs; Filter and Score may log from several threads */
     bool capture_logs;
@@ -286,7 +286,7 @@ static int waiting_put(struct plugin_host *h, const Kcycle__V1__WaitingPod *msg,
         ev = evaluated_from_assumed(h, msg->uid);
     if (ev == NULL)
         return 0; /* not assumed here: nothing a plugin could act on */
-    ev->chosen = true; /* held in Permit: its cycle lives on (hq: a harness may hold it without
+    ev->chosen = true; /* held in Permit: its cycle lives on (a harness may hold it without
                         * having called a phase) */
     uint64_t pending = 0;
     for (size_t n = 0; n < msg->n_plugins; n++)
@@ -798,6 +798,33 @@ static struct scheduler_clock harness_clock(struct plugin_host *h)
     return (struct scheduler_clock){.ctx = h, .now_ms = harness_clock_now};
 }
 
+/* kc_harness_cycle_string's bound (docs/sdk/kc_harness_cycle_string.md): the longest string
+ * read from a cycle key's data, its NUL included. */
+#define HARNESS_CYCLE_STRING_MAX 4096
+
+/* A harness host refuses a wait (WaitingPod delta) for a pod with no open cycle and no
+ * assumption before any delta applies: the scheduler only waits for a pod it assumed, so
+ * from a test it is a mistake to name, not a change to ignore (and, refused here, the
+ * replica stays in sync). True when the reply is that refusal. */
+static bool harness_waits_unknown_pod(struct plugin_host *h, const Kcycle__V1__Request *req,
+                                      Kcycle__V1__Reply *reply, struct scratch *sc)
+{
+    for (size_t i = 0; h->capture_logs && i < req->n_deltas; i++) {
+        const Kcycle__V1__Delta *d = req->deltas[i];
+        if (d->change_case != KCYCLE__V1__DELTA__CHANGE_WAITING_PUT || d->trial)
+            continue;
+        const char *uid = d->waiting_put->uid;
+        if (strmap_get(&h->evaluated, uid) != NULL || strmap_get(&h->assumed, uid) != NULL)
+            continue;
+        reply_error(reply, sc,
+                    "pod %s cannot wait: it has no open cycle and is not assumed (evaluate it "
+                    "or assume it first)",
+                    uid);
+        return true;
+    }
+    return false;
+}
+
 /* Before the request's deltas: a clock the harness set applies to the events they bring. */
 static void harness_control(struct plugin_host *h, const Kcycle__V1__Request *req)
 {
@@ -833,8 +860,16 @@ static void fill_harness_facts(struct plugin_host *h, const Kcycle__V1__Request 
         if (strcmp(ev->cycle->state[i].key, c->cycle_string_key) != 0 ||
             ev->cycle->state[i].data == NULL)
             continue;
+        /* the data is a plugin's pointer of no known size: a string ends within the bound,
+         * anything else answers no string rather than a read to wherever a NUL lies */
+        const char *data = ev->cycle->state[i].data;
+        size_t len = strnlen(data, HARNESS_CYCLE_STRING_MAX);
+        char *copy = len < HARNESS_CYCLE_STRING_MAX ? scratch_alloc(sc, len + 1) : NULL;
+        if (copy == NULL)
+            continue;
+        memcpy(copy, data, len + 1);
         facts->has_cycle_string = true;
-        facts->cycle_string = text_or_empty(sc, ev->cycle->state[i].data);
+        facts->cycle_string = copy;
     }
     reply->harness_facts = facts;
 }
@@ -930,7 +965,7 @@ static void queue_group_of(struct plugin_host *h, const struct pod *pod, Kcycle_
     r->min_member = info.min_member;
     r->group_flags = info.flags;
     r->schedule_timeout_ms = info.schedule_timeout_ms;
-    r->backoff_ms = info.backoff_ms; /* hq: kc_harness_group_info reads the whole info */
+    r->backoff_ms = info.backoff_ms; /* kc_harness_group_info reads the whole info */
     r->creation_ms = info.creation_ms;
 }
 
@@ -987,7 +1022,7 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
     if (rc == 0 && two)
         rc = pod_from_proto(call->other, &other, &err);
     if (rc == 0) {
-        /* hq: the queue timestamps the harness's test chose (the scheduler's queue sets them) */
+        /* the queue timestamps the harness's test chose (the scheduler's queue sets them) */
         pod->enqueue_ms = call->pod_enqueue_ms;
         if (other != NULL)
             other->enqueue_ms = call->other_enqueue_ms;
@@ -999,7 +1034,7 @@ static int serve_queue(struct plugin_host *h, const Kcycle__V1__QueueCall *call,
     return rc;
 }
 
-/* ---- hq: the test harness's additions of SDK 1.2 (docs/plugin-testing.md) ----
+/* ---- the test harness's additions of SDK 1.2 (docs/plugin-testing.md) ----
  * A harness host (capture_logs) takes pending pods as the scheduler's cache delivers them to
  * its plugins, evaluates a pod as a group cycle's member, and places an evaluation's pod in the
  * group its plugins declare, so that kc_preempt refuses a member outside a group cycle as the
@@ -1086,7 +1121,7 @@ static int harness_join_group(struct plugin_host *h, struct evaluated *ev,
     return 0;
 }
 
-/* ---- end of hq's additions ---- */
+/* ---- end of the test harness's additions of SDK 1.2 ---- */
 
 /* For a harness (capture_logs): the cycle keys asked for, and Filter's verdict per node after
  * an evaluation (the scheduler reads only the feasible list; a test wants the status). */
@@ -1124,6 +1159,14 @@ static int open_replica(struct plugin_host *h, const Kcycle__V1__Hello *hello, s
     for (size_t i = 0; i < hello->n_plugins; i++)
         if (hello->plugins[i]->name[0] == '\0')
             return kc_error_set(err, -EINVAL, "hello: plugin %zu has no name", i);
+    /* The scheduler runs QueueSort itself and never sends queue_sort_off; leaving a plugin's
+     * QueueSort out is a harness's choice (kc_harness_options.queue_sort_off) only. */
+    for (size_t i = 0; i < hello->n_plugins && !hello->capture_logs; i++)
+        if (hello->plugins[i]->queue_sort_off)
+            return kc_error_set(err, -EINVAL,
+                                "hello: plugin %s has queue_sort_off, which only a test harness "
+                                "(a Hello with capture_logs) may set",
+                                hello->plugins[i]->name);
     if (hello->abi_version != 0 && KC_ABI_VERSION_MAJOR(hello->abi_version) != KC_ABI_MAJOR)
         return kc_error_set(err, -EINVAL,
                             "the scheduler speaks ABI %u.%u and this host ABI %u.%u; run the "
@@ -1989,6 +2032,8 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
                            "adopt_generation is only for a test harness (a Hello with "
                            "capture_logs); this host checks generations");
     harness_control(h, req);
+    if (harness_waits_unknown_pod(h, req, reply, sc))
+        return -1;
     if (req->scheduler_clock && !h->capture_logs) {
         /* the scheduler's clock is not the monotonic one (a simulation): follow it */
         h->clock_set = true;

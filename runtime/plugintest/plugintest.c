@@ -84,7 +84,7 @@ struct kc_harness {
     bool pre_filter_skipped, pre_score_skipped;
     char *cycle_string;
     bool pods_first; /* kc_harness_update_pods_first: the update's pods before its nodes */
-    /* ---- hq: what the additions of 1.2 keep ---- */
+    /* ---- added in 1.2: queue, binder and waiting-pod state ---- */
     bool pending_events;          /* kc_harness_options.pending_pods_as_events */
     char *plugin_name;            /* the plugin under test's own name (kc_harness_wait) */
     struct kv_list status_counts; /* "Kind namespace/name" -> how many statuses, in decimal */
@@ -693,7 +693,7 @@ KC_API kc_status kc_harness_pre_enqueue(kc_harness *h, const char *pod_ref)
 }
 
 static void forget_group_info(kc_harness *h);
-static void keep_group_info(kc_harness *h, const Kcycle__V1__QueueReply *r);
+static int keep_group_info(kc_harness *h, const Kcycle__V1__QueueReply *r);
 
 KC_API kc_status kc_harness_group_of(kc_harness *h, const char *pod_ref)
 {
@@ -713,7 +713,14 @@ KC_API kc_status kc_harness_group_of(kc_harness *h, const char *pod_ref)
         if (h->group_name != NULL)
             snprintf(h->group_name, size, "%s/%s", r->group_namespace, r->group_name);
         h->group_min_member = r->min_member != 0 ? r->min_member : 1;
-        keep_group_info(h, r);
+        if (h->group_name == NULL || keep_group_info(h, r) < 0) {
+            /* no half-kept group: kc_harness_group_info would answer one with no name */
+            free(h->group_name);
+            h->group_name = NULL;
+            forget_group_info(h);
+            set_error(h, "out of memory keeping pod %s's group", pod_ref);
+            st = KC_ERROR;
+        }
     }
     kcycle__v1__reply__free_unpacked(reply, NULL);
     return st;
@@ -1010,7 +1017,7 @@ static int hello_errors(kc_harness *h, const Kcycle__V1__HelloReply *r, char *er
     return 0;
 }
 
-/* hq: name is in options->queue_sort_off (read only when the caller's struct has it). */
+/* name is in options->queue_sort_off (read only when the caller's struct has it). */
 static bool queue_sort_left_out(const kc_harness_options *o, const char *name)
 {
     if (o->struct_size < offsetof(kc_harness_options, queue_sort_off) + sizeof(o->queue_sort_off))
@@ -1095,6 +1102,18 @@ static int sync_deltas(kc_harness *h, Kcycle__V1__Delta **list, uint32_t count)
 }
 
 static void deltas_pods_first(struct deltas *d);
+static int assumed_position(const kc_harness *h, const char *uid);
+static void assumed_drop(kc_harness *h, const char *uid);
+
+/* An update that binds an assumed pod (a nodeName) ends the assumption: the host confirms it
+ * and drops its assumed copy, so the harness drops the uid too. A pending pod's update keeps
+ * it, as the scheduler's cache keeps an assumed pod whose object changes before its binding. */
+static void drop_confirmed(kc_harness *h, const struct sim_spec *spec)
+{
+    for (uint32_t i = 0; i < spec->pod_count; i++)
+        if (spec->pods[i]->node_name != NULL)
+            assumed_drop(h, spec->pods[i]->uid);
+}
 
 KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
 {
@@ -1118,7 +1137,9 @@ KC_API int kc_harness_update(kc_harness *h, const char *cluster_yaml)
         deltas_pods_first(&d);
     if (rc == 0)
         rc = sync_deltas(h, d.list, d.count);
-    else
+    if (rc == 0)
+        drop_confirmed(h, &h->updates[h->update_count - 1]);
+    else if (rc != -EIO)
         set_error(h, "the update cannot be sent: %s", strerror(-rc));
     deltas_free(&d);
     return rc;
@@ -1147,8 +1168,16 @@ KC_API int kc_harness_delete_pod(kc_harness *h, const char *pod_ref)
     Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
     delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_DELETE;
     delta.pod_delete = pod->uid;
-    Kcycle__V1__Delta *list[] = {&delta};
-    return sync_deltas(h, list, 1);
+    /* an assumed pod is forgotten first, as the scheduler's cache forgets it when it goes */
+    Kcycle__V1__Delta forget = KCYCLE__V1__DELTA__INIT;
+    forget.change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+    forget.forget = pod->uid;
+    bool assumed = assumed_position(h, pod->uid) >= 0;
+    Kcycle__V1__Delta *list[] = {&forget, &delta};
+    int rc = assumed ? sync_deltas(h, list, 2) : sync_deltas(h, &list[1], 1);
+    if (rc == 0)
+        assumed_drop(h, pod->uid);
+    return rc;
 }
 
 static void additions_free(kc_harness *h);
@@ -1338,7 +1367,7 @@ KC_API int kc_harness_update_pods_first(kc_harness *h, const char *cluster_yaml)
     return rc;
 }
 
-/* ---- hq: the additions of 1.2 (docs/plugin-testing.md): what a plugin's tests used to need a
+/* ---- Added in 1.2 (docs/plugin-testing.md): what a plugin's tests used to need a
  * fake host for; each works the same in both modes, through the plugin host ---- */
 
 static void count_object_status(kc_harness *h, const char *key)
@@ -1415,14 +1444,18 @@ static void forget_group_info(kc_harness *h)
     h->group_timeout_ms = h->group_backoff_ms = h->group_creation_ms = 0;
 }
 
-static void keep_group_info(kc_harness *h, const Kcycle__V1__QueueReply *r)
+/* 0, or -ENOMEM (the caller forgets the group). */
+static int keep_group_info(kc_harness *h, const Kcycle__V1__QueueReply *r)
 {
     h->group_namespace = strdup(r->group_namespace);
     h->group_short_name = strdup(r->group_name);
+    if (h->group_namespace == NULL || h->group_short_name == NULL)
+        return -ENOMEM;
     h->group_flags = r->group_flags;
     h->group_timeout_ms = r->schedule_timeout_ms;
     h->group_backoff_ms = r->backoff_ms;
     h->group_creation_ms = r->creation_ms;
+    return 0;
 }
 
 KC_API int kc_harness_group_info(kc_harness *h, kc_group_info *out)
@@ -1465,43 +1498,34 @@ KC_API kc_status kc_harness_evaluate_in_group(kc_harness *h, const char *pod, ui
     return evaluate_all(h, pod, &position);
 }
 
-/* One delta about pod_ref's pod (an assumption on node, its forgetting, or a wait on node for
- * the plugin under test), sent with a sync call. */
-static int pod_delta(kc_harness *h, const char *pod_ref, Kcycle__V1__Delta__ChangeCase change,
-                     const char *node)
+/* The plugin under test holds pod_ref's pod in Permit on node, as the scheduler's waiting list
+ * would (a WaitingPod delta, sent with a sync call). A harness host refuses a pod with no open
+ * cycle and no assumption: -ENOENT then, with h->error saying so. */
+KC_API int kc_harness_wait(kc_harness *h, const char *pod_ref, const char *node)
 {
     h->error[0] = '\0';
     struct pod *pod = find_pod(h, pod_ref);
-    if (pod == NULL || (change != KCYCLE__V1__DELTA__CHANGE_FORGET && node_position(h, node) < 0))
+    if (pod == NULL || node_position(h, node) < 0)
         return -ENOENT;
-    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
-    Kcycle__V1__Assume assume = KCYCLE__V1__ASSUME__INIT;
     Kcycle__V1__WaitingPod waiting = KCYCLE__V1__WAITING_POD__INIT;
     char *plugins[] = {h->plugin_name};
-    delta.change_case = change;
-    if (change == KCYCLE__V1__DELTA__CHANGE_ASSUME) {
-        assume.node = (char *)node;
-        if ((assume.pod = pod_to_proto(pod)) == NULL)
-            return -ENOMEM;
-        delta.assume = &assume;
-    } else if (change == KCYCLE__V1__DELTA__CHANGE_FORGET) {
-        delta.forget = pod->uid;
-    } else {
-        waiting.uid = pod->uid;
-        waiting.node = (char *)node;
-        waiting.plugins = plugins;
-        waiting.n_plugins = 1;
-        delta.waiting_put = &waiting;
-    }
+    waiting.uid = pod->uid;
+    waiting.node = (char *)node;
+    waiting.plugins = plugins;
+    waiting.n_plugins = 1;
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    delta.change_case = KCYCLE__V1__DELTA__CHANGE_WAITING_PUT;
+    delta.waiting_put = &waiting;
     Kcycle__V1__Delta *list[] = {&delta};
     int rc = sync_deltas(h, list, 1);
-    pod_proto_free(assume.pod);
+    if (rc < 0 && strstr(h->error, "cannot wait:") != NULL) {
+        set_error(h,
+                  "pod %s cannot wait on %s: it has no open cycle and is not assumed (evaluate "
+                  "it or kc_harness_assume it first)",
+                  pod_ref, node);
+        return -ENOENT;
+    }
     return rc;
-}
-
-KC_API int kc_harness_wait(kc_harness *h, const char *pod, const char *node)
-{
-    return pod_delta(h, pod, KCYCLE__V1__DELTA__CHANGE_WAITING_PUT, node);
 }
 
 KC_API void kc_harness_set_bind_result(kc_harness *h, int result)
@@ -1524,7 +1548,7 @@ KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *h)
     return h->permit_timeout_ms;
 }
 
-/* ---- end of hq's additions ---- */
+/* ---- end of the 1.2 additions for the queue, the binder and waiting pods ---- */
 
 /* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, requeue
  * events and PreFilter's Skip (docs/plugin-testing.md). Each goes through the plugin host
@@ -1536,6 +1560,16 @@ static int assumed_position(const kc_harness *h, const char *uid)
         if (strcmp(h->assumed[i], uid) == 0)
             return (int)i;
     return -1;
+}
+
+/* The pod of uid is assumed no more (forgotten, deleted, or bound by an update). */
+static void assumed_drop(kc_harness *h, const char *uid)
+{
+    int at = assumed_position(h, uid);
+    if (at < 0)
+        return;
+    free(h->assumed[at]);
+    h->assumed[at] = h->assumed[--h->assumed_count];
 }
 
 static void assumed_free(kc_harness *h)
@@ -1601,7 +1635,8 @@ KC_API int kc_harness_nominate(kc_harness *h, const char *pod_ref, const char *n
     if (pod == NULL || (node != NULL && node_position(h, node) < 0))
         return -ENOENT;
     uint32_t i = 0;
-    while (i < h->nomination_count && h->nominated_pods[i] != pod)
+    /* by uid: an update redefines a pod (a new struct), still the same pod */
+    while (i < h->nomination_count && strcmp(h->nominated_pods[i]->uid, pod->uid) != 0)
         i++;
     if (i < h->nomination_count) { /* renominated or taken back: drop the old one */
         free(h->nominated_nodes[i]);
@@ -1650,6 +1685,7 @@ KC_API int kc_harness_assume(kc_harness *h, const char *pod_ref, const char *nod
     assume.node = (char *)node;
     if ((assume.pod = pod_to_proto(pod)) == NULL) {
         set_error(h, "pod %s cannot be sent: %s", pod_ref, strerror(errno));
+        free(h->assumed[h->assumed_count]);
         return -ENOMEM;
     }
     Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
@@ -1676,11 +1712,8 @@ KC_API int kc_harness_forget(kc_harness *h, const char *pod_ref)
     delta.forget = pod->uid;
     Kcycle__V1__Delta *list[] = {&delta};
     int rc = sync_deltas(h, list, 1);
-    int at = assumed_position(h, pod->uid);
-    if (rc == 0 && at >= 0) {
-        free(h->assumed[at]);
-        h->assumed[at] = h->assumed[--h->assumed_count];
-    }
+    if (rc == 0)
+        assumed_drop(h, pod->uid);
     return rc;
 }
 

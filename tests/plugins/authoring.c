@@ -1,8 +1,11 @@
 /* A plugin that uses what SDK 1.2 added for plugin authors, for the harness's own tests
  * (tests/plugintest): typed args, kc_logf, kc_cycle_delete, kc_node_id and the handle-taking
- * snapshot functions. Filter keeps nodes labelled label=value; Score prefers free GPUs. */
+ * snapshot functions. Filter keeps nodes labelled label=value (and, with gpuFit, those with the
+ * pod's GPUs free, nominated pods counted); Score prefers free GPUs. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <kcycle/kcycle.h>
 
@@ -10,13 +13,19 @@ KC_PLUGIN_DEFINE_HOST;
 
 #define SEEN "authoring/seen"
 #define RESERVED "authoring/reserved"
+#define BLOB "authoring/blob"
+#define BLOB_SIZE 5000
 
 struct authoring {
     const char *label, *value; /* owned copies */
     int64_t weight;
-    int strict;
+    int strict, gpu_fit;
     int64_t memory_floor;
     kc_resource gpu;
+    /* rendezvousMs: the first Filter call waits up to this long for a second one running at
+     * the same time (Filter on threads), else refuses its node "filter ran alone" */
+    int64_t rendezvous_ms;
+    atomic_int in_filter, rendezvous_done;
 };
 
 static int authoring_init(const kc_host_api *host, const char *args_json, void **self)
@@ -30,12 +39,14 @@ static int authoring_init(const kc_host_api *host, const char *args_json, void *
         return -22;
     }
     const char *label, *value;
-    int64_t weight, floor;
-    int strict;
+    int64_t weight, floor, rendezvous;
+    int strict, gpu_fit;
     kc_args_string(args, "label", "pool", &label);
     kc_args_string(args, "value", "gpu", &value);
     kc_args_int(args, "weight", 10, &weight);
     kc_args_bool(args, "strict", 1, &strict);
+    kc_args_bool(args, "gpuFit", 0, &gpu_fit);
+    kc_args_int(args, "rendezvousMs", 0, &rendezvous);
     kc_args_quantity(args, "memoryFloor", 0, 0, &floor);
     struct authoring *a = calloc(1, sizeof(*a));
     if (a != NULL) {
@@ -55,6 +66,8 @@ static int authoring_init(const kc_host_api *host, const char *args_json, void *
     }
     a->weight = weight;
     a->strict = strict;
+    a->gpu_fit = gpu_fit;
+    a->rendezvous_ms = rendezvous;
     a->memory_floor = floor;
     a->gpu = kc_resource_id("nvidia.com/gpu");
     kc_logf(KC_LOG_INFO, "init: %s=%s weight %lld strict %d memoryFloor %lld", a->label, a->value,
@@ -84,11 +97,45 @@ static kc_status authoring_pre_filter(void *self, kc_cycle *cycle, const kc_pod 
     return kc_cycle_set(cycle, SEEN, (void *)SEEN, NULL) == 0 ? KC_SUCCESS : KC_ERROR;
 }
 
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* 1 when another Filter call ran while this one waited (polling, up to a deadline). */
+static int met_another_filter(struct authoring *a)
+{
+    int met = 0;
+    atomic_fetch_add(&a->in_filter, 1);
+    for (int64_t end = monotonic_ms() + a->rendezvous_ms;
+         !atomic_load(&a->rendezvous_done) && monotonic_ms() < end;) {
+        if (atomic_load(&a->in_filter) >= 2) {
+            met = 1;
+            break;
+        }
+        struct timespec pause = {0, 1000000};
+        nanosleep(&pause, NULL);
+    }
+    int first = !atomic_exchange(&a->rendezvous_done, 1);
+    atomic_fetch_sub(&a->in_filter, 1);
+    return met || !first;
+}
+
 static kc_status authoring_filter(void *self, kc_cycle *cycle, const kc_pod *pod,
                                   const kc_node *node)
 {
     struct authoring *a = self;
-    (void)pod;
+    if (a->rendezvous_ms > 0 && !atomic_load(&a->rendezvous_done) && !met_another_filter(a)) {
+        kc_cycle_reject(cycle, "filter ran alone");
+        return KC_UNSCHEDULABLE;
+    }
+    if (a->gpu_fit && kc_pod_request(pod, a->gpu) >
+                          kc_node_allocatable(node, a->gpu) - kc_node_requested(node, a->gpu)) {
+        kc_cycle_reject(cycle, "node(s) lack free GPUs");
+        return KC_UNSCHEDULABLE;
+    }
     const char *got = kc_node_label(node, a->label);
     if (got != NULL && strcmp(got, a->value) == 0)
         return KC_SUCCESS;
@@ -118,6 +165,13 @@ static kc_status authoring_reserve(void *self, kc_cycle *cycle, const kc_pod *po
     if (copy == NULL || kc_cycle_set(cycle, RESERVED, copy, free) != 0) {
         free(copy);
         return KC_ERROR;
+    }
+    /* bytes with no NUL: what kc_harness_cycle_string must not read as a string */
+    char *blob = malloc(BLOB_SIZE);
+    if (blob != NULL) {
+        memset(blob, 'x', BLOB_SIZE);
+        if (kc_cycle_set(cycle, BLOB, blob, free) != 0)
+            free(blob);
     }
     kc_cycle_annotate(cycle, "authoring/node", node_name);
     kc_logf(KC_LOG_INFO, "reserved %s on %s (node id %llu)", kc_pod_name(pod), node_name,

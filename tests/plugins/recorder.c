@@ -137,6 +137,15 @@ static kc_status group_of(void *self, const kc_pod *pod, kc_group_info *out)
 }
 #endif
 
+#ifdef RECORDER_QUEUE_SORT
+/* By name: enough for a second QueueSort beside another (the harness's queue_sort_off). */
+static int queue_less(void *self, const kc_pod *a, const kc_pod *b)
+{
+    (void)self;
+    return strcmp(kc_pod_name(a), kc_pod_name(b)) < 0;
+}
+#endif
+
 static kc_status pre_filter(void *self, kc_cycle *cycle, const kc_pod *pod)
 {
     struct recorder *r = self;
@@ -315,6 +324,9 @@ static const kc_plugin_ops ops = {
     .post_bind = post_bind,
 #ifdef RECORDER_GROUP_OF
     .group_of = group_of,
+#endif
+#ifdef RECORDER_QUEUE_SORT
+    .queue_less = queue_less,
 #endif
 };
 

@@ -348,7 +348,8 @@ static void assume_forget_and_deletes_come_one_at_a_time(void **state)
     assert_true(pod >= 0 && node >= 0 && node < pod);
 }
 
-/* ---- hq: 1.2's pending pods as events, and the options' struct_size guard ---- */
+/* ---- Added in 1.2: pending pods as events, assumptions and nominations that follow their
+ * pods, waits, cycle strings, and the options' struct_size guard ---- */
 
 static int log_has(const char *path, const char *text)
 {
@@ -405,7 +406,152 @@ static void pending_pods_reach_the_plugins_only_when_asked(void **state)
     unlink(path);
 }
 
-/* ---- end of hq's block ---- */
+
+/* An assumption ends with the pod: deleted (forgotten first, as the scheduler's cache does) or
+ * bound by an update (the host confirms it), the pod may be assumed again once it is back
+ * pending; the host agrees (an assumption it still held would put its replica out of sync). An
+ * update of the pending pod keeps the assumption, as the cache does until the binding. */
+static void a_deleted_or_bound_pod_may_be_assumed_again(void **state)
+{
+    (void)state;
+    static const char trainer[] = "pods:\n  - {name: trainer, namespace: ml, requests: "
+                                  "{nvidia.com/gpu: 1}}\n";
+    harness_start("{}", cluster);
+    harness_expect_ok("assume", kc_harness_assume(harness, "ml/trainer", "gpu-small"));
+    harness_expect_ok("delete", kc_harness_delete_pod(harness, "ml/trainer"));
+    harness_expect_ok("re-add", kc_harness_update(harness, trainer));
+    kc_harness_clear_logs(harness);
+    harness_expect_ok("assume again", kc_harness_assume(harness, "ml/trainer", "gpu-small"));
+    assert_true(kc_harness_logged(harness, "DEBUG authoring: event POD_ASSUME trainer"));
+    /* an update of the pending pod: still assumed */
+    kc_harness_clear_logs(harness);
+    harness_expect_ok("update", kc_harness_update(harness, trainer));
+    assert_false(kc_harness_logged(harness, "POD_FORGET"));
+    assert_int_equal(kc_harness_assume(harness, "ml/trainer", "gpu-small"), -17);
+    /* bound by an update: confirmed, then deleted and back pending */
+    harness_expect_ok("bound", kc_harness_update(harness, "nodes:\n  - {name: gpu-small, "
+                                                          "allocatable: {cpu: 8, nvidia.com/gpu: "
+                                                          "4}, labels: {pool: gpu}}\npods:\n  - "
+                                                          "{name: trainer, namespace: ml, "
+                                                          "nodeName: gpu-small, requests: "
+                                                          "{nvidia.com/gpu: 1}}\n"));
+    harness_expect_ok("delete bound", kc_harness_delete_pod(harness, "ml/trainer"));
+    harness_expect_ok("back pending", kc_harness_update(harness, trainer));
+    harness_expect_ok("assume a third time", kc_harness_assume(harness, "ml/trainer", "gpu-big"));
+    assert_string_equal(kc_harness_error(harness), "");
+}
+
+/* A nomination is the pod's, whatever struct an update made of it: renominating or taking it
+ * back after an update replaces the one nomination. authoring's gpuFit counts the nominated
+ * hog (4 GPUs, priority 10) on gpu-small for the trainer (priority 0). */
+static void a_nomination_follows_its_pod_across_updates(void **state)
+{
+    (void)state;
+    static const char hog[] = "pods:\n  - {name: hog, priority: 10, requests: "
+                              "{nvidia.com/gpu: 4}}\n";
+    char yaml[1024] = "";
+    harness_append(yaml, sizeof(yaml), "%s%s", cluster, hog + strlen("pods:\n"));
+    harness_start("{\"gpuFit\": true}", yaml);
+    harness_expect_status("free", kc_harness_filter(harness, "ml/trainer", "gpu-small"),
+                          KC_SUCCESS);
+    harness_expect_ok("nominate", kc_harness_nominate(harness, "hog", "gpu-small"));
+    harness_expect_status("nominated", kc_harness_filter(harness, "ml/trainer", "gpu-small"),
+                          KC_UNSCHEDULABLE);
+    assert_string_equal(kc_harness_message(harness), "node(s) lack free GPUs");
+    harness_expect_ok("redefine", kc_harness_update(harness, hog));
+    harness_expect_ok("renominate", kc_harness_nominate(harness, "hog", "gpu-big"));
+    harness_expect_status("moved", kc_harness_filter(harness, "ml/trainer", "gpu-small"),
+                          KC_SUCCESS);
+    harness_expect_ok("redefine again", kc_harness_update(harness, hog));
+    harness_expect_ok("take back", kc_harness_nominate(harness, "hog", NULL));
+    /* gpu-big: 8 GPUs, 6 running; with the hog counted the trainer would not fit */
+    harness_expect_status("taken back", kc_harness_filter(harness, "ml/trainer", "gpu-big"),
+                          KC_SUCCESS);
+}
+
+/* A wait needs a pod the plugin could act on: one with an open cycle or an assumption. */
+static void a_wait_for_a_pod_with_no_cycle_is_an_error(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    assert_int_equal(kc_harness_wait(harness, "ml/trainer", "gpu-small"), -2);
+    if (strstr(kc_harness_error(harness), "pod ml/trainer cannot wait on gpu-small: it has no "
+                                          "open cycle and is not assumed") == NULL)
+        fail_msg("%s: error \"%s\"", harness_mode_name(), kc_harness_error(harness));
+    /* refused before any change: the host is in sync, and waits once the pod is assumed */
+    harness_expect_ok("assume", kc_harness_assume(harness, "ml/trainer", "gpu-small"));
+    harness_expect_ok("wait", kc_harness_wait(harness, "ml/trainer", "gpu-small"));
+    assert_string_equal(kc_harness_error(harness), "");
+}
+
+/* A cycle key whose data holds no NUL within the bound (4096 bytes) is no string. */
+static void a_cycle_key_that_is_no_string_answers_null(void **state)
+{
+    (void)state;
+    harness_start("{}", cluster);
+    harness_expect_status("evaluate", kc_harness_evaluate(harness, "ml/trainer"), KC_SUCCESS);
+    harness_expect_status("reserve",
+                          kc_harness_call(harness, "ml/trainer", KC_HARNESS_RESERVE, "gpu-small"),
+                          KC_SUCCESS);
+    assert_int_equal(kc_harness_cycle_has(harness, "ml/trainer", "authoring/blob"), 1);
+    assert_null(kc_harness_cycle_string(harness, "ml/trainer", "authoring/blob"));
+    assert_string_equal(kc_harness_cycle_string(harness, "ml/trainer", "authoring/reserved"),
+                        "gpu-small");
+}
+
+/* filter_threads and queue_sort_off are read only when struct_size covers them: a caller built
+ * before them gets one Filter thread and every QueueSort. */
+static void filter_threads_and_queue_sort_off_are_read_within_struct_size(void **state)
+{
+    (void)state;
+    char yaml[4096] = "nodes:\n";
+    for (int n = 0; n < 40; n++) /* two Filter chunks: a second thread takes the second */
+        harness_append(yaml, sizeof(yaml), "  - {name: n%d, labels: {pool: gpu}}\n", n);
+    harness_append(yaml, sizeof(yaml), "pods:\n  - name: p\n");
+    char error[512] = "";
+    kc_harness_options o = {
+        .struct_size = offsetof(kc_harness_options, filter_threads),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .args_json = "{\"rendezvousMs\": 300}",
+        .cluster_yaml = yaml,
+        .filter_threads = 2, /* beyond struct_size: not read */
+    };
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    harness_expect_status("one thread", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+    assert_int_equal(kc_harness_reason_count(harness, "filter ran alone"), 1);
+    kc_harness_close(harness);
+    harness = NULL;
+    o.struct_size = sizeof(o);
+    o.args_json = "{\"rendezvousMs\": 30000}"; /* a deadline: met at once on two threads */
+    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    harness_expect_status("two threads", kc_harness_evaluate(harness, "p"), KC_SUCCESS);
+    assert_int_equal(kc_harness_reason_count(harness, "filter ran alone"), 0);
+    kc_harness_close(harness);
+    harness = NULL;
+
+    static const char *const sorts[] = {KC_SORT_PATH, KC_SORT2_PATH, NULL};
+    static const char *const off[] = {"recordersort2", NULL};
+    kc_harness_options q = {
+        .struct_size = offsetof(kc_harness_options, queue_sort_off),
+        .mode = harness_mode,
+        .plugin = KC_PLUGIN_PATH,
+        .cluster_yaml = cluster,
+        .more_plugins = sorts,
+        .queue_sort_off = off, /* beyond struct_size: not read */
+    };
+    assert_int_not_equal(kc_harness_open(&q, &harness, error, sizeof(error)), 0);
+    if (strstr(error, "both implement QueueSort") == NULL)
+        fail_msg("%s: error \"%s\"", harness_mode_name(), error);
+    q.struct_size = offsetof(kc_harness_options, queue_sort_off) + sizeof(q.queue_sort_off);
+    if (kc_harness_open(&q, &harness, error, sizeof(error)) < 0)
+        fail_msg("%s: %s", harness_mode_name(), error);
+    /* recordersort's order (by name) is the one asked */
+    assert_int_equal(kc_harness_less(harness, "running", "ml/trainer"), 1);
+    assert_int_equal(kc_harness_less(harness, "ml/trainer", "running"), 0);
+}
 
 /* ---- Added in 1.2: nominated and assumed pods, object deletes, what-if views, failing
  * writes. What they cannot do is an error with its reason, never a plugin's verdict. ---- */
@@ -466,6 +612,11 @@ int main(void)
         HARNESS_TEST(the_clock_and_a_cycle_string_are_the_tests),
         HARNESS_TEST(assume_forget_and_deletes_come_one_at_a_time),
         HARNESS_TEST(pending_pods_reach_the_plugins_only_when_asked),
+        HARNESS_TEST(a_deleted_or_bound_pod_may_be_assumed_again),
+        HARNESS_TEST(a_nomination_follows_its_pod_across_updates),
+        HARNESS_TEST(a_wait_for_a_pod_with_no_cycle_is_an_error),
+        HARNESS_TEST(a_cycle_key_that_is_no_string_answers_null),
+        HARNESS_TEST(filter_threads_and_queue_sort_off_are_read_within_struct_size),
         HARNESS_TEST(the_1_2_additions_refuse_what_they_cannot_do),
     };
     return HARNESS_RUN_BOTH_MODES(tests);

@@ -55,8 +55,8 @@ static inline kc_harness *harness_start(const char *args, const char *cluster_ya
     return harness_start_with(args, cluster_yaml, NULL);
 }
 
-/* ---- hq: a harness whose pods without a node are pending pods the plugin hears of
- * (kc_harness_options.pending_pods_as_events), as the scheduler's cache sends them ---- */
+/* A harness whose pods without a node are pending pods the plugin hears of
+ * (kc_harness_options.pending_pods_as_events), as the scheduler's cache sends them. */
 
 /* With the plugins of more beside, the QueueSort of those named in queue_sort_off (NULL: none)
  * left out as `queueSort: false` does: coscheduling declaring groups beside a plugin that
@@ -65,22 +65,11 @@ static inline kc_harness *harness_start_groups(const char *args, const char *clu
                                                const char *const *more,
                                                const char *const *queue_sort_off)
 {
-    kc_harness_close(harness);
-    harness = NULL;
-    char error[1024] = "";
-    kc_harness_options o = {
-        .struct_size = sizeof(o),
-        .mode = harness_mode,
-        .plugin = KC_PLUGIN_PATH,
-        .args_json = args,
-        .cluster_yaml = cluster_yaml,
-        .more_plugins = more,
-        .pending_pods_as_events = 1,
-        .queue_sort_off = queue_sort_off,
-    };
-    if (kc_harness_open(&o, &harness, error, sizeof(error)) < 0)
-        fail_msg("%s: %s", harness_mode_name(), error);
-    return harness;
+    return harness_start_options((kc_harness_options){.args_json = args,
+                                                      .cluster_yaml = cluster_yaml,
+                                                      .more_plugins = more,
+                                                      .pending_pods_as_events = 1,
+                                                      .queue_sort_off = queue_sort_off});
 }
 
 static inline kc_harness *harness_start_pending_with(const char *args, const char *cluster_yaml,
@@ -102,7 +91,6 @@ static inline kc_harness *harness_start_pending(const char *args, const char *cl
             fail_msg("%s (%s): %d; error \"%s\"", (what), harness_mode_name(), rc_,                \
                      kc_harness_error(harness));                                                   \
     } while (0)
-/* ---- end of hq's block ---- */
 
 static inline int harness_teardown(void **state)
 {

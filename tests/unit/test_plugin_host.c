@@ -850,6 +850,46 @@ static void test_a_failed_harness_hello_forgets_its_object_statuses(void **state
     client_stop(c);
 }
 
+/* PluginSpec.queue_sort_off is the harness's (kc_harness_options.queue_sort_off): the
+ * scheduler runs QueueSort itself and never sends it, so a scheduler's host refuses a hello
+ * with it; a harness host leaves that plugin's QueueSort out, and two sorters load. */
+static Kcycle__V1__Reply *two_sorters_hello(struct client *c, bool harness)
+{
+    Kcycle__V1__PluginSpec specs[2], *spec_ptrs[2];
+    for (int i = 0; i < 2; i++) {
+        kcycle__v1__plugin_spec__init(&specs[i]);
+        specs[i].name = (char *)"prioritysort";
+        specs[i].path = (char *)PRIORITYSORT_PATH;
+        spec_ptrs[i] = &specs[i];
+    }
+    specs[1].queue_sort_off = true;
+    Kcycle__V1__Hello call = KCYCLE__V1__HELLO__INIT;
+    call.abi_version = KC_ABI_VERSION;
+    call.plugins = spec_ptrs;
+    call.n_plugins = 2;
+    call.capture_logs = harness;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_HELLO;
+    req.hello = &call;
+    return roundtrip(c, &req);
+}
+
+static void test_only_a_harness_host_leaves_a_queue_sort_out(void **state)
+{
+    (void)state;
+    struct client *c = client_start();
+    expect_error(two_sorters_hello(c, false),
+                 "plugin prioritysort has queue_sort_off, which only a test harness");
+    client_stop(c);
+    c = client_start();
+    Kcycle__V1__Reply *reply = two_sorters_hello(c, true);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_HELLO);
+    assert_string_equal(reply->hello->plugins[0]->error, "");
+    assert_string_equal(reply->hello->plugins[1]->error, "");
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    client_stop(c);
+}
+
 static void test_only_a_harness_host_serves_queue_calls_and_records_preemption(void **state)
 {
     (void)state;
@@ -1258,6 +1298,7 @@ int main(void)
         cmocka_unit_test(test_what_if_runs_prefilter_again_for_another_attempt),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
         cmocka_unit_test(test_a_failed_harness_hello_forgets_its_object_statuses),
+        cmocka_unit_test(test_only_a_harness_host_leaves_a_queue_sort_out),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     return failed;

@@ -53,7 +53,7 @@ typedef struct kc_harness_options {
      * pod in a group, and kc_harness_pre_enqueue each plugin with PreEnqueue in load order. */
     const char *const *more_plugins;
     const char *const *more_args_json;
-    /* ---- hq: added in 1.2 (read only when struct_size covers it) ----
+    /* ---- Added in 1.2 (each read only when struct_size covers it) ----
      * Nonzero: the cluster's pods without a node reach the plugins as pending pods, as the
      * scheduler's cache delivers the pods it will schedule (KC_EVENT_POD_ADD without a node,
      * KC_EVENT_POD_UPDATE when kc_harness_update changes one, KC_EVENT_POD_DELETE when
@@ -176,7 +176,15 @@ KC_API uint32_t kc_harness_group_min_member(kc_harness *harness);
 KC_API const char *kc_harness_object_status(kc_harness *harness, const char *kind,
                                             const char *object);
 
-/* ---- hq: added in 1.2, what the fake host of a plugin's tests used to set up ---- */
+/* Why the last call failed without a plugin status (an unknown pod or node, a host that
+ * died); "" when it did not. */
+KC_API const char *kc_harness_error(kc_harness *harness);
+
+/* ---- Added in 1.2 (docs/plugin-testing.md): what a plugin's tests used to need the fake host
+ * or the scheduler for. Each works the same in both isolation modes, through the plugin
+ * host. ---- */
+
+/* What the scheduler's queue, binder and waiting list do around a plugin. */
 
 /* The queue timestamp of pod (kc_pod_enqueue_ms: when the scheduler's queue took it), which the
  * queue calls (kc_harness_less, kc_harness_pre_enqueue, kc_harness_group_of) pass from now on;
@@ -193,8 +201,9 @@ KC_API int kc_harness_group_info(kc_harness *harness, kc_group_info *out);
 KC_API kc_status kc_harness_evaluate_in_group(kc_harness *harness, const char *pod, uint32_t index,
                                               uint32_t count, uint32_t needed);
 /* Hold pod in Permit on node, waiting for the plugin under test, as the scheduler does when it
- * answered KC_WAIT: kc_waiting_pod_count/at/get find it. The pod must have been evaluated or
- * assumed. 0, or a negative errno with kc_harness_error(). */
+ * answered KC_WAIT: kc_waiting_pod_count/at/get find it. The pod must have an open cycle or be
+ * assumed: -ENOENT (-2) otherwise, with kc_harness_error() saying so. 0, or a negative errno
+ * with kc_harness_error(). */
 KC_API int kc_harness_wait(kc_harness *harness, const char *pod, const char *node);
 /* What plugins did to waiting pod since the open: how many times one allowed it
  * (kc_waiting_pod_allow), how many times one rejected it (kc_waiting_pod_reject; once per
@@ -218,14 +227,7 @@ KC_API uint32_t kc_harness_object_status_count(kc_harness *harness, const char *
  * (its *timeout_ms), in ms; 0 after any other call. */
 KC_API uint32_t kc_harness_permit_timeout_ms(kc_harness *harness);
 
-/* ---- end of hq's additions ---- */
-
-/* Why the last call failed without a plugin status (an unknown pod or node, a host that
- * died); "" when it did not. */
-KC_API const char *kc_harness_error(kc_harness *harness);
-
-/* ---- Added in 1.2: the scheduler clock, pods assumed and forgotten one at a time, objects
- * deleted, and what a pod's cycle holds (numaalign's and gpushare's tests need them) ---- */
+/* The scheduler clock, what a pod's cycle holds, and PreFilter's and PreScore's skips. */
 
 /* Added in 1.2. From now on the scheduler clock the plugin reads (kc_now_ms, kc_cycle_now_ms)
  * says now_ms, until the next call; before the first call it is the monotonic clock. The
@@ -234,7 +236,8 @@ KC_API int kc_harness_set_clock(kc_harness *harness, int64_t now_ms);
 /* Added in 1.2. The data the pod's open cycle holds under key, read as a NUL-terminated
  * string (a contract between plugins, such as numaalign's "kcycle.io/numa-zones" that gpushare
  * reads), or NULL when the cycle does not hold key (or the pod has no open cycle). Only for
- * keys whose data is a string. Lives until the next call on the harness. */
+ * keys whose data is a string: at most 4096 bytes are read, and data without a NUL within them
+ * answers NULL. Lives until the next call on the harness. */
 KC_API const char *kc_harness_cycle_string(kc_harness *harness, const char *pod,
                                            const char *key);
 /* Added in 1.2. After kc_harness_filter or kc_harness_evaluate: 1 when the plugin under
@@ -248,21 +251,23 @@ KC_API int kc_harness_pre_score_skipped(kc_harness *harness);
  * yet), as after a restart when the pods' list arrives before the nodes'. */
 KC_API int kc_harness_update_pods_first(kc_harness *harness, const char *cluster_yaml);
 
-/* ---- Added in 1.2: nominated pods, assumed pods, object deletes, what-if views, the
- * plugin's requeue events and PreFilter's Skip (docs/plugin-testing.md) ---- */
+/* Nominated and assumed pods, object deletes, what-if views, the plugin's requeue events and
+ * failing writes. */
 
 /* Count pod (a pending pod of the cluster, "namespace/name") as nominated on node in the
  * evaluations that follow (kc_harness_filter, kc_harness_evaluate), as the scheduler counts a
  * pod an earlier preemption nominated there: only for a pod evaluated that is not it and
  * whose priority is at most the nominated pod's, and Filter runs on that node with it counted
- * and, when that passes, without it. node NULL takes the nomination back. The plugin hears of
+ * and, when that passes, without it. A pod has one nomination (found by its uid, also after an
+ * update redefined it): node NULL takes it back. The plugin hears of
  * no event. 0; -ENOENT (-2) for a pod or node the harness does not know. Added in 1.2. */
 KC_API int kc_harness_nominate(kc_harness *harness, const char *pod, const char *node);
 /* Assume pod (a pending pod of the cluster) on node as the scheduler's cache does after
  * Reserve (the plugin gets KC_EVENT_POD_ASSUME and the pod counts on the node), or forget an
  * assumed pod (KC_EVENT_POD_FORGET: it counts no more). 0; -ENOENT (-2) for a pod or node the
  * harness does not know; -EEXIST (-17) for a pod placed by the cluster or assumed and not
- * forgotten; -EIO (-5) when the host failed: see kc_harness_error(). Added in 1.2. */
+ * forgotten (kc_harness_delete_pod, and an update that binds the pod, end the assumption);
+ * -EIO (-5) when the host failed: see kc_harness_error(). Added in 1.2. */
 KC_API int kc_harness_assume(kc_harness *harness, const char *pod, const char *node);
 KC_API int kc_harness_forget(kc_harness *harness, const char *pod);
 /* Delete a custom object of the cluster (KC_EVENT_OBJECT_DELETE with the object's latest
@@ -285,7 +290,6 @@ KC_API uint32_t kc_harness_requeue_events(kc_harness *harness);
  * records writes again. 0, or -EINVAL (-22) for a positive error. Added in 1.2. */
 KC_API int kc_harness_fail_writes(kc_harness *harness, int error);
 
-/* ---- end of the 1.2 additions for nominated, assumed and what-if ---- */
 
 #ifdef __cplusplus
 }
