@@ -44,6 +44,7 @@ static int64_t now_ms(void)
 /* ---- the journal ---- */
 
 static void group_note(struct remote *r, const Kcycle__V1__Delta *delta);
+static bool group_as_evaluated(const struct remote *r, const struct pod *pod, const char *node);
 
 static int journal_append(struct remote *r, const Kcycle__V1__Delta *delta)
 {
@@ -113,6 +114,7 @@ static void journal_pod(struct remote *r, int which, const struct pod *pod, cons
         msg = pod_to_proto(pod);
         assume.pod = msg;
         assume.node = (char *)node;
+        assume.as_evaluated = !trial && group_as_evaluated(r, pod, node);
         delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
         delta.assume = &assume;
         break;
@@ -2180,6 +2182,7 @@ static void group_drop_answer(struct remote_group_batch *b)
     free(b->placed);
     free(b->host_nodes);
     b->reply = NULL;
+    b->pods = NULL;
     b->uids = NULL;
     b->placed = NULL;
     b->host_nodes = NULL;
@@ -2199,6 +2202,17 @@ static bool group_send(struct scheduler *s);
 void remote_group_end(struct scheduler *s)
 {
     group_drop(&s->remote);
+}
+
+/* Whether assuming pod on node is the assumption the group's host made (and kept) for the
+ * next member it placed, for the very pod of its request: Assume.as_evaluated. */
+static bool group_as_evaluated(const struct remote *r, const struct pod *pod, const char *node)
+{
+    const struct remote_group_batch *b = &r->group;
+    if (b->reply == NULL || b->pods == NULL || b->assumed >= b->placed_count || node == NULL)
+        return false;
+    uint32_t m = b->placed[b->assumed];
+    return b->pods[m] == pod && b->host_nodes[m] != NULL && strcmp(b->host_nodes[m], node) == 0;
 }
 
 /* Every delta journaled while a group's answer is being taken: the assumption the host made
@@ -2363,6 +2377,7 @@ static bool group_send(struct scheduler *s)
         b->rng_known = true;
         group.n_weights = h->plugin_count;
         group.weights = weights;
+        group.keep_assumed = true; /* confirmed by the Assume deltas marked as_evaluated */
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
         req.evaluate_group = &group;
@@ -2383,6 +2398,7 @@ static bool group_send(struct scheduler *s)
     b->count = count;
     b->want = scheduler_nodes_to_find(s, n);
     b->reply = reply;
+    b->pods = b->rest;
     b->restarts = h->restarts;
     b->rest += count;
     b->rest_count -= count;

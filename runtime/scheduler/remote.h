@@ -73,6 +73,7 @@ struct remote_group_batch {
     struct remote_host *host;
     struct Kcycle__V1__Reply *reply; /* the host's EvaluateGroupReply; NULL: no batch */
     const char **uids;               /* the members' uids in order (borrowed from their pods) */
+    const struct pod *const *pods;  /* the members' pods in order (into rest_base) */
     uint32_t count;
     uint32_t want;
     uint32_t next;          /* the member whose evaluation is taken next */
