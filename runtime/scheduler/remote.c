@@ -2329,6 +2329,47 @@ static const char *group_index(struct scheduler *s, struct remote_group_batch *b
     return NULL;
 }
 
+/* Deltas another host must lag by before a group request brings it up to date beside it. */
+#define GROUP_SYNC_MIN_DELTAS 16
+
+/* While the group's host h evaluates: every other host that lags by many deltas (the binder's,
+ * which gets each member's assumption and binding) is sent them in a Sync, so it applies them
+ * at the same time instead of in the binding batch, after the group. Returns how many were
+ * sent, listed in sent[] (room for r->host_count). */
+static uint32_t group_sync_others(struct scheduler *s, const struct remote_host *h,
+                                  struct remote_host **sent)
+{
+    struct remote *r = &s->remote;
+    uint64_t end = r->journal_base + r->journal_count;
+    uint32_t count = 0;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *other = r->hosts[k];
+        if (other == h || other->state != REMOTE_UP || other->cursor + GROUP_SYNC_MIN_DELTAS > end)
+            continue;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+        req.sync = true;
+        if (send_request(s, other, &req) == 0)
+            sent[count++] = other;
+        else
+            host_fail(s, other);
+    }
+    return count;
+}
+
+/* The Syncs' answers (after the group's own): a host that gives none fails as after any
+ * request. */
+static void group_sync_collect(struct scheduler *s, struct remote_host **sent, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        Kcycle__V1__Reply *reply = receive_reply(s, sent[i]);
+        if (reply == NULL)
+            host_fail(s, sent[i]);
+        else
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
+}
+
 /* Ask the group's host for the next members (at most REMOTE_GROUP_CHUNK of b->rest): true with
  * the answer indexed, false with the group dropped (a failed request restarts the host, as
  * any). */
@@ -2382,11 +2423,19 @@ static bool group_send(struct scheduler *s)
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
         req.evaluate_group = &group;
         int64_t sent = monotonic_us();
-        reply = round_trip(s, h, &req);
+        struct remote_host *synced[FRAMEWORK_MAX_PLUGINS * 2];
+        uint32_t syncs = 0;
+        if (send_request(s, h, &req) == 0) {
+            syncs = r->host_count <= FRAMEWORK_MAX_PLUGINS * 2 ? group_sync_others(s, h, synced)
+                                                              : 0;
+            reply = receive_reply(s, h);
+        }
+        int64_t took = monotonic_us() - sent;
+        group_sync_collect(s, synced, syncs);
         if (reply != NULL)
-            group_measured(h, count, chunk, monotonic_us() - sent);
+            group_measured(h, count, chunk, took);
         else
-            group_measured(h, 1, 1, monotonic_us() - sent);
+            group_measured(h, 1, 1, took);
         r->group_requests++;
         h->group_requests++;
     }
