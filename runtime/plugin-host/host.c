@@ -79,6 +79,7 @@ struct plugin_host {
     uint64_t *kept_generations;
     size_t kept_count, kept_confirmed;
     uint64_t kept_generation_before;
+    bool kept_reserved; /* Evaluate.reserve: Reserve ran for the one kept assumption */
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -536,6 +537,7 @@ static void kept_clear(struct plugin_host *h)
     h->kept_nodes = NULL;
     h->kept_generations = NULL;
     h->kept_count = h->kept_confirmed = 0;
+    h->kept_reserved = false;
 }
 
 /* The kept assumptions the scheduler did not confirm are undone, in reverse, and the replica's
@@ -546,6 +548,14 @@ static void kept_resolve(struct plugin_host *h)
 {
     if (h->kept_count == 0)
         return;
+    if (h->kept_reserved && h->kept_confirmed == 0) {
+        /* the scheduler did not take the answer whose Reserve ran here: what its failed cycle
+         * would do, Unreserve, before the assumption goes */
+        struct evaluated *ev = h->kept[0];
+        const struct cache_node *node = &h->sched.cache.nodes[h->kept_nodes[0]];
+        scheduler_phase(&h->sched, ev->cycle, PHASE_UNRESERVE, node, NULL, NULL, NULL);
+        ev->chosen = false;
+    }
     for (size_t k = h->kept_count; k-- > h->kept_confirmed;)
         scheduler_forget(&h->sched, h->kept[k]->pod);
     h->sched.cache.generation = h->kept_confirmed > 0
@@ -1332,6 +1342,50 @@ static void make_picked(Kcycle__V1__EvaluateReply *r, int32_t chosen, int64_t to
     r->scores = NULL;
 }
 
+static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
+                       Kcycle__V1__Reply *reply, struct scratch *sc);
+
+/* Evaluate.reserve: the picked node's assumption, kept (as a group member's is) until the
+ * scheduler's Assume confirms it, and this host's Reserve call on it, answered in r->reserve. */
+static int evaluate_reserve(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                            Kcycle__V1__EvaluateReply *r, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    struct evaluated *ev = strmap_get(&h->evaluated, call->pod->uid);
+    struct evaluated **kept = calloc(1, sizeof(*kept));
+    uint32_t *nodes = calloc(1, sizeof(*nodes));
+    uint64_t *generations = calloc(1, sizeof(*generations));
+    uint64_t before = s->cache.generation;
+    const char *node = s->cache.nodes[r->chosen].node->name;
+    if (ev == NULL || kept == NULL || nodes == NULL || generations == NULL ||
+        scheduler_assume(s, ev->pod, node) < 0) {
+        free(kept);
+        free(nodes);
+        free(generations);
+        return 0; /* no reserve answer: the scheduler calls Reserve as usual */
+    }
+    kept[0] = ev;
+    nodes[0] = r->chosen;
+    generations[0] = s->cache.generation;
+    h->kept = kept;
+    h->kept_nodes = nodes;
+    h->kept_generations = generations;
+    h->kept_count = 1;
+    h->kept_confirmed = 0;
+    h->kept_generation_before = before;
+    Kcycle__V1__PhaseCall phase = KCYCLE__V1__PHASE_CALL__INIT;
+    phase.phase = KCYCLE__V1__PHASE__PHASE_RESERVE;
+    phase.pod_uid = call->pod->uid;
+    phase.node = (char *)node;
+    Kcycle__V1__Reply answer = KCYCLE__V1__REPLY__INIT;
+    if (serve_phase(h, &phase, &answer, sc) < 0 ||
+        answer.result_case != KCYCLE__V1__REPLY__RESULT_PHASE)
+        return 0; /* Reserve did not run: no answer, the assumption is undone unconfirmed */
+    h->kept_reserved = true; /* unconfirmed, it is undone with Unreserve */
+    r->reserve = answer.phase;
+    return 0;
+}
+
 static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
                           Kcycle__V1__Reply *reply, struct scratch *sc)
 {
@@ -1347,6 +1401,8 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     int64_t total;
     int32_t chosen = host_pick(r, call->weights, call->n_weights, &rng, totals, &total);
     make_picked(r, chosen, total, rng);
+    if (call->reserve && r->picked)
+        return evaluate_reserve(h, call, r, sc);
     return 0;
 }
 

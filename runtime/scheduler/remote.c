@@ -44,6 +44,7 @@ static int64_t now_ms(void)
 /* ---- the journal ---- */
 
 static void group_note(struct remote *r, const Kcycle__V1__Delta *delta);
+static bool ride_as_evaluated(struct remote *r, const struct pod *pod, const char *node);
 static bool group_as_evaluated(const struct remote *r, const struct pod *pod, const char *node);
 
 static int journal_append(struct remote *r, const Kcycle__V1__Delta *delta)
@@ -114,7 +115,8 @@ static void journal_pod(struct remote *r, int which, const struct pod *pod, cons
         msg = pod_to_proto(pod);
         assume.pod = msg;
         assume.node = (char *)node;
-        assume.as_evaluated = !trial && group_as_evaluated(r, pod, node);
+        assume.as_evaluated =
+            !trial && (group_as_evaluated(r, pod, node) || ride_as_evaluated(r, pod, node));
         delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
         delta.assume = &assume;
         break;
@@ -1053,10 +1055,12 @@ void remote_release(struct scheduler *s, struct framework *fw)
 
 static void drop_filter_replies(struct remote *r);
 static void group_drop(struct remote *r);
+static void ride_drop(struct remote *r);
 
 void remote_close(struct scheduler *s)
 {
     group_drop(&s->remote);
+    ride_drop(&s->remote);
     struct remote *r = &s->remote;
     drop_filter_replies(r);
     while (r->host_count > 0)
@@ -1245,6 +1249,79 @@ static bool host_may_pick(const struct remote_host *h)
     return log_level() < KC_LOG_DEBUG && h->plugin_count <= FRAMEWORK_MAX_PLUGINS;
 }
 
+/* ---- Reserve with the evaluation (Evaluate.reserve) ---- */
+
+static void ride_drop(struct remote *r)
+{
+    if (r->ride.reply != NULL)
+        kcycle__v1__reply__free_unpacked(r->ride.reply, NULL);
+    free(r->ride.node);
+    memset(&r->ride, 0, sizeof(r->ride));
+}
+
+/* Whether h's Reserve may run with the evaluation it picks for: h is the only backend with
+ * Reserve plugins, so nothing reserves between the choice and h's Reserve, nor before it. */
+static bool ride_possible(const struct framework *fw, const struct remote_host *h)
+{
+    if (!(h->phases & KCYCLE__V1__PHASE__PHASE_RESERVE) || fw->phase_count[PHASE_RESERVE] > 0)
+        return false;
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (fw->hosts[k] != h && (fw->hosts[k]->phases & KCYCLE__V1__PHASE__PHASE_RESERVE))
+            return false;
+    return true;
+}
+
+/* The evaluation's answer carries h's Reserve answer: kept for the cycle's Reserve call
+ * (the reply's ownership moves here). */
+static void ride_keep(struct scheduler *s, struct kc_cycle *cycle, struct remote_host *h,
+                      Kcycle__V1__Reply *reply)
+{
+    struct remote *r = &s->remote;
+    const Kcycle__V1__EvaluateReply *e = reply->evaluate;
+    ride_drop(r);
+    r->ride.node = strdup(s->cache.nodes[e->chosen].node->name);
+    if (r->ride.node == NULL) {
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        return; /* unconfirmed, the host undoes it; Reserve goes as usual */
+    }
+    r->ride.reply = reply;
+    r->ride.host = h;
+    r->ride.restarts = h->restarts;
+    r->ride.cycle = cycle;
+    r->ride.pod = cycle->sp->pod;
+    r->ride.journal_end = r->journal_base + r->journal_count;
+}
+
+/* An Assume of pod on node, journaled now: the one the host made with its Reserve answer when
+ * it is the first delta since (as_evaluated; the host then keeps what its Reserve did). */
+static bool ride_as_evaluated(struct remote *r, const struct pod *pod, const char *node)
+{
+    struct remote_ride *ride = &r->ride;
+    if (ride->reply == NULL || ride->assumed || ride->pod != pod || node == NULL ||
+        strcmp(ride->node, node) != 0 || r->journal_base + r->journal_count != ride->journal_end)
+        return false;
+    ride->assumed = true;
+    return true;
+}
+
+/* The cycle's Reserve call to h, when it rode on the evaluation: the answer (owned by the
+ * caller), else NULL (the host undid its Reserve, or there was none: the call goes). */
+static Kcycle__V1__Reply *ride_take(struct remote *r, const struct kc_cycle *cycle,
+                                    const struct remote_host *h, const char *node)
+{
+    struct remote_ride *ride = &r->ride;
+    if (ride->reply == NULL || ride->host != h)
+        return NULL;
+    Kcycle__V1__Reply *reply = NULL;
+    if (ride->assumed && ride->cycle == cycle && ride->restarts == h->restarts &&
+        h->state == REMOTE_UP && strcmp(ride->node, node) == 0) {
+        reply = ride->reply;
+        ride->reply = NULL;
+    }
+    ride_drop(r);
+    return reply;
+}
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
@@ -1287,10 +1364,12 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     r->pick.valid = false;
     int64_t weights[FRAMEWORK_MAX_PLUGINS];
     struct remote_host *evaluator = sole_evaluator(fw);
+    ride_drop(r);
     if (candidates == NULL && evaluator != NULL && host_may_pick(evaluator)) {
         for (uint32_t i = 0; i < evaluator->plugin_count; i++)
             weights[i] = evaluator->plugins[i]->weight;
         ev.pick = true;
+        ev.reserve = ride_possible(fw, evaluator);
         ev.rng = s->rng;
         ev.n_weights = evaluator->plugin_count;
         ev.weights = weights;
@@ -1366,6 +1445,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     r->all_candidates = false;
     if (batched >= 0)
         replies[batched] = NULL; /* part of the group's answer, freed with it */
+    for (uint32_t k = 0; ev.reserve && k < fw->host_count; k++) {
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        if (fw->hosts[k] == evaluator && e != NULL && e->picked && e->reserve != NULL &&
+            result == KC_SUCCESS && e->chosen < s->cache.node_count) {
+            ride_keep(s, cycle, evaluator, replies[k]);
+            replies[k] = NULL;
+        }
+    }
     free_replies(fw, replies);
     journal_trim(r);
     *found = count;
@@ -1820,7 +1907,20 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
         req.phase = &call;
-        Kcycle__V1__Reply *reply = h->state == REMOTE_UP ? round_trip(s, h, &req) : NULL;
+        Kcycle__V1__Reply *reply =
+            phase == PHASE_RESERVE ? ride_take(&s->remote, cycle, h, node) : NULL;
+        if (reply != NULL) {
+            /* Reserve ran with the evaluation: its answer stands in for the call's (result
+             * is a oneof: the evaluation goes before the phase answer takes its place) */
+            Kcycle__V1__EvaluateReply *e = reply->evaluate;
+            Kcycle__V1__PhaseReply *pr = e->reserve;
+            e->reserve = NULL;
+            kcycle__v1__evaluate_reply__free_unpacked(e, NULL);
+            reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
+            reply->phase = pr;
+        } else if (h->state == REMOTE_UP) {
+            reply = round_trip(s, h, &req);
+        }
         if (reply != NULL && reply->result_case != KCYCLE__V1__REPLY__RESULT_PHASE) {
             kcycle__v1__reply__free_unpacked(reply, NULL);
             host_set_error(h, "an answer to a phase call that is not a phase reply");

@@ -1256,6 +1256,116 @@ static void test_kept_group_assumptions_end_as_the_deltas_say(void **state)
     client_stop(plain);
 }
 
+/* How many lines of the recorder's log at path say `what` (e.g. "Unreserve ride-1"). */
+static int log_lines_with(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    char line[256];
+    int count = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        count += strstr(line, what) != NULL;
+    fclose(f);
+    return count;
+}
+
+/* Evaluate.reserve on the pending pod `name`: the picked node (its index), with the Reserve
+ * answer checked. */
+static uint32_t evaluate_with_reserve(struct client *c, uint64_t generation, const char *name)
+{
+    struct pod *pod = make_pending_pod(name);
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    int64_t weights[2] = {1, 1};
+    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
+    call.pod = msg;
+    call.all_nodes = true;
+    call.start = ROTATION;
+    call.want = WANT;
+    call.score = true;
+    call.pick = true;
+    call.rng = 5;
+    call.weights = weights;
+    call.n_weights = 2;
+    call.reserve = true;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    assert_true(reply->evaluate->picked);
+    assert_non_null(reply->evaluate->reserve);
+    assert_int_equal(reply->evaluate->reserve->status, KC_SUCCESS);
+    uint32_t chosen = reply->evaluate->chosen;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    pod_proto_free(msg);
+    pod_free(pod);
+    return chosen;
+}
+
+/* Reserve with the evaluation: the host assumes the picked node and runs Reserve in the same
+ * round trip. Confirmed by the scheduler's marked Assume, the pod stays reserved (its
+ * Unreserve comes only when the scheduler calls it); unconfirmed, the host runs Unreserve and
+ * forgets the assumption itself, and the generations agree either way. */
+static void test_reserve_with_the_evaluation_is_kept_or_undone(void **state)
+{
+    (void)state;
+    char log[] = "/tmp/kcycle-test-ride-XXXXXX";
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    close(fd);
+    char args[128];
+    snprintf(args, sizeof(args), "{\"log\": \"%s\"}", log);
+    const char *names[] = {"noderesources", "recorderhost"};
+    const char *paths[] = {NODERESOURCES_PATH, RECORDERHOST_PATH};
+    const char *plugin_args[] = {NULL, args};
+    struct client *c = client_start(), *plain = client_start();
+    Kcycle__V1__Reply *r = hello(c, names, paths, plugin_args, 2);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_HELLO);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    const char *plain_args[] = {NULL, "{\"log\": \"/dev/null\"}"};
+    r = hello(plain, names, paths, plain_args, 2); /* the same plugins, applying deltas alone */
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_HELLO);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    uint64_t generation = send_snapshot(c, 100);
+    assert_int_equal(send_snapshot(plain, 100), generation);
+
+    /* unconfirmed: the next request finds the assumption undone, after Unreserve */
+    evaluate_with_reserve(c, generation, "ride-1");
+    assert_int_equal(log_lines_with(log, "Reserve ride-1"), 1);
+    assert_int_equal(log_lines_with(log, "Unreserve ride-1"), 0);
+    r = sync_request(c, generation, false, NULL, 0);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    assert_int_equal(log_lines_with(log, "Unreserve ride-1"), 1);
+    expect_same_replicas(c, plain, generation, "probe-ride-1");
+
+    /* confirmed: kept, Reserve's effects with it, until the scheduler's Unreserve call */
+    uint32_t node = evaluate_with_reserve(c, generation, "ride-2");
+    Kcycle__V1__Delta *assume[1] = {assume_delta("ride-2", (int)node, true)};
+    r = sync_request(c, generation + 1, false, assume, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    assume[0]->assume->as_evaluated = false;
+    r = sync_request(plain, generation + 1, false, assume, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    deltas_free(assume, 1);
+    generation++;
+    assert_int_equal(log_lines_with(log, "Unreserve ride-2"), 0);
+    expect_same_replicas(c, plain, generation, "probe-ride-2");
+    char node_name[32];
+    snprintf(node_name, sizeof(node_name), "node-%02u", node);
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_UNRESERVE, "ride-2", node_name,
+                       false),
+                 KC_SUCCESS, NULL);
+    assert_int_equal(log_lines_with(log, "Unreserve ride-2"), 1);
+    client_stop(c);
+    client_stop(plain);
+    unlink(log);
+}
+
 /* ---- preemption's what-if (WhatIf) and nominated pods (Evaluate.nominated) ---- */
 
 static Kcycle__V1__Reply *what_if(struct client *c, uint64_t generation, const struct pod *pod,
@@ -1470,6 +1580,7 @@ int main(void)
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
         cmocka_unit_test(test_group_with_a_repeated_member_is_refused),
         cmocka_unit_test(test_kept_group_assumptions_end_as_the_deltas_say),
+        cmocka_unit_test(test_reserve_with_the_evaluation_is_kept_or_undone),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
         cmocka_unit_test(test_what_if_runs_prefilter_again_for_another_attempt),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
