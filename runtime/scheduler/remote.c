@@ -839,8 +839,12 @@ static struct remote_host *host_new(struct remote *r, const char *name, uint32_t
     return h;
 }
 
+static void ride_drop(struct remote *r);
+
 static void host_free(struct remote *r, struct remote_host *h)
 {
+    if (r->ride.host == h)
+        ride_drop(r); /* a Reserve answer of a host that goes is nobody's */
     host_stop_gently(r, h);
     for (uint32_t k = 0; k < r->host_count; k++) {
         if (r->hosts[k] == h) {
@@ -1055,7 +1059,6 @@ void remote_release(struct scheduler *s, struct framework *fw)
 
 static void drop_filter_replies(struct remote *r);
 static void group_drop(struct remote *r);
-static void ride_drop(struct remote *r);
 
 void remote_close(struct scheduler *s)
 {
