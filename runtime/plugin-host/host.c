@@ -78,6 +78,16 @@ struct plugin_host {
      * instead of the monotonic clock */
     bool clock_set;
     int64_t clock_ms;
+    /* EvaluateGroup.keep_assumed: the members the last group answer left assumed, in order
+     * (their evaluations own the pods), on kept_nodes; the first kept_confirmed confirmed by
+     * the scheduler's Assume deltas; kept_generations[k]: the replica's generation after
+     * member k's assumption, kept_generation_before: before the first */
+    struct evaluated **kept;
+    uint32_t *kept_nodes;
+    uint64_t *kept_generations;
+    size_t kept_count, kept_confirmed;
+    uint64_t kept_generation_before;
+    bool kept_reserved; /* Evaluate.reserve: Reserve ran for the one kept assumption */
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -392,12 +402,15 @@ static void free_map_values(struct strmap *map, bool pods)
     strmap_free(map);
 }
 
+static void kept_resolve(struct plugin_host *h);
+
 static void close_replica(struct plugin_host *h)
 {
     /* mirrors point at the cycles; cycles hold plugin state: free both while the plugins are
      * still loaded, before scheduler_close would take the mirrors for its own */
     while (h->sched.waiting_count > 0)
         waiting_drop(h, 0);
+    kept_resolve(h); /* the kept assumptions point at evaluations' pods */
     free_map_values(&h->evaluated, false);
     if (h->open)
         scheduler_close(&h->sched);
@@ -541,6 +554,66 @@ static int object_event(struct plugin_host *h, kc_event_type type,
     return 0;
 }
 
+/* ---- a group's kept assumptions (EvaluateGroup.keep_assumed) ---- */
+
+static void kept_clear(struct plugin_host *h)
+{
+    free(h->kept);
+    free(h->kept_nodes);
+    free(h->kept_generations);
+    h->kept = NULL;
+    h->kept_nodes = NULL;
+    h->kept_generations = NULL;
+    h->kept_count = h->kept_confirmed = 0;
+    h->kept_reserved = false;
+}
+
+/* The kept assumptions the scheduler did not confirm are undone, in reverse, and the replica's
+ * generation is the one the confirmed ones alone give: the replica is then what applying the
+ * scheduler's deltas one by one would have made it. Before any other change and before any
+ * call is served, so nothing else ever sees an unconfirmed assumption. */
+static void kept_resolve(struct plugin_host *h)
+{
+    if (h->kept_count == 0)
+        return;
+    if (h->kept_reserved && h->kept_confirmed == 0) {
+        /* the scheduler did not take the answer whose Reserve ran here: what its failed cycle
+         * would do, Unreserve, before the assumption goes */
+        struct evaluated *ev = h->kept[0];
+        const struct cache_node *node = &h->sched.cache.nodes[h->kept_nodes[0]];
+        scheduler_phase(&h->sched, ev->cycle, PHASE_UNRESERVE, node, NULL, NULL, NULL);
+        ev->chosen = false;
+    }
+    for (size_t k = h->kept_count; k-- > h->kept_confirmed;)
+        scheduler_forget(&h->sched, h->kept[k]->pod);
+    h->sched.cache.generation = h->kept_confirmed > 0
+                                    ? h->kept_generations[h->kept_confirmed - 1]
+                                    : h->kept_generation_before;
+    kept_clear(h);
+}
+
+/* An Assume delta that confirms the next kept assumption (the same pod, as evaluated, on the
+ * same node): the pod the replica already holds becomes the assumed one; true when it did. */
+static bool kept_confirm(struct plugin_host *h, const Kcycle__V1__Assume *msg)
+{
+    size_t k = h->kept_confirmed;
+    if (k >= h->kept_count || !msg->as_evaluated || msg->pod == NULL || msg->pod->uid == NULL ||
+        msg->node == NULL)
+        return false;
+    struct evaluated *ev = h->kept[k];
+    const struct cache *cache = &h->sched.cache;
+    if (strcmp(ev->pod->uid, msg->pod->uid) != 0 || h->kept_nodes[k] >= cache->node_count ||
+        strcmp(cache->nodes[h->kept_nodes[k]].node->name, msg->node) != 0 ||
+        strmap_get(&h->assumed, ev->pod->uid) != NULL ||
+        strmap_put(&h->assumed, ev->pod->uid, ev->pod) < 0)
+        return false;
+    ev->borrowed = true; /* the assumed map owns the pod now, as evaluated_from_assumed's */
+    h->kept_confirmed++;
+    if (h->kept_confirmed == h->kept_count)
+        kept_clear(h); /* all confirmed: the generation is already the last one's */
+    return true;
+}
+
 /* A group cycle's trial preemption: the cache changes as the scheduler's did, and no plugin
  * hears of it (the scheduler's in-process plugins do not either: kube's dry run fires no
  * events). The victims stay in the assigned map, so the undo puts the same objects back. */
@@ -603,6 +676,12 @@ static int apply_trial(struct plugin_host *h, const Kcycle__V1__Delta *delta, st
 
 static int apply_delta(struct plugin_host *h, const Kcycle__V1__Delta *delta, struct kc_error *err)
 {
+    if (h->kept_count > 0) {
+        if (!delta->trial && delta->change_case == KCYCLE__V1__DELTA__CHANGE_ASSUME &&
+            delta->assume != NULL && kept_confirm(h, delta->assume))
+            return 0;
+        kept_resolve(h);
+    }
     if (delta->trial)
         return apply_trial(h, delta, err);
     switch (delta->change_case) {
@@ -639,6 +718,7 @@ static int apply_deltas(struct plugin_host *h, const Kcycle__V1__Request *req)
         log_error("%s; the replica stays out of sync until the host is restarted", h->diverged);
         return rc;
     }
+    kept_resolve(h);
     return 0;
 }
 
@@ -1500,6 +1580,50 @@ static void make_picked(Kcycle__V1__EvaluateReply *r, int32_t chosen, int64_t to
     r->scores = NULL;
 }
 
+static int serve_phase(struct plugin_host *h, const Kcycle__V1__PhaseCall *call,
+                       Kcycle__V1__Reply *reply, struct scratch *sc);
+
+/* Evaluate.reserve: the picked node's assumption, kept (as a group member's is) until the
+ * scheduler's Assume confirms it, and this host's Reserve call on it, answered in r->reserve. */
+static int evaluate_reserve(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
+                            Kcycle__V1__EvaluateReply *r, struct scratch *sc)
+{
+    struct scheduler *s = &h->sched;
+    struct evaluated *ev = strmap_get(&h->evaluated, call->pod->uid);
+    struct evaluated **kept = calloc(1, sizeof(*kept));
+    uint32_t *nodes = calloc(1, sizeof(*nodes));
+    uint64_t *generations = calloc(1, sizeof(*generations));
+    uint64_t before = s->cache.generation;
+    const char *node = s->cache.nodes[r->chosen].node->name;
+    if (ev == NULL || kept == NULL || nodes == NULL || generations == NULL ||
+        scheduler_assume(s, ev->pod, node) < 0) {
+        free(kept);
+        free(nodes);
+        free(generations);
+        return 0; /* no reserve answer: the scheduler calls Reserve as usual */
+    }
+    kept[0] = ev;
+    nodes[0] = r->chosen;
+    generations[0] = s->cache.generation;
+    h->kept = kept;
+    h->kept_nodes = nodes;
+    h->kept_generations = generations;
+    h->kept_count = 1;
+    h->kept_confirmed = 0;
+    h->kept_generation_before = before;
+    Kcycle__V1__PhaseCall phase = KCYCLE__V1__PHASE_CALL__INIT;
+    phase.phase = KCYCLE__V1__PHASE__PHASE_RESERVE;
+    phase.pod_uid = call->pod->uid;
+    phase.node = (char *)node;
+    Kcycle__V1__Reply answer = KCYCLE__V1__REPLY__INIT;
+    if (serve_phase(h, &phase, &answer, sc) < 0 ||
+        answer.result_case != KCYCLE__V1__REPLY__RESULT_PHASE)
+        return 0; /* Reserve did not run: no answer, the assumption is undone unconfirmed */
+    h->kept_reserved = true; /* unconfirmed, it is undone with Unreserve */
+    r->reserve = answer.phase;
+    return 0;
+}
+
 static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
                           Kcycle__V1__Reply *reply, struct scratch *sc)
 {
@@ -1515,6 +1639,8 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     int64_t total;
     int32_t chosen = host_pick(r, call->weights, call->n_weights, &rng, totals, &total);
     make_picked(r, chosen, total, rng);
+    if (call->reserve && r->picked)
+        return evaluate_reserve(h, call, r, sc);
     return 0;
 }
 
@@ -1563,10 +1689,14 @@ static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__Evaluat
     int32_t *chosen = scratch_alloc(sc, (n + 1) * sizeof(*chosen));
     uint32_t *starts = scratch_alloc(sc, (n + 1) * sizeof(*starts));
     struct evaluated **assumed = calloc(n + 1, sizeof(*assumed));
+    uint32_t *nodes_of = g->keep_assumed ? calloc(n + 1, sizeof(*nodes_of)) : NULL;
+    uint64_t *generations = g->keep_assumed ? calloc(n + 1, sizeof(*generations)) : NULL;
     int64_t *totals = calloc((size_t)s->cache.node_count + 1, sizeof(*totals));
     if (out == NULL || members == NULL || chosen == NULL || starts == NULL || assumed == NULL ||
-        totals == NULL) {
+        totals == NULL || (g->keep_assumed && (nodes_of == NULL || generations == NULL))) {
         free(assumed);
+        free(nodes_of);
+        free(generations);
         free(totals);
         return reply_error(reply, sc, "evaluate_group: out of memory");
     }
@@ -1607,13 +1737,29 @@ static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__Evaluat
                              k, ev->pod->namespace, ev->pod->name, node);
             break;
         }
+        if (nodes_of != NULL) {
+            nodes_of[placed] = (uint32_t)chosen[k];
+            generations[placed] = s->cache.generation;
+        }
         assumed[placed++] = ev;
     }
-    group_undo(h, assumed, placed, generation);
-    free(assumed);
     free(totals);
-    if (rc < 0)
-        return rc;
+    if (rc < 0 || !g->keep_assumed || placed == 0) {
+        group_undo(h, assumed, placed, generation);
+        free(assumed);
+        free(nodes_of);
+        free(generations);
+        if (rc < 0)
+            return rc;
+    } else {
+        /* kept until the next request's deltas confirm them (kept_confirm) or undo them */
+        h->kept = assumed;
+        h->kept_nodes = nodes_of;
+        h->kept_generations = generations;
+        h->kept_count = placed;
+        h->kept_confirmed = 0;
+        h->kept_generation_before = generation;
+    }
     out->n_members = out->n_chosen = out->n_starts = n;
     out->members = members;
     out->chosen = chosen;

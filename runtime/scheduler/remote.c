@@ -44,6 +44,8 @@ static int64_t now_ms(void)
 /* ---- the journal ---- */
 
 static void group_note(struct remote *r, const Kcycle__V1__Delta *delta);
+static bool ride_as_evaluated(struct remote *r, const struct pod *pod, const char *node);
+static bool group_as_evaluated(const struct remote *r, const struct pod *pod, const char *node);
 
 static int journal_append(struct remote *r, const Kcycle__V1__Delta *delta)
 {
@@ -113,6 +115,8 @@ static void journal_pod(struct remote *r, int which, const struct pod *pod, cons
         msg = pod_to_proto(pod);
         assume.pod = msg;
         assume.node = (char *)node;
+        assume.as_evaluated =
+            !trial && (group_as_evaluated(r, pod, node) || ride_as_evaluated(r, pod, node));
         delta.change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
         delta.assume = &assume;
         break;
@@ -840,8 +844,12 @@ static struct remote_host *host_new(struct remote *r, const char *name, uint32_t
     return h;
 }
 
+static void ride_drop(struct remote *r);
+
 static void host_free(struct remote *r, struct remote_host *h)
 {
+    if (r->ride.host == h)
+        ride_drop(r); /* a Reserve answer of a host that goes is nobody's */
     host_stop_gently(r, h);
     for (uint32_t k = 0; k < r->host_count; k++) {
         if (r->hosts[k] == h) {
@@ -1060,6 +1068,7 @@ static void group_drop(struct remote *r);
 void remote_close(struct scheduler *s)
 {
     group_drop(&s->remote);
+    ride_drop(&s->remote);
     struct remote *r = &s->remote;
     drop_filter_replies(r);
     while (r->host_count > 0)
@@ -1248,6 +1257,79 @@ static bool host_may_pick(const struct remote_host *h)
     return log_level() < KC_LOG_DEBUG && h->plugin_count <= FRAMEWORK_MAX_PLUGINS;
 }
 
+/* ---- Reserve with the evaluation (Evaluate.reserve) ---- */
+
+static void ride_drop(struct remote *r)
+{
+    if (r->ride.reply != NULL)
+        kcycle__v1__reply__free_unpacked(r->ride.reply, NULL);
+    free(r->ride.node);
+    memset(&r->ride, 0, sizeof(r->ride));
+}
+
+/* Whether h's Reserve may run with the evaluation it picks for: h is the only backend with
+ * Reserve plugins, so nothing reserves between the choice and h's Reserve, nor before it. */
+static bool ride_possible(const struct framework *fw, const struct remote_host *h)
+{
+    if (!(h->phases & KCYCLE__V1__PHASE__PHASE_RESERVE) || fw->phase_count[PHASE_RESERVE] > 0)
+        return false;
+    for (uint32_t k = 0; k < fw->host_count; k++)
+        if (fw->hosts[k] != h && (fw->hosts[k]->phases & KCYCLE__V1__PHASE__PHASE_RESERVE))
+            return false;
+    return true;
+}
+
+/* The evaluation's answer carries h's Reserve answer: kept for the cycle's Reserve call
+ * (the reply's ownership moves here). */
+static void ride_keep(struct scheduler *s, struct kc_cycle *cycle, struct remote_host *h,
+                      Kcycle__V1__Reply *reply)
+{
+    struct remote *r = &s->remote;
+    const Kcycle__V1__EvaluateReply *e = reply->evaluate;
+    ride_drop(r);
+    r->ride.node = strdup(s->cache.nodes[e->chosen].node->name);
+    if (r->ride.node == NULL) {
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        return; /* unconfirmed, the host undoes it; Reserve goes as usual */
+    }
+    r->ride.reply = reply;
+    r->ride.host = h;
+    r->ride.restarts = h->restarts;
+    r->ride.cycle = cycle;
+    r->ride.pod = cycle->sp->pod;
+    r->ride.journal_end = r->journal_base + r->journal_count;
+}
+
+/* An Assume of pod on node, journaled now: the one the host made with its Reserve answer when
+ * it is the first delta since (as_evaluated; the host then keeps what its Reserve did). */
+static bool ride_as_evaluated(struct remote *r, const struct pod *pod, const char *node)
+{
+    struct remote_ride *ride = &r->ride;
+    if (ride->reply == NULL || ride->assumed || ride->pod != pod || node == NULL ||
+        strcmp(ride->node, node) != 0 || r->journal_base + r->journal_count != ride->journal_end)
+        return false;
+    ride->assumed = true;
+    return true;
+}
+
+/* The cycle's Reserve call to h, when it rode on the evaluation: the answer (owned by the
+ * caller), else NULL (the host undid its Reserve, or there was none: the call goes). */
+static Kcycle__V1__Reply *ride_take(struct remote *r, const struct kc_cycle *cycle,
+                                    const struct remote_host *h, const char *node)
+{
+    struct remote_ride *ride = &r->ride;
+    if (ride->reply == NULL || ride->host != h)
+        return NULL;
+    Kcycle__V1__Reply *reply = NULL;
+    if (ride->assumed && ride->cycle == cycle && ride->restarts == h->restarts &&
+        h->state == REMOTE_UP && strcmp(ride->node, node) == 0) {
+        reply = ride->reply;
+        ride->reply = NULL;
+    }
+    ride_drop(r);
+    return reply;
+}
+
 kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uint32_t *candidates,
                           uint32_t candidate_count, uint32_t want, uint32_t *found,
                           uint32_t *processed, char **message)
@@ -1290,10 +1372,12 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     r->pick.valid = false;
     int64_t weights[FRAMEWORK_MAX_PLUGINS];
     struct remote_host *evaluator = sole_evaluator(fw);
+    ride_drop(r);
     if (candidates == NULL && evaluator != NULL && host_may_pick(evaluator)) {
         for (uint32_t i = 0; i < evaluator->plugin_count; i++)
             weights[i] = evaluator->plugins[i]->weight;
         ev.pick = true;
+        ev.reserve = ride_possible(fw, evaluator);
         ev.rng = s->rng;
         ev.n_weights = evaluator->plugin_count;
         ev.weights = weights;
@@ -1369,6 +1453,14 @@ kc_status remote_evaluate(struct scheduler *s, struct kc_cycle *cycle, const uin
     r->all_candidates = false;
     if (batched >= 0)
         replies[batched] = NULL; /* part of the group's answer, freed with it */
+    for (uint32_t k = 0; ev.reserve && k < fw->host_count; k++) {
+        const Kcycle__V1__EvaluateReply *e = replies[k] != NULL ? replies[k]->evaluate : NULL;
+        if (fw->hosts[k] == evaluator && e != NULL && e->picked && e->reserve != NULL &&
+            result == KC_SUCCESS && e->chosen < s->cache.node_count) {
+            ride_keep(s, cycle, evaluator, replies[k]);
+            replies[k] = NULL;
+        }
+    }
     free_replies(fw, replies);
     journal_trim(r);
     *found = count;
@@ -1823,7 +1915,20 @@ kc_status remote_phase(struct scheduler *s, struct kc_cycle *cycle, enum phase p
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_PHASE;
         req.phase = &call;
-        Kcycle__V1__Reply *reply = h->state == REMOTE_UP ? round_trip(s, h, &req) : NULL;
+        Kcycle__V1__Reply *reply =
+            phase == PHASE_RESERVE ? ride_take(&s->remote, cycle, h, node) : NULL;
+        if (reply != NULL) {
+            /* Reserve ran with the evaluation: its answer stands in for the call's (result
+             * is a oneof: the evaluation goes before the phase answer takes its place) */
+            Kcycle__V1__EvaluateReply *e = reply->evaluate;
+            Kcycle__V1__PhaseReply *pr = e->reserve;
+            e->reserve = NULL;
+            kcycle__v1__evaluate_reply__free_unpacked(e, NULL);
+            reply->result_case = KCYCLE__V1__REPLY__RESULT_PHASE;
+            reply->phase = pr;
+        } else if (h->state == REMOTE_UP) {
+            reply = round_trip(s, h, &req);
+        }
         if (reply != NULL && reply->result_case != KCYCLE__V1__REPLY__RESULT_PHASE) {
             kcycle__v1__reply__free_unpacked(reply, NULL);
             host_set_error(h, "an answer to a phase call that is not a phase reply");
@@ -2185,6 +2290,7 @@ static void group_drop_answer(struct remote_group_batch *b)
     free(b->placed);
     free(b->host_nodes);
     b->reply = NULL;
+    b->pods = NULL;
     b->uids = NULL;
     b->placed = NULL;
     b->host_nodes = NULL;
@@ -2204,6 +2310,17 @@ static bool group_send(struct scheduler *s);
 void remote_group_end(struct scheduler *s)
 {
     group_drop(&s->remote);
+}
+
+/* Whether assuming pod on node is the assumption the group's host made (and kept) for the
+ * next member it placed, for the very pod of its request: Assume.as_evaluated. */
+static bool group_as_evaluated(const struct remote *r, const struct pod *pod, const char *node)
+{
+    const struct remote_group_batch *b = &r->group;
+    if (b->reply == NULL || b->pods == NULL || b->assumed >= b->placed_count || node == NULL)
+        return false;
+    uint32_t m = b->placed[b->assumed];
+    return b->pods[m] == pod && b->host_nodes[m] != NULL && strcmp(b->host_nodes[m], node) == 0;
 }
 
 /* Every delta journaled while a group's answer is being taken: the assumption the host made
@@ -2320,6 +2437,47 @@ static const char *group_index(struct scheduler *s, struct remote_group_batch *b
     return NULL;
 }
 
+/* Deltas another host must lag by before a group request brings it up to date beside it. */
+#define GROUP_SYNC_MIN_DELTAS 16
+
+/* While the group's host h evaluates: every other host that lags by many deltas (the binder's,
+ * which gets each member's assumption and binding) is sent them in a Sync, so it applies them
+ * at the same time instead of in the binding batch, after the group. Returns how many were
+ * sent, listed in sent[] (room for r->host_count). */
+static uint32_t group_sync_others(struct scheduler *s, const struct remote_host *h,
+                                  struct remote_host **sent)
+{
+    struct remote *r = &s->remote;
+    uint64_t end = r->journal_base + r->journal_count;
+    uint32_t count = 0;
+    for (uint32_t k = 0; k < r->host_count; k++) {
+        struct remote_host *other = r->hosts[k];
+        if (other == h || other->state != REMOTE_UP || other->cursor + GROUP_SYNC_MIN_DELTAS > end)
+            continue;
+        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+        req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+        req.sync = true;
+        if (send_request(s, other, &req) == 0)
+            sent[count++] = other;
+        else
+            host_fail(s, other);
+    }
+    return count;
+}
+
+/* The Syncs' answers (after the group's own): a host that gives none fails as after any
+ * request. */
+static void group_sync_collect(struct scheduler *s, struct remote_host **sent, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        Kcycle__V1__Reply *reply = receive_reply(s, sent[i]);
+        if (reply == NULL)
+            host_fail(s, sent[i]);
+        else
+            kcycle__v1__reply__free_unpacked(reply, NULL);
+    }
+}
+
 /* Ask the group's host for the next members (at most REMOTE_GROUP_CHUNK of b->rest): true with
  * the answer indexed, false with the group dropped (a failed request restarts the host, as
  * any). */
@@ -2368,15 +2526,24 @@ static bool group_send(struct scheduler *s)
         b->rng_known = true;
         group.n_weights = h->plugin_count;
         group.weights = weights;
+        group.keep_assumed = true; /* confirmed by the Assume deltas marked as_evaluated */
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
         req.evaluate_group = &group;
         int64_t sent = monotonic_us();
-        reply = round_trip(s, h, &req);
+        struct remote_host *synced[FRAMEWORK_MAX_PLUGINS * 2];
+        uint32_t syncs = 0;
+        if (send_request(s, h, &req) == 0) {
+            syncs = r->host_count <= FRAMEWORK_MAX_PLUGINS * 2 ? group_sync_others(s, h, synced)
+                                                              : 0;
+            reply = receive_reply(s, h);
+        }
+        int64_t took = monotonic_us() - sent;
+        group_sync_collect(s, synced, syncs);
         if (reply != NULL)
-            group_measured(h, count, chunk, monotonic_us() - sent);
+            group_measured(h, count, chunk, took);
         else
-            group_measured(h, 1, 1, monotonic_us() - sent);
+            group_measured(h, 1, 1, took);
         r->group_requests++;
         h->group_requests++;
     }
@@ -2388,6 +2555,7 @@ static bool group_send(struct scheduler *s)
     b->count = count;
     b->want = scheduler_nodes_to_find(s, n);
     b->reply = reply;
+    b->pods = b->rest;
     b->restarts = h->restarts;
     b->rest += count;
     b->rest_count -= count;

@@ -73,6 +73,7 @@ struct remote_group_batch {
     struct remote_host *host;
     struct Kcycle__V1__Reply *reply; /* the host's EvaluateGroupReply; NULL: no batch */
     const char **uids;               /* the members' uids in order (borrowed from their pods) */
+    const struct pod *const *pods;  /* the members' pods in order (into rest_base) */
     uint32_t count;
     uint32_t want;
     uint32_t next;          /* the member whose evaluation is taken next */
@@ -123,6 +124,19 @@ struct remote {
     bool all_candidates; /* the evaluation being checked has every node as a candidate */
     struct remote_group_batch group;
     struct remote_pick pick;
+    /* Evaluate.reserve: the evaluating host's Reserve answer that came with the last
+     * evaluation, for that cycle's Reserve call once its Assume went out marked as_evaluated
+     * as the first delta after the evaluation (remote.c, "Reserve with the evaluation") */
+    struct remote_ride {
+        struct Kcycle__V1__Reply *reply; /* owned; NULL: none */
+        struct remote_host *host;
+        uint32_t restarts;                 /* the host's incarnation that answered */
+        const struct kc_cycle *cycle;
+        const struct pod *pod;
+        char *node;           /* owned */
+        uint64_t journal_end; /* the journal's end when the answer came */
+        bool assumed;         /* the Assume went out, marked */
+    } ride;
     uint64_t group_requests, group_members_taken; /* counted for the benchmarks */
 };
 

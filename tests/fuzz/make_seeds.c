@@ -634,6 +634,7 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     group.rng = 42;
     group.n_weights = HOST_PLUGIN_COUNT;
     group.weights = weights;
+    group.keep_assumed = true; /* the host keeps the members' assumptions (closed with them) */
 
     Kcycle__V1__Request requests[6];
     for (unsigned i = 0; i < 6; i++) {

@@ -1081,6 +1081,331 @@ static void test_group_with_a_repeated_member_is_refused(void **state)
     client_stop(c);
 }
 
+/* ---- a group's kept assumptions (EvaluateGroup.keep_assumed, Assume.as_evaluated) ---- */
+
+/* The pods the Assume deltas below point into (pod_to_proto borrows their strings). */
+static struct pod *delta_pods[2 * GROUP_SIZE];
+static size_t delta_pod_count;
+
+/* An Assume delta of the pending pod `name` on node index `node`. */
+static Kcycle__V1__Delta *assume_delta(const char *name, int node, bool as_evaluated)
+{
+    Kcycle__V1__Delta *d = calloc(1, sizeof(*d));
+    Kcycle__V1__Assume *a = calloc(1, sizeof(*a));
+    assert_non_null(d);
+    assert_non_null(a);
+    kcycle__v1__delta__init(d);
+    kcycle__v1__assume__init(a);
+    assert_true(delta_pod_count < 2 * GROUP_SIZE);
+    struct pod *pod = make_pending_pod(name);
+    delta_pods[delta_pod_count++] = pod;
+    a->pod = pod_to_proto(pod);
+    a->node = malloc(32);
+    assert_non_null(a->node);
+    snprintf(a->node, 32, "node-%02d", node);
+    a->as_evaluated = as_evaluated;
+    d->change_case = KCYCLE__V1__DELTA__CHANGE_ASSUME;
+    d->assume = a;
+    return d;
+}
+
+static Kcycle__V1__Delta *forget_delta(const char *name)
+{
+    Kcycle__V1__Delta *d = calloc(1, sizeof(*d));
+    assert_non_null(d);
+    kcycle__v1__delta__init(d);
+    struct pod *pod = make_pending_pod(name);
+    d->change_case = KCYCLE__V1__DELTA__CHANGE_FORGET;
+    d->forget = strdup(pod->uid);
+    pod_free(pod);
+    return d;
+}
+
+static void deltas_free(Kcycle__V1__Delta **deltas, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (deltas[i]->change_case == KCYCLE__V1__DELTA__CHANGE_ASSUME) {
+            pod_proto_free(deltas[i]->assume->pod);
+            free(deltas[i]->assume->node);
+            free(deltas[i]->assume);
+        } else {
+            free(deltas[i]->forget);
+        }
+        free(deltas[i]);
+    }
+    while (delta_pod_count > 0)
+        pod_free(delta_pods[--delta_pod_count]);
+}
+
+/* A group of the pending pods "<prefix>-k" evaluated with keep_assumed; *chosen gets each
+ * member's node (-1: not placed). */
+static void evaluate_group_kept(struct client *c, uint64_t generation, const char *prefix,
+                                int32_t *chosen)
+{
+    struct pod *pods[GROUP_SIZE];
+    Kcycle__V1__Evaluate members[GROUP_SIZE], *member_ptrs[GROUP_SIZE];
+    for (int k = 0; k < GROUP_SIZE; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "%s-%d", prefix, k);
+        pods[k] = make_pending_pod(name);
+        kcycle__v1__evaluate__init(&members[k]);
+        members[k].pod = pod_to_proto(pods[k]);
+        members[k].all_nodes = true;
+        members[k].start = ROTATION;
+        members[k].want = WANT;
+        members[k].score = true;
+        member_ptrs[k] = &members[k];
+    }
+    int64_t weights[3] = {1, 1, 1};
+    Kcycle__V1__EvaluateGroup call = KCYCLE__V1__EVALUATE_GROUP__INIT;
+    call.members = member_ptrs;
+    call.n_members = GROUP_SIZE;
+    call.rng = 11;
+    call.weights = weights;
+    call.n_weights = 3;
+    call.keep_assumed = true;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
+    req.evaluate_group = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE_GROUP);
+    assert_int_equal(reply->evaluate_group->n_chosen, GROUP_SIZE);
+    for (int k = 0; k < GROUP_SIZE; k++)
+        chosen[k] = reply->evaluate_group->chosen[k];
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    for (int k = 0; k < GROUP_SIZE; k++) {
+        pod_proto_free(members[k].pod);
+        pod_free(pods[k]);
+    }
+}
+
+/* The same pod evaluated on both replicas gets the same answer: the replicas are the same. */
+static void expect_same_replicas(struct client *a, struct client *b, uint64_t generation,
+                                 const char *probe)
+{
+    Kcycle__V1__Reply *x = evaluate_on(a, generation, probe, NULL, 0, 0);
+    Kcycle__V1__Reply *y = evaluate_on(b, generation, probe, NULL, 0, 0);
+    expect_ok(x, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    expect_ok(y, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    const Kcycle__V1__EvaluateReply *p = x->evaluate, *q = y->evaluate;
+    assert_int_equal(p->status, q->status);
+    assert_int_equal(p->n_feasible, q->n_feasible);
+    for (size_t i = 0; i < p->n_feasible; i++) {
+        assert_int_equal(p->feasible[i], q->feasible[i]);
+        assert_int_equal(total_of(p, i), total_of(q, i));
+    }
+    kcycle__v1__reply__free_unpacked(x, NULL);
+    kcycle__v1__reply__free_unpacked(y, NULL);
+}
+
+/* A host that kept a group's assumptions ends every request's deltas with the replica a host
+ * applying the same deltas one by one has: confirmed assumptions stay, a forgotten one goes,
+ * one on another node than the host's is made anew, and whatever the deltas did not confirm
+ * is undone; the generations agree at every step (each request checks them). */
+static void test_kept_group_assumptions_end_as_the_deltas_say(void **state)
+{
+    (void)state;
+    struct client *group = client_start(), *plain = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(group), NULL);
+    kcycle__v1__reply__free_unpacked(hello_standard(plain), NULL);
+    uint64_t generation = send_snapshot(group, 100);
+    assert_int_equal(send_snapshot(plain, 100), generation);
+    int32_t chosen[GROUP_SIZE];
+
+    /* 1: the first two confirmed, the second then forgotten (a group rolled back) */
+    evaluate_group_kept(group, generation, "kept-a", chosen);
+    assert_true(chosen[0] >= 0 && chosen[1] >= 0);
+    Kcycle__V1__Delta *first[3] = {assume_delta("kept-a-0", chosen[0], true),
+                                   assume_delta("kept-a-1", chosen[1], true),
+                                   forget_delta("kept-a-1")};
+    Kcycle__V1__Reply *r = sync_request(group, generation + 3, false, first, 3);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    for (int i = 0; i < 2; i++)
+        first[i]->assume->as_evaluated = false;
+    r = sync_request(plain, generation + 3, false, first, 3);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    deltas_free(first, 3);
+    generation += 3;
+    expect_same_replicas(group, plain, generation, "probe-1");
+
+    /* 2: the first confirmed, the second assumed on another node than the host chose */
+    evaluate_group_kept(group, generation, "kept-b", chosen);
+    assert_true(chosen[0] >= 0 && chosen[1] >= 0);
+    int other = (chosen[1] + 1) % NODE_COUNT;
+    Kcycle__V1__Delta *second[2] = {assume_delta("kept-b-0", chosen[0], true),
+                                    assume_delta("kept-b-1", other, true)};
+    r = sync_request(group, generation + 2, false, second, 2);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    r = sync_request(plain, generation + 2, false, second, 2);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    deltas_free(second, 2);
+    generation += 2;
+    expect_same_replicas(group, plain, generation, "probe-2");
+
+    /* 3: nothing confirmed (the next request has no deltas): every kept assumption undone */
+    evaluate_group_kept(group, generation, "kept-c", chosen);
+    r = sync_request(group, generation, false, NULL, 0);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    expect_same_replicas(group, plain, generation, "probe-3");
+
+    /* 4: an unmarked Assume of the host's own choice is applied as any (not confirmed) */
+    evaluate_group_kept(group, generation, "kept-d", chosen);
+    assert_true(chosen[0] >= 0);
+    Kcycle__V1__Delta *fourth[1] = {assume_delta("kept-d-0", chosen[0], false)};
+    r = sync_request(group, generation + 1, false, fourth, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    r = sync_request(plain, generation + 1, false, fourth, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    deltas_free(fourth, 1);
+    generation += 1;
+    expect_same_replicas(group, plain, generation, "probe-4");
+
+    /* 5: all confirmed, then the host closes with nothing pending */
+    evaluate_group_kept(group, generation, "kept-e", chosen);
+    Kcycle__V1__Delta *fifth[GROUP_SIZE];
+    size_t n = 0;
+    for (int k = 0; k < GROUP_SIZE; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "kept-e-%d", k);
+        if (chosen[k] >= 0)
+            fifth[n++] = assume_delta(name, chosen[k], true);
+    }
+    r = sync_request(group, generation + n, false, fifth, n);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    for (size_t i = 0; i < n; i++)
+        fifth[i]->assume->as_evaluated = false;
+    r = sync_request(plain, generation + n, false, fifth, n);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    deltas_free(fifth, n);
+    generation += n;
+    expect_same_replicas(group, plain, generation, "probe-5");
+
+    /* 6: a host closed while it keeps assumptions frees them (the sanitizers check) */
+    evaluate_group_kept(group, generation, "kept-f", chosen);
+    client_stop(group);
+    client_stop(plain);
+}
+
+/* How many lines of the recorder's log at path say `what` (e.g. "Unreserve ride-1"). */
+static int log_lines_with(const char *path, const char *what)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    char line[256];
+    int count = 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        count += strstr(line, what) != NULL;
+    fclose(f);
+    return count;
+}
+
+/* Evaluate.reserve on the pending pod `name`: the picked node (its index), with the Reserve
+ * answer checked. */
+static uint32_t evaluate_with_reserve(struct client *c, uint64_t generation, const char *name)
+{
+    struct pod *pod = make_pending_pod(name);
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    int64_t weights[2] = {1, 1};
+    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
+    call.pod = msg;
+    call.all_nodes = true;
+    call.start = ROTATION;
+    call.want = WANT;
+    call.score = true;
+    call.pick = true;
+    call.rng = 5;
+    call.weights = weights;
+    call.n_weights = 2;
+    call.reserve = true;
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = &call;
+    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    assert_true(reply->evaluate->picked);
+    assert_non_null(reply->evaluate->reserve);
+    assert_int_equal(reply->evaluate->reserve->status, KC_SUCCESS);
+    uint32_t chosen = reply->evaluate->chosen;
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+    pod_proto_free(msg);
+    pod_free(pod);
+    return chosen;
+}
+
+/* Reserve with the evaluation: the host assumes the picked node and runs Reserve in the same
+ * round trip. Confirmed by the scheduler's marked Assume, the pod stays reserved (its
+ * Unreserve comes only when the scheduler calls it); unconfirmed, the host runs Unreserve and
+ * forgets the assumption itself, and the generations agree either way. */
+static void test_reserve_with_the_evaluation_is_kept_or_undone(void **state)
+{
+    (void)state;
+    char log[] = "/tmp/kcycle-test-ride-XXXXXX";
+    int fd = mkstemp(log);
+    assert_true(fd >= 0);
+    close(fd);
+    char args[128];
+    snprintf(args, sizeof(args), "{\"log\": \"%s\"}", log);
+    const char *names[] = {"noderesources", "recorderhost"};
+    const char *paths[] = {NODERESOURCES_PATH, RECORDERHOST_PATH};
+    const char *plugin_args[] = {NULL, args};
+    struct client *c = client_start(), *plain = client_start();
+    Kcycle__V1__Reply *r = hello(c, names, paths, plugin_args, 2);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_HELLO);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    const char *plain_args[] = {NULL, "{\"log\": \"/dev/null\"}"};
+    r = hello(plain, names, paths, plain_args, 2); /* the same plugins, applying deltas alone */
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_HELLO);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    uint64_t generation = send_snapshot(c, 100);
+    assert_int_equal(send_snapshot(plain, 100), generation);
+
+    /* unconfirmed: the next request finds the assumption undone, after Unreserve */
+    evaluate_with_reserve(c, generation, "ride-1");
+    assert_int_equal(log_lines_with(log, "Reserve ride-1"), 1);
+    assert_int_equal(log_lines_with(log, "Unreserve ride-1"), 0);
+    r = sync_request(c, generation, false, NULL, 0);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    assert_int_equal(log_lines_with(log, "Unreserve ride-1"), 1);
+    expect_same_replicas(c, plain, generation, "probe-ride-1");
+
+    /* confirmed: kept, Reserve's effects with it, until the scheduler's Unreserve call */
+    uint32_t node = evaluate_with_reserve(c, generation, "ride-2");
+    Kcycle__V1__Delta *assume[1] = {assume_delta("ride-2", (int)node, true)};
+    r = sync_request(c, generation + 1, false, assume, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    assume[0]->assume->as_evaluated = false;
+    r = sync_request(plain, generation + 1, false, assume, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    deltas_free(assume, 1);
+    generation++;
+    assert_int_equal(log_lines_with(log, "Unreserve ride-2"), 0);
+    expect_same_replicas(c, plain, generation, "probe-ride-2");
+    char node_name[32];
+    snprintf(node_name, sizeof(node_name), "node-%02u", node);
+    expect_phase(phase(c, generation, KCYCLE__V1__PHASE__PHASE_UNRESERVE, "ride-2", node_name,
+                       false),
+                 KC_SUCCESS, NULL);
+    assert_int_equal(log_lines_with(log, "Unreserve ride-2"), 1);
+    client_stop(c);
+    client_stop(plain);
+    unlink(log);
+}
+
 /* ---- preemption's what-if (WhatIf) and nominated pods (Evaluate.nominated) ---- */
 
 static Kcycle__V1__Reply *what_if(struct client *c, uint64_t generation, const struct pod *pod,
@@ -1294,6 +1619,8 @@ int main(void)
         cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
         cmocka_unit_test(test_group_with_a_repeated_member_is_refused),
+        cmocka_unit_test(test_kept_group_assumptions_end_as_the_deltas_say),
+        cmocka_unit_test(test_reserve_with_the_evaluation_is_kept_or_undone),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
         cmocka_unit_test(test_what_if_runs_prefilter_again_for_another_attempt),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),
