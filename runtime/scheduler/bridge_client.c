@@ -34,6 +34,10 @@
 #define HELLO_REPEAT_MS 10000
 /* Repeats are routine while a large cluster is listed; past this, the wait is worth a warning. */
 #define HELLO_WARN_MS 60000
+/* Not connected this long: the dialer is closed and dialed again. libnng 1.5.2's dialer stops
+ * trying for good when a connection is closed before the SP handshake (a bridge killed as it
+ * accepted: integration/bridge-hello shows it), so its own reconnection is not enough. */
+#define REDIAL_MS 5000
 
 static int64_t monotonic_ms(void)
 {
@@ -934,6 +938,7 @@ static void check_pipe(struct bridge_client *b)
         log_warn("bridge: the connection to the bridge was lost; not scheduling until it is "
                  "back");
         b->connected = false;
+        b->down_since_ms = monotonic_ms();
         b->leader = false;
         metric_set(b->leader_metric, 0);
         b->synced = false;
@@ -944,11 +949,32 @@ static void check_pipe(struct bridge_client *b)
     }
     if (up) {
         b->connected = true;
+        b->down_since_ms = 0;
         b->hello_warned = false;
         b->hello_first_ms = monotonic_ms();
         say_hello(b);
         log_info("bridge: connected; asking for the cluster");
     }
+}
+
+/* Not connected for REDIAL_MS since the loss (or the last dial): close the dialer and dial
+ * again. Logged once a minute at most. */
+static void check_dialer(struct bridge_client *b)
+{
+    int64_t now = monotonic_ms();
+    if (b->connected || b->down_since_ms == 0 || now - b->down_since_ms < REDIAL_MS ||
+        now - b->dialed_ms < REDIAL_MS)
+        return;
+    if (now - b->redial_logged_ms >= 60000) {
+        log_info("bridge: not connected to the bridge for %lld s; dialing %s again",
+                 (long long)((now - b->down_since_ms) / 1000), b->url);
+        b->redial_logged_ms = now;
+    }
+    nng_dialer_close(b->dialer);
+    b->dialed_ms = now;
+    int rc = nng_dial(b->sock, b->url, &b->dialer, NNG_FLAG_NONBLOCK);
+    if (rc != 0)
+        log_warn("bridge: cannot dial the bridge at %s: %s", b->url, nng_strerror(rc));
 }
 
 /* A hello with no answer after HELLO_REPEAT_MS is said again, under a new session (whatever
@@ -1013,7 +1039,10 @@ int bridge_client_open(struct bridge_client *b, const struct bridge_client_optio
     if ((rc = ipc_peer_guard(b->sock, &b->peer, "scheduler")) != 0)
         return kc_error_set(err, -ENOMEM, "cannot set up the bridge socket: %s", nng_strerror(rc));
     /* non-blocking dial: the bridge may start later; nng keeps trying */
-    if ((rc = nng_dial(b->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
+    if ((b->url = strdup(url)) == NULL)
+        return kc_error_set(err, -ENOMEM, "out of memory");
+    b->down_since_ms = b->dialed_ms = monotonic_ms();
+    if ((rc = nng_dial(b->sock, url, &b->dialer, NNG_FLAG_NONBLOCK)) != 0)
         return kc_error_set(err, -EINVAL, "cannot dial the bridge at %s: %s", url,
                             nng_strerror(rc));
     log_info("bridge: dialing %s", url);
@@ -1046,6 +1075,7 @@ int bridge_client_run(struct bridge_client *b, const atomic_bool *stop)
     while (!atomic_load(stop)) {
         atomic_store(&b->last_loop_ms, monotonic_ms());
         check_pipe(b);
+        check_dialer(b);
         check_hello(b);
         binds_expire(b);
         reloader_poll(&b->reload, &b->sched);
@@ -1088,6 +1118,7 @@ void bridge_client_close(struct bridge_client *b)
         scheduler_close(&b->sched);
     reloader_close(&b->reload); /* after the scheduler: it may use the reloaded config */
     free(b->config_path);
+    free(b->url);
     config_free(&b->cfg);
     memset(b, 0, sizeof(*b));
 }

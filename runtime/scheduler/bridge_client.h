@@ -42,6 +42,11 @@ struct bridge_client {
     struct reloader reload;
     nng_socket sock;
     bool sock_open;
+    nng_dialer dialer;          /* redialed while the bridge stays unreachable (check_dialer) */
+    char *url;                  /* the bridge's address */
+    int64_t down_since_ms;      /* not connected since (0: connected) */
+    int64_t dialed_ms;          /* the last dial */
+    int64_t redial_logged_ms;   /* the last time a redial was logged */
     struct ipc_peer_guard peer; /* only this uid's bridge gets through */
     atomic_uint pipe_adds, pipe_removes; /* counted by nng's pipe callback */
     unsigned pipe_events_seen;           /* adds + removes when last looked at */

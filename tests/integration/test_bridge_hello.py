@@ -6,6 +6,10 @@ scheduler waiting for ever. Here a silent bridge (nng's pair v1 handshake over t
 then nothing) takes the scheduler's messages: a second hello must come, under another session,
 and the scheduler's log must say why.
 
+And a bridge that goes away as it accepts (the connection closed before the SP handshake): the
+scheduler must connect to the next bridge on that path all the same (libnng 1.5.2's dialer
+gives up for good after such a close; the scheduler dials again).
+
 usage: test_bridge_hello.py SCHEDULER"""
 import os
 import socket
@@ -61,6 +65,60 @@ def read_exact(conn, count):
     return data
 
 
+def closed_before_handshake(failures):
+    """The first connection is closed at once; the next listener on the path must get the
+    scheduler's hello within the deadline."""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o700)
+        path = os.path.join(tmp, "bridge.ipc")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(path)
+        listener.listen(1)
+        listener.settimeout(30 * SCALE)
+        log_path = os.path.join(tmp, "scheduler.log")
+        with open(log_path, "w") as log:
+            sched = subprocess.Popen([SCHEDULER, "--bridge", "ipc://" + path, "--health-port",
+                                      "0", "-v"], stdout=log, stderr=subprocess.STDOUT)
+        hello = None
+        try:
+            conn, _ = listener.accept()
+            conn.close()  # a bridge killed as it accepted
+            listener.close()
+            os.unlink(path)
+            # the bridge's restart: nothing listens on the path for a while (not a wait for a
+            # condition: the dialer's attempts meanwhile are what this scenario is about)
+            time.sleep(1.0)
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(path)
+            listener.listen(1)
+            listener.settimeout(30 * SCALE)
+            started = time.monotonic()
+            conn, _ = listener.accept()
+            conn.settimeout(30 * SCALE)
+            read_exact(conn, 8)
+            conn.sendall(SP_PAIR1)
+            while hello is None:
+                header = read_exact(conn, 9)
+                (length,) = struct.unpack(">Q", header[1:])
+                if fields(read_exact(conn, length)).get(1) == 1:
+                    hello = time.monotonic() - started
+            conn.close()
+        except (OSError, EOFError) as e:
+            failures.append(f"after a connection closed before the handshake, no hello came: {e}")
+        finally:
+            listener.close()
+            sched.terminate()
+            try:
+                sched.wait(30 * SCALE)
+            except subprocess.TimeoutExpired:
+                sched.kill()
+                sched.wait()
+        text = open(log_path, errors="replace").read()
+    if hello is not None and "dialing" not in text:
+        failures.append("the scheduler's log says it dialed: " + text[-600:])
+    return hello
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,10 +167,13 @@ def main():
         failures.append("the scheduler's log says it asked again: " + text[-600:])
     if code != 0:
         failures.append(f"the scheduler stopped with {code}: {text[-600:]}")
+    redialed = closed_before_handshake(failures)
     for failure in failures:
         print("FAIL: " + failure)
     if failures:
         return 1
+    print(f"after a connection closed before the handshake, the next bridge got the hello "
+          f"{redialed:.1f} s after it listened")
     print(f"hello said again after {hellos[1][0]:.1f} s under a new session "
           f"({hellos[0][1]:x} -> {hellos[1][1]:x}); the scheduler's log says why")
     return 0
