@@ -714,18 +714,42 @@ static void test_filter_cost_ignores_a_preempted_attempt(void **state)
     struct scheduler s;
     memset(&s, 0, sizeof(s));
     for (int i = 0; i < 16; i++)
-        scheduler_filter_cost_sample(&s, 20);
+        scheduler_filter_cost_sample(&s, 0, 20);
     assert_int_equal(s.filter_ns_per_node, 20);
     for (int round = 0; round < 8; round++) {
-        scheduler_filter_cost_sample(&s, round % 4 == 1 ? 2000 : 20);
+        scheduler_filter_cost_sample(&s, 0, round % 4 == 1 ? 2000 : 20);
         assert_int_equal(s.filter_ns_per_node, 20);
     }
     for (int i = 0; i < 32; i++)
-        scheduler_filter_cost_sample(&s, 400);
+        scheduler_filter_cost_sample(&s, 0, 400);
     assert_true(s.filter_ns_per_node > 390 && s.filter_ns_per_node <= 400);
     for (int i = 0; i < 32; i++)
-        scheduler_filter_cost_sample(&s, 30);
+        scheduler_filter_cost_sample(&s, 0, 30);
     assert_true(s.filter_ns_per_node >= 30 && s.filter_ns_per_node < 40);
+}
+
+/* Plain pods (spread skipped in PreFilter, skip mask 2) at 20 ns a node between costly
+ * spread pods (skip 0) at 2000: each kind keeps its own estimate, so the costly pods' Filter
+ * still goes to the threads on a large cluster. With one estimate the plain pods kept the
+ * least of every window at 20. A fifth set replaces the least recently asked. */
+static void test_a_costly_filter_set_keeps_its_own_estimate(void **state)
+{
+    struct scheduler s;
+    memset(&s, 0, sizeof(s));
+    for (int i = 0; i < 64; i++) {
+        s.filter_runs++;
+        scheduler_filter_cost_sample(&s, i % 3 == 2 ? 0 : 2, i % 3 == 2 ? 2000 : 20);
+    }
+    assert_int_equal(scheduler_filter_cost(&s, 2), 20);
+    assert_int_equal(scheduler_filter_cost(&s, 0), 2000);
+    for (uint64_t skip = 4; skip <= 16; skip <<= 1) {
+        s.filter_runs++;
+        for (int i = 0; i < 4; i++)
+            scheduler_filter_cost_sample(&s, skip, (int64_t)skip);
+        assert_int_equal(scheduler_filter_cost(&s, skip), (int64_t)skip);
+        assert_int_equal(scheduler_filter_cost(&s, 0), 2000); /* asked each round: kept */
+    }
+    assert_int_equal(scheduler_filter_cost(&s, 2), 0); /* the least recently asked: replaced */
 }
 
 /* The estimate is fed by the attempts that run Filter on the caller alone, and only by them:
@@ -1121,6 +1145,7 @@ int main(void)
         cmocka_unit_test(test_parallel_filter_places_pods_as_sequential_filter),
         cmocka_unit_test(test_filter_cost_ignores_a_preempted_attempt),
         cmocka_unit_test(test_filter_cost_is_measured_on_attempts_without_threads),
+        cmocka_unit_test(test_a_costly_filter_set_keeps_its_own_estimate),
         cmocka_unit_test(test_default_reason_counts_after_a_node_rejected_with_a_reason),
         cmocka_unit_test(test_adaptive_sampling_filters_a_share_of_nodes_and_rotates),
         cmocka_unit_test(test_fixed_percentage_and_small_clusters),
