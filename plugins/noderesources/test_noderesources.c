@@ -168,6 +168,70 @@ static void query_refuses_other_abi_major(void **state)
     assert_null(kc_plugin_query(KC_ABI_MAKE(KC_ABI_MAJOR + 1, 0)));
 }
 
+/* The figures of Filter and Score on three nodes for three pods, one line each: status,
+ * reasons in order, score. */
+static void filter_and_score_all(char *out, size_t size)
+{
+    kc_node nodes[3];
+    busy_node(&nodes[0], "busy");
+    busy_node(&nodes[1], "full");
+    nodes[1].pod_count = 110;
+    busy_node(&nodes[2], "idle");
+    fake_node_set_requested(&nodes[2], "cpu", 0);
+    fake_node_set_requested(&nodes[2], "memory", 0);
+    nodes[2].pod_count = 0;
+    nodes[2].nonzero_extra[KC_RESOURCE_CPU] = 100; /* one pod there without requests */
+    const int64_t requests[3][2] = {{500, 1 * GIB}, {1500, 5 * GIB}, {0, 0}};
+    size_t used = 0;
+    out[0] = '\0';
+    for (int p = 0; p < 3; p++) {
+        kc_pod pod;
+        pod_with(&pod, requests[p][0], requests[p][1]);
+        for (int n = 0; n < 3; n++) {
+            kc_cycle cycle;
+            int64_t score = -1;
+            fake_cycle_init(&cycle);
+            assert_int_equal(ops->pre_filter(self, &cycle, &pod), KC_SUCCESS);
+            kc_status st = ops->filter(self, &cycle, &pod, &nodes[n]);
+            assert_int_equal(ops->pre_score(self, &cycle, &pod), KC_SUCCESS);
+            assert_int_equal(ops->score(self, &cycle, &pod, &nodes[n], &score), KC_SUCCESS);
+            used += (size_t)snprintf(out + used, size - used, "%d:", (int)st);
+            for (uint32_t r = 0; r < cycle.reason_count; r++)
+                used += (size_t)snprintf(out + used, size - used, "%s,", cycle.reasons[r]);
+            used += (size_t)snprintf(out + used, size - used, "%lld\n", (long long)score);
+            assert_true(used < size);
+            fake_cycle_clear(&cycle);
+        }
+    }
+}
+
+/* On a host whose table ends before node_usage (a 1.2 host from before it), the plugin
+ * composes the figures from the single accessors (host_usage false) and places, rejects and
+ * scores as it does with the member. */
+static void same_figures_on_a_host_without_node_usage(void **state)
+{
+    const char *args = "{\"balancedAllocation\": {\"enabled\": true}}";
+    char with[2048], without[2048];
+    assert_int_equal(start(args), 0);
+    filter_and_score_all(with, sizeof(with));
+    ops->fini(self);
+    self = NULL;
+    static kc_host_api older;
+    older = *fake_host_api();
+    older.struct_size = (uint32_t)offsetof(kc_host_api, node_usage);
+    older.node_usage = NULL; /* called anyway: the test crashes */
+    assert_int_equal(ops->init(&older, args, &self), 0);
+    filter_and_score_all(without, sizeof(without));
+    assert_string_equal(with, without);
+    /* the cases differ: some fit and some do not, and the scores are not all one value */
+    assert_non_null(strstr(with, "Insufficient cpu"));
+    assert_non_null(strstr(with, "Too many pods"));
+    assert_non_null(strstr(with, "0:"));
+    ops->fini(self);
+    self = NULL;
+    assert_int_equal(kc_plugin_attach(fake_host_api()), 0);
+}
+
 #define TEST(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -177,6 +241,7 @@ int main(void)
         TEST(filter_without_prefilter_state_is_error),
         TEST(prefilter_reads_requests_once_and_nodes_never_read_pod),
         TEST(prescore_stores_state_when_prefilter_did_not_run),
+        TEST(same_figures_on_a_host_without_node_usage),
     };
     return cmocka_run_group_tests(tests, NULL, group_teardown);
 }

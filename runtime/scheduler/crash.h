@@ -14,10 +14,17 @@ struct crash_calls {
     const char *phase[CRASH_DEPTH];
 };
 
-/* initial-exec: a static offset from the thread pointer, not a __tls_get_addr call (which
- * the compiler must assume clobbers registers) around every plugin call; the runtime is
- * linked into executables and into libraries loaded at start-up, never dlopen'ed. */
+/* initial-exec in the executables: a static offset from the thread pointer, not a
+ * __tls_get_addr call (which the compiler must assume clobbers registers) around every plugin
+ * call. A shared library that carries the runtime (libkcycle-plugintest, which third parties
+ * may dlopen) is built with KC_TLS_GLOBAL_DYNAMIC and keeps the default model: initial-exec
+ * there would mark it STATIC_TLS, and dlopen refuses such a library once the static TLS space
+ * is used up. */
+#ifdef KC_TLS_GLOBAL_DYNAMIC
+#define CRASH_TLS
+#else
 #define CRASH_TLS __attribute__((tls_model("initial-exec")))
+#endif
 extern _Thread_local struct crash_calls crash_calls CRASH_TLS;
 
 static inline void crash_enter(const char *plugin, const char *phase)

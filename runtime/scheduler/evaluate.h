@@ -60,10 +60,14 @@ static inline int64_t scheduler_score_clamped(int64_t score)
 uint32_t scheduler_nodes_to_find(const struct scheduler *s, uint32_t n);
 
 /* One measured cost of Filter per node (ns), from an attempt whose Filter ran on the caller
- * alone: feeds s->filter_ns_per_node, which decides whether Filter goes to the worker threads.
- * The estimate follows the least sample of each few, so a sample taken while the thread lost
- * its core does not count. */
-void scheduler_filter_cost_sample(struct scheduler *s, int64_t per_node);
+ * alone with the Filter plugins that `skip` (the attempt's PreFilter skips) leaves: feeds
+ * that set's estimate (scheduler_filter_cost), which decides whether Filter goes to the
+ * worker threads. The estimate follows the least sample of each few, so a sample taken while
+ * the thread lost its core does not count. */
+void scheduler_filter_cost_sample(struct scheduler *s, uint64_t skip, int64_t per_node);
+
+/* The estimate of Filter's cost per node for the set `skip` leaves; 0 until measured. */
+int64_t scheduler_filter_cost(struct scheduler *s, uint64_t skip);
 
 /* One of Reserve, Unreserve (reverse order, every plugin with reserve or unreserve), Permit,
  * PreBind, Bind, PostBind on

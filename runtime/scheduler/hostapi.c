@@ -276,12 +276,15 @@ static void fill_usage(const struct cache_node *cn, kc_node_usage *out)
     out->memory_nonzero_requested = cn->nonzero_memory;
 }
 
-/* Filled in place for a caller of this SDK's size (every Filter and Score of noderesources
- * asks), through a copy for an older, shorter struct. */
+/* Filled in place for a caller of this SDK's size or a newer, longer one (every Filter and
+ * Score of noderesources asks), through a copy for an older, shorter struct. struct_size
+ * becomes what was filled, the smaller of the caller's and this host's, so a newer plugin
+ * sees which members it got. */
 static void node_usage(const kc_node *n, kc_node_usage *out)
 {
     if (out->struct_size >= sizeof(*out)) {
         fill_usage(NODE(n), out);
+        out->struct_size = sizeof(*out);
         return;
     }
     kc_node_usage full = {.struct_size = out->struct_size};

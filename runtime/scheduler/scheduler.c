@@ -1028,16 +1028,41 @@ static bool no_filter_runs(const struct kc_cycle *cycle, uint64_t skip)
  * of a window shows it. */
 #define FILTER_COST_WINDOW 4
 
-void scheduler_filter_cost_sample(struct scheduler *s, int64_t per_node)
+/* Each Filter set (the plugins PreFilter left) has its own estimate: with one, plain pods
+ * between costly spread or affinity pods kept the least of every window at the plain cost,
+ * and the costly pods never got the threads on a large cluster. A few sets are kept, the
+ * least recently asked replaced. */
+static struct filter_cost *filter_cost_of(struct scheduler *s, uint64_t skip)
 {
-    if (s->filter_cost_samples == 0 || per_node < s->filter_cost_least)
-        s->filter_cost_least = per_node;
-    if (++s->filter_cost_samples < FILTER_COST_WINDOW)
+    struct filter_cost *oldest = &s->filter_costs[0];
+    for (size_t i = 0; i < sizeof(s->filter_costs) / sizeof(s->filter_costs[0]); i++) {
+        struct filter_cost *c = &s->filter_costs[i];
+        if (c->used && c->skip == skip) {
+            c->last_run = s->filter_runs;
+            return c;
+        }
+        if (!c->used || (oldest->used && c->last_run < oldest->last_run))
+            oldest = c;
+    }
+    *oldest = (struct filter_cost){.skip = skip, .used = true, .last_run = s->filter_runs};
+    return oldest;
+}
+
+int64_t scheduler_filter_cost(struct scheduler *s, uint64_t skip)
+{
+    return filter_cost_of(s, skip)->ns_per_node;
+}
+
+void scheduler_filter_cost_sample(struct scheduler *s, uint64_t skip, int64_t per_node)
+{
+    struct filter_cost *c = filter_cost_of(s, skip);
+    if (c->samples == 0 || per_node < c->least)
+        c->least = per_node;
+    if (++c->samples < FILTER_COST_WINDOW)
         return;
-    s->filter_cost_samples = 0;
-    s->filter_ns_per_node = s->filter_ns_per_node == 0
-                                ? s->filter_cost_least
-                                : (s->filter_ns_per_node + s->filter_cost_least) / 2;
+    c->samples = 0;
+    c->ns_per_node = c->ns_per_node == 0 ? c->least : (c->ns_per_node + c->least) / 2;
+    s->filter_ns_per_node = c->ns_per_node;
 }
 
 /* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
@@ -1078,7 +1103,8 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     bool parallel =
         s->workers.count > 0 &&
         (s->force_parallel || (!probe && n >= PARALLEL_MIN_NODES &&
-                               s->filter_ns_per_node * job.want > PARALLEL_MIN_WORK_NS));
+                               scheduler_filter_cost(s, skip) * job.want >
+                                   PARALLEL_MIN_WORK_NS));
     int64_t started = monotonic_ns();
     uint32_t found = 0, visited = 0;
     if (parallel) {
@@ -1102,7 +1128,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     if (!parallel) {
         *processed_out = visited;
         if (visited > 0)
-            scheduler_filter_cost_sample(s, elapsed / visited);
+            scheduler_filter_cost_sample(s, skip, elapsed / visited);
         return found;
     }
     /* the finished chunks are a prefix: collect the first `want` feasible nodes in order */

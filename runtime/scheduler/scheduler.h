@@ -229,10 +229,19 @@ struct scheduler {
     int64_t deferred_since_us;
     struct workers workers;
     struct worker_state *worker_state; /* workers.count + 1 */
-    int64_t filter_ns_per_node;        /* smoothed Filter cost, decides about threads */
+    int64_t filter_ns_per_node; /* the estimate of the Filter set sampled last (benchmarks) */
     uint64_t filter_runs;
-    int64_t filter_cost_least;     /* the least sample of the window being taken */
-    uint32_t filter_cost_samples;  /* samples in that window */
+    /* Filter's cost per node for each of the last few Filter sets (which plugins PreFilter
+     * skipped): plain pods and spread or affinity pods cost tens of times apart, and one
+     * estimate for both stayed at the cheap cost (scheduler_filter_cost_sample) */
+    struct filter_cost {
+        uint64_t skip;       /* the attempt's skipped Filter plugins: the set estimated */
+        int64_t ns_per_node; /* smoothed least sample of each window; 0: none yet */
+        int64_t least;       /* the least sample of the window being taken */
+        uint32_t samples;    /* samples in that window */
+        bool used;
+        uint64_t last_run; /* filter_runs when last asked: the least recent is replaced */
+    } filter_costs[4];
     bool force_parallel; /* tests: use the threads whatever the cost */
     struct scheduler_stats stats;
     struct sched_metrics *metrics; /* sched_metrics.c; NULL: metrics off */

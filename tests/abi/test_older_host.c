@@ -103,6 +103,28 @@ static void every_12_inline_answers_its_fallback_on_a_11_host(void **state)
     assert_int_equal(usage.memory_allocatable, 1000 + KC_RESOURCE_MEMORY);
     assert_int_equal(usage.memory_requested, 99 + KC_RESOURCE_MEMORY);
     assert_int_equal(usage.memory_nonzero_requested, 99 + KC_RESOURCE_MEMORY);
+    /* an older plugin's shorter struct: filled up to its size, the rest untouched */
+    kc_node_usage older;
+    memset(&older, 0x5a, sizeof(older));
+    older.struct_size = (uint32_t)offsetof(kc_node_usage, cpu_allocatable);
+    kc_node_get_usage(NODE, &older);
+    assert_int_equal(older.struct_size, offsetof(kc_node_usage, cpu_allocatable));
+    assert_int_equal(older.pod_count, 11);
+    assert_int_equal(older.pods_allocatable, 1000 + KC_RESOURCE_PODS);
+    const unsigned char *tail = (const unsigned char *)&older.cpu_allocatable;
+    for (size_t i = 0; i < sizeof(older) - offsetof(kc_node_usage, cpu_allocatable); i++)
+        assert_int_equal(tail[i], 0x5a);
+    /* a newer plugin's longer struct: told the size filled */
+    struct {
+        kc_node_usage usage;
+        int64_t later;
+    } newer;
+    memset(&newer, 0x5a, sizeof(newer));
+    newer.usage.struct_size = (uint32_t)sizeof(newer);
+    kc_node_get_usage(NODE, &newer.usage);
+    assert_int_equal(newer.usage.struct_size, sizeof(kc_node_usage));
+    assert_int_equal(newer.usage.memory_nonzero_requested, 99 + KC_RESOURCE_MEMORY);
+    assert_int_equal(newer.later, 0x5a5a5a5a5a5a5a5aLL);
     /* cycle.h */
     assert_int_equal(kc_cycle_restrict_nodes(CYCLE, "L", names, 0), -38);
     assert_int_equal(kc_cycle_write_object(CYCLE, "K", "ns", "n", "{}"), -95);

@@ -1,6 +1,7 @@
 /* A test plugin that implements every phase and appends "<name> <Phase>" lines to the file
  * named by args "log", so tests can assert the phase order. Behaviour is set by args:
- *   filter: accept | reject | error      permit: allow | wait | reject
+ *   filter: accept | reject | silent | error   permit: allow | wait | reject
+ *          (silent: Filter rejects every node without a reason, so the runtime names the plugin)
  *   reserve: ok | fail                   timeout_ms: Permit wait timeout
  *   hold_until_nodes: PreEnqueue holds pods while the cluster has fewer nodes (0: never)
  *   hold_label: PreEnqueue holds pods that carry this label (empty: none)
@@ -172,6 +173,8 @@ static kc_status filter(void *self, kc_cycle *cycle, const kc_pod *pod, const kc
         kc_cycle_reject(cycle, "node(s) rejected by " RECORDER_NAME);
         return KC_UNSCHEDULABLE;
     }
+    if (strcmp(r->filter, "silent") == 0)
+        return KC_UNSCHEDULABLE;
     if (r->reject_name[0] != '\0' && strstr(kc_node_name(node), r->reject_name) != NULL) {
         kc_cycle_reject(cycle, "node(s) rejected by name by " RECORDER_NAME);
         return KC_UNSCHEDULABLE;

@@ -776,8 +776,10 @@ static int host_pod_controller(const kc_pod *pod, const char **api_version, cons
 
 static void host_node_usage(const kc_node *node, kc_node_usage *out)
 {
+    uint32_t filled = out->struct_size < sizeof(kc_node_usage) ? out->struct_size
+                                                                : (uint32_t)sizeof(kc_node_usage);
     kc_node_usage full = {
-        .struct_size = out->struct_size,
+        .struct_size = filled, /* what was filled, as the runtime answers */
         .pod_count = node->pod_count,
         .pods_allocatable = node->allocatable[KC_RESOURCE_PODS],
         .cpu_allocatable = node->allocatable[KC_RESOURCE_CPU],
@@ -787,7 +789,7 @@ static void host_node_usage(const kc_node *node, kc_node_usage *out)
         .memory_requested = node->requested[KC_RESOURCE_MEMORY],
         .memory_nonzero_requested = host_node_nonzero_requested(node, KC_RESOURCE_MEMORY),
     };
-    memcpy(out, &full, out->struct_size < sizeof(full) ? out->struct_size : sizeof(full));
+    memcpy(out, &full, filled);
 }
 
 static int host_preempt(kc_cycle *cycle, const kc_node *node, const kc_pod *const *victims,

@@ -611,8 +611,9 @@ static void test_fixed_percentage_and_small_clusters(void **state)
     harness_close(h);
 }
 
-/* Schedules 600 pods on 300 uneven nodes with the shipped plugins; returns the placements. */
-static char **place_all(int parallelism, bool force_parallel)
+/* Opens s with the shipped prioritysort, noderesources and defaultbinder; sink and clock
+ * report to h. */
+static void open_shipped(struct scheduler *s, struct harness *h, int parallelism)
 {
     static struct plugin_config plugins[3] = {
         {.name = "prioritysort",
@@ -631,23 +632,30 @@ static char **place_all(int parallelism, bool force_parallel)
          .required = true,
          .args_json = "{}"},
     };
-    struct config cfg = {.scheduler_name = "kcycle",
-                         .plugins = plugins,
-                         .plugin_count = 3,
-                         .seed = 7,
-                         .parallelism = parallelism,
-                         .pod_initial_backoff_ms = 1000,
-                         .pod_max_backoff_ms = 10000,
-                         .unschedulable_flush_ms = 300000,
-                         .percentage_of_nodes_to_score = 0};
-    struct harness h = {0};
+    /* in h: the scheduler keeps a pointer to its configuration */
+    h->cfg = (struct config){.scheduler_name = "kcycle",
+                             .plugins = plugins,
+                             .plugin_count = 3,
+                             .seed = 7,
+                             .parallelism = parallelism,
+                             .pod_initial_backoff_ms = 1000,
+                             .pod_max_backoff_ms = 10000,
+                             .unschedulable_flush_ms = 300000,
+                             .percentage_of_nodes_to_score = 0};
     struct scheduler_sink sink = {
-        .ctx = &h, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
-    struct scheduler_clock clock = {&h, fake_now};
+        .ctx = h, .bind = sink_bind, .unschedulable = sink_unschedulable, .bound = sink_bound};
+    struct scheduler_clock clock = {h, fake_now};
     struct kc_error err = {{0}};
-    struct scheduler s;
-    if (scheduler_open(&s, &cfg, NULL, &sink, &clock, &err) != 0)
+    if (scheduler_open(s, &h->cfg, NULL, &sink, &clock, &err) != 0)
         fail_msg("scheduler_open: %s", err.message);
+}
+
+/* Schedules 600 pods on 300 uneven nodes with the shipped plugins; returns the placements. */
+static char **place_all(int parallelism, bool force_parallel)
+{
+    struct harness h = {0};
+    struct scheduler s;
+    open_shipped(&s, &h, parallelism);
     s.force_parallel = force_parallel;
     for (int i = 0; i < 300; i++) {
         char name[16];
@@ -706,18 +714,126 @@ static void test_filter_cost_ignores_a_preempted_attempt(void **state)
     struct scheduler s;
     memset(&s, 0, sizeof(s));
     for (int i = 0; i < 16; i++)
-        scheduler_filter_cost_sample(&s, 20);
+        scheduler_filter_cost_sample(&s, 0, 20);
     assert_int_equal(s.filter_ns_per_node, 20);
     for (int round = 0; round < 8; round++) {
-        scheduler_filter_cost_sample(&s, round % 4 == 1 ? 2000 : 20);
+        scheduler_filter_cost_sample(&s, 0, round % 4 == 1 ? 2000 : 20);
         assert_int_equal(s.filter_ns_per_node, 20);
     }
     for (int i = 0; i < 32; i++)
-        scheduler_filter_cost_sample(&s, 400);
+        scheduler_filter_cost_sample(&s, 0, 400);
     assert_true(s.filter_ns_per_node > 390 && s.filter_ns_per_node <= 400);
     for (int i = 0; i < 32; i++)
-        scheduler_filter_cost_sample(&s, 30);
+        scheduler_filter_cost_sample(&s, 0, 30);
     assert_true(s.filter_ns_per_node >= 30 && s.filter_ns_per_node < 40);
+}
+
+/* Plain pods (spread skipped in PreFilter, skip mask 2) at 20 ns a node between costly
+ * spread pods (skip 0) at 2000: each kind keeps its own estimate, so the costly pods' Filter
+ * still goes to the threads on a large cluster. With one estimate the plain pods kept the
+ * least of every window at 20. A fifth set replaces the least recently asked. */
+static void test_a_costly_filter_set_keeps_its_own_estimate(void **state)
+{
+    struct scheduler s;
+    memset(&s, 0, sizeof(s));
+    for (int i = 0; i < 64; i++) {
+        s.filter_runs++;
+        scheduler_filter_cost_sample(&s, i % 3 == 2 ? 0 : 2, i % 3 == 2 ? 2000 : 20);
+    }
+    assert_int_equal(scheduler_filter_cost(&s, 2), 20);
+    assert_int_equal(scheduler_filter_cost(&s, 0), 2000);
+    for (uint64_t skip = 4; skip <= 16; skip <<= 1) {
+        s.filter_runs++;
+        for (int i = 0; i < 4; i++)
+            scheduler_filter_cost_sample(&s, skip, (int64_t)skip);
+        assert_int_equal(scheduler_filter_cost(&s, skip), (int64_t)skip);
+        assert_int_equal(scheduler_filter_cost(&s, 0), 2000); /* asked each round: kept */
+    }
+    assert_int_equal(scheduler_filter_cost(&s, 2), 0); /* the least recently asked: replaced */
+}
+
+/* The estimate is fed by the attempts that run Filter on the caller alone, and only by them:
+ * the wall clock of a threaded attempt is the threads' handoffs as much as Filter's cost. One
+ * worker thread, four nodes (under PARALLEL_MIN_NODES, so no attempt uses the threads unless
+ * forced). */
+static void test_filter_cost_is_measured_on_attempts_without_threads(void **state)
+{
+    struct harness h = {0};
+    struct scheduler s;
+    open_shipped(&s, &h, 2);
+    assert_int_equal(s.workers.count, 1);
+    int64_t alone = 0;
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "n-%d", i);
+        assert_int_equal(scheduler_node_add(&s, make_node(name)), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p-%d", i);
+        struct pod *p = make_pod(name);
+        p->containers = calloc(1, sizeof(*p->containers));
+        p->container_count = 1;
+        p->containers[0].name = strdup("c");
+        res_list_set(&p->containers[0].requests, KC_RESOURCE_CPU, 100);
+        assert_int_equal(pod_finish(p), 0);
+        assert_int_equal(scheduler_pod_add(&s, p), 0);
+        if (i == 4) {
+            /* four attempts alone made one window: the estimate exists */
+            assert_true(s.filter_ns_per_node > 0);
+            assert_int_equal(s.stats.parallel_filters, 0);
+            alone = s.filter_ns_per_node;
+            s.force_parallel = true;
+        }
+        assert_int_equal(scheduler_schedule_one(&s), 1);
+        scheduler_tick(&s);
+    }
+    /* four threaded attempts, another window's worth: not one of them was a sample */
+    assert_int_equal(s.stats.parallel_filters, 4);
+    assert_int_equal(s.filter_ns_per_node, alone);
+    scheduler_close(&s);
+}
+
+/* The "0/N nodes are available" message of a pod rejected on four nodes: recorder rejects
+ * node-0 with a reason, recorder2 every other node without one (the runtime names it), on one
+ * thread or with the Filter threads. */
+static void use_two_threads(struct config *cfg)
+{
+    cfg->parallelism = 2;
+}
+
+static char *rejection_message(bool threads)
+{
+    tune_config = threads ? use_two_threads : NULL;
+    struct harness *h = harness_open("\"filter\": \"accept\", \"reject_name\": \"node-0\"",
+                                     "\"filter\": \"silent\"", 4);
+    tune_config = NULL;
+    h->sched.force_parallel = threads;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("p")), 0);
+    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
+    assert_int_equal(h->sched.stats.parallel_filters, threads ? 1 : 0);
+    const char *node = NULL, *reason = NULL;
+    scheduler_pod_status(&h->sched, "default/p", &node, &reason);
+    assert_null(node);
+    assert_non_null(reason);
+    char *message = strdup(reason);
+    harness_close(h);
+    return message;
+}
+
+/* A plugin's rejection without a reason is counted under its default reason even after an
+ * earlier node's rejection gave one (the reason count is per plugin call, not per attempt),
+ * the same on one thread as with the threads. */
+static void test_default_reason_counts_after_a_node_rejected_with_a_reason(void **state)
+{
+    char *alone = rejection_message(false);
+    char *threaded = rejection_message(true);
+    assert_non_null(strstr(alone, "0/4 nodes are available: "));
+    assert_non_null(strstr(alone, "1 node(s) rejected by name by recorder"));
+    assert_non_null(strstr(alone, "3 node(s) were rejected by plugin recorder2"));
+    assert_string_equal(alone, threaded);
+    free(alone);
+    free(threaded);
 }
 
 /* One pod "p" scheduled on a one-node cluster whose binder answers later: its binding is in
@@ -1028,6 +1144,9 @@ int main(void)
         cmocka_unit_test(test_pod_deleted_while_waiting_is_released),
         cmocka_unit_test(test_parallel_filter_places_pods_as_sequential_filter),
         cmocka_unit_test(test_filter_cost_ignores_a_preempted_attempt),
+        cmocka_unit_test(test_filter_cost_is_measured_on_attempts_without_threads),
+        cmocka_unit_test(test_a_costly_filter_set_keeps_its_own_estimate),
+        cmocka_unit_test(test_default_reason_counts_after_a_node_rejected_with_a_reason),
         cmocka_unit_test(test_adaptive_sampling_filters_a_share_of_nodes_and_rotates),
         cmocka_unit_test(test_fixed_percentage_and_small_clusters),
         cmocka_unit_test(test_pre_enqueue_holds_pod_until_an_event_changes_its_mind),

@@ -449,6 +449,19 @@ static void node_usage_matches_single_accessors(void **state)
     assert_int_equal(older.pod_count, api->node_pod_count(n0));
     assert_int_equal(older.pods_allocatable, api->node_allocatable(n0, KC_RESOURCE_PODS));
     assert_int_equal(older.cpu_allocatable, 0x5a5a5a5a5a5a5a5aLL); /* beyond its size: untouched */
+    assert_int_equal(older.struct_size, offsetof(kc_node_usage, cpu_allocatable));
+    /* a newer plugin's longer struct: filled up to this host's size, which it is told */
+    struct {
+        kc_node_usage usage;
+        int64_t later;
+    } newer;
+    memset(&newer, 0x5a, sizeof(newer));
+    newer.usage.struct_size = (uint32_t)sizeof(newer);
+    api->node_usage(n0, &newer.usage);
+    assert_int_equal(newer.usage.struct_size, sizeof(kc_node_usage));
+    assert_int_equal(newer.usage.memory_nonzero_requested,
+                     api->node_nonzero_requested(n0, KC_RESOURCE_MEMORY));
+    assert_int_equal(newer.later, 0x5a5a5a5a5a5a5a5aLL);
     assert_int_equal(scheduler_forget(&h->sched, empty), 0);
     pod_free(empty);
     harness_close(h);

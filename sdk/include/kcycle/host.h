@@ -56,10 +56,11 @@ typedef struct kc_host_port {
     const char *host_ip;    /* "0.0.0.0" (the default) binds every address of the node */
 } kc_host_port;
 
-/* A node's pod count and its pods, cpu and memory amounts, filled by kc_node_usage(): what
- * kc_node_pod_count, kc_node_allocatable, kc_node_requested and kc_node_nonzero_requested
- * answer for them. The caller sets struct_size; the host fills only what that size covers.
- * Added in 1.2. */
+/* A node's pod count and its pods, cpu and memory amounts, filled by kc_node_get_usage()
+ * (host member node_usage): what kc_node_pod_count, kc_node_allocatable, kc_node_requested
+ * and kc_node_nonzero_requested answer for them. The caller sets struct_size; the host fills
+ * only what that size covers and sets it to the size filled (the smaller of the caller's and
+ * its own). Added in 1.2. */
 typedef struct kc_node_usage {
     uint32_t struct_size;
     uint32_t pod_count;

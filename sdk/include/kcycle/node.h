@@ -57,7 +57,8 @@ static inline int64_t kc_node_nonzero_requested(const kc_node *node, kc_resource
 
 /* Added in 1.2: the pod count and the pods, cpu and memory amounts of kc_node_usage in one
  * host call (Filter and Score read them on hundreds of nodes an attempt); composed from the
- * single accessors on an older host. The caller sets out->struct_size. */
+ * single accessors on an older host. The caller sets out->struct_size; it comes back as the
+ * size filled, the smaller of the caller's and the host's. */
 static inline void kc_node_get_usage(const kc_node *node, kc_node_usage *out)
 {
     if (KC_HOST_HAS(kc_host, node_usage)) {
@@ -76,7 +77,7 @@ static inline void kc_node_get_usage(const kc_node *node, kc_node_usage *out)
         kc_host->node_requested(node, KC_RESOURCE_MEMORY),
         kc_node_nonzero_requested(node, KC_RESOURCE_MEMORY),
     };
-    full.struct_size = out->struct_size;
+    full.struct_size = size; /* what was filled, as the host answers */
     memcpy(out, &full, size);
 }
 
