@@ -65,20 +65,48 @@ def read_exact(conn, count):
     return data
 
 
+def listen(path):
+    """A bridge's listener on path, as the scheduler dials it."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    listener.settimeout(30 * SCALE)
+    return listener
+
+
+def start_scheduler(tmp, path):
+    """kcycle-scheduler dialing the bridge at path; its log in tmp/scheduler.log."""
+    with open(os.path.join(tmp, "scheduler.log"), "w") as log:
+        return subprocess.Popen([SCHEDULER, "--bridge", "ipc://" + path, "--health-port", "0",
+                                 "-v"], stdout=log, stderr=subprocess.STDOUT)
+
+
+def next_message(conn):
+    """The next message's varint fields (nng's ipc framing: a type byte, a 64-bit big-endian
+    length)."""
+    header = read_exact(conn, 9)
+    (length,) = struct.unpack(">Q", header[1:])
+    return fields(read_exact(conn, length))
+
+
+def stop(sched, failures):
+    sched.terminate()
+    try:
+        return sched.wait(30 * SCALE)
+    except subprocess.TimeoutExpired:
+        sched.kill()
+        failures.append("the scheduler did not stop within 30 s of SIGTERM")
+        return sched.wait()
+
+
 def closed_before_handshake(failures):
     """The first connection is closed at once; the next listener on the path must get the
     scheduler's hello within the deadline."""
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o700)
         path = os.path.join(tmp, "bridge.ipc")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        listener.listen(1)
-        listener.settimeout(30 * SCALE)
-        log_path = os.path.join(tmp, "scheduler.log")
-        with open(log_path, "w") as log:
-            sched = subprocess.Popen([SCHEDULER, "--bridge", "ipc://" + path, "--health-port",
-                                      "0", "-v"], stdout=log, stderr=subprocess.STDOUT)
+        listener = listen(path)
+        sched = start_scheduler(tmp, path)
         hello = None
         try:
             conn, _ = listener.accept()
@@ -88,50 +116,35 @@ def closed_before_handshake(failures):
             # the bridge's restart: nothing listens on the path for a while (not a wait for a
             # condition: the dialer's attempts meanwhile are what this scenario is about)
             time.sleep(1.0)
-            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            listener.bind(path)
-            listener.listen(1)
-            listener.settimeout(30 * SCALE)
+            listener = listen(path)
             started = time.monotonic()
             conn, _ = listener.accept()
             conn.settimeout(30 * SCALE)
             read_exact(conn, 8)
             conn.sendall(SP_PAIR1)
             while hello is None:
-                header = read_exact(conn, 9)
-                (length,) = struct.unpack(">Q", header[1:])
-                if fields(read_exact(conn, length)).get(1) == 1:
+                if next_message(conn).get(1) == 1:
                     hello = time.monotonic() - started
             conn.close()
         except (OSError, EOFError) as e:
             failures.append(f"after a connection closed before the handshake, no hello came: {e}")
         finally:
             listener.close()
-            sched.terminate()
-            try:
-                sched.wait(30 * SCALE)
-            except subprocess.TimeoutExpired:
-                sched.kill()
-                sched.wait()
-        text = open(log_path, errors="replace").read()
+            stop(sched, failures)
+        text = open(os.path.join(tmp, "scheduler.log"), errors="replace").read()
     if hello is not None and "dialing" not in text:
         failures.append("the scheduler's log says it dialed: " + text[-600:])
     return hello
 
 
-def main():
-    failures = []
+def unanswered_hello(failures):
+    """A silent bridge: a second hello must come, under a new session, with the log saying
+    why. The hellos' (seconds after the handshake, session)."""
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o700)
         path = os.path.join(tmp, "bridge.ipc")
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        listener.listen(1)
-        listener.settimeout(30 * SCALE)
-        log_path = os.path.join(tmp, "scheduler.log")
-        with open(log_path, "w") as log:
-            sched = subprocess.Popen([SCHEDULER, "--bridge", "ipc://" + path, "--health-port",
-                                      "0", "-v"], stdout=log, stderr=subprocess.STDOUT)
+        listener = listen(path)
+        sched = start_scheduler(tmp, path)
         hellos = []
         try:
             conn, _ = listener.accept()
@@ -139,25 +152,17 @@ def main():
             read_exact(conn, 8)
             conn.sendall(SP_PAIR1)
             started = time.monotonic()
-            # nng's ipc framing: a type byte (1: a message), a 64-bit big-endian length
             while len(hellos) < 2:
-                header = read_exact(conn, 9)
-                (length,) = struct.unpack(">Q", header[1:])
-                message = fields(read_exact(conn, length))
+                message = next_message(conn)
                 if message.get(1) == 1:  # hello
                     hellos.append((time.monotonic() - started, message.get(5, 0)))
             conn.close()
         except (OSError, EOFError) as e:
             failures.append(f"the silent bridge got {len(hellos)} hello(s), then {e}")
         finally:
-            sched.terminate()
-            try:
-                code = sched.wait(30 * SCALE)
-            except subprocess.TimeoutExpired:
-                sched.kill()
-                code = sched.wait()
-                failures.append("the scheduler did not stop within 30 s of SIGTERM")
-        text = open(log_path, errors="replace").read()
+            listener.close()
+            code = stop(sched, failures)
+        text = open(os.path.join(tmp, "scheduler.log"), errors="replace").read()
     if len(hellos) == 2:
         if hellos[0][1] == 0 or hellos[1][1] == 0 or hellos[0][1] == hellos[1][1]:
             failures.append(f"the second hello has a new, non-zero session: {hellos}")
@@ -167,6 +172,12 @@ def main():
         failures.append("the scheduler's log says it asked again: " + text[-600:])
     if code != 0:
         failures.append(f"the scheduler stopped with {code}: {text[-600:]}")
+    return hellos
+
+
+def main():
+    failures = []
+    hellos = unanswered_hello(failures)
     redialed = closed_before_handshake(failures)
     for failure in failures:
         print("FAIL: " + failure)
