@@ -905,14 +905,16 @@ static bool harness_waits_unknown_pod(struct plugin_host *h, const Kcycle__V1__R
     return false;
 }
 
-/* Before the request's deltas: a clock the harness set applies to the events they bring. */
-static void harness_control(struct plugin_host *h, const Kcycle__V1__Request *req)
+/* Before the request's deltas, the replica's clock: the one a harness set
+ * (HarnessControl.set_clock), or a simulating scheduler's (Request.scheduler_clock); it applies
+ * to the events the deltas bring too. */
+static void follow_clock(struct plugin_host *h, const Kcycle__V1__Request *req)
 {
     const Kcycle__V1__HarnessControl *c = req->harness_control;
-    if (c == NULL || !h->capture_logs || !c->set_clock)
+    if (h->capture_logs ? c == NULL || !c->set_clock : !req->scheduler_clock)
         return;
     h->clock_set = true;
-    h->clock_ms = c->now_ms;
+    h->clock_ms = h->capture_logs ? c->now_ms : req->scheduler_now_ms;
 }
 
 /* After an evaluation, the plugins whose PreFilter and PreScore skipped the pod; with
@@ -2177,14 +2179,9 @@ static int serve_request(struct plugin_host *h, const Kcycle__V1__Request *req,
         return reply_error(reply, sc,
                            "adopt_generation is only for a test harness (a Hello with "
                            "capture_logs); this host checks generations");
-    harness_control(h, req);
+    follow_clock(h, req);
     if (harness_waits_unknown_pod(h, req, reply, sc))
         return -1;
-    if (req->scheduler_clock && !h->capture_logs) {
-        /* the scheduler's clock is not the monotonic one (a simulation): follow it */
-        h->clock_set = true;
-        h->clock_ms = req->scheduler_now_ms;
-    }
     if (apply_deltas(h, req) < 0)
         return reply_error(reply, sc, "%s", h->diverged);
     /* a hello or a snapshot starts the replica: it counts from the scheduler's generation */

@@ -367,6 +367,17 @@ static uint64_t send_snapshot(struct client *c, uint64_t generation)
 }
 
 /* An evaluation of a pending pod: over candidates, or (candidates NULL) every node from start. */
+/* One Evaluate request at generation, answered. */
+static Kcycle__V1__Reply *send_evaluate(struct client *c, uint64_t generation,
+                                        Kcycle__V1__Evaluate *call)
+{
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.generation = generation;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
+    req.evaluate = call;
+    return roundtrip(c, &req);
+}
+
 /* The scheduler's attempt id that evaluate_on and what_if send (0: not said). */
 static uint64_t attempt_sent;
 
@@ -384,11 +395,7 @@ static Kcycle__V1__Reply *evaluate_on(struct client *c, uint64_t generation, con
     call.start = start;
     call.want = WANT;
     call.score = true;
-    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-    req.generation = generation;
-    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
-    req.evaluate = &call;
-    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
     pod_proto_free(msg);
     pod_free(pod);
     return reply;
@@ -1328,11 +1335,7 @@ static uint32_t evaluate_with_reserve(struct client *c, uint64_t generation, con
     call.weights = weights;
     call.n_weights = 2;
     call.reserve = true;
-    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-    req.generation = generation;
-    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
-    req.evaluate = &call;
-    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
     expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
     assert_true(reply->evaluate->picked);
     assert_non_null(reply->evaluate->reserve);
@@ -1561,11 +1564,7 @@ static Kcycle__V1__Reply *evaluate_nominated(struct client *c, uint64_t generati
     call.n_candidates = 1;
     call.nominated = &list;
     call.n_nominated = holder != NULL ? 1 : 0;
-    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-    req.generation = generation;
-    req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
-    req.evaluate = &call;
-    Kcycle__V1__Reply *reply = roundtrip(c, &req);
+    Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
     pod_proto_free(msg);
     pod_proto_free(nomination.pod);
     return reply;
