@@ -101,6 +101,11 @@ int64_t channel_spin_ns(void)
     return spin_ns();
 }
 
+long channel_usable_cores(void)
+{
+    return usable_cores();
+}
+
 /* The spin adapts as haltpoll does: one that saw the message come doubles the next one (up to
  * the configured spin), one that ran out halves it, down to SPIN_FLOOR_NS (several looks, so a
  * shrunk spin still sees a quick peer and grows again). On a loaded machine, where the peer is
@@ -110,6 +115,42 @@ int64_t channel_spin_ns(void)
 #define SPIN_FLOOR_NS 2000
 static _Atomic int64_t spin_budget_ns = -1;
 
+/* A thread allowed on one CPU only never spins: the peer it waits for may be placed on the same
+ * CPU (remote.c co-locates the evaluating host with the cycle thread) and could not run until
+ * the spin ran out. The mask is looked at again after AFFINITY_RECHECK_NS, or at once after
+ * channel_affinity_changed. */
+#define AFFINITY_RECHECK_NS 16000000
+static _Thread_local int64_t affinity_checked_ns;
+static _Thread_local bool affinity_known, affinity_one_cpu, spin_pinned;
+
+static _Atomic uint64_t spins;
+
+uint64_t channel_spins(void)
+{
+    return atomic_load_explicit(&spins, memory_order_relaxed);
+}
+
+void channel_affinity_changed(void)
+{
+    affinity_known = false;
+}
+
+void channel_spin_when_pinned(bool spin)
+{
+    spin_pinned = spin;
+}
+
+static bool thread_on_one_cpu(int64_t now)
+{
+    if (!affinity_known || now - affinity_checked_ns >= AFFINITY_RECHECK_NS) {
+        cpu_set_t set;
+        affinity_one_cpu = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+        affinity_checked_ns = now;
+        affinity_known = true;
+    }
+    return affinity_one_cpu;
+}
+
 /* Poll without sleeping for up to the spin: true as soon as one of events is ready (or the
  * peer hung up), false when the spin ran out first. */
 static bool spin_for(int fd, short events)
@@ -117,10 +158,13 @@ static bool spin_for(int fd, short events)
     int64_t spin = spin_ns();
     if (spin == 0)
         return false;
+    int64_t start = now_ns();
+    if (!spin_pinned && thread_on_one_cpu(start))
+        return false;
+    atomic_fetch_add_explicit(&spins, 1, memory_order_relaxed);
     int64_t budget = atomic_load_explicit(&spin_budget_ns, memory_order_relaxed);
     if (budget < 0 || budget > spin)
         budget = spin;
-    int64_t start = now_ns();
     do {
         struct pollfd p = {.fd = fd, .events = events};
         if (poll(&p, 1, 0) > 0) {

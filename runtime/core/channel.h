@@ -5,6 +5,7 @@
 #ifndef KC_CORE_CHANNEL_H
 #define KC_CORE_CHANNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -60,7 +61,21 @@ int channel_wait(const struct channel *c, int timeout_ms);
 int64_t channel_now_ms(void);
 
 /* The receive spin this process uses, in ns (0: off), decided once from its usable cores and
- * KCYCLE_CHANNEL_SPIN_US: a process that pins itself to one core later keeps it. */
+ * KCYCLE_CHANNEL_SPIN_US. A thread whose affinity is one CPU does not spin whatever this says
+ * (its mask is read again every 16 ms). */
 int64_t channel_spin_ns(void);
+
+/* The cores this process may use at once: its affinity mask and its cgroup's CPU quota. */
+long channel_usable_cores(void);
+
+/* Spins begun in this process so far (tests). */
+uint64_t channel_spins(void);
+
+/* The calling thread changed its CPU affinity: its next wait reads the mask again. */
+void channel_affinity_changed(void);
+
+/* The calling thread spins even while its affinity is one CPU (a benchmark that pins its two
+ * ends to two CPUs on purpose). */
+void channel_spin_when_pinned(bool spin);
 
 #endif

@@ -528,6 +528,100 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
     return receive_reply(s, h);
 }
 
+/* ---- one CPU for the cycle thread and its evaluating host ----
+ * A host evaluating a pod and the cycle thread waiting for its answer never run at the same
+ * time: one blocking round trip. Left to the kernel, the two run on different CPUs (the other
+ * one is idle), so every hand-off wakes a CPU that went idle: about 45 us each way on a virtual
+ * machine whose idle vCPUs halt, against a few microseconds for a switch on one CPU
+ * (docs/benchmarks.md, "One CPU for the cycle thread and its evaluating host"). So the cycle
+ * thread pins itself, and the host it sends its evaluations to, to the CPU it is running on;
+ * neither spins while pinned (core/channel.c). Every COLOCATE_HOLD_MS both are let go for
+ * COLOCATE_SETTLE_MS, so that the kernel can move the thread off a CPU something else keeps
+ * busy, and are pinned again where it runs then. Another host evaluating in the same round
+ * stays free (it may work beside the first one). Off with one usable core, and with
+ * KCYCLE_HOST_COLOCATE=0 in the environment. Threads the scheduler starts later would inherit
+ * the pin; the Filter workers start with the scheduler, before any evaluation. */
+#define COLOCATE_HOLD_MS 1000
+#define COLOCATE_SETTLE_MS 20
+
+static bool colocation_wanted(struct remote_colocation *c)
+{
+    if (c->enabled == 0) {
+        const char *env = getenv("KCYCLE_HOST_COLOCATE");
+        bool off = env != NULL && strcmp(env, "0") == 0;
+        c->cpu = -1;
+        if (c->hold_ms <= 0)
+            c->hold_ms = COLOCATE_HOLD_MS;
+        c->enabled = !off && channel_usable_cores() > 1 &&
+                             sched_getaffinity(0, sizeof(c->allowed), &c->allowed) == 0
+                         ? 1
+                         : -1;
+    }
+    return c->enabled > 0;
+}
+
+/* The host pinned beside the cycle thread lets go of its CPU, unless it is gone (a stopped or
+ * dead host's pid is 0 in its entry, and the number may belong to another process now). */
+static void colocated_host_free(struct remote *r)
+{
+    struct remote_colocation *c = &r->colocation;
+    for (uint32_t i = 0; c->pid > 0 && i < r->host_count; i++) {
+        if (r->hosts[i]->pid == c->pid) {
+            sched_setaffinity(c->pid, sizeof(c->allowed), &c->allowed);
+            break;
+        }
+    }
+    c->pid = 0;
+}
+
+/* Both go back to the thread's mask from before. */
+static void colocation_release(struct remote *r)
+{
+    struct remote_colocation *c = &r->colocation;
+    if (c->enabled <= 0 || c->cpu < 0)
+        return;
+    sched_setaffinity(0, sizeof(c->allowed), &c->allowed);
+    colocated_host_free(r);
+    channel_affinity_changed();
+    c->cpu = -1;
+    c->since_ms = now_ms();
+}
+
+/* Before the cycle thread sends h an evaluation. */
+static void colocate(struct scheduler *s, struct remote_host *h)
+{
+    struct remote_colocation *c = &s->remote.colocation;
+    if (h->pid <= 0 || !colocation_wanted(c))
+        return;
+    int64_t now = now_ms();
+    if (c->cpu >= 0 && now - c->since_ms >= c->hold_ms)
+        colocation_release(&s->remote);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (c->cpu < 0) {
+        if (c->since_ms != 0 && now - c->since_ms < COLOCATE_SETTLE_MS)
+            return;
+        int cpu = sched_getcpu();
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &c->allowed))
+            return;
+        CPU_SET(cpu, &one);
+        if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+            c->enabled = -1; /* not allowed here (a seccomp profile): left to the kernel */
+            return;
+        }
+        channel_affinity_changed();
+        c->cpu = cpu;
+        c->since_ms = now;
+    } else {
+        CPU_SET(c->cpu, &one);
+    }
+    if (c->pid != h->pid) {
+        colocated_host_free(&s->remote); /* another host had the place: free again */
+        c->pid = sched_setaffinity(h->pid, sizeof(one), &one) == 0 ? h->pid : 0;
+    }
+    c->round_trips += c->pid == h->pid;
+}
+
 /* ---- starting a host ---- */
 
 static char *find_host_binary(void)
@@ -619,6 +713,8 @@ static int spawn(struct remote *r, struct remote_host *h)
                            &h->pid);
     if (rc < 0)
         host_set_error(h, "cannot start the plugin host: %s", strerror(-rc));
+    else if (r->colocation.cpu >= 0) /* started by the pinned cycle thread: not pinned itself */
+        sched_setaffinity(h->pid, sizeof(r->colocation.allowed), &r->colocation.allowed);
     return rc;
 }
 
@@ -1067,6 +1163,7 @@ static void group_drop(struct remote *r);
 
 void remote_close(struct scheduler *s)
 {
+    colocation_release(&s->remote);
     group_drop(&s->remote);
     ride_drop(&s->remote);
     struct remote *r = &s->remote;
@@ -1604,6 +1701,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
     kc_status result = KC_SUCCESS;
     Kcycle__V1__Pod *pod = NULL;
+    bool colocated = false;
     struct nominated_wire nominated;
     nominated_attach(s, cycle, ev, &nominated);
     for (uint32_t k = 0; k < fw->host_count; k++) {
@@ -1633,6 +1731,10 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
         req.evaluate = ev;
+        if (!colocated) {
+            colocate(s, h); /* the round's first host: the others may work beside it */
+            colocated = true;
+        }
         sent[k] = send_request(s, h, &req) == 0;
         h->evaluate_round_trips += sent[k];
     }
@@ -2533,6 +2635,7 @@ static bool group_send(struct scheduler *s)
         int64_t sent = monotonic_us();
         struct remote_host *synced[FRAMEWORK_MAX_PLUGINS * 2];
         uint32_t syncs = 0;
+        colocate(s, h);
         if (send_request(s, h, &req) == 0) {
             syncs = r->host_count <= FRAMEWORK_MAX_PLUGINS * 2 ? group_sync_others(s, h, synced)
                                                               : 0;

@@ -4,6 +4,7 @@
 #ifndef KC_SCHED_REMOTE_H
 #define KC_SCHED_REMOTE_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -138,6 +139,17 @@ struct remote {
         bool assumed;         /* the Assume went out, marked */
     } ride;
     uint64_t group_requests, group_members_taken; /* counted for the benchmarks */
+    /* the cycle thread and the host it sends its evaluations to, pinned to one CPU (remote.c,
+     * "One CPU for the cycle thread and its evaluating host") */
+    struct remote_colocation {
+        int enabled;        /* 0: not decided yet, 1: on, -1: off */
+        int cpu;            /* the CPU both run on; -1: not pinned now */
+        pid_t pid;          /* the host pinned there; 0: none */
+        int64_t since_ms;   /* when pinned, or released (monotonic) */
+        int64_t hold_ms;    /* pinned this long at a time; 0: COLOCATE_HOLD_MS */
+        cpu_set_t allowed;  /* the cycle thread's mask before */
+        uint64_t round_trips; /* requests sent to a host on the cycle thread's CPU */
+    } colocation;
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required

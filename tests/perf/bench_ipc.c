@@ -88,6 +88,7 @@ static int echo_p50(uint32_t samples, const int cpu[2], bool spin, double *p50_u
     if (pid == 0) {
         close(ends[0]);
         pin_to(cpu[1]);
+        channel_spin_when_pinned(spin);
         struct channel child;
         channel_init(&child, ends[1]);
         struct echo_end e = {ends[1], spin ? &child : NULL};
@@ -105,6 +106,7 @@ static int echo_p50(uint32_t samples, const int cpu[2], bool spin, double *p50_u
     cpu_set_t allowed;
     bool pinned = cpu[0] >= 0 && sched_getaffinity(0, sizeof(allowed), &allowed) == 0;
     pin_to(cpu[0]);
+    channel_spin_when_pinned(spin);
     int64_t *times = calloc(samples, sizeof(*times));
     char msg[RAW_MESSAGE_BYTES] = {1}, back[RAW_MESSAGE_BYTES];
     uint32_t done = 0;
@@ -117,6 +119,7 @@ static int echo_p50(uint32_t samples, const int cpu[2], bool spin, double *p50_u
     }
     channel_close(&parent);
     waitpid(pid, NULL, 0);
+    channel_spin_when_pinned(false);
     if (pinned)
         sched_setaffinity(0, sizeof(allowed), &allowed);
     int rc = times != NULL && done == samples ? 0 : -EIO;

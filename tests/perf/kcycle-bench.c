@@ -548,7 +548,8 @@ static void ipc_measure(struct ipc_figures *ipc, int argc, char **argv)
         ipc->cross_core_spin_us = -1;
 }
 
-static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
+static const char *ipc_json(struct ipc_figures *ipc, const struct scheduler *s,
+                            double pods_per_second)
 {
     if (!ipc->measured)
         return "";
@@ -557,6 +558,10 @@ static const char *ipc_json(struct ipc_figures *ipc, double pods_per_second)
     size_t used = strlen(ipc->json);
     bench_ipc_cross_core_json(ipc->json + used, sizeof(ipc->json) - used, ipc->cross_core_us,
                               ipc->cross_core_spin_us);
+    used = strlen(ipc->json);
+    /* requests the evaluating host got on the cycle thread's CPU (remote.c colocate) */
+    snprintf(ipc->json + used, sizeof(ipc->json) - used, ", \"colocated_round_trips\": %" PRIu64,
+             s->remote.colocation.round_trips);
     return ipc->json;
 }
 
@@ -725,7 +730,7 @@ static int report_gang(struct scheduler *s, struct bench *b, uint64_t measured, 
                group_p99, decision_p50, decision_p99, pods_per_second, elapsed_us / 1e6,
                peak_rss_bytes(), b->process ? "process" : "inprocess", round_trip_us,
                s->remote.group_requests, s->remote.group_members_taken,
-               ipc_json(ipc, pods_per_second));
+               ipc_json(ipc, s, pods_per_second));
     } else {
         printf("gang: %u groups of %u (minMember %u) on %u nodes, %u existing pods: %u placed "
                "whole, %u hold nothing%s\n"
@@ -993,7 +998,7 @@ int main(int argc, char **argv)
                cpu_used_us > 0 ? (double)measured * 1e6 / (double)cpu_used_us : 0.0, b.evictions,
                async ? b.churned : (preemption ? b.pods : 0), s.stats.attempts,
                bench_huge_page_bytes(s.cache.nodes, s.cache.node_count * sizeof(*s.cache.nodes)),
-               s.filter_ns_per_node, ipc_json(&ipc, avg));
+               s.filter_ns_per_node, ipc_json(&ipc, &s, avg));
     } else {
         printf("%s: %u nodes, %u existing, %u measured pods: %" PRIu64 " scheduled in %.3f s\n"
                "  pods/s avg %.0f p50 %.0f p99 %.0f (%u ms intervals)\n"

@@ -1,6 +1,7 @@
 /* core/channel: whole messages over a SOCK_SEQPACKET socketpair, split into records and joined
  * again, with size caps, deadlines and the end of the peer told apart. */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -130,6 +131,35 @@ static void test_records_without_the_header_are_a_protocol_error(void **state)
     pair_close(&p);
 }
 
+/* A thread allowed on one CPU does not spin while it waits (its peer may be pinned to the same
+ * CPU and could not answer until the spin ran out); one allowed on two spins first. */
+static void test_a_thread_pinned_to_one_cpu_does_not_spin(void **state)
+{
+    (void)state;
+    cpu_set_t allowed, one;
+    assert_int_equal(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+    int cpu = sched_getcpu();
+    assert_true(cpu >= 0);
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    struct pair p;
+    pair_open(&p);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    channel_affinity_changed();
+    uint64_t before = channel_spins();
+    assert_int_equal(channel_wait(&p.b, 1), 0); /* nothing comes: the timeout */
+    assert_int_equal(channel_spins(), before);
+    assert_int_equal(sched_setaffinity(0, sizeof(allowed), &allowed), 0);
+    channel_affinity_changed();
+    if (channel_spin_ns() > 0) { /* two usable cores or more */
+        assert_int_equal(channel_wait(&p.b, 1), 0);
+        assert_int_equal(channel_spins(), before + 1);
+    } else {
+        print_message("one usable core: no spin to compare with\n");
+    }
+    pair_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -138,6 +168,8 @@ int main(void)
         cmocka_unit_test(test_a_message_over_the_cap_is_refused_before_reading_it),
         cmocka_unit_test(test_no_answer_is_a_timeout_and_a_closed_peer_is_the_end),
         cmocka_unit_test(test_records_without_the_header_are_a_protocol_error),
+        cmocka_unit_test(test_a_thread_pinned_to_one_cpu_does_not_spin),
     };
+    setenv("KCYCLE_CHANNEL_SPIN_US", "40", 1); /* the default, whatever the caller's */
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
  * group waits, times out holding nothing and is retried after backoff, members beyond a running
  * group's quorum go one by one, and scheduler-plugins manifests work unchanged. */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "channel.h"
 #include "model.h"
 #include "scheduler.h"
 #include "tree.h"
@@ -100,8 +102,9 @@ static const struct group_record *status_of(const struct gang *h, const char *na
 
 /* A scheduler with coscheduling (args), noderesources, defaultbinder and, when recorder_args is
  * not NULL, the recorder test plugin, on `nodes` nodes of 4 CPUs each. */
-static struct gang *gang_open_with(uint32_t nodes, const char *args, const char *scheduler_name,
-                                   const char *recorder_args)
+static struct gang *gang_open_isolated(uint32_t nodes, const char *args,
+                                       const char *scheduler_name, const char *recorder_args,
+                                       enum plugin_isolation noderesources)
 {
     struct gang *h = calloc(1, sizeof(*h));
     const char *names[4] = {"coscheduling", "noderesources", "defaultbinder", "recorder"};
@@ -116,6 +119,7 @@ static struct gang *gang_open_with(uint32_t nodes, const char *args, const char 
         h->plugins[i].required = true;
         h->plugins[i].args_json = (char *)(i == 0 ? args : i == 3 ? recorder_args : "{}");
     }
+    h->plugins[1].isolation = noderesources;
     h->cfg.scheduler_name = (char *)scheduler_name;
     h->cfg.plugins = h->plugins;
     h->cfg.plugin_count = recorder_args != NULL ? 4 : 3;
@@ -144,6 +148,12 @@ static struct gang *gang_open_with(uint32_t nodes, const char *args, const char 
         assert_int_equal(scheduler_node_add(&h->sched, n), 0);
     }
     return h;
+}
+
+static struct gang *gang_open_with(uint32_t nodes, const char *args, const char *scheduler_name,
+                                   const char *recorder_args)
+{
+    return gang_open_isolated(nodes, args, scheduler_name, recorder_args, ISOLATION_INPROCESS);
 }
 
 static struct gang *gang_open(uint32_t nodes, const char *args, const char *scheduler_name)
@@ -1131,6 +1141,50 @@ static void test_bound_members_complete_the_quorum_of_a_held_member(void **state
     }
 }
 
+/* The cycle thread and the host it sends its evaluations to share one CPU while pods are
+ * evaluated (remote.c colocate) and both get their mask back when the scheduler closes;
+ * KCYCLE_HOST_COLOCATE=0 leaves both where the kernel puts them. */
+static void test_the_evaluating_host_runs_on_the_cycle_threads_cpu(void **state)
+{
+    if (channel_usable_cores() < 2)
+        skip(); /* one core: nothing to pin */
+    cpu_set_t before;
+    assert_int_equal(sched_getaffinity(0, sizeof(before), &before), 0);
+    for (int off = 0; off < 2; off++) {
+        if (off)
+            setenv("KCYCLE_HOST_COLOCATE", "0", 1);
+        else
+            unsetenv("KCYCLE_HOST_COLOCATE");
+        struct gang *h = gang_open_isolated(2, "{}", "kcycle", NULL, ISOLATION_PROCESS);
+        h->sched.remote.colocation.hold_ms = INT64_MAX; /* no letting go within the test */
+        for (int i = 0; i < 3; i++) {
+            char name[16];
+            snprintf(name, sizeof(name), "plain-%d", i);
+            assert_int_equal(scheduler_pod_add(&h->sched, make_pod(name, NULL, POD_CPU)), 0);
+        }
+        run_until_idle(h);
+        assert_int_equal(h->bound, 3);
+        const struct remote *r = &h->sched.remote;
+        assert_int_equal(r->host_count, 1);
+        cpu_set_t mine, its;
+        assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+        assert_int_equal(sched_getaffinity(r->hosts[0]->pid, sizeof(its), &its), 0);
+        if (off) {
+            assert_true(CPU_EQUAL(&mine, &before));
+            assert_true(CPU_EQUAL(&its, &before));
+            assert_int_equal(r->colocation.round_trips, 0);
+        } else {
+            assert_int_equal(CPU_COUNT(&mine), 1);
+            assert_true(CPU_EQUAL(&mine, &its));
+            assert_int_equal(r->colocation.round_trips, 3);
+        }
+        gang_close(h);
+        assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+        assert_true(CPU_EQUAL(&mine, &before));
+    }
+    unsetenv("KCYCLE_HOST_COLOCATE");
+}
+
 /* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
 static void test_group_of_plugin_is_refused_in_a_plugin_host(void **state)
 {
@@ -1233,6 +1287,7 @@ int main(void)
         cmocka_unit_test(test_member_held_by_pre_enqueue_is_not_placed_with_its_group),
         cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
+        cmocka_unit_test(test_the_evaluating_host_runs_on_the_cycle_threads_cpu),
         cmocka_unit_test(test_held_members_are_not_requeued_on_every_event),
         cmocka_unit_test(test_shorter_schedule_timeout_moves_the_deadline),
         cmocka_unit_test(test_reload_under_a_waiting_group_names_the_groups_plugin),
