@@ -5,6 +5,7 @@
  * that crashed a host is never replayed into the new one. */
 #include "remote.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -533,18 +534,21 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
  * time: one blocking round trip. Left to the kernel, the two run on different CPUs (the other
  * one is idle), so every hand-off wakes a CPU that went idle: about 45 us each way on a virtual
  * machine whose idle vCPUs halt, against a few microseconds for a switch on one CPU
- * (docs/benchmarks.md, "One CPU for the cycle thread and its evaluating host"). So the cycle
- * thread pins itself, and the host it sends its evaluations to, to the CPU it is running on;
- * neither spins while pinned (core/channel.c). Every COLOCATE_HOLD_MS both are let go for
- * COLOCATE_SETTLE_MS, so that the kernel can move the thread off a CPU something else keeps
- * busy, and are pinned again where it runs then. Another host evaluating in the same round
- * stays free (it may work beside the first one). Off with one usable core, and with
- * KCYCLE_HOST_COLOCATE=0 in the environment. Threads the scheduler starts later would inherit
- * the pin; the Filter workers start with the scheduler, before any evaluation. */
+ * (docs/benchmarks.md, "One CPU for the cycle thread and its evaluating host"). So, while pods
+ * are being evaluated one at a time, the cycle thread pins itself, and the host it sends its
+ * evaluations to, to the CPU it is running on; neither spins while pinned (core/channel.c).
+ * Both are let go when the queue runs empty (remote_colocation_release), before a host is
+ * started and before a reload (threads started then would inherit the pin), at the first
+ * evaluation COLOCATE_HOLD_MS after the pin (the kernel may then move the thread off a CPU that
+ * something else keeps busy; pinned again where it runs COLOCATE_SETTLE_MS later), and when
+ * the thread finds itself elsewhere than its pin (a cpuset changed under it). Group requests
+ * (milliseconds of work each) are not pinned. Off with one usable core, when a pin is refused,
+ * and with KCYCLE_HOST_COLOCATE=0 in the environment. */
 #define COLOCATE_HOLD_MS 1000
 #define COLOCATE_SETTLE_MS 20
 
-static bool colocation_wanted(struct remote_colocation *c)
+/* Decided once: on unless turned off or pointless. */
+static bool colocation_enabled(struct remote_colocation *c)
 {
     if (c->enabled == 0) {
         const char *env = getenv("KCYCLE_HOST_COLOCATE");
@@ -552,74 +556,141 @@ static bool colocation_wanted(struct remote_colocation *c)
         c->cpu = -1;
         if (c->hold_ms <= 0)
             c->hold_ms = COLOCATE_HOLD_MS;
-        c->enabled = !off && channel_usable_cores() > 1 &&
-                             sched_getaffinity(0, sizeof(c->allowed), &c->allowed) == 0
-                         ? 1
-                         : -1;
+        c->enabled = !off && channel_usable_cores() > 1 ? 1 : -1;
     }
     return c->enabled > 0;
 }
 
-/* The host pinned beside the cycle thread lets go of its CPU, unless it is gone (a stopped or
- * dead host's pid is 0 in its entry, and the number may belong to another process now). */
+/* Every CPU: the kernel limits a mask to the task's cpuset. */
+static void all_cpus(cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (int i = 0; i < CPU_SETSIZE; i++)
+        CPU_SET(i, set);
+}
+
+/* A task back on the mask from before the pin (every CPU when that is refused). */
+static void unpin(pid_t tid, const cpu_set_t *allowed)
+{
+    if (sched_setaffinity(tid, sizeof(*allowed), allowed) == 0)
+        return;
+    cpu_set_t all;
+    all_cpus(&all);
+    if (sched_setaffinity(tid, sizeof(all), &all) != 0 && errno != ESRCH)
+        log_warn("plugin hosts: cannot give task %d its CPUs back: %s", (int)tid,
+                 strerror(errno));
+}
+
+/* The host pinned beside the cycle thread lets go of its CPU, every thread of it (a plugin may
+ * have started some while it was pinned), unless it is gone (a stopped or dead host's pid is
+ * 0 in its entry, and the number may belong to another process now). */
 static void colocated_host_free(struct remote *r)
 {
     struct remote_colocation *c = &r->colocation;
     for (uint32_t i = 0; c->pid > 0 && i < r->host_count; i++) {
-        if (r->hosts[i]->pid == c->pid) {
-            sched_setaffinity(c->pid, sizeof(c->allowed), &c->allowed);
-            break;
+        if (r->hosts[i]->pid != c->pid)
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)c->pid);
+        DIR *tasks = opendir(path);
+        struct dirent *e;
+        while (tasks != NULL && (e = readdir(tasks)) != NULL) {
+            if (e->d_name[0] != '.')
+                unpin((pid_t)atoi(e->d_name), &c->allowed);
         }
+        if (tasks != NULL)
+            closedir(tasks);
+        else
+            unpin(c->pid, &c->allowed);
+        break;
     }
     c->pid = 0;
 }
 
-/* Both go back to the thread's mask from before. */
 static void colocation_release(struct remote *r)
 {
     struct remote_colocation *c = &r->colocation;
     if (c->enabled <= 0 || c->cpu < 0)
         return;
-    sched_setaffinity(0, sizeof(c->allowed), &c->allowed);
+    unpin(0, &c->allowed);
     colocated_host_free(r);
     channel_affinity_changed();
     c->cpu = -1;
     c->since_ms = now_ms();
 }
 
-/* Before the cycle thread sends h an evaluation. */
-static void colocate(struct scheduler *s, struct remote_host *h)
+void remote_colocation_release(struct scheduler *s)
+{
+    colocation_release(&s->remote);
+}
+
+/* Pin the cycle thread where it runs: false when it cannot be (the pin is off from then on). */
+static bool colocation_pin_thread(struct remote_colocation *c, int64_t now)
+{
+    cpu_set_t one;
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof(c->allowed), &c->allowed) != 0 ||
+        !CPU_ISSET(cpu, &c->allowed) || CPU_COUNT(&c->allowed) < 2)
+        return false;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+        c->enabled = -1; /* not allowed here (a seccomp profile): left to the kernel */
+        return false;
+    }
+    channel_affinity_changed();
+    c->cpu = cpu;
+    c->since_ms = now;
+    return true;
+}
+
+/* Before the cycle thread sends h an evaluation: true when the two share a CPU now. */
+static bool colocate(struct scheduler *s, struct remote_host *h)
 {
     struct remote_colocation *c = &s->remote.colocation;
-    if (h->pid <= 0 || !colocation_wanted(c))
-        return;
+    if (h->pid <= 0 || !colocation_enabled(c))
+        return false;
     int64_t now = now_ms();
-    if (c->cpu >= 0 && now - c->since_ms >= c->hold_ms)
+    if (c->cpu >= 0 && (now - c->since_ms >= c->hold_ms || sched_getcpu() != c->cpu))
         colocation_release(&s->remote);
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    if (c->cpu < 0) {
-        if (c->since_ms != 0 && now - c->since_ms < COLOCATE_SETTLE_MS)
-            return;
-        int cpu = sched_getcpu();
-        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &c->allowed))
-            return;
-        CPU_SET(cpu, &one);
-        if (sched_setaffinity(0, sizeof(one), &one) != 0) {
-            c->enabled = -1; /* not allowed here (a seccomp profile): left to the kernel */
-            return;
-        }
-        channel_affinity_changed();
-        c->cpu = cpu;
-        c->since_ms = now;
-    } else {
-        CPU_SET(c->cpu, &one);
-    }
+    if (c->cpu < 0 && ((c->since_ms != 0 && now - c->since_ms < COLOCATE_SETTLE_MS) ||
+                       !colocation_pin_thread(c, now)))
+        return false;
     if (c->pid != h->pid) {
         colocated_host_free(&s->remote); /* another host had the place: free again */
-        c->pid = sched_setaffinity(h->pid, sizeof(one), &one) == 0 ? h->pid : 0;
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(c->cpu, &one);
+        if (sched_setaffinity(h->pid, sizeof(one), &one) != 0) {
+            /* not ours to move (a wrapper running the host as another user): no pin at all */
+            log_info("plugin host %s: cannot share the scheduling thread's CPU (%s); both "
+                     "left to the kernel",
+                     h->name, strerror(errno));
+            colocation_release(&s->remote);
+            c->enabled = -1;
+            return false;
+        }
+        c->pid = h->pid;
     }
-    c->round_trips += c->pid == h->pid;
+    return true;
+}
+
+/* The host of the round to pin: the one pinned now when it is asked too (so that rounds asking
+ * other hosts do not move the pin back and forth), else the first one asked. */
+static struct remote_host *colocation_choice(const struct scheduler *s, const struct framework *fw,
+                                             uint32_t phases, const bool *ask)
+{
+    struct remote_host *first = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        struct remote_host *h = fw->hosts[k];
+        if (!(h->phases & phases) || (ask != NULL && !ask[k]) || h->pid <= 0)
+            continue;
+        if (h->pid == s->remote.colocation.pid)
+            return h;
+        if (first == NULL)
+            first = h;
+    }
+    return first;
 }
 
 /* ---- starting a host ---- */
@@ -685,6 +756,7 @@ static int spawn_by_hook(struct remote_host *h, int ends[2])
  * the end of the channel is seen as soon as one side exits. */
 static int spawn(struct remote *r, struct remote_host *h)
 {
+    colocation_release(r); /* the child must not start on the cycle thread's one CPU */
     if (spawn_hook != NULL) {
         int ends[2];
         int rc = channel_pair(ends);
@@ -713,8 +785,6 @@ static int spawn(struct remote *r, struct remote_host *h)
                            &h->pid);
     if (rc < 0)
         host_set_error(h, "cannot start the plugin host: %s", strerror(-rc));
-    else if (r->colocation.cpu >= 0) /* started by the pinned cycle thread: not pinned itself */
-        sched_setaffinity(h->pid, sizeof(r->colocation.allowed), &r->colocation.allowed);
     return rc;
 }
 
@@ -1163,7 +1233,7 @@ static void group_drop(struct remote *r);
 
 void remote_close(struct scheduler *s)
 {
-    colocation_release(&s->remote);
+    remote_colocation_release(s);
     group_drop(&s->remote);
     ride_drop(&s->remote);
     struct remote *r = &s->remote;
@@ -1701,7 +1771,7 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
     kc_status result = KC_SUCCESS;
     Kcycle__V1__Pod *pod = NULL;
-    bool colocated = false;
+    struct remote_host *pinned = colocation_choice(s, fw, phases, ask);
     struct nominated_wire nominated;
     nominated_attach(s, cycle, ev, &nominated);
     for (uint32_t k = 0; k < fw->host_count; k++) {
@@ -1731,10 +1801,8 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE;
         req.evaluate = ev;
-        if (!colocated) {
-            colocate(s, h); /* the round's first host: the others may work beside it */
-            colocated = true;
-        }
+        if (h == pinned && colocate(s, h)) /* the others may work beside it, elsewhere */
+            s->remote.colocation.round_trips++;
         sent[k] = send_request(s, h, &req) == 0;
         h->evaluate_round_trips += sent[k];
     }
@@ -2118,6 +2186,7 @@ int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
         req.sync = true;
+        colocate(s, h); /* as the cycle thread's evaluations go */
         clock_gettime(CLOCK_MONOTONIC, &a);
         Kcycle__V1__Reply *reply = round_trip(s, h, &req);
         clock_gettime(CLOCK_MONOTONIC, &b);
@@ -2126,6 +2195,7 @@ int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
         kcycle__v1__reply__free_unpacked(reply, NULL);
         times[done] = (b.tv_sec - a.tv_sec) * 1000000000ll + (b.tv_nsec - a.tv_nsec);
     }
+    colocation_release(&s->remote);
     if (done > 0) {
         qsort(times, done, sizeof(*times), compare_int64);
         *p50_us = (double)times[done / 2] / 1000.0;
@@ -2635,7 +2705,6 @@ static bool group_send(struct scheduler *s)
         int64_t sent = monotonic_us();
         struct remote_host *synced[FRAMEWORK_MAX_PLUGINS * 2];
         uint32_t syncs = 0;
-        colocate(s, h);
         if (send_request(s, h, &req) == 0) {
             syncs = r->host_count <= FRAMEWORK_MAX_PLUGINS * 2 ? group_sync_others(s, h, synced)
                                                               : 0;

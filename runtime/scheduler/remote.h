@@ -146,9 +146,9 @@ struct remote {
         int cpu;            /* the CPU both run on; -1: not pinned now */
         pid_t pid;          /* the host pinned there; 0: none */
         int64_t since_ms;   /* when pinned, or released (monotonic) */
-        int64_t hold_ms;    /* pinned this long at a time; 0: COLOCATE_HOLD_MS */
+        int64_t hold_ms;    /* let go at the first evaluation this long after the pin; 0: 1 s */
         cpu_set_t allowed;  /* the cycle thread's mask before */
-        uint64_t round_trips; /* requests sent to a host on the cycle thread's CPU */
+        uint64_t round_trips; /* evaluations sent to a host on the cycle thread's CPU */
     } colocation;
 };
 
@@ -156,6 +156,11 @@ struct remote {
  * plugin whose host cannot start is an error; others are reported and left out. */
 int remote_open(struct scheduler *s, struct kc_error *err);
 void remote_close(struct scheduler *s);
+
+/* The cycle thread and the host pinned beside it get their CPUs back (remote.c, "one CPU for
+ * the cycle thread and its evaluating host"): when the queue is empty, and before anything
+ * that starts threads on the cycle thread (a reload). Nothing when nothing is pinned. */
+void remote_colocation_release(struct scheduler *s);
 
 /* Hot reload: start and handshake new hosts for fw's isolation: process plugins beside the
  * serving ones (fw->hosts). Any host or plugin that does not start (a plugin left out before

@@ -1940,8 +1940,10 @@ void scheduler_commit(struct scheduler *s, struct kc_cycle *cycle, const struct 
 int scheduler_schedule_one(struct scheduler *s)
 {
     struct sched_pod *sp = queue_pop(&s->queue);
-    if (sp == NULL)
+    if (sp == NULL) {
+        remote_colocation_release(s); /* nothing to evaluate: no reason to hold a CPU */
         return 0;
+    }
     int64_t start = monotonic_us();
     current_scheduler = s;
     if (group_schedule(s, sp)) {
@@ -2445,6 +2447,7 @@ int scheduler_reload(struct scheduler *s, struct config *cfg, struct kc_error *e
     struct framework_load how = {
         .generation = ++s->generations, .private_copy = true, .strict = true};
     struct framework *fw = NULL;
+    remote_colocation_release(s); /* the new plugins' threads must not inherit the pin */
     int rc = remote_trial(s, use, s->plugin_dir, err);
     if (rc == 0)
         rc = framework_new(use, s->plugin_dir, &s->host, &how, &fw, err);

@@ -48,6 +48,9 @@ struct gang {
     uint64_t checks;
     /* the sink sends bindings and their results come later (scheduler_bind_result) */
     bool async_bind;
+    /* bindings during which the cycle thread and the first host shared one pinned CPU */
+    bool watch_pins;
+    uint32_t pinned_binds;
     /* configurations for hot reloads (scheduler_reload borrows them) */
     struct config next[2];
     struct plugin_config next_plugins[2][4];
@@ -61,7 +64,15 @@ static int64_t fake_now(void *ctx)
 static int sink_bind(void *ctx, const struct pod *pod, const char *node,
                      const struct kv_list *annotations)
 {
-    return ((struct gang *)ctx)->async_bind ? 1 : 0;
+    struct gang *h = ctx;
+    if (h->watch_pins) { /* on the cycle thread, between the pod's evaluation and the next */
+        const struct remote *r = &h->sched.remote;
+        cpu_set_t mine, its;
+        if (r->host_count > 0 && sched_getaffinity(0, sizeof(mine), &mine) == 0 &&
+            sched_getaffinity(r->hosts[0]->pid, sizeof(its), &its) == 0)
+            h->pinned_binds += CPU_COUNT(&mine) == 1 && CPU_EQUAL(&mine, &its);
+    }
+    return h->async_bind ? 1 : 0;
 }
 
 static void sink_bound(void *ctx, const struct pod *pod, const char *node)
@@ -1142,14 +1153,23 @@ static void test_bound_members_complete_the_quorum_of_a_held_member(void **state
 }
 
 /* The cycle thread and the host it sends its evaluations to share one CPU while pods are
- * evaluated (remote.c colocate) and both get their mask back when the scheduler closes;
+ * evaluated (remote.c colocate), and both get their masks back once the queue is empty;
  * KCYCLE_HOST_COLOCATE=0 leaves both where the kernel puts them. */
+static cpu_set_t mask_before_pin_test;
+
+static int restore_mask(void **state)
+{
+    (void)state;
+    unsetenv("KCYCLE_HOST_COLOCATE");
+    return sched_setaffinity(0, sizeof(mask_before_pin_test), &mask_before_pin_test);
+}
+
 static void test_the_evaluating_host_runs_on_the_cycle_threads_cpu(void **state)
 {
     if (channel_usable_cores() < 2)
         skip(); /* one core: nothing to pin */
-    cpu_set_t before;
-    assert_int_equal(sched_getaffinity(0, sizeof(before), &before), 0);
+    cpu_set_t *before = &mask_before_pin_test;
+    assert_int_equal(sched_getaffinity(0, sizeof(*before), before), 0);
     for (int off = 0; off < 2; off++) {
         if (off)
             setenv("KCYCLE_HOST_COLOCATE", "0", 1);
@@ -1157,6 +1177,7 @@ static void test_the_evaluating_host_runs_on_the_cycle_threads_cpu(void **state)
             unsetenv("KCYCLE_HOST_COLOCATE");
         struct gang *h = gang_open_isolated(2, "{}", "kcycle", NULL, ISOLATION_PROCESS);
         h->sched.remote.colocation.hold_ms = INT64_MAX; /* no letting go within the test */
+        h->watch_pins = true;
         for (int i = 0; i < 3; i++) {
             char name[16];
             snprintf(name, sizeof(name), "plain-%d", i);
@@ -1166,23 +1187,16 @@ static void test_the_evaluating_host_runs_on_the_cycle_threads_cpu(void **state)
         assert_int_equal(h->bound, 3);
         const struct remote *r = &h->sched.remote;
         assert_int_equal(r->host_count, 1);
+        assert_int_equal(h->pinned_binds, off ? 0 : 3);
+        assert_int_equal(r->colocation.round_trips, off ? 0 : 3);
+        /* the queue is empty: both have their masks back */
         cpu_set_t mine, its;
         assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
         assert_int_equal(sched_getaffinity(r->hosts[0]->pid, sizeof(its), &its), 0);
-        if (off) {
-            assert_true(CPU_EQUAL(&mine, &before));
-            assert_true(CPU_EQUAL(&its, &before));
-            assert_int_equal(r->colocation.round_trips, 0);
-        } else {
-            assert_int_equal(CPU_COUNT(&mine), 1);
-            assert_true(CPU_EQUAL(&mine, &its));
-            assert_int_equal(r->colocation.round_trips, 3);
-        }
+        assert_true(CPU_EQUAL(&mine, before));
+        assert_true(CPU_EQUAL(&its, before));
         gang_close(h);
-        assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
-        assert_true(CPU_EQUAL(&mine, &before));
     }
-    unsetenv("KCYCLE_HOST_COLOCATE");
 }
 
 /* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
@@ -1287,7 +1301,8 @@ int main(void)
         cmocka_unit_test(test_member_held_by_pre_enqueue_is_not_placed_with_its_group),
         cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
-        cmocka_unit_test(test_the_evaluating_host_runs_on_the_cycle_threads_cpu),
+        cmocka_unit_test_teardown(test_the_evaluating_host_runs_on_the_cycle_threads_cpu,
+                                  restore_mask),
         cmocka_unit_test(test_held_members_are_not_requeued_on_every_event),
         cmocka_unit_test(test_shorter_schedule_timeout_moves_the_deadline),
         cmocka_unit_test(test_reload_under_a_waiting_group_names_the_groups_plugin),
