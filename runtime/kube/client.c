@@ -374,6 +374,13 @@ static CURLcode perform(struct kube_client *c, const atomic_bool *stop, long gra
         }
         curl_multi_poll(c->multi, NULL, 0, POLL_SLICE_MS, NULL);
     }
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* Stopped while the server's name is still being resolved: removing the transfer would
+     * wait for the resolver thread's getaddrinfo (seconds per DNS server and search domain);
+     * the thread is left to end on its own instead. */
+    if (*stopped)
+        curl_easy_setopt(c->curl, CURLOPT_QUICK_EXIT, 1L);
+#endif
     /* Removing an unfinished transfer closes its connection; a finished one stays cached. */
     curl_multi_remove_handle(c->multi, c->curl);
     return result;
