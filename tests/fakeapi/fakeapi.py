@@ -786,7 +786,7 @@ class Store:
         self.watches = set()
         self.stopping = False
         self.binding_attempt_count = 0
-        self.slowed_now = 0  # requests inside the slow_ms delay right now (stats: slowed_now)
+        self.held_requests = []  # requests inside the slow_ms delay now (stats: held_requests)
         self.reset_stats()
 
     def reset_stats(self):
@@ -1814,16 +1814,18 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def slow_down(self, ms):
-        """The slow_ms fault: hold the request, counted in slowed_now so that a test sees a
-        client's request is held (in flight) before it acts."""
+        """The slow_ms fault: hold the request, listed in held_requests meanwhile so that a test
+        sees which client's request is in flight before it acts."""
         store = self.server.store
+        held = {"method": self.command, "path": self.path,
+                "user_agent": self.headers.get("User-Agent", "")}
         with store.lock:
-            store.slowed_now += 1
+            store.held_requests.append(held)
         try:
             time.sleep(ms / 1000.0)
         finally:
             with store.lock:
-                store.slowed_now -= 1
+                store.held_requests.remove(held)
 
     # -- admin --
 
@@ -1840,7 +1842,7 @@ class Handler(BaseHTTPRequestHandler):
                     "lease_writes": len(store.lease_writes),
                     "requests": dict(store.requests),
                     "open_watches": len(store.watches),
-                    "slowed_now": store.slowed_now,
+                    "held_requests": list(store.held_requests),
                     "resource_version": str(store.rv),
                     "objects": {r.path: len(r.objects) for r in store.resources},
                     "faults": dict(store.faults),
@@ -1857,7 +1859,7 @@ class Handler(BaseHTTPRequestHandler):
                     "lease_writes": list(store.lease_writes),
                     "requests": dict(store.requests),
                     "open_watches": len(store.watches),
-                    "slowed_now": store.slowed_now,
+                    "held_requests": list(store.held_requests),
                     "resource_version": str(store.rv),
                     "objects": {r.path: len(r.objects) for r in store.resources},
                     "faults": dict(store.faults),
