@@ -25,6 +25,10 @@
 #define BACKPRESSURE_BYTES (64u << 20) /* reflectors wait while this much is unsent */
 #define OPTIONAL_WAIT_MS 10000         /* readiness waits this long for optional lists */
 #define API_TIMEOUT_MS 10000
+/* The scheduler takes nothing for this long: its session is dropped. */
+#define SEND_TIMEOUT_MS 60000
+/* How often a send to the scheduler looks at the stop flag and at the session it belongs to. */
+#define SEND_SLICE_MS 100
 #define NOTE_MAX 1024
 
 /* ToScheduler field numbers (bridge.proto), written by hand so that kept changes are copied
@@ -1573,10 +1577,14 @@ static void *writer_main(void *arg)
     struct bridge *b = arg;
     struct kube_client *client = NULL;
     struct kc_error err = {{0}};
-    if (kube_client_new(&b->kube, b->user_agent, &client, &err) < 0)
+    if (kube_client_new(&b->kube, b->user_agent, &client, &err) < 0) {
         log_error("bridge: an API writer cannot start: %s", err.message);
-    else
+    } else {
         kube_client_set_limits(client, &b->opt.limits);
+        /* a write in flight at the stop may finish, briefly: the stop is not held for the
+         * API timeout of each write a binding still has to make */
+        kube_client_set_stop(client, &b->stop, BRIDGE_STOP_GRACE_MS);
+    }
     for (;;) {
         pthread_mutex_lock(&b->work_lock);
         while (b->work_head == NULL && !atomic_load(&b->stop))
@@ -1702,7 +1710,7 @@ int bridge_open(struct bridge *b, const struct bridge_options *opt, struct kc_er
     b->sock_open = true;
     nng_pipe_notify(b->sock, NNG_PIPE_EV_REM_POST, pipe_removed, b);
     nng_socket_set_ms(b->sock, NNG_OPT_RECVTIMEO, 200);
-    nng_socket_set_ms(b->sock, NNG_OPT_SENDTIMEO, 60000);
+    nng_socket_set_ms(b->sock, NNG_OPT_SENDTIMEO, SEND_SLICE_MS); /* see send_to_scheduler */
     /* another user's process connecting to the socket never reaches the bridge */
     if ((rc = ipc_peer_guard(b->sock, &b->peer, "bridge")) != 0)
         return kc_error_set(err, -ENOMEM, "cannot set up the scheduler socket: %s",
@@ -1777,6 +1785,23 @@ static int start_threads(struct bridge *b, struct kc_error *err)
     return health_start(&b->health, &hopt, err);
 }
 
+/* Hand msg to the scheduler of `session`. A pair socket's send waits while the pipe still
+ * writes the previous message and, once the scheduler has gone, until another one connects;
+ * waited for whole, that held the stop for up to SEND_TIMEOUT_MS. So it waits in slices and
+ * gives up at the stop, or when the session ended (a new one starts with a whole sync, which
+ * this message is part of no longer). 0, or nng's error with msg still the caller's (lock not
+ * held). */
+static int send_to_scheduler(struct bridge *b, nng_msg *msg, uint64_t session)
+{
+    int64_t deadline = bridge_monotonic_ms() + SEND_TIMEOUT_MS;
+    for (;;) {
+        int rc = nng_sendmsg(b->sock, msg, 0);
+        if (rc != NNG_ETIMEDOUT || atomic_load(&b->stop) || !session_current(b, session) ||
+            bridge_monotonic_ms() >= deadline)
+            return rc;
+    }
+}
+
 void bridge_send_loop(struct bridge *b)
 {
     pthread_mutex_lock(&b->lock);
@@ -1805,13 +1830,14 @@ void bridge_send_loop(struct bridge *b)
         b->out_bytes = b->out_bytes > len ? b->out_bytes - len : 0;
         memmove(b->out, b->out + 1, (b->out_count - 1) * sizeof(*b->out));
         b->out_count--;
+        uint64_t session = b->session; /* the queue holds the current session's messages */
         pthread_cond_broadcast(&b->cond); /* producers held back by backpressure */
         pthread_mutex_unlock(&b->lock);
-        int rc = nng_sendmsg(b->sock, msg, 0);
+        int rc = send_to_scheduler(b, msg, session);
         pthread_mutex_lock(&b->lock);
         if (rc != 0) {
             nng_msg_free(msg);
-            if (b->session_active)
+            if (!atomic_load(&b->stop) && b->session_active && b->session == session)
                 lose_session(b, "the scheduler does not take messages");
         } else {
             atomic_fetch_add(&b->stats.messages_sent, 1);
@@ -1849,6 +1875,7 @@ void bridge_close(struct bridge *b)
     for (uint32_t i = 0; i < b->writer_count; i++)
         pthread_join(b->writers[i], NULL);
     free(b->writers);
+    atomic_store(&b->writers_joined, true); /* the leader thread waits for this to release */
     if (b->leader_started)
         pthread_join(b->leader_thread, NULL);
     for (uint32_t i = 0; i < b->watch_count; i++)

@@ -69,6 +69,10 @@ struct bridge_binding {
     int64_t landed_ms;
 };
 
+/* After the stop, an API request in flight gets this long to finish before it is abandoned;
+ * every thread of the bridge ends within about this long of SIGTERM. */
+#define BRIDGE_STOP_GRACE_MS 1000
+
 /* Lists and watches the bridge keeps: nodes, pods and the custom objects plugins read. */
 #define BRIDGE_MAX_WATCHES 32
 
@@ -153,6 +157,7 @@ struct bridge {
     uint32_t work_count;
     pthread_t *writers;
     uint32_t writer_count;
+    atomic_bool writers_joined; /* set by bridge_close: the lease is released after them */
     pthread_mutex_t binding_lock; /* taken after lock, never before it */
     struct strmap bindings;       /* key -> struct bridge_binding */
     int64_t bindings_swept_ms;

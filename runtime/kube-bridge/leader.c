@@ -93,14 +93,20 @@ static char *lease_body(struct elector *e, const char *rv, const char *holder, i
     return text;
 }
 
-static long send_lease(struct elector *e, const char *method, const char *path, char *body)
+/* A renewal's requests; the release after the stop has RELEASE_TIMEOUT_MS for each of its
+ * two, as the process is waiting to exit (an API server that slow lets the lease expire). */
+#define LEASE_TIMEOUT_MS 5000
+#define RELEASE_TIMEOUT_MS 1500
+
+static long send_lease(struct elector *e, const char *method, const char *path, char *body,
+                       long timeout_ms)
 {
     if (body == NULL)
         return 0;
     struct kube_response res = {0};
     struct kc_error err = {{0}};
-    int rc = kube_request(e->client, method, path, "application/json", body, strlen(body), 5000,
-                          &res, &err);
+    int rc = kube_request(e->client, method, path, "application/json", body, strlen(body),
+                          timeout_ms, &res, &err);
     long status = rc < 0 ? 0 : res.status;
     if (rc < 0)
         log_info("bridge: lease %s: %s", method, err.message);
@@ -120,7 +126,8 @@ static bool try_acquire_or_renew(struct elector *e)
     char stamp[64];
     struct kube_response res = {0};
     struct kc_error err = {{0}};
-    int rc = kube_request(e->client, "GET", e->path, NULL, NULL, 0, 5000, &res, &err);
+    int rc =
+        kube_request(e->client, "GET", e->path, NULL, NULL, 0, LEASE_TIMEOUT_MS, &res, &err);
     int64_t now = bridge_monotonic_ms();
     if (rc < 0 || (res.status != 200 && res.status != 404)) {
         if (rc < 0)
@@ -133,7 +140,8 @@ static bool try_acquire_or_renew(struct elector *e)
         kube_response_free(&res);
         int64_t sent = bridge_monotonic_ms();
         long status = send_lease(e, "POST", e->collection,
-                                 lease_body(e, NULL, me, duration_s, stamp, stamp, 0));
+                                 lease_body(e, NULL, me, duration_s, stamp, stamp, 0),
+                                 LEASE_TIMEOUT_MS);
         if (status != 201 && status != 200)
             return false; /* 409: another replica created it first */
         e->renewed_ms = sent;
@@ -161,8 +169,10 @@ static bool try_acquire_or_renew(struct elector *e)
     const char *acquired = ours ? r.acquire_time : stamp;
     int64_t transitions = ours ? r.transitions : r.transitions + 1;
     int64_t sent = bridge_monotonic_ms();
-    long status = send_lease(e, "PUT", e->path,
-                             lease_body(e, r.rv, me, duration_s, acquired, stamp, transitions));
+    long status =
+        send_lease(e, "PUT", e->path,
+                   lease_body(e, r.rv, me, duration_s, acquired, stamp, transitions),
+                   LEASE_TIMEOUT_MS);
     if (status != 200)
         return false; /* 409: the record moved under us; look again next round */
     e->renewed_ms = sent;
@@ -173,8 +183,9 @@ static void release(struct elector *e)
 {
     struct kube_response res = {0};
     struct kc_error err = {{0}};
-    if (kube_request(e->client, "GET", e->path, NULL, NULL, 0, 2000, &res, &err) < 0 ||
-        res.status != 200) {
+    int rc =
+        kube_request(e->client, "GET", e->path, NULL, NULL, 0, RELEASE_TIMEOUT_MS, &res, &err);
+    if (rc < 0 || res.status != 200) {
         kube_response_free(&res);
         return;
     }
@@ -189,8 +200,8 @@ static void release(struct elector *e)
         return;
     char stamp[64];
     bridge_format_time(stamp, sizeof(stamp));
-    if (send_lease(e, "PUT", e->path, lease_body(e, r.rv, "", 1, stamp, stamp, r.transitions)) ==
-        200)
+    if (send_lease(e, "PUT", e->path, lease_body(e, r.rv, "", 1, stamp, stamp, r.transitions),
+                   RELEASE_TIMEOUT_MS) == 200)
         log_info("bridge: released the lease %s", e->path);
 }
 
@@ -210,6 +221,8 @@ void *bridge_leader_main(void *arg)
         return NULL;
     }
     kube_client_set_limits(e.client, &b->opt.limits);
+    /* a renewal in flight at the stop ends within the grace; the release is sent after it */
+    kube_client_set_stop(e.client, &b->stop, BRIDGE_STOP_GRACE_MS);
     snprintf(e.collection, sizeof(e.collection),
              "/apis/coordination.k8s.io/v1/namespaces/%s/leases", b->opt.lease_namespace);
     snprintf(e.path, sizeof(e.path), "%s/%s", e.collection, b->opt.lease_name);
@@ -237,6 +250,11 @@ void *bridge_leader_main(void *arg)
     }
     if (atomic_load(&b->leader)) {
         atomic_store(&b->leader, false);
+        /* no binding of ours may land after the release: the writers end first (each within
+         * the grace of the stop; bridge_close joins them before it joins this thread) */
+        while (!atomic_load(&b->writers_joined))
+            usleep(10 * 1000);
+        kube_client_set_stop(e.client, NULL, 0);
         release(&e);
     }
     kube_client_free(e.client);

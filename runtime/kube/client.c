@@ -1,6 +1,7 @@
 /* HTTP to the API server over libcurl: one easy handle per client driven through its own multi
- * handle (so the connection is kept alive between requests and a stream can be stopped within
- * 100 ms), bearer tokens re-read as they rotate, and watch bodies split into JSON values. */
+ * handle (so the connection is kept alive between requests, a stream can be stopped within
+ * 100 ms and a request within its grace after a stop), bearer tokens re-read as they rotate,
+ * and watch bodies split into JSON values. */
 #include "kube.h"
 
 #include <curl/curl.h>
@@ -38,6 +39,11 @@ struct kube_client {
     char *token;       /* what the Authorization header carries now; NULL: none */
     time_t token_read; /* monotonic seconds of the last read of token_file */
     struct kube_limits limits;
+    /* kube_client_set_stop: requests end within stop_grace_ms of *stop becoming true, counted
+     * from when this client first saw it (stop_seen_ms, monotonic; 0 before) */
+    const atomic_bool *stop;
+    long stop_grace_ms;
+    int64_t stop_seen_ms;
     char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -58,6 +64,13 @@ static time_t monotonic_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec;
+}
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The token file's text without surrounding whitespace; NULL when unreadable or empty. */
@@ -158,6 +171,13 @@ void kube_client_set_limits(struct kube_client *c, const struct kube_limits *lim
 const struct kube_limits *kube_client_limits(const struct kube_client *c)
 {
     return &c->limits;
+}
+
+void kube_client_set_stop(struct kube_client *c, const atomic_bool *stop, long grace_ms)
+{
+    c->stop = stop;
+    c->stop_grace_ms = grace_ms > 0 ? grace_ms : 0;
+    c->stop_seen_ms = 0;
 }
 
 int kube_client_new(const struct kube_config *cfg, const char *user_agent, struct kube_client **out,
@@ -307,10 +327,27 @@ static char *make_url(const struct kube_client *c, const char *path)
     return url;
 }
 
-/* Run the transfer set up on c->curl to its end, or until *stop (stop may be NULL). */
-static CURLcode perform(struct kube_client *c, const atomic_bool *stop, bool *stopped)
+/* Whether a transfer under stop (NULL: none) with grace_ms to finish after it is over now. The
+ * grace counts from the first time this client saw the stop, so that a caller's later requests
+ * share it rather than each getting its own. */
+static bool past_stop(struct kube_client *c, const atomic_bool *stop, long grace_ms)
 {
-    *stopped = false;
+    if (stop == NULL || !atomic_load(stop))
+        return false;
+    int64_t now = monotonic_ms();
+    if (c->stop_seen_ms == 0)
+        c->stop_seen_ms = now;
+    return now - c->stop_seen_ms >= grace_ms;
+}
+
+/* Run the transfer set up on c->curl to its end, or until grace_ms after *stop (stop may be
+ * NULL). A transfer not started yet when the grace is over is not started at all. */
+static CURLcode perform(struct kube_client *c, const atomic_bool *stop, long grace_ms,
+                        bool *stopped)
+{
+    *stopped = past_stop(c, stop, grace_ms);
+    if (*stopped)
+        return CURLE_ABORTED_BY_CALLBACK;
     if (curl_multi_add_handle(c->multi, c->curl) != CURLM_OK)
         return CURLE_OUT_OF_MEMORY;
     CURLcode result = CURLE_OK;
@@ -331,12 +368,19 @@ static CURLcode perform(struct kube_client *c, const atomic_bool *stop, bool *st
         }
         if (done || running == 0)
             break;
-        if (stop != NULL && atomic_load(stop)) {
+        if (past_stop(c, stop, grace_ms)) {
             *stopped = true;
             break;
         }
         curl_multi_poll(c->multi, NULL, 0, POLL_SLICE_MS, NULL);
     }
+#if LIBCURL_VERSION_NUM >= 0x075700
+    /* Stopped while the server's name is still being resolved: removing the transfer would
+     * wait for the resolver thread's getaddrinfo (seconds per DNS server and search domain);
+     * the thread is left to end on its own instead. */
+    if (*stopped)
+        curl_easy_setopt(c->curl, CURLOPT_QUICK_EXIT, 1L);
+#endif
     /* Removing an unfinished transfer closes its connection; a finished one stays cached. */
     curl_multi_remove_handle(c->multi, c->curl);
     return result;
@@ -489,8 +533,13 @@ static int request_once(struct kube_client *c, const char *method, const char *p
             curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
     }
     bool stopped;
-    CURLcode code = perform(c, NULL, &stopped);
+    CURLcode code = perform(c, c->stop, c->stop_grace_ms, &stopped);
     curl_slist_free_all(headers);
+    if (stopped) {
+        free(response.data);
+        return kc_error_set(err, -ECANCELED, "%s %s%s: abandoned: the client is stopping",
+                            method, c->server, path);
+    }
     if (code == CURLE_WRITE_ERROR && response.failed)
         code = CURLE_OUT_OF_MEMORY;
     if (code == CURLE_WRITE_ERROR && response.too_large) {
@@ -603,7 +652,7 @@ static int stream_once(struct kube_client *c, const char *path, const char *url,
         curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, (idle_timeout_ms + 999) / 1000);
     }
     bool stopped;
-    CURLcode code = perform(c, s->stop, &stopped);
+    CURLcode code = perform(c, s->stop, 0, &stopped);
     curl_slist_free_all(headers);
     if (s->status == 0)
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &s->status);

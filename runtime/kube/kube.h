@@ -76,6 +76,14 @@ void kube_client_set_limits(struct kube_client *c, const struct kube_limits *lim
 /* The limits in force (defaults filled in). */
 const struct kube_limits *kube_client_limits(const struct kube_client *c);
 
+/* Bound this client's requests (kube_request) by a stop flag, so that a process stopping is
+ * not held by the API server for a request's whole timeout: a request in flight when *stop
+ * becomes true gets grace_ms more to finish (a write the server is answering is not cut
+ * half-way for nothing), and one started after the grace fails at once, -ECANCELED. The grace
+ * counts once per client, from the first request that saw the stop. stop NULL (the default):
+ * requests run to their timeout. stop must outlive the client. Streams take their own stop. */
+void kube_client_set_stop(struct kube_client *c, const atomic_bool *stop, long grace_ms);
+
 /* A finished request: status is the HTTP status (0 when no response came); body is
  * NUL-terminated, malloc'd. */
 struct kube_response {
@@ -88,7 +96,8 @@ void kube_response_free(struct kube_response *r);
 /* Send one request and wait for the whole response. path starts with "/" and is appended to
  * the server; body may be NULL. timeout_ms 0 means none. A 401 re-reads the token file and
  * retries once. Returns 0 when a response arrived (whatever its status), or a negative code
- * with err naming the method, path and what failed (connection refused, TLS, timeout). */
+ * with err naming the method, path and what failed (connection refused, TLS, timeout;
+ * -ECANCELED: abandoned after the stop of kube_client_set_stop). */
 int kube_request(struct kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, size_t body_len, long timeout_ms,
                  struct kube_response *out, struct kc_error *err);

@@ -786,6 +786,7 @@ class Store:
         self.watches = set()
         self.stopping = False
         self.binding_attempt_count = 0
+        self.held_requests = []  # requests inside the slow_ms delay now (stats: held_requests)
         self.reset_stats()
 
     def reset_stats(self):
@@ -1136,7 +1137,7 @@ class Handler(BaseHTTPRequestHandler):
             watching = query.get("watch") in ("1", "true")
             slow = self.server.store.faults["slow_ms"]
             if slow and not watching and not path.startswith("/fake/"):
-                time.sleep(slow / 1000.0)
+                self.slow_down(slow)
             if path.startswith("/fake/"):
                 self.admin(method, path, query, raw)
             else:
@@ -1812,6 +1813,20 @@ class Handler(BaseHTTPRequestHandler):
             return "DELETED"
         return None
 
+    def slow_down(self, ms):
+        """The slow_ms fault: hold the request, listed in held_requests meanwhile so that a test
+        sees which client's request is in flight before it acts."""
+        store = self.server.store
+        held = {"method": self.command, "path": self.path,
+                "user_agent": self.headers.get("User-Agent", "")}
+        with store.lock:
+            store.held_requests.append(held)
+        try:
+            time.sleep(ms / 1000.0)
+        finally:
+            with store.lock:
+                store.held_requests.remove(held)
+
     # -- admin --
 
     def admin(self, method, path, query, raw):
@@ -1827,6 +1842,7 @@ class Handler(BaseHTTPRequestHandler):
                     "lease_writes": len(store.lease_writes),
                     "requests": dict(store.requests),
                     "open_watches": len(store.watches),
+                    "held_requests": list(store.held_requests),
                     "resource_version": str(store.rv),
                     "objects": {r.path: len(r.objects) for r in store.resources},
                     "faults": dict(store.faults),
@@ -1843,6 +1859,7 @@ class Handler(BaseHTTPRequestHandler):
                     "lease_writes": list(store.lease_writes),
                     "requests": dict(store.requests),
                     "open_watches": len(store.watches),
+                    "held_requests": list(store.held_requests),
                     "resource_version": str(store.rv),
                     "objects": {r.path: len(r.objects) for r in store.resources},
                     "faults": dict(store.faults),
