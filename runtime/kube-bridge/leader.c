@@ -250,8 +250,9 @@ void *bridge_leader_main(void *arg)
     }
     if (atomic_load(&b->leader)) {
         atomic_store(&b->leader, false);
-        /* no binding of ours may land after the release: the writers end first (each within
-         * the grace of the stop; bridge_close joins them before it joins this thread) */
+        /* no binding of ours may start after the release: the writers end first (each within
+         * the grace of the stop; bridge_close joins them before it joins this thread). One
+         * cut off at the end of its grace may still be applied by the API server. */
         while (!atomic_load(&b->writers_joined))
             usleep(10 * 1000);
         kube_client_set_stop(e.client, NULL, 0);

@@ -654,7 +654,8 @@ static int stream_once(struct kube_client *c, const char *path, const char *url,
     bool stopped;
     CURLcode code = perform(c, s->stop, 0, &stopped);
     curl_slist_free_all(headers);
-    if (s->status == 0)
+    /* a transfer never started has no status (the handle's is the previous transfer's) */
+    if (s->status == 0 && !(stopped && code == CURLE_ABORTED_BY_CALLBACK))
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &s->status);
     if (stopped || code == CURLE_ABORTED_BY_CALLBACK)
         return 0;
