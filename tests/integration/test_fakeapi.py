@@ -560,7 +560,9 @@ def check_faults(api):
     doubled = sum(1 for c in stream.chunks if c.count(b"\n") >= 2)
     check(stream.bad_framing is None and stream.terminated and got == want,
           f"split_chunks: the same {len(want)} events through valid framing, got {len(got)}")
-    check(partial > 0 and doubled > 0 and len(stream.chunks) > len(want),
+    # the first event of a write is always cut and the next two always joined (fakeapi.py
+    # write_chunks); how many chunks there are in all depends on random draws, so not asserted
+    check(partial > 0 and doubled > 0,
           f"split_chunks: events cut across chunks ({partial}) and joined ({doubled})")
     stream.close()
 
