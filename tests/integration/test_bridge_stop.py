@@ -166,6 +166,14 @@ def held(api, identity, method, path_part=""):
                for r in api.stats(summary=True)["held_requests"])
 
 
+def clean_up(api, bridge, scheduler):
+    """Whatever a scenario leaves: its bridge, its fake scheduler (None when closed), the faults."""
+    bridge.kill()
+    if scheduler is not None:
+        scheduler.close()
+    api.reset_faults()
+
+
 def load(api, fc):
     labels = {f"stop.kcycle.io/label-{i:03d}": f"{'v' * 56}{i:03d}" for i in range(LABELS)}
     nodes = [fc.node(f"node-{i:04d}", labels=labels) for i in range(NODES)]
@@ -195,10 +203,7 @@ def hung(api, workdir):
             f"list {path}", 0) > lists, 30)
         seconds, code = bridge.terminate()
     finally:
-        bridge.kill()
-        if scheduler is not None:
-            scheduler.close()
-        api.reset_faults()
+        clean_up(api, bridge, scheduler)
     return seconds, code, bridge.log()
 
 
@@ -223,10 +228,7 @@ def gone(api, fc, workdir):
                    lambda: "the scheduler disconnected" in bridge.log(), 30)
         seconds, code = bridge.terminate()
     finally:
-        bridge.kill()
-        if scheduler is not None:
-            scheduler.close()
-        api.reset_faults()
+        clean_up(api, bridge, scheduler)
     return seconds, code, bridge.log()
 
 
@@ -242,8 +244,7 @@ def lease(api, workdir):
                    lambda: held(api, "lease", None, "/leases/"), 30)
         seconds, code = bridge.terminate()
     finally:
-        bridge.kill()
-        api.reset_faults()
+        clean_up(api, bridge, None)
     return seconds, code, bridge.log()
 
 
