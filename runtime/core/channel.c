@@ -113,7 +113,11 @@ long channel_usable_cores(void)
  * came, after a spin ran out, sooner than the configured spin would have waited restores the
  * whole spin (spin_waited): the wait, not a single look, says whether spinning pays. */
 #define SPIN_FLOOR_NS 2000
-static _Atomic int64_t spin_budget_ns = -1;
+/* Per thread: each waiting thread has its own peer, whose pace is its own. */
+static _Thread_local int64_t spin_budget_ns = -1;
+
+/* A thread's own spin (channel_set_spin_us), in ns; -1: the process's (spin_ns). */
+static _Thread_local int64_t thread_spin_ns = -1;
 
 /* A thread allowed on one CPU only never spins: the peer it waits for may be placed on the same
  * CPU (remote.c co-locates the evaluating host with the cycle thread) and could not run until
@@ -151,31 +155,47 @@ static bool thread_on_one_cpu(int64_t now)
     return affinity_one_cpu;
 }
 
+void channel_set_spin_us(int64_t us)
+{
+    if (us < 0) {
+        thread_spin_ns = -1;
+        return;
+    }
+    thread_spin_ns = (us > SPIN_MAX_US ? SPIN_MAX_US : us) * 1000;
+    spin_budget_ns = -1; /* a new pace: start from the whole spin */
+}
+
+/* The calling thread's spin in ns: its own when set, else the process's; 0 with one core. */
+static int64_t thread_spin(void)
+{
+    int64_t process = spin_ns();
+    return process == 0 || thread_spin_ns < 0 ? process : thread_spin_ns;
+}
+
 /* Poll without sleeping for up to the spin: true as soon as one of events is ready (or the
  * peer hung up), false when the spin ran out first. */
 static bool spin_for(int fd, short events)
 {
-    int64_t spin = spin_ns();
+    int64_t spin = thread_spin();
     if (spin == 0)
         return false;
     int64_t start = now_ns();
     if (!spin_pinned && thread_on_one_cpu(start))
         return false;
     atomic_fetch_add_explicit(&spins, 1, memory_order_relaxed);
-    int64_t budget = atomic_load_explicit(&spin_budget_ns, memory_order_relaxed);
+    int64_t budget = spin_budget_ns;
     if (budget < 0 || budget > spin)
         budget = spin;
     do {
         struct pollfd p = {.fd = fd, .events = events};
         if (poll(&p, 1, 0) > 0) {
             int64_t grown = budget < SPIN_FLOOR_NS ? SPIN_FLOOR_NS : budget * 2;
-            atomic_store_explicit(&spin_budget_ns, grown > spin ? spin : grown,
-                                  memory_order_relaxed);
+            spin_budget_ns = grown > spin ? spin : grown;
             return true;
         }
     } while (now_ns() - start < budget);
     int64_t halved = budget / 2 < SPIN_FLOOR_NS ? SPIN_FLOOR_NS : budget / 2;
-    atomic_store_explicit(&spin_budget_ns, halved > spin ? spin : halved, memory_order_relaxed);
+    spin_budget_ns = halved > spin ? spin : halved;
     return false;
 }
 
@@ -183,9 +203,9 @@ static bool spin_for(int fd, short events)
  * configured spin, a whole spin would have caught it awake, so the next one spins in full. */
 static void spin_waited(int64_t since)
 {
-    int64_t spin = spin_ns();
+    int64_t spin = thread_spin();
     if (spin > 0 && since <= spin)
-        atomic_store_explicit(&spin_budget_ns, spin, memory_order_relaxed);
+        spin_budget_ns = spin;
 }
 
 int64_t channel_now_ms(void)

@@ -74,6 +74,12 @@ uint64_t channel_spins(void);
 /* The calling thread changed its CPU affinity: its next wait reads the mask again. */
 void channel_affinity_changed(void);
 
+/* The calling thread's own receive spin, in microseconds (capped at the process's maximum;
+ * still 0 with one usable core), or the process's again with us < 0. A thread whose peer is
+ * known to answer after a while on another CPU (remote.c, the evaluating host spread beside
+ * the cycle thread) spins long enough to catch it awake. */
+void channel_set_spin_us(int64_t us);
+
 /* The calling thread spins even while its affinity is one CPU (a benchmark that pins its two
  * ends to two CPUs on purpose). */
 void channel_spin_when_pinned(bool spin);

@@ -2236,6 +2236,8 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
                     len);
     } else {
         reply.id = req->id;
+        /* the wait for the next request polls as long as the scheduler says it comes soon */
+        channel_set_spin_us(req->spin_us > 0 ? (int64_t)req->spin_us : -1);
         log_debug("request %llu: call %d, %zu deltas, generation %llu%s",
                   (unsigned long long)req->id, (int)req->call_case, req->n_deltas,
                   (unsigned long long)req->generation, req->snapshot ? ", snapshot" : "");

@@ -529,23 +529,43 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
     return receive_reply(s, h);
 }
 
-/* ---- one CPU for the cycle thread and its evaluating host ----
+/* ---- where the evaluating host runs: on the cycle thread's CPU, or beside it ----
  * A host evaluating a pod and the cycle thread waiting for its answer never run at the same
  * time: one blocking round trip. Left to the kernel, the two run on different CPUs (the other
- * one is idle), so every hand-off wakes a CPU that went idle: about 45 us each way on a virtual
- * machine whose idle vCPUs halt, against a few microseconds for a switch on one CPU
- * (docs/benchmarks.md, "One CPU for the cycle thread and its evaluating host"). So, while pods
- * are being evaluated one at a time, the cycle thread pins itself, and the host it sends its
- * evaluations to, to the CPU it is running on; neither spins while pinned (core/channel.c).
- * Both are let go when the queue runs empty (remote_colocation_release), before a host is
- * started and before a reload (threads started then would inherit the pin), at the first
- * evaluation COLOCATE_HOLD_MS after the pin (the kernel may then move the thread off a CPU that
- * something else keeps busy; pinned again where it runs COLOCATE_SETTLE_MS later), and when
- * the thread finds itself elsewhere than its pin (a cpuset changed under it). Group requests
- * (milliseconds of work each) are not pinned. Off with one usable core, when a pin is refused,
- * and with KCYCLE_HOST_COLOCATE=0 in the environment. */
+ * one is idle), and every hand-off wakes a CPU that went idle: about 45 us each way on a
+ * virtual machine whose idle vCPUs halt, more than the round trip itself (docs/benchmarks.md,
+ * "Where the evaluating host runs"). Two placements avoid that, and which one is faster
+ * depends on the machine's load, so the cycle thread measures both while pods are evaluated
+ * one at a time and keeps the faster:
+ * - pinned: the cycle thread pins itself, and the host it sends its evaluations to, to the CPU
+ *   it is running on; neither spins while pinned (core/channel.c), each hand-off is a switch
+ *   on one CPU. Best when other work keeps the machine's CPUs busy.
+ * - spread: both left to the kernel, which puts them on two CPUs, and both poll for the other's
+ *   message (SPREAD_SPIN_US: the cycle thread for the answer, the host for its next request,
+ *   told by Request.spin_us) instead of sleeping. Each keeps its own CPU's caches; best with
+ *   an idle CPU to spare.
+ * The pace of each is the mean time between consecutive evaluations over a trial of
+ * PLACEMENT_TRIAL_EVALS evaluations (at most PLACEMENT_TRIAL_MAX_MS; an interval over
+ * PLACEMENT_GAP_NS is a gap in the work, not counted): spread, then pinned (pinned where the
+ * thread runs after the spread trial), then the faster one (spread only when at least 5 %
+ * faster) for hold_ms, then both trials again, so a change of load is followed within about a
+ * second. Pins are let go when the queue runs empty (remote_colocation_release), before a host
+ * is started and before a reload (threads started then would inherit the pin), and when the
+ * thread finds itself elsewhere than its pin (a cpuset changed under it). Group requests
+ * (milliseconds of work each) are neither pinned nor measured. KCYCLE_HOST_COLOCATE=0 turns
+ * both off (the kernel decides, the default short spin), =1 always pins (then released at the
+ * first evaluation hold_ms after the pin and pinned again where the thread runs
+ * COLOCATE_SETTLE_MS later); off with one usable core, and pinning is off when a pin is
+ * refused. */
 #define COLOCATE_HOLD_MS 1000
 #define COLOCATE_SETTLE_MS 20
+#define PLACEMENT_TRIAL_EVALS 256
+#define PLACEMENT_TRIAL_MAX_MS 250
+#define PLACEMENT_MIN_SAMPLES 16
+#define PLACEMENT_GAP_NS 20000000
+#define SPREAD_SPIN_US 1000
+
+enum { PLACEMENT_TRIAL_SPREAD, PLACEMENT_TRIAL_PIN, PLACEMENT_RUN };
 
 /* Decided once: on unless turned off or pointless. */
 static bool colocation_enabled(struct remote_colocation *c)
@@ -553,12 +573,70 @@ static bool colocation_enabled(struct remote_colocation *c)
     if (c->enabled == 0) {
         const char *env = getenv("KCYCLE_HOST_COLOCATE");
         bool off = env != NULL && strcmp(env, "0") == 0;
+        c->forced = env != NULL && strcmp(env, "1") == 0;
         c->cpu = -1;
         if (c->hold_ms <= 0)
             c->hold_ms = COLOCATE_HOLD_MS;
         c->enabled = !off && channel_usable_cores() > 1 ? 1 : -1;
     }
     return c->enabled > 0;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The mean interval the phase's window measured; 0 when too few to tell. */
+static int64_t placement_pace(const struct remote_colocation *c)
+{
+    return c->window_count >= PLACEMENT_MIN_SAMPLES ? c->window_ns / c->window_count : 0;
+}
+
+static void placement_phase(struct remote_colocation *c, int phase, int64_t now)
+{
+    c->phase = phase;
+    c->phase_ns = now;
+    c->window_ns = 0;
+    c->window_count = 0;
+    c->last_ns = 0; /* the first interval of a phase carries the switch: not counted */
+}
+
+bool remote_placement_spread_wins(int64_t spread_ns, int64_t pin_ns)
+{
+    return spread_ns > 0 && (pin_ns == 0 || spread_ns * 100 < pin_ns * 95);
+}
+
+/* This evaluation counted in its phase's window, the phase moved on when done: true when it
+ * goes spread. */
+static bool placement_spread(struct remote_colocation *c, int64_t now)
+{
+    if (c->last_ns > 0 && now - c->last_ns < PLACEMENT_GAP_NS) {
+        c->window_ns += now - c->last_ns;
+        c->window_count++;
+    }
+    c->last_ns = now;
+    bool done = c->window_count >= PLACEMENT_TRIAL_EVALS ||
+                now - c->phase_ns >= (int64_t)PLACEMENT_TRIAL_MAX_MS * 1000000;
+    if (c->phase_ns == 0) {
+        placement_phase(c, PLACEMENT_TRIAL_SPREAD, now);
+        c->last_ns = now;
+    } else if (c->phase == PLACEMENT_TRIAL_SPREAD && done) {
+        c->spread_ns = placement_pace(c);
+        placement_phase(c, PLACEMENT_TRIAL_PIN, now);
+    } else if (c->phase == PLACEMENT_TRIAL_PIN && done) {
+        c->pin_ns = placement_pace(c);
+        c->run_spread = remote_placement_spread_wins(c->spread_ns, c->pin_ns);
+        c->decisions++;
+        c->spread_decisions += c->run_spread;
+        placement_phase(c, PLACEMENT_RUN, now);
+    } else if (c->phase == PLACEMENT_RUN && c->hold_ms < INT64_MAX / 1000000 &&
+               now - c->phase_ns >= c->hold_ms * 1000000) {
+        placement_phase(c, PLACEMENT_TRIAL_SPREAD, now);
+    }
+    return c->phase == PLACEMENT_TRIAL_SPREAD || (c->phase == PLACEMENT_RUN && c->run_spread);
 }
 
 /* Every CPU: the kernel limits a mask to the task's cpuset. */
@@ -621,7 +699,12 @@ static void colocation_release(struct remote *r)
 
 void remote_colocation_release(struct scheduler *s)
 {
+    struct remote_colocation *c = &s->remote.colocation;
     colocation_release(&s->remote);
+    c->last_ns = 0; /* the time until the next evaluation is no pace of either placement */
+    if (c->spreading)
+        channel_set_spin_us(-1); /* the thread's other waits: the usual spin */
+    c->spreading = false;
 }
 
 /* Pin the cycle thread where it runs: false when it cannot be (the pin is off from then on). */
@@ -644,17 +727,28 @@ static bool colocation_pin_thread(struct remote_colocation *c, int64_t now)
     return true;
 }
 
-/* Before the cycle thread sends h an evaluation: true when the two share a CPU now. */
+/* Before the cycle thread sends h an evaluation: true when the two share a CPU now
+ * (c->spreading: they are spread, both polling). */
 static bool colocate(struct scheduler *s, struct remote_host *h)
 {
     struct remote_colocation *c = &s->remote.colocation;
     if (h->pid <= 0 || !colocation_enabled(c))
         return false;
-    int64_t now = now_ms();
-    if (c->cpu >= 0 && (now - c->since_ms >= c->hold_ms || sched_getcpu() != c->cpu))
+    bool spread = !c->forced && placement_spread(c, now_ns());
+    if (spread != c->spreading)
+        channel_set_spin_us(spread ? SPREAD_SPIN_US : -1);
+    c->spreading = spread;
+    if (spread) {
         colocation_release(&s->remote);
-    if (c->cpu < 0 && ((c->since_ms != 0 && now - c->since_ms < COLOCATE_SETTLE_MS) ||
-                       !colocation_pin_thread(c, now)))
+        return false;
+    }
+    int64_t now = now_ms();
+    if (c->cpu >= 0 &&
+        ((c->forced && now - c->since_ms >= c->hold_ms) || sched_getcpu() != c->cpu))
+        colocation_release(&s->remote);
+    if (c->cpu < 0 &&
+        ((c->forced && c->since_ms != 0 && now - c->since_ms < COLOCATE_SETTLE_MS) ||
+         !colocation_pin_thread(c, now)))
         return false;
     if (c->pid != h->pid) {
         colocated_host_free(&s->remote); /* another host had the place: free again */
@@ -1803,6 +1897,10 @@ static kc_status evaluate_round(struct scheduler *s, struct kc_cycle *cycle,
         req.evaluate = ev;
         if (h == pinned && colocate(s, h)) /* the others may work beside it, elsewhere */
             s->remote.colocation.round_trips++;
+        else if (h == pinned && s->remote.colocation.spreading) {
+            req.spin_us = SPREAD_SPIN_US; /* its next request comes while it polls */
+            s->remote.colocation.spread_round_trips++;
+        }
         sent[k] = send_request(s, h, &req) == 0;
         h->evaluate_round_trips += sent[k];
     }
@@ -2186,7 +2284,12 @@ int remote_round_trip_us(struct scheduler *s, uint32_t samples, double *p50_us)
         Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
         req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
         req.sync = true;
-        colocate(s, h); /* as the cycle thread's evaluations go */
+        struct remote_colocation *c = &s->remote.colocation;
+        colocation_enabled(c); /* decided before it is overridden */
+        bool forced = c->forced;
+        c->forced = true; /* the transport on one CPU, as the pinned evaluations go */
+        colocate(s, h);
+        c->forced = forced;
         clock_gettime(CLOCK_MONOTONIC, &a);
         Kcycle__V1__Reply *reply = round_trip(s, h, &req);
         clock_gettime(CLOCK_MONOTONIC, &b);

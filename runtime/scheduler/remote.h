@@ -139,10 +139,22 @@ struct remote {
         bool assumed;         /* the Assume went out, marked */
     } ride;
     uint64_t group_requests, group_members_taken; /* counted for the benchmarks */
-    /* the cycle thread and the host it sends its evaluations to, pinned to one CPU (remote.c,
-     * "One CPU for the cycle thread and its evaluating host") */
+    /* the cycle thread and the host it sends its evaluations to, pinned to one CPU or spread
+     * and polling, whichever the last trials found faster (remote.c, "where the evaluating
+     * host runs") */
     struct remote_colocation {
         int enabled;        /* 0: not decided yet, 1: on, -1: off */
+        bool forced;        /* KCYCLE_HOST_COLOCATE=1: always pinned, no trials */
+        bool spreading;     /* the last evaluation went spread (the thread's spin is long) */
+        bool run_spread;    /* the placement the last trials chose */
+        int phase;          /* trial spread, trial pinned, or run the chosen one */
+        int64_t phase_ns;   /* when the phase began (monotonic); 0: before the first */
+        int64_t last_ns;    /* the previous evaluation in this phase; 0: none counted */
+        int64_t window_ns;  /* the intervals counted in this phase, summed */
+        uint32_t window_count;
+        int64_t spread_ns, pin_ns; /* the last trials' mean intervals; 0: too few to tell */
+        uint64_t decisions, spread_decisions; /* trials compared, and spread chosen */
+        uint64_t spread_round_trips; /* evaluations sent spread */
         int cpu;            /* the CPU both run on; -1: not pinned now */
         pid_t pid;          /* the host pinned there; 0: none */
         int64_t since_ms;   /* when pinned, or released (monotonic) */
@@ -161,6 +173,10 @@ void remote_close(struct scheduler *s);
  * the cycle thread and its evaluating host"): when the queue is empty, and before anything
  * that starts threads on the cycle thread (a reload). Nothing when nothing is pinned. */
 void remote_colocation_release(struct scheduler *s);
+
+/* The placement rule: spread (mean interval spread_ns between evaluations) is chosen over
+ * pinned (pin_ns) when measured and at least 5 % faster; 0 is "too few to tell". */
+bool remote_placement_spread_wins(int64_t spread_ns, int64_t pin_ns);
 
 /* Hot reload: start and handshake new hosts for fw's isolation: process plugins beside the
  * serving ones (fw->hosts). Any host or plugin that does not start (a plugin left out before

@@ -560,8 +560,18 @@ static const char *ipc_json(struct ipc_figures *ipc, const struct scheduler *s,
                               ipc->cross_core_spin_us);
     used = strlen(ipc->json);
     /* requests the evaluating host got on the cycle thread's CPU (remote.c colocate) */
+    const struct remote_colocation *c = &s->remote.colocation;
     snprintf(ipc->json + used, sizeof(ipc->json) - used, ", \"colocated_round_trips\": %" PRIu64,
-             s->remote.colocation.round_trips);
+             c->round_trips);
+    used = strlen(ipc->json);
+    /* and spread, both polling; the last trials' paces (remote.c, "where the evaluating host
+     * runs") */
+    snprintf(ipc->json + used, sizeof(ipc->json) - used,
+             ", \"spread_round_trips\": %" PRIu64 ", \"placement_trials\": %" PRIu64
+             ", \"placement_spread_chosen\": %" PRIu64
+             ", \"placement_spread_us\": %.1f, \"placement_pinned_us\": %.1f",
+             c->spread_round_trips, c->decisions, c->spread_decisions, c->spread_ns / 1000.0,
+             c->pin_ns / 1000.0);
     return ipc->json;
 }
 

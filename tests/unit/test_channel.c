@@ -160,6 +160,30 @@ static void test_a_thread_pinned_to_one_cpu_does_not_spin(void **state)
     pair_close(&p);
 }
 
+/* A thread's own spin (channel_set_spin_us) replaces the process's for that thread only: 0
+ * turns it off, a negative value gives the process's back. */
+static void test_a_threads_own_spin_replaces_the_processs(void **state)
+{
+    (void)state;
+    if (channel_spin_ns() == 0) {
+        print_message("one usable core: no spin to compare with\n");
+        return;
+    }
+    struct pair p;
+    pair_open(&p);
+    uint64_t before = channel_spins();
+    channel_set_spin_us(0);
+    assert_int_equal(channel_wait(&p.b, 1), 0);
+    assert_int_equal(channel_spins(), before);
+    channel_set_spin_us(200);
+    assert_int_equal(channel_wait(&p.b, 1), 0);
+    assert_int_equal(channel_spins(), before + 1);
+    channel_set_spin_us(-1);
+    assert_int_equal(channel_wait(&p.b, 1), 0);
+    assert_int_equal(channel_spins(), before + 2);
+    pair_close(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +193,7 @@ int main(void)
         cmocka_unit_test(test_no_answer_is_a_timeout_and_a_closed_peer_is_the_end),
         cmocka_unit_test(test_records_without_the_header_are_a_protocol_error),
         cmocka_unit_test(test_a_thread_pinned_to_one_cpu_does_not_spin),
+        cmocka_unit_test(test_a_threads_own_spin_replaces_the_processs),
     };
     setenv("KCYCLE_CHANNEL_SPIN_US", "40", 1); /* the default, whatever the caller's */
     return cmocka_run_group_tests(tests, NULL, NULL);

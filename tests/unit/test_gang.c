@@ -1152,9 +1152,9 @@ static void test_bound_members_complete_the_quorum_of_a_held_member(void **state
     }
 }
 
-/* The cycle thread and the host it sends its evaluations to share one CPU while pods are
- * evaluated (remote.c colocate), and both get their masks back once the queue is empty;
- * KCYCLE_HOST_COLOCATE=0 leaves both where the kernel puts them. */
+/* With KCYCLE_HOST_COLOCATE=1 the cycle thread and the host it sends its evaluations to share
+ * one CPU while pods are evaluated (remote.c colocate), and both get their masks back once the
+ * queue is empty; =0 leaves both where the kernel puts them. */
 static cpu_set_t mask_before_pin_test;
 
 static int restore_mask(void **state)
@@ -1171,10 +1171,7 @@ static void test_the_evaluating_host_runs_on_the_cycle_threads_cpu(void **state)
     cpu_set_t *before = &mask_before_pin_test;
     assert_int_equal(sched_getaffinity(0, sizeof(*before), before), 0);
     for (int off = 0; off < 2; off++) {
-        if (off)
-            setenv("KCYCLE_HOST_COLOCATE", "0", 1);
-        else
-            unsetenv("KCYCLE_HOST_COLOCATE");
+        setenv("KCYCLE_HOST_COLOCATE", off ? "0" : "1", 1);
         struct gang *h = gang_open_isolated(2, "{}", "kcycle", NULL, ISOLATION_PROCESS);
         h->sched.remote.colocation.hold_ms = INT64_MAX; /* no letting go within the test */
         h->watch_pins = true;
@@ -1197,6 +1194,52 @@ static void test_the_evaluating_host_runs_on_the_cycle_threads_cpu(void **state)
         assert_true(CPU_EQUAL(&its, before));
         gang_close(h);
     }
+}
+
+/* Left to decide (KCYCLE_HOST_COLOCATE unset), the cycle thread tries both placements of
+ * the evaluating host, spread then pinned, compares their paces and runs the faster; with the
+ * queue empty, both have their masks back and the thread its usual spin. Which one wins
+ * depends on the machine's load: only the trials and the rule are asserted. */
+static void test_both_placements_are_tried_and_the_faster_kept(void **state)
+{
+    (void)state;
+    assert_true(remote_placement_spread_wins(90, 100));
+    assert_false(remote_placement_spread_wins(96, 100)); /* within 5 %: pinned, cheaper */
+    assert_false(remote_placement_spread_wins(120, 100));
+    assert_false(remote_placement_spread_wins(0, 100)); /* spread not measured */
+    assert_true(remote_placement_spread_wins(100, 0));  /* pinned not measured */
+    if (channel_usable_cores() < 2)
+        skip(); /* one core: nothing to place */
+    cpu_set_t *before = &mask_before_pin_test;
+    assert_int_equal(sched_getaffinity(0, sizeof(*before), before), 0);
+    unsetenv("KCYCLE_HOST_COLOCATE");
+    /* eight nodes of 110 pods: room for every pod */
+    struct gang *h = gang_open_isolated(8, "{}", "kcycle", NULL, ISOLATION_PROCESS);
+    h->sched.remote.colocation.hold_ms = INT64_MAX; /* one trial of each, then the choice */
+    /* 256 evaluations per trial at most: enough pods for both trials and a run after */
+    enum { PODS = 640 };
+    for (int i = 0; i < PODS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "p-%d", i);
+        assert_int_equal(scheduler_pod_add(&h->sched, make_pod(name, NULL, 1)), 0);
+    }
+    run_until_idle(h);
+    assert_int_equal(h->bound, PODS);
+    const struct remote_colocation *c = &h->sched.remote.colocation;
+    assert_true(c->decisions >= 1);
+    assert_true(c->spread_round_trips >= 1);
+    assert_true(c->round_trips >= 1);
+    assert_int_equal(c->spread_round_trips + c->round_trips, PODS);
+    assert_int_equal(c->spread_decisions > 0, c->run_spread);
+    assert_int_equal(c->run_spread,
+                     remote_placement_spread_wins(c->spread_ns, c->pin_ns));
+    assert_false(c->spreading);
+    cpu_set_t mine, its;
+    assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
+    assert_int_equal(sched_getaffinity(h->sched.remote.hosts[0]->pid, sizeof(its), &its), 0);
+    assert_true(CPU_EQUAL(&mine, before));
+    assert_true(CPU_EQUAL(&its, before));
+    gang_close(h);
 }
 
 /* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
@@ -1301,6 +1344,8 @@ int main(void)
         cmocka_unit_test(test_member_held_by_pre_enqueue_is_not_placed_with_its_group),
         cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
+        cmocka_unit_test_teardown(test_both_placements_are_tried_and_the_faster_kept,
+                                  restore_mask),
         cmocka_unit_test_teardown(test_the_evaluating_host_runs_on_the_cycle_threads_cpu,
                                   restore_mask),
         cmocka_unit_test(test_held_members_are_not_requeued_on_every_event),
