@@ -437,8 +437,12 @@ static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1_
     return 0;
 }
 
+static void flight_receive(struct scheduler *s);
+
 static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__Request *req)
 {
+    if (s->remote.flight.host == h && !s->remote.flight.received)
+        flight_receive(s); /* one request in the air per host: its answer first */
     req->id = ++h->request_id;
     req->generation = s->cache.generation - (uint64_t)h->generation_offset;
     /* a simulation's clock is the scheduler's own: the replica reads it too */
@@ -2321,16 +2325,98 @@ bool remote_binds(const struct framework *fw)
     return false;
 }
 
-/* One batch of cycles that all started on generation fw, on fw's hosts. */
-static void bind_batch(struct scheduler *s, const struct framework *fw, struct kc_cycle **cycles,
-                       uint32_t count, struct remote_binding *results)
+/* The batch's calls, one Bind phase call per cycle (calls and list malloc'd): 0 or -ENOMEM. */
+static int bind_calls(struct kc_cycle **cycles, uint32_t count, Kcycle__V1__PhaseCall **calls_out,
+                      Kcycle__V1__PhaseCall ***list_out)
 {
-    struct remote *r = &s->remote;
-    struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
-    Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS] = {0};
-    uint32_t n_active = 0;
-    for (uint32_t i = 0; i < count; i++)
-        results[i] = (struct remote_binding){.status = KC_SKIP};
+    Kcycle__V1__PhaseCall *calls = calloc(count, sizeof(*calls));
+    Kcycle__V1__PhaseCall **list = calloc(count, sizeof(*list));
+    if (calls == NULL || list == NULL) {
+        free(calls);
+        free(list);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < count; i++) {
+        kcycle__v1__phase_call__init(&calls[i]);
+        calls[i].phase = KCYCLE__V1__PHASE__PHASE_BIND;
+        calls[i].pod_uid = cycles[i]->sp->pod->uid;
+        calls[i].node = cycles[i]->node_name;
+        calls[i].binding_cycle = true;
+        list[i] = &calls[i];
+    }
+    *calls_out = calls;
+    *list_out = list;
+    return 0;
+}
+
+static int send_bind_calls(struct scheduler *s, struct remote_host *h,
+                           Kcycle__V1__PhaseCall **list, uint32_t count)
+{
+    Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
+    req.n_batch = count;
+    req.batch = list;
+    req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    req.sync = true;
+    return send_request(s, h, &req);
+}
+
+/* h's answer to a batch (NULL: none came, the host failed) merged into results, in host
+ * order: the first host's Bind that bound a pod wins, a failure anywhere fails it. Frees
+ * reply. */
+static void take_bind_reply(struct scheduler *s, struct remote_host *h, Kcycle__V1__Reply *reply,
+                            struct kc_cycle **cycles, uint32_t count,
+                            struct remote_binding *results)
+{
+    if (reply != NULL && reply->n_batch != count) {
+        host_set_error(h, "an answer with %zu binding results for %u pods", reply->n_batch,
+                       count);
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        reply = NULL;
+    }
+    if (reply == NULL) {
+        host_fail(s, h);
+        if (!host_fails_pods(h))
+            return;
+        for (uint32_t i = 0; i < count; i++)
+            if (results[i].status == KC_SKIP || results[i].status == KC_SUCCESS)
+                results[i] =
+                    (struct remote_binding){KC_ERROR, plugin_in(h, 0, cycles[i]->fw), false};
+        return;
+    }
+    h->consecutive_failures = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        const Kcycle__V1__PhaseReply *pr = reply->batch[i];
+        struct remote_binding *res = &results[i];
+        if (res->status != KC_SKIP && res->status != KC_SUCCESS)
+            continue; /* already failed on another host */
+        if (pr->status == KC_SKIP)
+            continue;
+        uint32_t plugin = plugin_in(h, pr->plugin, cycles[i]->fw);
+        if (pr->status != KC_SUCCESS) {
+            *res = (struct remote_binding){KC_ERROR, plugin, false};
+            if (pr->message != NULL && pr->message[0] != '\0')
+                cycle_fail(cycles[i], pr->message);
+            continue;
+        }
+        if (res->status == KC_SUCCESS)
+            continue; /* an earlier host bound it */
+        *res = (struct remote_binding){KC_SUCCESS, plugin, pr->bind_requested};
+        if (take_writes(cycles[i], pr) < 0)
+            *res = (struct remote_binding){KC_ERROR, plugin, false};
+        for (size_t l = 0; l < pr->n_annotations; l++)
+            kv_list_set(&cycles[i]->annotations, pr->annotations[l]->key,
+                        pr->annotations[l]->value);
+    }
+    kcycle__v1__reply__free_unpacked(reply, NULL);
+}
+
+/* fw's binding hosts, brought up: how many went in active, or -1 when one that fails pods is
+ * down (results then say so for every cycle). */
+static int binding_hosts(struct scheduler *s, const struct framework *fw,
+                         struct kc_cycle **cycles, uint32_t count,
+                         struct remote_binding *results, struct remote_host **active)
+{
+    int n_active = 0;
     for (uint32_t k = 0; k < fw->host_count; k++) {
         struct remote_host *h = fw->hosts[k];
         if (!(h->phases & BINDING_PHASES))
@@ -2341,84 +2427,37 @@ static void bind_batch(struct scheduler *s, const struct framework *fw, struct k
             for (uint32_t i = 0; i < count; i++)
                 results[i] =
                     (struct remote_binding){KC_ERROR, plugin_in(h, 0, cycles[i]->fw), false};
-            return;
+            return -1;
         }
     }
-    Kcycle__V1__PhaseCall *calls = calloc(count, sizeof(*calls));
-    Kcycle__V1__PhaseCall **list = calloc(count, sizeof(*list));
-    if (calls == NULL || list == NULL) {
-        free(calls);
-        free(list);
+    return n_active;
+}
+
+/* One batch of cycles that all started on generation fw, on fw's hosts. */
+static void bind_batch(struct scheduler *s, const struct framework *fw, struct kc_cycle **cycles,
+                       uint32_t count, struct remote_binding *results)
+{
+    struct remote *r = &s->remote;
+    struct remote_host *active[FRAMEWORK_MAX_PLUGINS];
+    for (uint32_t i = 0; i < count; i++)
+        results[i] = (struct remote_binding){.status = KC_SKIP};
+    int n_active = binding_hosts(s, fw, cycles, count, results, active);
+    if (n_active < 0)
+        return;
+    Kcycle__V1__PhaseCall *calls, **list;
+    if (bind_calls(cycles, count, &calls, &list) < 0) {
         for (uint32_t i = 0; i < count; i++)
             results[i].status = KC_ERROR;
         return;
     }
-    for (uint32_t i = 0; i < count; i++) {
-        kcycle__v1__phase_call__init(&calls[i]);
-        calls[i].phase = KCYCLE__V1__PHASE__PHASE_BIND;
-        calls[i].pod_uid = cycles[i]->sp->pod->uid;
-        calls[i].node = cycles[i]->node_name;
-        calls[i].binding_cycle = true;
-        list[i] = &calls[i];
-    }
     bool sent[FRAMEWORK_MAX_PLUGINS] = {0};
-    for (uint32_t a = 0; a < n_active; a++) {
-        Kcycle__V1__Request req = KCYCLE__V1__REQUEST__INIT;
-        req.n_batch = count;
-        req.batch = list;
-        req.call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
-        req.sync = true;
-        sent[a] = send_request(s, active[a], &req) == 0;
-    }
+    for (int a = 0; a < n_active; a++)
+        sent[a] = send_bind_calls(s, active[a], list, count) == 0;
     free(calls);
     free(list);
-    for (uint32_t a = 0; a < n_active; a++) {
-        struct remote_host *h = active[a];
-        replies[a] = sent[a] ? receive_reply(s, h) : NULL;
-        if (replies[a] != NULL && replies[a]->n_batch != count) {
-            host_set_error(h, "an answer with %zu binding results for %u pods", replies[a]->n_batch,
-                           count);
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
-            replies[a] = NULL;
-        }
-        if (replies[a] == NULL) {
-            host_fail(s, h);
-            if (!host_fails_pods(h))
-                continue;
-            for (uint32_t i = 0; i < count; i++)
-                if (results[i].status == KC_SKIP || results[i].status == KC_SUCCESS)
-                    results[i] =
-                        (struct remote_binding){KC_ERROR, plugin_in(h, 0, cycles[i]->fw), false};
-            continue;
-        }
-        h->consecutive_failures = 0;
-        for (uint32_t i = 0; i < count; i++) {
-            const Kcycle__V1__PhaseReply *pr = replies[a]->batch[i];
-            struct remote_binding *res = &results[i];
-            if (res->status != KC_SKIP && res->status != KC_SUCCESS)
-                continue; /* already failed on another host */
-            if (pr->status == KC_SKIP)
-                continue;
-            uint32_t plugin = plugin_in(h, pr->plugin, cycles[i]->fw);
-            if (pr->status != KC_SUCCESS) {
-                *res = (struct remote_binding){KC_ERROR, plugin, false};
-                if (pr->message != NULL && pr->message[0] != '\0')
-                    cycle_fail(cycles[i], pr->message);
-                continue;
-            }
-            if (res->status == KC_SUCCESS)
-                continue; /* an earlier host bound it */
-            *res = (struct remote_binding){KC_SUCCESS, plugin, pr->bind_requested};
-            if (take_writes(cycles[i], pr) < 0)
-                *res = (struct remote_binding){KC_ERROR, plugin, false};
-            for (size_t l = 0; l < pr->n_annotations; l++)
-                kv_list_set(&cycles[i]->annotations, pr->annotations[l]->key,
-                            pr->annotations[l]->value);
-        }
-    }
-    for (uint32_t a = 0; a < n_active; a++)
-        if (replies[a] != NULL)
-            kcycle__v1__reply__free_unpacked(replies[a], NULL);
+    for (int a = 0; a < n_active; a++)
+        take_bind_reply(s, active[a], sent[a] ? receive_reply(s, active[a]) : NULL, cycles,
+                        count, results);
     journal_trim(r);
 }
 
@@ -2455,6 +2494,107 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
     free(out);
     free(at);
     free(done);
+}
+
+/* ---- a binding batch in the air ----
+ * The binding cycle is asynchronous (as in kube-scheduler), so a batch for the one binding
+ * host need not hold the cycle thread: it is sent, the cycle thread goes on placing pods, and
+ * the answer is taken at the next flush (remote_bind_collect: before the next batch goes, or
+ * when there is nothing else to do), or before any other request to that host (one request in
+ * the air per host). The host's PreBind, Bind and PostBind then run beside the cycle, on
+ * another CPU, instead of in it: about a quarter of the time per pod in hosts
+ * (docs/benchmarks.md). A simulation keeps the waiting batch: its results would otherwise
+ * depend on the wall clock. */
+
+/* The answer of the batch in the air, kept for remote_bind_collect (NULL when the host failed:
+ * its incarnation changed, or no good answer came). */
+static void flight_receive(struct scheduler *s)
+{
+    struct remote_flight *f = &s->remote.flight;
+    struct remote_host *h = f->host;
+    f->received = true;
+    f->reply = h->restarts == f->restarts && h->state == REMOTE_UP ? receive_reply(s, h) : NULL;
+}
+
+bool remote_bind_in_flight(const struct scheduler *s)
+{
+    return s->remote.flight.host != NULL;
+}
+
+bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t count)
+{
+    struct remote_flight *f = &s->remote.flight;
+    if (f->host != NULL || count == 0 || s->clock.now_ms != NULL)
+        return false;
+    const struct framework *fw = cycles[0]->fw;
+    for (uint32_t i = 1; i < count; i++)
+        if (cycles[i]->fw != fw)
+            return false;
+    struct remote_host *h = NULL;
+    for (uint32_t k = 0; k < fw->host_count; k++) {
+        if (!(fw->hosts[k]->phases & BINDING_PHASES))
+            continue;
+        if (h != NULL)
+            return false; /* several binders: their answers merge at once */
+        h = fw->hosts[k];
+    }
+    if (h == NULL || h->state != REMOTE_UP)
+        return false; /* starting it (or failing the pods) is remote_bind_batch's */
+    Kcycle__V1__PhaseCall *calls, **list;
+    if (bind_calls(cycles, count, &calls, &list) < 0)
+        return false;
+    int rc = send_bind_calls(s, h, list, count);
+    free(calls);
+    free(list);
+    *f = (struct remote_flight){.host = h,
+                                .restarts = h->restarts,
+                                .cycles = cycles,
+                                .count = count,
+                                .batches = f->batches + 1};
+    f->received = rc < 0; /* not sent: collected as the host's failure */
+    journal_trim(&s->remote);
+    return true;
+}
+
+int remote_bind_collect(struct scheduler *s, bool wait, struct kc_cycle ***cycles,
+                        uint32_t *count, struct remote_binding **results)
+{
+    struct remote_flight *f = &s->remote.flight;
+    struct remote_host *h = f->host;
+    if (h == NULL)
+        return 0;
+    bool same = h->state == REMOTE_UP && h->restarts == f->restarts;
+    if (!f->received && !wait && same && channel_wait(&h->channel, 0) == 0)
+        return 0;
+    if (!f->received)
+        flight_receive(s);
+    struct remote_binding *out = calloc(f->count, sizeof(*out));
+    for (uint32_t i = 0; out != NULL && i < f->count; i++)
+        out[i] = (struct remote_binding){.status = KC_SKIP};
+    if (out != NULL && (f->reply != NULL || same))
+        take_bind_reply(s, h, f->reply, f->cycles, f->count, out); /* a failure fails h */
+    else if (out != NULL && host_fails_pods(h))
+        /* h failed and was restarted since (remote_watch): the batch is lost with it */
+        for (uint32_t i = 0; i < f->count; i++)
+            out[i] = (struct remote_binding){KC_ERROR, plugin_in(h, 0, f->cycles[i]->fw), false};
+    else if (out == NULL && f->reply != NULL)
+        kcycle__v1__reply__free_unpacked(f->reply, NULL); /* NULL results: every pod failed */
+    *cycles = f->cycles;
+    *count = f->count;
+    *results = out;
+    *f = (struct remote_flight){.batches = f->batches};
+    journal_trim(&s->remote);
+    return 1;
+}
+
+void remote_bind_drop(struct scheduler *s, struct kc_cycle ***cycles, uint32_t *count)
+{
+    struct remote_flight *f = &s->remote.flight;
+    *cycles = f->cycles;
+    *count = f->count;
+    if (f->reply != NULL)
+        kcycle__v1__reply__free_unpacked(f->reply, NULL);
+    *f = (struct remote_flight){.batches = f->batches};
 }
 
 /* A scheduler with nothing to schedule still journals every cluster change: past a size, send

@@ -139,6 +139,17 @@ struct remote {
         bool assumed;         /* the Assume went out, marked */
     } ride;
     uint64_t group_requests, group_members_taken; /* counted for the benchmarks */
+    /* a binding batch sent without waiting for its answer (remote.c, "a binding batch in the
+     * air") */
+    struct remote_flight {
+        struct remote_host *host;         /* NULL: none in the air */
+        uint32_t restarts;                /* the host's incarnation it went to */
+        struct kc_cycle **cycles;         /* owned array; the cycles are the scheduler's */
+        uint32_t count;
+        struct Kcycle__V1__Reply *reply;  /* owned, once received; NULL: none or failed */
+        bool received;
+        uint64_t batches;                 /* sent this way, for the benchmarks */
+    } flight;
     /* the cycle thread and the host it sends its evaluations to, pinned to one CPU or spread
      * and polling, whichever the last trials found faster (remote.c, "where the evaluating
      * host runs") */
@@ -300,6 +311,24 @@ struct remote_binding {
 bool remote_binds(const struct framework *fw);
 void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
                        struct remote_binding *results);
+
+/* The same batch sent without waiting (one binding host, its cycles of one generation, a
+ * scheduler on the monotonic clock, none in the air already): true when sent, the cycles array
+ * then owned until remote_bind_collect hands it back; false when the caller must bind with
+ * remote_bind_batch. */
+bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t count);
+
+/* The batch in the air, answered (or failed), with its results as remote_bind_batch gives
+ * them: 1 with *cycles and *results (both malloc'd, the caller's now) and *count; 0 when none
+ * is in the air, or (wait false) its answer has not come yet; wait true waits for it (up to
+ * the host deadline). */
+int remote_bind_collect(struct scheduler *s, bool wait, struct kc_cycle ***cycles,
+                        uint32_t *count, struct remote_binding **results);
+bool remote_bind_in_flight(const struct scheduler *s);
+
+/* Closing: the batch in the air forgotten, its cycles handed back (*cycles NULL, *count 0 when
+ * none); its answer, if one comes, goes with the host. */
+void remote_bind_drop(struct scheduler *s, struct kc_cycle ***cycles, uint32_t *count);
 
 /* Send the journal to the hosts once it is large (called between cycles). */
 void remote_sync_if_large(struct scheduler *s);

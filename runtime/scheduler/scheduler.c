@@ -2121,18 +2121,11 @@ static void defer_binding(struct scheduler *s, struct kc_cycle *cycle)
 
 /* Binding cycles waiting for a plugin host's binder go in one request per host once enough
  * have gathered, once they waited long enough, or when nothing else is left to do. */
-static void flush_deferred_bindings(struct scheduler *s)
+/* A batch's results (NULL: every pod failed) taken: each binding cycle goes on. Frees both
+ * arrays. */
+static void finish_deferred_bindings(struct scheduler *s, struct kc_cycle **cycles,
+                                     uint32_t count, struct remote_binding *results)
 {
-    uint32_t count = s->deferred_count;
-    if (count == 0 || (count < BINDING_BATCH && s->queue.active.count > 0 &&
-                       monotonic_us() - s->deferred_since_us < BINDING_BATCH_WAIT_MS * 1000))
-        return;
-    struct kc_cycle **cycles = s->deferred;
-    struct remote_binding *results = calloc(count, sizeof(*results));
-    s->deferred = NULL;
-    s->deferred_count = s->deferred_capacity = 0;
-    if (results != NULL)
-        remote_bind_batch(s, cycles, count, results);
     for (uint32_t i = 0; i < count; i++) {
         struct kc_cycle *cycle = cycles[i];
         struct remote_binding res =
@@ -2159,6 +2152,34 @@ static void flush_deferred_bindings(struct scheduler *s)
     }
     free(results);
     free(cycles);
+}
+
+/* The batch in the air (remote.c) is taken once answered, and waited for when the next batch
+ * is ready to go or nothing else is left to do; a ready batch then goes without waiting when
+ * it can, else the thread waits for its answer. */
+static void flush_deferred_bindings(struct scheduler *s)
+{
+    uint32_t count = s->deferred_count;
+    bool ready = count > 0 && !(count < BINDING_BATCH && s->queue.active.count > 0 &&
+                                monotonic_us() - s->deferred_since_us <
+                                    BINDING_BATCH_WAIT_MS * 1000);
+    struct kc_cycle **cycles;
+    struct remote_binding *results;
+    uint32_t answered;
+    if (remote_bind_collect(s, ready || s->queue.active.count == 0, &cycles, &answered,
+                            &results) > 0)
+        finish_deferred_bindings(s, cycles, answered, results);
+    if (!ready)
+        return;
+    cycles = s->deferred;
+    s->deferred = NULL;
+    s->deferred_count = s->deferred_capacity = 0;
+    if (remote_bind_send(s, cycles, count))
+        return;
+    results = calloc(count, sizeof(*results));
+    if (results != NULL)
+        remote_bind_batch(s, cycles, count, results);
+    finish_deferred_bindings(s, cycles, count, results);
 }
 
 static void run_binding_cycle(struct scheduler *s, struct kc_cycle *cycle)
@@ -2298,7 +2319,8 @@ int64_t scheduler_next_due(const struct scheduler *s)
 
 bool scheduler_busy(const struct scheduler *s)
 {
-    if (s->queue.active.count > 0 || s->binding_count > 0 || s->deferred_count > 0)
+    if (s->queue.active.count > 0 || s->binding_count > 0 || s->deferred_count > 0 ||
+        remote_bind_in_flight(s))
         return true;
     for (uint32_t i = 0; i < s->waiting_count; i++)
         if (s->waiting[i]->rejected || (s->waiting[i]->pending == 0 && !s->waiting[i]->group_hold))
@@ -2584,6 +2606,14 @@ void scheduler_close(struct scheduler *s)
 {
     current_scheduler = s;
     sched_metrics_close(s);
+    struct kc_cycle **flying;
+    uint32_t flying_count;
+    remote_bind_drop(s, &flying, &flying_count);
+    for (uint32_t i = 0; i < flying_count; i++) {
+        strmap_remove(&s->pods, flying[i]->sp->pod->uid);
+        free_cycle_and_pod(flying[i]);
+    }
+    free(flying);
     remote_close(s);
     while (s->waiting_count > 0) {
         struct kc_cycle *cycle = s->waiting[0]->cycle;

@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <sched.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -111,6 +113,11 @@ static const struct group_record *status_of(const struct gang *h, const char *na
     return NULL;
 }
 
+/* Two options of gang_open_isolated for the binding batch tests: the monotonic clock instead
+ * of the test's (a batch goes without waiting only on that clock), and defaultbinder in a
+ * plugin host. */
+static bool open_on_monotonic_clock, open_with_hosted_binder;
+
 /* A scheduler with coscheduling (args), noderesources, defaultbinder and, when recorder_args is
  * not NULL, the recorder test plugin, on `nodes` nodes of 4 CPUs each. */
 static struct gang *gang_open_isolated(uint32_t nodes, const char *args,
@@ -131,6 +138,7 @@ static struct gang *gang_open_isolated(uint32_t nodes, const char *args,
         h->plugins[i].args_json = (char *)(i == 0 ? args : i == 3 ? recorder_args : "{}");
     }
     h->plugins[1].isolation = noderesources;
+    h->plugins[2].isolation = open_with_hosted_binder ? ISOLATION_PROCESS : ISOLATION_INPROCESS;
     h->cfg.scheduler_name = (char *)scheduler_name;
     h->cfg.plugins = h->plugins;
     h->cfg.plugin_count = recorder_args != NULL ? 4 : 3;
@@ -146,7 +154,8 @@ static struct gang *gang_open_isolated(uint32_t nodes, const char *args,
         .ctx = h, .bind = sink_bind, .bound = sink_bound, .group_status = sink_group_status};
     struct scheduler_clock clock = {h, fake_now};
     struct kc_error err = {{0}};
-    if (scheduler_open(&h->sched, &h->cfg, NULL, &sink, &clock, &err) != 0)
+    if (scheduler_open(&h->sched, &h->cfg, NULL, &sink, open_on_monotonic_clock ? NULL : &clock,
+                       &err) != 0)
         fail_msg("scheduler_open: %s", err.message);
     for (uint32_t i = 0; i < nodes; i++) {
         struct node *n = node_new();
@@ -1242,6 +1251,60 @@ static void test_both_placements_are_tried_and_the_faster_kept(void **state)
     gang_close(h);
 }
 
+/* With the binder in a plugin host and the monotonic clock, binding batches go without the
+ * cycle thread waiting for them (remote.c, "a binding batch in the air"), and every pod is
+ * bound. A binder host killed while a batch is in the air costs those pods an attempt, no
+ * pod: they are bound once the host is back. */
+static int clear_binding_options(void **state)
+{
+    (void)state;
+    open_on_monotonic_clock = open_with_hosted_binder = false;
+    return 0;
+}
+
+static void add_plain_pods(struct gang *h, const char *prefix, int count)
+{
+    for (int i = 0; i < count; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        assert_int_equal(scheduler_pod_add(&h->sched, make_pod(name, NULL, 1)), 0);
+    }
+}
+
+static void test_binding_batches_in_the_air_lose_no_pod(void **state)
+{
+    (void)state;
+    open_on_monotonic_clock = open_with_hosted_binder = true;
+    struct gang *h = gang_open_isolated(8, "{}", "kcycle", NULL, ISOLATION_INPROCESS);
+    const struct remote *r = &h->sched.remote;
+    assert_int_equal(r->host_count, 1);
+    add_plain_pods(h, "a", 200);
+    run_until_idle(h);
+    assert_int_equal(h->bound, 200);
+    assert_true(r->flight.batches >= 1);
+    assert_false(remote_bind_in_flight(&h->sched));
+    /* a batch in the air, then its host killed */
+    add_plain_pods(h, "b", 40);
+    while (scheduler_schedule_one(&h->sched) > 0)
+        ;
+    uint64_t batches = r->flight.batches;
+    scheduler_tick(&h->sched);
+    assert_true(remote_bind_in_flight(&h->sched));
+    assert_int_equal(r->flight.batches, batches + 1);
+    assert_int_equal(kill(r->hosts[0]->pid, SIGKILL), 0);
+    int64_t deadline = channel_now_ms() + 60000;
+    while (h->bound < 240 && channel_now_ms() < deadline) {
+        step(h);
+        if (!scheduler_busy(&h->sched)) { /* backoff or the restart: poll the next due */
+            struct timespec pause = {0, 1000000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    assert_int_equal(h->bound, 240);
+    assert_true(h->sched.remote.hosts[0]->restarts >= 1 || h->sched.stats.bind_failures == 0);
+    gang_close(h);
+}
+
 /* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
 static void test_group_of_plugin_is_refused_in_a_plugin_host(void **state)
 {
@@ -1344,6 +1407,8 @@ int main(void)
         cmocka_unit_test(test_member_held_by_pre_enqueue_is_not_placed_with_its_group),
         cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
+        cmocka_unit_test_teardown(test_binding_batches_in_the_air_lose_no_pod,
+                                  clear_binding_options),
         cmocka_unit_test_teardown(test_both_placements_are_tried_and_the_faster_kept,
                                   restore_mask),
         cmocka_unit_test_teardown(test_the_evaluating_host_runs_on_the_cycle_threads_cpu,
