@@ -56,6 +56,7 @@ struct plugin_host {
     struct strmap assumed;   /* uid -> struct pod: assumed, not yet confirmed or forgotten */
     struct strmap evaluated; /* uid -> struct evaluated */
     uint64_t objects_seen;
+    uint32_t spin_us; /* the scheduler's last Request.spin_us */
     char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
     bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
     int bind_result;     /* what kc_bind answers in a harness host's phase call (0: binds) */
@@ -2236,8 +2237,14 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
                     len);
     } else {
         reply.id = req->id;
-        /* the wait for the next request polls as long as the scheduler says it comes soon */
-        channel_set_spin_us(req->spin_us > 0 ? (int64_t)req->spin_us : -1);
+        /* the wait for the next request polls as long as the scheduler says it comes soon;
+         * a change also means the scheduler pinned this host or let it go: the mask is read
+         * again now, not up to 16 ms later (a pinned thread does not poll) */
+        if (req->spin_us != h->spin_us) {
+            h->spin_us = req->spin_us;
+            channel_set_spin_us(req->spin_us > 0 ? (int64_t)req->spin_us : -1);
+            channel_affinity_changed();
+        }
         log_debug("request %llu: call %d, %zu deltas, generation %llu%s",
                   (unsigned long long)req->id, (int)req->call_case, req->n_deltas,
                   (unsigned long long)req->generation, req->snapshot ? ", snapshot" : "");

@@ -374,9 +374,13 @@ static void host_gone(struct remote_host *h)
     host_set_error(h, "the host closed its channel");
 }
 
+static void flight_receive(struct scheduler *s);
+
 /* The host failed (crash, deadline, protocol error): stop it and schedule a restart. */
 static void host_fail(struct scheduler *s, struct remote_host *h)
 {
+    if (s->remote.flight.host == h && !s->remote.flight.received)
+        flight_receive(s); /* a batch it answered before it died is kept */
     int status = 0;
     if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid)
         host_exited(h, status);
@@ -437,12 +441,13 @@ static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1_
     return 0;
 }
 
-static void flight_receive(struct scheduler *s);
-
 static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__Request *req)
 {
-    if (s->remote.flight.host == h && !s->remote.flight.received)
+    if (s->remote.flight.host == h && !s->remote.flight.received) {
         flight_receive(s); /* one request in the air per host: its answer first */
+        if (s->remote.flight.reply == NULL)
+            return -EIO; /* no good answer: the caller fails the host, not another deadline */
+    }
     req->id = ++h->request_id;
     req->generation = s->cache.generation - (uint64_t)h->generation_offset;
     /* a simulation's clock is the scheduler's own: the replica reads it too */
@@ -520,7 +525,7 @@ static Kcycle__V1__Reply *receive_reply(struct scheduler *s, struct remote_host 
         kcycle__v1__reply__free_unpacked(reply, NULL);
         return NULL;
     }
-    sched_metrics_round_trip(s, h->sent_ns);
+    sched_metrics_round_trip(s, h->sent_ns); /* 0: a batch in the air, not a round trip */
     apply_waiting_actions(s, reply);
     return reply;
 }
@@ -538,9 +543,9 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
  * time: one blocking round trip. Left to the kernel, the two run on different CPUs (the other
  * one is idle), and every hand-off wakes a CPU that went idle: about 45 us each way on a
  * virtual machine whose idle vCPUs halt, more than the round trip itself (docs/benchmarks.md,
- * "Where the evaluating host runs"). Two placements avoid that, and which one is faster
- * depends on the machine's load, so the cycle thread measures both while pods are evaluated
- * one at a time and keeps the faster:
+ * "Where the evaluating host runs, and binding batches in the air"). Two placements avoid
+ * that, and which one is faster depends on the machine's load, so the cycle thread measures
+ * both while pods are evaluated one at a time and keeps the faster:
  * - pinned: the cycle thread pins itself, and the host it sends its evaluations to, to the CPU
  *   it is running on; neither spins while pinned (core/channel.c), each hand-off is a switch
  *   on one CPU. Best when other work keeps the machine's CPUs busy.
@@ -559,8 +564,8 @@ static Kcycle__V1__Reply *round_trip(struct scheduler *s, struct remote_host *h,
  * (milliseconds of work each) are neither pinned nor measured. KCYCLE_HOST_COLOCATE=0 turns
  * both off (the kernel decides, the default short spin), =1 always pins (then released at the
  * first evaluation hold_ms after the pin and pinned again where the thread runs
- * COLOCATE_SETTLE_MS later); off with one usable core, and pinning is off when a pin is
- * refused. */
+ * COLOCATE_SETTLE_MS later); off with one usable core, and both are off (the kernel decides,
+ * the usual spin) once a pin is refused. */
 #define COLOCATE_HOLD_MS 1000
 #define COLOCATE_SETTLE_MS 20
 #define PLACEMENT_TRIAL_EVALS 256
@@ -2501,10 +2506,12 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
  * host need not hold the cycle thread: it is sent, the cycle thread goes on placing pods, and
  * the answer is taken at the next flush (remote_bind_collect: before the next batch goes, or
  * when there is nothing else to do), or before any other request to that host (one request in
- * the air per host). The host's PreBind, Bind and PostBind then run beside the cycle, on
- * another CPU, instead of in it: about a quarter of the time per pod in hosts
- * (docs/benchmarks.md). A simulation keeps the waiting batch: its results would otherwise
- * depend on the wall clock. */
+ * the air per host). The host's PreBind, Bind and PostBind then run beside the cycle instead
+ * of in it (on another CPU, unless the binder is the evaluating host pinned beside the cycle
+ * thread): waiting for them took a quarter of the time per pod in hosts (docs/benchmarks.md,
+ * "Where the evaluating host runs, and binding batches in the air"). Not for a group cycle's
+ * members (group_check_bindings must see them until they are bound), and not in a simulation:
+ * its results would depend on the wall clock. */
 
 /* The answer of the batch in the air, kept for remote_bind_collect (NULL when the host failed:
  * its incarnation changed, or no good answer came). */
@@ -2513,6 +2520,7 @@ static void flight_receive(struct scheduler *s)
     struct remote_flight *f = &s->remote.flight;
     struct remote_host *h = f->host;
     f->received = true;
+    h->sent_ns = 0; /* its time in the air is no round trip's (the metric) */
     f->reply = h->restarts == f->restarts && h->state == REMOTE_UP ? receive_reply(s, h) : NULL;
 }
 
@@ -2527,8 +2535,10 @@ bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t co
     if (f->host != NULL || count == 0 || s->clock.now_ms != NULL)
         return false;
     const struct framework *fw = cycles[0]->fw;
-    for (uint32_t i = 1; i < count; i++)
-        if (cycles[i]->fw != fw)
+    /* a group cycle's members stay in the tick's sight until bound (group_check_bindings
+     * releases the whole group when one of them goes away first) */
+    for (uint32_t i = 0; i < count; i++)
+        if (cycles[i]->fw != fw || cycles[i]->group != NULL)
             return false;
     struct remote_host *h = NULL;
     for (uint32_t k = 0; k < fw->host_count; k++) {
@@ -2540,15 +2550,21 @@ bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t co
     }
     if (h == NULL || h->state != REMOTE_UP)
         return false; /* starting it (or failing the pods) is remote_bind_batch's */
+    /* the results' room first: once the host has bound, running out of memory must not turn
+     * its bindings into failures */
+    struct remote_binding *results = calloc(count, sizeof(*results));
     Kcycle__V1__PhaseCall *calls, **list;
-    if (bind_calls(cycles, count, &calls, &list) < 0)
+    if (results == NULL || bind_calls(cycles, count, &calls, &list) < 0) {
+        free(results);
         return false;
+    }
     int rc = send_bind_calls(s, h, list, count);
     free(calls);
     free(list);
     *f = (struct remote_flight){.host = h,
                                 .restarts = h->restarts,
                                 .cycles = cycles,
+                                .results = results,
                                 .count = count,
                                 .batches = f->batches + 1};
     f->received = rc < 0; /* not sent: collected as the host's failure */
@@ -2568,17 +2584,16 @@ int remote_bind_collect(struct scheduler *s, bool wait, struct kc_cycle ***cycle
         return 0;
     if (!f->received)
         flight_receive(s);
-    struct remote_binding *out = calloc(f->count, sizeof(*out));
-    for (uint32_t i = 0; out != NULL && i < f->count; i++)
+    struct remote_binding *out = f->results;
+    for (uint32_t i = 0; i < f->count; i++)
         out[i] = (struct remote_binding){.status = KC_SKIP};
-    if (out != NULL && (f->reply != NULL || same))
+    if (f->reply != NULL || same)
         take_bind_reply(s, h, f->reply, f->cycles, f->count, out); /* a failure fails h */
-    else if (out != NULL && host_fails_pods(h))
-        /* h failed and was restarted since (remote_watch): the batch is lost with it */
+    else if (host_fails_pods(h))
+        /* h was failed since (remote_watch, or a request that found the batch unanswered):
+         * the batch is lost with it */
         for (uint32_t i = 0; i < f->count; i++)
             out[i] = (struct remote_binding){KC_ERROR, plugin_in(h, 0, f->cycles[i]->fw), false};
-    else if (out == NULL && f->reply != NULL)
-        kcycle__v1__reply__free_unpacked(f->reply, NULL); /* NULL results: every pod failed */
     *cycles = f->cycles;
     *count = f->count;
     *results = out;
@@ -2594,6 +2609,7 @@ void remote_bind_drop(struct scheduler *s, struct kc_cycle ***cycles, uint32_t *
     *count = f->count;
     if (f->reply != NULL)
         kcycle__v1__reply__free_unpacked(f->reply, NULL);
+    free(f->results);
     *f = (struct remote_flight){.batches = f->batches};
 }
 

@@ -145,6 +145,7 @@ struct remote {
         struct remote_host *host;         /* NULL: none in the air */
         uint32_t restarts;                /* the host's incarnation it went to */
         struct kc_cycle **cycles;         /* owned array; the cycles are the scheduler's */
+        struct remote_binding *results;   /* owned, room for count */
         uint32_t count;
         struct Kcycle__V1__Reply *reply;  /* owned, once received; NULL: none or failed */
         bool received;

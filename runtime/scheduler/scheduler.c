@@ -2119,8 +2119,6 @@ static void defer_binding(struct scheduler *s, struct kc_cycle *cycle)
     s->deferred[s->deferred_count++] = cycle;
 }
 
-/* Binding cycles waiting for a plugin host's binder go in one request per host once enough
- * have gathered, once they waited long enough, or when nothing else is left to do. */
 /* A batch's results (NULL: every pod failed) taken: each binding cycle goes on. Frees both
  * arrays. */
 static void finish_deferred_bindings(struct scheduler *s, struct kc_cycle **cycles,
@@ -2154,9 +2152,11 @@ static void finish_deferred_bindings(struct scheduler *s, struct kc_cycle **cycl
     free(cycles);
 }
 
-/* The batch in the air (remote.c) is taken once answered, and waited for when the next batch
- * is ready to go or nothing else is left to do; a ready batch then goes without waiting when
- * it can, else the thread waits for its answer. */
+/* Binding cycles waiting for a plugin host's binder go in one request per host once enough
+ * have gathered, once they waited long enough, or when nothing else is left to do. The batch
+ * in the air (remote.c) is taken once answered, and waited for when the next batch is ready to
+ * go or nothing else is left to do; a ready batch then goes without waiting when it can, else
+ * the thread waits for its answer. */
 static void flush_deferred_bindings(struct scheduler *s)
 {
     uint32_t count = s->deferred_count;
