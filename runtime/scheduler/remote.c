@@ -374,13 +374,12 @@ static void host_gone(struct remote_host *h)
     host_set_error(h, "the host closed its channel");
 }
 
-static void flight_receive(struct scheduler *s);
+static bool flight_settle(struct scheduler *s, const struct remote_host *h);
 
 /* The host failed (crash, deadline, protocol error): stop it and schedule a restart. */
 static void host_fail(struct scheduler *s, struct remote_host *h)
 {
-    if (s->remote.flight.host == h && !s->remote.flight.received)
-        flight_receive(s); /* a batch it answered before it died is kept */
+    flight_settle(s, h); /* a batch it answered before it died is kept */
     int status = 0;
     if (h->pid > 0 && waitpid(h->pid, &status, WNOHANG) == h->pid)
         host_exited(h, status);
@@ -443,11 +442,8 @@ static int build_request(struct scheduler *s, struct remote_host *h, Kcycle__V1_
 
 static int send_request(struct scheduler *s, struct remote_host *h, Kcycle__V1__Request *req)
 {
-    if (s->remote.flight.host == h && !s->remote.flight.received) {
-        flight_receive(s); /* one request in the air per host: its answer first */
-        if (s->remote.flight.reply == NULL)
-            return -EIO; /* no good answer: the caller fails the host, not another deadline */
-    }
+    if (!flight_settle(s, h))
+        return -EIO; /* no good answer: the caller fails the host, not another deadline */
     req->id = ++h->request_id;
     req->generation = s->cache.generation - (uint64_t)h->generation_offset;
     /* a simulation's clock is the scheduler's own: the replica reads it too */
@@ -2112,7 +2108,7 @@ static int send_bind_calls(struct scheduler *s, struct remote_host *h,
  * order: the first host's Bind that bound a pod wins, a failure anywhere fails it. Frees
  * reply. */
 static void take_bind_reply(struct scheduler *s, struct remote_host *h, Kcycle__V1__Reply *reply,
-                            struct kc_cycle **cycles, uint32_t count,
+                            bool fail_host, struct kc_cycle **cycles, uint32_t count,
                             struct remote_binding *results)
 {
     if (reply != NULL && reply->n_batch != count) {
@@ -2122,7 +2118,8 @@ static void take_bind_reply(struct scheduler *s, struct remote_host *h, Kcycle__
         reply = NULL;
     }
     if (reply == NULL) {
-        host_fail(s, h);
+        if (fail_host)
+            host_fail(s, h);
         if (!host_fails_pods(h))
             return;
         for (uint32_t i = 0; i < count; i++)
@@ -2204,8 +2201,8 @@ static void bind_batch(struct scheduler *s, const struct framework *fw, struct k
     free(calls);
     free(list);
     for (int a = 0; a < n_active; a++)
-        take_bind_reply(s, active[a], sent[a] ? receive_reply(s, active[a]) : NULL, cycles,
-                        count, results);
+        take_bind_reply(s, active[a], sent[a] ? receive_reply(s, active[a]) : NULL, true,
+                        cycles, count, results);
     journal_trim(r);
 }
 
@@ -2245,37 +2242,53 @@ void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t c
 }
 
 /* ---- a binding batch in the air ----
- * The binding cycle is asynchronous (as in kube-scheduler), so a batch for the one binding
- * host need not hold the cycle thread: it is sent, the cycle thread goes on placing pods, and
- * the answer is taken at the next flush (remote_bind_collect: before the next batch goes, or
- * when there is nothing else to do), or before any other request to that host (one request in
- * the air per host). The host's PreBind, Bind and PostBind then run beside the cycle instead
- * of in it (on another CPU, unless the binder is the evaluating host pinned beside the cycle
- * thread): waiting for them took a quarter of the time per pod in hosts (docs/benchmarks.md,
+ * The binding cycle is asynchronous (as in kube-scheduler), so a batch for the binding hosts
+ * need not hold the cycle thread: it is sent to each, the cycle thread goes on placing pods,
+ * and the answers are taken at the next flush (remote_bind_collect: before the next batch
+ * goes, or when there is nothing else to do), each host's before any other request to it (one
+ * request in the air per host: a host that also evaluates answers the batch first), and
+ * merged in host order as remote_bind_batch does. The hosts' PreBind, Bind and PostBind then
+ * run beside the cycle instead of in it (on another CPU, unless the host is the evaluating one
+ * pinned beside the cycle thread): waiting for them took a quarter of the time per pod in hosts (docs/benchmarks.md,
  * "Where the evaluating host runs, and binding batches in the air"). Not for a group cycle's
  * members (group_check_bindings must see them until they are bound), and not in a simulation:
  * its results would depend on the wall clock. */
 
-/* The answer of the batch in the air, kept for remote_bind_collect (NULL when the host failed:
- * its incarnation changed, or no good answer came). */
-static void flight_receive(struct scheduler *s)
+/* Host i's answer to the batch in the air, kept for remote_bind_collect (NULL when the host
+ * failed: its incarnation changed, or no good answer came). */
+static void flight_receive(struct scheduler *s, uint32_t i)
 {
     struct remote_flight *f = &s->remote.flight;
-    struct remote_host *h = f->host;
-    f->received = true;
+    struct remote_host *h = f->hosts[i];
+    f->received[i] = true;
     h->sent_ns = 0; /* its time in the air is no round trip's (the metric) */
-    f->reply = h->restarts == f->restarts && h->state == REMOTE_UP ? receive_reply(s, h) : NULL;
+    f->replies[i] =
+        h->restarts == f->restarts[i] && h->state == REMOTE_UP ? receive_reply(s, h) : NULL;
+}
+
+/* Before anything else goes to h, or h is failed: its answer to the batch in the air first
+ * (one request in the air per host). False when no good answer came. */
+static bool flight_settle(struct scheduler *s, const struct remote_host *h)
+{
+    struct remote_flight *f = &s->remote.flight;
+    for (uint32_t i = 0; i < f->host_count; i++) {
+        if (f->hosts[i] != h || f->received[i])
+            continue;
+        flight_receive(s, i);
+        return f->replies[i] != NULL;
+    }
+    return true;
 }
 
 bool remote_bind_in_flight(const struct scheduler *s)
 {
-    return s->remote.flight.host != NULL;
+    return s->remote.flight.host_count > 0;
 }
 
 bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t count)
 {
     struct remote_flight *f = &s->remote.flight;
-    if (f->host != NULL || count == 0 || s->clock.now_ms != NULL)
+    if (f->host_count > 0 || count == 0 || s->clock.now_ms != NULL)
         return false;
     const struct framework *fw = cycles[0]->fw;
     /* a group cycle's members stay in the tick's sight until bound (group_check_bindings
@@ -2283,34 +2296,40 @@ bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t co
     for (uint32_t i = 0; i < count; i++)
         if (cycles[i]->fw != fw || cycles[i]->group != NULL)
             return false;
-    struct remote_host *h = NULL;
+    struct remote_host *hosts[FRAMEWORK_MAX_PLUGINS];
+    uint32_t n = 0;
     for (uint32_t k = 0; k < fw->host_count; k++) {
         if (!(fw->hosts[k]->phases & BINDING_PHASES))
             continue;
-        if (h != NULL)
-            return false; /* several binders: their answers merge at once */
-        h = fw->hosts[k];
+        if (fw->hosts[k]->state != REMOTE_UP)
+            return false; /* starting it (or failing the pods) is remote_bind_batch's */
+        hosts[n++] = fw->hosts[k];
     }
-    if (h == NULL || h->state != REMOTE_UP)
-        return false; /* starting it (or failing the pods) is remote_bind_batch's */
-    /* the results' room first: once the host has bound, running out of memory must not turn
+    /* the results' room first: once a host has bound, running out of memory must not turn
      * its bindings into failures */
-    struct remote_binding *results = calloc(count, sizeof(*results));
+    struct remote_binding *results = n > 0 ? calloc(count, sizeof(*results)) : NULL;
     Kcycle__V1__PhaseCall *calls, **list;
     if (results == NULL || bind_calls(cycles, count, &calls, &list) < 0) {
         free(results);
         return false;
     }
-    int rc = send_bind_calls(s, h, list, count);
+    uint64_t batches = f->batches;
+    memset(f, 0, sizeof(*f));
+    f->cycles = cycles;
+    f->results = results;
+    f->count = count;
+    f->batches = batches + 1;
+    for (uint32_t i = 0; i < n; i++) {
+        /* sent before it joins the flight (send_request settles a flight host first); one
+         * not sent is collected as the host's failure */
+        bool failed = send_bind_calls(s, hosts[i], list, count) < 0;
+        f->hosts[i] = hosts[i];
+        f->restarts[i] = hosts[i]->restarts;
+        f->received[i] = failed;
+        f->host_count = i + 1;
+    }
     free(calls);
     free(list);
-    *f = (struct remote_flight){.host = h,
-                                .restarts = h->restarts,
-                                .cycles = cycles,
-                                .results = results,
-                                .count = count,
-                                .batches = f->batches + 1};
-    f->received = rc < 0; /* not sent: collected as the host's failure */
     journal_trim(&s->remote);
     return true;
 }
@@ -2319,28 +2338,34 @@ int remote_bind_collect(struct scheduler *s, bool wait, struct kc_cycle ***cycle
                         uint32_t *count, struct remote_binding **results)
 {
     struct remote_flight *f = &s->remote.flight;
-    struct remote_host *h = f->host;
-    if (h == NULL)
+    if (f->host_count == 0)
         return 0;
-    bool same = h->state == REMOTE_UP && h->restarts == f->restarts;
-    if (!f->received && !wait && same && channel_wait(&h->channel, 0) == 0)
-        return 0;
-    if (!f->received)
-        flight_receive(s);
+    for (uint32_t i = 0; !wait && i < f->host_count; i++) {
+        const struct remote_host *h = f->hosts[i];
+        if (!f->received[i] && h->state == REMOTE_UP && h->restarts == f->restarts[i] &&
+            channel_wait(&h->channel, 0) == 0)
+            return 0; /* not all answered yet */
+    }
+    for (uint32_t i = 0; i < f->host_count; i++)
+        if (!f->received[i])
+            flight_receive(s, i);
     struct remote_binding *out = f->results;
     for (uint32_t i = 0; i < f->count; i++)
         out[i] = (struct remote_binding){.status = KC_SKIP};
-    if (f->reply != NULL || same)
-        take_bind_reply(s, h, f->reply, f->cycles, f->count, out); /* a failure fails h */
-    else if (host_fails_pods(h))
-        /* h was failed since (remote_watch, or a request that found the batch unanswered):
-         * the batch is lost with it */
-        for (uint32_t i = 0; i < f->count; i++)
-            out[i] = (struct remote_binding){KC_ERROR, plugin_in(h, 0, f->cycles[i]->fw), false};
+    /* merged in host order, as remote_bind_batch does */
+    for (uint32_t i = 0; i < f->host_count; i++) {
+        struct remote_host *h = f->hosts[i];
+        bool same = h->state == REMOTE_UP && h->restarts == f->restarts[i];
+        /* a host failed since (remote_watch, or a request that found its answer missing):
+         * the batch is lost with it, and it is not failed again */
+        take_bind_reply(s, h, f->replies[i], same, f->cycles, f->count, out);
+    }
     *cycles = f->cycles;
     *count = f->count;
     *results = out;
-    *f = (struct remote_flight){.batches = f->batches};
+    uint64_t batches = f->batches;
+    memset(f, 0, sizeof(*f));
+    f->batches = batches;
     journal_trim(&s->remote);
     return 1;
 }
@@ -2350,10 +2375,13 @@ void remote_bind_drop(struct scheduler *s, struct kc_cycle ***cycles, uint32_t *
     struct remote_flight *f = &s->remote.flight;
     *cycles = f->cycles;
     *count = f->count;
-    if (f->reply != NULL)
-        kcycle__v1__reply__free_unpacked(f->reply, NULL);
+    for (uint32_t i = 0; i < f->host_count; i++)
+        if (f->replies[i] != NULL)
+            kcycle__v1__reply__free_unpacked(f->replies[i], NULL);
     free(f->results);
-    *f = (struct remote_flight){.batches = f->batches};
+    uint64_t batches = f->batches;
+    memset(f, 0, sizeof(*f));
+    f->batches = batches;
 }
 
 /* A scheduler with nothing to schedule still journals every cluster change: past a size, send

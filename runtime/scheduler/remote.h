@@ -142,13 +142,14 @@ struct remote {
     /* a binding batch sent without waiting for its answer (remote.c, "a binding batch in the
      * air") */
     struct remote_flight {
-        struct remote_host *host;         /* NULL: none in the air */
-        uint32_t restarts;                /* the host's incarnation it went to */
+        uint32_t host_count;              /* the binding hosts it went to; 0: none in the air */
+        struct remote_host *hosts[FRAMEWORK_MAX_PLUGINS];
+        uint32_t restarts[FRAMEWORK_MAX_PLUGINS]; /* each host's incarnation it went to */
+        struct Kcycle__V1__Reply *replies[FRAMEWORK_MAX_PLUGINS]; /* owned once received */
+        bool received[FRAMEWORK_MAX_PLUGINS];
         struct kc_cycle **cycles;         /* owned array; the cycles are the scheduler's */
         struct remote_binding *results;   /* owned, room for count */
         uint32_t count;
-        struct Kcycle__V1__Reply *reply;  /* owned, once received; NULL: none or failed */
-        bool received;
         uint64_t batches;                 /* sent this way, for the benchmarks */
     } flight;
     /* the cycle thread and the host it sends its evaluations to, pinned to one CPU or spread
@@ -160,6 +161,7 @@ struct remote {
         bool spreading;     /* the last evaluation went spread (the thread's spin is long) */
         bool run_spread;    /* the placement the last trials chose */
         int phase;          /* trial spread, trial pinned, or run the chosen one */
+        uint32_t warming;   /* evaluations left before the first trials */
         int64_t phase_ns;   /* when the phase began (monotonic); 0: before the first */
         int64_t last_ns;    /* the previous evaluation in this phase; 0: none counted */
         int64_t window_ns;  /* the intervals counted in this phase, summed */
@@ -313,8 +315,8 @@ bool remote_binds(const struct framework *fw);
 void remote_bind_batch(struct scheduler *s, struct kc_cycle **cycles, uint32_t count,
                        struct remote_binding *results);
 
-/* The same batch sent without waiting (one binding host, its cycles of one generation, a
- * scheduler on the monotonic clock, none in the air already): true when sent, the cycles array
+/* The same batch sent without waiting (its binding hosts up, its cycles of one generation and
+ * no group cycle's, a scheduler on the monotonic clock, none in the air already): true when sent, the cycles array
  * then owned until remote_bind_collect hands it back; false when the caller must bind with
  * remote_bind_batch. */
 bool remote_bind_send(struct scheduler *s, struct kc_cycle **cycles, uint32_t count);

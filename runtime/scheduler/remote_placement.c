@@ -37,7 +37,8 @@ static int64_t now_ms(void)
  *   best with an idle CPU to spare.
  * The pace of each is the mean time between consecutive evaluations over a trial of
  * PLACEMENT_TRIAL_EVALS evaluations (at most PLACEMENT_TRIAL_MAX_MS; an interval over
- * PLACEMENT_GAP_NS is a gap in the work, not counted): spread, then pinned (pinned where the
+ * PLACEMENT_GAP_NS is a gap in the work, not counted): after PLACEMENT_WARMUP_EVALS pinned
+ * evaluations (a new scheduler's first warm its caches), spread, then pinned (pinned where the
  * thread runs after the spread trial), then the faster one (spread only when at least 5 %
  * faster) for hold_ms, then both trials again, so a change of load is followed within about a
  * second. Pins are let go when the queue runs empty (remote_colocation_release), before a host
@@ -51,6 +52,7 @@ static int64_t now_ms(void)
 #define COLOCATE_HOLD_MS 1000
 #define COLOCATE_SETTLE_MS 20
 #define PLACEMENT_TRIAL_EVALS 256
+#define PLACEMENT_WARMUP_EVALS 128
 #define PLACEMENT_TRIAL_MAX_MS 250
 #define PLACEMENT_MIN_SAMPLES 16
 #define PLACEMENT_GAP_NS 20000000
@@ -111,8 +113,13 @@ static bool placement_spread(struct remote_colocation *c, int64_t now)
     bool done = c->window_count >= PLACEMENT_TRIAL_EVALS ||
                 now - c->phase_ns >= (int64_t)PLACEMENT_TRIAL_MAX_MS * 1000000;
     if (c->phase_ns == 0) {
-        placement_phase(c, PLACEMENT_TRIAL_SPREAD, now);
-        c->last_ns = now;
+        /* the first evaluations warm caches and fault pages in: neither trial's pace */
+        placement_phase(c, PLACEMENT_RUN, now);
+        c->run_spread = false;
+        c->warming = PLACEMENT_WARMUP_EVALS;
+    } else if (c->warming > 0) {
+        if (--c->warming == 0)
+            placement_phase(c, PLACEMENT_TRIAL_SPREAD, now);
     } else if (c->phase == PLACEMENT_TRIAL_SPREAD && done) {
         c->spread_ns = placement_pace(c);
         placement_phase(c, PLACEMENT_TRIAL_PIN, now);

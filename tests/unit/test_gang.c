@@ -139,6 +139,11 @@ static struct gang *gang_open_isolated(uint32_t nodes, const char *args,
     }
     h->plugins[1].isolation = noderesources;
     h->plugins[2].isolation = open_with_hosted_binder ? ISOLATION_PROCESS : ISOLATION_INPROCESS;
+    if (open_with_hosted_binder) { /* the recorder too, in a host of its own: its PreBind */
+        h->plugins[3].name = (char *)"recorderhost";
+        h->plugins[3].path = (char *)KC_TEST_PLUGIN_DIR "/recorderhost.so";
+        h->plugins[3].isolation = ISOLATION_PROCESS;
+    }
     /* both in plugin hosts: one host, which evaluates and binds */
     h->plugins[1].host = h->plugins[2].host = (char *)"shared";
     h->cfg.scheduler_name = (char *)scheduler_name;
@@ -1237,8 +1242,8 @@ static void test_both_placements_are_tried_and_the_faster_kept(void **state)
     /* eight nodes of 110 pods: room for every pod */
     struct gang *h = gang_open_isolated(8, "{}", "kcycle", NULL, ISOLATION_PROCESS);
     h->sched.remote.colocation.hold_ms = INT64_MAX; /* one trial of each, then the choice */
-    /* 256 evaluations per trial at most: enough pods for both trials and a run after */
-    enum { PODS = 640 };
+    /* 128 to warm up, 256 evaluations per trial at most: enough for both trials and a run */
+    enum { PODS = 800 };
     add_plain_pods(h, "p", PODS);
     run_until_idle(h);
     assert_int_equal(h->bound, PODS);
@@ -1289,20 +1294,22 @@ static void test_binding_batches_in_the_air_lose_no_pod(void **state)
 {
     (void)state;
     open_on_monotonic_clock = open_with_hosted_binder = true;
-    /* the binder alone in its host, then with noderesources: the host that binds also
-     * evaluates the pods placed while its batch is in the air */
-    for (int shared = 0; shared < 2; shared++) {
-        struct gang *h = gang_open_isolated(8, "{}", "kcycle", NULL,
-                                            shared ? ISOLATION_PROCESS : ISOLATION_INPROCESS);
+    /* the binder alone in its host; with noderesources (the host that binds also evaluates
+     * the pods placed while its batch is in the air); beside the recorder's host, whose
+     * PreBind makes it a second binding host (answers merged in host order) */
+    for (int k = 0; k < 3; k++) {
+        struct gang *h = gang_open_isolated(8, "{}", "kcycle", k == 2 ? "{}" : NULL,
+                                            k == 1 ? ISOLATION_PROCESS : ISOLATION_INPROCESS);
         const struct remote *r = &h->sched.remote;
-        assert_int_equal(r->host_count, 1);
+        assert_int_equal(r->host_count, k == 2 ? 2 : 1);
         add_plain_pods(h, "a", 200);
         run_until_idle(h);
         assert_int_equal(h->bound, 200);
         assert_true(r->flight.batches >= 2);
         assert_false(remote_bind_in_flight(&h->sched));
         /* answers taken in order: not one host failure, no binding failed */
-        assert_int_equal(r->hosts[0]->restarts, 0);
+        for (uint32_t i = 0; i < r->host_count; i++)
+            assert_int_equal(r->hosts[i]->restarts, 0);
         assert_int_equal(h->sched.stats.bind_failures, 0);
         gang_close(h);
     }
