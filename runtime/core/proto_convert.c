@@ -52,11 +52,16 @@ static void holder_free(struct proto_holder *h)
     free(h);
 }
 
+/* Not zeroed: arena_alloc zeroes what it hands out. A pod uses a few hundred bytes of its
+ * 4 KiB chunk, and calloc clearing the whole chunk was most of the arena's cost per pod. */
 static struct arena_chunk *chunk_new(size_t size)
 {
-    struct arena_chunk *c = calloc(1, sizeof(*c) + size);
-    if (c != NULL)
+    struct arena_chunk *c = malloc(sizeof(*c) + size);
+    if (c != NULL) {
+        c->next = NULL;
+        c->used = 0;
         c->size = size;
+    }
     return c;
 }
 
@@ -72,7 +77,7 @@ static void *arena_alloc(struct proto_holder *h, size_t count, size_t size)
     if (head != NULL && head->size - head->used >= bytes) {
         void *p = (char *)head->data + head->used;
         head->used += bytes;
-        return p;
+        return memset(p, 0, bytes);
     }
     /* A large block gets a chunk of its own behind the head so the head's room stays usable. */
     bool own = bytes > ARENA_CHUNK_BYTES / 4;
@@ -87,7 +92,7 @@ static void *arena_alloc(struct proto_holder *h, size_t count, size_t size)
         c->next = head;
         h->chunks = c;
     }
-    return c->data;
+    return memset(c->data, 0, bytes);
 }
 
 /* protobuf-c fields are char * but packing only reads them; the message never outlives the
