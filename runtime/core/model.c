@@ -292,13 +292,25 @@ static void vec_max(struct res_vec *dst, const struct res_vec *src)
             dst->v[i] = src->v[i];
 }
 
+/* The non-zero amounts of vec, by id, into the empty *out (what res_list_set of each would
+ * build) in one allocation: a search and a realloc per resource made this most of the cost of
+ * pod_finish, which every decoded pod goes through (docs/benchmarks.md). */
 static int vec_to_list(const struct res_vec *vec, struct res_list *out)
 {
-    for (int i = 0; i < KC_RESOURCE_MAX; i++) {
-        int rc = res_list_set(out, (kc_resource)i, vec->v[i]);
-        if (rc < 0)
-            return rc;
-    }
+    uint32_t count = 0;
+    for (int i = 0; i < KC_RESOURCE_MAX; i++)
+        count += vec->v[i] != 0;
+    if (count == 0)
+        return 0;
+    struct res_amount *items = malloc(count * sizeof(*items));
+    if (items == NULL)
+        return -ENOMEM;
+    uint32_t at = 0;
+    for (int i = 0; i < KC_RESOURCE_MAX; i++)
+        if (vec->v[i] != 0)
+            items[at++] = (struct res_amount){.id = (kc_resource)i, .value = vec->v[i]};
+    out->items = items;
+    out->count = count;
     return 0;
 }
 
