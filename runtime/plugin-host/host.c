@@ -88,6 +88,8 @@ struct plugin_host {
     size_t kept_count, kept_confirmed;
     uint64_t kept_generation_before;
     bool kept_reserved; /* Evaluate.reserve: Reserve ran for the one kept assumption */
+    /* the scratch chunk of the last request, for the next one (struct scratch's spare) */
+    struct scratch_chunk *spare_chunk;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -100,14 +102,19 @@ struct plugin_host {
 
 struct scratch_chunk {
     struct scratch_chunk *next;
+    size_t size;
     _Alignas(SCRATCH_ALIGN) unsigned char data[];
 };
 
+/* spare: where one chunk of SCRATCH_CHUNK_BYTES waits between requests (the host's), or NULL.
+ * Allocating and freeing it per request cost more than the request's own allocations: a free
+ * of 64 KiB or more makes glibc consolidate its fast bins (malloc_consolidate) every time. */
 struct scratch {
     struct scratch_chunk *chunks;
     unsigned char *at;
     size_t left;
     bool failed;
+    struct scratch_chunk **spare;
 };
 
 /* size bytes, aligned, not zeroed; NULL (and sc failed) when out of memory */
@@ -120,11 +127,15 @@ static void *scratch_bump(struct scratch *sc, size_t size)
     size = size == 0 ? SCRATCH_ALIGN : (size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
     if (size > sc->left) {
         size_t bytes = size > SCRATCH_CHUNK_BYTES ? size : SCRATCH_CHUNK_BYTES;
-        struct scratch_chunk *chunk = malloc(sizeof(*chunk) + bytes);
-        if (chunk == NULL) {
+        struct scratch_chunk *chunk;
+        if (bytes == SCRATCH_CHUNK_BYTES && sc->spare != NULL && *sc->spare != NULL) {
+            chunk = *sc->spare;
+            *sc->spare = NULL;
+        } else if ((chunk = malloc(sizeof(*chunk) + bytes)) == NULL) {
             sc->failed = true;
             return NULL;
         }
+        chunk->size = bytes;
         chunk->next = sc->chunks;
         sc->chunks = chunk;
         sc->at = chunk->data;
@@ -177,11 +188,15 @@ static char *scratch_vprintf(struct scratch *sc, const char *fmt, va_list ap)
     return copy;
 }
 
+/* Frees the chunks but one of the usual size, kept in *sc->spare for the next request. */
 static void scratch_free(struct scratch *sc)
 {
     while (sc->chunks != NULL) {
         struct scratch_chunk *next = sc->chunks->next;
-        free(sc->chunks);
+        if (sc->spare != NULL && *sc->spare == NULL && sc->chunks->size == SCRATCH_CHUNK_BYTES)
+            *sc->spare = sc->chunks;
+        else
+            free(sc->chunks);
         sc->chunks = next;
     }
     memset(sc, 0, sizeof(*sc));
@@ -2226,7 +2241,7 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
     *out = NULL;
     *out_len = 0;
     Kcycle__V1__Reply reply = KCYCLE__V1__REPLY__INIT;
-    struct scratch sc = {0};
+    struct scratch sc = {.spare = &h->spare_chunk};
     ProtobufCAllocator arena = {scratch_protobuf_alloc, scratch_protobuf_free, &sc};
     Kcycle__V1__Request *req = kcycle__v1__request__unpack(&arena, len, request);
     if (req == NULL) {
@@ -2354,5 +2369,6 @@ void plugin_host_close(struct plugin_host *h)
     free(h->statuses);
     free(h->nominated);
     free(h->plugin_dir);
+    free(h->spare_chunk);
     free(h);
 }
