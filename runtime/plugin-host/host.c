@@ -1235,7 +1235,7 @@ static void fill_probe(struct plugin_host *h, const Kcycle__V1__Request *req,
     const struct scheduler *s = &h->sched;
     if (reply->result_case == KCYCLE__V1__REPLY__RESULT_EVALUATE && s->node_status != NULL &&
         s->cache.node_count > 0) {
-        uint8_t *status = scratch_alloc(sc, s->cache.node_count);
+        uint8_t *status = scratch_bump(sc, s->cache.node_count); /* all copied over */
         if (status == NULL)
             return;
         memcpy(status, s->node_status, s->cache.node_count);
@@ -1355,7 +1355,7 @@ static void fill_scores(struct plugin_host *h, const struct evaluation *e,
         if (!(e->scored & (1ull << p->index)))
             continue;
         Kcycle__V1__PluginScores *ps = scratch_alloc(sc, sizeof(*ps));
-        int64_t *scores = scratch_alloc(sc, e->found * sizeof(*scores));
+        int64_t *scores = scratch_bump(sc, e->found * sizeof(*scores)); /* all written */
         if (ps == NULL || scores == NULL)
             return;
         kcycle__v1__plugin_scores__init(ps);
@@ -1377,7 +1377,7 @@ static void fill_evaluation(struct plugin_host *h, const struct evaluation *e,
     r->message = text_or_empty(sc, e->message);
     r->rejectors = hello_bits(h, e->rejectors);
     r->processed = e->processed;
-    uint32_t *feasible = scratch_alloc(sc, e->found * sizeof(*feasible));
+    uint32_t *feasible = scratch_bump(sc, e->found * sizeof(*feasible)); /* all written */
     Kcycle__V1__ReasonCount **reasons = scratch_alloc(sc, s->reason_count * sizeof(*reasons));
     if (feasible == NULL || reasons == NULL)
         return;
@@ -1406,7 +1406,7 @@ static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate
 {
     const struct scheduler *s = &h->sched;
     uint32_t n = call->all_nodes ? s->cache.node_count : (uint32_t)call->n_candidates;
-    uint32_t *out = scratch_alloc(sc, ((size_t)n + 1) * sizeof(*out));
+    uint32_t *out = scratch_bump(sc, ((size_t)n + 1) * sizeof(*out)); /* n written */
     if (out == NULL)
         return -ENOMEM; /* a success without them would let every node through */
     uint32_t start = call->start < s->cache.node_count ? call->start : 0;
@@ -1564,14 +1564,23 @@ static int32_t host_pick(const Kcycle__V1__EvaluateReply *r, const int64_t *weig
     *total = 0;
     if (found == 0)
         return -1;
-    memset(totals, 0, found * sizeof(*totals));
+    /* the first scorer sets the totals, so they are not cleared first */
+    bool set = false;
     for (size_t k = 0; k < r->n_scores; k++) {
         const Kcycle__V1__PluginScores *ps = r->scores[k];
         if (ps->plugin >= weight_count || ps->n_scores != found)
             continue;
-        for (size_t i = 0; i < found; i++)
-            totals[i] += scheduler_score_clamped(ps->scores[i]) * weights[ps->plugin];
+        int64_t weight = weights[ps->plugin];
+        if (!set)
+            for (size_t i = 0; i < found; i++)
+                totals[i] = scheduler_score_clamped(ps->scores[i]) * weight;
+        else
+            for (size_t i = 0; i < found; i++)
+                totals[i] += scheduler_score_clamped(ps->scores[i]) * weight;
+        set = true;
     }
+    if (!set)
+        memset(totals, 0, found * sizeof(*totals));
     if (found == 1)
         return (int32_t)r->feasible[0]; /* the scheduler draws nothing for one node */
     uint32_t best = scheduler_best_total(totals, (uint32_t)found, rng);
@@ -1649,7 +1658,7 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
     if (rc < 0 || !call->pick || reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE)
         return rc;
     Kcycle__V1__EvaluateReply *r = reply->evaluate;
-    int64_t *totals = scratch_alloc(sc, (r->n_feasible + 1) * sizeof(*totals));
+    int64_t *totals = scratch_bump(sc, (r->n_feasible + 1) * sizeof(*totals)); /* host_pick's */
     if (totals == NULL)
         return reply_error(reply, sc, "evaluate: out of memory picking a node");
     uint64_t rng = call->rng;
