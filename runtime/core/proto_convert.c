@@ -721,6 +721,25 @@ static const char *path_join(char *buf, const char *base, const char *field, int
     return buf;
 }
 
+/* A path in parts, made text only when an error names it: a pod's containers and their
+ * resources are decoded twice per pod in a plugin host, and building base.field[index] and
+ * .requests[i] on success was most of the cost of their decoders (docs/benchmarks.md).
+ * The text is path_join(path_join(base, field, index), sub, -1), or without sub when "". */
+struct path_parts {
+    const char *base;
+    const char *field;
+    int64_t index;
+    const char *sub;
+};
+
+static const char *path_text(char *buf, const struct path_parts *p)
+{
+    if (p->sub[0] == '\0')
+        return path_join(buf, p->base, p->field, p->index);
+    char inner[PATH_SIZE];
+    return path_join(buf, path_join(inner, p->base, p->field, p->index), p->sub, -1);
+}
+
 static const char *or_empty(const char *s)
 {
     return s != NULL ? s : "";
@@ -862,30 +881,39 @@ static int compare_res(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int decode_resources(const struct decoder *d, const char *path,
+/* where[i] of a list decode_resources reads, for its errors */
+static const char *resource_path(char *buf, const struct path_parts *where, uint32_t i)
+{
+    char path[PATH_SIZE];
+    return path_join(buf, path_text(path, where), "", i);
+}
+
+static int decode_resources(const struct decoder *d, const struct path_parts *where,
                             Kcycle__V1__ResourceAmount *const *in, size_t n, struct res_list *out)
 {
+    char path[PATH_SIZE], at[PATH_SIZE];
     uint32_t count;
-    int rc = decode_count(d, path, n, in, &count);
-    if (rc < 0 || count == 0)
-        return rc;
+    if (n > UINT32_MAX || (n > 0 && in == NULL)) /* decode_count's errors */
+        return decode_count(d, path_text(path, where), n, in, &count);
+    count = (uint32_t)n;
+    if (count == 0)
+        return 0;
     out->items = calloc(count, sizeof(*out->items));
     if (out->items == NULL)
-        return no_memory(d, path);
+        return no_memory(d, path_text(path, where));
     for (uint32_t i = 0; i < count; i++) {
-        char at[PATH_SIZE];
-        path_join(at, path, "", i);
         if (in[i] == NULL)
-            return decode_error(d, -EINVAL, at, "entry is missing");
+            return decode_error(d, -EINVAL, resource_path(at, where, i), "entry is missing");
         const char *name = or_empty(in[i]->name);
         kc_resource id = resource_intern(name);
         if (id < 0)
-            return decode_error(d, -EINVAL, at,
+            return decode_error(d, -EINVAL, resource_path(at, where, i),
                                 "resource name \"%.100s\" is empty or one too many "
                                 "(at most %d distinct names)",
                                 name, KC_RESOURCE_MAX);
         if (in[i]->value < 0)
-            return decode_error(d, -EINVAL, at, "%.100s must not be negative", name);
+            return decode_error(d, -EINVAL, resource_path(at, where, i),
+                                "%.100s must not be negative", name);
         /* The model keeps no zero amounts; a zero on the wire means the same as none. */
         if (in[i]->value == 0)
             continue;
@@ -896,7 +924,8 @@ static int decode_resources(const struct decoder *d, const char *path,
     qsort(out->items, out->count, sizeof(*out->items), compare_res);
     for (uint32_t i = 1; i < out->count; i++)
         if (out->items[i - 1].id == out->items[i].id)
-            return decode_error(d, -EINVAL, path, "resource \"%.100s\" appears more than once",
+            return decode_error(d, -EINVAL, path_text(path, where),
+                                "resource \"%.100s\" appears more than once",
                                 resource_name(out->items[i].id));
     return 0;
 }
@@ -1082,17 +1111,25 @@ static int decode_gates(const struct decoder *d, const Kcycle__V1__Pod *in, stru
     return rc;
 }
 
-static int decode_container(const struct decoder *d, const char *path,
+/* field[index] of the pod */
+static int decode_container(const struct decoder *d, const char *field, uint32_t index,
                             const Kcycle__V1__Container *in, struct container *out)
 {
-    char at[PATH_SIZE];
-    int rc = copy_optional_string(d, path, in->name, &out->name);
-    if (rc == 0)
-        rc = decode_resources(d, path_join(at, path, "requests", -1), in->requests, in->n_requests,
-                              &out->requests);
-    if (rc == 0)
-        rc = decode_resources(d, path_join(at, path, "limits", -1), in->limits, in->n_limits,
-                              &out->limits);
+    int rc = 0;
+    if (in->name != NULL && in->name[0] != '\0') { /* copy_optional_string, path made if needed */
+        char path[PATH_SIZE];
+        char *copy = strdup(in->name);
+        if (copy == NULL)
+            return no_memory(d, path_join(path, "", field, index));
+        free(out->name);
+        out->name = copy;
+    }
+    struct path_parts where = {"", field, index, "requests"};
+    rc = decode_resources(d, &where, in->requests, in->n_requests, &out->requests);
+    if (rc == 0) {
+        where.sub = "limits";
+        rc = decode_resources(d, &where, in->limits, in->n_limits, &out->limits);
+    }
     out->restartable = in->restartable != 0;
     return rc;
 }
@@ -1110,10 +1147,9 @@ static int decode_containers(const struct decoder *d, const char *field,
         return no_memory(d, field);
     *out_count = count;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
-        char path[PATH_SIZE];
         if (in[i] == NULL)
             return missing_entry(d, "", field, i);
-        rc = decode_container(d, path_join(path, "", field, i), in[i], &(*out)[i]);
+        rc = decode_container(d, field, i, in[i], &(*out)[i]);
     }
     return rc;
 }
@@ -1223,7 +1259,8 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
         rc = decode_containers(d, "init_containers", in->init_containers, in->n_init_containers,
                                &pod->init_containers, &pod->init_container_count);
     if (rc == 0)
-        rc = decode_resources(d, "overhead", in->overhead, in->n_overhead, &pod->overhead);
+        rc = decode_resources(d, &(struct path_parts){"", "overhead", -1, ""}, in->overhead,
+                              in->n_overhead, &pod->overhead);
     if (rc == 0)
         rc = decode_host_ports(d, in, pod);
     if (rc == 0)
@@ -1344,8 +1381,8 @@ static int decode_node_fields(const struct decoder *d, const Kcycle__V1__Node *i
     if (rc == 0)
         rc = decode_taints(d, in, node);
     if (rc == 0)
-        rc = decode_resources(d, "allocatable", in->allocatable, in->n_allocatable,
-                              &node->allocatable);
+        rc = decode_resources(d, &(struct path_parts){"", "allocatable", -1, ""},
+                              in->allocatable, in->n_allocatable, &node->allocatable);
     return rc;
 }
 
