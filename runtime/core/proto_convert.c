@@ -659,9 +659,14 @@ int node_to_proto_bytes(const struct node *node, uint8_t **out, size_t *len)
  * Wire strings are bounded in messages so a hostile name cannot push the field out. */
 struct decoder {
     const char *kind;
-    char object[300];
+    /* the object's name for a message, written from msg only when an error needs it: two
+     * pods decoded per pod scheduled in a plugin host made an eager snprintf a cost per pod */
+    void (*describe)(const void *msg, char *buf, size_t size);
+    const void *msg;
     struct kc_error *err;
 };
+
+enum { OBJECT_NAME_SIZE = 300 };
 
 enum { PATH_SIZE = 160 };
 
@@ -675,7 +680,9 @@ static int decode_error(const struct decoder *d, int code, const char *path, con
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    return kc_error_set(d->err, code, "%s %s: %s: %s", d->kind, d->object, path, detail);
+    char object[OBJECT_NAME_SIZE];
+    d->describe(d->msg, object, sizeof(object));
+    return kc_error_set(d->err, code, "%s %s: %s: %s", d->kind, object, path, detail);
 }
 
 static int no_memory(const struct decoder *d, const char *path)
@@ -1282,15 +1289,21 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
     return rc;
 }
 
+static void describe_pod(const void *msg, char *buf, size_t size)
+{
+    const Kcycle__V1__Pod *pod = msg;
+    const char *ns = or_empty(pod->namespace_), *name = or_empty(pod->name);
+    snprintf(buf, size, "%.100s/%.150s", ns[0] != '\0' ? ns : "default",
+             name[0] != '\0' ? name : "(unnamed)");
+}
+
 int pod_from_proto(const Kcycle__V1__Pod *msg, struct pod **out, struct kc_error *err)
 {
     *out = NULL;
     if (msg == NULL)
         return kc_error_set(err, -EINVAL, "pod: no message to decode");
-    struct decoder d = {.kind = "pod", .err = err};
-    const char *ns = or_empty(msg->namespace_), *name = or_empty(msg->name);
-    snprintf(d.object, sizeof(d.object), "%.100s/%.150s", ns[0] != '\0' ? ns : "default",
-             name[0] != '\0' ? name : "(unnamed)");
+    struct decoder d = {.kind = "pod", .describe = describe_pod, .msg = msg, .err = err};
+    const char *name = or_empty(msg->name);
     if (name[0] == '\0')
         return decode_error(&d, -EINVAL, "name", "is required");
     struct pod *pod = pod_new();
@@ -1386,14 +1399,19 @@ static int decode_node_fields(const struct decoder *d, const Kcycle__V1__Node *i
     return rc;
 }
 
+static void describe_node(const void *msg, char *buf, size_t size)
+{
+    const char *name = or_empty(((const Kcycle__V1__Node *)msg)->name);
+    snprintf(buf, size, "%.200s", name[0] != '\0' ? name : "(unnamed)");
+}
+
 int node_from_proto(const Kcycle__V1__Node *msg, struct node **out, struct kc_error *err)
 {
     *out = NULL;
     if (msg == NULL)
         return kc_error_set(err, -EINVAL, "node: no message to decode");
-    struct decoder d = {.kind = "node", .err = err};
+    struct decoder d = {.kind = "node", .describe = describe_node, .msg = msg, .err = err};
     const char *name = or_empty(msg->name);
-    snprintf(d.object, sizeof(d.object), "%.200s", name[0] != '\0' ? name : "(unnamed)");
     if (name[0] == '\0')
         return decode_error(&d, -EINVAL, "name", "is required");
     struct node *node = node_new();
@@ -1434,6 +1452,15 @@ void custom_object_clear(struct sim_object *object)
     memset(object, 0, sizeof(*object));
 }
 
+static void describe_custom_object(const void *msg, char *buf, size_t size)
+{
+    const Kcycle__V1__CustomObject *object = msg;
+    const char *kind = or_empty(object->kind), *ns = or_empty(object->namespace_);
+    const char *name = or_empty(object->name);
+    snprintf(buf, size, "%.60s %.100s%s%.100s", kind[0] != '\0' ? kind : "(no kind)", ns,
+             ns[0] != '\0' ? "/" : "", name[0] != '\0' ? name : "(unnamed)");
+}
+
 int custom_object_from_proto(const Kcycle__V1__CustomObject *msg, struct sim_object *out,
                              struct kc_error *err)
 {
@@ -1442,10 +1469,8 @@ int custom_object_from_proto(const Kcycle__V1__CustomObject *msg, struct sim_obj
         return kc_error_set(err, -EINVAL, "custom object: no message to decode");
     const char *kind = or_empty(msg->kind), *ns = or_empty(msg->namespace_);
     const char *name = or_empty(msg->name);
-    struct decoder d = {.kind = "custom object", .err = err};
-    snprintf(d.object, sizeof(d.object), "%.60s %.100s%s%.100s",
-             kind[0] != '\0' ? kind : "(no kind)", ns, ns[0] != '\0' ? "/" : "",
-             name[0] != '\0' ? name : "(unnamed)");
+    struct decoder d = {
+        .kind = "custom object", .describe = describe_custom_object, .msg = msg, .err = err};
     if (kind[0] == '\0')
         return decode_error(&d, -EINVAL, "kind", "is required");
     if (name[0] == '\0')
