@@ -411,9 +411,14 @@ static int pod_finish_names(struct pod *pod)
     if (rc == 0 && (pod->scheduler_name == NULL || pod->scheduler_name[0] == '\0'))
         rc = replace_string(&pod->scheduler_name, DEFAULT_SCHEDULER);
     if (rc == 0 && (pod->uid == NULL || pod->uid[0] == '\0')) {
-        char *uid;
-        if (asprintf(&uid, "%s/%s", pod->namespace, pod->name) < 0)
+        /* "namespace/name", without asprintf's parsing of a format for every pod */
+        size_t ns_len = strlen(pod->namespace), name_len = strlen(pod->name);
+        char *uid = malloc(ns_len + name_len + 2);
+        if (uid == NULL)
             return -ENOMEM;
+        memcpy(uid, pod->namespace, ns_len);
+        uid[ns_len] = '/';
+        memcpy(uid + ns_len + 1, pod->name, name_len + 1);
         free(pod->uid);
         pod->uid = uid;
     }
