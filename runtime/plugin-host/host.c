@@ -1631,8 +1631,9 @@ static int pick_evaluated(struct plugin_host *h, const struct evaluation *e,
             if (!(e->scored & (1ull << p->index)) || plugin >= call->n_weights)
                 continue;
             int64_t weight = call->weights[plugin];
+            const int64_t *scores = evaluation_scores(s, k);
             for (uint32_t i = 0; i < found; i++) {
-                int64_t weighted = scheduler_score_clamped(evaluation_score(s, k, i)) * weight;
+                int64_t weighted = scheduler_score_clamped(scores[i]) * weight;
                 totals[i] = set ? totals[i] + weighted : weighted;
             }
             set = true;

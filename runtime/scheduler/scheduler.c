@@ -1267,6 +1267,11 @@ int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
     return s->scores[(size_t)k * s->scratch_capacity + i];
 }
 
+const int64_t *evaluation_scores(const struct scheduler *s, uint32_t k)
+{
+    return &s->scores[(size_t)k * s->scratch_capacity];
+}
+
 /* Weighted sum of the scores in s->totals (plus what the caller added), then the highest
  * total; ties broken by reservoir sampling from the seeded generator. */
 static uint32_t select_node(struct scheduler *s, const struct framework *fw, uint32_t found,
