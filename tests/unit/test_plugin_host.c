@@ -1317,6 +1317,22 @@ static int log_lines_with(const char *path, const char *what)
     return count;
 }
 
+/* An Evaluate of msg over every node from ROTATION, scored, that asks for a pick. */
+static void pick_call_init(Kcycle__V1__Evaluate *call, Kcycle__V1__Pod *msg, uint64_t rng,
+                           int64_t *weights, size_t n_weights)
+{
+    kcycle__v1__evaluate__init(call);
+    call->pod = msg;
+    call->all_nodes = true;
+    call->start = ROTATION;
+    call->want = WANT;
+    call->score = true;
+    call->pick = true;
+    call->rng = rng;
+    call->weights = weights;
+    call->n_weights = n_weights;
+}
+
 /* Evaluate.pick answers what the scheduler would pick from the same evaluation's lists: the
  * highest weighted total of the clamped scores, ties broken by its generator (which the answer
  * carries on), the count found and the last feasible node; a scorer with no weight counts for
@@ -1344,17 +1360,9 @@ static void test_pick_is_the_choice_from_the_lists(void **state)
         uint32_t best = scheduler_best_total(totals, (uint32_t)n, &rng);
 
         struct pod *pod = make_pending_pod("picked");
-        Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
-        call.pod = pod_to_proto(pod);
+        Kcycle__V1__Evaluate call;
+        pick_call_init(&call, pod_to_proto(pod), 11, weights, n_weights);
         call.attempt = attempt_sent;
-        call.all_nodes = true;
-        call.start = ROTATION;
-        call.want = WANT;
-        call.score = true;
-        call.pick = true;
-        call.rng = 11;
-        call.weights = weights;
-        call.n_weights = n_weights;
         Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
         expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
         const Kcycle__V1__EvaluateReply *got = reply->evaluate;
@@ -1386,16 +1394,8 @@ static uint32_t evaluate_with_reserve(struct client *c, uint64_t generation, con
     struct pod *pod = make_pending_pod(name);
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
     int64_t weights[2] = {1, 1};
-    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
-    call.pod = msg;
-    call.all_nodes = true;
-    call.start = ROTATION;
-    call.want = WANT;
-    call.score = true;
-    call.pick = true;
-    call.rng = 5;
-    call.weights = weights;
-    call.n_weights = 2;
+    Kcycle__V1__Evaluate call;
+    pick_call_init(&call, msg, 5, weights, 2);
     call.reserve = true;
     Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
     expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
