@@ -1477,13 +1477,13 @@ static int mirror_nominated(struct plugin_host *h, const Kcycle__V1__Evaluate *c
 static int harness_join_group(struct plugin_host *h, struct evaluated *ev,
                               const Kcycle__V1__HarnessGroupCycle *position, struct kc_error *err);
 
-/* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
- * h->evaluated. */
 static int pick_evaluated(struct plugin_host *h, const struct evaluation *e,
                           const Kcycle__V1__Evaluate *call, Kcycle__V1__EvaluateReply *r,
                           struct scratch *sc);
 
-/* pick: answer Evaluate.pick here when the evaluation found nodes (pick_evaluated) */
+/* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
+ * h->evaluated. pick: answer Evaluate.pick here when the evaluation found nodes
+ * (pick_evaluated). */
 static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
                         Kcycle__V1__Reply *reply, struct scratch *sc, struct evaluated **out,
                         bool pick)
