@@ -257,10 +257,33 @@ void node_free(struct node *node)
 
 /* ---- effective request ------------------------------------------------------------------- */
 
-/* Dense per-resource vectors keep the init-container arithmetic simple; ids are < MAX. */
+/* Dense per-resource vectors keep the init-container arithmetic simple; ids are < MAX. Only
+ * the ids in `used` hold a value (the others are 0 and not even written), so the arithmetic
+ * visits the two or three resources a pod asks for instead of all 64: clearing and walking
+ * every id of several vectors was most of pod_finish's cost, paid for every pod decoded
+ * (docs/benchmarks.md). Start a vector with vec_init. */
 struct res_vec {
+    uint64_t used;
     int64_t v[KC_RESOURCE_MAX];
 };
+
+_Static_assert(KC_RESOURCE_MAX <= 64, "res_vec.used has a bit per resource");
+
+static void vec_init(struct res_vec *vec)
+{
+    vec->used = 0;
+}
+
+static int64_t vec_get(const struct res_vec *vec, int id)
+{
+    return (vec->used >> id & 1) ? vec->v[id] : 0;
+}
+
+static void vec_put(struct res_vec *vec, int id, int64_t value)
+{
+    vec->v[id] = value;
+    vec->used |= 1ull << id;
+}
 
 static int64_t saturating_add(int64_t a, int64_t b)
 {
@@ -275,30 +298,51 @@ static void vec_add_list(struct res_vec *vec, const struct res_list *list)
     for (uint32_t i = 0; i < list->count; i++) {
         kc_resource id = list->items[i].id;
         if (id >= 0 && id < KC_RESOURCE_MAX)
-            vec->v[id] = saturating_add(vec->v[id], list->items[i].value);
+            vec_put(vec, id, saturating_add(vec_get(vec, id), list->items[i].value));
     }
 }
 
+/* dst += src; an id src does not use adds 0 */
 static void vec_add(struct res_vec *dst, const struct res_vec *src)
 {
-    for (int i = 0; i < KC_RESOURCE_MAX; i++)
-        dst->v[i] = saturating_add(dst->v[i], src->v[i]);
+    for (uint64_t m = src->used; m != 0; m &= m - 1) {
+        int id = __builtin_ctzll(m);
+        vec_put(dst, id, saturating_add(vec_get(dst, id), src->v[id]));
+    }
 }
 
+/* dst = max(dst, src) per id, over the ids either uses (a negative dst meets src's 0) */
 static void vec_max(struct res_vec *dst, const struct res_vec *src)
 {
-    for (int i = 0; i < KC_RESOURCE_MAX; i++)
-        if (src->v[i] > dst->v[i])
-            dst->v[i] = src->v[i];
+    for (uint64_t m = dst->used | src->used; m != 0; m &= m - 1) {
+        int id = __builtin_ctzll(m);
+        int64_t value = vec_get(src, id);
+        if (value > vec_get(dst, id))
+            vec_put(dst, id, value);
+    }
 }
 
+/* The non-zero amounts of vec, by id, into the empty *out (what res_list_set of each would
+ * build) in one allocation: a search and a realloc per resource made this most of the cost of
+ * pod_finish, which every decoded pod goes through (docs/benchmarks.md). */
 static int vec_to_list(const struct res_vec *vec, struct res_list *out)
 {
-    for (int i = 0; i < KC_RESOURCE_MAX; i++) {
-        int rc = res_list_set(out, (kc_resource)i, vec->v[i]);
-        if (rc < 0)
-            return rc;
+    uint32_t count = 0;
+    for (uint64_t m = vec->used; m != 0; m &= m - 1)
+        count += vec->v[__builtin_ctzll(m)] != 0;
+    if (count == 0)
+        return 0;
+    struct res_amount *items = malloc(count * sizeof(*items));
+    if (items == NULL)
+        return -ENOMEM;
+    uint32_t at = 0;
+    for (uint64_t m = vec->used; m != 0; m &= m - 1) {
+        int id = __builtin_ctzll(m);
+        if (vec->v[id] != 0)
+            items[at++] = (struct res_amount){.id = (kc_resource)id, .value = vec->v[id]};
     }
+    out->items = items;
+    out->count = count;
     return 0;
 }
 
@@ -306,7 +350,11 @@ static int vec_to_list(const struct res_vec *vec, struct res_list *out)
  * init container i runs next to the sidecars started before it; the pod needs the larger. */
 static int compute_request(struct pod *pod)
 {
-    struct res_vec steady = {0}, sidecars = {0}, init_peak = {0};
+    struct res_vec steady, sidecars, init_peak, overhead;
+    vec_init(&steady);
+    vec_init(&sidecars);
+    vec_init(&init_peak);
+    vec_init(&overhead);
     for (uint32_t i = 0; i < pod->container_count; i++)
         vec_add_list(&steady, &pod->containers[i].requests);
     for (uint32_t i = 0; i < pod->init_container_count; i++) {
@@ -322,7 +370,6 @@ static int compute_request(struct pod *pod)
         vec_max(&init_peak, &running);
     }
     vec_max(&steady, &init_peak);
-    struct res_vec overhead = {0};
     vec_add_list(&overhead, &pod->overhead);
     vec_add(&steady, &overhead);
     res_list_free(&pod->request);
@@ -364,9 +411,14 @@ static int pod_finish_names(struct pod *pod)
     if (rc == 0 && (pod->scheduler_name == NULL || pod->scheduler_name[0] == '\0'))
         rc = replace_string(&pod->scheduler_name, DEFAULT_SCHEDULER);
     if (rc == 0 && (pod->uid == NULL || pod->uid[0] == '\0')) {
-        char *uid;
-        if (asprintf(&uid, "%s/%s", pod->namespace, pod->name) < 0)
+        /* "namespace/name", without asprintf's parsing of a format for every pod */
+        size_t ns_len = strlen(pod->namespace), name_len = strlen(pod->name);
+        char *uid = malloc(ns_len + name_len + 2);
+        if (uid == NULL)
             return -ENOMEM;
+        memcpy(uid, pod->namespace, ns_len);
+        uid[ns_len] = '/';
+        memcpy(uid + ns_len + 1, pod->name, name_len + 1);
         free(pod->uid);
         pod->uid = uid;
     }

@@ -52,11 +52,16 @@ static void holder_free(struct proto_holder *h)
     free(h);
 }
 
+/* Not zeroed: arena_alloc zeroes what it hands out. A pod uses a few hundred bytes of its
+ * 4 KiB chunk, and calloc clearing the whole chunk was most of the arena's cost per pod. */
 static struct arena_chunk *chunk_new(size_t size)
 {
-    struct arena_chunk *c = calloc(1, sizeof(*c) + size);
-    if (c != NULL)
+    struct arena_chunk *c = malloc(sizeof(*c) + size);
+    if (c != NULL) {
+        c->next = NULL;
+        c->used = 0;
         c->size = size;
+    }
     return c;
 }
 
@@ -72,7 +77,7 @@ static void *arena_alloc(struct proto_holder *h, size_t count, size_t size)
     if (head != NULL && head->size - head->used >= bytes) {
         void *p = (char *)head->data + head->used;
         head->used += bytes;
-        return p;
+        return memset(p, 0, bytes);
     }
     /* A large block gets a chunk of its own behind the head so the head's room stays usable. */
     bool own = bytes > ARENA_CHUNK_BYTES / 4;
@@ -87,7 +92,7 @@ static void *arena_alloc(struct proto_holder *h, size_t count, size_t size)
         c->next = head;
         h->chunks = c;
     }
-    return c->data;
+    return memset(c->data, 0, bytes);
 }
 
 /* protobuf-c fields are char * but packing only reads them; the message never outlives the
@@ -654,9 +659,14 @@ int node_to_proto_bytes(const struct node *node, uint8_t **out, size_t *len)
  * Wire strings are bounded in messages so a hostile name cannot push the field out. */
 struct decoder {
     const char *kind;
-    char object[300];
+    /* the object's name for a message, written from msg only when an error needs it: two
+     * pods decoded per pod scheduled in a plugin host made an eager snprintf a cost per pod */
+    void (*describe)(const void *msg, char *buf, size_t size);
+    const void *msg;
     struct kc_error *err;
 };
+
+enum { OBJECT_NAME_SIZE = 300 };
 
 enum { PATH_SIZE = 160 };
 
@@ -670,7 +680,9 @@ static int decode_error(const struct decoder *d, int code, const char *path, con
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    return kc_error_set(d->err, code, "%s %s: %s: %s", d->kind, d->object, path, detail);
+    char object[OBJECT_NAME_SIZE];
+    d->describe(d->msg, object, sizeof(object));
+    return kc_error_set(d->err, code, "%s %s: %s: %s", d->kind, object, path, detail);
 }
 
 static int no_memory(const struct decoder *d, const char *path)
@@ -714,6 +726,25 @@ static const char *path_join(char *buf, const char *base, const char *field, int
     if (!fits)
         memcpy(buf + PATH_SIZE - 4, "...", 4);
     return buf;
+}
+
+/* A path in parts, made text only when an error names it: a pod's containers and their
+ * resources are decoded twice per pod in a plugin host, and building base.field[index] and
+ * .requests[i] on success was most of the cost of their decoders (docs/benchmarks.md).
+ * The text is path_join(path_join(base, field, index), sub, -1), or without sub when "". */
+struct path_parts {
+    const char *base;
+    const char *field;
+    int64_t index;
+    const char *sub;
+};
+
+static const char *path_text(char *buf, const struct path_parts *p)
+{
+    if (p->sub[0] == '\0')
+        return path_join(buf, p->base, p->field, p->index);
+    char inner[PATH_SIZE];
+    return path_join(buf, path_join(inner, p->base, p->field, p->index), p->sub, -1);
 }
 
 static const char *or_empty(const char *s)
@@ -857,30 +888,39 @@ static int compare_res(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int decode_resources(const struct decoder *d, const char *path,
+/* where[i] of a list decode_resources reads, for its errors */
+static const char *resource_path(char *buf, const struct path_parts *where, uint32_t i)
+{
+    char path[PATH_SIZE];
+    return path_join(buf, path_text(path, where), "", i);
+}
+
+static int decode_resources(const struct decoder *d, const struct path_parts *where,
                             Kcycle__V1__ResourceAmount *const *in, size_t n, struct res_list *out)
 {
+    char path[PATH_SIZE], at[PATH_SIZE];
     uint32_t count;
-    int rc = decode_count(d, path, n, in, &count);
-    if (rc < 0 || count == 0)
-        return rc;
+    if (n > UINT32_MAX || (n > 0 && in == NULL)) /* decode_count's errors */
+        return decode_count(d, path_text(path, where), n, in, &count);
+    count = (uint32_t)n;
+    if (count == 0)
+        return 0;
     out->items = calloc(count, sizeof(*out->items));
     if (out->items == NULL)
-        return no_memory(d, path);
+        return no_memory(d, path_text(path, where));
     for (uint32_t i = 0; i < count; i++) {
-        char at[PATH_SIZE];
-        path_join(at, path, "", i);
         if (in[i] == NULL)
-            return decode_error(d, -EINVAL, at, "entry is missing");
+            return decode_error(d, -EINVAL, resource_path(at, where, i), "entry is missing");
         const char *name = or_empty(in[i]->name);
         kc_resource id = resource_intern(name);
         if (id < 0)
-            return decode_error(d, -EINVAL, at,
+            return decode_error(d, -EINVAL, resource_path(at, where, i),
                                 "resource name \"%.100s\" is empty or one too many "
                                 "(at most %d distinct names)",
                                 name, KC_RESOURCE_MAX);
         if (in[i]->value < 0)
-            return decode_error(d, -EINVAL, at, "%.100s must not be negative", name);
+            return decode_error(d, -EINVAL, resource_path(at, where, i),
+                                "%.100s must not be negative", name);
         /* The model keeps no zero amounts; a zero on the wire means the same as none. */
         if (in[i]->value == 0)
             continue;
@@ -891,7 +931,8 @@ static int decode_resources(const struct decoder *d, const char *path,
     qsort(out->items, out->count, sizeof(*out->items), compare_res);
     for (uint32_t i = 1; i < out->count; i++)
         if (out->items[i - 1].id == out->items[i].id)
-            return decode_error(d, -EINVAL, path, "resource \"%.100s\" appears more than once",
+            return decode_error(d, -EINVAL, path_text(path, where),
+                                "resource \"%.100s\" appears more than once",
                                 resource_name(out->items[i].id));
     return 0;
 }
@@ -1077,17 +1118,25 @@ static int decode_gates(const struct decoder *d, const Kcycle__V1__Pod *in, stru
     return rc;
 }
 
-static int decode_container(const struct decoder *d, const char *path,
+/* field[index] of the pod */
+static int decode_container(const struct decoder *d, const char *field, uint32_t index,
                             const Kcycle__V1__Container *in, struct container *out)
 {
-    char at[PATH_SIZE];
-    int rc = copy_optional_string(d, path, in->name, &out->name);
-    if (rc == 0)
-        rc = decode_resources(d, path_join(at, path, "requests", -1), in->requests, in->n_requests,
-                              &out->requests);
-    if (rc == 0)
-        rc = decode_resources(d, path_join(at, path, "limits", -1), in->limits, in->n_limits,
-                              &out->limits);
+    int rc = 0;
+    if (in->name != NULL && in->name[0] != '\0') { /* copy_optional_string, path made if needed */
+        char path[PATH_SIZE];
+        char *copy = strdup(in->name);
+        if (copy == NULL)
+            return no_memory(d, path_join(path, "", field, index));
+        free(out->name);
+        out->name = copy;
+    }
+    struct path_parts where = {"", field, index, "requests"};
+    rc = decode_resources(d, &where, in->requests, in->n_requests, &out->requests);
+    if (rc == 0) {
+        where.sub = "limits";
+        rc = decode_resources(d, &where, in->limits, in->n_limits, &out->limits);
+    }
     out->restartable = in->restartable != 0;
     return rc;
 }
@@ -1105,10 +1154,9 @@ static int decode_containers(const struct decoder *d, const char *field,
         return no_memory(d, field);
     *out_count = count;
     for (uint32_t i = 0; rc == 0 && i < count; i++) {
-        char path[PATH_SIZE];
         if (in[i] == NULL)
             return missing_entry(d, "", field, i);
-        rc = decode_container(d, path_join(path, "", field, i), in[i], &(*out)[i]);
+        rc = decode_container(d, field, i, in[i], &(*out)[i]);
     }
     return rc;
 }
@@ -1218,7 +1266,8 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
         rc = decode_containers(d, "init_containers", in->init_containers, in->n_init_containers,
                                &pod->init_containers, &pod->init_container_count);
     if (rc == 0)
-        rc = decode_resources(d, "overhead", in->overhead, in->n_overhead, &pod->overhead);
+        rc = decode_resources(d, &(struct path_parts){"", "overhead", -1, ""}, in->overhead,
+                              in->n_overhead, &pod->overhead);
     if (rc == 0)
         rc = decode_host_ports(d, in, pod);
     if (rc == 0)
@@ -1240,15 +1289,21 @@ static int decode_pod_fields(const struct decoder *d, const Kcycle__V1__Pod *in,
     return rc;
 }
 
+static void describe_pod(const void *msg, char *buf, size_t size)
+{
+    const Kcycle__V1__Pod *pod = msg;
+    const char *ns = or_empty(pod->namespace_), *name = or_empty(pod->name);
+    snprintf(buf, size, "%.100s/%.150s", ns[0] != '\0' ? ns : "default",
+             name[0] != '\0' ? name : "(unnamed)");
+}
+
 int pod_from_proto(const Kcycle__V1__Pod *msg, struct pod **out, struct kc_error *err)
 {
     *out = NULL;
     if (msg == NULL)
         return kc_error_set(err, -EINVAL, "pod: no message to decode");
-    struct decoder d = {.kind = "pod", .err = err};
-    const char *ns = or_empty(msg->namespace_), *name = or_empty(msg->name);
-    snprintf(d.object, sizeof(d.object), "%.100s/%.150s", ns[0] != '\0' ? ns : "default",
-             name[0] != '\0' ? name : "(unnamed)");
+    struct decoder d = {.kind = "pod", .describe = describe_pod, .msg = msg, .err = err};
+    const char *name = or_empty(msg->name);
     if (name[0] == '\0')
         return decode_error(&d, -EINVAL, "name", "is required");
     struct pod *pod = pod_new();
@@ -1339,9 +1394,15 @@ static int decode_node_fields(const struct decoder *d, const Kcycle__V1__Node *i
     if (rc == 0)
         rc = decode_taints(d, in, node);
     if (rc == 0)
-        rc = decode_resources(d, "allocatable", in->allocatable, in->n_allocatable,
-                              &node->allocatable);
+        rc = decode_resources(d, &(struct path_parts){"", "allocatable", -1, ""},
+                              in->allocatable, in->n_allocatable, &node->allocatable);
     return rc;
+}
+
+static void describe_node(const void *msg, char *buf, size_t size)
+{
+    const char *name = or_empty(((const Kcycle__V1__Node *)msg)->name);
+    snprintf(buf, size, "%.200s", name[0] != '\0' ? name : "(unnamed)");
 }
 
 int node_from_proto(const Kcycle__V1__Node *msg, struct node **out, struct kc_error *err)
@@ -1349,9 +1410,8 @@ int node_from_proto(const Kcycle__V1__Node *msg, struct node **out, struct kc_er
     *out = NULL;
     if (msg == NULL)
         return kc_error_set(err, -EINVAL, "node: no message to decode");
-    struct decoder d = {.kind = "node", .err = err};
+    struct decoder d = {.kind = "node", .describe = describe_node, .msg = msg, .err = err};
     const char *name = or_empty(msg->name);
-    snprintf(d.object, sizeof(d.object), "%.200s", name[0] != '\0' ? name : "(unnamed)");
     if (name[0] == '\0')
         return decode_error(&d, -EINVAL, "name", "is required");
     struct node *node = node_new();
@@ -1392,6 +1452,15 @@ void custom_object_clear(struct sim_object *object)
     memset(object, 0, sizeof(*object));
 }
 
+static void describe_custom_object(const void *msg, char *buf, size_t size)
+{
+    const Kcycle__V1__CustomObject *object = msg;
+    const char *kind = or_empty(object->kind), *ns = or_empty(object->namespace_);
+    const char *name = or_empty(object->name);
+    snprintf(buf, size, "%.60s %.100s%s%.100s", kind[0] != '\0' ? kind : "(no kind)", ns,
+             ns[0] != '\0' ? "/" : "", name[0] != '\0' ? name : "(unnamed)");
+}
+
 int custom_object_from_proto(const Kcycle__V1__CustomObject *msg, struct sim_object *out,
                              struct kc_error *err)
 {
@@ -1400,10 +1469,8 @@ int custom_object_from_proto(const Kcycle__V1__CustomObject *msg, struct sim_obj
         return kc_error_set(err, -EINVAL, "custom object: no message to decode");
     const char *kind = or_empty(msg->kind), *ns = or_empty(msg->namespace_);
     const char *name = or_empty(msg->name);
-    struct decoder d = {.kind = "custom object", .err = err};
-    snprintf(d.object, sizeof(d.object), "%.60s %.100s%s%.100s",
-             kind[0] != '\0' ? kind : "(no kind)", ns, ns[0] != '\0' ? "/" : "",
-             name[0] != '\0' ? name : "(unnamed)");
+    struct decoder d = {
+        .kind = "custom object", .describe = describe_custom_object, .msg = msg, .err = err};
     if (kind[0] == '\0')
         return decode_error(&d, -EINVAL, "kind", "is required");
     if (name[0] == '\0')

@@ -89,6 +89,8 @@ struct plugin_host {
     size_t kept_count, kept_confirmed;
     uint64_t kept_generation_before;
     bool kept_reserved; /* Evaluate.reserve: Reserve ran for the one kept assumption */
+    /* the scratch chunk of the last request, for the next one (struct scratch's spare) */
+    struct scratch_chunk *spare_chunk;
 };
 
 /* ---- reply memory: everything a reply points to, freed once it is packed ---- */
@@ -101,14 +103,19 @@ struct plugin_host {
 
 struct scratch_chunk {
     struct scratch_chunk *next;
+    size_t size;
     _Alignas(SCRATCH_ALIGN) unsigned char data[];
 };
 
+/* spare: where one chunk of SCRATCH_CHUNK_BYTES waits between requests (the host's), or NULL.
+ * Allocating and freeing it per request cost more than the request's own allocations: a free
+ * of 64 KiB or more makes glibc consolidate its fast bins (malloc_consolidate) every time. */
 struct scratch {
     struct scratch_chunk *chunks;
     unsigned char *at;
     size_t left;
     bool failed;
+    struct scratch_chunk **spare;
 };
 
 /* size bytes, aligned, not zeroed; NULL (and sc failed) when out of memory */
@@ -121,11 +128,15 @@ static void *scratch_bump(struct scratch *sc, size_t size)
     size = size == 0 ? SCRATCH_ALIGN : (size + SCRATCH_ALIGN - 1) & ~(size_t)(SCRATCH_ALIGN - 1);
     if (size > sc->left) {
         size_t bytes = size > SCRATCH_CHUNK_BYTES ? size : SCRATCH_CHUNK_BYTES;
-        struct scratch_chunk *chunk = malloc(sizeof(*chunk) + bytes);
-        if (chunk == NULL) {
+        struct scratch_chunk *chunk;
+        if (bytes == SCRATCH_CHUNK_BYTES && sc->spare != NULL && *sc->spare != NULL) {
+            chunk = *sc->spare;
+            *sc->spare = NULL;
+        } else if ((chunk = malloc(sizeof(*chunk) + bytes)) == NULL) {
             sc->failed = true;
             return NULL;
         }
+        chunk->size = bytes;
         chunk->next = sc->chunks;
         sc->chunks = chunk;
         sc->at = chunk->data;
@@ -178,11 +189,15 @@ static char *scratch_vprintf(struct scratch *sc, const char *fmt, va_list ap)
     return copy;
 }
 
+/* Frees the chunks but one of the usual size, kept in *sc->spare for the next request. */
 static void scratch_free(struct scratch *sc)
 {
     while (sc->chunks != NULL) {
         struct scratch_chunk *next = sc->chunks->next;
-        free(sc->chunks);
+        if (sc->spare != NULL && *sc->spare == NULL && sc->chunks->size == SCRATCH_CHUNK_BYTES)
+            *sc->spare = sc->chunks;
+        else
+            free(sc->chunks);
         sc->chunks = next;
     }
     memset(sc, 0, sizeof(*sc));
@@ -1221,7 +1236,7 @@ static void fill_probe(struct plugin_host *h, const Kcycle__V1__Request *req,
     const struct scheduler *s = &h->sched;
     if (reply->result_case == KCYCLE__V1__REPLY__RESULT_EVALUATE && s->node_status != NULL &&
         s->cache.node_count > 0) {
-        uint8_t *status = scratch_alloc(sc, s->cache.node_count);
+        uint8_t *status = scratch_bump(sc, s->cache.node_count); /* all copied over */
         if (status == NULL)
             return;
         memcpy(status, s->node_status, s->cache.node_count);
@@ -1341,7 +1356,7 @@ static void fill_scores(struct plugin_host *h, const struct evaluation *e,
         if (!(e->scored & (1ull << p->index)))
             continue;
         Kcycle__V1__PluginScores *ps = scratch_alloc(sc, sizeof(*ps));
-        int64_t *scores = scratch_alloc(sc, e->found * sizeof(*scores));
+        int64_t *scores = scratch_bump(sc, e->found * sizeof(*scores)); /* all written */
         if (ps == NULL || scores == NULL)
             return;
         kcycle__v1__plugin_scores__init(ps);
@@ -1363,7 +1378,7 @@ static void fill_evaluation(struct plugin_host *h, const struct evaluation *e,
     r->message = text_or_empty(sc, e->message);
     r->rejectors = hello_bits(h, e->rejectors);
     r->processed = e->processed;
-    uint32_t *feasible = scratch_alloc(sc, e->found * sizeof(*feasible));
+    uint32_t *feasible = scratch_bump(sc, e->found * sizeof(*feasible)); /* all written */
     Kcycle__V1__ReasonCount **reasons = scratch_alloc(sc, s->reason_count * sizeof(*reasons));
     if (feasible == NULL || reasons == NULL)
         return;
@@ -1392,7 +1407,7 @@ static int fill_node_rejectors(struct plugin_host *h, const Kcycle__V1__Evaluate
 {
     const struct scheduler *s = &h->sched;
     uint32_t n = call->all_nodes ? s->cache.node_count : (uint32_t)call->n_candidates;
-    uint32_t *out = scratch_alloc(sc, ((size_t)n + 1) * sizeof(*out));
+    uint32_t *out = scratch_bump(sc, ((size_t)n + 1) * sizeof(*out)); /* n written */
     if (out == NULL)
         return -ENOMEM; /* a success without them would let every node through */
     uint32_t start = call->start < s->cache.node_count ? call->start : 0;
@@ -1463,10 +1478,16 @@ static int mirror_nominated(struct plugin_host *h, const Kcycle__V1__Evaluate *c
 static int harness_join_group(struct plugin_host *h, struct evaluated *ev,
                               const Kcycle__V1__HarnessGroupCycle *position, struct kc_error *err);
 
+static int pick_evaluated(struct plugin_host *h, const struct evaluation *e,
+                          const Kcycle__V1__Evaluate *call, Kcycle__V1__EvaluateReply *r,
+                          struct scratch *sc);
+
 /* One pod's evaluation into reply->evaluate; *out (when given): the pod's entry in
- * h->evaluated. */
+ * h->evaluated. pick: answer Evaluate.pick here when the evaluation found nodes
+ * (pick_evaluated). */
 static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
-                        Kcycle__V1__Reply *reply, struct scratch *sc, struct evaluated **out)
+                        Kcycle__V1__Reply *reply, struct scratch *sc, struct evaluated **out,
+                        bool pick)
 {
     struct scheduler *s = &h->sched;
     if (call->pod == NULL)
@@ -1520,7 +1541,19 @@ static int evaluate_pod(struct plugin_host *h, const Kcycle__V1__Evaluate *call,
     Kcycle__V1__EvaluateReply *r = scratch_alloc(sc, sizeof(*r));
     if (r != NULL) {
         kcycle__v1__evaluate_reply__init(r);
-        fill_evaluation(h, &e, r, sc);
+        if (pick && e.status == KC_SUCCESS && e.found > 0) {
+            fill_evaluation(h, &(struct evaluation){.status = e.status,
+                                                   .message = e.message,
+                                                   .rejectors = e.rejectors,
+                                                   .processed = e.processed},
+                            r, sc); /* all but the feasible list and scores, which pick drops */
+            if (pick_evaluated(h, &e, call, r, sc) < 0) {
+                evaluation_clear(&e);
+                return reply_error(reply, sc, "evaluate: out of memory picking a node");
+            }
+        } else {
+            fill_evaluation(h, &e, r, sc);
+        }
         reply->result_case = KCYCLE__V1__REPLY__RESULT_EVALUATE;
         reply->evaluate = r;
         if (call->node_rejectors && e.status == KC_SUCCESS &&
@@ -1550,19 +1583,76 @@ static int32_t host_pick(const Kcycle__V1__EvaluateReply *r, const int64_t *weig
     *total = 0;
     if (found == 0)
         return -1;
-    memset(totals, 0, found * sizeof(*totals));
+    /* the first scorer sets the totals, so they are not cleared first */
+    bool set = false;
     for (size_t k = 0; k < r->n_scores; k++) {
         const Kcycle__V1__PluginScores *ps = r->scores[k];
         if (ps->plugin >= weight_count || ps->n_scores != found)
             continue;
-        for (size_t i = 0; i < found; i++)
-            totals[i] += scheduler_score_clamped(ps->scores[i]) * weights[ps->plugin];
+        int64_t weight = weights[ps->plugin];
+        if (!set)
+            for (size_t i = 0; i < found; i++)
+                totals[i] = scheduler_score_clamped(ps->scores[i]) * weight;
+        else
+            for (size_t i = 0; i < found; i++)
+                totals[i] += scheduler_score_clamped(ps->scores[i]) * weight;
+        set = true;
     }
+    if (!set)
+        memset(totals, 0, found * sizeof(*totals));
     if (found == 1)
         return (int32_t)r->feasible[0]; /* the scheduler draws nothing for one node */
     uint32_t best = scheduler_best_total(totals, (uint32_t)found, rng);
     *total = totals[best];
     return (int32_t)r->feasible[best];
+}
+
+/* Evaluate.pick for an evaluation that found nodes, from the evaluation itself: what
+ * fill_evaluation, host_pick and make_picked answer, without building the feasible list and
+ * the score arrays that make_picked drops (about a tenth of the host's instructions per pod
+ * with 500 feasible nodes, docs/benchmarks.md). r has the rest of the evaluation. */
+static int pick_evaluated(struct plugin_host *h, const struct evaluation *e,
+                          const Kcycle__V1__Evaluate *call, Kcycle__V1__EvaluateReply *r,
+                          struct scratch *sc)
+{
+    const struct scheduler *s = &h->sched;
+    const struct framework *fw = s->fw;
+    uint32_t found = e->found, best = 0;
+    uint64_t rng = call->rng;
+    int64_t total = 0;
+    if (found > 1) { /* host_pick draws nothing for one node, and its total stays 0 */
+        int64_t *totals = scratch_bump(sc, found * sizeof(*totals));
+        if (totals == NULL)
+            return -ENOMEM;
+        /* the scorers fill_scores lists, in its order, weighted as host_pick weighs them */
+        bool set = false;
+        for (uint32_t k = 0; k < fw->phase_count[PHASE_SCORE]; k++) {
+            const struct plugin *p = fw->phase[PHASE_SCORE][k];
+            uint32_t plugin = h->hello_index[p->index];
+            if (!(e->scored & (1ull << p->index)) || plugin >= call->n_weights)
+                continue;
+            int64_t weight = call->weights[plugin];
+            const int64_t *scores = evaluation_scores(s, k);
+            for (uint32_t i = 0; i < found; i++) {
+                int64_t weighted = scheduler_score_clamped(scores[i]) * weight;
+                totals[i] = set ? totals[i] + weighted : weighted;
+            }
+            set = true;
+        }
+        if (!set)
+            memset(totals, 0, found * sizeof(*totals));
+        best = scheduler_best_total(totals, found, &rng);
+        total = totals[best];
+    }
+    r->picked = true;
+    r->found = found;
+    r->chosen = s->feasible[best]->index;
+    r->chosen_total = total;
+    r->last_feasible = s->feasible[found - 1]->index;
+    r->rng = rng;
+    r->n_feasible = 0;
+    r->feasible = NULL;
+    return 0;
 }
 
 /* Evaluate.pick: the answer is the choice instead of the feasible list and the scores. */
@@ -1631,11 +1721,13 @@ static int serve_evaluate(struct plugin_host *h, const Kcycle__V1__Evaluate *cal
                           Kcycle__V1__Reply *reply, struct scratch *sc)
 {
     drop_unchosen(h);
-    int rc = evaluate_pod(h, call, reply, sc, NULL);
+    int rc = evaluate_pod(h, call, reply, sc, NULL, call->pick);
     if (rc < 0 || !call->pick || reply->result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE)
         return rc;
     Kcycle__V1__EvaluateReply *r = reply->evaluate;
-    int64_t *totals = scratch_alloc(sc, (r->n_feasible + 1) * sizeof(*totals));
+    if (r->picked) /* pick_evaluated answered */
+        return call->reserve ? evaluate_reserve(h, call, r, sc) : 0;
+    int64_t *totals = scratch_bump(sc, (r->n_feasible + 1) * sizeof(*totals)); /* host_pick's */
     if (totals == NULL)
         return reply_error(reply, sc, "evaluate: out of memory picking a node");
     uint64_t rng = call->rng;
@@ -1713,7 +1805,7 @@ static int serve_evaluate_group(struct plugin_host *h, const Kcycle__V1__Evaluat
         call->start = start;
         Kcycle__V1__Reply one = KCYCLE__V1__REPLY__INIT;
         struct evaluated *ev = NULL;
-        evaluate_pod(h, call, &one, sc, &ev);
+        evaluate_pod(h, call, &one, sc, &ev, false); /* the group picks with its own rng */
         if (one.result_case != KCYCLE__V1__REPLY__RESULT_EVALUATE) {
             rc = reply_error(reply, sc, "evaluate_group: member %zu: %s", k,
                              one.error != NULL ? one.error : "no evaluation");
@@ -2227,7 +2319,7 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
     *out = NULL;
     *out_len = 0;
     Kcycle__V1__Reply reply = KCYCLE__V1__REPLY__INIT;
-    struct scratch sc = {0};
+    struct scratch sc = {.spare = &h->spare_chunk};
     ProtobufCAllocator arena = {scratch_protobuf_alloc, scratch_protobuf_free, &sc};
     Kcycle__V1__Request *req = kcycle__v1__request__unpack(&arena, len, request);
     if (req == NULL) {
@@ -2363,5 +2455,6 @@ void plugin_host_close(struct plugin_host *h)
     free(h->statuses);
     free(h->nominated);
     free(h->plugin_dir);
+    free(h->spare_chunk);
     free(h);
 }

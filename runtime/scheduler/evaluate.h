@@ -39,6 +39,9 @@ void evaluation_clear(struct evaluation *e);
 kc_status scheduler_filter_node(struct kc_cycle *cycle, uint64_t skip,
                                 const struct cache_node *node, struct plugin **rejector);
 int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i);
+/* The scores of score plugin k for feasible nodes 0 .. found, as evaluation_score gives them one
+ * by one, for a caller summing every node's (no call per node); valid until the next evaluation. */
+const int64_t *evaluation_scores(const struct scheduler *s, uint32_t k);
 
 /* The next number of the tie-breaking generator whose state is *state (the scheduler's is its
  * rng; a plugin host picking for a group cycle runs a copy of it). */

@@ -745,6 +745,7 @@ static int ensure_scratch(struct scheduler *s)
     s->nominated_first = calloc(capacity, sizeof(*s->nominated_first));
     s->nominated_count = calloc(capacity, sizeof(*s->nominated_count));
     s->nominated_flagged_count = 0; /* the fresh arrays are zero: nothing left to clear */
+    s->node_marks_clean = 0;        /* zero is KC_SUCCESS, not the cleared node_status */
     if (s->feasible == NULL || s->feasible_flag == NULL || s->scores == NULL || s->totals == NULL ||
         s->node_status == NULL || s->nominated_first == NULL || s->nominated_count == NULL ||
         s->node_rejector == NULL || s->node_winner == NULL) {
@@ -1065,6 +1066,22 @@ void scheduler_filter_cost_sample(struct scheduler *s, uint64_t skip, int64_t pe
     s->filter_ns_per_node = c->ns_per_node;
 }
 
+/* Every node's node_status back to KC_UNSCHEDULABLE and node_rejector to 0 before an
+ * evaluation marks the nodes it rejects. Most evaluations reject none (every node fits, or no
+ * Filter runs in this process), so the arrays stay cleared and only an evaluation that marked
+ * a node (filter_rejected, mark_restricted_out, merged_no_fit) leaves work for the next one:
+ * clearing all 5,000 nodes of both arrays on every attempt was about 15,000 instructions per
+ * pod in the scheduler and again in the plugin host (docs/benchmarks.md). */
+static void node_marks_clear(struct scheduler *s)
+{
+    uint32_t n = s->cache.node_count;
+    if (s->node_marks_clean >= n)
+        return;
+    memset(s->node_status, KC_UNSCHEDULABLE, n);
+    memset(s->node_rejector, 0, n * sizeof(*s->node_rejector));
+    s->node_marks_clean = n;
+}
+
 /* Returns the feasible count (s->feasible holds them in order), or -1 on a plugin error
  * (the cycle's message says which). */
 static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t skip,
@@ -1083,8 +1100,7 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
         .error_lock = PTHREAD_MUTEX_INITIALIZER,
         .nominated = preempt_flag_nominated(s, cycle->sp->pod),
     };
-    memset(s->node_status, KC_UNSCHEDULABLE, s->cache.node_count);
-    memset(s->node_rejector, 0, s->cache.node_count * sizeof(*s->node_rejector));
+    node_marks_clear(s);
     if (no_filter_runs(cycle, skip)) {
         uint32_t found = job.want < n ? job.want : n;
         for (uint32_t k = 0; k < found; k++)
@@ -1115,6 +1131,8 @@ static int64_t run_filters(struct scheduler *s, struct kc_cycle *cycle, uint64_t
     int64_t elapsed = monotonic_ns() - started;
     for (uint32_t w = 0; w < workers; w++) {
         struct worker_state *ws = &s->worker_state[w];
+        if (ws->rejectors != 0) /* filter_rejected marked a node */
+            s->node_marks_clean = 0;
         cycle->rejectors |= ws->rejectors;
         for (uint32_t i = 0; i < ws->reason_count; i++)
             reasons_add_count(s->reasons, &s->reason_count, ws->reasons[i].text,
@@ -1247,6 +1265,11 @@ static int compute_scores(struct scheduler *s, struct kc_cycle *cycle, uint32_t 
 int64_t evaluation_score(const struct scheduler *s, uint32_t k, uint32_t i)
 {
     return s->scores[(size_t)k * s->scratch_capacity + i];
+}
+
+const int64_t *evaluation_scores(const struct scheduler *s, uint32_t k)
+{
+    return &s->scores[(size_t)k * s->scratch_capacity];
 }
 
 /* Weighted sum of the scores in s->totals (plus what the caller added), then the highest
@@ -1528,6 +1551,7 @@ static void mark_restricted_out(struct scheduler *s, const struct kc_cycle *cycl
         if (r == cycle->restricted_count || cycle->restricted_nodes[r] != i) {
             s->node_status[i] = KC_UNRESOLVABLE;
             s->node_rejector[i] = NODE_REJECTOR_RESTRICTED;
+            s->node_marks_clean = 0;
         }
     }
 }
@@ -1741,6 +1765,7 @@ static void merged_no_fit(struct scheduler *s, struct kc_cycle *cycle, struct pl
         not_placed(out, true, message);
         return;
     }
+    s->node_marks_clean = 0;
     for (uint32_t i = 0; i < n; i++)
         s->node_status[i] = s->node_winner[i] & (NODE_REJECTOR_RESTRICTED |
                                                  NODE_REJECTOR_UNRESOLVABLE)

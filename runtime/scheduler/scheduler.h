@@ -263,6 +263,9 @@ struct scheduler {
      * rejected the node in the last evaluation (NODE_REJECTOR_*), and the merged verdict */
     uint16_t *node_rejector;
     uint16_t *node_winner;
+    /* how many leading node indices hold the cleared marks (node_status KC_UNSCHEDULABLE,
+     * node_rejector 0): whatever marks a node sets it to 0 (node_marks_clear) */
+    uint32_t node_marks_clean;
     /* per node index: where this attempt's counted nominated pods start in nominated_pods
      * (+ 1; 0: none) and how many; filled by preempt_flag_nominated */
     uint32_t *nominated_first;

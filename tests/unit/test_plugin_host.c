@@ -1317,6 +1317,76 @@ static int log_lines_with(const char *path, const char *what)
     return count;
 }
 
+/* An Evaluate of msg over every node from ROTATION, scored, that asks for a pick. */
+static void pick_call_init(Kcycle__V1__Evaluate *call, Kcycle__V1__Pod *msg, uint64_t rng,
+                           int64_t *weights, size_t n_weights)
+{
+    kcycle__v1__evaluate__init(call);
+    call->pod = msg;
+    call->all_nodes = true;
+    call->start = ROTATION;
+    call->want = WANT;
+    call->score = true;
+    call->pick = true;
+    call->rng = rng;
+    call->weights = weights;
+    call->n_weights = n_weights;
+}
+
+/* Evaluate.pick answers what the scheduler would pick from the same evaluation's lists: the
+ * highest weighted total of the clamped scores, ties broken by its generator (which the answer
+ * carries on), the count found and the last feasible node; a scorer with no weight counts for
+ * nothing (then every feasible node ties). */
+static void test_pick_is_the_choice_from_the_lists(void **state)
+{
+    (void)state;
+    struct client *c = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(c), NULL);
+    uint64_t generation = send_snapshot(c, 100);
+    int64_t weights[3] = {5, 3, 7};
+    for (size_t n_weights = 1; n_weights <= 3; n_weights += 2) {
+        Kcycle__V1__Reply *ref = evaluate_on(c, generation, "picked", NULL, 0, ROTATION);
+        expect_ok(ref, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+        const Kcycle__V1__EvaluateReply *want = ref->evaluate;
+        size_t n = want->n_feasible;
+        assert_true(n > 1 && n <= NODE_COUNT);
+        assert_true(want->n_scores > 0);
+        int64_t totals[NODE_COUNT] = {0};
+        for (size_t k = 0; k < want->n_scores; k++)
+            for (size_t i = 0; i < n && want->scores[k]->plugin < n_weights; i++)
+                totals[i] += scheduler_score_clamped(want->scores[k]->scores[i]) *
+                             weights[want->scores[k]->plugin];
+        uint64_t rng = 11;
+        uint32_t best = scheduler_best_total(totals, (uint32_t)n, &rng);
+
+        struct pod *pod = make_pending_pod("picked");
+        Kcycle__V1__Evaluate call;
+        pick_call_init(&call, pod_to_proto(pod), 11, weights, n_weights);
+        call.attempt = attempt_sent;
+        Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
+        expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+        const Kcycle__V1__EvaluateReply *got = reply->evaluate;
+        assert_true(got->picked);
+        assert_int_equal(got->status, want->status);
+        assert_int_equal(got->processed, want->processed);
+        assert_int_equal(got->n_reasons, want->n_reasons);
+        assert_int_equal(got->n_feasible, 0);
+        assert_int_equal(got->n_scores, 0);
+        assert_int_equal(got->found, n);
+        assert_int_equal(got->chosen, want->feasible[best]);
+        assert_true(got->chosen_total == totals[best]);
+        assert_int_equal(got->last_feasible, want->feasible[n - 1]);
+        assert_true(got->rng == rng);
+        if (n_weights == 3)
+            assert_true(got->chosen_total > 0);
+        kcycle__v1__reply__free_unpacked(reply, NULL);
+        kcycle__v1__reply__free_unpacked(ref, NULL);
+        pod_proto_free(call.pod);
+        pod_free(pod);
+    }
+    client_stop(c);
+}
+
 /* Evaluate.reserve on the pending pod `name`: the picked node (its index), with the Reserve
  * answer checked. */
 static uint32_t evaluate_with_reserve(struct client *c, uint64_t generation, const char *name)
@@ -1324,16 +1394,8 @@ static uint32_t evaluate_with_reserve(struct client *c, uint64_t generation, con
     struct pod *pod = make_pending_pod(name);
     Kcycle__V1__Pod *msg = pod_to_proto(pod);
     int64_t weights[2] = {1, 1};
-    Kcycle__V1__Evaluate call = KCYCLE__V1__EVALUATE__INIT;
-    call.pod = msg;
-    call.all_nodes = true;
-    call.start = ROTATION;
-    call.want = WANT;
-    call.score = true;
-    call.pick = true;
-    call.rng = 5;
-    call.weights = weights;
-    call.n_weights = 2;
+    Kcycle__V1__Evaluate call;
+    pick_call_init(&call, msg, 5, weights, 2);
     call.reserve = true;
     Kcycle__V1__Reply *reply = send_evaluate(c, generation, &call);
     expect_ok(reply, KCYCLE__V1__REPLY__RESULT_EVALUATE);
@@ -1617,6 +1679,7 @@ int main(void)
         cmocka_unit_test(test_bad_requests_after_the_snapshot),
         cmocka_unit_test(test_only_a_harness_host_serves_queue_calls_and_records_preemption),
         cmocka_unit_test(test_group_members_see_the_ones_placed_before_them),
+        cmocka_unit_test(test_pick_is_the_choice_from_the_lists),
         cmocka_unit_test(test_group_with_a_repeated_member_is_refused),
         cmocka_unit_test(test_kept_group_assumptions_end_as_the_deltas_say),
         cmocka_unit_test(test_reserve_with_the_evaluation_is_kept_or_undone),

@@ -718,6 +718,30 @@ static void bad_resources_are_rejected_naming_the_container(void **state)
     bad.name = "memory";
     bad.value = -5;
     expect_pod_error(&msg, -EINVAL, "containers[1].requests[1]: memory must not be negative");
+    /* the same paths for limits, init containers, a missing entry and the overhead */
+    c1.n_requests = 0;
+    c1.n_limits = 2;
+    c1.limits = amounts;
+    expect_pod_error(&msg, -EINVAL, "containers[1].limits[1]: memory must not be negative");
+    msg.n_containers = 0;
+    msg.n_init_containers = 2;
+    msg.init_containers = containers;
+    expect_pod_error(&msg, -EINVAL, "init_containers[1].limits[1]: memory must not be negative");
+    Kcycle__V1__ResourceAmount *holes[] = {&cpu, NULL}; /* hand-built: it does not pack */
+    c1.limits = holes;
+    struct pod *holed = NULL;
+    struct kc_error hole_err = {{0}};
+    assert_int_equal(pod_from_proto(&msg, &holed, &hole_err), -EINVAL);
+    assert_non_null(strstr(hole_err.message, "init_containers[1].limits[1]: entry is missing"));
+    assert_null(holed);
+    msg.n_init_containers = 0;
+    msg.n_overhead = 2;
+    msg.overhead = amounts;
+    expect_pod_error(&msg, -EINVAL, "pod default/p: overhead[1]: memory must not be negative");
+    msg.n_overhead = 0;
+    msg.n_containers = 2;
+    c1.n_limits = 0;
+    c1.n_requests = 2;
 
     /* A zero amount means none, as in the model's lists. */
     bad.value = 0;
