@@ -1,6 +1,7 @@
 /* core/channel: whole messages over a SOCK_SEQPACKET socketpair, split into records and joined
  * again, with size caps, deadlines and the end of the peer told apart. */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,6 +163,12 @@ static void test_a_thread_pinned_to_one_cpu_does_not_spin(void **state)
 
 /* A thread's own spin (channel_set_spin_us) replaces the process's for that thread only: 0
  * turns it off, a negative value gives the process's back. */
+static void *wait_once(void *arg)
+{
+    channel_wait(arg, 1); /* this thread's spin: the process's */
+    return NULL;
+}
+
 static void test_a_threads_own_spin_replaces_the_processs(void **state)
 {
     (void)state;
@@ -175,6 +182,11 @@ static void test_a_threads_own_spin_replaces_the_processs(void **state)
     channel_set_spin_us(0);
     assert_int_equal(channel_wait(&p.b, 1), 0);
     assert_int_equal(channel_spins(), before);
+    /* another thread keeps the process's spin */
+    pthread_t other;
+    assert_int_equal(pthread_create(&other, NULL, wait_once, &p.b), 0);
+    assert_int_equal(pthread_join(other, NULL), 0);
+    assert_int_equal(channel_spins(), ++before);
     channel_set_spin_us(200);
     assert_int_equal(channel_wait(&p.b, 1), 0);
     assert_int_equal(channel_spins(), before + 1);
