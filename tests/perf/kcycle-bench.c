@@ -562,6 +562,10 @@ static const char *ipc_json(struct ipc_figures *ipc, const struct scheduler *s,
     /* requests the evaluating host got on the cycle thread's CPU (remote.c colocate) */
     snprintf(ipc->json + used, sizeof(ipc->json) - used, ", \"colocated_round_trips\": %" PRIu64,
              s->remote.colocation.round_trips);
+    used = strlen(ipc->json);
+    /* bindings the hosts got as the short PodBound instead of the whole pod (remote_bound.c) */
+    snprintf(ipc->json + used, sizeof(ipc->json) - used, ", \"pod_bound_deltas\": %" PRIu64,
+             s->remote.bound.sent);
     return ipc->json;
 }
 
