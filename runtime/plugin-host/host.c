@@ -57,6 +57,7 @@ struct plugin_host {
     struct strmap evaluated; /* uid -> struct evaluated */
     uint64_t objects_seen;
     uint32_t spin_us; /* the scheduler's last Request.spin_us */
+    uint64_t pod_puts, pods_bound; /* assigned pods applied whole, and as PodBound */
     char diverged[1280]; /* why the replica can no longer be trusted; "" while it can */
     bool bind_requested; /* a Bind plugin called kc_bind during the current phase call */
     int bind_result;     /* what kc_bind answers in a harness host's phase call (0: binds) */
@@ -495,6 +496,7 @@ static int put_pod(struct plugin_host *h, const Kcycle__V1__Pod *msg, struct kc_
     pod_free(assumed);
     if (rc < 0)
         return kc_error_set(err, rc, "pod %s/%s: %s", msg->namespace_, msg->name, kc_strerror(rc));
+    h->pod_puts++;
     return 0;
 }
 
@@ -545,6 +547,45 @@ static int forget_pod(struct plugin_host *h, const char *uid)
     scheduler_forget(&h->sched, pod);
     strmap_remove(&h->assumed, uid);
     pod_free(pod);
+    return 0;
+}
+
+/* Delta.pod_bound: the pod assumed here on that node is assigned there, and its object is the
+ * assumed one with nodeName set. The scheduler decided so by comparing the assigned pod's
+ * encoding with the bytes this replica decoded the assumed copy from: the Assume's pod, or the
+ * evaluation's pod that kept_confirm adopted (as_evaluated: the same pod object, encoded in the
+ * same cycle). Decoding is field by field (nodeName is copied and nothing derives from it), so
+ * the assumed copy with nodeName set is what decoding the pod_put would give, and it takes the
+ * pod_put's way through put_pod's steps: the same cache changes, generation and events. */
+static int bound_pod(struct plugin_host *h, const Kcycle__V1__PodBound *msg, struct kc_error *err)
+{
+    const char *uid = msg != NULL ? msg->uid : NULL;
+    if (uid == NULL || uid[0] == '\0' || msg->node == NULL || msg->node[0] == '\0')
+        return kc_error_set(err, -EINVAL, "pod_bound without a uid or a node");
+    const struct cache_pod *cp = cache_pod(&h->sched.cache, uid);
+    if (strmap_get(&h->assumed, uid) == NULL || cp == NULL || !cp->assumed)
+        return kc_error_set(err, -EPROTO,
+                            "pod_bound of pod uid %s on node %s: the replica does not hold that "
+                            "pod assumed",
+                            uid, msg->node);
+    if (strcmp(cp->node_name, msg->node) != 0)
+        return kc_error_set(err, -EPROTO,
+                            "pod_bound of pod uid %s on node %s: the replica holds it assumed on "
+                            "node %s",
+                            uid, msg->node, cp->node_name);
+    char *node = strdup(msg->node);
+    if (node == NULL)
+        return kc_error_set(err, -ENOMEM, "pod_bound of pod uid %s: out of memory", uid);
+    end_evaluation(h, uid); /* before the assumed copy it may borrow changes hands */
+    struct pod *pod = strmap_remove(&h->assumed, uid);
+    free(pod->node_name);
+    pod->node_name = node;
+    char name[320];
+    snprintf(name, sizeof(name), "%s/%s", pod->namespace, pod->name);
+    int rc = scheduler_pod_add(&h->sched, pod); /* owns pod from here, as put_pod's */
+    if (rc < 0)
+        return kc_error_set(err, rc, "pod %s: %s", name, kc_strerror(rc));
+    h->pods_bound++;
     return 0;
 }
 
@@ -713,6 +754,7 @@ static int apply_delta(struct plugin_host *h, const Kcycle__V1__Delta *delta, st
         return object_event(h, KC_EVENT_OBJECT_DELETE, delta->object_delete, err);
     case KCYCLE__V1__DELTA__CHANGE_WAITING_PUT: return waiting_put(h, delta->waiting_put, err);
     case KCYCLE__V1__DELTA__CHANGE_WAITING_DELETE: return waiting_delete(h, delta->waiting_delete);
+    case KCYCLE__V1__DELTA__CHANGE_POD_BOUND: return bound_pod(h, delta->pod_bound, err);
     default:
         return kc_error_set(err, -EINVAL, "a delta with no change set (unknown to this host?)");
     }
@@ -2440,6 +2482,12 @@ int plugin_host_serve(struct plugin_host *h)
 void plugin_host_stop(struct plugin_host *h)
 {
     atomic_store(&h->stop, true);
+}
+
+void plugin_host_counts(const struct plugin_host *h, struct plugin_host_counts *out)
+{
+    out->pod_puts = h->pod_puts;
+    out->pods_bound = h->pods_bound;
 }
 
 void plugin_host_close(struct plugin_host *h)

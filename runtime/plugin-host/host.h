@@ -46,4 +46,13 @@ void plugin_host_close(struct plugin_host *host);
 int plugin_host_handle(struct plugin_host *host, const uint8_t *request, size_t len,
                        uint8_t **reply, size_t *reply_len);
 
+/* What the replica applied since the host opened, for tests and benchmarks: assigned pods
+ * that came whole (pod_put) and as the short PodBound of a pod bound as it was assumed. Read it
+ * when plugin_host_serve is not running (it has returned, or was never called). */
+struct plugin_host_counts {
+    uint64_t pod_puts;
+    uint64_t pods_bound;
+};
+void plugin_host_counts(const struct plugin_host *host, struct plugin_host_counts *out);
+
 #endif

@@ -138,12 +138,55 @@ static void journal_pod(struct remote *r, int which, const struct pod *pod, cons
     pod_proto_free(msg);
 }
 
+/* A pod seen assigned: a PodBound when it is the object the hosts hold assumed on that node
+ * (remote_bound.h), else the whole pod. */
+static void journal_assigned(struct remote *r, const struct pod *pod)
+{
+    Kcycle__V1__Pod *msg = pod_to_proto(pod);
+    if (msg == NULL) {
+        log_error("plugin hosts: pod %s/%s cannot be sent: %s", pod->namespace, pod->name,
+                  strerror(errno));
+        return;
+    }
+    Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
+    Kcycle__V1__PodBound bound = KCYCLE__V1__POD_BOUND__INIT;
+    if (remote_bound_take(&r->bound, msg)) {
+        bound.uid = msg->uid;
+        bound.node = msg->node_name;
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_BOUND;
+        delta.pod_bound = &bound;
+    } else {
+        delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+        delta.pod_put = msg;
+    }
+    journal_append(r, &delta);
+    pod_proto_free(msg);
+}
+
+/* A pod event that is no binding (assume, forget, update, delete) and was not trial: the Assume
+ * keeps the bytes it carried, for the PodBound of its binding. */
+static void journal_pod_event(struct remote *r, kc_event_type type, const struct pod *pod,
+                              const char *node)
+{
+    uint32_t before = r->journal_count;
+    journal_pod(r, (int)type, pod, node, false);
+    if (type == KC_EVENT_POD_ASSUME && r->journal_count == before + 1)
+        remote_bound_note_assume(&r->bound, pod->uid, node, r->journal[before].data,
+                                 r->journal[before].len);
+}
+
 void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *pod,
                     const struct cache_node *node, const char *object_kind,
                     const char *object_namespace, const char *object_name, const char *object_json)
 {
     struct remote *r = &s->remote;
-    if (r->host_count == 0 || !host_wants_events(r))
+    if (r->host_count == 0)
+        return;
+    bool wanted = host_wants_events(r);
+    /* the hosts' copy of the pod changes (or none holds it): nothing kept for a PodBound */
+    if (pod != NULL && (!wanted || type != KC_EVENT_POD_ADD || pod->node_name == NULL))
+        remote_bound_drop(&r->bound, pod->uid);
+    if (!wanted)
         return;
     Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
     switch (type) {
@@ -187,7 +230,10 @@ void remote_journal(struct scheduler *s, kc_event_type type, const struct pod *p
         if (pod == NULL ||
             (pod->node_name == NULL && type != KC_EVENT_POD_ASSUME && type != KC_EVENT_POD_FORGET))
             return;
-        journal_pod(r, (int)type, pod, node != NULL ? node->node->name : NULL, false);
+        if (type == KC_EVENT_POD_ADD)
+            journal_assigned(r, pod);
+        else
+            journal_pod_event(r, type, pod, node != NULL ? node->node->name : NULL);
     }
 }
 
@@ -195,7 +241,10 @@ void remote_journal_trial(struct scheduler *s, kc_event_type type, const struct 
                           const char *node)
 {
     struct remote *r = &s->remote;
-    if (r->host_count == 0 || !host_wants_events(r))
+    if (r->host_count == 0)
+        return;
+    remote_bound_drop(&r->bound, pod->uid); /* its replicas' copy may be the trial's now */
+    if (!host_wants_events(r))
         return;
     journal_pod(r, (int)type, pod, node, true);
 }
@@ -786,6 +835,9 @@ static int start_host(struct scheduler *s, struct remote_host *h, struct kc_erro
     req.sync = true;
     h->generation_offset = (int64_t)s->cache.generation - ops;
     Kcycle__V1__Reply *reply = round_trip(s, h, &req);
+    /* this host holds the pods in flight as the snapshot encoded them, not as their Assume
+     * deltas did: their bindings go whole */
+    remote_bound_clear(&r->bound);
     for (uint32_t i = mark; i < r->journal_count; i++)
         free(r->journal[i].data);
     r->journal_count = mark;
@@ -1088,6 +1140,7 @@ void remote_close(struct scheduler *s)
         free(r->journal[i].data);
     free(r->journal);
     free(r->host_binary);
+    remote_bound_free(&r->bound);
     memset(r, 0, sizeof(*r));
 }
 

@@ -14,6 +14,7 @@
 #include "channel.h"
 #include "error.h"
 #include "framework.h"
+#include "remote_bound.h"
 
 struct scheduler;
 struct kc_cycle;
@@ -176,6 +177,9 @@ struct remote {
         cpu_set_t allowed;  /* the cycle thread's mask before */
         uint64_t round_trips; /* evaluations sent to a host on the cycle thread's CPU */
     } colocation;
+    /* the pods assumed in the hosts, as the wire carried them: a binding that brings back the
+     * assumed object goes as a PodBound (remote_bound.h) */
+    struct remote_bound bound;
 };
 
 /* Start a host for each group of isolation: process plugins (after framework_open). A required

@@ -636,8 +636,18 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     group.weights = weights;
     group.keep_assumed = true; /* the host keeps the members' assumptions (closed with them) */
 
-    Kcycle__V1__Request requests[6];
-    for (unsigned i = 0; i < 6; i++) {
+    /* the first pod bound where it was assumed: the short delta (Delta.pod_bound), after the
+     * group's kept assumptions, which it undoes first */
+    Kcycle__V1__PodBound bound = KCYCLE__V1__POD_BOUND__INIT;
+    bound.uid = pod->uid;
+    bound.node = reserve.node;
+    Kcycle__V1__Delta bound_delta = KCYCLE__V1__DELTA__INIT;
+    bound_delta.change_case = KCYCLE__V1__DELTA__CHANGE_POD_BOUND;
+    bound_delta.pod_bound = &bound;
+    Kcycle__V1__Delta *bound_list[] = {&bound_delta};
+
+    Kcycle__V1__Request requests[7];
+    for (unsigned i = 0; i < 7; i++) {
         kcycle__v1__request__init(&requests[i]);
         requests[i].id = i + 1;
         requests[i].generation = i < 2 ? 0 : n;
@@ -665,13 +675,20 @@ static void seeds_host(const char *dir, const char *prefix, const struct sim_spe
     requests[5].generation = n + 1;
     requests[5].call_case = KCYCLE__V1__REQUEST__CALL_EVALUATE_GROUP;
     requests[5].evaluate_group = &group;
+    requests[6].generation = n + 3;
+    requests[6].n_deltas = 1;
+    requests[6].deltas = bound_list;
+    requests[6].call_case = KCYCLE__V1__REQUEST__CALL_SYNC;
+    requests[6].sync = true;
 
     char name[256];
     snprintf(name, sizeof(name), "%s-session", prefix);
-    host_session(dir, prefix, name, "", requests, 6);
+    host_session(dir, prefix, name, "", requests, nodes > 0 ? 7 : 6);
     if (n > 0)
         write_proto(dir, prefix, 7, "delta", &deltas[n - 1].base);
     write_proto(dir, prefix, 7, "delta-assume", &assume_delta.base);
+    if (nodes > 0)
+        write_proto(dir, prefix, 7, "delta-pod-bound", &bound_delta.base);
     if (spec->arrival_count > 1 && nodes > 0)
         seeds_host_what_if(dir, prefix, spec, requests);
     cluster_deltas_free(&cd);

@@ -559,19 +559,22 @@ static const char *ipc_json(struct ipc_figures *ipc, const struct scheduler *s,
     bench_ipc_cross_core_json(ipc->json + used, sizeof(ipc->json) - used, ipc->cross_core_us,
                               ipc->cross_core_spin_us);
     used = strlen(ipc->json);
-    /* requests the evaluating host got on the cycle thread's CPU (remote.c colocate) */
+    /* requests the evaluating host got on the cycle thread's CPU (remote_placement.c) */
     const struct remote_colocation *c = &s->remote.colocation;
     snprintf(ipc->json + used, sizeof(ipc->json) - used, ", \"colocated_round_trips\": %" PRIu64,
              c->round_trips);
     used = strlen(ipc->json);
-    /* and spread, both polling; the last trials' paces (remote.c, "where the evaluating host
-     * runs") */
+    /* and spread, both polling; the last trials' paces (remote_placement.c) */
     snprintf(ipc->json + used, sizeof(ipc->json) - used,
              ", \"spread_round_trips\": %" PRIu64 ", \"placement_trials\": %" PRIu64
              ", \"placement_spread_chosen\": %" PRIu64
              ", \"placement_spread_us\": %.1f, \"placement_pinned_us\": %.1f",
              c->spread_round_trips, c->decisions, c->spread_decisions, c->spread_ns / 1000.0,
              c->pin_ns / 1000.0);
+    used = strlen(ipc->json);
+    /* bindings the hosts got as the short PodBound instead of the whole pod (remote_bound.c) */
+    snprintf(ipc->json + used, sizeof(ipc->json) - used, ", \"pod_bound_deltas\": %" PRIu64,
+             s->remote.bound.sent);
     return ipc->json;
 }
 

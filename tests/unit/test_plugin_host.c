@@ -2,6 +2,7 @@
  * scheduler drives it. Its evaluation must equal the in-process scheduler's on the same cluster;
  * bad requests, bad plugins and a replica out of sync must get error replies, never a crash.
  * Preemption's what-if and the nominated pods of an evaluation are judged on node views. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +22,9 @@
 #include "model.h"
 #include "plugin.pb-c.h"
 #include "proto_convert.h"
+#include "remote.h"
 #include "scheduler.h"
+#include "tree.h"
 
 #define NODE_COUNT 20
 #define WANT 5
@@ -215,12 +218,20 @@ static struct client *client_start(void)
     return c;
 }
 
-static void client_stop(struct client *c)
+/* Stop the host; counts (when not NULL) gets what its replica applied. */
+static void client_stop_counting(struct client *c, struct plugin_host_counts *counts)
 {
     channel_close(&c->channel); /* the host sees the end of its channel and returns */
     assert_int_equal(pthread_join(c->thread, NULL), 0);
+    if (counts != NULL)
+        plugin_host_counts(c->host, counts);
     plugin_host_close(c->host);
     free(c);
+}
+
+static void client_stop(struct client *c)
+{
+    client_stop_counting(c, NULL);
 }
 
 static Kcycle__V1__Reply *send_bytes(struct client *c, const void *data, size_t len)
@@ -1471,6 +1482,375 @@ static void test_reserve_with_the_evaluation_is_kept_or_undone(void **state)
     unlink(log);
 }
 
+/* ---- a pod bound as it was assumed: Delta.pod_bound ---- */
+
+/* The short delta of pending pod `name` bound on node-<node>. */
+static Kcycle__V1__Delta *bound_delta(const char *name, int node)
+{
+    Kcycle__V1__Delta *d = calloc(1, sizeof(*d));
+    Kcycle__V1__PodBound *b = calloc(1, sizeof(*b));
+    assert_non_null(d);
+    assert_non_null(b);
+    kcycle__v1__delta__init(d);
+    kcycle__v1__pod_bound__init(b);
+    struct pod *pod = make_pending_pod(name);
+    b->uid = strdup(pod->uid);
+    b->node = malloc(32);
+    assert_non_null(b->node);
+    snprintf(b->node, 32, "node-%02d", node);
+    pod_free(pod);
+    d->change_case = KCYCLE__V1__DELTA__CHANGE_POD_BOUND;
+    d->pod_bound = b;
+    return d;
+}
+
+static void bound_delta_free(Kcycle__V1__Delta *d)
+{
+    free(d->pod_bound->uid);
+    free(d->pod_bound->node);
+    free(d->pod_bound);
+    free(d);
+}
+
+/* One sync at generation with the single delta d (freed), answered without error. */
+static void sync_one(struct client *c, uint64_t generation, Kcycle__V1__Delta *d)
+{
+    Kcycle__V1__Reply *r = sync_request(c, generation, false, &d, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    if (d->change_case == KCYCLE__V1__DELTA__CHANGE_POD_BOUND)
+        bound_delta_free(d);
+    else
+        deltas_free(&d, 1);
+}
+
+/* The pod_put of pending pod `name` assigned to node-<node>: the pending object with
+ * spec.nodeName set, nothing else changed. */
+static void sync_assigned_put(struct client *c, uint64_t generation, const char *name, int node)
+{
+    struct pod *pod = make_pending_pod(name);
+    char text[32];
+    snprintf(text, sizeof(text), "node-%02d", node);
+    pod->node_name = strdup(text);
+    Kcycle__V1__Delta d = KCYCLE__V1__DELTA__INIT, *ptr = &d;
+    d.change_case = KCYCLE__V1__DELTA__CHANGE_POD_PUT;
+    d.pod_put = pod_to_proto(pod);
+    Kcycle__V1__Reply *r = sync_request(c, generation, false, &ptr, 1);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_SYNCED);
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    pod_proto_free(d.pod_put);
+    pod_free(pod);
+}
+
+/* Whether node-<node> is feasible for a probe of the pending pods' size. */
+static bool probe_fits(struct client *c, uint64_t generation, uint32_t node)
+{
+    Kcycle__V1__Reply *r = evaluate_on(c, generation, "probe-fit", &node, 1, 0);
+    expect_ok(r, KCYCLE__V1__REPLY__RESULT_EVALUATE);
+    bool fits = r->evaluate->n_feasible == 1;
+    kcycle__v1__reply__free_unpacked(r, NULL);
+    return fits;
+}
+
+/* A host applies a PodBound as the pod_put of the assumed object with nodeName set: the same
+ * generation (each request checks it), the same evaluations after, the pod assigned (not
+ * assumed: a Forget leaves it, a second PodBound is refused); a PodBound the replica does not
+ * hold assumed on that node is a protocol error naming the uid, after which the host refuses
+ * every request until it is restarted. */
+static void test_pod_bound_applies_as_the_pod_put_would(void **state)
+{
+    (void)state;
+    struct client *a = client_start(), *b = client_start();
+    kcycle__v1__reply__free_unpacked(hello_standard(a), NULL);
+    kcycle__v1__reply__free_unpacked(hello_standard(b), NULL);
+    uint64_t generation = send_snapshot(a, 100);
+    assert_int_equal(send_snapshot(b, 100), generation);
+    /* node-05 has room for one pending pod (2300m free), not two */
+    assert_true(probe_fits(a, generation, 5));
+
+    sync_one(a, generation + 1, assume_delta("bound-1", 5, false));
+    sync_one(b, generation + 1, assume_delta("bound-1", 5, false));
+    generation++;
+    assert_false(probe_fits(a, generation, 5));
+    /* assigned: the assumption leaves the cache and the assigned pod enters (two changes) */
+    sync_one(a, generation + 2, bound_delta("bound-1", 5));
+    sync_assigned_put(b, generation + 2, "bound-1", 5);
+    generation += 2;
+    expect_same_replicas(a, b, generation, "probe-bound-1");
+    assert_false(probe_fits(a, generation, 5));
+    assert_false(probe_fits(b, generation, 5));
+    /* assigned, not assumed: a Forget changes nothing, a second PodBound has nothing to bind */
+    sync_one(a, generation, forget_delta("bound-1"));
+    assert_false(probe_fits(a, generation, 5));
+    Kcycle__V1__Delta *again = bound_delta("bound-1", 5);
+    expect_error(sync_request(a, generation + 2, false, &again, 1),
+                 "pod_bound of pod uid uid-bound-1 on node node-05: the replica does not hold "
+                 "that pod assumed");
+    bound_delta_free(again);
+    expect_error(sync_request(a, generation, false, NULL, 0), "restart the host");
+
+    /* assumed on another node than the PodBound says */
+    sync_one(b, generation + 1, assume_delta("elsewhere", 2, false));
+    Kcycle__V1__Delta *wrong = bound_delta("elsewhere", 1);
+    expect_error(sync_request(b, generation + 3, false, &wrong, 1),
+                 "pod_bound of pod uid uid-elsewhere on node node-01: the replica holds it "
+                 "assumed on node node-02");
+    bound_delta_free(wrong);
+    expect_error(sync_request(b, generation + 1, false, NULL, 0), "restart the host");
+
+    struct plugin_host_counts ca, cb;
+    client_stop_counting(a, &ca);
+    client_stop_counting(b, &cb);
+    assert_int_equal(ca.pods_bound, 1);
+    assert_int_equal(cb.pods_bound, 0);
+    assert_int_equal(cb.pod_puts, ca.pod_puts + 1);
+}
+
+/* ---- the scheduler's side: hosts as threads of the test (remote_set_spawn_hook) ---- */
+
+#define SPAWNED_MAX 4
+
+struct spawned_host {
+    char name[64];
+    struct plugin_host *host;
+    pthread_t thread;
+};
+
+static struct spawned_host spawned[SPAWNED_MAX];
+static uint32_t spawned_count;
+
+static int spawn_thread(void *ctx, const char *name, int fd)
+{
+    (void)ctx;
+    if (spawned_count == SPAWNED_MAX)
+        return -EAGAIN;
+    struct spawned_host *t = &spawned[spawned_count];
+    struct plugin_host_options opts = {.fd = fd};
+    struct kc_error err = {{0}};
+    if (plugin_host_open(&opts, &t->host, &err) != 0)
+        fail_msg("plugin_host_open: %s", err.message);
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    if (pthread_create(&t->thread, NULL, serve, t->host) != 0) {
+        plugin_host_close(t->host);
+        return -EAGAIN;
+    }
+    spawned_count++;
+    return 0;
+}
+
+/* After scheduler_close (which closed their channels): what each host applied, by name. */
+static void spawned_stop(struct plugin_host_counts *counts, const char *const *names, size_t n)
+{
+    for (uint32_t i = 0; i < spawned_count; i++) {
+        assert_int_equal(pthread_join(spawned[i].thread, NULL), 0);
+        for (size_t k = 0; k < n; k++)
+            if (strcmp(spawned[i].name, names[k]) == 0)
+                plugin_host_counts(spawned[i].host, &counts[k]);
+        plugin_host_close(spawned[i].host);
+    }
+    spawned_count = 0;
+    remote_set_spawn_hook(NULL, NULL);
+}
+
+struct bind_sink {
+    bool async;          /* answer 1: the result comes through scheduler_bind_result */
+    char asked[128];     /* the uid of the last binding asked for */
+    uint32_t bound;
+};
+
+static int sink_bind_async(void *ctx, const struct pod *pod, const char *node,
+                           const struct kv_list *annotations)
+{
+    struct bind_sink *k = ctx;
+    snprintf(k->asked, sizeof(k->asked), "%s", pod->uid);
+    return k->async ? 1 : 0;
+}
+
+static void sink_bound_count(void *ctx, const struct pod *pod, const char *node)
+{
+    ((struct bind_sink *)ctx)->bound++;
+}
+
+static struct pod *pod_json(const char *json)
+{
+    struct tree *t;
+    struct kc_error err = {{0}};
+    if (tree_parse_buffer("pod.json", json, strlen(json), &t, &err) != 0)
+        fail_msg("%s", err.message);
+    struct pod *pod = NULL;
+    if (pod_from_tree(t, &pod, &err) != 0)
+        fail_msg("%s", err.message);
+    tree_free(t);
+    return pod;
+}
+
+/* A 100m pod with label app=<app> and, when affine is set, a required pod affinity to the
+ * pods labelled app=<affine> on the same node. */
+static struct pod *labelled_pod(const char *name, const char *app, const char *affine)
+{
+    char affinity[512] = "";
+    if (affine != NULL)
+        snprintf(affinity, sizeof(affinity),
+                 "\"affinity\": {\"podAffinity\": {\"requiredDuringSchedulingIgnoredDuring"
+                 "Execution\": [{\"labelSelector\": {\"matchLabels\": {\"app\": \"%s\"}}, "
+                 "\"topologyKey\": \"kubernetes.io/hostname\"}]}}, ",
+                 affine);
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"metadata\": {\"name\": \"%s\", \"namespace\": \"default\", \"labels\": "
+             "{\"app\": \"%s\"}}, \"spec\": {\"schedulerName\": \"kcycle\", %s\"containers\": "
+             "[{\"name\": \"c\", \"resources\": {\"requests\": {\"cpu\": \"100m\"}}}]}}",
+             name, app, affinity);
+    return pod_json(json);
+}
+
+static void run_idle(struct scheduler *s)
+{
+    for (int i = 0; i < 10000; i++) {
+        int rc = scheduler_schedule_one(s);
+        int bound = scheduler_tick(s);
+        if (rc <= 0 && bound == 0 && !scheduler_busy(s))
+            return;
+    }
+    fail_msg("the scheduler never went idle");
+}
+
+/* Schedules pod until its binding is asked for (the sink answers 1); returns where it is
+ * assumed. */
+static const char *assumed_until_bound(struct scheduler *s, struct bind_sink *k, const char *uid)
+{
+    for (int i = 0; i < 1000 && strcmp(k->asked, uid) != 0; i++) {
+        scheduler_schedule_one(s);
+        scheduler_tick(s);
+    }
+    assert_string_equal(k->asked, uid);
+    const struct cache_pod *cp = cache_pod(&s->cache, uid);
+    assert_non_null(cp);
+    assert_true(cp->assumed);
+    return cp->node_name;
+}
+
+static void expect_bound_on(const struct scheduler *s, const char *uid, const char *node)
+{
+    const char *at = NULL, *reason = NULL;
+    if (scheduler_pod_status(s, uid, &at, &reason) != 1)
+        fail_msg("pod %s is not bound: %s", uid, reason != NULL ? reason : "(no reason)");
+    assert_string_equal(at, node);
+}
+
+/* The scheduler sends a binding that brings back the assumed object as a PodBound, to every
+ * host (the evaluating one, which kept its Reserve's assumption, and the binder's); an assigned
+ * object that differs from the assumed one (labels changed before the binding's answer), and an
+ * update after the binding, go whole, and the hosts' plugins see the new labels: a pod affine
+ * to the new label lands beside it, through interpodaffinity in the host. */
+static void test_pods_bound_as_assumed_go_short_and_changed_ones_whole(void **state)
+{
+    (void)state;
+    const char *hosts[2] = {"evaluating", "binding"};
+    struct plugin_config plugins[4] = {
+        {.name = (char *)"noderesources", .path = (char *)NODERESOURCES_PATH},
+        {.name = (char *)"interpodaffinity",
+         .path = (char *)KC_PLUGIN_BUILD_DIR "/interpodaffinity/interpodaffinity.so"},
+        {.name = (char *)"recorderhost", .path = (char *)RECORDERHOST_PATH}, /* Reserve */
+        {.name = (char *)"defaultbinder", .path = (char *)DEFAULTBINDER_PATH},
+    };
+    for (int i = 0; i < 4; i++) {
+        plugins[i].weight = 1;
+        plugins[i].required = true;
+        plugins[i].args_json = (char *)"{}";
+        plugins[i].isolation = ISOLATION_PROCESS;
+        plugins[i].host = (char *)hosts[i == 3];
+    }
+    struct config cfg = {
+        .scheduler_name = (char *)"kcycle",
+        .plugins = plugins,
+        .plugin_count = 4,
+        .seed = 1,
+        .parallelism = 1,
+        .pod_initial_backoff_ms = 1000,
+        .pod_max_backoff_ms = 10000,
+        .unschedulable_flush_ms = 300000,
+        .plugin_timeout_ms = 120000, /* not what this test is about: time for a loaded machine */
+    };
+    struct bind_sink k = {0};
+    struct scheduler_sink sink = {.ctx = &k, .bind = sink_bind_async, .bound = sink_bound_count};
+    remote_set_spawn_hook(spawn_thread, NULL);
+    struct scheduler s;
+    struct kc_error err = {{0}};
+    if (scheduler_open(&s, &cfg, NULL, &sink, NULL, &err) != 0)
+        fail_msg("scheduler_open: %s", err.message);
+    assert_int_equal(spawned_count, 2);
+    for (int i = 0; i < 4; i++) {
+        struct node *n = node_new();
+        char name[32];
+        snprintf(name, sizeof(name), "node-%d", i);
+        n->name = strdup(name);
+        kv_list_set(&n->labels, "kubernetes.io/hostname", name);
+        res_list_set(&n->allocatable, KC_RESOURCE_CPU, 4000);
+        res_list_set(&n->allocatable, KC_RESOURCE_MEMORY, 32ll << 30);
+        res_list_set(&n->allocatable, KC_RESOURCE_PODS, 110);
+        assert_int_equal(scheduler_node_add(&s, n), 0);
+    }
+
+    /* bound as assumed: short */
+    for (int i = 0; i < 6; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "web-%d", i);
+        assert_int_equal(scheduler_pod_add(&s, labelled_pod(name, "web", NULL)), 0);
+    }
+    run_idle(&s);
+    assert_int_equal(k.bound, 6);
+    assert_int_equal(s.remote.bound.sent, 6);
+
+    /* the assigned object comes back relabelled before the binding's answer: whole */
+    k.async = true;
+    assert_int_equal(scheduler_pod_add(&s, labelled_pod("changing", "old", NULL)), 0);
+    char changed_on[64];
+    snprintf(changed_on, sizeof(changed_on), "%s",
+             assumed_until_bound(&s, &k, "default/changing"));
+    struct pod *assigned = labelled_pod("changing", "new", NULL);
+    assigned->node_name = strdup(changed_on);
+    assert_int_equal(scheduler_pod_add(&s, assigned), 0);
+    assert_int_equal(scheduler_bind_result(&s, "default/changing", 0, NULL), 0);
+    run_idle(&s);
+    assert_int_equal(s.remote.bound.sent, 6);
+
+    /* bound as assumed (short), then updated: the update goes whole */
+    assert_int_equal(scheduler_pod_add(&s, labelled_pod("renamed", "before", NULL)), 0);
+    char renamed_on[64];
+    snprintf(renamed_on, sizeof(renamed_on), "%s",
+             assumed_until_bound(&s, &k, "default/renamed"));
+    assert_int_equal(scheduler_bind_result(&s, "default/renamed", 0, NULL), 0);
+    run_idle(&s);
+    assert_int_equal(s.remote.bound.sent, 7);
+    struct pod *update = labelled_pod("renamed", "after", NULL);
+    update->node_name = strdup(renamed_on);
+    assert_int_equal(scheduler_pod_update(&s, update), 0);
+
+    /* the hosts' interpodaffinity sees the labels of now: each probe goes beside its pod */
+    k.async = false;
+    assert_int_equal(scheduler_pod_add(&s, labelled_pod("near-new", "probe", "new")), 0);
+    assert_int_equal(scheduler_pod_add(&s, labelled_pod("near-after", "probe", "after")), 0);
+    run_idle(&s);
+    expect_bound_on(&s, "default/near-new", changed_on);
+    expect_bound_on(&s, "default/near-after", renamed_on);
+    assert_int_equal(s.remote.bound.sent, 9);
+    /* deltas ride on the next request to each host: one more pod takes those to both */
+    assert_int_equal(scheduler_pod_add(&s, labelled_pod("last", "web", NULL)), 0);
+    run_idle(&s);
+    assert_int_equal(s.remote.bound.sent, 10);
+    scheduler_close(&s);
+
+    struct plugin_host_counts counts[2];
+    memset(counts, 0, sizeof(counts));
+    spawned_stop(counts, hosts, 2);
+    for (int h = 0; h < 2; h++) {
+        /* web-0..5, renamed, near-new, near-after short; changing and renamed's update whole */
+        assert_int_equal(counts[h].pods_bound, 9);
+        assert_int_equal(counts[h].pod_puts, 2);
+    }
+}
+
 /* ---- preemption's what-if (WhatIf) and nominated pods (Evaluate.nominated) ---- */
 
 static Kcycle__V1__Reply *what_if(struct client *c, uint64_t generation, const struct pod *pod,
@@ -1683,6 +2063,8 @@ int main(void)
         cmocka_unit_test(test_group_with_a_repeated_member_is_refused),
         cmocka_unit_test(test_kept_group_assumptions_end_as_the_deltas_say),
         cmocka_unit_test(test_reserve_with_the_evaluation_is_kept_or_undone),
+        cmocka_unit_test(test_pod_bound_applies_as_the_pod_put_would),
+        cmocka_unit_test(test_pods_bound_as_assumed_go_short_and_changed_ones_whole),
         cmocka_unit_test(test_what_if_judges_node_views_and_names_the_refusing_plugin),
         cmocka_unit_test(test_what_if_runs_prefilter_again_for_another_attempt),
         cmocka_unit_test(test_evaluation_counts_the_nominated_pods_it_is_sent),

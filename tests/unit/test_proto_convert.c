@@ -337,6 +337,36 @@ static void pod_with_every_field_round_trips(void **state)
 }
 
 
+/* A plugin host applies Delta.pod_bound by setting nodeName on the pod it decoded from the
+ * Assume: that must be what decoding the assigned pod's pod_put gives, derived fields included
+ * (nothing derives from nodeName), and it must encode to the very same bytes. */
+static void a_decoded_pod_given_its_node_name_is_the_decoded_assigned_pod(void **state)
+{
+    (void)state;
+    struct pod *assigned = pod_yaml(full_pod_yaml);
+    assert_non_null(assigned->node_name);
+    struct pod *from_put = pod_round_trip(assigned);
+    char *node = assigned->node_name;
+    assigned->node_name = NULL;
+    struct pod *from_assume = pod_round_trip(assigned);
+    assigned->node_name = node;
+    assert_null(from_assume->node_name);
+    from_assume->node_name = strdup(node);
+    assert_pod_equal(from_assume, from_put);
+    assert_int_equal(from_assume->fields, from_put->fields);
+    uint8_t *a = NULL, *b = NULL;
+    size_t a_len = 0, b_len = 0;
+    assert_int_equal(pod_to_proto_bytes(from_assume, &a, &a_len), 0);
+    assert_int_equal(pod_to_proto_bytes(from_put, &b, &b_len), 0);
+    assert_int_equal(a_len, b_len);
+    assert_memory_equal(a, b, a_len);
+    free(a);
+    free(b);
+    pod_free(assigned);
+    pod_free(from_put);
+    pod_free(from_assume);
+}
+
 static void host_ports_and_used_fields_round_trip(void **state)
 {
     (void)state;
@@ -903,6 +933,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pod_with_every_field_round_trips),
+        cmocka_unit_test(a_decoded_pod_given_its_node_name_is_the_decoded_assigned_pod),
         cmocka_unit_test(pod_with_only_a_name_round_trips_with_defaults),
         cmocka_unit_test(host_ports_and_used_fields_round_trip),
         cmocka_unit_test(pod_volumes_round_trip),
