@@ -146,6 +146,7 @@ static void journal_assigned(struct remote *r, const struct pod *pod)
     if (msg == NULL) {
         log_error("plugin hosts: pod %s/%s cannot be sent: %s", pod->namespace, pod->name,
                   strerror(errno));
+        remote_bound_drop(&r->bound, pod->uid); /* its Assume's bytes serve no more */
         return;
     }
     Kcycle__V1__Delta delta = KCYCLE__V1__DELTA__INIT;
@@ -835,8 +836,9 @@ static int start_host(struct scheduler *s, struct remote_host *h, struct kc_erro
     req.sync = true;
     h->generation_offset = (int64_t)s->cache.generation - ops;
     Kcycle__V1__Reply *reply = round_trip(s, h, &req);
-    /* this host holds the pods in flight as the snapshot encoded them, not as their Assume
-     * deltas did: their bindings go whole */
+    /* a host started now holds assumed only the pods the snapshot lists (those in Permit or
+     * binding: a pod assumed before a Reserve or Permit call restarted it is not among them),
+     * so no kept Assume says what it holds: their bindings go whole */
     remote_bound_clear(&r->bound);
     for (uint32_t i = mark; i < r->journal_count; i++)
         free(r->journal[i].data);
