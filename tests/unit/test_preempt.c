@@ -533,6 +533,38 @@ static void what_if_runs_the_real_filters_without_the_victims(void **state)
     harness_close(h);
 }
 
+/* An evaluation's node verdicts are the preemption's input (cycle_node_status) and are left
+ * set for speed until the next evaluation that needs them clear (scheduler.c
+ * node_marks_clear): node-0 rejected for a pod too big for it, then a pod that fits on every
+ * node: node-0 reads as never rejected. */
+static void an_evaluations_node_marks_are_gone_in_the_next(void **state)
+{
+    (void)state;
+    struct harness *h = harness_open();
+    full_cluster(h);
+    assert_int_equal(scheduler_node_add(&h->sched, make_node("node-2", 4000)), 0);
+    const struct scheduler *s = &h->sched;
+    uint32_t full = cache_node(&s->cache, "node-0")->index;
+    struct pod *pods[2] = {make_pod("big", NULL, 0, 3000), make_pod("small", NULL, 0, 0)};
+    uint32_t fits[2] = {1, 3};
+    for (int k = 0; k < 2; k++) {
+        struct kc_cycle *cycle = evaluation_cycle_new(&h->sched, pods[k]);
+        struct evaluation e;
+        scheduler_evaluate(&h->sched, cycle, NULL, 0, 0, false, &e);
+        assert_int_equal(e.found, fits[k]);
+        evaluation_clear(&e);
+        /* rejected by noderesources, then cleared: not rejected by anything */
+        if (k == 0)
+            assert_int_not_equal(s->node_rejector[full], 0);
+        else
+            assert_int_equal(s->node_rejector[full], 0);
+        assert_int_equal(s->node_status[full], KC_UNSCHEDULABLE);
+        evaluation_cycle_free(cycle);
+        pod_free(pods[k]);
+    }
+    harness_close(h);
+}
+
 static void nomination_cleared_when_bound_elsewhere(void **state)
 {
     (void)state;
@@ -593,6 +625,7 @@ int main(void)
         cmocka_unit_test(node_usage_matches_single_accessors),
         cmocka_unit_test(failed_trial_holds_no_preemption),
         cmocka_unit_test(what_if_runs_the_real_filters_without_the_victims),
+        cmocka_unit_test(an_evaluations_node_marks_are_gone_in_the_next),
         cmocka_unit_test(nomination_cleared_when_bound_elsewhere),
         cmocka_unit_test(larger_than_any_node_is_not_helped),
         cmocka_unit_test(no_evictor_no_preemption),
