@@ -2377,7 +2377,6 @@ int plugin_host_handle(struct plugin_host *h, const uint8_t *request, size_t len
         if (req->spin_us != h->spin_us) {
             h->spin_us = req->spin_us;
             channel_set_spin_us(req->spin_us > 0 ? (int64_t)req->spin_us : -1);
-            channel_spin_when_pinned(req->spin_us > 0);
             channel_affinity_changed();
         }
         log_debug("request %llu: call %d, %zu deltas, generation %llu%s",

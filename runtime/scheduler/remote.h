@@ -53,9 +53,6 @@ struct remote_host {
     uint64_t round_trips;
     int64_t sent_ns; /* the last request's send time, for the round-trip metric (0: not timed) */
     uint32_t restarts_published; /* restarts already added to the host name's metric */
-    /* 1: moved off the CPU the cycle thread is pinned to (remote_placement.c); -1: could not
-     * be (not ours to move), not tried again until the pin is let go */
-    int8_t moved;
 };
 
 struct journal_entry {
@@ -173,8 +170,8 @@ struct remote {
         int64_t spread_ns, pin_ns; /* the last trials' mean intervals; 0: too few to tell */
         uint64_t decisions, spread_decisions; /* trials compared, and spread chosen */
         uint64_t spread_round_trips; /* evaluations sent spread */
-        int cpu;            /* the cycle thread's pinned CPU; -1: not pinned now */
-        pid_t pid;          /* the host pinned there with it; 0: none (spread, or none yet) */
+        int cpu;            /* the CPU both run on; -1: not pinned now */
+        pid_t pid;          /* the host pinned there; 0: none */
         int64_t since_ms;   /* when pinned, or released (monotonic) */
         int64_t hold_ms;    /* let go at the first evaluation this long after the pin; 0: 1 s */
         cpu_set_t allowed;  /* the cycle thread's mask before */

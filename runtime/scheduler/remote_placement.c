@@ -31,16 +31,10 @@ static int64_t now_ms(void)
  * - pinned: the cycle thread pins itself, and the host it sends its evaluations to, to the CPU
  *   it is running on; neither spins while pinned (core/channel.c), each hand-off is a switch
  *   on one CPU. Best when other work keeps the machine's CPUs busy.
- * - spread: the cycle thread pinned to its CPU, the host to the others, and both poll for the
- *   other's message (REMOTE_SPREAD_SPIN_US: the cycle thread for the answer, the host for its
- *   next request, told by Request.spin_us) instead of sleeping. Each keeps its own CPU's
- *   caches; best with an idle CPU to spare. Left to the kernel instead, the two stay on the CPU
- *   they shared until its balancer moves one: milliseconds in which each polls for an answer
- *   the other cannot run to give, which made the spread trial two to three times slower than
- *   the placement it measures.
- * Either way every other host (the binding host, whose batch goes while the next pods are
- * evaluated) runs off the cycle thread's CPU: its polls and its batch took that CPU from the
- * pair and cost a fifth of the pods/s (docs/benchmarks.md).
+ * - spread: both left to the kernel, which puts them on two CPUs, and both poll for the other's
+ *   message (REMOTE_SPREAD_SPIN_US: the cycle thread for the answer, the host for its next
+ *   request, told by Request.spin_us) instead of sleeping. Each keeps its own CPU's caches;
+ *   best with an idle CPU to spare.
  * The pace of each is the mean time between consecutive evaluations over a trial of
  * PLACEMENT_TRIAL_EVALS evaluations (at most PLACEMENT_TRIAL_MAX_MS; an interval over
  * PLACEMENT_GAP_NS is a gap in the work, not counted): after PLACEMENT_WARMUP_EVALS pinned
@@ -188,32 +182,6 @@ static void colocated_host_free(struct remote *r)
     c->pid = 0;
 }
 
-/* Every host but `beside` (NULL: every one) off the cycle thread's CPU, on the others of its
- * mask; once each until the pin is let go. */
-static void hosts_move_away(struct remote *r, const struct remote_host *beside)
-{
-    struct remote_colocation *c = &r->colocation;
-    cpu_set_t others = c->allowed;
-    CPU_CLR(c->cpu, &others);
-    for (uint32_t i = 0; i < r->host_count; i++) {
-        struct remote_host *h = r->hosts[i];
-        if (h == beside || h->pid <= 0 || h->moved != 0)
-            continue;
-        /* not ours to move (a wrapper running it as another user): where the kernel puts it */
-        h->moved = sched_setaffinity(h->pid, sizeof(others), &others) == 0 ? 1 : -1;
-    }
-}
-
-static void hosts_move_back(struct remote *r)
-{
-    for (uint32_t i = 0; i < r->host_count; i++) {
-        struct remote_host *h = r->hosts[i];
-        if (h->moved > 0 && h->pid > 0)
-            unpin(h->pid, &r->colocation.allowed);
-        h->moved = 0;
-    }
-}
-
 void remote_placement_unpin(struct remote *r)
 {
     struct remote_colocation *c = &r->colocation;
@@ -221,7 +189,6 @@ void remote_placement_unpin(struct remote *r)
         return;
     unpin(0, &c->allowed);
     colocated_host_free(r);
-    hosts_move_back(r);
     channel_affinity_changed();
     c->cpu = -1;
     c->since_ms = now_ms();
@@ -232,10 +199,8 @@ void remote_colocation_release(struct scheduler *s)
     struct remote_colocation *c = &s->remote.colocation;
     remote_placement_unpin(&s->remote);
     c->last_ns = 0; /* the time until the next evaluation is no pace of either placement */
-    if (c->spreading) {
+    if (c->spreading)
         channel_set_spin_us(-1); /* the thread's other waits: the usual spin */
-        channel_spin_when_pinned(false);
-    }
     c->spreading = false;
 }
 
@@ -268,12 +233,13 @@ bool remote_placement_colocate(struct scheduler *s, struct remote_host *h)
     if (h->pid <= 0 || !remote_placement_enabled(c))
         return false;
     bool spread = !c->forced && placement_spread(c, now_ns());
-    if (spread != c->spreading) {
-        /* spread, the pinned cycle thread polls: its host runs on another CPU */
+    if (spread != c->spreading)
         channel_set_spin_us(spread ? REMOTE_SPREAD_SPIN_US : -1);
-        channel_spin_when_pinned(spread);
-    }
     c->spreading = spread;
+    if (spread) {
+        remote_placement_unpin(&s->remote);
+        return false;
+    }
     int64_t now = now_ms();
     if (c->cpu >= 0 &&
         ((c->forced && now - c->since_ms >= c->hold_ms) || sched_getcpu() != c->cpu))
@@ -282,11 +248,6 @@ bool remote_placement_colocate(struct scheduler *s, struct remote_host *h)
         ((c->forced && c->since_ms != 0 && now - c->since_ms < COLOCATE_SETTLE_MS) ||
          !colocation_pin_thread(c, now)))
         return false;
-    if (spread) {
-        colocated_host_free(&s->remote); /* the host pinned beside it goes with the others */
-        hosts_move_away(&s->remote, NULL);
-        return false;
-    }
     if (c->pid != h->pid) {
         colocated_host_free(&s->remote); /* another host had the place: free again */
         cpu_set_t one;
@@ -302,9 +263,7 @@ bool remote_placement_colocate(struct scheduler *s, struct remote_host *h)
             return false;
         }
         c->pid = h->pid;
-        h->moved = 0;
     }
-    hosts_move_away(&s->remote, h);
     return true;
 }
 

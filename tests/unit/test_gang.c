@@ -1177,7 +1177,6 @@ static int restore_mask(void **state)
 {
     (void)state;
     unsetenv("KCYCLE_HOST_COLOCATE");
-    open_on_monotonic_clock = open_with_hosted_binder = false;
     return sched_setaffinity(0, sizeof(mask_before_pin_test), &mask_before_pin_test);
 }
 
@@ -1262,71 +1261,6 @@ static void test_both_placements_are_tried_and_the_faster_kept(void **state)
     assert_int_equal(sched_getaffinity(h->sched.remote.hosts[0]->pid, sizeof(its), &its), 0);
     assert_true(CPU_EQUAL(&mine, before));
     assert_true(CPU_EQUAL(&its, before));
-    gang_close(h);
-}
-
-/* The masks of the cycle thread and the hosts now, as placed: the thread on one CPU; pinned,
- * the host at c->pid on that CPU too; every other host (spread: every host) on the others. */
-static void assert_placed(const struct remote *r, const cpu_set_t *before)
-{
-    cpu_set_t mine, its, others = *before;
-    assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
-    assert_int_equal(CPU_COUNT(&mine), 1);
-    assert_true(CPU_ISSET(r->colocation.cpu, &mine));
-    CPU_CLR(r->colocation.cpu, &others);
-    for (uint32_t i = 0; i < r->host_count; i++) {
-        assert_int_equal(sched_getaffinity(r->hosts[i]->pid, sizeof(its), &its), 0);
-        assert_true(CPU_EQUAL(&its, r->hosts[i]->pid == r->colocation.pid ? &mine : &others));
-    }
-}
-
-/* A host that does not evaluate beside the cycle thread runs on the other CPUs: pinned, every
- * host but the pinned one; spread, every host (the thread has its CPU to itself). Here two
- * hosts, each with a Filter, so one of them is pinned and the other moved; both get their
- * masks back once the queue is empty. */
-static void test_other_hosts_run_off_the_cycle_threads_cpu(void **state)
-{
-    (void)state;
-    cpu_set_t *before = &mask_before_pin_test;
-    assert_int_equal(sched_getaffinity(0, sizeof(*before), before), 0);
-    if (channel_usable_cores() < 2 || CPU_COUNT(before) < 2)
-        skip(); /* one core: nothing to place */
-    unsetenv("KCYCLE_HOST_COLOCATE");
-    open_on_monotonic_clock = open_with_hosted_binder = true;
-    struct gang *h = gang_open_isolated(8, "{}", "kcycle", "{}", ISOLATION_PROCESS);
-    const struct remote *r = &h->sched.remote;
-    const struct remote_colocation *c = &r->colocation;
-    h->sched.remote.colocation.hold_ms = INT64_MAX;
-    assert_int_equal(r->host_count, 2);
-    enum { PODS = 400 };
-    add_plain_pods(h, "p", PODS);
-    /* the first evaluations (warming caches) are pinned */
-    assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-    assert_true(c->pid > 0 && !c->spreading);
-    assert_placed(r, before);
-    uint32_t moved = 0;
-    for (uint32_t i = 0; i < r->host_count; i++)
-        moved += r->hosts[i]->moved > 0;
-    assert_int_equal(moved, 1);
-    /* then the spread trial */
-    int scheduled = 1;
-    while (!c->spreading && scheduled < PODS) {
-        assert_int_equal(scheduler_schedule_one(&h->sched), 1);
-        scheduled++;
-    }
-    assert_true(c->spreading);
-    assert_int_equal(c->pid, 0);
-    assert_placed(r, before);
-    run_until_idle(h);
-    assert_int_equal(h->bound, PODS);
-    cpu_set_t mine, its;
-    assert_int_equal(sched_getaffinity(0, sizeof(mine), &mine), 0);
-    assert_true(CPU_EQUAL(&mine, before));
-    for (uint32_t i = 0; i < r->host_count; i++) {
-        assert_int_equal(sched_getaffinity(r->hosts[i]->pid, sizeof(its), &its), 0);
-        assert_true(CPU_EQUAL(&its, before));
-        assert_int_equal(r->hosts[i]->moved, 0);
-    }
     gang_close(h);
 }
 
@@ -1505,8 +1439,6 @@ int main(void)
         cmocka_unit_test_teardown(test_both_placements_are_tried_and_the_faster_kept,
                                   restore_mask),
         cmocka_unit_test_teardown(test_the_evaluating_host_runs_on_the_cycle_threads_cpu,
-                                  restore_mask),
-        cmocka_unit_test_teardown(test_other_hosts_run_off_the_cycle_threads_cpu,
                                   restore_mask),
         cmocka_unit_test(test_held_members_are_not_requeued_on_every_event),
         cmocka_unit_test(test_shorter_schedule_timeout_moves_the_deadline),
