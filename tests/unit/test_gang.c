@@ -1332,6 +1332,48 @@ static void test_binding_batches_in_the_air_lose_no_pod(void **state)
     gang_close(h);
 }
 
+/* The evaluating host killed while a pod it placed waits for its binding: the host started
+ * again holds that pod as assumed (the snapshot lists pods in binding), the binding's assigned
+ * object reaches it (whole: the kept Assume went with the old host), and its replica counts the
+ * pod, so the next pod, too big for what is left, is refused for cpu rather than placed on it. */
+static void test_a_host_restarted_while_its_pod_binds_counts_it_bound(void **state)
+{
+    (void)state;
+    struct gang *h = gang_open_isolated(1, "{}", "kcycle", NULL, ISOLATION_PROCESS);
+    struct remote *r = &h->sched.remote;
+    assert_int_equal(r->host_count, 1);
+    h->async_bind = true;
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("a", NULL, 3000)), 0);
+    run_until_idle(h);
+    assert_int_equal(h->sched.binds_in_flight.count, 1);
+    assert_int_equal(r->bound.assumed.count, 1); /* its Assume's bytes, for a PodBound */
+    pid_t old = r->hosts[0]->pid;
+    assert_int_equal(kill(old, SIGKILL), 0);
+    /* the next pod finds the host gone: restarted (after its backoff), resynced, and that pod
+     * refused: a's 3000m are counted on the one node of 4000m */
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("b", NULL, 2000)), 0);
+    const char *node = NULL, *reason = NULL;
+    for (int i = 0; i < 200 && r->hosts[0]->restarts == 0; i++) {
+        h->now += 1000;
+        run_until_idle(h);
+    }
+    assert_int_equal(r->hosts[0]->restarts, 1);
+    assert_true(r->hosts[0]->pid != old);
+    assert_int_equal(r->bound.assumed.count, 0); /* the new host was never sent a's Assume */
+    assert_int_equal(scheduler_bind_result(&h->sched, "default/a", 0, NULL), 0);
+    assert_int_equal(h->bound, 1);
+    assert_int_equal(r->bound.sent, 0); /* whole, not a PodBound */
+    h->now += 60000; /* b's backoff: tried again, against the replica that holds a bound */
+    run_until_idle(h);
+    assert_int_equal(scheduler_pod_status(&h->sched, "default/b", &node, &reason), 0);
+    assert_non_null(reason);
+    if (strstr(reason, "Insufficient cpu") == NULL)
+        fail_msg("b: %s", reason);
+    assert_int_equal(r->hosts[0]->restarts, 1);
+    assert_int_equal(h->bound, 1);
+    gang_close(h);
+}
+
 /* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
 static void test_group_of_plugin_is_refused_in_a_plugin_host(void **state)
 {
@@ -1434,6 +1476,7 @@ int main(void)
         cmocka_unit_test(test_member_held_by_pre_enqueue_is_not_placed_with_its_group),
         cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
+        cmocka_unit_test(test_a_host_restarted_while_its_pod_binds_counts_it_bound),
         cmocka_unit_test_teardown(test_binding_batches_in_the_air_lose_no_pod,
                                   clear_binding_options),
         cmocka_unit_test_teardown(test_both_placements_are_tried_and_the_faster_kept,
