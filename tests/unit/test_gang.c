@@ -1374,6 +1374,39 @@ static void test_a_host_restarted_while_its_pod_binds_counts_it_bound(void **sta
     gang_close(h);
 }
 
+/* A group whose members' evaluations went in one request to the host (each kept there, then
+ * confirmed by its Assume) reaches the host bound as it was assumed: one PodBound per member,
+ * and the host's replica counts them all, so a pod too big for what they left is refused for
+ * cpu. */
+static void test_group_members_placed_in_one_request_are_bound_short(void **state)
+{
+    (void)state;
+    struct gang *h = gang_open_isolated(1, "{}", "kcycle", NULL, ISOLATION_PROCESS);
+    const struct remote *r = &h->sched.remote;
+    add_podgroup(h, "g", 4, 4, NULL);
+    for (uint32_t i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "g-%u", i);
+        assert_int_equal(scheduler_pod_add(&h->sched, make_pod(name, "g", 900)), 0);
+    }
+    run_until_idle(h);
+    assert_bound_whole(h, "g", 4);
+    assert_true(r->group_requests >= 1);
+    assert_int_equal(r->group_members_taken, 4);
+    assert_int_equal(r->bound.sent, 4);
+    assert_int_equal(r->bound.assumed.count, 0);
+    /* 3600m of 4000m taken, as the host counts them */
+    assert_int_equal(scheduler_pod_add(&h->sched, make_pod("big", NULL, 500)), 0);
+    run_until_idle(h);
+    const char *node = NULL, *reason = NULL;
+    assert_int_equal(scheduler_pod_status(&h->sched, "default/big", &node, &reason), 0);
+    assert_non_null(reason);
+    if (strstr(reason, "Insufficient cpu") == NULL)
+        fail_msg("big: %s", reason);
+    assert_int_equal(r->hosts[0]->restarts, 0);
+    gang_close(h);
+}
+
 /* A plugin that declares groups cannot run in a plugin host: refused at load, naming it. */
 static void test_group_of_plugin_is_refused_in_a_plugin_host(void **state)
 {
@@ -1477,6 +1510,7 @@ int main(void)
         cmocka_unit_test(test_bound_members_complete_the_quorum_of_a_held_member),
         cmocka_unit_test(test_group_of_plugin_is_refused_in_a_plugin_host),
         cmocka_unit_test(test_a_host_restarted_while_its_pod_binds_counts_it_bound),
+        cmocka_unit_test(test_group_members_placed_in_one_request_are_bound_short),
         cmocka_unit_test_teardown(test_binding_batches_in_the_air_lose_no_pod,
                                   clear_binding_options),
         cmocka_unit_test_teardown(test_both_placements_are_tried_and_the_faster_kept,
