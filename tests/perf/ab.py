@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""Compare two kcycle builds (or one build under two environments) with kcycle-bench, runs
-alternated A, B, A, B, ... so that a machine whose speed drifts (a virtual machine's neighbours,
-frequency) weighs on both alike, and report each figure's median, min and max per side.
+"""usage: tests/perf/ab.py --a BUILD --b BUILD [--a-env N=V] [--b-env N=V] [-n RUNS] -- BENCH_ARGS
 
-One run of a side is one `kcycle-bench ... --json`; its last output line is the JSON report.
-A single pair of runs says little where the in-process rate alone moves by a third from one
-run to the next (docs/benchmarks.md, "Where a pod's time goes in plugin hosts"): compare
-medians over 8 runs or more, and believe a difference only when it holds in a second series.
+Compare two kcycle builds (or one build under two environments) with kcycle-bench: runs are
+alternated, A B then B A (so neither side always runs first), so that a machine whose speed
+drifts (a virtual machine's neighbours, its clock) weighs on both alike, and each figure's
+median, min and max per side is printed.
 
-Usage:
-  tests/perf/ab.py --a build-old --b build -n 10 -- --shape scheduling-basic --isolation process
+One run of a side is one `kcycle-bench --json BENCH_ARGS`; the last line of its output that
+parses as JSON is its report. A side's environment is the caller's with its NAME=VALUE pairs
+set over it (a side cannot unset a variable). On the development machine the in-process rate
+alone nearly doubles from one run to the next at times (docs/benchmarks.md, "Where a pod's
+time goes in plugin hosts"): compare medians of 8 runs or more per side, and believe a
+difference when a second series shows it too.
+
+Examples:
+  tests/perf/ab.py --a ../before/build --b build -n 10 -- --shape scheduling-basic \
+      --isolation process
   tests/perf/ab.py --a build --b build --b-env KCYCLE_HOST_COLOCATE=1 -n 8 -- --shape gang \\
       --isolation process
 """
@@ -32,59 +38,87 @@ DEFAULT_KEYS = [
 ]
 
 
+def fail(message):
+    sys.exit(f"ab.py: {message}")
+
+
 def parse_env(pairs):
     env = {}
     for pair in pairs or []:
         name, sep, value = pair.partition("=")
         if not sep or not name:
-            sys.exit(f"ab.py: --a-env/--b-env take NAME=VALUE, not {pair!r}")
+            fail(f"--a-env and --b-env take NAME=VALUE, not {pair!r}")
         env[name] = value
     return env
 
 
-def run_once(build, env, bench_args, timeout):
+def run_once(side, number, build, env, bench_args, timeout):
     bench = os.path.join(build, "tests", "perf", "kcycle-bench")
     if not os.access(bench, os.X_OK):
-        sys.exit(f"ab.py: no kcycle-bench in {build} (build it first)")
-    out = subprocess.run([bench, *bench_args, "--json"], env={**os.environ, **env},
-                         capture_output=True, text=True, timeout=timeout)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-    if out.returncode != 0 or not lines:
-        sys.exit(f"ab.py: {bench} {' '.join(bench_args)} failed (exit {out.returncode}): "
-                 f"{out.stderr.strip()[-400:]}")
-    return json.loads(lines[-1])
+        fail(f"side {side}: no kcycle-bench in {build} (build it first)")
+    command = [bench, "--json", *bench_args]
+    try:
+        out = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"side {side}, run {number}: {' '.join(command)} ran past {timeout:g} s")
+    if out.returncode != 0:
+        fail(f"side {side}, run {number}: {' '.join(command)} exited {out.returncode}: "
+             f"{out.stderr.strip()[-400:]}")
+    for line in reversed(out.stdout.splitlines()):
+        try:
+            report = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(report, dict):
+            return report
+    fail(f"side {side}, run {number}: {' '.join(command)} printed no JSON report")
+
+
+def is_figure(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--a", required=True, help="build directory of side A")
-    p.add_argument("--b", required=True, help="build directory of side B")
-    p.add_argument("--a-env", action="append", metavar="NAME=VALUE", help="environment of A")
-    p.add_argument("--b-env", action="append", metavar="NAME=VALUE", help="environment of B")
-    p.add_argument("-n", type=int, default=8, help="runs per side (default 8)")
-    p.add_argument("--keys", help="comma-separated report fields (default: the usual figures)")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
-    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="-- then kcycle-bench's options")
-    args = p.parse_args()
-    bench_args = [a for a in args.bench_args if a != "--"]
+    parser = argparse.ArgumentParser(
+        description="Compare two kcycle builds with kcycle-bench runs alternated.",
+        epilog="Everything after -- goes to kcycle-bench.")
+    parser.add_argument("--a", required=True, help="build directory of side A")
+    parser.add_argument("--b", required=True, help="build directory of side B")
+    parser.add_argument("--a-env", action="append", metavar="NAME=VALUE",
+                        help="set in side A's environment (repeatable)")
+    parser.add_argument("--b-env", action="append", metavar="NAME=VALUE",
+                        help="set in side B's environment (repeatable)")
+    parser.add_argument("-n", type=int, default=8, help="runs per side (default 8)")
+    parser.add_argument("--keys", help="comma-separated report fields (default: the usual ones)")
+    parser.add_argument("--timeout", type=float, default=600,
+                        help="seconds one run may take (default 600)")
+    parser.add_argument("bench_args", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    if args.n < 1:
+        fail("-n takes a count of at least 1")
+    bench_args = args.bench_args[1:] if args.bench_args[:1] == ["--"] else args.bench_args
     keys = args.keys.split(",") if args.keys else DEFAULT_KEYS
     sides = {"A": (args.a, parse_env(args.a_env)), "B": (args.b, parse_env(args.b_env))}
     runs = {"A": [], "B": []}
     for i in range(args.n):
-        for side, (build, env) in sides.items():
-            report = run_once(build, env, bench_args, args.timeout)
+        for side in ("A", "B") if i % 2 == 0 else ("B", "A"):
+            build, env = sides[side]
+            report = run_once(side, i + 1, build, env, bench_args, args.timeout)
             runs[side].append(report)
             shown = " ".join(f"{k}={report[k]}" for k in keys if k in report)
             print(f"run {i + 1} {side}: {shown}", flush=True)
     print()
-    for side in sides:
-        print(f"{side} ({sides[side][0]}{' ' if sides[side][1] else ''}"
-              f"{' '.join(f'{k}={v}' for k, v in sides[side][1].items())}), {args.n} runs:")
+    for side, (build, env) in sides.items():
+        settings = "".join(f" {k}={v}" for k, v in env.items())
+        print(f"{side} ({build}{settings}), {args.n} runs:")
         for k in keys:
-            values = [r[k] for r in runs[side] if isinstance(r.get(k), (int, float))]
+            values = [r[k] for r in runs[side] if is_figure(r.get(k))]
             if values:
                 print(f"  {k}: median {statistics.median(values):.4g}, "
                       f"min {min(values):.4g}, max {max(values):.4g}")
+            elif args.keys:
+                print(f"  {k}: in no report", file=sys.stderr)
 
 
 if __name__ == "__main__":
