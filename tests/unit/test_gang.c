@@ -1353,8 +1353,9 @@ static void expect_room_left(struct gang *h, int64_t left)
 /* The evaluating host killed while a pod it placed waits for its binding: the host started
  * again holds that pod as assumed (the snapshot lists pods in binding), the binding's assigned
  * object reaches it whole (the kept Assume went with the old host), and its replica counts the
- * pod once: of the one node's 4000m, a's 3000m leave exactly 1000m. (Whether the new host holds it bound rather than still assumed cannot be seen from
- * here; test_plugin_host.c checks a host's pod_put of an assumed pod.) */
+ * pod once: of the one node's 4000m, a's 3000m leave exactly 1000m. (Whether the new host
+ * holds it bound rather than still assumed cannot be seen from here; test_plugin_host.c checks
+ * a host's pod_put of an assumed pod.) */
 static void test_a_host_restarted_while_its_pod_binds_counts_it_bound(void **state)
 {
     (void)state;
